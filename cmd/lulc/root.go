@@ -1,0 +1,68 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+// app holds what every command shares: output streams, the logger and the
+// verbosity flags.
+type app struct {
+	stdout, stderr io.Writer
+	quiet, verbose bool
+	log            *slog.Logger
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "lulc",
+		Short: "Land-cover maps from Sentinel-2 imagery, fast, on GPUs",
+		Long: `lulc turns Sentinel-2 L2A imagery and ESA WorldCover labels into land-cover maps.
+Each stage is a subcommand driven by a checked-in YAML config.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(*cobra.Command, []string) {
+			level := slog.LevelInfo
+			switch {
+			case a.quiet:
+				level = slog.LevelError
+			case a.verbose:
+				level = slog.LevelDebug
+			}
+			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "log errors only and show no progress bars")
+	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log debug detail")
+	root.MarkFlagsMutuallyExclusive("quiet", "verbose")
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(newVersionCmd(a), newSynthCmd(a))
+	return root
+}
+
+// bar is a progress bar on stderr, or a silent one with --quiet.
+type bar struct{ *progressbar.ProgressBar }
+
+func (b bar) Add(n int) error { return b.ProgressBar.Add(n) }
+
+func (a *app) newBar(total int64, desc string) bar {
+	if a.quiet {
+		return bar{progressbar.DefaultSilent(total, desc)}
+	}
+	return bar{progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(a.stderr),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(200_000_000),
+		progressbar.OptionShowElapsedTimeOnFinish(),
+		progressbar.OptionOnCompletion(func() { io.WriteString(a.stderr, "\n") }),
+		progressbar.OptionClearOnFinish(),
+	)}
+}

@@ -1,0 +1,383 @@
+// Package raster is lulc's only door to GDAL: it opens, reads, transforms and
+// writes rasters through github.com/airbusgeo/godal, and hands the rest of
+// lulc plain Go values (slices, grids, small structs). No other package
+// imports godal or needs cgo.
+package raster
+
+import (
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/airbusgeo/godal"
+	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/landcover"
+)
+
+var registerOnce sync.Once
+
+func register() { registerOnce.Do(godal.RegisterAll) }
+
+// GDALVersion returns the version of the GDAL library lulc is linked with.
+func GDALVersion() string {
+	v := godal.Version()
+	return fmt.Sprintf("%d.%d.%d", v.Major(), v.Minor(), v.Revision())
+}
+
+// Grid is a north-up raster grid: a CRS given by its EPSG code, a GDAL
+// geotransform and a size in pixels.
+type Grid struct {
+	EPSG      int
+	Transform [6]float64 // x0, dx, 0, y0, 0, dy (dy < 0)
+	Width     int
+	Height    int
+}
+
+// Bounds returns the grid's extent as minx, miny, maxx, maxy in CRS units.
+func (g Grid) Bounds() [4]float64 {
+	x0, y0 := g.Transform[0], g.Transform[3]
+	x1 := x0 + float64(g.Width)*g.Transform[1]
+	y1 := y0 + float64(g.Height)*g.Transform[5]
+	return [4]float64{min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)}
+}
+
+// Pixels is the element type of a single-band raster lulc writes.
+type Pixels interface{ ~uint8 | ~uint16 }
+
+// COGOptions says how WriteCOG lays out a Cloud-Optimized GeoTIFF.
+type COGOptions struct {
+	BlockSize          int    // internal tile size: 256, 512 or 1024
+	Compress           string // DEFLATE, ZSTD, LZW or NONE
+	Predictor          bool   // horizontal differencing before compression
+	OverviewResampling string // AVERAGE, NEAREST, MODE, …
+	OverviewCount      int    // 0: GDAL's default (down to one block)
+	Threads            int    // compression threads; 0 uses all CPUs
+	NoData             *float64
+	Description        string            // band description
+	Metadata           map[string]string // dataset metadata items
+	Classes            *landcover.Scheme // colour table and category names
+}
+
+// WriteCOG writes a single-band raster as a COG at path. It writes to a
+// temporary file beside path and renames it when complete, so path either
+// does not exist or holds a whole file. With Classes set it also writes the
+// colour table into the COG and the category names into the GDAL sidecar
+// path+".aux.xml" (GeoTIFF has no tag for category names; GDAL, QGIS and
+// rasterio read them from there).
+func WriteCOG[T Pixels](path string, g Grid, data []T, opt COGOptions) error {
+	register()
+	if len(data) != g.Width*g.Height {
+		return fmt.Errorf("write %s: %d pixels for a %d×%d grid", path, len(data), g.Width, g.Height)
+	}
+	var dtype godal.DataType
+	switch any(data).(type) {
+	case []uint8:
+		dtype = godal.Byte
+	case []uint16:
+		dtype = godal.UInt16
+	default:
+		return fmt.Errorf("write %s: unsupported pixel type %T", path, data)
+	}
+	mem, err := godal.Create(godal.Memory, "", 1, dtype, g.Width, g.Height)
+	if err != nil {
+		return fmt.Errorf("write %s: create in-memory dataset: %w", path, err)
+	}
+	defer mem.Close()
+	if err := describe(mem, g, opt); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := mem.Bands()[0].Write(0, 0, data, g.Width, g.Height); err != nil {
+		return fmt.Errorf("write %s: fill in-memory dataset: %w", path, err)
+	}
+
+	if opt.Classes != nil {
+		if err := writeCategories(path+".aux.xml", *opt.Classes); err != nil {
+			return err
+		}
+	}
+	tmp := atomicfs.TempName(path)
+	defer os.Remove(tmp)
+	out, err := mem.Translate(tmp, append([]string{"-of", "COG"}, cogSwitches(opt)...))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("write %s: close: %w", path, err)
+	}
+	// GDAL may leave a sidecar for the temporary name; categories live
+	// beside the final name, written above.
+	os.Remove(tmp + ".aux.xml")
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func describe(ds *godal.Dataset, g Grid, opt COGOptions) error {
+	sr, err := godal.NewSpatialRefFromEPSG(g.EPSG)
+	if err != nil {
+		return fmt.Errorf("crs EPSG:%d: %w", g.EPSG, err)
+	}
+	defer sr.Close()
+	if err := ds.SetSpatialRef(sr); err != nil {
+		return fmt.Errorf("set crs: %w", err)
+	}
+	if err := ds.SetGeoTransform(g.Transform); err != nil {
+		return fmt.Errorf("set geotransform: %w", err)
+	}
+	band := ds.Bands()[0]
+	if opt.NoData != nil {
+		if err := band.SetNoData(*opt.NoData); err != nil {
+			return fmt.Errorf("set nodata: %w", err)
+		}
+	}
+	if opt.Description != "" {
+		if err := band.SetDescription(opt.Description); err != nil {
+			return fmt.Errorf("set band description: %w", err)
+		}
+	}
+	for _, k := range sortedKeys(opt.Metadata) {
+		if err := ds.SetMetadata(k, opt.Metadata[k]); err != nil {
+			return fmt.Errorf("set metadata %s: %w", k, err)
+		}
+	}
+	if opt.Classes != nil {
+		if err := band.SetColorTable(colorTable(*opt.Classes)); err != nil {
+			return fmt.Errorf("set colour table: %w", err)
+		}
+	}
+	return nil
+}
+
+func cogSwitches(opt COGOptions) []string {
+	compress := opt.Compress
+	if compress == "" {
+		compress = "DEFLATE"
+	}
+	block := opt.BlockSize
+	if block == 0 {
+		block = 512
+	}
+	threads := "ALL_CPUS"
+	if opt.Threads > 0 {
+		threads = fmt.Sprint(opt.Threads)
+	}
+	resampling := opt.OverviewResampling
+	if resampling == "" {
+		resampling = "AVERAGE"
+	}
+	sw := []string{
+		"-co", "COMPRESS=" + compress,
+		"-co", fmt.Sprintf("BLOCKSIZE=%d", block),
+		"-co", "NUM_THREADS=" + threads,
+		"-co", "OVERVIEW_RESAMPLING=" + resampling,
+		"-co", "BIGTIFF=IF_SAFER",
+	}
+	if opt.Predictor {
+		sw = append(sw, "-co", "PREDICTOR=YES")
+	}
+	if opt.OverviewCount > 0 {
+		sw = append(sw, "-co", fmt.Sprintf("OVERVIEW_COUNT=%d", opt.OverviewCount))
+	}
+	return sw
+}
+
+// colorTable builds a 256-entry palette: the scheme's colours at their codes,
+// transparent black at 0 (nodata) and opaque black elsewhere, as the
+// WorldCover COGs do.
+func colorTable(s landcover.Scheme) godal.ColorTable {
+	entries := make([][4]int16, 256)
+	for i := 1; i < 256; i++ {
+		entries[i] = [4]int16{0, 0, 0, 255}
+	}
+	for _, c := range s.Classes {
+		entries[c.Code] = [4]int16{int16(c.Color.R), int16(c.Color.G), int16(c.Color.B), int16(c.Color.A)}
+	}
+	return godal.ColorTable{PaletteInterp: godal.RGBPalette, Entries: entries}
+}
+
+// pamDataset is the subset of GDAL's PAM (.aux.xml) format lulc writes.
+type pamDataset struct {
+	XMLName xml.Name `xml:"PAMDataset"`
+	Bands   []pamBand `xml:"PAMRasterBand"`
+}
+
+type pamBand struct {
+	Band       int      `xml:"band,attr"`
+	Categories []string `xml:"CategoryNames>Category"`
+}
+
+func writeCategories(path string, s landcover.Scheme) error {
+	names := make([]string, 256)
+	last := 0
+	for _, c := range s.Classes {
+		names[c.Code] = c.Name
+		last = max(last, int(c.Code))
+	}
+	body, err := xml.MarshalIndent(pamDataset{Bands: []pamBand{{Band: 1, Categories: names[:last+1]}}}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode category names for %s: %w", path, err)
+	}
+	return atomicfs.WriteFile(path, append(body, '\n'))
+}
+
+// Categories reads the category names GDAL keeps for band 1 of the raster at
+// path (index = pixel value), or nil when it has none.
+func Categories(path string) ([]string, error) {
+	body, err := os.ReadFile(path + ".aux.xml")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read category names: %w", err)
+	}
+	var pam pamDataset
+	if err := xml.Unmarshal(body, &pam); err != nil {
+		return nil, fmt.Errorf("parse %s.aux.xml: %w", path, err)
+	}
+	for _, b := range pam.Bands {
+		if b.Band == 1 {
+			return b.Categories, nil
+		}
+	}
+	return nil, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Info is what lulc checks about a raster on disk.
+type Info struct {
+	Grid
+	Bands       int
+	DataType    string // GDAL name: Byte, UInt16, …
+	BlockSize   [2]int
+	Overviews   int
+	NoData      *float64
+	Layout      string // "COG" for a Cloud-Optimized GeoTIFF
+	Compression string
+	ColorTable  [][4]int16 // band 1's palette, if any
+	Metadata    map[string]string
+}
+
+// Inspect opens the raster at path and describes band 1 and its grid.
+func Inspect(path string) (Info, error) {
+	register()
+	ds, err := godal.Open(path)
+	if err != nil {
+		return Info{}, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer ds.Close()
+	st := ds.Structure()
+	info := Info{
+		Grid:     Grid{Width: st.SizeX, Height: st.SizeY},
+		Bands:    st.NBands,
+		Metadata: ds.Metadatas(),
+	}
+	info.Transform, err = ds.GeoTransform()
+	if err != nil {
+		return Info{}, fmt.Errorf("%s: geotransform: %w", path, err)
+	}
+	if sr := ds.SpatialRef(); sr != nil {
+		defer sr.Close()
+		if code := sr.AuthorityCode(""); code != "" {
+			fmt.Sscan(code, &info.EPSG)
+		}
+	}
+	info.Layout = ds.Metadata("LAYOUT", godal.Domain("IMAGE_STRUCTURE"))
+	info.Compression = ds.Metadata("COMPRESSION", godal.Domain("IMAGE_STRUCTURE"))
+	if st.NBands > 0 {
+		b := ds.Bands()[0]
+		bs := b.Structure()
+		info.DataType = bs.DataType.String()
+		info.BlockSize = [2]int{bs.BlockSizeX, bs.BlockSizeY}
+		info.Overviews = len(b.Overviews())
+		if nd, ok := b.NoData(); ok {
+			info.NoData = &nd
+		}
+		info.ColorTable = b.ColorTable().Entries
+	}
+	return info, nil
+}
+
+// ReadAll reads band 1 of a raster into a new slice. It is meant for small
+// rasters (tests, chips); stages read in windows.
+func ReadAll[T Pixels](path string) ([]T, Grid, error) {
+	register()
+	ds, err := godal.Open(path)
+	if err != nil {
+		return nil, Grid{}, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer ds.Close()
+	st := ds.Structure()
+	g := Grid{Width: st.SizeX, Height: st.SizeY}
+	if g.Transform, err = ds.GeoTransform(); err != nil {
+		return nil, Grid{}, fmt.Errorf("%s: geotransform: %w", path, err)
+	}
+	buf := make([]T, g.Width*g.Height)
+	if err := ds.Bands()[0].Read(0, 0, buf, g.Width, g.Height); err != nil {
+		return nil, Grid{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	return buf, g, nil
+}
+
+// Transformer converts coordinates between two CRSs given by EPSG code,
+// in x/y (easting/northing, longitude/latitude) order.
+type Transformer struct {
+	t        *godal.Transform
+	src, dst *godal.SpatialRef
+	mu       sync.Mutex
+}
+
+// NewTransformer returns a transformer from EPSG:src to EPSG:dst.
+func NewTransformer(src, dst int) (*Transformer, error) {
+	register()
+	s, err := godal.NewSpatialRefFromEPSG(src)
+	if err != nil {
+		return nil, fmt.Errorf("crs EPSG:%d: %w", src, err)
+	}
+	d, err := godal.NewSpatialRefFromEPSG(dst)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("crs EPSG:%d: %w", dst, err)
+	}
+	t, err := godal.NewTransform(s, d)
+	if err != nil {
+		s.Close()
+		d.Close()
+		return nil, fmt.Errorf("transform EPSG:%d → EPSG:%d: %w", src, dst, err)
+	}
+	return &Transformer{t: t, src: s, dst: d}, nil
+}
+
+// Transform converts the points in place.
+func (t *Transformer) Transform(x, y []float64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ok := make([]bool, len(x))
+	if err := t.t.TransformEx(x, y, nil, ok); err != nil {
+		return fmt.Errorf("transform %d points: %w", len(x), err)
+	}
+	for i, good := range ok {
+		if !good {
+			return fmt.Errorf("transform point (%g, %g) failed", x[i], y[i])
+		}
+	}
+	return nil
+}
+
+// Close releases the GDAL objects.
+func (t *Transformer) Close() {
+	t.t.Close()
+	t.src.Close()
+	t.dst.Close()
+}

@@ -1,0 +1,99 @@
+// Package stacx adds to github.com/planetlabs/go-stac the STAC extensions
+// lulc writes and go-stac has no types for (projection, view and
+// classification), and the extension URIs lulc declares.
+package stacx
+
+import (
+	"github.com/planetlabs/go-stac"
+)
+
+// Extension schema URIs, the versions Earth Search and the WorldCover items
+// declare.
+const (
+	ProjectionURI     = "https://stac-extensions.github.io/projection/v1.1.0/schema.json"
+	ViewURI           = "https://stac-extensions.github.io/view/v1.0.0/schema.json"
+	ClassificationURI = "https://stac-extensions.github.io/classification/v1.0.0/schema.json"
+)
+
+// ProjectionItem holds the item-level projection fields.
+type ProjectionItem struct {
+	EPSG int `json:"proj:epsg"`
+}
+
+// URI implements stac.Extension.
+func (*ProjectionItem) URI() string { return ProjectionURI }
+
+// Encode implements stac.Extension.
+func (e *ProjectionItem) Encode(itemMap map[string]any) error {
+	return stac.EncodeExtendedItemProperties(e, itemMap)
+}
+
+// Decode implements stac.Extension.
+func (e *ProjectionItem) Decode(itemMap map[string]any) error {
+	return stac.DecodeExtendedItemProperties(e, itemMap)
+}
+
+// ProjectionAsset holds an asset's grid: shape is [rows, cols], transform the
+// first six affine coefficients (a, b, c, d, e, f) as in rasterio.
+type ProjectionAsset struct {
+	Shape     []int     `json:"proj:shape"`
+	Transform []float64 `json:"proj:transform"`
+}
+
+// URI implements stac.Extension.
+func (*ProjectionAsset) URI() string { return ProjectionURI }
+
+// Encode implements stac.Extension.
+func (e *ProjectionAsset) Encode(assetMap map[string]any) error {
+	return stac.EncodeExtendedMap(e, assetMap)
+}
+
+// Decode implements stac.Extension.
+func (e *ProjectionAsset) Decode(assetMap map[string]any) error {
+	return stac.DecodeExtendedMap(e, assetMap, "proj")
+}
+
+// View holds the illumination geometry of an acquisition.
+type View struct {
+	SunAzimuth   float64 `json:"view:sun_azimuth"`
+	SunElevation float64 `json:"view:sun_elevation"`
+}
+
+// URI implements stac.Extension.
+func (*View) URI() string { return ViewURI }
+
+// Encode implements stac.Extension.
+func (e *View) Encode(itemMap map[string]any) error {
+	return stac.EncodeExtendedItemProperties(e, itemMap)
+}
+
+// Decode implements stac.Extension.
+func (e *View) Decode(itemMap map[string]any) error {
+	return stac.DecodeExtendedItemProperties(e, itemMap)
+}
+
+// Class is one entry of classification:classes.
+type Class struct {
+	Value       int    `json:"value"`
+	Description string `json:"description"`
+	ColorHint   string `json:"color-hint,omitempty"`
+	Name        string `json:"name,omitempty"`
+}
+
+// ClassificationAsset lists the classes an asset's pixel values stand for.
+type ClassificationAsset struct {
+	Classes []Class `json:"classification:classes"`
+}
+
+// URI implements stac.Extension.
+func (*ClassificationAsset) URI() string { return ClassificationURI }
+
+// Encode implements stac.Extension.
+func (e *ClassificationAsset) Encode(assetMap map[string]any) error {
+	return stac.EncodeExtendedMap(e, assetMap)
+}
+
+// Decode implements stac.Extension.
+func (e *ClassificationAsset) Decode(assetMap map[string]any) error {
+	return stac.DecodeExtendedMap(e, assetMap, "classification")
+}

@@ -1,0 +1,437 @@
+package synth
+
+import (
+	"math"
+	"sync/atomic"
+)
+
+// Band positions in a spectrum (features.Sentinel2 order).
+const (
+	iB01 = iota
+	iB02
+	iB03
+	iB04
+	iB05
+	iB06
+	iB07
+	iB08
+	iB8A
+	iB09
+	iB11
+	iB12
+)
+
+// bandNames names the spectrum positions.
+var bandNames = [nBands]string{"B01", "B02", "B03", "B04", "B05", "B06", "B07", "B08", "B8A", "B09", "B11", "B12"}
+
+var (
+	bands10m = []int{iB02, iB03, iB04, iB08}
+	bands20m = []int{iB05, iB06, iB07, iB8A, iB11, iB12}
+	bands60m = []int{iB01, iB09}
+)
+
+// SCL classes of the Sentinel-2 L2A scene classification.
+const (
+	sclNoData      = 0
+	sclDark        = 2
+	sclShadow      = 3
+	sclVegetation  = 4
+	sclBare        = 5
+	sclWater       = 6
+	sclUnclassed   = 7
+	sclCloudMedium = 8
+	sclCloudHigh   = 9
+	sclCirrus      = 10
+	sclSnow        = 11
+)
+
+// Radiometry of processing baseline 04.00 and later: reflectance = DN ×
+// 0.0001 − 0.1, DN 0 is nodata.
+const (
+	dnScale  = 0.0001
+	dnOffset = -0.1
+)
+
+// acquisition holds one date's atmosphere and geometry.
+type acquisition struct {
+	date      Date
+	index     int
+	doy       float64
+	cloud     *field
+	cloudThr  float64
+	cirrus    *field
+	cirrusThr float64
+	sunAz     float64 // degrees clockwise from north
+	sunEl     float64 // degrees above the horizon
+	shadowDU  float64 // offset from a pixel to the cloud that shades it
+	shadowDV  float64
+	edgeNU    float64 // nodata half-plane: nu·u + nv·v > edgeD
+	edgeNV    float64
+	edgeD     float64
+	haze      spectrum
+	seed      uint64
+	sclCounts [12]atomic.Int64
+	dns       [nBands][]uint16 // per band, nil for bands not written
+	scl       []uint8
+}
+
+// cloudHeight is the height of cloud tops used to cast shadows (m).
+const cloudHeight = 1800
+
+func newAcquisition(s *scene, i int, lat float64) *acquisition {
+	d := s.cfg.Dates[i]
+	a := &acquisition{date: d, index: i, seed: hash(s.seed+seedDate, int64(i), d.Datetime.Unix())}
+	a.doy = float64(d.Datetime.UTC().YearDay())
+
+	// Sun at the Sentinel-2 overpass (10:30 local solar time): a simple
+	// declination model is enough for shadow directions.
+	decl := 23.44 * math.Sin(2*math.Pi*(a.doy-81)/365)
+	a.sunEl = max(15, 90-math.Abs(lat-decl)-12)
+	a.sunAz = 152.0
+	if lat < decl {
+		a.sunAz = 28.0
+	}
+	shadowLen := cloudHeight / math.Tan(a.sunEl*math.Pi/180)
+	az := a.sunAz * math.Pi / 180
+	// Toward the sun is (sin az, −cos az) in (east, south) coordinates.
+	a.shadowDU, a.shadowDV = shadowLen*math.Sin(az), -shadowLen*math.Cos(az)
+
+	ext := s.sceneExt
+	m := shadowLen + 500
+	a.cloud = newField(-m, -m, ext+m, ext+m, 60, func(u, v float64) float64 {
+		return fbm(a.seed, u, v, 2500, 5)
+	})
+	a.cloudThr = sceneQuantile(a.cloud, ext, 1-d.CloudCover/100)
+	a.cirrus = newField(-m, -m, ext+m, ext+m, 60, func(u, v float64) float64 {
+		// Cirrus comes in long streaks: stretch the noise along one axis.
+		return fbm(a.seed+1, u*0.35+v*0.2, v, 2000, 4)
+	})
+	a.cirrusThr = sceneQuantile(a.cirrus, ext, 1-d.Cirrus/100)
+
+	// The swath edge runs about 12° off north-south, on the east or west.
+	side := 1.0
+	if hash(a.seed, 2)&1 == 0 {
+		side = -1
+	}
+	phi := 12 * math.Pi / 180 * signed(hash(a.seed, 3))
+	a.edgeNU, a.edgeNV = side*math.Cos(phi), math.Sin(phi)
+	a.edgeD = a.edgeThreshold(ext, d.NoData/100)
+
+	for b := range a.haze {
+		// Haze is strongest in the blue and fades into the SWIR.
+		a.haze[b] = float32(0.006 * signed(hash(a.seed, 4, int64(b))) / float64(1+b/3))
+	}
+	return a
+}
+
+// sceneQuantile is the q-quantile of f over lattice points inside the scene.
+// q ≥ 1 gives +Inf: nothing exceeds it.
+func sceneQuantile(f *field, ext, q float64) float64 {
+	if q >= 1 {
+		return math.Inf(1)
+	}
+	var vals []float32
+	for j := range f.nv {
+		v := f.v0 + float64(j)*f.step
+		if v < 0 || v > ext {
+			continue
+		}
+		for i := range f.nu {
+			u := f.u0 + float64(i)*f.step
+			if u >= 0 && u <= ext {
+				vals = append(vals, f.val[j*f.nu+i])
+			}
+		}
+	}
+	if len(vals) == 0 {
+		return math.Inf(1)
+	}
+	return quantile(vals, q)
+}
+
+// edgeThreshold finds the half-plane offset that leaves fraction frac of the
+// scene outside the swath, by bisection over a sample of points.
+func (a *acquisition) edgeThreshold(ext, frac float64) float64 {
+	if frac <= 0 {
+		return math.Inf(1)
+	}
+	const n = 64
+	outside := func(d float64) float64 {
+		count := 0
+		for j := range n {
+			for i := range n {
+				u, v := (float64(i)+0.5)*ext/n, (float64(j)+0.5)*ext/n
+				if a.edgeNU*u+a.edgeNV*v > d {
+					count++
+				}
+			}
+		}
+		return float64(count) / (n * n)
+	}
+	lo, hi := -2*ext, 2*ext
+	for range 50 {
+		mid := (lo + hi) / 2
+		if outside(mid) > frac {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
+}
+
+func (a *acquisition) nodata(u, v float64) bool { return a.edgeNU*u+a.edgeNV*v > a.edgeD }
+
+// cloudAlpha is cloud opacity in [0, 1]: 0 outside clouds, rising over a
+// soft edge to 1 in the cores.
+func (a *acquisition) cloudAlpha(u, v float64) float64 {
+	c := a.cloud.at(u, v)
+	if c <= a.cloudThr {
+		return 0
+	}
+	return min(1, (c-a.cloudThr)/0.12)
+}
+
+func (a *acquisition) shadowAlpha(u, v float64) float64 {
+	return a.cloudAlpha(u+a.shadowDU, v+a.shadowDV)
+}
+
+func (a *acquisition) cirrusBeta(u, v float64) float64 {
+	c := a.cirrus.at(u, v)
+	if c <= a.cirrusThr {
+		return 0
+	}
+	return min(1, 0.2+(c-a.cirrusThr)/0.1)
+}
+
+// dn converts reflectance to a baseline-04 digital number, keeping 0 for
+// nodata.
+func dn(r float32) uint16 {
+	v := math.Round((float64(r) - dnOffset) / dnScale)
+	return uint16(max(1, min(65535, v)))
+}
+
+// stripRows is the height of the row strips the generator works in: a
+// multiple of 6 so that every strip holds whole 20 m and 60 m pixels.
+const stripRows = 6
+
+// generate fills acq.rasters and acq.scl for each acquisition. progress is
+// called with the number of 10 m rows finished.
+func (s *scene) generate(acqs []*acquisition, progress func(rows int)) {
+	n := s.cfg.Size
+	for _, a := range acqs {
+		for _, b := range bands10m {
+			a.dns[b] = make([]uint16, n*n)
+		}
+		for _, b := range bands20m {
+			a.dns[b] = make([]uint16, n*n/4)
+		}
+		if s.cfg.Bands60m {
+			for _, b := range bands60m {
+				a.dns[b] = make([]uint16, n*n/36)
+			}
+		}
+		a.scl = make([]uint8, n*n/4)
+	}
+	parallelRows(n/stripRows, func(strip int) {
+		s.strip(strip*stripRows, acqs)
+		if progress != nil {
+			progress(stripRows)
+		}
+	})
+}
+
+// strip generates rows r0 … r0+stripRows−1 of every acquisition.
+func (s *scene) strip(r0 int, acqs []*acquisition) {
+	n := s.cfg.Size
+	w := n + 2 // one pixel of halo each side, for edge mixing
+	h := stripRows + 2
+	surf := make([]surface, w*h)
+	gain := make([]float32, w*h) // brightness × texture × persistent noise
+	for rr := range h {
+		r := r0 + rr - 1
+		v := (float64(r) + 0.5) * 10
+		for cc := range w {
+			c := cc - 1
+			u := (float64(c) + 0.5) * 10
+			sf := s.surfaceAt(u, v)
+			surf[rr*w+cc] = sf
+			t := s.texture.at(u, v)
+			pn := 0.035 * gauss(hash2(s.seed+seedPixel, int64(r), int64(c)))
+			gain[rr*w+cc] = sf.bright * float32((1+0.1*t)*(1+pn))
+		}
+	}
+
+	pure := make([]spectrum, w*h)
+	refl := make([]spectrum, stripRows*n)
+	for _, a := range acqs {
+		for k := range pure {
+			sf := &surf[k]
+			m := classModels[sf.class]
+			g := float32(greenness(sf.class, a.doy, float64(sf.phase), float64(sf.ampl)))
+			for b := range nBands {
+				pure[k][b] = (m.dry[b] + g*(m.green[b]-m.dry[b])) * gain[k]
+			}
+		}
+		for rr := 1; rr <= stripRows; rr++ {
+			r := r0 + rr - 1
+			v := (float64(r) + 0.5) * 10
+			for cc := 1; cc <= n; cc++ {
+				c := cc - 1
+				u := (float64(c) + 0.5) * 10
+				k := rr*w + cc
+				px := pure[k]
+				// A pixel straddling a boundary sees its neighbours too:
+				// half its own surface, an eighth of each 4-neighbour.
+				key := surf[k].key
+				if surf[k-1].key != key || surf[k+1].key != key || surf[k-w].key != key || surf[k+w].key != key {
+					for b := range nBands {
+						px[b] = 0.5*px[b] + 0.125*(pure[k-1][b]+pure[k+1][b]+pure[k-w][b]+pure[k+w][b])
+					}
+				}
+				s.atmosphere(a, &px, u, v, r, c)
+				refl[(rr-1)*n+c] = px
+			}
+		}
+		s.writeStrip(a, r0, refl, surf, w)
+	}
+}
+
+// atmosphere applies cloud shadow, cirrus, cloud, haze and sensor noise.
+func (s *scene) atmosphere(a *acquisition, px *spectrum, u, v float64, r, c int) {
+	alpha := a.cloudAlpha(u, v)
+	if sh := a.shadowAlpha(u, v); sh > 0 && alpha == 0 {
+		f := float32(1 - 0.65*min(1, 1.5*sh))
+		for b := range px {
+			px[b] *= f
+		}
+	}
+	if beta := a.cirrusBeta(u, v); beta > 0 {
+		for b := range px {
+			// Thin ice cloud: a near-flat brightening, weaker in the SWIR.
+			px[b] += float32(beta) * 0.05 * float32(1-0.05*float64(b))
+		}
+	}
+	if alpha > 0 {
+		op := float32(0.25 + 0.75*alpha)
+		texture := float32(0.85 + 0.3*a.cloud.at(u*3.1, v*3.1))
+		for b := range px {
+			px[b] = (1-op)*px[b] + op*cloudSpectrum[b]*texture
+		}
+	}
+	h := hash2(a.seed, int64(r), int64(c))
+	for b := range px {
+		h = mix(h + uint64(b))
+		px[b] += a.haze[b] + float32(0.004*gauss(h))
+	}
+}
+
+// writeStrip quantises a strip of reflectances into the 10, 20 and 60 m
+// rasters and classifies it into SCL.
+func (s *scene) writeStrip(a *acquisition, r0 int, refl []spectrum, surf []surface, w int) {
+	n := s.cfg.Size
+	for rr := range stripRows {
+		r := r0 + rr
+		v := (float64(r) + 0.5) * 10
+		for c := range n {
+			u := (float64(c) + 0.5) * 10
+			nd := a.nodata(u, v)
+			for _, b := range bands10m {
+				out := a.dns[b]
+				if nd {
+					out[r*n+c] = 0
+				} else {
+					out[r*n+c] = dn(refl[rr*n+c][b])
+				}
+			}
+		}
+	}
+	// 20 m: the mean of each 2×2 block, nodata decided at the block centre.
+	n2 := n / 2
+	var counts [12]int64
+	for rr := 0; rr < stripRows; rr += 2 {
+		r2 := (r0 + rr) / 2
+		v := (float64(r2) + 0.5) * 20
+		for c2 := range n2 {
+			u := (float64(c2) + 0.5) * 20
+			nd := a.nodata(u, v)
+			for _, b := range bands20m {
+				out := a.dns[b]
+				if nd {
+					out[r2*n2+c2] = 0
+					continue
+				}
+				k := rr*n + 2*c2
+				sum := refl[k][b] + refl[k+1][b] + refl[k+n][b] + refl[k+n+1][b]
+				out[r2*n2+c2] = dn(sum / 4)
+			}
+			cls := s.scl(a, surf[(rr+1)*w+2*c2+1], u, v, nd, r2, c2)
+			a.scl[r2*n2+c2] = cls
+			counts[cls]++
+		}
+	}
+	for k, c := range counts {
+		a.sclCounts[k].Add(c)
+	}
+	if !s.cfg.Bands60m {
+		return
+	}
+	n6 := n / 6
+	r6 := r0 / 6
+	v := (float64(r6) + 0.5) * 60
+	for c6 := range n6 {
+		u := (float64(c6) + 0.5) * 60
+		nd := a.nodata(u, v)
+		for _, b := range bands60m {
+			out := a.dns[b]
+			if nd {
+				out[r6*n6+c6] = 0
+				continue
+			}
+			var sum float32
+			for rr := range 6 {
+				for cc := range 6 {
+					sum += refl[rr*n+6*c6+cc][b]
+				}
+			}
+			out[r6*n6+c6] = dn(sum / 36)
+		}
+	}
+}
+
+// scl classifies a 20 m pixel as Sen2Cor would, from what the model knows
+// is there: nodata, cloud probability, shadow, cirrus, then the surface.
+func (s *scene) scl(a *acquisition, sf surface, u, v float64, nd bool, r2, c2 int) uint8 {
+	if nd {
+		return sclNoData
+	}
+	switch alpha := a.cloudAlpha(u, v); {
+	case alpha >= 0.5:
+		return sclCloudHigh
+	case alpha > 0:
+		return sclCloudMedium
+	}
+	if a.shadowAlpha(u, v) > 0.25 {
+		return sclShadow
+	}
+	if a.cirrusBeta(u, v) > 0 {
+		return sclCirrus
+	}
+	// Sen2Cor leaves a few pixels unclassified or flags dark ones.
+	switch h := unit(hash2(a.seed+7, int64(r2), int64(c2))); {
+	case h < 0.002:
+		return sclUnclassed
+	case h < 0.003:
+		return sclDark
+	}
+	switch sf.class {
+	case 80:
+		return sclWater
+	case 70:
+		return sclSnow
+	}
+	if classModels[sf.class].vegetated && greenness(sf.class, a.doy, float64(sf.phase), float64(sf.ampl)) > 0.3 {
+		return sclVegetation
+	}
+	return sclBare
+}
