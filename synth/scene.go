@@ -162,7 +162,7 @@ func (s *scene) makeCell(i, j int) cell {
 		case 40:
 			return -0.8*math.Abs(e) - 0.3*urb
 		case 50:
-			return 3*urb - 0.8*math.Abs(e)
+			return 2*urb - 0.6*math.Abs(e) - 0.5
 		case 60:
 			return 1.5*e - 1.2*m
 		case 70:
@@ -181,7 +181,7 @@ func (s *scene) makeCell(i, j int) cell {
 	total := 0.0
 	w := make([]float64, len(s.codes))
 	for k, code := range s.codes {
-		w[k] = s.weights[k] * math.Exp(2*score(code))
+		w[k] = s.weights[k] * math.Exp(1.6*score(code))
 		total += w[k]
 	}
 	r := unit(h(2)) * total
@@ -246,7 +246,16 @@ func (s *scene) surfaceAt(u, v float64) surface {
 		pv := math.Floor((-u*sin + v*cos) / float64(c.ph))
 		h := hash(s.seed+seedCells, int64(k), int64(pu), int64(pv))
 		sf.key = h
-		sf.phase = float32(365 * unit(h))
+		// Crop calendars cluster: winter cereals peak in May, summer
+		// crops in late July, a few others at any time.
+		switch r := unit(h); {
+		case r < 0.45:
+			sf.phase = float32(130 + 15*gauss(mix(h+3)))
+		case r < 0.85:
+			sf.phase = float32(205 + 15*gauss(mix(h+3)))
+		default:
+			sf.phase = float32(365 * unit(mix(h+3)))
+		}
 		sf.ampl = float32(0.55 + 0.45*unit(mix(h+1)))
 		sf.bright = c.bright * float32(1+0.06*gauss(mix(h+2)))
 	}

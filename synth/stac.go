@@ -85,7 +85,7 @@ func s2Item(cfg Config, a *acquisition, geo *geometry, footprint [][2]float64, n
 			panic(err) // names come from Config.bandNames
 		}
 		g := bandGrid(geo.utm, b.Resolution)
-		assets[b.CommonName] = &stac.Asset{
+		assets[b.Key] = &stac.Asset{
 			Href:  "./" + name + ".tif",
 			Type:  cogType,
 			Title: fmt.Sprintf("%s - %dm", b.Title, b.Resolution),

@@ -3,9 +3,11 @@ package main
 import (
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // app holds what every command shares: output streams, the logger and the
@@ -51,8 +53,10 @@ type bar struct{ *progressbar.ProgressBar }
 
 func (b bar) Add(n int) error { return b.ProgressBar.Add(n) }
 
+// newBar shows progress only on a terminal: redirected to a file or a CI
+// log, carriage-return redraws would bury the log lines.
 func (a *app) newBar(total int64, desc string) bar {
-	if a.quiet {
+	if f, ok := a.stderr.(*os.File); a.quiet || !ok || !term.IsTerminal(int(f.Fd())) {
 		return bar{progressbar.DefaultSilent(total, desc)}
 	}
 	return bar{progressbar.NewOptions64(total,
