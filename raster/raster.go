@@ -201,7 +201,7 @@ func colorTable(s landcover.Scheme) godal.ColorTable {
 
 // pamDataset is the subset of GDAL's PAM (.aux.xml) format lulc writes.
 type pamDataset struct {
-	XMLName xml.Name `xml:"PAMDataset"`
+	XMLName xml.Name  `xml:"PAMDataset"`
 	Bands   []pamBand `xml:"PAMRasterBand"`
 }
 

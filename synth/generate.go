@@ -2,6 +2,7 @@ package synth
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 )
 
@@ -213,7 +214,7 @@ func dn(r float32) uint16 {
 
 // stripRows is the height of the row strips the generator works in: a
 // multiple of 6 so that every strip holds whole 20 m and 60 m pixels.
-const stripRows = 6
+const stripRows = 30
 
 // generate fills acq.rasters and acq.scl for each acquisition. progress is
 // called with the number of 10 m rows finished.
@@ -233,21 +234,47 @@ func (s *scene) generate(acqs []*acquisition, progress func(rows int)) {
 		}
 		a.scl = make([]uint8, n*n/4)
 	}
-	parallelRows(n/stripRows, func(strip int) {
-		s.strip(strip*stripRows, acqs)
+	// Scratch buffers are reused across strips: allocating them afresh
+	// costs more in page faults and GC than the pixels themselves.
+	pool := sync.Pool{New: func() any { return newScratch(n) }}
+	strips := (n + stripRows - 1) / stripRows
+	parallelRows(strips, func(strip int) {
+		sc := pool.Get().(*scratch)
+		rows := min(stripRows, n-strip*stripRows)
+		s.strip(strip*stripRows, rows, acqs, sc)
+		pool.Put(sc)
 		if progress != nil {
-			progress(stripRows)
+			progress(rows)
 		}
 	})
 }
 
-// strip generates rows r0 … r0+stripRows−1 of every acquisition.
-func (s *scene) strip(r0 int, acqs []*acquisition) {
+// scratch holds one strip's working buffers.
+type scratch struct {
+	surf []surface
+	gain []float32
+	pure []spectrum
+	refl []spectrum
+}
+
+func newScratch(n int) *scratch {
+	w, h := n+2, stripRows+2
+	return &scratch{
+		surf: make([]surface, w*h),
+		gain: make([]float32, w*h),
+		pure: make([]spectrum, w*h),
+		refl: make([]spectrum, stripRows*n),
+	}
+}
+
+// strip generates rows r0 … r0+rows−1 of every acquisition; rows is a
+// multiple of 6.
+func (s *scene) strip(r0, rows int, acqs []*acquisition, sc *scratch) {
 	n := s.cfg.Size
 	w := n + 2 // one pixel of halo each side, for edge mixing
-	h := stripRows + 2
-	surf := make([]surface, w*h)
-	gain := make([]float32, w*h) // brightness × texture × persistent noise
+	h := rows + 2
+	surf := sc.surf[:w*h]
+	gain := sc.gain[:w*h] // brightness × texture × persistent noise
 	for rr := range h {
 		r := r0 + rr - 1
 		v := (float64(r) + 0.5) * 10
@@ -262,8 +289,8 @@ func (s *scene) strip(r0 int, acqs []*acquisition) {
 		}
 	}
 
-	pure := make([]spectrum, w*h)
-	refl := make([]spectrum, stripRows*n)
+	pure := sc.pure[:w*h]
+	refl := sc.refl[:rows*n]
 	for _, a := range acqs {
 		for k := range pure {
 			sf := &surf[k]
@@ -273,7 +300,7 @@ func (s *scene) strip(r0 int, acqs []*acquisition) {
 				pure[k][b] = (m.dry[b] + g*(m.green[b]-m.dry[b])) * gain[k]
 			}
 		}
-		for rr := 1; rr <= stripRows; rr++ {
+		for rr := 1; rr <= rows; rr++ {
 			r := r0 + rr - 1
 			v := (float64(r) + 0.5) * 10
 			for cc := 1; cc <= n; cc++ {
@@ -293,7 +320,7 @@ func (s *scene) strip(r0 int, acqs []*acquisition) {
 				refl[(rr-1)*n+c] = px
 			}
 		}
-		s.writeStrip(a, r0, refl, surf, w)
+		s.writeStrip(a, r0, rows, refl, surf, w)
 	}
 }
 
@@ -328,9 +355,9 @@ func (s *scene) atmosphere(a *acquisition, px *spectrum, u, v float64, r, c int)
 
 // writeStrip quantises a strip of reflectances into the 10, 20 and 60 m
 // rasters and classifies it into SCL.
-func (s *scene) writeStrip(a *acquisition, r0 int, refl []spectrum, surf []surface, w int) {
+func (s *scene) writeStrip(a *acquisition, r0, rows int, refl []spectrum, surf []surface, w int) {
 	n := s.cfg.Size
-	for rr := range stripRows {
+	for rr := range rows {
 		r := r0 + rr
 		v := (float64(r) + 0.5) * 10
 		for c := range n {
@@ -349,7 +376,7 @@ func (s *scene) writeStrip(a *acquisition, r0 int, refl []spectrum, surf []surfa
 	// 20 m: the mean of each 2×2 block, nodata decided at the block centre.
 	n2 := n / 2
 	var counts [12]int64
-	for rr := 0; rr < stripRows; rr += 2 {
+	for rr := 0; rr < rows; rr += 2 {
 		r2 := (r0 + rr) / 2
 		v := (float64(r2) + 0.5) * 20
 		for c2 := range n2 {
@@ -377,24 +404,26 @@ func (s *scene) writeStrip(a *acquisition, r0 int, refl []spectrum, surf []surfa
 		return
 	}
 	n6 := n / 6
-	r6 := r0 / 6
-	v := (float64(r6) + 0.5) * 60
-	for c6 := range n6 {
-		u := (float64(c6) + 0.5) * 60
-		nd := a.nodata(u, v)
-		for _, b := range bands60m {
-			out := a.dns[b]
-			if nd {
-				out[r6*n6+c6] = 0
-				continue
-			}
-			var sum float32
-			for rr := range 6 {
-				for cc := range 6 {
-					sum += refl[rr*n+6*c6+cc][b]
+	for rr6 := 0; rr6 < rows; rr6 += 6 {
+		r6 := (r0 + rr6) / 6
+		v := (float64(r6) + 0.5) * 60
+		for c6 := range n6 {
+			u := (float64(c6) + 0.5) * 60
+			nd := a.nodata(u, v)
+			for _, b := range bands60m {
+				out := a.dns[b]
+				if nd {
+					out[r6*n6+c6] = 0
+					continue
 				}
+				var sum float32
+				for rr := range 6 {
+					for cc := range 6 {
+						sum += refl[(rr6+rr)*n+6*c6+cc][b]
+					}
+				}
+				out[r6*n6+c6] = dn(sum / 36)
 			}
-			out[r6*n6+c6] = dn(sum / 36)
 		}
 	}
 }

@@ -28,7 +28,9 @@ var (
 	dryGrass  = spectrum{0.060, 0.075, 0.115, 0.135, 0.175, 0.215, 0.240, 0.255, 0.262, 0.255, 0.300, 0.220}
 )
 
-var classModels = map[uint8]classModel{
+// classModels is indexed by class code; the generator's inner loops look
+// models up per pixel, where a map lookup would dominate.
+var classModels = [256]classModel{
 	10: { // tree cover: dark in the visible, bright NIR, darker SWIR than crops
 		dry:   spectrum{0.030, 0.032, 0.050, 0.040, 0.080, 0.160, 0.190, 0.205, 0.210, 0.200, 0.150, 0.080},
 		green: spectrum{0.025, 0.028, 0.055, 0.025, 0.085, 0.240, 0.300, 0.320, 0.330, 0.315, 0.150, 0.065},

@@ -18,7 +18,7 @@ import (
 	"github.com/lulc/lulc/raster"
 )
 
-func tinyConfig(t *testing.T) Config {
+func tinyConfig(t testing.TB) Config {
 	t.Helper()
 	raw, err := configs.Read("synth-tiny.yaml")
 	if err != nil {
@@ -368,8 +368,7 @@ func TestRealism(t *testing.T) {
 		}
 	}
 
-	// Spectra of clear pixels, per class, on the first (April) and the
-	// second (July) date.
+	// Mean spectra of clear pixels per class, in July.
 	type acc struct{ nir, red, n float64 }
 	classes := func(a *acquisition) map[uint8]*acc {
 		out := map[uint8]*acc{}

@@ -1,0 +1,27 @@
+# lulc: the two commands a newcomer needs are `make demo` and `make test`.
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: deps build demo test bench-synth clean
+
+# deps installs the system packages lulc builds against (GDAL for the raster
+# I/O package) when run as root, and says what to install otherwise.
+deps:
+	@./scripts/deps
+
+build: deps
+	go build -ldflags "$(LDFLAGS)" -o bin/lulc ./cmd/lulc
+
+# demo runs the main job on the embedded default config.
+demo: build
+	bin/lulc synth --force --out runs/demo/scene
+
+test: deps
+	go test ./...
+
+# bench-synth times full-tile generation (see docs/benchmarks.md).
+bench-synth: build
+	/usr/bin/time -v bin/lulc synth --force -c configs/synth-full.yaml --out runs/bench/full-tile
+
+clean:
+	rm -rf bin runs

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/raster"
+)
+
+// lulc runs a command line in-process, as main would.
+func lulc(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestHelpListsWorkingCommands(t *testing.T) {
+	code, out, _ := lulc(t, "--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"synth", "version"} {
+		if !strings.Contains(out, "  "+want+" ") {
+			t.Errorf("--help does not list %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "completion") {
+		t.Errorf("--help lists the completion command:\n%s", out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := lulc(t, "version")
+	if code != 0 || !strings.Contains(out, "lulc ") || !strings.Contains(out, "go1.") ||
+		!strings.Contains(out, "gdal "+raster.GDALVersion()) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestSynthEmbeddedDefault(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "scene")
+	code, stdout, stderr := lulc(t, "synth", "--quiet", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if stdout != "" || stderr != "" {
+		t.Errorf("--quiet printed %q %q", stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "catalog.json")); err != nil {
+		t.Fatal(err)
+	}
+	// A second run refuses to overwrite, and --force replaces.
+	code, _, stderr = lulc(t, "synth", "-q", "--out", out)
+	if code == 0 || !strings.Contains(stderr, "already exists") || !strings.Contains(stderr, "--force") {
+		t.Errorf("existing output: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr = lulc(t, "synth", "-q", "--force", "--out", out); code != 0 {
+		t.Errorf("--force: exit %d, %q", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "catalog.json")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeConfig writes the tiny config with one line replaced.
+func writeConfig(t *testing.T, old, new string) string {
+	t.Helper()
+	raw, err := configs.Read("synth-tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), old) {
+		t.Fatalf("tiny config has no %q", old)
+	}
+	p := filepath.Join(t.TempDir(), "cfg.yaml")
+	if err := os.WriteFile(p, []byte(strings.Replace(string(raw), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSynthBadInput(t *testing.T) {
+	dir := t.TempDir()
+	notADir := filepath.Join(dir, "file")
+	os.WriteFile(notADir, []byte("x"), 0o644)
+	existing := filepath.Join(dir, "existing")
+	os.Mkdir(existing, 0o755)
+	os.WriteFile(filepath.Join(existing, "keep.txt"), []byte("precious"), 0o644)
+
+	cases := []struct {
+		name   string
+		config string
+		out    string
+		want   []string
+	}{
+		{"unknown key", writeConfig(t, "seed:", "colour: red\nseed:"), "", []string{"field colour not found"}},
+		{"misspelt key", writeConfig(t, "label_noise:", "label_nosie:"), "", []string{"label_nosie"}},
+		{"zero size", writeConfig(t, "size: 252", "size: 0"), "", []string{"size", "0"}},
+		{"negative size", writeConfig(t, "size: 252", "size: -252"), "", []string{"size", "-252"}},
+		{"size not a multiple of 6", writeConfig(t, "size: 252", "size: 256"), "", []string{"size", "multiple of 6"}},
+		{"size beyond memory", writeConfig(t, "size: 252", "size: 99996"), "", []string{"size", "GB of memory"}},
+		{"size beyond limit", writeConfig(t, "size: 252", "size: 200004"), "", []string{"size", "larger than"}},
+		{"unknown class code", writeConfig(t, "  60: 0.04", "  15: 0.04"), "", []string{"unknown class code 15"}},
+		{"bad platform", writeConfig(t, "platform: sentinel-2a", "platform: landsat-8"), "", []string{"platform", "landsat-8"}},
+		{"missing config", filepath.Join(dir, "nope.yaml"), "", []string{"read config", "nope.yaml"}},
+		{"unwritable output", "", filepath.Join(notADir, "scene"), []string{"not writable", notADir}},
+		{"existing output", "", existing, []string{"already exists", "--force"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := c.out
+			if out == "" {
+				out = filepath.Join(t.TempDir(), "scene")
+			}
+			args := []string{"synth", "-q", "--out", out}
+			if c.config != "" {
+				args = append(args, "--config", c.config)
+			}
+			code, _, stderr := lulc(t, args...)
+			if code == 0 {
+				t.Fatalf("exit 0 for %s", c.name)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("error %q does not mention %q", stderr, w)
+				}
+			}
+			if c.out == "" {
+				if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("failed run left %s", out)
+				}
+				if m, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".*partial")); len(m) > 0 {
+					t.Errorf("failed config check left staging %v", m)
+				}
+			}
+		})
+	}
+	if b, err := os.ReadFile(filepath.Join(existing, "keep.txt")); err != nil || string(b) != "precious" {
+		t.Errorf("existing output was touched: %q %v", b, err)
+	}
+}
