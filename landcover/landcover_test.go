@@ -1,0 +1,35 @@
+package landcover
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestWorldCover(t *testing.T) {
+	if err := WorldCover.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(WorldCover.Classes) != 11 || !WorldCover.Has(95) || WorldCover.Has(15) || WorldCover.Has(0) {
+		t.Errorf("codes %v", WorldCover.Codes())
+	}
+	// Colours as in the official COG palette.
+	if c, _ := WorldCover.Class(80); c.Color.R != 0 || c.Color.G != 0x64 || c.Color.B != 0xc8 {
+		t.Errorf("water colour %v", c.Color)
+	}
+	if !strings.Contains(WorldCover.Legend(), "100 Moss and lichen\n") {
+		t.Errorf("legend %q", WorldCover.Legend())
+	}
+}
+
+func TestValidateRejects(t *testing.T) {
+	for _, s := range []Scheme{
+		{Name: "empty"},
+		{Name: "zero", Classes: []Class{{Code: 0, Name: "x"}}},
+		{Name: "dup", Classes: []Class{{Code: 1, Name: "a"}, {Code: 1, Name: "b"}}},
+		{Name: "noname", Classes: []Class{{Code: 3}}},
+	} {
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), s.Name) {
+			t.Errorf("%s: %v", s.Name, err)
+		}
+	}
+}
