@@ -208,7 +208,9 @@ func (a *acquisition) cirrusBeta(u, v float64) float64 {
 // dn converts reflectance to a baseline-04 digital number, keeping 0 for
 // nodata.
 func dn(r float32) uint16 {
-	v := math.Round((float64(r) - dnOffset) / dnScale)
+	// Round half up in float32: the reflectances are float32 already, and
+	// this sits in the innermost loop.
+	v := r*(1/dnScale) + (-dnOffset/dnScale + 0.5)
 	return uint16(max(1, min(65535, v)))
 }
 
@@ -255,6 +257,7 @@ type scratch struct {
 	gain []float32
 	pure []spectrum
 	refl []spectrum
+	sky  []sky
 }
 
 func newScratch(n int) *scratch {
@@ -264,6 +267,7 @@ func newScratch(n int) *scratch {
 		gain: make([]float32, w*h),
 		pure: make([]spectrum, w*h),
 		refl: make([]spectrum, stripRows*n),
+		sky:  make([]sky, stripRows/2*(n/2)),
 	}
 }
 
@@ -291,21 +295,35 @@ func (s *scene) strip(r0, rows int, acqs []*acquisition, sc *scratch) {
 
 	pure := sc.pure[:w*h]
 	refl := sc.refl[:rows*n]
+	n2 := n / 2
+	skies := sc.sky[:rows/2*n2]
 	for _, a := range acqs {
+		// Neighbouring pixels mostly share a patch: greenness (a cos or an
+		// exp) is computed once per run of equal keys.
+		prevKey, prevG := ^uint64(0), float32(0)
 		for k := range pure {
 			sf := &surf[k]
-			m := classModels[sf.class]
-			g := float32(greenness(sf.class, a.doy, float64(sf.phase), float64(sf.ampl)))
+			if sf.key != prevKey {
+				prevKey = sf.key
+				prevG = float32(greenness(sf.class, a.doy, float64(sf.phase), float64(sf.ampl)))
+			}
+			m := &classModels[sf.class]
 			for b := range nBands {
-				pure[k][b] = (m.dry[b] + g*(m.green[b]-m.dry[b])) * gain[k]
+				pure[k][b] = (m.dry[b] + prevG*(m.green[b]-m.dry[b])) * gain[k]
+			}
+		}
+		// The sky is smooth at 60 m: it is evaluated once per 20 m pixel,
+		// and SCL reads the same values, so bands and mask agree exactly.
+		for rr2 := range rows / 2 {
+			v := (float64((r0+2*rr2)/2) + 0.5) * 20
+			for c2 := range n2 {
+				skies[rr2*n2+c2] = a.skyAt((float64(c2)+0.5)*20, v)
 			}
 		}
 		for rr := 1; rr <= rows; rr++ {
 			r := r0 + rr - 1
-			v := (float64(r) + 0.5) * 10
 			for cc := 1; cc <= n; cc++ {
 				c := cc - 1
-				u := (float64(c) + 0.5) * 10
 				k := rr*w + cc
 				px := pure[k]
 				// A pixel straddling a boundary sees its neighbours too:
@@ -316,83 +334,81 @@ func (s *scene) strip(r0, rows int, acqs []*acquisition, sc *scratch) {
 						px[b] = 0.5*px[b] + 0.125*(pure[k-1][b]+pure[k+1][b]+pure[k-w][b]+pure[k+w][b])
 					}
 				}
-				s.atmosphere(a, &px, u, v, r, c)
+				a.atmosphere(&px, &skies[(rr-1)/2*n2+c/2], r, c)
 				refl[(rr-1)*n+c] = px
 			}
 		}
-		s.writeStrip(a, r0, rows, refl, surf, w)
+		s.writeStrip(a, r0, rows, refl, surf, skies, w)
 	}
 }
 
-// atmosphere applies cloud shadow, cirrus, cloud, haze and sensor noise.
-func (s *scene) atmosphere(a *acquisition, px *spectrum, u, v float64, r, c int) {
-	alpha := a.cloudAlpha(u, v)
-	if sh := a.shadowAlpha(u, v); sh > 0 && alpha == 0 {
-		f := float32(1 - 0.65*min(1, 1.5*sh))
+// sky is the atmosphere over one 20 m pixel.
+type sky struct {
+	cloud   float32 // cloud opacity, 0 outside clouds
+	shadow  float32 // opacity of the cloud casting a shadow here
+	cirrus  float32
+	texture float32 // cloud-top brightness variation
+}
+
+func (a *acquisition) skyAt(u, v float64) sky {
+	sk := sky{
+		cloud:  float32(a.cloudAlpha(u, v)),
+		shadow: float32(a.shadowAlpha(u, v)),
+		cirrus: float32(a.cirrusBeta(u, v)),
+	}
+	if sk.cloud > 0 {
+		sk.texture = float32(0.85 + 0.3*a.cloud.at(u*3.1, v*3.1))
+	}
+	return sk
+}
+
+// atmosphere applies cloud shadow, cirrus, cloud, haze and sensor noise to
+// the pixel at row r, column c.
+func (a *acquisition) atmosphere(px *spectrum, sk *sky, r, c int) {
+	if sk.shadow > 0 && sk.cloud == 0 {
+		f := 1 - 0.65*min(1, 1.5*sk.shadow)
 		for b := range px {
 			px[b] *= f
 		}
 	}
-	if beta := a.cirrusBeta(u, v); beta > 0 {
+	if sk.cirrus > 0 {
 		for b := range px {
 			// Thin ice cloud: a near-flat brightening, weaker in the SWIR.
-			px[b] += float32(beta) * 0.05 * float32(1-0.05*float64(b))
+			px[b] += sk.cirrus * 0.05 * (1 - 0.05*float32(b))
 		}
 	}
-	if alpha > 0 {
-		op := float32(0.25 + 0.75*alpha)
-		texture := float32(0.85 + 0.3*a.cloud.at(u*3.1, v*3.1))
+	if sk.cloud > 0 {
+		op := 0.25 + 0.75*sk.cloud
 		for b := range px {
-			px[b] = (1-op)*px[b] + op*cloudSpectrum[b]*texture
+			px[b] = (1-op)*px[b] + op*cloudSpectrum[b]*sk.texture
 		}
 	}
 	h := hash2(a.seed, int64(r), int64(c))
-	for b := range px {
+	for b := 0; b < nBands; b += 2 {
 		h = mix(h + uint64(b))
-		px[b] += a.haze[b] + float32(0.004*gauss(h))
+		n0, n1 := gaussPair(h)
+		px[b] += a.haze[b] + float32(0.004*n0)
+		px[b+1] += a.haze[b+1] + float32(0.004*n1)
 	}
 }
 
 // writeStrip quantises a strip of reflectances into the 10, 20 and 60 m
 // rasters and classifies it into SCL.
-func (s *scene) writeStrip(a *acquisition, r0, rows int, refl []spectrum, surf []surface, w int) {
+func (s *scene) writeStrip(a *acquisition, r0, rows int, refl []spectrum, surf []surface, skies []sky, w int) {
 	n := s.cfg.Size
-	for rr := range rows {
-		r := r0 + rr
-		v := (float64(r) + 0.5) * 10
-		for c := range n {
-			u := (float64(c) + 0.5) * 10
-			nd := a.nodata(u, v)
-			for _, b := range bands10m {
-				out := a.dns[b]
-				if nd {
-					out[r*n+c] = 0
-				} else {
-					out[r*n+c] = dn(refl[rr*n+c][b])
-				}
-			}
-		}
+	a.quantise(r0, rows, n, refl, 1, bands10m)
+	a.quantise(r0, rows, n, refl, 2, bands20m)
+	if s.cfg.Bands60m {
+		a.quantise(r0, rows, n, refl, 6, bands60m)
 	}
-	// 20 m: the mean of each 2×2 block, nodata decided at the block centre.
 	n2 := n / 2
 	var counts [12]int64
 	for rr := 0; rr < rows; rr += 2 {
 		r2 := (r0 + rr) / 2
 		v := (float64(r2) + 0.5) * 20
 		for c2 := range n2 {
-			u := (float64(c2) + 0.5) * 20
-			nd := a.nodata(u, v)
-			for _, b := range bands20m {
-				out := a.dns[b]
-				if nd {
-					out[r2*n2+c2] = 0
-					continue
-				}
-				k := rr*n + 2*c2
-				sum := refl[k][b] + refl[k+1][b] + refl[k+n][b] + refl[k+n+1][b]
-				out[r2*n2+c2] = dn(sum / 4)
-			}
-			cls := s.scl(a, surf[(rr+1)*w+2*c2+1], u, v, nd, r2, c2)
+			nd := a.nodata((float64(c2)+0.5)*20, v)
+			cls := a.classify(surf[(rr+1)*w+2*c2+1], &skies[rr/2*n2+c2], nd, r2, c2)
 			a.scl[r2*n2+c2] = cls
 			counts[cls]++
 		}
@@ -400,50 +416,51 @@ func (s *scene) writeStrip(a *acquisition, r0, rows int, refl []spectrum, surf [
 	for k, c := range counts {
 		a.sclCounts[k].Add(c)
 	}
-	if !s.cfg.Bands60m {
-		return
-	}
-	n6 := n / 6
-	for rr6 := 0; rr6 < rows; rr6 += 6 {
-		r6 := (r0 + rr6) / 6
-		v := (float64(r6) + 0.5) * 60
-		for c6 := range n6 {
-			u := (float64(c6) + 0.5) * 60
-			nd := a.nodata(u, v)
-			for _, b := range bands60m {
+}
+
+// quantise writes the bands of a strip at f×10 m: each output pixel is the
+// mean of its f×f block of 10 m reflectances, nodata decided at its centre.
+func (a *acquisition) quantise(r0, rows, n int, refl []spectrum, f int, bands []int) {
+	nf := n / f
+	inv := 1 / float32(f*f)
+	res := float64(10 * f)
+	for rr := 0; rr < rows; rr += f {
+		ro := (r0 + rr) / f
+		v := (float64(ro) + 0.5) * res
+		for co := range nf {
+			nd := a.nodata((float64(co)+0.5)*res, v)
+			for _, b := range bands {
 				out := a.dns[b]
 				if nd {
-					out[r6*n6+c6] = 0
+					out[ro*nf+co] = 0
 					continue
 				}
 				var sum float32
-				for rr := range 6 {
-					for cc := range 6 {
-						sum += refl[(rr6+rr)*n+6*c6+cc][b]
+				for dr := range f {
+					row := refl[(rr+dr)*n+f*co:]
+					for dc := range f {
+						sum += row[dc][b]
 					}
 				}
-				out[r6*n6+c6] = dn(sum / 36)
+				out[ro*nf+co] = dn(sum * inv)
 			}
 		}
 	}
 }
 
-// scl classifies a 20 m pixel as Sen2Cor would, from what the model knows
+// classify gives a 20 m pixel its SCL class as Sen2Cor would, from what the model knows
 // is there: nodata, cloud probability, shadow, cirrus, then the surface.
-func (s *scene) scl(a *acquisition, sf surface, u, v float64, nd bool, r2, c2 int) uint8 {
-	if nd {
+func (a *acquisition) classify(sf surface, sk *sky, nd bool, r2, c2 int) uint8 {
+	switch {
+	case nd:
 		return sclNoData
-	}
-	switch alpha := a.cloudAlpha(u, v); {
-	case alpha >= 0.5:
+	case sk.cloud >= 0.5:
 		return sclCloudHigh
-	case alpha > 0:
+	case sk.cloud > 0:
 		return sclCloudMedium
-	}
-	if a.shadowAlpha(u, v) > 0.25 {
+	case sk.shadow > 0.25:
 		return sclShadow
-	}
-	if a.cirrusBeta(u, v) > 0 {
+	case sk.cirrus > 0:
 		return sclCirrus
 	}
 	// Sen2Cor leaves a few pixels unclassified or flags dark ones.

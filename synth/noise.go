@@ -46,6 +46,16 @@ func gauss(h uint64) float64 {
 	return (s/65536 - 2) * math.Sqrt(3)
 }
 
+// gaussPair maps a hash to two approximately standard normal values, each
+// the variance-corrected sum of two 16-bit uniforms (a triangular
+// distribution): half the hashing of two gauss calls, for per-band noise.
+func gaussPair(h uint64) (float64, float64) {
+	const k = 2.449489742783178 / 65536 // sqrt(6) / 2^16
+	a := float64(h&0xffff) + float64(h>>16&0xffff) - 65535
+	b := float64(h>>32&0xffff) + float64(h>>48) - 65535
+	return a * k, b * k
+}
+
 // valueNoise is smooth lattice noise in [-1, 1] with unit feature size.
 func valueNoise(seed uint64, x, y float64) float64 {
 	fx, fy := math.Floor(x), math.Floor(y)

@@ -35,7 +35,7 @@ import (
 
 // modelVersion changes whenever the generator's output for a given config
 // changes, so that an interrupted run of an older lulc is not resumed.
-const modelVersion = 1
+const modelVersion = 2
 
 // Bar is the progress display Run reports to.
 type Bar interface {
