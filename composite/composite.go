@@ -1,0 +1,149 @@
+// Package composite builds cloud-free mosaics: per pixel, the temporal
+// median of the valid observations of each band, and the number of valid
+// observations.
+//
+// It is pure Go with no cgo. These CPU functions are the specification that
+// the GPU twins in package cuda must match bit for bit, so every rule is
+// spelled out:
+//
+//   - An observation is invalid when its value is NaN. Callers turn nodata
+//     and masked pixels into NaN first (see Mask).
+//   - Values are ordered by float32 comparison. With k valid values sorted
+//     ascending as v[0..k-1], the median is v[k/2] for odd k and
+//     float32(v[k/2-1]+v[k/2]) * 0.5 for even k (the sum rounded to float32
+//     first, then halved exactly). With k = 0 the result is NaN.
+//   - Values that compare equal (−0 and +0) keep their date order (a stable
+//     sort), so even their sign is reproducible.
+package composite
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+)
+
+// Median writes into dst[i] the median of the non-NaN values dates[d][i]
+// over d. All slices must have len(dst) elements. Work is split over all
+// CPUs in contiguous chunks.
+func Median(dst []float32, dates [][]float32) error {
+	for d, v := range dates {
+		if len(v) != len(dst) {
+			return fmt.Errorf("composite: date %d has %d pixels, want %d", d, len(v), len(dst))
+		}
+	}
+	parallel(len(dst), func(lo, hi int) {
+		buf := make([]float32, len(dates))
+		for i := lo; i < hi; i++ {
+			k := 0
+			for _, v := range dates {
+				x := v[i]
+				if x != x { // NaN: not observed
+					continue
+				}
+				// Insertion sort: dates are few (tens at most).
+				j := k
+				for j > 0 && buf[j-1] > x {
+					buf[j] = buf[j-1]
+					j--
+				}
+				buf[j] = x
+				k++
+			}
+			dst[i] = medianSorted(buf[:k])
+		}
+	})
+	return nil
+}
+
+func medianSorted(v []float32) float32 {
+	k := len(v)
+	switch {
+	case k == 0:
+		return float32(math.NaN())
+	case k%2 == 1:
+		return v[k/2]
+	default:
+		s := v[k/2-1] + v[k/2]
+		return s * 0.5
+	}
+}
+
+// Count writes into dst[i] the number of dates whose valid[d][i] is true.
+func Count(dst []uint8, valid [][]bool) error {
+	if len(valid) > 255 {
+		return fmt.Errorf("composite: %d dates exceed the 255 a uint8 count holds", len(valid))
+	}
+	for d, v := range valid {
+		if len(v) != len(dst) {
+			return fmt.Errorf("composite: date %d has %d pixels, want %d", d, len(v), len(dst))
+		}
+	}
+	parallel(len(dst), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			var n uint8
+			for _, v := range valid {
+				if v[i] {
+					n++
+				}
+			}
+			dst[i] = n
+		}
+	})
+	return nil
+}
+
+// DefaultDropSCL are the Sentinel-2 scene classes masked by default: nodata
+// (0), saturated or defective (1), cloud shadow (3), medium and high
+// probability cloud (8, 9) and thin cirrus (10).
+var DefaultDropSCL = []uint8{0, 1, 3, 8, 9, 10}
+
+// Mask marks a date's pixels valid where the scene class is not dropped
+// and no band is nodata, and sets every band to NaN where invalid. scl has
+// one class per pixel; bands hold reflectances with NaN for nodata.
+func Mask(valid []bool, scl []uint8, bands [][]float32, drop []uint8) error {
+	var dropped [256]bool
+	for _, c := range drop {
+		dropped[c] = true
+	}
+	if len(scl) != len(valid) {
+		return fmt.Errorf("composite: scl has %d pixels, want %d", len(scl), len(valid))
+	}
+	for b, v := range bands {
+		if len(v) != len(valid) {
+			return fmt.Errorf("composite: band %d has %d pixels, want %d", b, len(v), len(valid))
+		}
+	}
+	parallel(len(valid), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			ok := !dropped[scl[i]]
+			for _, v := range bands {
+				if v[i] != v[i] {
+					ok = false
+				}
+			}
+			valid[i] = ok
+			if !ok {
+				for _, v := range bands {
+					v[i] = float32(math.NaN())
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// parallel splits [0, n) into contiguous chunks over all CPUs.
+func parallel(n int, f func(lo, hi int)) {
+	workers := runtime.GOMAXPROCS(0)
+	if n < 1<<14 || workers == 1 {
+		f(0, n)
+		return
+	}
+	chunk := (n + workers - 1) / workers
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += chunk {
+		wg.Go(func() { f(lo, min(n, lo+chunk)) })
+	}
+	wg.Wait()
+}
