@@ -147,3 +147,31 @@ func parallel(n int, f func(lo, hi int)) {
 	}
 	wg.Wait()
 }
+
+// Reflectance converts digital numbers to reflectance, float32(dn)×scale +
+// offset, with NaN where dn equals nodata.
+func Reflectance(dn []uint16, nodata uint16, scale, offset float32) []float32 {
+	out := make([]float32, len(dn))
+	for i, v := range dn {
+		if v == nodata {
+			out[i] = float32(math.NaN())
+			continue
+		}
+		// The explicit conversion rounds the product, so no platform fuses
+		// it into an FMA and the GPU twin can match.
+		out[i] = float32(float32(v)*scale) + offset
+	}
+	return out
+}
+
+// Quantise encodes reflectance as UInt16 digital numbers, DN =
+// round((r − offset) / scale) clamped to 1…65535, with NaN as 0 (nodata).
+func Quantise(dst []uint16, r []float32, scale, offset float64) {
+	for i, v := range r {
+		if v != v {
+			dst[i] = 0
+			continue
+		}
+		dst[i] = uint16(max(1, min(65535, math.Round((float64(v)-offset)/scale))))
+	}
+}

@@ -93,27 +93,7 @@ func WriteCOG[T Pixels](path string, g Grid, data []T, opt COGOptions) error {
 		return fmt.Errorf("write %s: fill in-memory dataset: %w", path, err)
 	}
 
-	if opt.Classes != nil {
-		if err := writeCategories(path+".aux.xml", *opt.Classes); err != nil {
-			return err
-		}
-	}
-	tmp := atomicfs.TempName(path)
-	defer os.Remove(tmp)
-	out, err := mem.Translate(tmp, append([]string{"-of", "COG"}, cogSwitches(opt)...))
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := out.Close(); err != nil {
-		return fmt.Errorf("write %s: close: %w", path, err)
-	}
-	// GDAL may leave a sidecar for the temporary name; categories live
-	// beside the final name, written above.
-	os.Remove(tmp + ".aux.xml")
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return translateCOG(mem, path, opt)
 }
 
 func describe(ds *godal.Dataset, g Grid, opt COGOptions) error {

@@ -44,7 +44,7 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log debug detail")
 	root.MarkFlagsMutuallyExclusive("quiet", "verbose")
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newVersionCmd(a), newSynthCmd(a))
+	root.AddCommand(newVersionCmd(a), newSynthCmd(a), newIngestCmd(a))
 	return root
 }
 

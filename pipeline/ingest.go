@@ -1,0 +1,743 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lulc/lulc/catalog"
+	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/raster"
+)
+
+// Bar is the progress display a stage reports to.
+type Bar interface {
+	Add(n int) error
+	Finish() error
+}
+
+// Options are what every stage run shares.
+type Options struct {
+	Out     string // final output directory
+	Force   bool
+	Log     *slog.Logger
+	NewBar  func(total int64, description string) Bar
+	Version string // lulc version, recorded in manifests
+	Workers int    // windows processed at once (0: one per CPU)
+	// HTTP is the client for STAC APIs and asset sizes (nil: default).
+	HTTP *http.Client
+}
+
+func (o *Options) fill() {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.NewBar == nil {
+		o.NewBar = func(int64, string) Bar { return nopBar{} }
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.HTTP == nil {
+		o.HTTP = &http.Client{}
+	}
+}
+
+type nopBar struct{}
+
+func (nopBar) Add(int) error { return nil }
+func (nopBar) Finish() error { return nil }
+
+// Stack encoding of the reflectance COG: UInt16 digital numbers with
+// reflectance = DN × StackScale + StackOffset (baseline-04 convention),
+// 0 = no valid observation.
+const (
+	StackScale  = 0.0001
+	StackOffset = -0.1
+)
+
+// IngestResult summarises an ingest.
+type IngestResult struct {
+	Dir          string
+	Tiles        []TileResult
+	DecodedBytes int64 // source pixels read, at their stored size
+	Elapsed      time.Duration
+	Resumed      bool
+}
+
+// TileResult is one tile's output.
+type TileResult struct {
+	Tile        string
+	Dir         string
+	Dates       int
+	Pixels      int
+	NoValidFrac float64 // share of pixels with no valid observation
+	Skipped     bool    // finished by an interrupted run and kept
+}
+
+// Ingest finds the scenes the config selects and writes, per tile, an
+// analysis-ready stack into opt.Out/<tile>/: stack.tif (median composite),
+// labels.tif, valid_count.tif and manifest.json.
+func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, error) {
+	opt.fill()
+	start := time.Now()
+	if err := cfg.Validate(); err != nil {
+		return IngestResult{}, err
+	}
+	gdalOpts := map[string]string{
+		"GDAL_DISABLE_READDIR_ON_OPEN":     "EMPTY_DIR",
+		"GDAL_HTTP_MAX_RETRY":              "4",
+		"GDAL_HTTP_RETRY_DELAY":            "1",
+		"GDAL_HTTP_TIMEOUT":                "60",
+		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.TIF,.TIFF",
+	}
+	for k, v := range cfg.Source.GDAL {
+		gdalOpts[k] = v
+	}
+	if err := raster.SetConfig(gdalOpts); err != nil {
+		return IngestResult{}, fmt.Errorf("source.gdal: %w", err)
+	}
+
+	area, intersects, err := cfg.area()
+	if err != nil {
+		return IngestResult{}, err
+	}
+	startT, endT, _ := cfg.dateRange()
+	client := catalog.NewClient(opt.Log)
+	client.HTTP = opt.HTTP
+	q := catalog.Query{
+		Collections: []string{cfg.Source.Collection}, BBox: area, Intersects: intersects,
+		Start: startT, End: endT, MaxCloud: &cfg.MaxCloudCover, Limit: cfg.Source.Limit,
+		CloudFilter: cfg.Source.CloudFilter,
+	}
+	items, err := find(ctx, client, cfg, q)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	if len(items) == 0 {
+		return IngestResult{}, fmt.Errorf("no %s items over %v between %s and %s with cloud cover below %g %%",
+			cfg.Source.Collection, area, cfg.Dates.Start, cfg.Dates.End, cfg.MaxCloudCover)
+	}
+	lq := catalog.Query{Collections: []string{cfg.Source.LabelCollection}, BBox: area, Intersects: intersects,
+		Limit: cfg.Source.Limit, CloudFilter: "none"}
+	labelItems, err := find(ctx, client, cfg, lq)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	if len(labelItems) == 0 {
+		return IngestResult{}, fmt.Errorf("no %s label items overlap the area %v", cfg.Source.LabelCollection, area)
+	}
+	signer := &catalog.Signer{Token: cfg.Source.SASToken, TokenURL: cfg.Source.SASTokenURL, Client: client}
+	if err := signer.Sign(ctx, items); err != nil {
+		return IngestResult{}, err
+	}
+	if err := signer.Sign(ctx, labelItems); err != nil {
+		return IngestResult{}, err
+	}
+	tiles := groupByTile(items)
+	opt.Log.Info("scenes found", "items", len(items), "tiles", len(tiles), "label_items", len(labelItems))
+
+	stage, err := atomicfs.Begin(opt.Out, opt.Force, "ingest "+cfg.Hash())
+	if err != nil {
+		return IngestResult{}, err
+	}
+	res := IngestResult{Dir: stage.Final, Resumed: stage.Resumed}
+	for _, t := range tiles {
+		tr, decoded, err := ingestTile(ctx, cfg, opt, stage, t, labelItems, area)
+		res.DecodedBytes += decoded
+		if err != nil {
+			return res, fmt.Errorf("tile %s: %w", t.tile, err)
+		}
+		res.Tiles = append(res.Tiles, tr)
+	}
+	resolved, _ := json.MarshalIndent(cfg, "", "  ")
+	if err := atomicfs.WriteFile(stage.Path("ingest.json"), append(resolved, '\n')); err != nil {
+		return res, err
+	}
+	if err := stage.Commit(); err != nil {
+		return res, err
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// find runs the query against the configured static catalog or API.
+func find(ctx context.Context, client *catalog.Client, cfg IngestConfig, q catalog.Query) ([]catalog.Item, error) {
+	if cfg.Source.Catalog != "" {
+		return catalog.Crawl(ctx, cfg.Source.Catalog, q)
+	}
+	return client.Search(ctx, cfg.Source.API, q)
+}
+
+// area returns the bbox in lon/lat and, for a GeoJSON area, its geometry.
+func (c IngestConfig) area() ([4]float64, json.RawMessage, error) {
+	if len(c.Area.BBox) == 4 {
+		return [4]float64(c.Area.BBox), nil, nil
+	}
+	body, err := os.ReadFile(c.Area.GeoJSON)
+	if err != nil {
+		return [4]float64{}, nil, fmt.Errorf("area.geojson: %w", err)
+	}
+	geom, bbox, err := geometryOf(body)
+	if err != nil {
+		return [4]float64{}, nil, fmt.Errorf("area.geojson %s: %w", c.Area.GeoJSON, err)
+	}
+	return bbox, geom, nil
+}
+
+// geometryOf extracts one geometry from a GeoJSON document (a geometry, a
+// Feature, or a FeatureCollection with one feature) and its lon/lat bbox.
+func geometryOf(body []byte) (json.RawMessage, [4]float64, error) {
+	var doc struct {
+		Type        string            `json:"type"`
+		Geometry    json.RawMessage   `json:"geometry"`
+		Features    []json.RawMessage `json:"features"`
+		Coordinates json.RawMessage   `json:"coordinates"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, [4]float64{}, fmt.Errorf("not GeoJSON: %w", err)
+	}
+	switch doc.Type {
+	case "FeatureCollection":
+		if len(doc.Features) != 1 {
+			return nil, [4]float64{}, fmt.Errorf("a FeatureCollection with %d features (want one)", len(doc.Features))
+		}
+		return geometryOf(doc.Features[0])
+	case "Feature":
+		return geometryOf(doc.Geometry)
+	case "Polygon", "MultiPolygon":
+	default:
+		return nil, [4]float64{}, fmt.Errorf("geometry type %q is not Polygon or MultiPolygon", doc.Type)
+	}
+	var coords []float64
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case []any:
+			if len(t) >= 2 {
+				if x, ok := t[0].(float64); ok {
+					if y, ok := t[1].(float64); ok {
+						coords = append(coords, x, y)
+						return
+					}
+				}
+			}
+			for _, e := range t {
+				walk(e)
+			}
+		}
+	}
+	var anyCoords any
+	if err := json.Unmarshal(doc.Coordinates, &anyCoords); err != nil {
+		return nil, [4]float64{}, fmt.Errorf("coordinates: %w", err)
+	}
+	walk(anyCoords)
+	if len(coords) < 6 {
+		return nil, [4]float64{}, errors.New("polygon has fewer than three points")
+	}
+	b := [4]float64{math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)}
+	for i := 0; i < len(coords); i += 2 {
+		b[0], b[1] = min(b[0], coords[i]), min(b[1], coords[i+1])
+		b[2], b[3] = max(b[2], coords[i]), max(b[3], coords[i+1])
+	}
+	return body, b, nil
+}
+
+type tileItems struct {
+	tile  string
+	items []catalog.Item // one per acquisition day, by date
+}
+
+// groupByTile groups items by MGRS tile and keeps one item per tile and
+// day (the first by id), so that reprocessed duplicates count once.
+func groupByTile(items []catalog.Item) []tileItems {
+	byTile := map[string]*tileItems{}
+	var order []string
+	for _, it := range items {
+		key := it.Tile
+		if key == "" {
+			key = it.ID
+		}
+		t, ok := byTile[key]
+		if !ok {
+			t = &tileItems{tile: key}
+			byTile[key] = t
+			order = append(order, key)
+		}
+		if n := len(t.items); n > 0 && t.items[n-1].Day() == it.Day() {
+			continue
+		}
+		t.items = append(t.items, it)
+	}
+	slices.Sort(order)
+	out := make([]tileItems, len(order))
+	for i, k := range order {
+		out[i] = *byTile[k]
+	}
+	return out
+}
+
+// ingestTile builds one tile's stack. It returns the bytes decoded.
+func ingestTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomicfs.Stage, t tileItems, labelItems []catalog.Item, area [4]float64) (TileResult, int64, error) {
+	dir := stage.Path(t.tile)
+	tr := TileResult{Tile: t.tile, Dir: filepath.Join(stage.Final, t.tile), Dates: len(t.items)}
+	if atomicfs.Exists(filepath.Join(dir, "manifest.json")) {
+		tr.Skipped = true
+		opt.Log.Info("tile already ingested", "tile", t.tile)
+		return tr, 0, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return tr, 0, err
+	}
+	// Resolve each acquisition's assets up front, so that a missing band
+	// fails before any pixel is read.
+	type date struct {
+		item   catalog.Item
+		bands  []catalog.Asset
+		scale  []float64
+		offset []float64
+		scl    catalog.Asset
+	}
+	dates := make([]date, len(t.items))
+	for i, it := range t.items {
+		d := date{item: it}
+		for _, b := range cfg.Bands {
+			a, err := it.Asset(b, cfg.Source.Assets)
+			if err != nil {
+				return tr, 0, err
+			}
+			s, o := it.ScaleOffset(a)
+			d.bands, d.scale, d.offset = append(d.bands, a), append(d.scale, s), append(d.offset, o)
+		}
+		scl, err := it.Asset("SCL", cfg.Source.Assets)
+		if err != nil {
+			return tr, 0, err
+		}
+		d.scl = scl
+		dates[i] = d
+	}
+	var labelAssets []catalog.Asset
+	for _, li := range labelItems {
+		a, err := li.Asset("labels", cfg.Source.Assets)
+		if err != nil {
+			return tr, 0, err
+		}
+		labelAssets = append(labelAssets, a)
+	}
+
+	grid, tileGrid, err := outputGrid(cfg, dates[0].bands, area)
+	if err != nil {
+		return tr, 0, err
+	}
+	tr.Pixels = grid.Width * grid.Height
+	if err := checkLabelsOverlap(labelAssets, grid); err != nil {
+		return tr, 0, err
+	}
+	windows := tileWindows(grid, tileGrid, cfg.Window)
+	opt.Log.Info("ingesting tile", "tile", t.tile, "dates", len(dates), "grid", fmt.Sprintf("%d×%d EPSG:%d", grid.Width, grid.Height, grid.EPSG), "windows", len(windows))
+
+	cog := raster.COGOptions{BlockSize: cfg.Output.BlockSize, Compress: cfg.Output.Compress, NoData: ptr(0.0)}
+	bandInfo := make([]raster.BandInfo, len(cfg.Bands))
+	for i, b := range cfg.Bands {
+		bandInfo[i] = raster.BandInfo{Description: b, Scale: StackScale, Offset: StackOffset}
+	}
+	stackW, err := raster.NewWriter(filepath.Join(dir, "stack.tif"), grid, "uint16", bandInfo, cog)
+	if err != nil {
+		return tr, 0, err
+	}
+	labelCOG := cog
+	labelCOG.Classes = &landcover.WorldCover
+	labelCOG.OverviewResampling = "MODE"
+	labelW, err := raster.NewWriter(filepath.Join(dir, "labels.tif"), grid, "uint8", []raster.BandInfo{{Description: "labels"}}, labelCOG)
+	if err != nil {
+		stackW.Abort()
+		return tr, 0, err
+	}
+	countCOG := cog
+	countCOG.NoData = nil
+	countCOG.OverviewResampling = "NEAREST"
+	countW, err := raster.NewWriter(filepath.Join(dir, "valid_count.tif"), grid, "uint8", []raster.BandInfo{{Description: "valid observations"}}, countCOG)
+	if err != nil {
+		stackW.Abort()
+		labelW.Abort()
+		return tr, 0, err
+	}
+	abort := func() { stackW.Abort(); labelW.Abort(); countW.Abort() }
+
+	drop := make([]uint8, len(cfg.Mask.DropSCL))
+	for i, v := range cfg.Mask.DropSCL {
+		drop[i] = uint8(v)
+	}
+	var decoded, empty atomic.Int64
+	bar := opt.NewBar(int64(len(windows)), "ingest "+t.tile+" windows")
+	work := make(chan raster.Grid)
+	errs := make(chan error, opt.Workers)
+	var wg sync.WaitGroup
+	for range min(opt.Workers, len(windows)) {
+		wg.Go(func() {
+			sources := map[string]*raster.Source{}
+			defer func() {
+				for _, s := range sources {
+					s.Close()
+				}
+			}()
+			open := func(href string) (*raster.Source, error) {
+				if s, ok := sources[href]; ok {
+					return s, nil
+				}
+				s, err := raster.Open(href)
+				if err != nil {
+					return nil, err
+				}
+				sources[href] = s
+				return s, nil
+			}
+			for w := range work {
+				n := w.Width * w.Height
+				stacks := make([][][]float32, len(cfg.Bands)) // band → date → pixels
+				for b := range stacks {
+					stacks[b] = make([][]float32, len(dates))
+				}
+				valid := make([][]bool, len(dates))
+				dn := make([]uint16, n)
+				scl := make([]uint8, n)
+				fail := func(err error) { errs <- err }
+				var err error
+				for di, d := range dates {
+					s, e := open(d.scl.Href)
+					if e != nil {
+						err = e
+						break
+					}
+					if e := s.Read(w, "nearest", scl); e != nil {
+						err = e
+						break
+					}
+					decoded.Add(int64(n / sourceZoom(s, w)))
+					bands := make([][]float32, len(cfg.Bands))
+					for bi, a := range d.bands {
+						s, e := open(a.Href)
+						if e != nil {
+							err = e
+							break
+						}
+						if e := s.Read(w, cfg.Resampling.Reflectance, dn); e != nil {
+							err = e
+							break
+						}
+						decoded.Add(int64(2 * n / sourceZoom(s, w)))
+						nodata := uint16(0)
+						if s.NoData != nil {
+							nodata = uint16(*s.NoData)
+						}
+						bands[bi] = composite.Reflectance(dn, nodata, float32(d.scale[bi]), float32(d.offset[bi]))
+					}
+					if err != nil {
+						break
+					}
+					valid[di] = make([]bool, n)
+					if e := composite.Mask(valid[di], scl, bands, drop); e != nil {
+						err = e
+						break
+					}
+					for bi := range bands {
+						stacks[bi][di] = bands[bi]
+					}
+				}
+				if err == nil {
+					err = writeWindow(w, grid, stacks, valid, stackW, countW, &empty)
+				}
+				if err == nil {
+					err = readLabels(open, labelAssets, w, grid, cfg.Resampling.Labels, labelW)
+				}
+				if err != nil {
+					fail(err)
+					for range work { // drain so the feeder stops
+					}
+					return
+				}
+				bar.Add(1)
+			}
+		})
+	}
+	var firstErr error
+feed:
+	for _, w := range windows {
+		select {
+		case <-ctx.Done():
+			firstErr = ctx.Err()
+			break feed
+		case err := <-errs:
+			firstErr = err
+			break feed
+		case work <- w:
+		}
+	}
+	close(work)
+	wg.Wait()
+	bar.Finish()
+	close(errs)
+	if firstErr == nil {
+		firstErr = <-errs
+	}
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	if firstErr != nil {
+		abort()
+		return tr, decoded.Load(), firstErr
+	}
+	for _, w := range []*raster.Writer{stackW, labelW, countW} {
+		if err := w.Close(); err != nil {
+			abort()
+			return tr, decoded.Load(), err
+		}
+	}
+	tr.NoValidFrac = float64(empty.Load()) / float64(tr.Pixels)
+	if tr.NoValidFrac > 0 {
+		level := slog.LevelInfo
+		if tr.NoValidFrac > 0.5 {
+			level = slog.LevelWarn
+		}
+		opt.Log.Log(ctx, level, "pixels without a valid observation", "tile", t.tile, "percent", math.Round(tr.NoValidFrac*1000)/10)
+	}
+	m := manifest{
+		Version: opt.Version, ConfigHash: cfg.Hash(), Tile: t.tile,
+		Grid:  manifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
+		Bands: cfg.Bands, DataType: "uint16", Scale: StackScale, Offset: StackOffset, NoData: 0,
+		Composite:  "per-pixel temporal median of valid observations (composite package rules)",
+		Mask:       manifestMask{DropSCL: cfg.Mask.DropSCL, NoData: "any band at its nodata value"},
+		Resampling: cfg.Resampling.Reflectance, LabelResampling: cfg.Resampling.Labels,
+		NoValidFraction: tr.NoValidFrac,
+	}
+	for _, d := range dates {
+		src := manifestItem{ID: d.item.ID, Collection: d.item.Collection, Datetime: d.item.Datetime.Format(time.RFC3339Nano), Assets: map[string]manifestAsset{}}
+		for bi, a := range d.bands {
+			src.Assets[cfg.Bands[bi]] = describeAsset(ctx, opt.HTTP, a, d.scale[bi], d.offset[bi])
+		}
+		src.Assets["SCL"] = describeAsset(ctx, opt.HTTP, d.scl, 0, 0)
+		m.Sources = append(m.Sources, src)
+	}
+	for i, li := range labelItems {
+		m.Labels = append(m.Labels, manifestItem{ID: li.ID, Collection: li.Collection,
+			Assets: map[string]manifestAsset{"labels": describeAsset(ctx, opt.HTTP, labelAssets[i], 0, 0)}})
+	}
+	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif"} {
+		sum, size, err := fileSHA256(filepath.Join(dir, f))
+		if err != nil {
+			return tr, decoded.Load(), err
+		}
+		m.Outputs = append(m.Outputs, manifestOutput{File: f, SHA256: sum, Size: size})
+	}
+	body, _ := json.MarshalIndent(m, "", "  ")
+	if err := atomicfs.WriteFile(filepath.Join(dir, "manifest.json"), append(body, '\n')); err != nil {
+		return tr, decoded.Load(), err
+	}
+	return tr, decoded.Load(), nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// sourceZoom is how many output pixels one source pixel covers (1 for
+// 10 m bands on a 10 m grid, 4 for 20 m ones); it turns window pixels into
+// decoded source bytes.
+func sourceZoom(s *raster.Source, w raster.Grid) int {
+	k := s.Transform[1] / w.Transform[1]
+	return max(1, int(math.Round(k*k)))
+}
+
+// writeWindow composites a window and writes stack and count.
+func writeWindow(w, grid raster.Grid, stacks [][][]float32, valid [][]bool, stackW, countW *raster.Writer, empty *atomic.Int64) error {
+	n := w.Width * w.Height
+	x := int(math.Round((w.Transform[0] - grid.Transform[0]) / grid.Transform[1]))
+	y := int(math.Round((w.Transform[3] - grid.Transform[3]) / grid.Transform[5]))
+	med := make([]float32, n)
+	out := make([]uint16, n)
+	for bi, dates := range stacks {
+		if err := composite.Median(med, dates); err != nil {
+			return err
+		}
+		composite.Quantise(out, med, StackScale, StackOffset)
+		if err := stackW.Write(bi, x, y, w.Width, w.Height, out); err != nil {
+			return err
+		}
+	}
+	count := make([]uint8, n)
+	if err := composite.Count(count, valid); err != nil {
+		return err
+	}
+	var zeros int64
+	for _, c := range count {
+		if c == 0 {
+			zeros++
+		}
+	}
+	empty.Add(zeros)
+	return countW.Write(0, x, y, w.Width, w.Height, count)
+}
+
+// readLabels warps every label asset onto the window; where several cover
+// a pixel the first (by item id) wins.
+func readLabels(open func(string) (*raster.Source, error), assets []catalog.Asset, w, grid raster.Grid, alg string, out *raster.Writer) error {
+	n := w.Width * w.Height
+	labels := make([]uint8, n)
+	buf := make([]uint8, n)
+	for _, a := range assets {
+		s, err := open(a.Href)
+		if err != nil {
+			return err
+		}
+		if err := s.Read(w, alg, buf); err != nil {
+			return err
+		}
+		for i, v := range buf {
+			if labels[i] == 0 {
+				labels[i] = v
+			}
+		}
+	}
+	x := int(math.Round((w.Transform[0] - grid.Transform[0]) / grid.Transform[1]))
+	y := int(math.Round((w.Transform[3] - grid.Transform[3]) / grid.Transform[5]))
+	return out.Write(0, x, y, w.Width, w.Height, labels)
+}
+
+// outputGrid returns the stack's grid and the tile's own grid at the
+// output resolution (whose origin the windows align to).
+func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (raster.Grid, raster.Grid, error) {
+	// The finest band defines the tile grid; its file, not the item's
+	// proj:* fields, is the truth (catalogs and files can disagree).
+	var ref *raster.Source
+	for _, a := range bands {
+		s, err := raster.Open(a.Href)
+		if err != nil {
+			return raster.Grid{}, raster.Grid{}, err
+		}
+		if ref == nil || s.Transform[1] < ref.Transform[1] {
+			if ref != nil {
+				ref.Close()
+			}
+			ref = s
+		} else {
+			s.Close()
+		}
+	}
+	defer ref.Close()
+	res := cfg.Grid.Resolution
+	tile := ref.Grid
+	f := tile.Transform[1] / res
+	tile.Transform[1], tile.Transform[5] = res, -res
+	tile.Width, tile.Height = int(math.Round(float64(tile.Width)*f)), int(math.Round(float64(tile.Height)*f))
+
+	if cfg.Grid.EPSG != 0 {
+		b := cfg.Grid.Bounds
+		g := raster.Grid{EPSG: cfg.Grid.EPSG, Transform: [6]float64{b[0], res, 0, b[3], 0, -res},
+			Width: int(math.Ceil((b[2] - b[0]) / res)), Height: int(math.Ceil((b[3] - b[1]) / res))}
+		if _, err := raster.NewTransformer(4326, g.EPSG); err != nil {
+			return raster.Grid{}, raster.Grid{}, fmt.Errorf("grid.epsg: %w", err)
+		}
+		return g, g, nil
+	}
+	// Clip the tile to the area, snapped outward to a 60 m lattice from the
+	// tile origin so that 20 m and 60 m pixels nest in every window.
+	tr, err := raster.NewTransformer(4326, tile.EPSG)
+	if err != nil {
+		return raster.Grid{}, raster.Grid{}, fmt.Errorf("tile CRS EPSG:%d: %w", tile.EPSG, err)
+	}
+	defer tr.Close()
+	var xs, ys []float64
+	for k := 0; k <= 16; k++ {
+		t := float64(k) / 16
+		lon := area[0] + t*(area[2]-area[0])
+		lat := area[1] + t*(area[3]-area[1])
+		xs = append(xs, lon, lon, area[0], area[2])
+		ys = append(ys, area[1], area[3], lat, lat)
+	}
+	if err := tr.Transform(xs, ys); err != nil {
+		return raster.Grid{}, raster.Grid{}, fmt.Errorf("area into EPSG:%d: %w", tile.EPSG, err)
+	}
+	minx, maxx := slices.Min(xs), slices.Max(xs)
+	miny, maxy := slices.Min(ys), slices.Max(ys)
+	snap := 60.0
+	x0, y0 := tile.Transform[0], tile.Transform[3]
+	c0 := math.Floor((minx-x0)/snap) * snap
+	c1 := math.Ceil((maxx-x0)/snap) * snap
+	r0 := math.Floor((y0-maxy)/snap) * snap
+	r1 := math.Ceil((y0-miny)/snap) * snap
+	ext := float64(tile.Width) * res
+	c0, r0 = max(c0, 0), max(r0, 0)
+	c1, r1 = min(c1, ext), min(r1, float64(tile.Height)*res)
+	if c1 <= c0 || r1 <= r0 {
+		return raster.Grid{}, raster.Grid{}, fmt.Errorf("area %v lies outside the tile (EPSG:%d, %.0f–%.0f E, %.0f–%.0f N)",
+			area, tile.EPSG, x0, x0+ext, y0-float64(tile.Height)*res, y0)
+	}
+	g := raster.Grid{EPSG: tile.EPSG, Transform: [6]float64{x0 + c0, res, 0, y0 - r0, 0, -res},
+		Width: int(math.Round((c1 - c0) / res)), Height: int(math.Round((r1 - r0) / res))}
+	return g, tile, nil
+}
+
+// tileWindows cuts grid into windows aligned to the tile's window lattice
+// (so they follow the COGs' internal tiles), row by row.
+func tileWindows(grid, tile raster.Grid, size int) []raster.Grid {
+	res := grid.Transform[1]
+	col0 := int(math.Round((grid.Transform[0] - tile.Transform[0]) / res))
+	row0 := int(math.Round((tile.Transform[3] - grid.Transform[3]) / res))
+	var out []raster.Grid
+	for r := row0 - ((row0%size)+size)%size; r < row0+grid.Height; r += size {
+		rs, re := max(r, row0), min(r+size, row0+grid.Height)
+		for c := col0 - ((col0%size)+size)%size; c < col0+grid.Width; c += size {
+			cs, ce := max(c, col0), min(c+size, col0+grid.Width)
+			out = append(out, raster.Grid{EPSG: grid.EPSG,
+				Transform: [6]float64{tile.Transform[0] + float64(cs)*res, res, 0, tile.Transform[3] - float64(rs)*res, 0, -res},
+				Width:     ce - cs, Height: re - rs})
+		}
+	}
+	return out
+}
+
+// checkLabelsOverlap fails when no label raster covers any of the grid.
+func checkLabelsOverlap(assets []catalog.Asset, grid raster.Grid) error {
+	b := grid.Bounds()
+	tr, err := raster.NewTransformer(grid.EPSG, 4326)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	xs := []float64{b[0], b[2], b[0], b[2]}
+	ys := []float64{b[1], b[1], b[3], b[3]}
+	if err := tr.Transform(xs, ys); err != nil {
+		return err
+	}
+	gb := [4]float64{slices.Min(xs), slices.Min(ys), slices.Max(xs), slices.Max(ys)}
+	var hrefs []string
+	for _, a := range assets {
+		s, err := raster.Open(a.Href)
+		if err != nil {
+			return fmt.Errorf("labels: %w", err)
+		}
+		lb := s.Bounds()
+		epsg := s.EPSG
+		s.Close()
+		if epsg != 4326 {
+			return nil // projected labels: let the warp decide
+		}
+		if lb[0] < gb[2] && gb[0] < lb[2] && lb[1] < gb[3] && gb[1] < lb[3] {
+			return nil
+		}
+		hrefs = append(hrefs, a.Href)
+	}
+	return fmt.Errorf("labels do not overlap the output grid (%v in lon/lat): %s", gb, strings.Join(hrefs, ", "))
+}

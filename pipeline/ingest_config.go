@@ -1,0 +1,250 @@
+// Package pipeline runs lulc's stages (today: ingest) from their configs:
+// it finds inputs, orders the work, owns run directories, manifests and
+// resumption, and computes no pixels itself (composite, raster and, later,
+// features, forest and inference do).
+package pipeline
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/lulc/lulc/catalog"
+	"github.com/lulc/lulc/composite"
+)
+
+// IngestConfig describes an ingest: where to find scenes, which area and
+// dates, and how to build the analysis-ready stack.
+type IngestConfig struct {
+	Source struct {
+		// Catalog is a static STAC catalog (path or URL of catalog.json);
+		// API a STAC API root. Exactly one is set.
+		Catalog string `yaml:"catalog"`
+		API     string `yaml:"api"`
+		// Collection holds the Sentinel-2 L2A items, LabelCollection the
+		// ESA WorldCover ones.
+		Collection      string `yaml:"collection"`
+		LabelCollection string `yaml:"label_collection"`
+		// CloudFilter: query (Earth Search), cql2 or none.
+		CloudFilter string `yaml:"cloud_filter"`
+		Limit       int    `yaml:"limit"`
+		// Assets maps lulc band names (B04, SCL, labels) to asset keys,
+		// overriding the defaults (red/B04, scl/SCL, map).
+		Assets map[string]string `yaml:"assets"`
+		// Planetary Computer signing: a SAS token, or the token endpoint
+		// with "{collection}".
+		SASToken    string `yaml:"sas_token"`
+		SASTokenURL string `yaml:"sas_token_url"`
+		// GDAL configuration options for reading (GDAL_HTTP_MAX_RETRY,
+		// AWS_NO_SIGN_REQUEST, AWS_REQUEST_PAYER, …).
+		GDAL map[string]string `yaml:"gdal"`
+	} `yaml:"source"`
+	Area struct {
+		BBox    []float64 `yaml:"bbox"`    // lon/lat: west, south, east, north
+		GeoJSON string    `yaml:"geojson"` // a file with a Feature, FeatureCollection or geometry
+	} `yaml:"area"`
+	Dates struct {
+		Start string `yaml:"start"` // YYYY-MM-DD, inclusive
+		End   string `yaml:"end"`   // YYYY-MM-DD, inclusive
+	} `yaml:"dates"`
+	MaxCloudCover float64  `yaml:"max_cloud_cover"` // percent; items at or above are skipped
+	Bands         []string `yaml:"bands"`           // lulc band names, in stack order
+	// Grid: by default the tile's own UTM grid at Resolution, clipped to
+	// the area. Setting EPSG and Bounds gives a user grid instead.
+	Grid struct {
+		Resolution float64   `yaml:"resolution"`
+		EPSG       int       `yaml:"epsg"`
+		Bounds     []float64 `yaml:"bounds"` // minx, miny, maxx, maxy in EPSG units
+	} `yaml:"grid"`
+	Resampling struct {
+		Reflectance string `yaml:"reflectance"` // bilinear or cubic (nearest allowed)
+		Labels      string `yaml:"labels"`      // mode or nearest
+	} `yaml:"resampling"`
+	Mask struct {
+		DropSCL []int `yaml:"drop_scl"`
+	} `yaml:"mask"`
+	Window int `yaml:"window"` // window side in output pixels, a multiple of 512
+	Output struct {
+		Compress  string `yaml:"compress"`
+		BlockSize int    `yaml:"blocksize"`
+	} `yaml:"output"`
+}
+
+// LoadIngestConfig reads and validates an ingest config; unknown keys are
+// errors. Relative paths in it are taken relative to the config file.
+func LoadIngestConfig(path string) (IngestConfig, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return IngestConfig{}, fmt.Errorf("read config: %w", err)
+	}
+	cfg, err := ParseIngestConfig(raw)
+	if err != nil {
+		return IngestConfig{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ParseIngestConfig decodes YAML strictly, fills defaults and validates.
+func ParseIngestConfig(raw []byte) (IngestConfig, error) {
+	var c IngestConfig
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		if errors.Is(err, io.EOF) {
+			return c, errors.New("config is empty")
+		}
+		return c, fmt.Errorf("parse: %w", err)
+	}
+	c.defaults()
+	return c, c.Validate()
+}
+
+func (c *IngestConfig) defaults() {
+	if c.Source.Collection == "" {
+		c.Source.Collection = "sentinel-2-l2a"
+	}
+	if c.Source.LabelCollection == "" {
+		c.Source.LabelCollection = "esa-worldcover"
+	}
+	if c.Source.CloudFilter == "" {
+		c.Source.CloudFilter = "query"
+	}
+	if c.Source.Limit == 0 {
+		c.Source.Limit = 100
+	}
+	if c.MaxCloudCover == 0 {
+		c.MaxCloudCover = 100
+	}
+	if len(c.Bands) == 0 {
+		c.Bands = []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
+	}
+	if c.Grid.Resolution == 0 {
+		c.Grid.Resolution = 10
+	}
+	if c.Resampling.Reflectance == "" {
+		c.Resampling.Reflectance = "bilinear"
+	}
+	if c.Resampling.Labels == "" {
+		c.Resampling.Labels = "mode"
+	}
+	if c.Mask.DropSCL == nil {
+		for _, v := range composite.DefaultDropSCL {
+			c.Mask.DropSCL = append(c.Mask.DropSCL, int(v))
+		}
+	}
+	if c.Window == 0 {
+		c.Window = 1024
+	}
+	if c.Output.Compress == "" {
+		c.Output.Compress = "DEFLATE"
+	}
+	if c.Output.BlockSize == 0 {
+		c.Output.BlockSize = 512
+	}
+}
+
+// Validate names the first key at fault.
+func (c IngestConfig) Validate() error {
+	s := c.Source
+	switch {
+	case (s.Catalog == "") == (s.API == ""):
+		return errors.New("source: set exactly one of catalog (a static STAC catalog) and api (a STAC API root)")
+	case !slices.Contains([]string{"query", "cql2", "none"}, s.CloudFilter):
+		return fmt.Errorf("source.cloud_filter: %q is not query, cql2 or none", s.CloudFilter)
+	case s.Limit < 1 || s.Limit > 10000:
+		return fmt.Errorf("source.limit: %d is outside 1–10000", s.Limit)
+	}
+	for band := range s.Assets {
+		if _, ok := catalog.DefaultAssetKeys[band]; !ok {
+			return fmt.Errorf("source.assets: unknown band %q", band)
+		}
+	}
+	if (len(c.Area.BBox) == 0) == (c.Area.GeoJSON == "") {
+		return errors.New("area: set exactly one of bbox and geojson")
+	}
+	if len(c.Area.BBox) > 0 {
+		b := c.Area.BBox
+		if len(b) != 4 || b[0] >= b[2] || b[1] >= b[3] || b[0] < -180 || b[2] > 180 || b[1] < -90 || b[3] > 90 {
+			return fmt.Errorf("area.bbox: %v is not [west, south, east, north] in degrees", b)
+		}
+	}
+	if _, _, err := c.dateRange(); err != nil {
+		return err
+	}
+	if c.MaxCloudCover <= 0 || c.MaxCloudCover > 100 {
+		return fmt.Errorf("max_cloud_cover: %g is outside (0, 100]", c.MaxCloudCover)
+	}
+	seen := map[string]bool{}
+	for _, b := range c.Bands {
+		if _, ok := catalog.DefaultAssetKeys[b]; !ok || b == "SCL" || b == "labels" {
+			return fmt.Errorf("bands: %q is not a Sentinel-2 reflectance band (B01…B12, B8A)", b)
+		}
+		if seen[b] {
+			return fmt.Errorf("bands: %s listed twice", b)
+		}
+		seen[b] = true
+	}
+	if c.Grid.Resolution <= 0 {
+		return fmt.Errorf("grid.resolution: %g is not positive", c.Grid.Resolution)
+	}
+	if (c.Grid.EPSG == 0) != (len(c.Grid.Bounds) == 0) {
+		return errors.New("grid: a user grid needs both epsg and bounds")
+	}
+	if len(c.Grid.Bounds) > 0 && (len(c.Grid.Bounds) != 4 || c.Grid.Bounds[0] >= c.Grid.Bounds[2] || c.Grid.Bounds[1] >= c.Grid.Bounds[3]) {
+		return fmt.Errorf("grid.bounds: %v is not [minx, miny, maxx, maxy]", c.Grid.Bounds)
+	}
+	if !slices.Contains([]string{"bilinear", "cubic", "nearest"}, c.Resampling.Reflectance) {
+		return fmt.Errorf("resampling.reflectance: %q is not bilinear, cubic or nearest", c.Resampling.Reflectance)
+	}
+	if !slices.Contains([]string{"mode", "nearest"}, c.Resampling.Labels) {
+		return fmt.Errorf("resampling.labels: %q is not mode or nearest", c.Resampling.Labels)
+	}
+	for _, v := range c.Mask.DropSCL {
+		if v < 0 || v > 11 {
+			return fmt.Errorf("mask.drop_scl: %d is not an SCL class (0–11)", v)
+		}
+	}
+	if c.Window < 512 || c.Window%512 != 0 || c.Window > 8192 {
+		return fmt.Errorf("window: %d is not a multiple of 512 between 512 and 8192", c.Window)
+	}
+	if !slices.Contains([]string{"DEFLATE", "ZSTD", "LZW"}, c.Output.Compress) {
+		return fmt.Errorf("output.compress: %q is not DEFLATE, ZSTD or LZW", c.Output.Compress)
+	}
+	if c.Output.BlockSize != 512 && c.Output.BlockSize != 1024 {
+		return fmt.Errorf("output.blocksize: %d is not 512 or 1024", c.Output.BlockSize)
+	}
+	return nil
+}
+
+// dateRange parses the dates; the end day is included whole.
+func (c IngestConfig) dateRange() (start, end time.Time, err error) {
+	if c.Dates.Start == "" || c.Dates.End == "" {
+		return start, end, errors.New("dates: start and end are required (YYYY-MM-DD)")
+	}
+	if start, err = time.Parse(time.DateOnly, c.Dates.Start); err != nil {
+		return start, end, fmt.Errorf("dates.start: %q is not YYYY-MM-DD", c.Dates.Start)
+	}
+	if end, err = time.Parse(time.DateOnly, c.Dates.End); err != nil {
+		return start, end, fmt.Errorf("dates.end: %q is not YYYY-MM-DD", c.Dates.End)
+	}
+	if end.Before(start) {
+		return start, end, fmt.Errorf("dates: end %s is before start %s", c.Dates.End, c.Dates.Start)
+	}
+	return start, end.Add(24*time.Hour - time.Nanosecond), nil
+}
+
+// Hash identifies the resolved config (defaults included).
+func (c IngestConfig) Hash() string {
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,114 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lulc/lulc/catalog"
+)
+
+// manifest records what a tile's stack was made from and how, so that
+// reruns and later stages can reproduce it and skip finished work.
+type manifest struct {
+	Version         string           `json:"lulc_version"`
+	ConfigHash      string           `json:"config_sha256"`
+	Tile            string           `json:"tile"`
+	Grid            manifestGrid     `json:"grid"`
+	Bands           []string         `json:"bands"`
+	DataType        string           `json:"data_type"`
+	Scale           float64          `json:"scale"`
+	Offset          float64          `json:"offset"`
+	NoData          float64          `json:"nodata"`
+	Composite       string           `json:"composite"`
+	Mask            manifestMask     `json:"mask"`
+	Resampling      string           `json:"resampling"`
+	LabelResampling string           `json:"label_resampling"`
+	NoValidFraction float64          `json:"no_valid_fraction"`
+	Sources         []manifestItem   `json:"sources"`
+	Labels          []manifestItem   `json:"labels"`
+	Outputs         []manifestOutput `json:"outputs"`
+}
+
+type manifestGrid struct {
+	EPSG      int        `json:"epsg"`
+	Transform [6]float64 `json:"geotransform"`
+	Width     int        `json:"width"`
+	Height    int        `json:"height"`
+}
+
+type manifestMask struct {
+	DropSCL []int  `json:"drop_scl"`
+	NoData  string `json:"nodata"`
+}
+
+type manifestItem struct {
+	ID         string                   `json:"id"`
+	Collection string                   `json:"collection,omitempty"`
+	Datetime   string                   `json:"datetime,omitempty"`
+	Assets     map[string]manifestAsset `json:"assets"`
+}
+
+type manifestAsset struct {
+	Href   string  `json:"href"`
+	Size   int64   `json:"size,omitempty"`
+	ETag   string  `json:"etag,omitempty"`
+	Scale  float64 `json:"scale,omitempty"`
+	Offset float64 `json:"offset,omitempty"`
+}
+
+type manifestOutput struct {
+	File   string `json:"file"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// describeAsset records an input's identity: size for local files, size
+// and ETag from a HEAD request for HTTP ones. A failed HEAD leaves them
+// empty rather than failing an ingest that already read the file.
+func describeAsset(ctx context.Context, client *http.Client, a catalog.Asset, scale, offset float64) manifestAsset {
+	m := manifestAsset{Href: a.Href, Scale: scale, Offset: offset}
+	switch {
+	case strings.HasPrefix(a.Href, "http://"), strings.HasPrefix(a.Href, "https://"):
+		hctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(hctx, http.MethodHead, a.Href, nil)
+		if err != nil {
+			return m
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return m
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			m.Size, m.ETag = resp.ContentLength, resp.Header.Get("ETag")
+		}
+	case strings.Contains(a.Href, "://"):
+	default:
+		if fi, err := os.Stat(a.Href); err == nil {
+			m.Size = fi.Size()
+		}
+	}
+	return m
+}
+
+func fileSHA256(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, fmt.Errorf("checksum %s: %w", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, fmt.Errorf("checksum %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}

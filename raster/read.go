@@ -1,0 +1,189 @@
+package raster
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/airbusgeo/godal"
+)
+
+// GDALPath maps an asset href to the path GDAL opens: http(s) URLs through
+// /vsicurl/ (HTTP range requests), s3:// through /vsis3/, gs:// through
+// /vsigs/; local paths and /vsi paths are unchanged.
+func GDALPath(href string) string {
+	switch {
+	case strings.HasPrefix(href, "http://"), strings.HasPrefix(href, "https://"):
+		return "/vsicurl/" + href
+	case strings.HasPrefix(href, "s3://"):
+		return "/vsis3/" + strings.TrimPrefix(href, "s3://")
+	case strings.HasPrefix(href, "gs://"):
+		return "/vsigs/" + strings.TrimPrefix(href, "gs://")
+	}
+	return href
+}
+
+// Source is band 1 of an opened raster, read in windows. A Source is not
+// safe for concurrent use: open one per goroutine.
+type Source struct {
+	Grid
+	Href      string
+	BlockSize [2]int
+	NoData    *float64
+	ds        *godal.Dataset
+}
+
+// Open opens the raster at href (see GDALPath) and reads its grid.
+func Open(href string) (*Source, error) {
+	register()
+	ds, err := godal.Open(GDALPath(href))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", href, err)
+	}
+	s := &Source{Href: href, ds: ds}
+	st := ds.Structure()
+	if st.NBands < 1 {
+		ds.Close()
+		return nil, fmt.Errorf("open %s: no raster bands", href)
+	}
+	s.Width, s.Height = st.SizeX, st.SizeY
+	if s.Transform, err = ds.GeoTransform(); err != nil {
+		ds.Close()
+		return nil, fmt.Errorf("open %s: no geotransform: %w", href, err)
+	}
+	if s.Transform[2] != 0 || s.Transform[4] != 0 {
+		ds.Close()
+		return nil, fmt.Errorf("open %s: rotated grids are not supported", href)
+	}
+	sr := ds.SpatialRef()
+	if sr == nil {
+		ds.Close()
+		return nil, fmt.Errorf("open %s: no CRS", href)
+	}
+	code := sr.AuthorityCode("")
+	sr.Close()
+	if _, err := fmt.Sscan(code, &s.EPSG); err != nil {
+		ds.Close()
+		return nil, fmt.Errorf("open %s: CRS has no EPSG code, which lulc needs", href)
+	}
+	b := ds.Bands()[0]
+	bs := b.Structure()
+	s.BlockSize = [2]int{bs.BlockSizeX, bs.BlockSizeY}
+	if nd, ok := b.NoData(); ok {
+		s.NoData = &nd
+	}
+	return s, nil
+}
+
+// Close releases the dataset.
+func (s *Source) Close() error { return s.ds.Close() }
+
+// Resampling names accepted by Read.
+var resamplings = map[string]godal.ResamplingAlg{
+	"nearest": godal.Nearest, "bilinear": godal.Bilinear, "cubic": godal.Cubic, "mode": godal.Mode,
+	"average": godal.Average,
+}
+
+// Read fills buf (len dst.Width×dst.Height, []uint8, []uint16 or
+// []float32) with band 1 resampled onto the grid dst, using alg (nearest,
+// bilinear, cubic, mode, average). Pixels outside the source get the
+// source's nodata (0 if it has none).
+//
+// When dst has the source's CRS and each source pixel covers a whole number
+// of dst pixels at an integer offset (Sentinel-2's 10/20/60 m grids), this
+// is a single windowed RasterIO with GDAL's resampling: no warper. Other
+// grids go through GDAL's warper into an in-memory dataset.
+func (s *Source) Read(dst Grid, alg string, buf any) error {
+	ra, ok := resamplings[alg]
+	if !ok {
+		return fmt.Errorf("read %s: unknown resampling %q", s.Href, alg)
+	}
+	if n := bufLen(buf); n != dst.Width*dst.Height {
+		return fmt.Errorf("read %s: buffer of %d pixels for a %d×%d window", s.Href, n, dst.Width, dst.Height)
+	}
+	if x, y, w, h, ok := s.nested(dst); ok {
+		if err := s.ds.Bands()[0].Read(x, y, buf, dst.Width, dst.Height, godal.Window(w, h), godal.Resampling(ra)); err != nil {
+			return fmt.Errorf("read %s: %w", s.Href, err)
+		}
+		return nil
+	}
+	return s.warp(dst, alg, buf)
+}
+
+// nested returns the source window matching dst when dst is aligned inside
+// the source at an integer zoom factor.
+func (s *Source) nested(dst Grid) (x, y, w, h int, ok bool) {
+	if dst.EPSG != s.EPSG {
+		return 0, 0, 0, 0, false
+	}
+	fx := s.Transform[1] / dst.Transform[1]
+	fy := s.Transform[5] / dst.Transform[5]
+	k := int(math.Round(fx))
+	if k < 1 || math.Abs(fx-float64(k)) > 1e-9 || math.Abs(fy-float64(k)) > 1e-9 || dst.Width%k != 0 || dst.Height%k != 0 {
+		return 0, 0, 0, 0, false
+	}
+	ox := (dst.Transform[0] - s.Transform[0]) / s.Transform[1]
+	oy := (dst.Transform[3] - s.Transform[3]) / s.Transform[5]
+	x, y = int(math.Round(ox)), int(math.Round(oy))
+	if math.Abs(ox-float64(x)) > 1e-6 || math.Abs(oy-float64(y)) > 1e-6 {
+		return 0, 0, 0, 0, false
+	}
+	w, h = dst.Width/k, dst.Height/k
+	if x < 0 || y < 0 || x+w > s.Width || y+h > s.Height {
+		return 0, 0, 0, 0, false
+	}
+	return x, y, w, h, true
+}
+
+func (s *Source) warp(dst Grid, alg string, buf any) error {
+	b := dst.Bounds()
+	ot := map[string]string{"uint8": "Byte", "uint16": "UInt16", "float32": "Float32"}[bufType(buf)]
+	nodata := 0.0
+	if s.NoData != nil {
+		nodata = *s.NoData
+	}
+	sw := []string{
+		"-of", "MEM",
+		"-t_srs", fmt.Sprintf("EPSG:%d", dst.EPSG),
+		"-te", ftoa(b[0]), ftoa(b[1]), ftoa(b[2]), ftoa(b[3]),
+		"-ts", fmt.Sprint(dst.Width), fmt.Sprint(dst.Height),
+		"-r", alg,
+		"-ot", ot,
+		"-dstnodata", ftoa(nodata),
+	}
+	out, err := s.ds.Warp("", sw)
+	if err != nil {
+		return fmt.Errorf("warp %s: %w", s.Href, err)
+	}
+	defer out.Close()
+	if err := out.Bands()[0].Read(0, 0, buf, dst.Width, dst.Height); err != nil {
+		return fmt.Errorf("warp %s: %w", s.Href, err)
+	}
+	return nil
+}
+
+func ftoa(v float64) string { return fmt.Sprintf("%.10f", v) }
+
+func bufLen(buf any) int {
+	switch b := buf.(type) {
+	case []uint8:
+		return len(b)
+	case []uint16:
+		return len(b)
+	case []float32:
+		return len(b)
+	}
+	return -1
+}
+
+func bufType(buf any) string {
+	switch buf.(type) {
+	case []uint8:
+		return "uint8"
+	case []uint16:
+		return "uint16"
+	case []float32:
+		return "float32"
+	}
+	return ""
+}
