@@ -121,8 +121,11 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 	client.HTTP = opt.HTTP
 	q := catalog.Query{
 		Collections: []string{cfg.Source.Collection}, BBox: area, Intersects: intersects,
-		Start: startT, End: endT, MaxCloud: &cfg.MaxCloudCover, Limit: cfg.Source.Limit,
-		CloudFilter: cfg.Source.CloudFilter,
+		Start: startT, End: endT, Limit: cfg.Source.Limit, CloudFilter: cfg.Source.CloudFilter,
+	}
+	// 100 % means no limit: "below 100" would drop fully clouded scenes.
+	if cfg.MaxCloudCover < 100 {
+		q.MaxCloud = &cfg.MaxCloudCover
 	}
 	items, err := find(ctx, client, cfg, q)
 	if err != nil {

@@ -56,7 +56,7 @@ type IngestConfig struct {
 		Start string `yaml:"start"` // YYYY-MM-DD, inclusive
 		End   string `yaml:"end"`   // YYYY-MM-DD, inclusive
 	} `yaml:"dates"`
-	MaxCloudCover float64  `yaml:"max_cloud_cover"` // percent; items at or above are skipped
+	MaxCloudCover float64  `yaml:"max_cloud_cover"` // percent; items at or above are skipped (100: no limit)
 	Bands         []string `yaml:"bands"`           // lulc band names, in stack order
 	// Grid: by default the tile's own UTM grid at Resolution, clipped to
 	// the area. Setting EPSG and Bounds gives a user grid instead.

@@ -291,24 +291,7 @@ func Inspect(path string) (Info, error) {
 
 // ReadAll reads band 1 of a raster into a new slice. It is meant for small
 // rasters (tests, chips); stages read in windows.
-func ReadAll[T Pixels](path string) ([]T, Grid, error) {
-	register()
-	ds, err := godal.Open(path)
-	if err != nil {
-		return nil, Grid{}, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer ds.Close()
-	st := ds.Structure()
-	g := Grid{Width: st.SizeX, Height: st.SizeY}
-	if g.Transform, err = ds.GeoTransform(); err != nil {
-		return nil, Grid{}, fmt.Errorf("%s: geotransform: %w", path, err)
-	}
-	buf := make([]T, g.Width*g.Height)
-	if err := ds.Bands()[0].Read(0, 0, buf, g.Width, g.Height); err != nil {
-		return nil, Grid{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	return buf, g, nil
-}
+func ReadAll[T Pixels](path string) ([]T, Grid, error) { return ReadBand[T](path, 1) }
 
 // Transformer converts coordinates between two CRSs given by EPSG code,
 // in x/y (easting/northing, longitude/latitude) order.
@@ -360,4 +343,27 @@ func (t *Transformer) Close() {
 	t.t.Close()
 	t.src.Close()
 	t.dst.Close()
+}
+
+// ReadBand reads a whole band (1-based) of a small raster.
+func ReadBand[T Pixels](path string, band int) ([]T, Grid, error) {
+	register()
+	ds, err := godal.Open(GDALPath(path))
+	if err != nil {
+		return nil, Grid{}, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer ds.Close()
+	st := ds.Structure()
+	if band < 1 || band > st.NBands {
+		return nil, Grid{}, fmt.Errorf("%s has no band %d", path, band)
+	}
+	g := Grid{Width: st.SizeX, Height: st.SizeY}
+	if g.Transform, err = ds.GeoTransform(); err != nil {
+		return nil, Grid{}, fmt.Errorf("%s: geotransform: %w", path, err)
+	}
+	buf := make([]T, g.Width*g.Height)
+	if err := ds.Bands()[band-1].Read(0, 0, buf, g.Width, g.Height); err != nil {
+		return nil, Grid{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	return buf, g, nil
 }

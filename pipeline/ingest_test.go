@@ -1,0 +1,484 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/lulc/lulc/catalog"
+	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/synth"
+)
+
+// scenes caches synthetic scenes by name for the package's tests.
+var scenes = map[string]string{}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, dir := range scenes {
+		os.RemoveAll(filepath.Dir(dir))
+	}
+	os.Exit(code)
+}
+
+func synthConfig(t *testing.T) synth.Config {
+	t.Helper()
+	raw, err := configs.Read("synth-tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := synth.ParseConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func makeScene(t *testing.T, name string, cfg synth.Config) string {
+	t.Helper()
+	if dir, ok := scenes[name]; ok {
+		return dir
+	}
+	tmp, err := os.MkdirTemp("", "lulc-ingest-"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "scene")
+	if _, err := synth.Run(context.Background(), cfg, synth.Options{Out: dir}); err != nil {
+		t.Fatal(err)
+	}
+	scenes[name] = dir
+	return dir
+}
+
+func ingestConfig(t *testing.T, catalogPath string) IngestConfig {
+	t.Helper()
+	raw, err := configs.Read("ingest-tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseIngestConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Source.Catalog = catalogPath
+	return cfg
+}
+
+func ingest(t *testing.T, cfg IngestConfig) (IngestResult, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "stack")
+	res, err := Ingest(context.Background(), cfg, Options{Out: out, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, out
+}
+
+func readU16(t *testing.T, path string, band int) ([]uint16, raster.Grid) {
+	t.Helper()
+	v, g, err := raster.ReadBand[uint16](path, band)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, g
+}
+
+func TestIngestTinyScene(t *testing.T) {
+	scfg := synthConfig(t)
+	scene := makeScene(t, "tiny", scfg)
+	cfg := ingestConfig(t, filepath.Join(scene, "catalog.json"))
+	res, out := ingest(t, cfg)
+	if len(res.Tiles) != 1 || res.Tiles[0].Tile != "31TEJ" || res.Tiles[0].Dates != 3 {
+		t.Fatalf("tiles %+v", res.Tiles)
+	}
+	dir := filepath.Join(out, "31TEJ")
+
+	// The area covers the whole chip: the stack is the scene's 10 m grid.
+	info, err := raster.Inspect(filepath.Join(dir, "stack.tif"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := raster.Grid{EPSG: 32631, Width: 252, Height: 252, Transform: [6]float64{499980, 10, 0, 5000040, 0, -10}}
+	if info.Grid != want || info.Bands != 10 || info.Layout != "COG" || info.DataType != "UInt16" {
+		t.Errorf("stack %+v", info)
+	}
+	for _, f := range []string{"labels.tif", "valid_count.tif"} {
+		li, err := raster.Inspect(filepath.Join(dir, f))
+		if err != nil || li.Grid != want || li.Layout != "COG" {
+			t.Errorf("%s: %+v %v", f, li.Grid, err)
+		}
+	}
+
+	// Hand-computed composite for the red band: read each date's DN and SCL
+	// from the source files, mask, take the median by the documented rule.
+	items, err := catalog.Crawl(context.Background(), filepath.Join(scene, "catalog.json"), catalog.Query{
+		Collections: []string{"sentinel-2-l2a"}, BBox: [4]float64{-180, -90, 180, 90}})
+	if err != nil || len(items) != 3 {
+		t.Fatalf("%d items, %v", len(items), err)
+	}
+	var reds [][]uint16
+	var scls [][]uint8
+	for _, it := range items {
+		a, _ := it.Asset("B04", nil)
+		v, _ := readU16(t, a.Href, 1)
+		reds = append(reds, v)
+		s, _ := it.Asset("SCL", nil)
+		c, _, err := raster.ReadBand[uint8](s.Href, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scls = append(scls, c)
+	}
+	stackRed, _ := readU16(t, filepath.Join(dir, "stack.tif"), 3)
+	count, _, _ := raster.ReadBand[uint8](filepath.Join(dir, "valid_count.tif"), 1)
+	dropped := map[uint8]bool{0: true, 1: true, 3: true, 8: true, 9: true, 10: true}
+	checked, cloudy := 0, 0
+	for i := 0; i < 252*252; i += 37 {
+		r, c := i/252, i%252
+		var vals []float32
+		for d := range reds {
+			dn, cls := reds[d][i], scls[d][(r/2)*126+c/2]
+			if dn == 0 || dropped[cls] {
+				cloudy++
+				continue
+			}
+			vals = append(vals, float32(float32(dn)*float32(0.0001))+float32(-0.1))
+		}
+		slices.Sort(vals)
+		var wantDN uint16
+		switch n := len(vals); {
+		case n%2 == 1:
+			wantDN = uint16(math.Round((float64(vals[n/2]) + 0.1) / 0.0001))
+		case n > 0:
+			wantDN = uint16(math.Round((float64((vals[n/2-1]+vals[n/2])*0.5) + 0.1) / 0.0001))
+		}
+		if stackRed[i] != wantDN || int(count[i]) != len(vals) {
+			t.Fatalf("pixel (%d, %d): stack %d count %d, want %d from %v", r, c, stackRed[i], count[i], wantDN, vals)
+		}
+		checked++
+	}
+	if cloudy == 0 {
+		t.Error("no masked observation among the checked pixels: the test proves little")
+	}
+
+	// Labels: mode-resampled WorldCover agrees with the label under each
+	// pixel centre almost everywhere.
+	labels, _, _ := raster.ReadBand[uint8](filepath.Join(dir, "labels.tif"), 1)
+	wc, _ := filepath.Glob(filepath.Join(scene, "esa-worldcover", "*", "*_Map.tif"))
+	src, lg, err := raster.ReadBand[uint8](wc[0], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := raster.NewTransformer(32631, 4326)
+	defer tr.Close()
+	agree, total := 0, 0
+	for i := 0; i < 252*252; i += 11 {
+		x := []float64{499980 + (float64(i%252)+0.5)*10}
+		y := []float64{5000040 - (float64(i/252)+0.5)*10}
+		tr.Transform(x, y)
+		col := int((x[0] - lg.Transform[0]) / lg.Transform[1])
+		row := int((y[0] - lg.Transform[3]) / lg.Transform[5])
+		if labels[i] == src[row*lg.Width+col] {
+			agree++
+		}
+		if labels[i] == 0 {
+			t.Fatalf("unlabelled pixel %d", i)
+		}
+		total++
+	}
+	if frac := float64(agree) / float64(total); frac < 0.85 {
+		t.Errorf("labels agree with the source at %.2f of pixels", frac)
+	}
+
+	// The manifest records inputs and outputs.
+	var m manifest
+	body, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Sources) != 3 || m.Sources[0].Assets["B04"].Size == 0 || len(m.Labels) != 1 || len(m.Outputs) != 3 || m.ConfigHash != cfg.Hash() {
+		t.Errorf("manifest %+v", m)
+	}
+	for _, o := range m.Outputs {
+		if sum, _, _ := fileSHA256(filepath.Join(dir, o.File)); sum != o.SHA256 {
+			t.Errorf("manifest checksum of %s is stale", o.File)
+		}
+	}
+}
+
+// stacServer serves a synthetic scene as a STAC API: POST /search pages
+// over the scene's items with absolute http hrefs, and the files with HTTP
+// range support, like Earth Search and its bucket.
+type stacServer struct {
+	*httptest.Server
+	ranges   atomic.Int64
+	searches atomic.Int64
+	fail     func(r *http.Request) int // status to answer instead, or 0
+}
+
+func newStacServer(t *testing.T, scene string) *stacServer {
+	t.Helper()
+	s := &stacServer{}
+	var items []map[string]any
+	files := http.FileServer(http.Dir(scene))
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /search", func(w http.ResponseWriter, r *http.Request) {
+		s.searches.Add(1)
+		var body struct {
+			Collections []string `json:"collections"`
+			Next        int      `json:"next"`
+			Limit       int      `json:"limit"`
+		}
+		json.NewDecoder(r.Body).Decode(&body)
+		var match []map[string]any
+		for _, it := range items {
+			if slices.Contains(body.Collections, it["collection"].(string)) {
+				match = append(match, it)
+			}
+		}
+		limit := 2
+		end := min(body.Next+limit, len(match))
+		page := map[string]any{"type": "FeatureCollection", "features": match[body.Next:end]}
+		if end < len(match) {
+			page["links"] = []any{map[string]any{"rel": "next", "method": "POST", "merge": true,
+				"href": s.URL + "/search", "body": map[string]any{"next": end}}}
+		}
+		json.NewEncoder(w).Encode(page)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if s.fail != nil {
+			if code := s.fail(r); code != 0 {
+				w.WriteHeader(code)
+				return
+			}
+		}
+		if r.Header.Get("Range") != "" {
+			s.ranges.Add(1)
+		}
+		files.ServeHTTP(w, r)
+	})
+	s.Server = httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	err := filepath.WalkDir(scene, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !strings.HasSuffix(p, ".json") || strings.HasSuffix(p, "collection.json") || strings.HasSuffix(p, "catalog.json") {
+			return err
+		}
+		var it map[string]any
+		body, _ := os.ReadFile(p)
+		json.Unmarshal(body, &it)
+		rel, _ := filepath.Rel(scene, filepath.Dir(p))
+		for _, a := range it["assets"].(map[string]any) {
+			asset := a.(map[string]any)
+			asset["href"] = s.URL + "/" + filepath.ToSlash(rel) + "/" + strings.TrimPrefix(asset["href"].(string), "./")
+		}
+		items = append(items, it)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestIngestFromSTACAPI(t *testing.T) {
+	scene := makeScene(t, "tiny", synthConfig(t))
+	_, local := ingest(t, ingestConfig(t, filepath.Join(scene, "catalog.json")))
+
+	srv := newStacServer(t, scene)
+	cfg := ingestConfig(t, "")
+	cfg.Source.Catalog, cfg.Source.API = "", srv.URL
+	_, remote := ingest(t, cfg)
+	if srv.searches.Load() < 3 || srv.ranges.Load() == 0 {
+		t.Errorf("%d searches (want paging), %d range requests", srv.searches.Load(), srv.ranges.Load())
+	}
+	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif"} {
+		a, _ := os.ReadFile(filepath.Join(local, "31TEJ", f))
+		b, _ := os.ReadFile(filepath.Join(remote, "31TEJ", f))
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs between the static catalog and the API over HTTP", f)
+		}
+	}
+	var m manifest
+	body, _ := os.ReadFile(filepath.Join(remote, "31TEJ", "manifest.json"))
+	json.Unmarshal(body, &m)
+	if a := m.Sources[0].Assets["B04"]; !strings.HasPrefix(a.Href, srv.URL) || a.Size == 0 {
+		t.Errorf("remote asset recorded as %+v", a)
+	}
+}
+
+func TestIngestResumeGivesSameBytes(t *testing.T) {
+	scfg := synthConfig(t)
+	scfg.Size, scfg.Bands60m = 1200, false
+	scfg.Dates = scfg.Dates[:2]
+	scene := makeScene(t, "mid", scfg)
+	cfg := ingestConfig(t, filepath.Join(scene, "catalog.json"))
+	cfg.Area.BBox = []float64{2.9, 45.0, 3.2, 45.2}
+	cfg.Window = 512
+	_, want := ingest(t, cfg)
+
+	out := filepath.Join(t.TempDir(), "stack")
+	ctx, cancel := context.WithCancel(context.Background())
+	var windows atomic.Int32
+	_, err := Ingest(ctx, cfg, Options{Out: out, Version: "test", NewBar: func(int64, string) Bar {
+		return hookBar{func() {
+			if windows.Add(1) == 3 {
+				cancel()
+			}
+		}}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted ingest: %v", err)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("interrupted ingest left its output")
+	}
+	res, err := Ingest(context.Background(), cfg, Options{Out: out, Version: "test"})
+	if err != nil || !res.Resumed {
+		t.Fatalf("resume: %v, resumed %v", err, res.Resumed)
+	}
+	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif", "manifest.json"} {
+		a, _ := os.ReadFile(filepath.Join(want, "31TEJ", f))
+		b, _ := os.ReadFile(filepath.Join(out, "31TEJ", f))
+		if f == "manifest.json" {
+			// Only the hrefs' temporary directory differs.
+			a = bytes.ReplaceAll(a, []byte(filepath.Dir(want)), nil)
+			b = bytes.ReplaceAll(b, []byte(filepath.Dir(out)), nil)
+		}
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s differs after resume", f)
+		}
+	}
+}
+
+type hookBar struct{ f func() }
+
+func (b hookBar) Add(int) error { b.f(); return nil }
+func (hookBar) Finish() error   { return nil }
+
+func TestIngestAllCloud(t *testing.T) {
+	scfg := synthConfig(t)
+	for i := range scfg.Dates {
+		scfg.Dates[i].CloudCover, scfg.Dates[i].Cirrus = 100, 0
+	}
+	scene := makeScene(t, "overcast", scfg)
+	cfg := ingestConfig(t, filepath.Join(scene, "catalog.json"))
+	cfg.MaxCloudCover = 100
+	res, out := ingest(t, cfg)
+	if res.Tiles[0].NoValidFrac != 1 {
+		t.Errorf("no-valid fraction %g, want 1", res.Tiles[0].NoValidFrac)
+	}
+	red, _ := readU16(t, filepath.Join(out, "31TEJ", "stack.tif"), 3)
+	for _, v := range red {
+		if v != 0 {
+			t.Fatal("an all-cloud composite holds data")
+		}
+	}
+}
+
+func TestIngestBadInput(t *testing.T) {
+	scene := makeScene(t, "tiny", synthConfig(t))
+	cat := filepath.Join(scene, "catalog.json")
+
+	// A copy of the scene with one COG truncated.
+	broken := filepath.Join(t.TempDir(), "scene")
+	if err := os.CopyFS(broken, os.DirFS(scene)); err != nil {
+		t.Fatal(err)
+	}
+	b03, _ := filepath.Glob(filepath.Join(broken, "sentinel-2-l2a", "S2B_*", "B03.tif"))
+	body, _ := os.ReadFile(b03[0])
+	os.WriteFile(b03[0], body[:len(body)/3], 0o644)
+
+	srv := newStacServer(t, scene)
+	srv.fail = func(r *http.Request) int {
+		if strings.HasSuffix(r.URL.Path, "S2A_31TEJ_20240418_0_L2A/B11.tif") {
+			return http.StatusNotFound
+		}
+		return 0
+	}
+
+	cases := []struct {
+		name string
+		edit func(c *IngestConfig)
+		want []string
+	}{
+		{"missing band asset", func(c *IngestConfig) { c.Source.Assets = map[string]string{"B04": "nope"} }, []string{"no asset for band B04", "nope"}},
+		{"truncated COG", func(c *IngestConfig) { c.Source.Catalog = filepath.Join(broken, "catalog.json") }, []string{"B03.tif"}},
+		{"404 asset", func(c *IngestConfig) { c.Source.Catalog, c.Source.API = "", srv.URL }, []string{"B11.tif"}},
+		{"area outside every item", func(c *IngestConfig) { c.Area.BBox = []float64{10, 10, 10.1, 10.1} }, []string{"no sentinel-2-l2a items"}},
+		{"no dates match", func(c *IngestConfig) { c.Dates.Start, c.Dates.End = "2020-01-01", "2020-02-01" }, []string{"no sentinel-2-l2a items", "2020-01-01"}},
+		{"unusable CRS", func(c *IngestConfig) { c.Grid.EPSG, c.Grid.Bounds = 999999, []float64{0, 0, 100, 100} }, []string{"EPSG:999999"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := ingestConfig(t, cat)
+			c.edit(&cfg)
+			out := filepath.Join(t.TempDir(), "stack")
+			_, err := Ingest(context.Background(), cfg, Options{Out: out})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
+				t.Error("failed ingest left its output")
+			}
+		})
+	}
+}
+
+func TestIngestLabelsNotOverlapping(t *testing.T) {
+	scene := makeScene(t, "tiny", synthConfig(t))
+	moved := filepath.Join(t.TempDir(), "scene")
+	if err := os.CopyFS(moved, os.DirFS(scene)); err != nil {
+		t.Fatal(err)
+	}
+	// Replace the label raster by one 5° away; the item still claims the area.
+	maps, _ := filepath.Glob(filepath.Join(moved, "esa-worldcover", "*", "*_Map.tif"))
+	g := raster.Grid{EPSG: 4326, Width: 100, Height: 100, Transform: [6]float64{8, 1.0 / 12000, 0, 50, 0, -1.0 / 12000}}
+	labels := make([]uint8, 100*100)
+	for i := range labels {
+		labels[i] = 10
+	}
+	os.Remove(maps[0])
+	if err := raster.WriteCOG(maps[0], g, labels, raster.COGOptions{NoData: ptr(0.0)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Ingest(context.Background(), ingestConfig(t, filepath.Join(moved, "catalog.json")), Options{Out: filepath.Join(t.TempDir(), "o")})
+	if err == nil || !strings.Contains(err.Error(), "labels do not overlap") || !strings.Contains(err.Error(), "_Map.tif") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestIngestConfigErrors(t *testing.T) {
+	raw, _ := configs.Read("ingest-tiny.yaml")
+	for _, c := range []struct{ old, new, want string }{
+		{"window: 1024", "window: 1000", "window"},
+		{"labels: mode", "labels: bilinear", "resampling.labels"},
+		{"max_cloud_cover: 60", "max_cloud_cover: 160", "max_cloud_cover"},
+		{"start: 2024-04-01", "start: 2024-13-01", "dates.start"},
+		{"B12]", "B12, SCL]", "bands"},
+		{"bbox: [2.99, 45.12, 3.04, 45.16]", "bbox: [3.04, 45.12, 2.99, 45.16]", "area.bbox"},
+		{"catalog: runs", "catlog: runs", "catlog"},
+	} {
+		_, err := ParseIngestConfig([]byte(strings.Replace(string(raw), c.old, c.new, 1)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s → %s: %v", c.old, c.new, err)
+		}
+	}
+}
