@@ -654,7 +654,7 @@ func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (raste
 		}
 		return g, g, nil
 	}
-	// Clip the tile to the area, snapped outward to a 60 m lattice from the
+	// Clip the tile to the area, snapped outward to a 6-pixel lattice from the
 	// tile origin so that 20 m and 60 m pixels nest in every window.
 	tr, err := raster.NewTransformer(4326, tile.EPSG)
 	if err != nil {
@@ -674,7 +674,7 @@ func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (raste
 	}
 	minx, maxx := slices.Min(xs), slices.Max(xs)
 	miny, maxy := slices.Min(ys), slices.Max(ys)
-	snap := 60.0
+	snap := 6 * res
 	x0, y0 := tile.Transform[0], tile.Transform[3]
 	c0 := math.Floor((minx-x0)/snap) * snap
 	c1 := math.Ceil((maxx-x0)/snap) * snap

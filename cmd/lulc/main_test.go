@@ -27,7 +27,7 @@ func TestHelpListsWorkingCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"synth", "version"} {
+	for _, want := range []string{"synth", "ingest", "version"} {
 		if !strings.Contains(out, "  "+want+" ") {
 			t.Errorf("--help does not list %s:\n%s", want, out)
 		}
@@ -145,5 +145,41 @@ func TestSynthBadInput(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(existing, "keep.txt")); err != nil || string(b) != "precious" {
 		t.Errorf("existing output was touched: %q %v", b, err)
+	}
+}
+
+func TestIngestCommand(t *testing.T) {
+	dir := t.TempDir()
+	scene := filepath.Join(dir, "scene")
+	if code, _, stderr := lulc(t, "synth", "-q", "--out", scene); code != 0 {
+		t.Fatalf("synth: %s", stderr)
+	}
+	out := filepath.Join(dir, "stack")
+	code, stdout, stderr := lulc(t, "ingest", "--catalog", filepath.Join(scene, "catalog.json"), "--out", out)
+	if code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "31TEJ: 3 dates") || !strings.Contains(stdout, "stack.tif") {
+		t.Errorf("summary:\n%s", stdout)
+	}
+	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif", "manifest.json"} {
+		if _, err := os.Stat(filepath.Join(out, "31TEJ", f)); err != nil {
+			t.Error(err)
+		}
+	}
+	// Bad input: a catalog that does not exist, and an unknown config key.
+	code, _, stderr = lulc(t, "ingest", "-q", "--catalog", filepath.Join(dir, "none.json"), "--out", filepath.Join(dir, "x"))
+	if code == 0 || !strings.Contains(stderr, "none.json") {
+		t.Errorf("missing catalog: exit %d, %q", code, stderr)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	raw, _ := configs.Read("ingest-tiny.yaml")
+	os.WriteFile(bad, []byte(strings.Replace(string(raw), "window:", "windw:", 1)), 0o644)
+	code, _, stderr = lulc(t, "ingest", "-q", "--config", bad, "--out", filepath.Join(dir, "y"))
+	if code == 0 || !strings.Contains(stderr, "windw") {
+		t.Errorf("bad key: exit %d, %q", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
+		t.Error("failed ingest left output")
 	}
 }
