@@ -79,8 +79,17 @@ type IngestResult struct {
 	Resumed      bool
 }
 
+// StageTimes splits a tile's time by stage. Read, Composite and Write are
+// summed over the workers that ran windows in parallel; Encode (the COG
+// encoding of the outputs) is wall time.
+type StageTimes struct {
+	Read, Composite, Write, Encode time.Duration
+	Workers                        int
+}
+
 // TileResult is one tile's output.
 type TileResult struct {
+	Timings     StageTimes
 	Tile        string
 	Dir         string
 	Dates       int
@@ -385,7 +394,11 @@ func ingestTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomi
 	for i, v := range cfg.Mask.DropSCL {
 		drop[i] = uint8(v)
 	}
-	var decoded, empty atomic.Int64
+	job := &windowJob{cfg: cfg, grid: grid, dates: make([]windowDate, len(dates)), drop: drop,
+		labels: labelAssets, stack: stackW, count: countW, label: labelW}
+	for i, d := range dates {
+		job.dates[i] = windowDate{bands: d.bands, scale: d.scale, offset: d.offset, scl: d.scl}
+	}
 	bar := opt.NewBar(int64(len(windows)), "ingest "+t.tile+" windows")
 	work := make(chan raster.Grid)
 	errs := make(chan error, opt.Workers)
@@ -410,65 +423,8 @@ func ingestTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomi
 				return s, nil
 			}
 			for w := range work {
-				n := w.Width * w.Height
-				stacks := make([][][]float32, len(cfg.Bands)) // band → date → pixels
-				for b := range stacks {
-					stacks[b] = make([][]float32, len(dates))
-				}
-				valid := make([][]bool, len(dates))
-				dn := make([]uint16, n)
-				scl := make([]uint8, n)
-				fail := func(err error) { errs <- err }
-				var err error
-				for di, d := range dates {
-					s, e := open(d.scl.Href)
-					if e != nil {
-						err = e
-						break
-					}
-					if e := s.Read(w, "nearest", scl); e != nil {
-						err = e
-						break
-					}
-					decoded.Add(int64(n / sourceZoom(s, w)))
-					bands := make([][]float32, len(cfg.Bands))
-					for bi, a := range d.bands {
-						s, e := open(a.Href)
-						if e != nil {
-							err = e
-							break
-						}
-						if e := s.Read(w, cfg.Resampling.Reflectance, dn); e != nil {
-							err = e
-							break
-						}
-						decoded.Add(int64(2 * n / sourceZoom(s, w)))
-						nodata := uint16(0)
-						if s.NoData != nil {
-							nodata = uint16(*s.NoData)
-						}
-						bands[bi] = composite.Reflectance(dn, nodata, float32(d.scale[bi]), float32(d.offset[bi]))
-					}
-					if err != nil {
-						break
-					}
-					valid[di] = make([]bool, n)
-					if e := composite.Mask(valid[di], scl, bands, drop); e != nil {
-						err = e
-						break
-					}
-					for bi := range bands {
-						stacks[bi][di] = bands[bi]
-					}
-				}
-				if err == nil {
-					err = writeWindow(w, grid, stacks, valid, stackW, countW, &empty)
-				}
-				if err == nil {
-					err = readLabels(open, labelAssets, w, grid, cfg.Resampling.Labels, labelW)
-				}
-				if err != nil {
-					fail(err)
+				if err := job.window(w, open); err != nil {
+					errs <- err
 					for range work { // drain so the feeder stops
 					}
 					return
@@ -502,15 +458,25 @@ feed:
 	}
 	if firstErr != nil {
 		abort()
-		return tr, decoded.Load(), firstErr
+		return tr, job.decoded.Load(), firstErr
 	}
+	encodeStart := time.Now()
 	for _, w := range []*raster.Writer{stackW, labelW, countW} {
 		if err := w.Close(); err != nil {
 			abort()
-			return tr, decoded.Load(), err
+			return tr, job.decoded.Load(), err
 		}
 	}
-	tr.NoValidFrac = float64(empty.Load()) / float64(tr.Pixels)
+	tr.Timings = StageTimes{
+		Read:      time.Duration(job.readNs.Load()),
+		Composite: time.Duration(job.compositeNs.Load()),
+		Write:     time.Duration(job.writeNs.Load()),
+		Encode:    time.Since(encodeStart),
+		Workers:   min(opt.Workers, len(windows)),
+	}
+	opt.Log.Info("tile stages", "tile", t.tile, "read_worker_s", tr.Timings.Read.Seconds(), "composite_worker_s", tr.Timings.Composite.Seconds(),
+		"write_worker_s", tr.Timings.Write.Seconds(), "encode_s", tr.Timings.Encode.Seconds(), "workers", tr.Timings.Workers)
+	tr.NoValidFrac = float64(job.empty.Load()) / float64(tr.Pixels)
 	if tr.NoValidFrac > 0 {
 		level := slog.LevelInfo
 		if tr.NoValidFrac > 0.5 {
@@ -542,15 +508,15 @@ feed:
 	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif"} {
 		sum, size, err := fileSHA256(filepath.Join(dir, f))
 		if err != nil {
-			return tr, decoded.Load(), err
+			return tr, job.decoded.Load(), err
 		}
 		m.Outputs = append(m.Outputs, manifestOutput{File: f, SHA256: sum, Size: size})
 	}
 	body, _ := json.MarshalIndent(m, "", "  ")
 	if err := atomicfs.WriteFile(filepath.Join(dir, "manifest.json"), append(body, '\n')); err != nil {
-		return tr, decoded.Load(), err
+		return tr, job.decoded.Load(), err
 	}
-	return tr, decoded.Load(), nil
+	return tr, job.decoded.Load(), nil
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -563,21 +529,101 @@ func sourceZoom(s *raster.Source, w raster.Grid) int {
 	return max(1, int(math.Round(k*k)))
 }
 
-// writeWindow composites a window and writes stack and count.
-func writeWindow(w, grid raster.Grid, stacks [][][]float32, valid [][]bool, stackW, countW *raster.Writer, empty *atomic.Int64) error {
+// windowJob is the per-window work of one tile, shared by its workers.
+type windowJob struct {
+	cfg                 IngestConfig
+	grid                raster.Grid
+	dates               []windowDate
+	drop                []uint8
+	labels              []catalog.Asset
+	stack, count, label *raster.Writer
+
+	decoded, empty               atomic.Int64 // source bytes read; pixels with no valid observation
+	readNs, compositeNs, writeNs atomic.Int64 // summed over workers
+}
+
+type windowDate struct {
+	bands         []catalog.Asset
+	scale, offset []float64
+	scl           catalog.Asset
+}
+
+// window reads every date's bands and SCL over w, masks, composites, and
+// writes the stack, count and labels windows.
+func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, error)) error {
 	n := w.Width * w.Height
-	x := int(math.Round((w.Transform[0] - grid.Transform[0]) / grid.Transform[1]))
-	y := int(math.Round((w.Transform[3] - grid.Transform[3]) / grid.Transform[5]))
+	t0 := time.Now()
+	stacks := make([][][]float32, len(j.cfg.Bands)) // band → date → pixels
+	for b := range stacks {
+		stacks[b] = make([][]float32, len(j.dates))
+	}
+	valid := make([][]bool, len(j.dates))
+	dn := make([]uint16, n)
+	scl := make([]uint8, n)
+	var readNs int64
+	read := func(href, alg string, buf any, bytesPerPixel int) (*raster.Source, error) {
+		t := time.Now()
+		defer func() { readNs += int64(time.Since(t)) }()
+		s, err := open(href)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Read(w, alg, buf); err != nil {
+			return nil, err
+		}
+		j.decoded.Add(int64(bytesPerPixel * n / sourceZoom(s, w)))
+		return s, nil
+	}
+	for di, d := range j.dates {
+		if _, err := read(d.scl.Href, "nearest", scl, 1); err != nil {
+			return err
+		}
+		bands := make([][]float32, len(d.bands))
+		for bi, a := range d.bands {
+			src, err := read(a.Href, j.cfg.Resampling.Reflectance, dn, 2)
+			if err != nil {
+				return err
+			}
+			// The file's nodata is the truth; catalogs may omit it.
+			nodata := uint16(0)
+			if src.NoData != nil {
+				nodata = uint16(*src.NoData)
+			}
+			bands[bi] = composite.Reflectance(dn, nodata, float32(d.scale[bi]), float32(d.offset[bi]))
+		}
+		valid[di] = make([]bool, n)
+		if err := composite.Mask(valid[di], scl, bands, j.drop); err != nil {
+			return err
+		}
+		for bi := range bands {
+			stacks[bi][di] = bands[bi]
+		}
+	}
+	labels := make([]uint8, n)
+	buf := make([]uint8, n)
+	for _, a := range j.labels {
+		if _, err := read(a.Href, j.cfg.Resampling.Labels, buf, 0); err != nil {
+			return err
+		}
+		// Where several label rasters cover a pixel the first (by item id)
+		// wins.
+		for i, v := range buf {
+			if labels[i] == 0 {
+				labels[i] = v
+			}
+		}
+	}
+	j.readNs.Add(readNs)
+
+	t1 := time.Now()
+	meds := make([][]uint16, len(stacks))
 	med := make([]float32, n)
-	out := make([]uint16, n)
 	for bi, dates := range stacks {
 		if err := composite.Median(med, dates); err != nil {
 			return err
 		}
-		composite.Quantise(out, med, StackScale, StackOffset)
-		if err := stackW.Write(bi, x, y, w.Width, w.Height, out); err != nil {
-			return err
-		}
+		meds[bi] = make([]uint16, n)
+		composite.Quantise(meds[bi], med, StackScale, StackOffset)
 	}
 	count := make([]uint8, n)
 	if err := composite.Count(count, valid); err != nil {
@@ -589,33 +635,23 @@ func writeWindow(w, grid raster.Grid, stacks [][][]float32, valid [][]bool, stac
 			zeros++
 		}
 	}
-	empty.Add(zeros)
-	return countW.Write(0, x, y, w.Width, w.Height, count)
-}
+	j.empty.Add(zeros)
+	t2 := time.Now()
+	j.compositeNs.Add(int64(t2.Sub(t1)) + int64(t1.Sub(t0)) - readNs)
 
-// readLabels warps every label asset onto the window; where several cover
-// a pixel the first (by item id) wins.
-func readLabels(open func(string) (*raster.Source, error), assets []catalog.Asset, w, grid raster.Grid, alg string, out *raster.Writer) error {
-	n := w.Width * w.Height
-	labels := make([]uint8, n)
-	buf := make([]uint8, n)
-	for _, a := range assets {
-		s, err := open(a.Href)
-		if err != nil {
+	x := int(math.Round((w.Transform[0] - j.grid.Transform[0]) / j.grid.Transform[1]))
+	y := int(math.Round((w.Transform[3] - j.grid.Transform[3]) / j.grid.Transform[5]))
+	for bi, m := range meds {
+		if err := j.stack.Write(bi, x, y, w.Width, w.Height, m); err != nil {
 			return err
-		}
-		if err := s.Read(w, alg, buf); err != nil {
-			return err
-		}
-		for i, v := range buf {
-			if labels[i] == 0 {
-				labels[i] = v
-			}
 		}
 	}
-	x := int(math.Round((w.Transform[0] - grid.Transform[0]) / grid.Transform[1]))
-	y := int(math.Round((w.Transform[3] - grid.Transform[3]) / grid.Transform[5]))
-	return out.Write(0, x, y, w.Width, w.Height, labels)
+	if err := j.count.Write(0, x, y, w.Width, w.Height, count); err != nil {
+		return err
+	}
+	err := j.label.Write(0, x, y, w.Width, w.Height, labels)
+	j.writeNs.Add(int64(time.Since(t2)))
+	return err
 }
 
 // outputGrid returns the stack's grid and the tile's own grid at the
