@@ -2,7 +2,7 @@
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: deps build demo test bench-synth clean
+.PHONY: deps build demo test bench-synth bench-ingest clean
 
 # deps installs the system packages lulc builds against (GDAL for the raster
 # I/O package) when run as root, and says what to install otherwise.
@@ -12,9 +12,11 @@ deps:
 build: deps
 	go build -ldflags "$(LDFLAGS)" -o bin/lulc ./cmd/lulc
 
-# demo runs the main job on the embedded default config.
+# demo runs the main job on the embedded default configs: a tiny synthetic
+# scene, then its analysis-ready stack.
 demo: build
 	bin/lulc synth --force --out runs/demo/scene
+	bin/lulc ingest --force --catalog runs/demo/scene/catalog.json --out runs/demo/stack
 
 test: deps
 	go test ./...
@@ -22,6 +24,10 @@ test: deps
 # bench-synth times full-tile generation (see docs/benchmarks.md).
 bench-synth: build
 	/usr/bin/time -v bin/lulc synth --force -c configs/synth-full.yaml --out runs/bench/full-tile
+
+# bench-ingest stacks the full tile made by bench-synth (see docs/benchmarks.md).
+bench-ingest: build
+	/usr/bin/time -v bin/lulc ingest --force -c configs/ingest-full.yaml --out runs/bench/full-stack
 
 clean:
 	rm -rf bin runs
