@@ -27,6 +27,7 @@ import (
 // Bar is the progress display a stage reports to.
 type Bar interface {
 	Add(n int) error
+	Describe(description string)
 	Finish() error
 }
 
@@ -59,8 +60,9 @@ func (o *Options) fill() {
 
 type nopBar struct{}
 
-func (nopBar) Add(int) error { return nil }
-func (nopBar) Finish() error { return nil }
+func (nopBar) Add(int) error   { return nil }
+func (nopBar) Describe(string) {}
+func (nopBar) Finish() error   { return nil }
 
 // Stack encoding of the reflectance COG: UInt16 digital numbers with
 // reflectance = DN × StackScale + StackOffset (baseline-04 convention),
@@ -400,6 +402,7 @@ func ingestTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomi
 		job.dates[i] = windowDate{bands: d.bands, scale: d.scale, offset: d.offset, scl: d.scl}
 	}
 	bar := opt.NewBar(int64(len(windows)), "ingest "+t.tile+" windows")
+	tileStart := time.Now()
 	work := make(chan raster.Grid)
 	errs := make(chan error, opt.Workers)
 	var wg sync.WaitGroup
@@ -429,6 +432,8 @@ func ingestTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomi
 					}
 					return
 				}
+				mbps := float64(job.decoded.Load()) / 1e6 / time.Since(tileStart).Seconds()
+				bar.Describe(fmt.Sprintf("ingest %s: %d dates, %.0f MB/s decoded, windows", t.tile, len(dates), mbps))
 				bar.Add(1)
 			}
 		})

@@ -366,6 +366,7 @@ func TestIngestResumeGivesSameBytes(t *testing.T) {
 type hookBar struct{ f func() }
 
 func (b hookBar) Add(int) error { b.f(); return nil }
+func (hookBar) Describe(string) {}
 func (hookBar) Finish() error   { return nil }
 
 func TestIngestAllCloud(t *testing.T) {
