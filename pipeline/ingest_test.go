@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/configs"
@@ -480,6 +481,70 @@ func TestIngestConfigErrors(t *testing.T) {
 		_, err := ParseIngestConfig([]byte(strings.Replace(string(raw), c.old, c.new, 1)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s → %s: %v", c.old, c.new, err)
+		}
+	}
+}
+
+// TestIngestAssetServerFailures: an asset that answers 500, or stalls, is
+// retried by GDAL (settings from source.gdal), then fails naming the href.
+func TestIngestAssetServerFailures(t *testing.T) {
+	scene := makeScene(t, "tiny", synthConfig(t))
+	for _, c := range []struct {
+		name  string
+		asset string
+		mode  string
+	}{{"500", "B12.tif", "500"}, {"stall", "B06.tif", "stall"}} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := newStacServer(t, scene)
+			var hits atomic.Int32
+			srv.fail = func(r *http.Request) int {
+				if !strings.HasSuffix(r.URL.Path, "S2A_31TEJ_20240915_0_L2A/"+c.asset) {
+					return 0
+				}
+				hits.Add(1)
+				if c.mode == "stall" {
+					select {
+					case <-r.Context().Done():
+					case <-time.After(1500 * time.Millisecond):
+					}
+				}
+				return http.StatusInternalServerError
+			}
+			cfg := ingestConfig(t, "")
+			cfg.Source.Catalog, cfg.Source.API = "", srv.URL
+			cfg.Source.GDAL = map[string]string{"GDAL_HTTP_MAX_RETRY": "2", "GDAL_HTTP_RETRY_DELAY": "0.05", "GDAL_HTTP_TIMEOUT": "1"}
+			_, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "o")})
+			if err == nil || !strings.Contains(err.Error(), "S2A_31TEJ_20240915_0_L2A/"+c.asset) {
+				t.Fatalf("got %v", err)
+			}
+			if hits.Load() < 2 {
+				t.Errorf("the failing asset was requested %d times: no retry", hits.Load())
+			}
+		})
+	}
+}
+
+func TestIngestGeoJSONArea(t *testing.T) {
+	scene := makeScene(t, "tiny", synthConfig(t))
+	area := filepath.Join(t.TempDir(), "area.geojson")
+	// A triangle over the chip's western half, as a one-feature collection.
+	os.WriteFile(area, []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},
+		"geometry":{"type":"Polygon","coordinates":[[[3.0,45.13],[3.015,45.13],[3.0,45.16],[3.0,45.13]]]}}]}`), 0o644)
+	cfg := ingestConfig(t, filepath.Join(scene, "catalog.json"))
+	cfg.Area.BBox, cfg.Area.GeoJSON = nil, area
+	res, out := ingest(t, cfg)
+	info, err := raster.Inspect(filepath.Join(out, "31TEJ", "stack.tif"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The area's bbox, snapped to 60 m, clips the chip's east side.
+	if info.Width >= 252 || info.Width < 100 || info.Height != 252 || info.Transform[0] != 499980 || res.Tiles[0].Pixels != info.Width*info.Height {
+		t.Errorf("grid %+v", info.Grid)
+	}
+	for _, bad := range []string{`{"type":"Point","coordinates":[3,45]}`, `{"type":"FeatureCollection","features":[]}`, `not json`} {
+		os.WriteFile(area, []byte(bad), 0o644)
+		if _, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "o")}); err == nil || !strings.Contains(err.Error(), "area.geojson") {
+			t.Errorf("%s: %v", bad, err)
 		}
 	}
 }
