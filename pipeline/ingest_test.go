@@ -548,3 +548,43 @@ func TestIngestGeoJSONArea(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckedInIngestConfigsParse(t *testing.T) {
+	for _, name := range []string{"ingest-tiny.yaml", "ingest-full.yaml", "ingest-earth-search.yaml"} {
+		raw, err := configs.Read(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseIngestConfig(raw); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestIngestUserGrid stacks onto a user grid at 20 m in the tile's CRS but
+// offset by half a pixel, so that every band goes through GDAL's warper.
+func TestIngestUserGrid(t *testing.T) {
+	scene := makeScene(t, "tiny", synthConfig(t))
+	cfg := ingestConfig(t, filepath.Join(scene, "catalog.json"))
+	cfg.Grid.EPSG, cfg.Grid.Resolution = 32631, 20
+	cfg.Grid.Bounds = []float64{500010, 4997530, 502010, 5000030}
+	_, out := ingest(t, cfg)
+	info, err := raster.Inspect(filepath.Join(out, "31TEJ", "stack.tif"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := raster.Grid{EPSG: 32631, Width: 100, Height: 125, Transform: [6]float64{500010, 20, 0, 5000030, 0, -20}}
+	if info.Grid != want {
+		t.Fatalf("grid %+v, want %+v", info.Grid, want)
+	}
+	red, _ := readU16(t, filepath.Join(out, "31TEJ", "stack.tif"), 3)
+	valid := 0
+	for _, v := range red {
+		if v != 0 {
+			valid++
+		}
+	}
+	if valid < len(red)/2 {
+		t.Errorf("only %d of %d pixels valid on the user grid", valid, len(red))
+	}
+}
