@@ -3,8 +3,13 @@
 package configs
 
 import (
+	"bytes"
 	"embed"
+	"errors"
 	"fmt"
+	"io"
+
+	"gopkg.in/yaml.v3"
 )
 
 //go:embed *.yaml
@@ -18,4 +23,18 @@ func Read(name string) ([]byte, error) {
 		return nil, fmt.Errorf("no embedded config %q", name)
 	}
 	return b, nil
+}
+
+// DecodeStrict decodes YAML into v, rejecting keys v has no field for, so
+// that a misspelt key is an error rather than a silently ignored setting.
+func DecodeStrict(raw []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return errors.New("config is empty")
+		}
+		return fmt.Errorf("parse: %w", err)
+	}
+	return nil
 }

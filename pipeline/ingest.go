@@ -20,23 +20,17 @@ import (
 	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
 )
-
-// Bar is the progress display a stage reports to.
-type Bar interface {
-	Add(n int) error
-	Describe(description string)
-	Finish() error
-}
 
 // Options are what every stage run shares.
 type Options struct {
 	Out     string // final output directory
 	Force   bool
 	Log     *slog.Logger
-	NewBar  func(total int64, description string) Bar
+	NewBar  progress.NewBar
 	Version string // lulc version, recorded in manifests
 	Workers int    // windows processed at once (0: one per CPU)
 	// HTTP is the client for STAC APIs and asset sizes (nil: default).
@@ -47,9 +41,7 @@ func (o *Options) fill() {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	if o.NewBar == nil {
-		o.NewBar = func(int64, string) Bar { return nopBar{} }
-	}
+	o.NewBar = progress.OrNop(o.NewBar)
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -57,12 +49,6 @@ func (o *Options) fill() {
 		o.HTTP = &http.Client{}
 	}
 }
-
-type nopBar struct{}
-
-func (nopBar) Add(int) error   { return nil }
-func (nopBar) Describe(string) {}
-func (nopBar) Finish() error   { return nil }
 
 // Stack encoding of the reflectance COG: UInt16 digital numbers with
 // reflectance = DN × StackScale + StackOffset (baseline-04 convention),

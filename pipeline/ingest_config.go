@@ -5,21 +5,17 @@
 package pipeline
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/configs"
 )
 
 // IngestConfig describes an ingest: where to find scenes, which area and
@@ -79,30 +75,11 @@ type IngestConfig struct {
 	} `yaml:"output"`
 }
 
-// LoadIngestConfig reads and validates an ingest config; unknown keys are
-// errors. Relative paths in it are taken relative to the config file.
-func LoadIngestConfig(path string) (IngestConfig, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return IngestConfig{}, fmt.Errorf("read config: %w", err)
-	}
-	cfg, err := ParseIngestConfig(raw)
-	if err != nil {
-		return IngestConfig{}, fmt.Errorf("config %s: %w", path, err)
-	}
-	return cfg, nil
-}
-
 // ParseIngestConfig decodes YAML strictly, fills defaults and validates.
 func ParseIngestConfig(raw []byte) (IngestConfig, error) {
 	var c IngestConfig
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
-		if errors.Is(err, io.EOF) {
-			return c, errors.New("config is empty")
-		}
-		return c, fmt.Errorf("parse: %w", err)
+	if err := configs.DecodeStrict(raw, &c); err != nil {
+		return c, err
 	}
 	c.defaults()
 	return c, c.Validate()

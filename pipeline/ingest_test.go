@@ -19,6 +19,7 @@ import (
 
 	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/synth"
 )
@@ -333,7 +334,7 @@ func TestIngestResumeGivesSameBytes(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "stack")
 	ctx, cancel := context.WithCancel(context.Background())
 	var windows atomic.Int32
-	_, err := Ingest(ctx, cfg, Options{Out: out, Version: "test", NewBar: func(int64, string) Bar {
+	_, err := Ingest(ctx, cfg, Options{Out: out, Version: "test", NewBar: func(int64, string) progress.Bar {
 		return hookBar{func() {
 			if windows.Add(1) == 3 {
 				cancel()

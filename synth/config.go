@@ -1,12 +1,10 @@
 package synth
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/landcover"
 )
 
@@ -79,13 +78,8 @@ func LoadConfig(path string) (Config, []byte, error) {
 // ParseConfig decodes and validates a YAML config.
 func ParseConfig(raw []byte) (Config, error) {
 	var cfg Config
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
-		if errors.Is(err, io.EOF) {
-			return Config{}, errors.New("config is empty")
-		}
-		return Config{}, fmt.Errorf("parse: %w", err)
+	if err := configs.DecodeStrict(raw, &cfg); err != nil {
+		return Config{}, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err

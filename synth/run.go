@@ -29,6 +29,7 @@ import (
 
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
 )
@@ -37,19 +38,13 @@ import (
 // changes, so that an interrupted run of an older lulc is not resumed.
 const modelVersion = 2
 
-// Bar is the progress display Run reports to.
-type Bar interface {
-	Add(n int) error
-	Finish() error
-}
-
 // Options control where and how Run writes.
 type Options struct {
 	Out   string // final output directory
 	Force bool   // replace an existing output
 	Log   *slog.Logger
 	// NewBar makes a progress bar; nil shows none.
-	NewBar func(total int64, description string) Bar
+	NewBar progress.NewBar
 	// Writers is the number of COGs compressed at once (0: automatic).
 	Writers int
 }
@@ -68,11 +63,6 @@ type Result struct {
 	LabelItem string
 }
 
-type nopBar struct{}
-
-func (nopBar) Add(int) error { return nil }
-func (nopBar) Finish() error { return nil }
-
 // Run generates the scene described by cfg into opt.Out.
 func Run(ctx context.Context, cfg Config, opt Options) (Result, error) {
 	if err := cfg.Validate(); err != nil {
@@ -82,10 +72,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (Result, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	newBar := opt.NewBar
-	if newBar == nil {
-		newBar = func(int64, string) Bar { return nopBar{} }
-	}
+	newBar := progress.OrNop(opt.NewBar)
 	if need, avail := cfg.EstimateMemory(), availableMemory(); avail > 0 && need > avail {
 		return Result{}, fmt.Errorf("size: a %d×%d scene with %d dates needs about %.1f GB of memory, more than the %.1f GB available",
 			cfg.Size, cfg.Size, len(cfg.Dates), float64(need)/1e9, float64(avail)/1e9)
@@ -247,7 +234,7 @@ type cogJob struct {
 func (j cogJob) bytes() int64 { return int64(len(j.u16)*2 + len(j.u8)) }
 
 // writeCOGs encodes the jobs whose files do not exist yet.
-func writeCOGs(ctx context.Context, cfg Config, jobs []cogJob, writers int, newBar func(int64, string) Bar) (written []cogJob, skipped int, err error) {
+func writeCOGs(ctx context.Context, cfg Config, jobs []cogJob, writers int, newBar progress.NewBar) (written []cogJob, skipped int, err error) {
 	var todo []cogJob
 	var total int64
 	for _, j := range jobs {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/internal/stactest"
 	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
@@ -454,7 +455,7 @@ func TestResumeAfterInterrupt(t *testing.T) {
 	// Interrupt after the first COGs are written.
 	ctx, cancel := context.WithCancel(context.Background())
 	var adds int
-	_, err := Run(ctx, cfg, Options{Out: out, Writers: 1, NewBar: func(total int64, desc string) Bar {
+	_, err := Run(ctx, cfg, Options{Out: out, Writers: 1, NewBar: func(total int64, desc string) progress.Bar {
 		return countingBar{add: func() {
 			if strings.HasPrefix(desc, "write") {
 				if adds++; adds == 5 {
@@ -491,4 +492,5 @@ func TestResumeAfterInterrupt(t *testing.T) {
 type countingBar struct{ add func() }
 
 func (b countingBar) Add(int) error { b.add(); return nil }
+func (countingBar) Describe(string) {}
 func (countingBar) Finish() error   { return nil }

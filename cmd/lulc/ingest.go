@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/pipeline"
 )
 
@@ -30,17 +29,8 @@ Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 			if out == "" {
 				return fmt.Errorf("--out: no output directory given")
 			}
-			var cfg pipeline.IngestConfig
-			var err error
-			if cfgPath == "" {
-				raw, rerr := configs.Read(defaultIngestConfig)
-				if rerr != nil {
-					return rerr
-				}
-				if cfg, err = pipeline.ParseIngestConfig(raw); err != nil {
-					return fmt.Errorf("embedded config %s: %w", defaultIngestConfig, err)
-				}
-			} else if cfg, err = pipeline.LoadIngestConfig(cfgPath); err != nil {
+			cfg, err := loadConfig(cfgPath, defaultIngestConfig, pipeline.ParseIngestConfig)
+			if err != nil {
 				return err
 			}
 			if catalogOverride != "" {
@@ -48,7 +38,7 @@ Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 			}
 			res, err := pipeline.Ingest(cmd.Context(), cfg, pipeline.Options{
 				Out: out, Force: force, Log: a.log, Version: lulcVersion(),
-				NewBar: func(total int64, desc string) pipeline.Bar { return a.newBar(total, desc) },
+				NewBar: a.newBar,
 			})
 			if err != nil {
 				return fmt.Errorf("ingest: %w", err)

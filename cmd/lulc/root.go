@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -8,6 +9,9 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/internal/progress"
 )
 
 // app holds what every command shares: output streams, the logger and the
@@ -55,7 +59,7 @@ func (b bar) Add(n int) error { return b.ProgressBar.Add(n) }
 
 // newBar shows progress only on a terminal: redirected to a file or a CI
 // log, carriage-return redraws would bury the log lines.
-func (a *app) newBar(total int64, desc string) bar {
+func (a *app) newBar(total int64, desc string) progress.Bar {
 	if f, ok := a.stderr.(*os.File); a.quiet || !ok || !term.IsTerminal(int(f.Fd())) {
 		return bar{progressbar.DefaultSilent(total, desc)}
 	}
@@ -69,4 +73,30 @@ func (a *app) newBar(total int64, desc string) bar {
 		progressbar.OptionOnCompletion(func() { io.WriteString(a.stderr, "\n") }),
 		progressbar.OptionClearOnFinish(),
 	)}
+}
+
+// loadConfig reads the config at path, or the embedded one when path is
+// empty, with the stage's parser.
+func loadConfig[T any](path, embedded string, parse func([]byte) (T, error)) (T, error) {
+	var zero T
+	if path == "" {
+		raw, err := configs.Read(embedded)
+		if err != nil {
+			return zero, err
+		}
+		cfg, err := parse(raw)
+		if err != nil {
+			return zero, fmt.Errorf("embedded config %s: %w", embedded, err)
+		}
+		return cfg, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return zero, fmt.Errorf("read config: %w", err)
+	}
+	cfg, err := parse(raw)
+	if err != nil {
+		return zero, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/synth"
 )
 
@@ -28,22 +27,13 @@ Without --config it uses the embedded ` + defaultSynthConfig + `.`,
 			if out == "" {
 				return fmt.Errorf("--out: no output directory given")
 			}
-			var cfg synth.Config
-			var err error
-			if cfgPath == "" {
-				raw, rerr := configs.Read(defaultSynthConfig)
-				if rerr != nil {
-					return rerr
-				}
-				if cfg, err = synth.ParseConfig(raw); err != nil {
-					return fmt.Errorf("embedded config %s: %w", defaultSynthConfig, err)
-				}
-			} else if cfg, _, err = synth.LoadConfig(cfgPath); err != nil {
+			cfg, err := loadConfig(cfgPath, defaultSynthConfig, synth.ParseConfig)
+			if err != nil {
 				return err
 			}
 			res, err := synth.Run(cmd.Context(), cfg, synth.Options{
 				Out: out, Force: force, Log: a.log,
-				NewBar: func(total int64, desc string) synth.Bar { return a.newBar(total, desc) },
+				NewBar: a.newBar,
 			})
 			if err != nil {
 				return fmt.Errorf("synth: %w", err)
