@@ -1,0 +1,221 @@
+package features
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Policy for missing data and division by zero, shared by every feature
+// and by the forest (which bins NaN to its own code): a NaN input gives a
+// NaN output, and a ratio whose denominator is zero is NaN. Reflectances
+// come from the stack (NaN where it holds no valid observation).
+//
+// Every index is one float32 expression evaluated in the order written,
+// with explicit float32 conversions after each product so that no compiler
+// fuses a multiply and an add: the CUDA twins must reproduce these bits.
+
+// Feature is one per-pixel feature: a raw band, a named spectral index or a
+// normalised difference of two bands.
+type Feature struct {
+	Name   string   // as configured: "ndvi", "B04", "nd(B08,B11)"
+	Kind   string   // "band", "index" or "nd"
+	Index  string   // registry name for Kind "index"
+	Inputs []string // lulc band names it reads, in the order fn takes them
+	fn     func(in []float32) float32
+}
+
+// index is a registry entry: inputs as band names and the expression.
+type index struct {
+	inputs []string
+	doc    string
+	fn     func(in []float32) float32
+}
+
+// nd is the normalised difference (a − b) / (a + b).
+func nd(a, b float32) float32 {
+	den := a + b
+	if den == 0 {
+		return float32(math.NaN())
+	}
+	return (a - b) / den
+}
+
+// registry holds the spectral indices, by lower-case name.
+var registry = map[string]index{
+	"ndvi":  {[]string{"B08", "B04"}, "(NIR − red) / (NIR + red)", func(v []float32) float32 { return nd(v[0], v[1]) }},
+	"ndwi":  {[]string{"B03", "B08"}, "McFeeters: (green − NIR) / (green + NIR)", func(v []float32) float32 { return nd(v[0], v[1]) }},
+	"mndwi": {[]string{"B03", "B11"}, "(green − SWIR1) / (green + SWIR1)", func(v []float32) float32 { return nd(v[0], v[1]) }},
+	"ndbi":  {[]string{"B11", "B08"}, "(SWIR1 − NIR) / (SWIR1 + NIR)", func(v []float32) float32 { return nd(v[0], v[1]) }},
+	"nbr":   {[]string{"B08", "B12"}, "(NIR − SWIR2) / (NIR + SWIR2)", func(v []float32) float32 { return nd(v[0], v[1]) }},
+	"ndmi":  {[]string{"B08", "B11"}, "(NIR − SWIR1) / (NIR + SWIR1)", func(v []float32) float32 { return nd(v[0], v[1]) }},
+	"ndre1": {[]string{"B08", "B05"}, "(NIR − red edge 1) / (NIR + red edge 1)", func(v []float32) float32 { return nd(v[0], v[1]) }},
+	"evi": {[]string{"B08", "B04", "B02"}, "2.5 (NIR − red) / (NIR + 6 red − 7.5 blue + 1)", func(v []float32) float32 {
+		n, r, b := v[0], v[1], v[2]
+		den := float32(float32(n+float32(6*r))-float32(7.5*b)) + 1
+		if den == 0 {
+			return float32(math.NaN())
+		}
+		return float32(2.5*float32(n-r)) / den
+	}},
+	"savi": {[]string{"B08", "B04"}, "1.5 (NIR − red) / (NIR + red + 0.5)", func(v []float32) float32 {
+		n, r := v[0], v[1]
+		den := float32(n+r) + 0.5
+		if den == 0 {
+			return float32(math.NaN())
+		}
+		return float32(1.5*float32(n-r)) / den
+	}},
+	"bsi": {[]string{"B11", "B04", "B08", "B02"}, "((SWIR1 + red) − (NIR + blue)) / ((SWIR1 + red) + (NIR + blue))", func(v []float32) float32 {
+		return nd(v[0]+v[1], v[2]+v[3])
+	}},
+}
+
+// Indices lists the registry's names with their formulas, sorted.
+func Indices() []string {
+	var out []string
+	for name, ix := range registry {
+		out = append(out, fmt.Sprintf("%s = %s", name, ix.doc))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ParseFeature parses a configured feature name: a band ("B04" or an
+// asset key such as "red"), an index name ("ndvi"), or a custom normalised
+// difference "nd(a, b)" of two bands.
+func ParseFeature(name string) (Feature, error) {
+	s := strings.TrimSpace(name)
+	if ix, ok := registry[strings.ToLower(s)]; ok {
+		return Feature{Name: strings.ToLower(s), Kind: "index", Index: strings.ToLower(s), Inputs: ix.inputs, fn: ix.fn}, nil
+	}
+	if strings.HasPrefix(s, "nd(") && strings.HasSuffix(s, ")") {
+		args := strings.Split(s[3:len(s)-1], ",")
+		if len(args) != 2 {
+			return Feature{}, fmt.Errorf("feature %q: nd takes two bands, as in nd(nir, swir16)", name)
+		}
+		a, err := LookupBand(strings.TrimSpace(args[0]))
+		if err != nil {
+			return Feature{}, fmt.Errorf("feature %q: %w", name, err)
+		}
+		b, err := LookupBand(strings.TrimSpace(args[1]))
+		if err != nil {
+			return Feature{}, fmt.Errorf("feature %q: %w", name, err)
+		}
+		return Feature{Name: "nd(" + a.Name + "," + b.Name + ")", Kind: "nd", Inputs: []string{a.Name, b.Name},
+			fn: func(v []float32) float32 { return nd(v[0], v[1]) }}, nil
+	}
+	if b, err := LookupBand(s); err == nil {
+		return Feature{Name: b.Name, Kind: "band", Inputs: []string{b.Name}, fn: func(v []float32) float32 { return v[0] }}, nil
+	}
+	var names []string
+	for n := range registry {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return Feature{}, fmt.Errorf("unknown feature %q (indices: %s; or a band such as B04, or nd(a, b))", name, strings.Join(names, ", "))
+}
+
+// Set is an ordered list of features computed from a stack whose bands
+// come in a known order.
+type Set struct {
+	Features []Feature
+	Bands    []string // the stack's band order
+	inputs   [][]int  // per feature, positions of its inputs in Bands
+}
+
+// NewSet parses the feature names against the stack's bands, and fails
+// naming any band a feature needs that the stack lacks.
+func NewSet(names, bands []string) (*Set, error) {
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no features configured")
+	}
+	s := &Set{Bands: bands}
+	seen := map[string]bool{}
+	for _, n := range names {
+		f, err := ParseFeature(n)
+		if err != nil {
+			return nil, err
+		}
+		if seen[f.Name] {
+			return nil, fmt.Errorf("feature %s listed twice", f.Name)
+		}
+		seen[f.Name] = true
+		var pos []int
+		for _, in := range f.Inputs {
+			i := slices.Index(bands, in)
+			if i < 0 {
+				return nil, fmt.Errorf("feature %s needs band %s, which the stack lacks (stack bands: %s)", f.Name, in, strings.Join(bands, ", "))
+			}
+			pos = append(pos, i)
+		}
+		s.Features = append(s.Features, f)
+		s.inputs = append(s.inputs, pos)
+	}
+	return s, nil
+}
+
+// Names returns the feature names in order.
+func (s *Set) Names() []string {
+	out := make([]string, len(s.Features))
+	for i, f := range s.Features {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// Computer computes a Set's features for a window of pixels. src holds one
+// reflectance plane per stack band; dst one plane per feature, of the same
+// length. The CPU implementation below is the reference; the GPU one in
+// package cuda implements the same interface.
+type Computer interface {
+	Compute(dst, src [][]float32) error
+}
+
+// CPU computes features with Go on all cores.
+type CPU struct{ Set *Set }
+
+// Compute implements Computer.
+func (c CPU) Compute(dst, src [][]float32) error {
+	s := c.Set
+	if len(src) != len(s.Bands) || len(dst) != len(s.Features) {
+		return fmt.Errorf("features: %d band planes and %d feature planes for %d bands and %d features", len(src), len(dst), len(s.Bands), len(s.Features))
+	}
+	n := len(src[0])
+	for _, p := range append(append([][]float32{}, src...), dst...) {
+		if len(p) != n {
+			return fmt.Errorf("features: planes of %d and %d pixels", n, len(p))
+		}
+	}
+	workers := runtime.GOMAXPROCS(0)
+	chunk := max(4096, (n+workers-1)/workers)
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
+		wg.Go(func() {
+			in := make([]float32, 4)
+			for fi, f := range s.Features {
+				pos := s.inputs[fi]
+				out := dst[fi]
+				for i := lo; i < hi; i++ {
+					nan := false
+					for k, p := range pos {
+						v := src[p][i]
+						in[k] = v
+						nan = nan || v != v
+					}
+					if nan {
+						out[i] = float32(math.NaN())
+						continue
+					}
+					out[i] = f.fn(in[:len(pos)])
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
