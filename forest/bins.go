@@ -1,0 +1,141 @@
+// Package forest trains and runs random forests on binned pixel features:
+// quantile binning, a histogram forest grown level by level with integer
+// class counts (the CPU twin of the GPU forest), the golearn baseline
+// adapter, the model file and accuracy metrics.
+//
+// It is pure Go with no cgo, so its test binaries run on GPU hosts without
+// GDAL.
+package forest
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// MaxBins is the most bins a feature can have: codes 1…255 hold values,
+// code 0 holds NaN.
+const MaxBins = 255
+
+// Bins holds each feature's bin edges. A value v gets code 0 when NaN, else
+// 1 + the index of the first edge e with v <= e (len(edges)+1 above all).
+// A split "code <= t" is therefore "v <= edges[t-1]" for t >= 1, and NaN
+// always goes left: the forest treats missing values as smaller than any.
+type Bins struct {
+	Edges [][]float32
+}
+
+// Code bins one value of feature f.
+func (b *Bins) Code(f int, v float32) uint8 {
+	if v != v {
+		return 0
+	}
+	e := b.Edges[f]
+	lo, hi := 0, len(e)
+	for lo < hi { // first edge >= v
+		mid := (lo + hi) / 2
+		if e[mid] < v {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return uint8(lo + 1)
+}
+
+// QuantileBins computes up to nbins bins per feature from the quantiles of
+// a sample of the rows (every row when rows <= sample), taken
+// deterministically from seed. x is row-major: x[i*nf+f].
+func QuantileBins(x []float32, nf, nbins, sample int, seed uint64) (*Bins, error) {
+	if nbins < 2 || nbins > MaxBins {
+		return nil, fmt.Errorf("bins: %d is outside 2–%d", nbins, MaxBins)
+	}
+	if nf <= 0 || len(x)%nf != 0 {
+		return nil, fmt.Errorf("bins: %d values for %d features", len(x), nf)
+	}
+	n := len(x) / nf
+	rows := make([]int, 0, min(n, sample))
+	if n <= sample {
+		for i := range n {
+			rows = append(rows, i)
+		}
+	} else {
+		// A seeded choice of rows, sorted so the gather is cache-friendly.
+		seen := map[int]bool{}
+		for k := 0; len(rows) < sample; k++ {
+			i := int(hash(seed, 0x62696e73, uint64(k)) % uint64(n))
+			if !seen[i] {
+				seen[i] = true
+				rows = append(rows, i)
+			}
+		}
+		slices.Sort(rows)
+	}
+	b := &Bins{Edges: make([][]float32, nf)}
+	vals := make([]float32, 0, len(rows))
+	for f := range nf {
+		vals = vals[:0]
+		for _, i := range rows {
+			if v := x[i*nf+f]; v == v {
+				vals = append(vals, v)
+			}
+		}
+		slices.Sort(vals)
+		var edges []float32
+		for j := 1; j < nbins && len(vals) > 0; j++ {
+			e := vals[min(len(vals)-1, int(math.Floor(float64(j)*float64(len(vals))/float64(nbins))))]
+			if len(edges) == 0 || e > edges[len(edges)-1] {
+				edges = append(edges, e)
+			}
+		}
+		// The top edge would put nothing above it: drop it so the last
+		// code is not empty.
+		if len(edges) > 0 && len(vals) > 0 && edges[len(edges)-1] >= vals[len(vals)-1] {
+			edges = edges[:len(edges)-1]
+		}
+		b.Edges[f] = edges
+	}
+	return b, nil
+}
+
+// Binned is a feature matrix as bin codes, column-major (Codes[f*N+i]), the
+// layout the histogram passes read and the GPU twin uses.
+type Binned struct {
+	N, F  int
+	Codes []uint8
+}
+
+// Bin codes a row-major float matrix.
+func (b *Bins) Bin(x []float32, nf int) (*Binned, error) {
+	if nf != len(b.Edges) || len(x)%nf != 0 {
+		return nil, fmt.Errorf("bin: %d values for %d features (bins for %d)", len(x), nf, len(b.Edges))
+	}
+	n := len(x) / nf
+	out := &Binned{N: n, F: nf, Codes: make([]uint8, n*nf)}
+	parallel(nf, func(f int) {
+		col := out.Codes[f*n : (f+1)*n]
+		for i := range n {
+			col[i] = b.Code(f, x[i*nf+f])
+		}
+	})
+	return out, nil
+}
+
+// mix and hash give counter-based random numbers: a value depends only on
+// the seed and the keys (tree, node, draw), never on thread scheduling.
+func mix(z uint64) uint64 {
+	z ^= z >> 30
+	z *= 0xbf58476d1ce4e5b9
+	z ^= z >> 27
+	z *= 0x94d049bb133111eb
+	z ^= z >> 31
+	return z
+}
+
+func hash(seed uint64, keys ...uint64) uint64 {
+	h := mix(seed + 0x9e3779b97f4a7c15)
+	for _, k := range keys {
+		h = mix(h ^ (k + 0x9e3779b97f4a7c15))
+	}
+	return h
+}

@@ -1,0 +1,143 @@
+package forest
+
+import (
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// gaussians makes n rows of nf features from k Gaussian classes with
+// centres spread by sep, flipping a fraction noise of the labels.
+func gaussians(n, nf, k int, sep, noise float64, seed uint64) ([]float32, []uint8) {
+	r := rand.New(rand.NewPCG(seed, 7))
+	centres := make([][]float64, k)
+	for c := range centres {
+		centres[c] = make([]float64, nf)
+		for f := range nf {
+			centres[c][f] = r.NormFloat64() * sep
+		}
+	}
+	x := make([]float32, n*nf)
+	y := make([]uint8, n)
+	for i := range n {
+		c := r.IntN(k)
+		for f := range nf {
+			x[i*nf+f] = float32(centres[c][f] + r.NormFloat64())
+		}
+		if r.Float64() < noise {
+			c = r.IntN(k)
+		}
+		y[i] = uint8(c)
+	}
+	return x, y
+}
+
+func fit(t *testing.T, x []float32, y []uint8, nf, k int, p Params, workers int) (*Forest, *Bins) {
+	t.Helper()
+	b, err := QuantileBins(x, nf, p.Bins, 100000, p.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xb, err := b.Bin(x, nf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Train(xb, y, k, p, workers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, b
+}
+
+func accuracy(t *testing.T, f *Forest, b *Bins, x []float32, y []uint8, nf int) float64 {
+	t.Helper()
+	xb, _ := b.Bin(x, nf)
+	cls, _, err := f.Classify(xb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := 0
+	for i := range y {
+		if cls[i] == y[i] {
+			ok++
+		}
+	}
+	return float64(ok) / float64(len(y))
+}
+
+var defaults = Params{Trees: 20, MaxDepth: 12, MinSamplesLeaf: 1, Bins: 64, Bootstrap: true, Seed: 42}
+
+func TestSeparable(t *testing.T) {
+	// Two features; the class is which side of x0 = 0.3 a point lies on.
+	r := rand.New(rand.NewPCG(1, 1))
+	n := 4000
+	x := make([]float32, 2*n)
+	y := make([]uint8, n)
+	for i := range n {
+		x[2*i], x[2*i+1] = r.Float32(), r.Float32()
+		if x[2*i] > 0.3 {
+			y[i] = 1
+		}
+	}
+	f, b := fit(t, x, y, 2, 2, Params{Trees: 5, MaxDepth: 4, MinSamplesLeaf: 1, MaxFeatures: 2, Bins: 255, Seed: 3}, 2)
+	if acc := accuracy(t, f, b, x, y, 2); acc < 0.995 {
+		t.Errorf("separable accuracy %.4f", acc)
+	}
+	if f.Importance[0] < 0.95 {
+		t.Errorf("importance %v: feature 0 decides", f.Importance)
+	}
+}
+
+func TestGaussiansAndDepth(t *testing.T) {
+	const nf, k = 8, 5
+	x, y := gaussians(20000, nf, k, 1.5, 0.05, 11)
+	f, b := fit(t, x[:16000*nf], y[:16000], nf, k, defaults, 0)
+	acc := accuracy(t, f, b, x[16000*nf:], y[16000:], nf)
+	// Noisy, overlapping classes: well above chance, below perfect.
+	if acc < 0.6 || acc > 0.97 {
+		t.Errorf("validation accuracy %.3f", acc)
+	}
+	full, depth := f.Nodes()
+	if depth > defaults.MaxDepth {
+		t.Errorf("depth %d exceeds max_depth %d", depth, defaults.MaxDepth)
+	}
+	shallow := defaults
+	shallow.MaxDepth = 3
+	fs, _ := fit(t, x, y, nf, k, shallow, 0)
+	if nodes, d := fs.Nodes(); d > 3 || nodes > shallow.Trees*15 {
+		t.Errorf("max_depth 3: depth %d, %d nodes", d, nodes)
+	}
+	big := defaults
+	big.MinSamplesLeaf = 500
+	fb, _ := fit(t, x[:16000*nf], y[:16000], nf, k, big, 0)
+	// Leaves of at least 500 of 16000 weighted rows: at most 32 per tree.
+	if nodes, _ := fb.Nodes(); nodes > big.Trees*63 || nodes >= full {
+		t.Errorf("min_samples_leaf 500: %d nodes (unconstrained: %d)", nodes, full)
+	}
+}
+
+func TestDeterministicAcrossWorkers(t *testing.T) {
+	const nf, k = 6, 4
+	x, y := gaussians(6000, nf, k, 1.0, 0.1, 5)
+	f1, _ := fit(t, x, y, nf, k, defaults, 1)
+	f8, _ := fit(t, x, y, nf, k, defaults, 8)
+	if !reflect.DeepEqual(f1, f8) {
+		t.Fatal("forests differ between 1 and 8 workers")
+	}
+	other := defaults
+	other.Seed++
+	f2, _ := fit(t, x, y, nf, k, other, 2)
+	if reflect.DeepEqual(f1.Trees, f2.Trees) {
+		t.Fatal("a different seed gave the same trees")
+	}
+}
+
+func TestNaNGoesLeft(t *testing.T) {
+	b := &Bins{Edges: [][]float32{{0.1, 0.5}}}
+	for v, want := range map[float32]uint8{float32(math.NaN()): 0, -1: 1, 0.1: 1, 0.3: 2, 0.5: 2, 0.9: 3} {
+		if got := b.Code(0, v); got != want {
+			t.Errorf("code(%v) = %d, want %d", v, got, want)
+		}
+	}
+}
