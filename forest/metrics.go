@@ -1,0 +1,104 @@
+package forest
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Metrics summarise predictions against reference labels.
+type Metrics struct {
+	Classes   []uint8   `json:"classes"`   // class codes, in matrix order
+	Confusion [][]int64 `json:"confusion"` // [reference][predicted]
+	Total     int64     `json:"total"`
+	Accuracy  float64   `json:"overall_accuracy"`
+	Kappa     float64   `json:"kappa"`
+	Precision []float64 `json:"precision"`
+	Recall    []float64 `json:"recall"`
+	F1        []float64 `json:"f1"`
+	Support   []int64   `json:"support"` // reference pixels per class
+	MacroF1   float64   `json:"macro_f1"`
+}
+
+// Evaluate builds the confusion matrix of predicted against reference class
+// indices (0…len(codes)−1) and derives the metrics. Precision, recall and
+// F1 of a class with no predictions or no references are 0; macro-F1
+// averages over classes present in the reference.
+func Evaluate(ref, pred []uint8, codes []uint8) (Metrics, error) {
+	if len(ref) != len(pred) {
+		return Metrics{}, fmt.Errorf("evaluate: %d references, %d predictions", len(ref), len(pred))
+	}
+	k := len(codes)
+	m := Metrics{Classes: codes, Confusion: make([][]int64, k)}
+	for i := range m.Confusion {
+		m.Confusion[i] = make([]int64, k)
+	}
+	for i := range ref {
+		if int(ref[i]) >= k || int(pred[i]) >= k {
+			return Metrics{}, fmt.Errorf("evaluate: class index %d/%d beyond %d classes", ref[i], pred[i], k)
+		}
+		m.Confusion[ref[i]][pred[i]]++
+	}
+	m.Total = int64(len(ref))
+	if m.Total == 0 {
+		return Metrics{}, fmt.Errorf("evaluate: no samples")
+	}
+	rows, cols := make([]int64, k), make([]int64, k)
+	var diag int64
+	for a := range k {
+		for b := range k {
+			rows[a] += m.Confusion[a][b]
+			cols[b] += m.Confusion[a][b]
+		}
+		diag += m.Confusion[a][a]
+	}
+	n := float64(m.Total)
+	m.Accuracy = float64(diag) / n
+	pe := 0.0
+	for a := range k {
+		pe += float64(rows[a]) * float64(cols[a]) / (n * n)
+	}
+	if pe < 1 {
+		m.Kappa = (m.Accuracy - pe) / (1 - pe)
+	}
+	m.Support = rows
+	present := 0
+	for a := range k {
+		tp := float64(m.Confusion[a][a])
+		p, r, f := 0.0, 0.0, 0.0
+		if cols[a] > 0 {
+			p = tp / float64(cols[a])
+		}
+		if rows[a] > 0 {
+			r = tp / float64(rows[a])
+			present++
+		}
+		if p+r > 0 {
+			f = 2 * p * r / (p + r)
+		}
+		m.Precision = append(m.Precision, p)
+		m.Recall = append(m.Recall, r)
+		m.F1 = append(m.F1, f)
+		if rows[a] > 0 {
+			m.MacroF1 += f
+		}
+	}
+	if present > 0 {
+		m.MacroF1 /= float64(present)
+	}
+	return m, nil
+}
+
+// Table formats the metrics as a short text table, one line per class.
+func (m Metrics) Table(names []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "overall accuracy %.4f   kappa %.4f   macro-F1 %.4f   (%d validation pixels)\n", m.Accuracy, m.Kappa, m.MacroF1, m.Total)
+	fmt.Fprintf(&b, "%-5s %-26s %9s %9s %9s %9s\n", "code", "class", "precision", "recall", "F1", "support")
+	for i, c := range m.Classes {
+		name := ""
+		if i < len(names) {
+			name = names[i]
+		}
+		fmt.Fprintf(&b, "%-5d %-26s %9.4f %9.4f %9.4f %9d\n", c, name, m.Precision[i], m.Recall[i], m.F1[i], m.Support[i])
+	}
+	return b.String()
+}
