@@ -39,7 +39,7 @@ type Config struct {
 	// PatchSize is the mean diameter of a landscape patch in metres.
 	PatchSize float64 `yaml:"patch_size_m"`
 	// LabelNoise is the fraction of label pixels given a wrong but plausible
-	// class, half in small blobs and half as scattered pixels.
+	// class, two thirds in small blobs and a third as scattered pixels.
 	LabelNoise float64 `yaml:"label_noise"`
 	// WorldCoverYear names the label product (2020 → v100, 2021 → v200).
 	WorldCoverYear int `yaml:"worldcover_year"`

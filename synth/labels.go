@@ -122,7 +122,7 @@ func (g *geometry) labelUVAt(row, col int) (u, v float64) {
 func (s *scene) labels(g *geometry, progress func(rows int)) []uint8 {
 	w, h := g.label.Width, g.label.Height
 	out := make([]uint8, w*h)
-	pixelNoise := s.cfg.LabelNoise / 2
+	pixelNoise := s.cfg.LabelNoise / 3
 	parallelRows(h, func(row int) {
 		for col := range w {
 			u, v := g.labelUVAt(row, col)

@@ -36,7 +36,7 @@ import (
 
 // modelVersion changes whenever the generator's output for a given config
 // changes, so that an interrupted run of an older lulc is not resumed.
-const modelVersion = 2
+const modelVersion = 3
 
 // Options control where and how Run writes.
 type Options struct {

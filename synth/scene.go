@@ -35,6 +35,7 @@ type cell struct {
 	su, sv float64 // seed position
 	class  uint8
 	bright float32 // brightness factor around 1
+	vigour float32 // greenness shift of non-crop vegetation
 	phase  float32 // days of offset in the class's seasonal cycle
 	// cropland only: parcel grid orientation and size in metres
 	theta, pw, ph float32
@@ -46,7 +47,7 @@ type surface struct {
 	key    uint64 // patch or parcel identity: neighbours with other keys mix
 	bright float32
 	phase  float32
-	ampl   float32
+	ampl   float32 // cropland: peak greenness; other classes: greenness shift + 1
 }
 
 type scene struct {
@@ -124,7 +125,7 @@ func newScene(cfg Config, extra [4]float64) *scene {
 	s.blob = newField(u0, v0, u1, v1, 20, func(u, v float64) float64 {
 		return fbm(s.seed+seedBlob, u, v, 60, 2)
 	})
-	s.blobThr = quantile(s.blob.val, 1-cfg.LabelNoise/2)
+	s.blobThr = quantile(s.blob.val, 1-2*cfg.LabelNoise/3)
 	return s
 }
 
@@ -193,7 +194,10 @@ func (s *scene) makeCell(i, j int) cell {
 		}
 		r -= w[k]
 	}
-	c.bright = float32(1 + 0.08*gauss(h(3)))
+	c.bright = float32(1 + 0.12*gauss(h(3)))
+	// Patches of one class differ in vigour (a dry meadow, a lush one):
+	// this is what makes neighbouring vegetation classes overlap.
+	c.vigour = float32(0.25 * gauss(h(8)))
 	c.phase = float32(20 * signed(h(4)))
 	if c.class == 40 {
 		c.theta = float32(math.Pi * unit(h(5)))
@@ -239,7 +243,7 @@ func (s *scene) classAt(u, v float64) uint8 { return s.cells[s.cellAt(u, v)].cla
 func (s *scene) surfaceAt(u, v float64) surface {
 	k := s.cellAt(u, v)
 	c := &s.cells[k]
-	sf := surface{class: c.class, key: uint64(k), bright: c.bright, phase: c.phase, ampl: 1}
+	sf := surface{class: c.class, key: uint64(k), bright: c.bright, phase: c.phase, ampl: 1 + c.vigour}
 	if c.class == 40 {
 		sin, cos := math.Sincos(float64(c.theta))
 		pu := math.Floor((u*cos + v*sin) / float64(c.pw))

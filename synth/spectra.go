@@ -84,6 +84,7 @@ var cloudSpectrum = spectrum{0.46, 0.45, 0.45, 0.46, 0.46, 0.47, 0.47, 0.48, 0.4
 // greenness is the green fraction of a surface on day-of-year doy. Cropland
 // parcels peak at their own day (phase) with their own amplitude and are bare
 // soil out of season, so the same parcel looks different on each date.
+// Other vegetated patches shift their greenness by ampl − 1 (vigour).
 func greenness(class uint8, doy, phase, ampl float64) float64 {
 	m := classModels[class]
 	if class == 40 {
@@ -92,6 +93,9 @@ func greenness(class uint8, doy, phase, ampl float64) float64 {
 		return ampl * math.Exp(-(d/50)*(d/50))
 	}
 	g := m.base + m.season*math.Cos(2*math.Pi*(doy-196-phase)/365)
+	if m.base > 0 || m.season > 0 {
+		g += ampl - 1 // the patch's vigour
+	}
 	return max(0, min(1, g))
 }
 

@@ -1,0 +1,113 @@
+// Package charts draws lulc's report charts as PNG with gonum/plot: the
+// confusion matrix as a heat map and feature importance as bars.
+package charts
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette/moreland"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// confusionGrid adapts a row-normalised confusion matrix to plotter.GridXYZ:
+// x is the predicted class, y the reference class (top row first).
+type confusionGrid struct{ m [][]float64 }
+
+func (g confusionGrid) Dims() (c, r int)   { return len(g.m), len(g.m) }
+func (g confusionGrid) Z(c, r int) float64 { return g.m[len(g.m)-1-r][c] }
+func (g confusionGrid) X(c int) float64    { return float64(c) }
+func (g confusionGrid) Y(r int) float64    { return float64(r) }
+
+// Confusion writes a heat map of the confusion matrix (each reference row
+// normalised to its recall shares) with counts in the cells.
+func Confusion(path string, conf [][]int64, names []string, title string) error {
+	k := len(conf)
+	if k == 0 {
+		return fmt.Errorf("chart %s: empty confusion matrix", path)
+	}
+	norm := make([][]float64, k)
+	for a := range k {
+		norm[a] = make([]float64, k)
+		var row int64
+		for _, v := range conf[a] {
+			row += v
+		}
+		for b := range k {
+			if row > 0 {
+				norm[a][b] = float64(conf[a][b]) / float64(row)
+			}
+		}
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "predicted"
+	p.Y.Label.Text = "reference"
+	pal := moreland.SmoothBlueRed()
+	pal.SetMin(0)
+	pal.SetMax(1)
+	hm := plotter.NewHeatMap(confusionGrid{norm}, pal.Palette(64))
+	hm.Min, hm.Max = 0, 1
+	p.Add(hm)
+	var labels plotter.XYLabels
+	for a := range k {
+		for b := range k {
+			labels.XYs = append(labels.XYs, plotter.XY{X: float64(b), Y: float64(k - 1 - a)})
+			labels.Labels = append(labels.Labels, fmt.Sprint(conf[a][b]))
+		}
+	}
+	if l, err := plotter.NewLabels(labels); err == nil {
+		for i := range l.TextStyle {
+			l.TextStyle[i].XAlign, l.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
+			l.TextStyle[i].Font.Size = vg.Points(7)
+		}
+		p.Add(l)
+	}
+	ticks := func(reverse bool) plot.ConstantTicks {
+		var t plot.ConstantTicks
+		for i, n := range names {
+			pos := float64(i)
+			if reverse {
+				pos = float64(k - 1 - i)
+			}
+			t = append(t, plot.Tick{Value: pos, Label: n})
+		}
+		return t
+	}
+	p.X.Tick.Marker = ticks(false)
+	p.Y.Tick.Marker = ticks(true)
+	p.X.Tick.Label.Rotation = math.Pi / 4
+	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+	size := vg.Length(160 + 40*k)
+	if err := p.Save(size, size, path); err != nil {
+		return fmt.Errorf("chart %s: %w", path, err)
+	}
+	return nil
+}
+
+// Importance writes a horizontal bar chart of feature importances.
+func Importance(path string, names []string, values []float64, title string) error {
+	if len(names) != len(values) || len(names) == 0 {
+		return fmt.Errorf("chart %s: %d names for %d values", path, len(names), len(values))
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "share of impurity decrease"
+	bars, err := plotter.NewBarChart(plotter.Values(values), vg.Points(12))
+	if err != nil {
+		return fmt.Errorf("chart %s: %w", path, err)
+	}
+	bars.Horizontal = true
+	bars.Color = color.RGBA{0x2b, 0x6c, 0xb0, 0xff}
+	bars.LineStyle.Width = 0
+	p.Add(bars)
+	p.NominalY(names...)
+	if err := p.Save(vg.Points(420), vg.Length(80+16*len(names)), path); err != nil {
+		return fmt.Errorf("chart %s: %w", path, err)
+	}
+	return nil
+}

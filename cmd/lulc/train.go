@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lulc/lulc/pipeline"
+)
+
+const defaultTrainConfig = "train-demo.yaml"
+
+func newTrainCmd(a *app) *cobra.Command {
+	var cfgPath, out, engine, stack string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "train --out DIR [--config configs/train-<name>.yaml] [--engine lulc|golearn] [--stack DIR]",
+		Short: "Sample labelled pixels, train a random forest and measure it on a held-out split",
+		Long: `train computes the configured features from an ingest stack (or image/label rasters),
+draws stratified samples with a spatially blocked train/validation split, fits lulc's
+histogram forest (or golearn's, with --engine golearn), and writes a run directory:
+the model, samples, metrics (JSON), a confusion-matrix and a feature-importance chart,
+the resolved config and the versions and input checksums.
+
+Without --config it uses the embedded ` + defaultTrainConfig + `.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return fmt.Errorf("--out: no output directory given")
+			}
+			cfg, err := loadConfig(cfgPath, defaultTrainConfig, pipeline.ParseTrainConfig)
+			if err != nil {
+				return err
+			}
+			if engine != "" {
+				cfg.Engine = engine
+			}
+			if stack != "" {
+				cfg.Input.Stack = stack
+			}
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			res, err := pipeline.Train(cmd.Context(), cfg, pipeline.Options{Out: out, Force: force, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+			if err != nil {
+				return fmt.Errorf("train: %w", err)
+			}
+			for _, w := range res.Warnings {
+				a.log.Warn(w)
+			}
+			if !a.quiet {
+				fmt.Fprintf(a.stdout, "engine %s: %d training / %d validation samples, sampled in %s, fitted in %s\n",
+					res.Engine, res.Samples, res.Validation, res.Sample.Round(1e6), res.Fit.Round(1e6))
+				fmt.Fprint(a.stdout, res.Metrics.Table(res.ClassNames))
+				fmt.Fprintf(a.stdout, "run: %s (model.lulcrf, metrics.json, confusion.png, importance.png)\n", res.Dir)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "train config (default: embedded "+defaultTrainConfig+")")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "run directory (must not exist unless --force)")
+	cmd.Flags().StringVar(&engine, "engine", "", "lulc (default) or golearn, overriding the config")
+	cmd.Flags().StringVar(&stack, "stack", "", "ingest output to train on, overriding input.stack")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing run directory")
+	return cmd
+}

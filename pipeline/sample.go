@@ -1,0 +1,264 @@
+package pipeline
+
+import (
+	"cmp"
+	"container/heap"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/samples"
+)
+
+// trainInput is one labelled image: the stack (or raster) and its labels.
+type trainInput struct {
+	image, labels string
+	bands         []string
+	scale, offset float64
+	nodata        *float64
+}
+
+// inputs resolves the config's input section into images with their band
+// order and scaling.
+func (c TrainConfig) inputs() ([]trainInput, error) {
+	if c.Input.Stack == "" {
+		var out []trainInput
+		for _, r := range c.Input.Rasters {
+			out = append(out, trainInput{image: r.Image, labels: r.Labels, bands: c.Input.Bands,
+				scale: c.Input.Scale, offset: c.Input.Offset, nodata: c.Input.NoData})
+		}
+		return out, nil
+	}
+	manifests, _ := filepath.Glob(filepath.Join(c.Input.Stack, "*", "manifest.json"))
+	if len(manifests) == 0 {
+		return nil, fmt.Errorf("input.stack: %s holds no tile manifests (*/manifest.json): is it a lulc ingest output?", c.Input.Stack)
+	}
+	slices.Sort(manifests)
+	var out []trainInput
+	for _, p := range manifests {
+		body, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("input.stack: %w", err)
+		}
+		var m manifest
+		if err := json.Unmarshal(body, &m); err != nil {
+			return nil, fmt.Errorf("input.stack: %s: %w", p, err)
+		}
+		dir := filepath.Dir(p)
+		nd := m.NoData
+		out = append(out, trainInput{image: filepath.Join(dir, "stack.tif"), labels: filepath.Join(dir, "labels.tif"),
+			bands: m.Bands, scale: m.Scale, offset: m.Offset, nodata: &nd})
+	}
+	return out, nil
+}
+
+// candidate is a sampled pixel: its priority key and features.
+type candidate struct {
+	key   uint64
+	pixel uint64
+	x     []float32
+}
+
+// maxHeap keeps the cap smallest keys.
+type maxHeap []candidate
+
+func (h maxHeap) Len() int           { return len(h) }
+func (h maxHeap) Less(i, j int) bool { return h[i].key > h[j].key }
+func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *maxHeap) Push(x any)        { *h = append(*h, x.(candidate)) }
+func (h *maxHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// stripRows is how many image rows sampling reads at once.
+const sampleStrip = 512
+
+// sample draws stratified samples: for every class and split, the pixels
+// with the smallest seeded hashes (a uniform sample without replacement,
+// independent of read order), up to max_per_class. Validation pixels are
+// those whose block_size×block_size block hashes below the validation
+// fraction, so that neighbours never straddle the split.
+func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme) (*samples.Set, *features.Set, error) {
+	var set *features.Set
+	classIndex := map[uint8]int{}
+	for i, c := range scheme.Classes {
+		classIndex[c.Code] = i
+	}
+	k := len(scheme.Classes)
+	heaps := make([]maxHeap, 2*k) // class*2 + split
+	s := cfg.Sampling
+	var sources []string
+	for ii, in := range ins {
+		fs, err := features.NewSet(cfg.Features, in.bands)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", in.image, err)
+		}
+		if set != nil && !slices.Equal(set.Bands, fs.Bands) {
+			return nil, nil, fmt.Errorf("%s: bands [%s] differ from the first input's [%s]", in.image, strings.Join(fs.Bands, ", "), strings.Join(set.Bands, ", "))
+		}
+		set = fs
+		sources = append(sources, in.image)
+		img, err := raster.Open(in.image)
+		if err != nil {
+			return nil, nil, err
+		}
+		lab, err := raster.Open(in.labels)
+		if err != nil {
+			img.Close()
+			return nil, nil, err
+		}
+		err = sampleInput(uint64(ii), in, img, lab, set, classIndex, heaps, s.Seed, s.BlockSize, s.ValidationFraction, s.MaxPerClass)
+		img.Close()
+		lab.Close()
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	// Optional balancing: every class at the rarest present class's count.
+	if s.Balance {
+		for split := range 2 {
+			least := math.MaxInt
+			for c := range k {
+				if n := heaps[c*2+split].Len(); n > 0 {
+					least = min(least, n)
+				}
+			}
+			for c := range k {
+				h := &heaps[c*2+split]
+				for h.Len() > least {
+					heap.Pop(h)
+				}
+			}
+		}
+	}
+	out := &samples.Set{Header: samples.Header{Features: set.Names(), Classes: scheme.Codes(), Sources: sources, Seed: s.Seed}}
+	for split := range 2 {
+		for c := range k {
+			h := slices.Clone(heaps[c*2+split])
+			slices.SortFunc(h, func(a, b candidate) int { return cmp.Compare(a.key, b.key) })
+			for _, cand := range h {
+				out.X = append(out.X, cand.x...)
+				out.Y = append(out.Y, uint8(c))
+				out.Split = append(out.Split, uint8(split))
+				out.Pixel = append(out.Pixel, cand.pixel)
+			}
+		}
+	}
+	return out, set, nil
+}
+
+func sampleInput(ii uint64, in trainInput, img, lab *raster.Source, set *features.Set, classIndex map[uint8]int,
+	heaps []maxHeap, seed uint64, block int, valFrac float64, capacity int) error {
+	if img.Width != lab.Width || img.Height != lab.Height || img.Transform != lab.Transform {
+		return fmt.Errorf("%s: labels %s are not on the image's grid", in.image, in.labels)
+	}
+	nb := len(in.bands)
+	if got := bandCount(in.image); got != nb {
+		return fmt.Errorf("%s has %d bands, the config or manifest lists %d (%s)", in.image, got, nb, strings.Join(in.bands, ", "))
+	}
+	w := img.Width
+	planes := make([][]float32, nb)
+	feats := make([][]float32, len(set.Features))
+	comp := features.CPU{Set: set}
+	for r0 := 0; r0 < img.Height; r0 += sampleStrip {
+		h := min(sampleStrip, img.Height-r0)
+		win := raster.Grid{EPSG: img.EPSG, Width: w, Height: h,
+			Transform: [6]float64{img.Transform[0], img.Transform[1], 0, img.Transform[3] + float64(r0)*img.Transform[5], 0, img.Transform[5]}}
+		labels := make([]uint8, w*h)
+		if err := lab.Read(win, "nearest", labels); err != nil {
+			return err
+		}
+		for b := range nb {
+			vals := make([]float32, w*h)
+			if err := raster.ReadBandWindow(in.image, b+1, 0, r0, w, h, vals); err != nil {
+				return err
+			}
+			for i, v := range vals {
+				if in.nodata != nil && float64(v) == *in.nodata {
+					vals[i] = float32(math.NaN())
+				} else {
+					vals[i] = float32(float32(v)*float32(in.scale)) + float32(in.offset)
+				}
+			}
+			planes[b] = vals
+		}
+		for f := range feats {
+			feats[f] = make([]float32, w*h)
+		}
+		if err := comp.Compute(feats, planes); err != nil {
+			return err
+		}
+		for i := range w * h {
+			c, ok := classIndex[labels[i]]
+			if !ok {
+				continue
+			}
+			missing := false
+			for b := range nb {
+				if planes[b][i] != planes[b][i] {
+					missing = true
+				}
+			}
+			if missing {
+				continue
+			}
+			row, col := uint64(r0+i/w), uint64(i%w)
+			split := 0
+			if unitHash(hashKeys(seed, 0x7a1, ii, row/uint64(block), col/uint64(block))) < valFrac {
+				split = 1
+			}
+			key := hashKeys(seed, 0x5a4, ii, row, col)
+			hp := &heaps[c*2+split]
+			if hp.Len() >= capacity && key >= (*hp)[0].key {
+				continue
+			}
+			x := make([]float32, len(feats))
+			for f := range feats {
+				x[f] = feats[f][i]
+			}
+			heap.Push(hp, candidate{key: key, pixel: ii<<40 | row<<20 | col, x: x})
+			if hp.Len() > capacity {
+				heap.Pop(hp)
+			}
+		}
+	}
+	return nil
+}
+
+func bandCount(path string) int {
+	info, err := raster.Inspect(path)
+	if err != nil {
+		return -1
+	}
+	return info.Bands
+}
+
+func hashKeys(seed uint64, keys ...uint64) uint64 {
+	h := mixBits(seed + 0x9e3779b97f4a7c15)
+	for _, k := range keys {
+		h = mixBits(h ^ (k + 0x9e3779b97f4a7c15))
+	}
+	return h
+}
+
+func mixBits(z uint64) uint64 {
+	z ^= z >> 30
+	z *= 0xbf58476d1ce4e5b9
+	z ^= z >> 27
+	z *= 0x94d049bb133111eb
+	z ^= z >> 31
+	return z
+}
+
+func unitHash(h uint64) float64 { return float64(h>>11) / (1 << 53) }
+

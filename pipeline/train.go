@@ -1,0 +1,299 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/lulc/lulc/baseline"
+	"github.com/lulc/lulc/charts"
+	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/samples"
+)
+
+// Files of a training run directory.
+const (
+	SamplesFile = "samples.lulcs"
+	ModelFile   = "model.lulcrf"
+	MetricsFile = "metrics.json"
+)
+
+// TrainResult summarises a training run.
+type TrainResult struct {
+	Dir        string
+	Engine     string
+	Samples    int // training rows
+	Validation int
+	Metrics    forest.Metrics
+	ClassNames []string
+	Sample     time.Duration
+	Fit        time.Duration
+	Warnings   []string
+	Reused     bool // samples came from an earlier, interrupted run
+}
+
+// runInfo is written to run.json: what ran, on what, from which inputs.
+type runInfo struct {
+	Lulc        string            `json:"lulc_version"`
+	Go          string            `json:"go_version"`
+	GDAL        string            `json:"gdal_version"`
+	ConfigHash  string            `json:"config_sha256"`
+	Inputs      map[string]string `json:"input_sha256"`
+	Engine      string            `json:"engine"`
+	SampleTime  float64           `json:"sample_seconds"`
+	FitTime     float64           `json:"fit_seconds"`
+	TrainRows   int               `json:"training_samples"`
+	ValRows     int               `json:"validation_samples"`
+	Warnings    []string          `json:"warnings,omitempty"`
+	GolearnNote string            `json:"golearn_note,omitempty"`
+}
+
+// Train samples the inputs, fits the configured engine and writes a run
+// directory: train.yaml, run.json, samples, model (lulc engine), metrics
+// and charts.
+func Train(ctx context.Context, cfg TrainConfig, opt Options) (TrainResult, error) {
+	opt.fill()
+	if err := cfg.Validate(); err != nil {
+		return TrainResult{}, err
+	}
+	scheme, _ := cfg.Scheme()
+	ins, err := cfg.inputs()
+	if err != nil {
+		return TrainResult{}, err
+	}
+	stage, err := atomicfs.Begin(opt.Out, opt.Force, "train "+cfg.Hash())
+	if err != nil {
+		return TrainResult{}, err
+	}
+	res := TrainResult{Dir: stage.Final, Engine: cfg.Engine}
+	for _, c := range scheme.Classes {
+		res.ClassNames = append(res.ClassNames, c.Name)
+	}
+
+	// Samples: reused from an interrupted run of the same config, else drawn.
+	t0 := time.Now()
+	var set *samples.Set
+	if body, err := os.ReadFile(stage.Path(SamplesFile)); err == nil && stage.Resumed {
+		if set, err = samples.Decode(body); err == nil && set.Config == cfg.sampleKey() {
+			res.Reused = true
+		} else {
+			set = nil
+		}
+	}
+	if set == nil {
+		set, _, err = sample(cfg, ins, scheme)
+		if err != nil {
+			return res, err
+		}
+		set.Config = cfg.sampleKey()
+		body, err := set.Encode()
+		if err != nil {
+			return res, err
+		}
+		if err := atomicfs.WriteFile(stage.Path(SamplesFile), body); err != nil {
+			return res, err
+		}
+	}
+	res.Sample = time.Since(t0)
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+
+	xt, yt := set.Subset(0)
+	xv, yv := set.Subset(1)
+	nf := len(set.Features)
+	res.Samples, res.Validation = len(yt), len(yv)
+	if err := checkSamples(cfg, scheme, set, yt, yv, xt, &res); err != nil {
+		return res, err
+	}
+	opt.Log.Info("samples", "training", len(yt), "validation", len(yv), "features", nf, "classes", len(scheme.Classes))
+
+	t1 := time.Now()
+	var pred []uint8
+	var model *forest.Model
+	switch cfg.Engine {
+	case "lulc":
+		bins, err := forest.QuantileBins(xt, nf, cfg.Forest.Bins, 200_000, cfg.Forest.Seed)
+		if err != nil {
+			return res, err
+		}
+		xb, err := bins.Bin(xt, nf)
+		if err != nil {
+			return res, err
+		}
+		f, err := forest.Train(xb, yt, len(scheme.Classes), cfg.Forest, opt.Workers)
+		if err != nil {
+			return res, err
+		}
+		res.Fit = time.Since(t1)
+		vb, err := bins.Bin(xv, nf)
+		if err != nil {
+			return res, err
+		}
+		if pred, _, err = f.Classify(vb); err != nil {
+			return res, err
+		}
+		model = &forest.Model{Features: set.Features, Bands: ins[0].bands, Scale: ins[0].scale, Offset: ins[0].offset,
+			Params: cfg.Forest, ConfigHash: cfg.Hash(), Samples: len(yt), Bins: bins, Forest: f}
+		for _, c := range scheme.Classes {
+			model.Classes = append(model.Classes, forest.Class{Code: c.Code, Name: c.Name, Color: fmt.Sprintf("#%02x%02x%02x", c.Color.R, c.Color.G, c.Color.B)})
+		}
+	case "golearn":
+		g := cfg.Golearn
+		xs, ys := subsample(xt, yt, nf, g.MaxSamples, cfg.Sampling.Seed)
+		if len(ys) < len(yt) {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("golearn trained on a seeded subset of %d of %d training samples (golearn.max_samples)", len(ys), len(yt)))
+		}
+		f, err := baseline.Train(xs, nf, ys, len(scheme.Classes), g.Trees, g.FeaturesPerTree, int64(cfg.Sampling.Seed))
+		if err != nil {
+			return res, err
+		}
+		res.Fit = time.Since(t1)
+		if pred, err = f.Predict(xv, nf); err != nil {
+			return res, err
+		}
+	}
+	res.Metrics, err = forest.Evaluate(yv, pred, scheme.Codes())
+	if err != nil {
+		return res, err
+	}
+
+	// Outputs: model, metrics, charts, resolved config, run info.
+	if model != nil {
+		body, err := model.Encode()
+		if err != nil {
+			return res, err
+		}
+		if err := atomicfs.WriteFile(stage.Path(ModelFile), body); err != nil {
+			return res, err
+		}
+		if err := charts.Importance(stage.Path("importance.png"), set.Features, model.Forest.Importance, "Feature importance (lulc forest)"); err != nil {
+			return res, err
+		}
+	}
+	mj, _ := json.MarshalIndent(struct {
+		forest.Metrics
+		Names    []string `json:"class_names"`
+		Engine   string   `json:"engine"`
+		Warnings []string `json:"warnings,omitempty"`
+	}{res.Metrics, res.ClassNames, cfg.Engine, res.Warnings}, "", "  ")
+	if err := atomicfs.WriteFile(stage.Path(MetricsFile), append(mj, '\n')); err != nil {
+		return res, err
+	}
+	if err := charts.Confusion(stage.Path("confusion.png"), res.Metrics.Confusion, res.ClassNames,
+		fmt.Sprintf("Validation confusion (%s): OA %.3f, κ %.3f", cfg.Engine, res.Metrics.Accuracy, res.Metrics.Kappa)); err != nil {
+		return res, err
+	}
+	resolved, _ := yaml.Marshal(cfg)
+	if err := atomicfs.WriteFile(stage.Path("train.yaml"), resolved); err != nil {
+		return res, err
+	}
+	info := runInfo{Lulc: opt.Version, Go: runtime.Version(), GDAL: raster.GDALVersion(), ConfigHash: cfg.Hash(),
+		Inputs: map[string]string{}, Engine: cfg.Engine, SampleTime: res.Sample.Seconds(), FitTime: res.Fit.Seconds(),
+		TrainRows: len(yt), ValRows: len(yv), Warnings: res.Warnings}
+	for _, in := range ins {
+		for _, p := range []string{in.image, in.labels} {
+			sum, _, err := fileSHA256(p)
+			if err != nil {
+				return res, err
+			}
+			info.Inputs[p] = sum
+		}
+	}
+	// Timings vary run to run: they live in run.json, never in the model.
+	ib, _ := json.MarshalIndent(info, "", "  ")
+	if err := atomicfs.WriteFile(stage.Path("run.json"), append(ib, '\n')); err != nil {
+		return res, err
+	}
+	if err := stage.Commit(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// checkSamples refuses samples training cannot use and records warnings
+// for those it can.
+func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, yt, yv []uint8, xt []float32, res *TrainResult) error {
+	if len(yt) < 2 || len(yv) < 1 {
+		return fmt.Errorf("too few samples for the split: %d training and %d validation (lower sampling.block_size or raise the input's size)", len(yt), len(yv))
+	}
+	counts := make([]int, len(scheme.Classes))
+	for _, y := range yt {
+		counts[y]++
+	}
+	present := 0
+	for c, n := range counts {
+		switch {
+		case n == 0:
+			res.Warnings = append(res.Warnings, fmt.Sprintf("class %d (%s) has no training samples: the model will never predict it", scheme.Classes[c].Code, scheme.Classes[c].Name))
+		case n < cfg.Sampling.MinPerClass:
+			res.Warnings = append(res.Warnings, fmt.Sprintf("class %d (%s) has only %d training samples", scheme.Classes[c].Code, scheme.Classes[c].Name, n))
+		}
+		if n > 0 {
+			present++
+		}
+	}
+	if present < 2 {
+		return errors.New("the training samples hold fewer than two classes: nothing to learn")
+	}
+	nf := len(set.Features)
+	var allNaN []string
+	for f := range nf {
+		nan := true
+		for i := range len(yt) {
+			if v := xt[i*nf+f]; v == v {
+				nan = false
+				break
+			}
+		}
+		if nan {
+			allNaN = append(allNaN, set.Features[f])
+		}
+	}
+	if len(allNaN) > 0 {
+		return fmt.Errorf("features %s are NaN in every training sample", strings.Join(allNaN, ", "))
+	}
+	return nil
+}
+
+// subsample returns at most n rows, chosen by seeded hash, in their order.
+func subsample(x []float32, y []uint8, nf, n int, seed uint64) ([]float32, []uint8) {
+	if len(y) <= n {
+		return x, y
+	}
+	idx := make([]int, len(y))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		ha, hb := hashKeys(seed, 0x601e, uint64(a)), hashKeys(seed, 0x601e, uint64(b))
+		if ha < hb {
+			return -1
+		}
+		if ha > hb {
+			return 1
+		}
+		return 0
+	})
+	idx = idx[:n]
+	slices.Sort(idx)
+	xs := make([]float32, 0, n*nf)
+	ys := make([]uint8, 0, n)
+	for _, i := range idx {
+		xs = append(xs, x[i*nf:(i+1)*nf]...)
+		ys = append(ys, y[i])
+	}
+	return xs, ys
+}
+

@@ -1,0 +1,181 @@
+package pipeline
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/landcover"
+)
+
+// TrainConfig describes a training run: where the labelled imagery is,
+// which features, the class scheme, how to sample, and the forest.
+type TrainConfig struct {
+	Input struct {
+		// Stack is an ingest output directory: every tile's stack.tif and
+		// labels.tif, with band order and scaling from its manifest.
+		Stack string `yaml:"stack"`
+		// Rasters are image/label pairs on identical grids, for data that
+		// did not come through ingest (the band order and scaling below
+		// apply to every image).
+		Rasters []struct {
+			Image  string `yaml:"image"`
+			Labels string `yaml:"labels"`
+		} `yaml:"rasters"`
+		Bands  []string `yaml:"bands"`
+		Scale  float64  `yaml:"scale"`
+		Offset float64  `yaml:"offset"`
+		NoData *float64 `yaml:"nodata"` // image value marking missing pixels, if any
+	} `yaml:"input"`
+	Features []string `yaml:"features"`
+	Classes  struct {
+		Scheme string        `yaml:"scheme"` // "esa-worldcover" (default) or "custom"
+		Name   string        `yaml:"name"`
+		List   []ClassConfig `yaml:"list"`
+	} `yaml:"classes"`
+	Sampling struct {
+		MaxPerClass        int     `yaml:"max_per_class"` // per class and split
+		Balance            bool    `yaml:"balance"`       // cap every class at the rarest's count
+		BlockSize          int     `yaml:"block_size"`    // pixels; blocks go wholly to one split
+		ValidationFraction float64 `yaml:"validation_fraction"`
+		MinPerClass        int     `yaml:"min_per_class"` // warn below this many training samples
+		Seed               uint64  `yaml:"seed"`
+	} `yaml:"sampling"`
+	Engine  string        `yaml:"engine"` // lulc or golearn
+	Forest  forest.Params `yaml:"forest"`
+	Golearn struct {
+		Trees           int `yaml:"trees"`
+		FeaturesPerTree int `yaml:"features_per_tree"`
+		MaxSamples      int `yaml:"max_samples"` // training rows given to golearn (a seeded subset)
+	} `yaml:"golearn"`
+}
+
+// ClassConfig declares one class of a custom scheme.
+type ClassConfig struct {
+	Code  int    `yaml:"code"`
+	Name  string `yaml:"name"`
+	Color string `yaml:"color"` // #rrggbb
+}
+
+// ParseTrainConfig decodes YAML strictly and validates it.
+func ParseTrainConfig(raw []byte) (TrainConfig, error) {
+	var c TrainConfig
+	if err := configs.DecodeStrict(raw, &c); err != nil {
+		return c, err
+	}
+	if c.Engine == "" {
+		c.Engine = "lulc"
+	}
+	if c.Classes.Scheme == "" {
+		c.Classes.Scheme = "esa-worldcover"
+	}
+	return c, c.Validate()
+}
+
+var colorRE = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
+
+// Scheme returns the configured class scheme.
+func (c TrainConfig) Scheme() (landcover.Scheme, error) {
+	switch c.Classes.Scheme {
+	case "esa-worldcover":
+		if len(c.Classes.List) > 0 {
+			return landcover.Scheme{}, errors.New("classes: list is for scheme custom")
+		}
+		return landcover.WorldCover, nil
+	case "custom":
+		s := landcover.Scheme{Name: c.Classes.Name}
+		for _, k := range c.Classes.List {
+			if k.Code < 1 || k.Code > 255 {
+				return s, fmt.Errorf("classes: code %d is outside 1–255", k.Code)
+			}
+			if !colorRE.MatchString(k.Color) {
+				return s, fmt.Errorf("classes: colour %q of class %d is not #rrggbb", k.Color, k.Code)
+			}
+			var r, g, b uint8
+			fmt.Sscanf(k.Color[1:], "%02x%02x%02x", &r, &g, &b)
+			s.Classes = append(s.Classes, landcover.Class{Code: uint8(k.Code), Name: k.Name, Color: rgba(r, g, b)})
+		}
+		if s.Name == "" {
+			return s, errors.New("classes: a custom scheme needs a name")
+		}
+		return s, s.Validate()
+	}
+	return landcover.Scheme{}, fmt.Errorf("classes.scheme: %q is not esa-worldcover or custom", c.Classes.Scheme)
+}
+
+// Validate names the first key at fault.
+func (c TrainConfig) Validate() error {
+	in := c.Input
+	switch {
+	case (in.Stack == "") == (len(in.Rasters) == 0):
+		return errors.New("input: set exactly one of stack and rasters")
+	case len(in.Rasters) > 0 && len(in.Bands) == 0:
+		return errors.New("input.bands: rasters need their band order")
+	case len(in.Rasters) > 0 && in.Scale == 0:
+		return errors.New("input.scale: rasters need a scale (reflectance = value × scale + offset)")
+	case in.Stack != "" && (len(in.Bands) > 0 || in.Scale != 0):
+		return errors.New("input: bands and scale come from the stack's manifest; set them only for rasters")
+	}
+	for i, r := range in.Rasters {
+		if r.Image == "" || r.Labels == "" {
+			return fmt.Errorf("input.rasters[%d]: image and labels are both required", i)
+		}
+	}
+	if len(c.Features) == 0 {
+		return errors.New("features: none configured")
+	}
+	if _, err := c.Scheme(); err != nil {
+		return err
+	}
+	s := c.Sampling
+	switch {
+	case s.MaxPerClass < 1:
+		return fmt.Errorf("sampling.max_per_class: %d is below 1", s.MaxPerClass)
+	case s.BlockSize < 1:
+		return fmt.Errorf("sampling.block_size: %d is below 1", s.BlockSize)
+	case s.ValidationFraction <= 0 || s.ValidationFraction >= 1:
+		return fmt.Errorf("sampling.validation_fraction: %g is outside (0, 1)", s.ValidationFraction)
+	case s.MinPerClass < 0:
+		return fmt.Errorf("sampling.min_per_class: %d is negative", s.MinPerClass)
+	}
+	switch c.Engine {
+	case "lulc":
+		if err := c.Forest.Validate(len(c.Features)); err != nil {
+			return fmt.Errorf("forest.%w", err)
+		}
+	case "golearn":
+		g := c.Golearn
+		if g.Trees < 1 || g.FeaturesPerTree < 1 || g.FeaturesPerTree > len(c.Features) || g.MaxSamples < 1 {
+			return fmt.Errorf("golearn: trees %d, features_per_tree %d (of %d features), max_samples %d must be positive and fit", g.Trees, g.FeaturesPerTree, len(c.Features), g.MaxSamples)
+		}
+	default:
+		return fmt.Errorf("engine: %q is not lulc or golearn", c.Engine)
+	}
+	return nil
+}
+
+// Hash identifies the resolved config.
+func (c TrainConfig) Hash() string {
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// sampleKey identifies what the samples depend on (not the forest), so
+// that retraining with other forest parameters can reuse them.
+func (c TrainConfig) sampleKey() string {
+	b, _ := json.Marshal(struct {
+		Input    any
+		Features []string
+		Classes  any
+		Sampling any
+	}{c.Input, c.Features, c.Classes, c.Sampling})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
