@@ -27,7 +27,7 @@ func TestHelpListsWorkingCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"synth", "ingest", "version"} {
+	for _, want := range []string{"synth", "ingest", "train", "version"} {
 		if !strings.Contains(out, "  "+want+" ") {
 			t.Errorf("--help does not list %s:\n%s", want, out)
 		}
@@ -181,5 +181,30 @@ func TestIngestCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
 		t.Error("failed ingest left output")
+	}
+}
+
+func TestTrainCommand(t *testing.T) {
+	dir := t.TempDir()
+	scene, stack := filepath.Join(dir, "scene"), filepath.Join(dir, "stack")
+	if code, _, stderr := lulc(t, "synth", "-q", "--out", scene); code != 0 {
+		t.Fatal(stderr)
+	}
+	if code, _, stderr := lulc(t, "ingest", "-q", "--catalog", filepath.Join(scene, "catalog.json"), "--out", stack); code != 0 {
+		t.Fatal(stderr)
+	}
+	run := filepath.Join(dir, "run")
+	code, stdout, stderr := lulc(t, "train", "--stack", stack, "--out", run)
+	if code != 0 {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"overall accuracy", "kappa", "Cropland", "model.lulcrf"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, _, stderr = lulc(t, "train", "-q", "--stack", stack, "--engine", "sklearn", "--out", filepath.Join(dir, "x"))
+	if code == 0 || !strings.Contains(stderr, `engine: "sklearn"`) {
+		t.Errorf("bad engine: exit %d, %q", code, stderr)
 	}
 }

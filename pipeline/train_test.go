@@ -1,0 +1,271 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/samples"
+)
+
+// demoStack ingests the tiny scene once for the training tests.
+func demoStack(t *testing.T) string {
+	t.Helper()
+	if dir, ok := scenes["tiny-stack"]; ok {
+		return dir
+	}
+	scene := makeScene(t, "tiny", synthConfig(t))
+	tmp, err := os.MkdirTemp("", "lulc-stack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "stack")
+	if _, err := Ingest(context.Background(), ingestConfig(t, filepath.Join(scene, "catalog.json")), Options{Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	scenes["tiny-stack"] = out
+	return out
+}
+
+func trainConfig(t *testing.T, name, stack string) TrainConfig {
+	t.Helper()
+	raw, err := configs.Read(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseTrainConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stack != "" {
+		cfg.Input.Stack = stack
+	}
+	cfg.Forest.Trees = 30 // keep tests quick; the demo config uses 100
+	return cfg
+}
+
+func train(t *testing.T, cfg TrainConfig) (TrainResult, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "run")
+	res, err := Train(context.Background(), cfg, Options{Out: out, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, out
+}
+
+func TestTrainDemo(t *testing.T) {
+	cfg := trainConfig(t, "train-demo.yaml", demoStack(t))
+	res, out := train(t, cfg)
+	// A realistic, not perfect, accuracy on the synthetic scene.
+	if a := res.Metrics.Accuracy; a < 0.75 || a > 0.97 {
+		t.Errorf("validation accuracy %.3f", a)
+	}
+	for _, f := range []string{ModelFile, SamplesFile, MetricsFile, "confusion.png", "importance.png", "train.yaml", "run.json"} {
+		fi, err := os.Stat(filepath.Join(out, f))
+		if err != nil || fi.Size() < 100 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	body, _ := os.ReadFile(filepath.Join(out, ModelFile))
+	m, err := forest.Decode(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Check(cfg.Features, []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}); err != nil || m.Scale != StackScale {
+		t.Errorf("model inputs: %v, scale %g", err, m.Scale)
+	}
+
+	// Samples: at most max_per_class per class and split; no block on both
+	// sides of the split.
+	sb, _ := os.ReadFile(filepath.Join(out, SamplesFile))
+	set, err := samples.Decode(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[[2]uint8]int{}
+	blocks := map[[3]uint64]uint8{}
+	for i := range set.N() {
+		counts[[2]uint8{set.Y[i], set.Split[i]}]++
+		p := set.Pixel[i]
+		key := [3]uint64{p >> 40, (p >> 20 & 0xfffff) / uint64(cfg.Sampling.BlockSize), (p & 0xfffff) / uint64(cfg.Sampling.BlockSize)}
+		if s, ok := blocks[key]; ok && s != set.Split[i] {
+			t.Fatalf("block %v holds both training and validation samples", key)
+		}
+		blocks[key] = set.Split[i]
+	}
+	for k, n := range counts {
+		if n > cfg.Sampling.MaxPerClass {
+			t.Errorf("class %d split %d: %d samples over the cap", k[0], k[1], n)
+		}
+	}
+	// Each sample's label matches the labels raster at its pixel.
+	labels, _, _ := raster.ReadBand[uint8](filepath.Join(demoStack(t), "31TEJ", "labels.tif"), 1)
+	for i := 0; i < set.N(); i += 97 {
+		p := set.Pixel[i]
+		if got := labels[int(p>>20&0xfffff)*252+int(p&0xfffff)]; got != set.Classes[set.Y[i]] {
+			t.Fatalf("sample %d: class %d, labels raster %d", i, set.Classes[set.Y[i]], got)
+		}
+	}
+
+	// Same config: byte-identical model and samples.
+	_, again := train(t, cfg)
+	for _, f := range []string{ModelFile, SamplesFile, MetricsFile} {
+		a, _ := os.ReadFile(filepath.Join(out, f))
+		b, _ := os.ReadFile(filepath.Join(again, f))
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs between two runs of the same config", f)
+		}
+	}
+	// Another sampling seed: other samples.
+	cfg.Sampling.Seed++
+	_, other := train(t, cfg)
+	a, _ := os.ReadFile(filepath.Join(out, SamplesFile))
+	b, _ := os.ReadFile(filepath.Join(other, SamplesFile))
+	if bytes.Equal(a, b) {
+		t.Error("a different seed gave the same samples")
+	}
+}
+
+func TestTrainBalance(t *testing.T) {
+	cfg := trainConfig(t, "train-demo.yaml", demoStack(t))
+	cfg.Sampling.Balance = true
+	_, out := train(t, cfg)
+	sb, _ := os.ReadFile(filepath.Join(out, SamplesFile))
+	set, _ := samples.Decode(sb)
+	counts := map[[2]uint8]int{}
+	for i := range set.N() {
+		counts[[2]uint8{set.Y[i], set.Split[i]}]++
+	}
+	per := map[uint8]int{}
+	for k, n := range counts {
+		if per[k[1]] != 0 && per[k[1]] != n {
+			t.Fatalf("balanced split %d has classes with %d and %d samples", k[1], per[k[1]], n)
+		}
+		per[k[1]] = n
+	}
+}
+
+func TestTrainGolearn(t *testing.T) {
+	cfg := trainConfig(t, "train-demo.yaml", demoStack(t))
+	cfg.Engine = "golearn"
+	cfg.Golearn.MaxSamples = 2000
+	res, out := train(t, cfg)
+	if res.Metrics.Accuracy < 0.3 || len(res.Warnings) == 0 {
+		t.Errorf("golearn accuracy %.3f, warnings %v", res.Metrics.Accuracy, res.Warnings)
+	}
+	if _, err := os.Stat(filepath.Join(out, ModelFile)); err == nil {
+		t.Error("golearn run wrote a lulc model file")
+	}
+}
+
+// TestTrainRealTerraMind trains on the real TerraMind patches with their
+// Esri land cover, declared as a custom scheme in configs/train-real.yaml.
+func TestTrainRealTerraMind(t *testing.T) {
+	if _, err := os.Stat("../../shared/data/terramind-s2-lulc"); err != nil {
+		t.Skipf("real sample data not available: %v", err)
+	}
+	cfg := trainConfig(t, "train-real.yaml", "")
+	for i := range cfg.Input.Rasters {
+		cfg.Input.Rasters[i].Image = "../" + cfg.Input.Rasters[i].Image
+		cfg.Input.Rasters[i].Labels = "../" + cfg.Input.Rasters[i].Labels
+	}
+	res, _ := train(t, cfg)
+	if res.Samples < 1000 || res.Metrics.Accuracy < 0.5 {
+		t.Errorf("%d samples, accuracy %.3f", res.Samples, res.Metrics.Accuracy)
+	}
+	t.Logf("TerraMind: %d/%d samples, OA %.3f, kappa %.3f, macro-F1 %.3f", res.Samples, res.Validation, res.Metrics.Accuracy, res.Metrics.Kappa, res.Metrics.MacroF1)
+}
+
+func TestTrainBadInput(t *testing.T) {
+	stack := demoStack(t)
+	// An image whose first two bands are zero: nd(B02, B03) divides 0 by 0.
+	zero := filepath.Join(t.TempDir(), "img.tif")
+	lab := filepath.Join(t.TempDir(), "lab.tif")
+	g := raster.Grid{EPSG: 32631, Width: 64, Height: 64, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
+	w, err := raster.NewWriter(zero, g, "uint16", []raster.BandInfo{{}, {}, {}}, raster.COGOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ones := make([]uint16, 64*64)
+	for i := range ones {
+		ones[i] = 1000 + uint16(i%50)
+	}
+	w.Write(0, 0, 0, 64, 64, make([]uint16, 64*64))
+	w.Write(1, 0, 0, 64, 64, make([]uint16, 64*64))
+	w.Write(2, 0, 0, 64, 64, ones)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	labels := make([]uint8, 64*64)
+	for i := range labels {
+		labels[i] = uint8(10 * (1 + i%2))
+	}
+	raster.WriteCOG(lab, g, labels, raster.COGOptions{})
+
+	cases := []struct {
+		name string
+		edit func(c *TrainConfig)
+		want string
+	}{
+		{"bands disagree", func(c *TrainConfig) { c.Features = append(c.Features, "nd(B01,B09)") }, "needs band B01"},
+		{"unknown index", func(c *TrainConfig) { c.Features = []string{"ndvi", "ndzi"} }, "unknown feature \"ndzi\""},
+		{"too few samples", func(c *TrainConfig) { c.Sampling.BlockSize = 100000 }, "too few samples"},
+		{"not a stack", func(c *TrainConfig) { c.Input.Stack = t.TempDir() }, "no tile manifests"},
+		{"all-NaN feature", func(c *TrainConfig) {
+			c.Input.Stack = ""
+			c.Input.Rasters = append(c.Input.Rasters, struct {
+				Image  string `yaml:"image"`
+				Labels string `yaml:"labels"`
+			}{zero, lab})
+			c.Input.Bands, c.Input.Scale = []string{"B02", "B03", "B04"}, 0.0001
+			c.Features = []string{"nd(B02,B03)", "B04"}
+			c.Sampling.BlockSize = 4
+		}, "NaN in every training sample"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := trainConfig(t, "train-demo.yaml", stack)
+			c.edit(&cfg)
+			out := filepath.Join(t.TempDir(), "run")
+			_, err := Train(context.Background(), cfg, Options{Out: out})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want %q", err, c.want)
+			}
+			if _, err := os.Stat(filepath.Join(out, ModelFile)); err == nil {
+				t.Error("failed training left a model file")
+			}
+		})
+	}
+
+	// A class of the scheme absent from the samples is a warning, not an
+	// error: WorldCover's mangroves are not in the demo scene.
+	res, _ := train(t, trainConfig(t, "train-demo.yaml", stack))
+	found := false
+	for _, w := range res.Warnings {
+		found = found || strings.Contains(w, "class 95 (Mangroves) has no training samples")
+	}
+	if !found {
+		t.Errorf("warnings %v", res.Warnings)
+	}
+}
+
+func TestTrainConfigsParse(t *testing.T) {
+	for _, name := range []string{"train-demo.yaml", "train-real.yaml", "train-full.yaml"} {
+		raw, _ := configs.Read(name)
+		if _, err := ParseTrainConfig(raw); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	raw, _ := configs.Read("train-real.yaml")
+	bad := strings.Replace(string(raw), `color: "#419bdf"`, `color: "blue"`, 1)
+	if _, err := ParseTrainConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), "colour") {
+		t.Errorf("bad colour: %v", err)
+	}
+}
