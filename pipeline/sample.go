@@ -261,4 +261,3 @@ func mixBits(z uint64) uint64 {
 }
 
 func unitHash(h uint64) float64 { return float64(h>>11) / (1 << 53) }
-

@@ -296,4 +296,3 @@ func subsample(x []float32, y []uint8, nf, n int, seed uint64) ([]float32, []uin
 	}
 	return xs, ys
 }
-

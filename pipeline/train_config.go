@@ -178,4 +178,3 @@ func (c TrainConfig) sampleKey() string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
-

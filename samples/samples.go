@@ -37,7 +37,7 @@ type Set struct {
 	Header
 	X     []float32 // N × F, row-major
 	Y     []uint8
-	Split []uint8 // 0 training, 1 validation
+	Split []uint8  // 0 training, 1 validation
 	Pixel []uint64 // source << 40 | row << 20 | col
 }
 
