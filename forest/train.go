@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -136,6 +137,8 @@ type grower struct {
 	rows    []int32
 	tmp     []int32
 	hist    []int64 // bins × classes for one feature
+	seen    [256]bool
+	used    []uint8 // bins present in the node, for one feature
 	feats   []int
 }
 
@@ -276,21 +279,29 @@ func (g *grower) split(t uint64, nd node) (split, bool) {
 	best := split{feature: -1}
 	left := make([]int64, c)
 	for _, f := range g.feats[:g.mtry] {
-		clear(g.hist)
+		// g.hist is all zero here, and only the bins a node uses are
+		// visited and cleared: deep nodes touch few of the 256.
 		col := g.x.Codes[f*g.x.N : (f+1)*g.x.N]
-		maxCode := 0
+		used := g.used[:0]
 		for _, i := range g.rows[nd.lo:nd.hi] {
-			code := int(col[i])
-			g.hist[code*c+int(g.y[i])] += int64(g.weight[i])
-			maxCode = max(maxCode, code)
+			code := col[i]
+			if !g.seen[code] {
+				g.seen[code] = true
+				used = append(used, code)
+			}
+			g.hist[int(code)*c+int(g.y[i])] += int64(g.weight[i])
 		}
+		slices.Sort(used)
 		clear(left)
 		var nl int64
-		for b := 0; b < maxCode; b++ {
+		// A split after the last used bin leaves nothing on the right; a
+		// split between used bins is the same as one at the lower used bin,
+		// the one kept (ties go to the lower bin).
+		for _, code := range used[:len(used)-1] {
+			h := g.hist[int(code)*c : int(code)*c+c]
 			for k := range c {
-				v := g.hist[b*c+k]
-				left[k] += v
-				nl += v
+				left[k] += h[k]
+				nl += h[k]
 			}
 			nr := total - nl
 			if nl < minLeaf || nr < minLeaf {
@@ -305,9 +316,14 @@ func (g *grower) split(t uint64, nd node) (split, bool) {
 			}
 			score := sl/float64(nl) + sr/float64(nr)
 			if score > best.score || (score == best.score && best.feature >= 0 && f < best.feature) {
-				best = split{feature: f, bin: uint8(b), score: score, left: append([]int64(nil), left...)}
+				best = split{feature: f, bin: code, score: score, left: append([]int64(nil), left...)}
 			}
 		}
+		for _, code := range used {
+			clear(g.hist[int(code)*c : int(code)*c+c])
+			g.seen[code] = false
+		}
+		g.used = used
 	}
 	if best.feature < 0 {
 		return split{}, false
