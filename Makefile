@@ -13,10 +13,11 @@ build: deps
 	go build -ldflags "$(LDFLAGS)" -o bin/lulc ./cmd/lulc
 
 # demo runs the main job on the embedded default configs: a tiny synthetic
-# scene, then its analysis-ready stack.
+# scene, its analysis-ready stack, then a trained forest with its metrics.
 demo: build
 	bin/lulc synth --force --out runs/demo/scene
 	bin/lulc ingest --force --catalog runs/demo/scene/catalog.json --out runs/demo/stack
+	bin/lulc train --force --stack runs/demo/stack --out runs/demo/train
 
 test: deps
 	go test ./...

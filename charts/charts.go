@@ -106,6 +106,11 @@ func Importance(path string, names []string, values []float64, title string) err
 	bars.LineStyle.Width = 0
 	p.Add(bars)
 	p.NominalY(names...)
+	top := 0.0
+	for _, v := range values {
+		top = max(top, v)
+	}
+	p.X.Min, p.X.Max = 0, top*1.08 // room for the longest bar
 	if err := p.Save(vg.Points(420), vg.Length(80+16*len(names)), path); err != nil {
 		return fmt.Errorf("chart %s: %w", path, err)
 	}
