@@ -38,3 +38,39 @@ func BenchmarkTrain(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkModelDecode measures loading a 100-tree, depth-16 model trained
+// on 100,000 rows, and reports its size.
+func BenchmarkModelDecode(b *testing.B) {
+	const nf, k = 16, 10
+	x, y := gaussians(100_000, nf, k, 1.0, 0.05, 9)
+	p := Params{Trees: 100, MaxDepth: 16, MinSamplesLeaf: 1, Bins: 128, Bootstrap: true, Seed: 1}
+	bins, _ := QuantileBins(x, nf, p.Bins, 200_000, p.Seed)
+	xb, _ := bins.Bin(x, nf)
+	f, err := Train(xb, y, k, p, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	names := make([]string, nf)
+	classes := make([]Class, k)
+	for i := range names {
+		names[i] = fmt.Sprint("f", i)
+	}
+	for i := range classes {
+		classes[i] = Class{Code: uint8(10 * (i + 1)), Name: fmt.Sprint("c", i), Color: "#000000"}
+	}
+	m := &Model{Features: names, Bands: names, Classes: classes, Params: p, Bins: bins, Forest: f}
+	data, err := m.Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Decode(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	nodes, _ := f.Nodes()
+	b.ReportMetric(float64(len(data))/1e6, "MB")
+	b.ReportMetric(float64(len(data))/float64(nodes), "bytes/node")
+}

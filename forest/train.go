@@ -246,7 +246,7 @@ func purity(counts []int64, total int64) float64 {
 	}
 	s := 0.0
 	for _, v := range counts {
-		s += float64(v) * float64(v)
+		s += float64(float64(v) * float64(v)) // no FMA: same bits on every build
 	}
 	return s / float64(total)
 }
@@ -311,8 +311,8 @@ func (g *grower) split(t uint64, nd node) (split, bool) {
 			for k := range c {
 				l := float64(left[k])
 				r := float64(nd.counts[k] - left[k])
-				sl += l * l
-				sr += r * r
+				sl += float64(l * l) // explicit rounding: no FMA, same bits on every build
+				sr += float64(r * r)
 			}
 			score := sl/float64(nl) + sr/float64(nr)
 			if score > best.score || (score == best.score && best.feature >= 0 && f < best.feature) {
