@@ -207,3 +207,16 @@ func ReadBandWindow(path string, band, x, y, w, h int, buf []float32) error {
 	}
 	return nil
 }
+
+// ReadBandWindowInto reads a window of band (1-based) of an open source
+// without resampling.
+func ReadBandWindowInto(s *Source, band, x, y, w, h int, buf any) error {
+	bands := s.ds.Bands()
+	if band < 1 || band > len(bands) {
+		return fmt.Errorf("%s has no band %d", s.Href, band)
+	}
+	if err := bands[band-1].Read(x, y, buf, w, h); err != nil {
+		return fmt.Errorf("read %s band %d: %w", s.Href, band, err)
+	}
+	return nil
+}

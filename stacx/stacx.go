@@ -97,3 +97,23 @@ func (e *ClassificationAsset) Encode(assetMap map[string]any) error {
 func (e *ClassificationAsset) Decode(assetMap map[string]any) error {
 	return stac.DecodeExtendedMap(e, assetMap, "classification")
 }
+
+// FileURI is the file extension's schema.
+const FileURI = "https://stac-extensions.github.io/file/v2.1.0/schema.json"
+
+// File holds an asset's checksum (a multihash: "1220" + hex SHA-256) and size.
+type File struct {
+	Checksum string `json:"file:checksum"`
+	Size     int64  `json:"file:size"`
+}
+
+// URI implements stac.Extension.
+func (*File) URI() string { return FileURI }
+
+// Encode implements stac.Extension.
+func (e *File) Encode(assetMap map[string]any) error { return stac.EncodeExtendedMap(e, assetMap) }
+
+// Decode implements stac.Extension.
+func (e *File) Decode(assetMap map[string]any) error {
+	return stac.DecodeExtendedMap(e, assetMap, "file")
+}

@@ -72,7 +72,7 @@ func Begin(final string, force bool, key string) (*Stage, error) {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("output %s: %w", final, err)
 	}
-	s := &Stage{Final: final, Dir: filepath.Join(parent, "."+filepath.Base(final)+".partial")}
+	s := &Stage{Final: final, Dir: StagingDir(final)}
 	if old, err := os.ReadFile(filepath.Join(s.Dir, keyFile)); err == nil && strings.TrimSpace(string(old)) == key {
 		s.Resumed = true
 		return s, nil
@@ -123,4 +123,10 @@ func (s *Stage) Commit() error {
 		}
 	}
 	return nil
+}
+
+// StagingDir is where Begin assembles the output for final.
+func StagingDir(final string) string {
+	final = filepath.Clean(final)
+	return filepath.Join(filepath.Dir(final), "."+filepath.Base(final)+".partial")
 }

@@ -31,6 +31,7 @@ var ownSchemas = map[string]string{
 	"stac-extensions.github.io/raster/v1.1.0/schema.json":         "schemas/raster-v1.1.0.json",
 	"stac-extensions.github.io/view/v1.0.0/schema.json":           "schemas/view-v1.0.0.json",
 	"stac-extensions.github.io/classification/v1.0.0/schema.json": "schemas/classification-v1.0.0.json",
+	"stac-extensions.github.io/file/v2.1.0/schema.json":           "schemas/file-v2.1.0.json",
 }
 
 // eo v1.1.0 only adds optional fields to v1.0.0, the version go-stac ships:

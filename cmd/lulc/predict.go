@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/pipeline"
+)
+
+// predictFile is the YAML form of a prediction job.
+type predictFile struct {
+	Model      string `yaml:"model"`
+	Input      string `yaml:"input"`
+	Window     int    `yaml:"window"`
+	Confidence bool   `yaml:"confidence"`
+	Compress   string `yaml:"compress"`
+}
+
+func newPredictCmd(a *app) *cobra.Command {
+	var cfgPath, out string
+	var pc pipeline.PredictConfig
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "predict --out DIR (--config configs/predict-<name>.yaml | --model M --input STACK)",
+		Short: "Classify ingest stacks with a model into class COGs, STAC items and quicklooks",
+		Long: `predict streams every tile of an ingest output through read → features → predict →
+write stages and writes per tile class.tif (UInt8 class codes with the scheme's colours
+and names, nodata 0, COG with MODE overviews), optionally confidence.tif (top class
+probability 0–100), a STAC item and a quicklook PNG with a legend. Outputs are staged
+and renamed when complete; --resume continues an interrupted run, keeping the tiles
+whose checksums verify.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return fmt.Errorf("--out: no output directory given")
+			}
+			if cfgPath != "" {
+				raw, err := os.ReadFile(cfgPath)
+				if err != nil {
+					return fmt.Errorf("read config: %w", err)
+				}
+				var f predictFile
+				if err := configs.DecodeStrict(raw, &f); err != nil {
+					return fmt.Errorf("config %s: %w", cfgPath, err)
+				}
+				if pc.Model == "" {
+					pc.Model = f.Model
+				}
+				if pc.Input == "" {
+					pc.Input = f.Input
+				}
+				pc.Window, pc.Confidence, pc.Compress = f.Window, pc.Confidence || f.Confidence, f.Compress
+			}
+			if pc.Model == "" || pc.Input == "" {
+				return fmt.Errorf("--model and --input (or a --config naming them) are required")
+			}
+			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{Out: out, Force: force, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+			if err != nil {
+				return fmt.Errorf("predict: %w", err)
+			}
+			if !a.quiet {
+				var px int64
+				for _, t := range res.Tiles {
+					px += t.Pixels
+				}
+				fmt.Fprintf(a.stdout, "predicted %d tile(s) in %s (%.2f Mpx/s end to end)\n", len(res.Tiles), res.Elapsed.Round(time.Millisecond), float64(px)/1e6/res.Elapsed.Seconds())
+				for _, t := range res.Tiles {
+					fmt.Fprintf(a.stdout, "  %s: class map %s\n        quicklook %s\n        STAC item %s\n", t.Tile, t.Class, t.Quicklook, t.Item)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "prediction config (model, input, window, confidence, compress)")
+	cmd.Flags().StringVar(&pc.Model, "model", "", "model file (model.lulcrf from lulc train)")
+	cmd.Flags().StringVar(&pc.Input, "input", "", "ingest output directory")
+	cmd.Flags().IntVar(&pc.Window, "window", 0, "window side in pixels (default 1024)")
+	cmd.Flags().BoolVar(&pc.Confidence, "confidence", false, "also write confidence.tif")
+	cmd.Flags().StringVar(&pc.Compress, "compress", "", "DEFLATE (default) or ZSTD")
+	cmd.Flags().BoolVar(&pc.Resume, "resume", false, "continue an interrupted run, keeping verified tiles")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")
+	return cmd
+}
+
+func newEvaluateCmd(a *app) *cobra.Command {
+	var prediction, labels, alg, out string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "evaluate --prediction class.tif --labels labels.tif --out DIR",
+		Short: "Compare a class map with reference labels (warping them if needed)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if prediction == "" || labels == "" || out == "" {
+				return fmt.Errorf("--prediction, --labels and --out are required")
+			}
+			if alg != "mode" && alg != "nearest" {
+				return fmt.Errorf("--resampling: %q is not mode or nearest", alg)
+			}
+			res, err := pipeline.Evaluate(prediction, labels, alg, pipeline.Options{Out: out, Force: force, Log: a.log})
+			if err != nil {
+				return fmt.Errorf("evaluate: %w", err)
+			}
+			if !a.quiet {
+				fmt.Fprint(a.stdout, res.Metrics.Table(res.Names))
+				fmt.Fprintf(a.stdout, "metrics: %s/metrics.json, chart: %s/confusion.png\n", res.Dir, res.Dir)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&prediction, "prediction", "", "class map (class.tif from lulc predict)")
+	cmd.Flags().StringVar(&labels, "labels", "", "reference labels, any grid")
+	cmd.Flags().StringVar(&alg, "resampling", "mode", "how labels are warped onto the prediction's grid: mode or nearest")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory for metrics and chart")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")
+	return cmd
+}

@@ -1,0 +1,224 @@
+// Package inference predicts land cover window by window: a streaming
+// pipeline of goroutine stages (read → features → predict → write) joined
+// by bounded queues, so memory stays bounded whatever the tile size and
+// every core is busy. Predictors sit behind a small interface: the CPU one
+// here, a GPU one in package cuda later, which keeps a device busy while
+// reads and writes overlap. It knows nothing about STAC.
+package inference
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/internal/progress"
+	"github.com/lulc/lulc/raster"
+)
+
+// Predictor classifies feature planes: feats[f][i] for n pixels; it writes
+// class indices into cls and the winning probability into conf. Pixels
+// marked missing (valid[i] false) are skipped.
+type Predictor interface {
+	Predict(feats [][]float32, valid []bool, cls []uint8, conf []float32) error
+}
+
+// CPU predicts with the model's forest in Go.
+type CPU struct{ Model *forest.Model }
+
+// Predict implements Predictor: it bins the planes with the model's edges
+// (the planes are already the column-major layout the forest walks) and
+// averages tree probabilities.
+func (p CPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float32) error {
+	n := len(valid)
+	m := p.Model
+	xb := &forest.Binned{N: n, F: len(feats), Codes: make([]uint8, n*len(feats))}
+	for f, plane := range feats {
+		col := xb.Codes[f*n : (f+1)*n]
+		for i, v := range plane {
+			col[i] = m.Bins.Code(f, v)
+		}
+	}
+	c, pr, err := m.Forest.Classify(xb)
+	if err != nil {
+		return err
+	}
+	copy(cls, c)
+	copy(conf, pr)
+	return nil
+}
+
+// Tile describes one prediction job: the stack to read, the model, where
+// the outputs go.
+type Tile struct {
+	Stack      string // multi-band stack COG (UInt16 DN, NoData 0)
+	Grid       raster.Grid
+	Scale      float64
+	Offset     float64
+	Window     int // window side in pixels
+	Workers    int // feature+predict goroutines (0: all CPUs)
+	Class      *raster.Writer
+	Confidence *raster.Writer // optional
+	Codes      []uint8        // class index → code
+}
+
+// Timings splits the pipeline's time by stage, summed over goroutines.
+type Timings struct {
+	Read, Features, Predict, Write time.Duration
+	Windows                        int
+	Pixels                         int64
+}
+
+type window struct {
+	g      raster.Grid
+	x, y   int
+	planes [][]float32
+	valid  []bool
+	cls    []uint8
+	conf   []uint8
+}
+
+// Run streams the tile through read → features → predict → write.
+func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar progress.Bar) (Timings, error) {
+	var tm Timings
+	workers := t.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var wins []window
+	for y := 0; y < t.Grid.Height; y += t.Window {
+		for x := 0; x < t.Grid.Width; x += t.Window {
+			w, h := min(t.Window, t.Grid.Width-x), min(t.Window, t.Grid.Height-y)
+			g := raster.Grid{EPSG: t.Grid.EPSG, Width: w, Height: h, Transform: t.Grid.Transform}
+			g.Transform[0] += float64(x) * t.Grid.Transform[1]
+			g.Transform[3] += float64(y) * t.Grid.Transform[5]
+			wins = append(wins, window{g: g, x: x, y: y})
+		}
+	}
+	tm.Windows = len(wins)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	fail := func(err error) { cancel(err) }
+	var readNs, featNs, predNs, writeNs atomic.Int64
+
+	// Stage 1: one reader (GDAL decodes; its own handle).
+	read := make(chan window, 2)
+	go func() {
+		defer close(read)
+		src, err := raster.Open(t.Stack)
+		if err != nil {
+			fail(err)
+			return
+		}
+		defer src.Close()
+		bands := len(set.Bands)
+		for _, w := range wins {
+			t0 := time.Now()
+			n := w.g.Width * w.g.Height
+			w.planes = make([][]float32, bands)
+			w.valid = make([]bool, n)
+			for i := range w.valid {
+				w.valid[i] = true
+			}
+			dn := make([]uint16, n)
+			for b := range bands {
+				if err := raster.ReadBandWindowInto(src, b+1, w.x, w.y, w.g.Width, w.g.Height, dn); err != nil {
+					fail(err)
+					return
+				}
+				w.planes[b] = composite.Reflectance(dn, 0, float32(t.Scale), float32(t.Offset))
+				for i, v := range dn {
+					if v == 0 {
+						w.valid[i] = false
+					}
+				}
+			}
+			readNs.Add(int64(time.Since(t0)))
+			select {
+			case read <- w:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	// Stage 2: features and prediction on every core.
+	done := make(chan window, 2*workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			comp := features.CPU{Set: set}
+			for w := range read {
+				n := len(w.valid)
+				t0 := time.Now()
+				feats := make([][]float32, len(set.Features))
+				for f := range feats {
+					feats[f] = make([]float32, n)
+				}
+				if err := comp.Compute(feats, w.planes); err != nil {
+					fail(err)
+					return
+				}
+				t1 := time.Now()
+				cls := make([]uint8, n)
+				conf := make([]float32, n)
+				if err := pred.Predict(feats, w.valid, cls, conf); err != nil {
+					fail(err)
+					return
+				}
+				w.cls, w.conf = make([]uint8, n), make([]uint8, n)
+				for i := range n {
+					if w.valid[i] {
+						w.cls[i] = t.Codes[cls[i]]
+						w.conf[i] = uint8(math.Round(float64(conf[i]) * 100))
+						if w.conf[i] == 0 {
+							w.conf[i] = 1 // 0 is nodata; a winning class has ≥ 1/classes
+						}
+					}
+				}
+				w.planes = nil
+				featNs.Add(int64(t1.Sub(t0)))
+				predNs.Add(int64(time.Since(t1)))
+				select {
+				case done <- w:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+
+	// Stage 3: the writer (GDAL datasets are not shared across threads).
+	start := time.Now()
+	for w := range done {
+		t0 := time.Now()
+		if err := t.Class.Write(0, w.x, w.y, w.g.Width, w.g.Height, w.cls); err != nil {
+			fail(err)
+			break
+		}
+		if t.Confidence != nil {
+			if err := t.Confidence.Write(0, w.x, w.y, w.g.Width, w.g.Height, w.conf); err != nil {
+				fail(err)
+				break
+			}
+		}
+		writeNs.Add(int64(time.Since(t0)))
+		tm.Pixels += int64(len(w.cls))
+		bar.Add(1)
+		bar.Describe(fmt.Sprintf("predict: %.1f Mpx/s, windows", float64(tm.Pixels)/1e6/time.Since(start).Seconds()))
+	}
+	for range done { // drain after a failure so workers exit
+	}
+	tm.Read, tm.Features, tm.Predict, tm.Write = time.Duration(readNs.Load()), time.Duration(featNs.Load()), time.Duration(predNs.Load()), time.Duration(writeNs.Load())
+	if err := context.Cause(ctx); err != nil {
+		return tm, err
+	}
+	return tm, nil
+}

@@ -1,0 +1,383 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/planetlabs/go-stac"
+	"github.com/planetlabs/go-stac/extensions/raster/v1"
+
+	"github.com/lulc/lulc/charts"
+	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/inference"
+	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/landcover"
+	lraster "github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/stacx"
+)
+
+// PredictConfig says what to predict with which model, and how to write it.
+type PredictConfig struct {
+	Model      string // model.lulcrf
+	Input      string // an ingest output directory
+	Window     int    // window side in pixels (a multiple of 512)
+	Confidence bool   // also write confidence.tif
+	Compress   string // DEFLATE or ZSTD
+	Resume     bool   // keep finished, verified tiles of an interrupted run
+}
+
+// PredictResult summarises a prediction.
+type PredictResult struct {
+	Dir     string
+	Tiles   []PredictTile
+	Elapsed time.Duration
+}
+
+// PredictTile is one tile's outputs.
+type PredictTile struct {
+	Tile      string
+	Class     string // path of class.tif
+	Quicklook string
+	Item      string
+	Pixels    int64
+	Skipped   bool // finished by an earlier run and verified
+	Timings   inference.Timings
+	Encode    time.Duration
+}
+
+// Output files per tile.
+const (
+	ClassFile      = "class.tif"
+	ConfidenceFile = "confidence.tif"
+	QuicklookFile  = "quicklook.png"
+	ItemFile       = "item.json"
+)
+
+// LoadModel reads and checks a model file.
+func LoadModel(path string) (*forest.Model, []byte, error) {
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model: %w", err)
+	}
+	m, err := forest.Decode(body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model %s: %w", path, err)
+	}
+	return m, body, nil
+}
+
+// Scheme rebuilds the model's class scheme.
+func modelScheme(m *forest.Model) (landcover.Scheme, error) {
+	s := landcover.Scheme{Name: "model"}
+	for _, c := range m.Classes {
+		var r, g, b uint8
+		if _, err := fmt.Sscanf(c.Color, "#%02x%02x%02x", &r, &g, &b); err != nil {
+			return s, fmt.Errorf("model class %d colour %q: %w", c.Code, c.Color, err)
+		}
+		s.Classes = append(s.Classes, landcover.Class{Code: c.Code, Name: c.Name, Color: rgba(r, g, b)})
+	}
+	return s, s.Validate()
+}
+
+// Predict classifies every tile of an ingest output with a model and writes,
+// per tile, class.tif (and confidence.tif), a STAC item and a quicklook.
+func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult, error) {
+	opt.fill()
+	start := time.Now()
+	if pc.Window == 0 {
+		pc.Window = 1024
+	}
+	if pc.Window%512 != 0 || pc.Window < 512 || pc.Window > 8192 {
+		return PredictResult{}, fmt.Errorf("window: %d is not a multiple of 512 between 512 and 8192", pc.Window)
+	}
+	if pc.Compress == "" {
+		pc.Compress = "DEFLATE"
+	}
+	if pc.Compress != "DEFLATE" && pc.Compress != "ZSTD" {
+		return PredictResult{}, fmt.Errorf("compress: %q is not DEFLATE or ZSTD", pc.Compress)
+	}
+	model, body, err := LoadModel(pc.Model)
+	if err != nil {
+		return PredictResult{}, err
+	}
+	scheme, err := modelScheme(model)
+	if err != nil {
+		return PredictResult{}, err
+	}
+	tiles, err := filepath.Glob(filepath.Join(pc.Input, "*", "manifest.json"))
+	if err != nil || len(tiles) == 0 {
+		return PredictResult{}, fmt.Errorf("input %s holds no tile manifests (*/manifest.json): is it a lulc ingest output?", pc.Input)
+	}
+	slices.Sort(tiles)
+	manifests := make([]manifest, len(tiles))
+	key := fmt.Sprintf("predict %x %s %t %d", sha(body), pc.Compress, pc.Confidence, pc.Window)
+	for i, p := range tiles {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return PredictResult{}, fmt.Errorf("input: %w", err)
+		}
+		if err := json.Unmarshal(raw, &manifests[i]); err != nil {
+			return PredictResult{}, fmt.Errorf("input %s: %w", p, err)
+		}
+		// The model must fit every tile before any pixel is predicted.
+		if err := model.Check(model.Features, manifests[i].Bands); err != nil {
+			return PredictResult{}, fmt.Errorf("tile %s: %w", manifests[i].Tile, err)
+		}
+		if manifests[i].Scale != model.Scale || manifests[i].Offset != model.Offset {
+			return PredictResult{}, fmt.Errorf("tile %s: stack scaling %g/%g differs from the model's %g/%g", manifests[i].Tile, manifests[i].Scale, manifests[i].Offset, model.Scale, model.Offset)
+		}
+		key += fmt.Sprintf(" %x", sha(raw))
+	}
+	if !pc.Resume {
+		// Without --resume an interrupted run's staging is discarded.
+		os.RemoveAll(atomicfs.StagingDir(opt.Out))
+	}
+	stage, err := atomicfs.Begin(opt.Out, opt.Force, key)
+	if err != nil {
+		return PredictResult{}, err
+	}
+	res := PredictResult{Dir: stage.Final}
+	for i, m := range manifests {
+		pt, err := predictTile(ctx, pc, opt, stage, model, pc.Model, scheme, m, filepath.Dir(tiles[i]))
+		if err != nil {
+			return res, fmt.Errorf("tile %s: %w", m.Tile, err)
+		}
+		res.Tiles = append(res.Tiles, pt)
+	}
+	if err := stage.Commit(); err != nil {
+		return res, err
+	}
+	for i := range res.Tiles {
+		t := &res.Tiles[i]
+		t.Class = strings.Replace(t.Class, stage.Dir, stage.Final, 1)
+		t.Quicklook = strings.Replace(t.Quicklook, stage.Dir, stage.Final, 1)
+		t.Item = strings.Replace(t.Item, stage.Dir, stage.Final, 1)
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+func predictTile(ctx context.Context, pc PredictConfig, opt Options, stage *atomicfs.Stage, model *forest.Model, modelPath string,
+	scheme landcover.Scheme, m manifest, stackDir string) (PredictTile, error) {
+	dir := stage.Path(m.Tile)
+	pt := PredictTile{Tile: m.Tile, Class: filepath.Join(dir, ClassFile), Quicklook: filepath.Join(dir, QuicklookFile), Item: filepath.Join(dir, ItemFile)}
+	if verified(dir) {
+		pt.Skipped = true
+		opt.Log.Info("tile already predicted and verified", "tile", m.Tile)
+		return pt, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return pt, fmt.Errorf("output directory %s is not writable: %w", dir, err)
+	}
+	grid := lraster.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
+	if _, err := lraster.NewTransformer(grid.EPSG, 4326); err != nil {
+		return pt, fmt.Errorf("grid CRS EPSG:%d is unusable: %w", grid.EPSG, err)
+	}
+	set, err := features.NewSet(model.Features, m.Bands)
+	if err != nil {
+		return pt, err
+	}
+	cog := lraster.COGOptions{BlockSize: 512, Compress: pc.Compress, NoData: ptr(0.0), OverviewResampling: "MODE", Classes: &scheme}
+	classW, err := lraster.NewWriter(pt.Class, grid, "uint8", []lraster.BandInfo{{Description: "land cover class"}}, cog)
+	if err != nil {
+		return pt, err
+	}
+	var confW *lraster.Writer
+	if pc.Confidence {
+		cc := cog
+		cc.Classes, cc.OverviewResampling = nil, "AVERAGE"
+		if confW, err = lraster.NewWriter(filepath.Join(dir, ConfidenceFile), grid, "uint8", []lraster.BandInfo{{Description: "top class probability (%)"}}, cc); err != nil {
+			classW.Abort()
+			return pt, err
+		}
+	}
+	abort := func() {
+		classW.Abort()
+		if confW != nil {
+			confW.Abort()
+		}
+	}
+	windows := (grid.Width + pc.Window - 1) / pc.Window * ((grid.Height + pc.Window - 1) / pc.Window)
+	bar := opt.NewBar(int64(windows), "predict "+m.Tile)
+	pt.Timings, err = inference.Run(ctx, inference.Tile{
+		Stack: filepath.Join(stackDir, "stack.tif"), Grid: grid, Scale: m.Scale, Offset: m.Offset,
+		Window: pc.Window, Workers: opt.Workers, Class: classW, Confidence: confW, Codes: scheme.Codes(),
+	}, set, inference.CPU{Model: model}, bar)
+	bar.Finish()
+	if err != nil {
+		abort()
+		return pt, err
+	}
+	pt.Pixels = pt.Timings.Pixels
+	t0 := time.Now()
+	if err := classW.Close(); err != nil {
+		abort()
+		return pt, err
+	}
+	if confW != nil {
+		if err := confW.Close(); err != nil {
+			confW.Abort()
+			return pt, err
+		}
+	}
+	pt.Encode = time.Since(t0)
+	classes, _, err := lraster.ReadBand[uint8](pt.Class, 1)
+	if err != nil {
+		return pt, err
+	}
+	if err := charts.Quicklook(pt.Quicklook, classes, grid.Width, grid.Height, 1024, scheme); err != nil {
+		return pt, err
+	}
+	item, err := predictionItem(m, grid, scheme, dir, modelPath, pc.Confidence)
+	if err != nil {
+		return pt, err
+	}
+	// The item is written last: its presence, with matching checksums,
+	// marks the tile finished.
+	if err := writeItem(pt.Item, item); err != nil {
+		return pt, err
+	}
+	tm := pt.Timings
+	opt.Log.Info("tile predicted", "tile", m.Tile, "pixels", pt.Pixels, "read_worker_s", tm.Read.Seconds(), "features_worker_s", tm.Features.Seconds(),
+		"predict_worker_s", tm.Predict.Seconds(), "write_s", tm.Write.Seconds(), "encode_s", pt.Encode.Seconds())
+	return pt, nil
+}
+
+func sha(b []byte) []byte {
+	s := sha256.Sum256(b)
+	return s[:]
+}
+
+// verified reports whether a tile directory holds a finished prediction:
+// its item exists and every asset's file:checksum matches the file.
+func verified(dir string) bool {
+	body, err := os.ReadFile(filepath.Join(dir, ItemFile))
+	if err != nil {
+		return false
+	}
+	var it struct {
+		Assets map[string]struct {
+			Href     string `json:"href"`
+			Checksum string `json:"file:checksum"`
+		} `json:"assets"`
+	}
+	if json.Unmarshal(body, &it) != nil || len(it.Assets) == 0 {
+		return false
+	}
+	for _, a := range it.Assets {
+		if a.Checksum == "" {
+			continue
+		}
+		sum, _, err := fileSHA256(filepath.Join(dir, strings.TrimPrefix(a.Href, "./")))
+		if err != nil || "1220"+sum != a.Checksum {
+			return false
+		}
+	}
+	return true
+}
+
+// predictionItem builds the STAC item of a tile's prediction.
+func predictionItem(m manifest, grid lraster.Grid, scheme landcover.Scheme, dir, modelPath string, confidence bool) (*stac.Item, error) {
+	tr, err := lraster.NewTransformer(grid.EPSG, 4326)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.Close()
+	b := grid.Bounds()
+	xs := []float64{b[0], b[2], b[2], b[0]}
+	ys := []float64{b[3], b[3], b[1], b[1]}
+	if err := tr.Transform(xs, ys); err != nil {
+		return nil, err
+	}
+	ring := [][]float64{}
+	bbox := []float64{xs[0], ys[0], xs[0], ys[0]}
+	for i := range xs {
+		ring = append(ring, []float64{round9(xs[i]), round9(ys[i])})
+		bbox[0], bbox[1] = min(bbox[0], xs[i]), min(bbox[1], ys[i])
+		bbox[2], bbox[3] = max(bbox[2], xs[i]), max(bbox[3], ys[i])
+	}
+	ring = append(ring, ring[0])
+	for i := range bbox {
+		bbox[i] = round9(bbox[i])
+	}
+	var classes []stacx.Class
+	for _, c := range scheme.Classes {
+		classes = append(classes, stacx.Class{Value: int(c.Code), Description: c.Name, ColorHint: fmt.Sprintf("%02X%02X%02X", c.Color.R, c.Color.G, c.Color.B)})
+	}
+	t := grid.Transform
+	proj := func() *stacx.ProjectionAsset {
+		return &stacx.ProjectionAsset{Shape: []int{grid.Height, grid.Width}, Transform: []float64{t[1], t[2], t[0], t[4], t[5], t[3]}}
+	}
+	checksum := func(name string) (*stacx.File, error) {
+		sum, size, err := fileSHA256(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		return &stacx.File{Checksum: "1220" + sum, Size: size}, nil
+	}
+	cf, err := checksum(ClassFile)
+	if err != nil {
+		return nil, err
+	}
+	assets := map[string]*stac.Asset{
+		"classification": {Href: "./" + ClassFile, Type: cogType, Title: "Land cover class", Roles: []string{"data"},
+			Extensions: []stac.Extension{proj(), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", SpatialResolution: ptr(t[1])}}},
+				&stacx.ClassificationAsset{Classes: classes}, cf}},
+		"quicklook": {Href: "./" + QuicklookFile, Type: "image/png", Title: "Quicklook with legend", Roles: []string{"overview"}},
+	}
+	if confidence {
+		f, err := checksum(ConfidenceFile)
+		if err != nil {
+			return nil, err
+		}
+		assets["confidence"] = &stac.Asset{Href: "./" + ConfidenceFile, Type: cogType, Title: "Top class probability (%)", Roles: []string{"data"},
+			Extensions: []stac.Extension{proj(), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", Unit: "percent", SpatialResolution: ptr(t[1])}}}, f}}
+	}
+	links := []*stac.Link{{Rel: "derived_from", Href: modelPath, Type: "application/octet-stream", Title: "model"}}
+	var start, end string
+	for _, s := range m.Sources {
+		if s.Datetime != "" && (start == "" || s.Datetime < start) {
+			start = s.Datetime
+		}
+		if s.Datetime > end {
+			end = s.Datetime
+		}
+		href := ""
+		for _, a := range s.Assets {
+			href = a.Href
+			break
+		}
+		if href != "" {
+			links = append(links, &stac.Link{Rel: "derived_from", Href: href, Title: "source item " + s.ID})
+		}
+	}
+	slices.SortFunc(links[1:], func(a, b *stac.Link) int { return strings.Compare(a.Title, b.Title) })
+	props := map[string]any{"datetime": nil, "start_datetime": start, "end_datetime": end, "lulc:tile": m.Tile, "lulc:model": filepath.Base(modelPath)}
+	if start == "" {
+		props["datetime"] = "1970-01-01T00:00:00Z"
+		delete(props, "start_datetime")
+		delete(props, "end_datetime")
+	}
+	return &stac.Item{
+		Version: "1.0.0", Id: "lulc-" + m.Tile + "-landcover",
+		Geometry: map[string]any{"type": "Polygon", "coordinates": [][][]float64{ring}}, Bbox: bbox,
+		Properties: props, Assets: assets, Links: links,
+		Extensions: []stac.Extension{&stacx.ProjectionItem{EPSG: grid.EPSG}},
+	}, nil
+}
+
+func writeItem(path string, item *stac.Item) error {
+	body, err := json.MarshalIndent(item, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	return atomicfs.WriteFile(path, append(body, '\n'))
+}
