@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -350,10 +351,11 @@ func predictionItem(m manifest, grid lraster.Grid, scheme landcover.Scheme, dir,
 		if s.Datetime > end {
 			end = s.Datetime
 		}
+		// Link one asset per source item, the same one every run.
+		keys := slices.Sorted(maps.Keys(s.Assets))
 		href := ""
-		for _, a := range s.Assets {
-			href = a.Href
-			break
+		if len(keys) > 0 {
+			href = s.Assets[keys[0]].Href
 		}
 		if href != "" {
 			links = append(links, &stac.Link{Rel: "derived_from", Href: href, Title: "source item " + s.ID})

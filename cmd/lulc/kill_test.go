@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,10 +17,18 @@ import (
 
 // The test binary doubles as lulc when LULC_TEST_MAIN=1, so that tests can
 // run it as a separate process and kill it.
+// With LULC_TEST_FSIZE it also limits the size of files it may write, as
+// a full disk would.
 func init() {
-	if os.Getenv("LULC_TEST_MAIN") == "1" {
-		main()
+	if os.Getenv("LULC_TEST_MAIN") != "1" {
+		return
 	}
+	if v := os.Getenv("LULC_TEST_FSIZE"); v != "" {
+		n, _ := strconv.ParseUint(v, 10, 64)
+		signal.Ignore(syscall.SIGXFSZ) // make writes fail with EFBIG instead
+		syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: n, Max: n})
+	}
+	main()
 }
 
 // TestIngestSurvivesKill kills `lulc ingest` with SIGKILL mid-way, reruns
@@ -79,4 +90,78 @@ func TestIngestSurvivesKill(t *testing.T) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// demoRun makes a tiny scene, its stack and a model in dir.
+func demoRun(t *testing.T, dir string) (stack, model string) {
+	t.Helper()
+	scene, stack, run := filepath.Join(dir, "scene"), filepath.Join(dir, "stack"), filepath.Join(dir, "run")
+	for _, args := range [][]string{
+		{"synth", "-q", "--out", scene},
+		{"ingest", "-q", "--catalog", filepath.Join(scene, "catalog.json"), "--out", stack},
+		{"train", "-q", "--stack", stack, "--out", run},
+	} {
+		if code, _, stderr := lulc(t, args...); code != 0 {
+			t.Fatalf("%v: %s", args, stderr)
+		}
+	}
+	return stack, filepath.Join(run, "model.lulcrf")
+}
+
+// TestPredictDiskFull runs lulc predict where files may not exceed 30 kB:
+// the write fails, lulc exits non-zero naming the problem, and no class map
+// is left at the final path.
+func TestPredictDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	stack, model := demoRun(t, dir)
+	out := filepath.Join(dir, "pred")
+	cmd := exec.Command(os.Args[0], "predict", "-q", "--model", model, "--input", stack, "--out", out)
+	cmd.Env = append(os.Environ(), "LULC_TEST_MAIN=1", "LULC_TEST_FSIZE=30000")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err == nil {
+		t.Fatal("predict succeeded with a 30 kB file size limit")
+	}
+	if !strings.Contains(strings.ToLower(stderr.String()), "too large") && !strings.Contains(stderr.String(), "write") {
+		t.Errorf("error does not say what failed: %q", stderr.String())
+	}
+	if fileExists(out) {
+		t.Error("a failed prediction left its output")
+	}
+}
+
+// TestPredictInterrupt sends SIGINT mid-run: lulc stops, exits non-zero
+// and leaves nothing at the final path; --resume then completes it.
+func TestPredictInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	stack, model := demoRun(t, dir)
+	out := filepath.Join(dir, "pred")
+	cmd := exec.Command(os.Args[0], "predict", "-q", "--model", model, "--input", stack, "--out", out, "--window", "512")
+	cmd.Env = append(os.Environ(), "LULC_TEST_MAIN=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	staging := filepath.Join(dir, ".pred.partial")
+	deadline := time.Now().Add(20 * time.Second)
+	for !fileExists(staging) && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if fileExists(filepath.Join(out, "31TEJ", "class.tif")) && err == nil {
+		t.Skip("prediction finished before the interrupt arrived")
+	}
+	if err == nil {
+		t.Fatal("interrupted predict exited 0")
+	}
+	if fileExists(out) {
+		t.Fatal("interrupted predict left its output")
+	}
+	if code, _, stderr := lulc(t, "predict", "-q", "--resume", "--model", model, "--input", stack, "--out", out); code != 0 {
+		t.Fatalf("resume: %s", stderr)
+	}
+	if !fileExists(filepath.Join(out, "31TEJ", "class.tif")) {
+		t.Error("resumed predict wrote no class map")
+	}
 }

@@ -1,0 +1,307 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/internal/progress"
+	"github.com/lulc/lulc/internal/stactest"
+	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/raster"
+)
+
+// demoModel trains a small forest on the tiny stack once.
+func demoModel(t *testing.T) string {
+	t.Helper()
+	if p, ok := scenes["tiny-model"]; ok {
+		return p
+	}
+	cfg := trainConfig(t, "train-demo.yaml", demoStack(t))
+	tmp, err := os.MkdirTemp("", "lulc-model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "run")
+	if _, err := Train(context.Background(), cfg, Options{Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	scenes["tiny-model"] = filepath.Join(out, ModelFile)
+	return scenes["tiny-model"]
+}
+
+func predict(t *testing.T, pc PredictConfig) (PredictResult, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "pred")
+	res, err := Predict(context.Background(), pc, Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, out
+}
+
+// TestPredictMatchesForest predicts the tiny stack and compares every pixel
+// with the forest applied directly to the same features.
+func TestPredictMatchesForest(t *testing.T) {
+	stack, modelPath := demoStack(t), demoModel(t)
+	res, out := predict(t, PredictConfig{Model: modelPath, Input: stack, Confidence: true, Window: 512})
+	if len(res.Tiles) != 1 {
+		t.Fatalf("tiles %+v", res.Tiles)
+	}
+	m, _, err := LoadModel(modelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := raster.Inspect(filepath.Join(stack, "31TEJ", "stack.tif"))
+	n := info.Width * info.Height
+	set, err := features.NewSet(m.Features, m.Bands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planes := make([][]float32, len(m.Bands))
+	valid := make([]bool, n)
+	for i := range valid {
+		valid[i] = true
+	}
+	for b := range planes {
+		dn, _, _ := raster.ReadBand[uint16](filepath.Join(stack, "31TEJ", "stack.tif"), b+1)
+		planes[b] = composite.Reflectance(dn, 0, float32(m.Scale), float32(m.Offset))
+		for i, v := range dn {
+			if v == 0 {
+				valid[i] = false
+			}
+		}
+	}
+	feats := make([][]float32, len(set.Features))
+	for f := range feats {
+		feats[f] = make([]float32, n)
+	}
+	features.CPU{Set: set}.Compute(feats, planes)
+	x := make([]float32, n*len(feats))
+	for i := range n {
+		for f := range feats {
+			x[i*len(feats)+f] = feats[f][i]
+		}
+	}
+	xb, _ := m.Bins.Bin(x, len(feats))
+	cls, prob, _ := m.Forest.Classify(xb)
+	got, _, _ := raster.ReadBand[uint8](filepath.Join(out, "31TEJ", ClassFile), 1)
+	conf, _, _ := raster.ReadBand[uint8](filepath.Join(out, "31TEJ", ConfidenceFile), 1)
+	nodata := 0
+	for i := range n {
+		want := m.Classes[cls[i]].Code
+		if !valid[i] {
+			want = 0
+			nodata++
+			if conf[i] != 0 {
+				t.Fatalf("pixel %d: nodata with confidence %d", i, conf[i])
+			}
+		} else if c := int(prob[i]*100 + 0.5); int(conf[i]) != max(1, c) {
+			t.Fatalf("pixel %d: confidence %d, want %d", i, conf[i], c)
+		}
+		if got[i] != want {
+			t.Fatalf("pixel %d: class %d, forest says %d", i, got[i], want)
+		}
+	}
+	if nodata == 0 {
+		t.Error("the tiny stack has nodata pixels; none were checked")
+	}
+
+	// Class COG: layout, palette, names; the item validates.
+	ci, err := raster.Inspect(filepath.Join(out, "31TEJ", ClassFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci.Layout != "COG" || ci.DataType != "Byte" || ci.NoData == nil || *ci.NoData != 0 || ci.BlockSize != [2]int{512, 512} && ci.BlockSize != [2]int{252, 252} {
+		t.Errorf("class COG %+v", ci)
+	}
+	water, _ := landcover.WorldCover.Class(80)
+	if e := ci.ColorTable[80]; e != [4]int16{int16(water.Color.R), int16(water.Color.G), int16(water.Color.B), 255} {
+		t.Errorf("palette entry 80 = %v", e)
+	}
+	if names, _ := raster.Categories(filepath.Join(out, "31TEJ", ClassFile)); len(names) < 81 || names[80] != water.Name {
+		t.Errorf("category names %q", names)
+	}
+	if err := stactest.Validate(filepath.Join(out, "31TEJ", ItemFile)); err != nil {
+		t.Fatalf("%#v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(out, "31TEJ", QuicklookFile)); err != nil || fi.Size() < 1000 {
+		t.Errorf("quicklook: %v", err)
+	}
+
+	// Evaluate against the stack's labels: the forest was trained on them.
+	ev, err := Evaluate(filepath.Join(out, "31TEJ", ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), "mode", Options{Out: filepath.Join(t.TempDir(), "ev")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Metrics.Accuracy < 0.8 || ev.Pixels < n/2 {
+		t.Errorf("evaluate: OA %.3f over %d pixels", ev.Metrics.Accuracy, ev.Pixels)
+	}
+}
+
+func TestPredictOverviewsAndResume(t *testing.T) {
+	scfg := synthConfig(t)
+	scfg.Size, scfg.Bands60m = 1200, false
+	scfg.Dates = scfg.Dates[:2]
+	scene := makeScene(t, "mid", scfg)
+	icfg := ingestConfig(t, filepath.Join(scene, "catalog.json"))
+	icfg.Area.BBox = []float64{2.9, 45.0, 3.2, 45.2}
+	_, stack := ingest(t, icfg)
+	pc := PredictConfig{Model: demoModel(t), Input: stack, Window: 512}
+	_, want := predict(t, pc)
+	ci, _ := raster.Inspect(filepath.Join(want, "31TEJ", ClassFile))
+	if ci.Overviews < 1 || ci.Layout != "COG" {
+		t.Errorf("class COG of %d×%d: %d overviews, layout %q", ci.Width, ci.Height, ci.Overviews, ci.Layout)
+	}
+
+	// Interrupt, then resume: the same bytes.
+	out := filepath.Join(t.TempDir(), "pred")
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	_, err := Predict(ctx, pc, Options{Out: out, NewBar: func(int64, string) progress.Bar { return hookBar{func() {
+		if n++; n == 2 {
+			cancel()
+		}
+	}} }})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted: %v", err)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("interrupted prediction left its output")
+	}
+	pc.Resume = true
+	if _, err := Predict(context.Background(), pc, Options{Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{ClassFile, ItemFile, QuicklookFile} {
+		a, _ := os.ReadFile(filepath.Join(want, "31TEJ", f))
+		b, _ := os.ReadFile(filepath.Join(out, "31TEJ", f))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s differs after resume", f)
+		}
+	}
+}
+
+func TestPredictBadInput(t *testing.T) {
+	stack, modelPath := demoStack(t), demoModel(t)
+	dir := t.TempDir()
+	body, _ := os.ReadFile(modelPath)
+	corrupt := filepath.Join(dir, "corrupt.lulcrf")
+	os.WriteFile(corrupt, body[:len(body)-100], 0o644)
+
+	// A model expecting other bands: decode, change, re-encode.
+	m, _ := forest.Decode(body)
+	m.Bands = append([]string{"B01"}, m.Bands[1:]...)
+	other, _ := m.Encode()
+	otherPath := filepath.Join(dir, "other.lulcrf")
+	os.WriteFile(otherPath, other, 0o644)
+
+	// A stack whose manifest names an unusable CRS.
+	badCRS := filepath.Join(dir, "badcrs")
+	os.CopyFS(badCRS, os.DirFS(stack))
+	mf := filepath.Join(badCRS, "31TEJ", "manifest.json")
+	mb, _ := os.ReadFile(mf)
+	os.WriteFile(mf, bytes.Replace(mb, []byte(`"epsg": 32631`), []byte(`"epsg": 999999`), 1), 0o644)
+
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	for _, c := range []struct {
+		name      string
+		pc        PredictConfig
+		out, want string
+	}{
+		{"corrupt model", PredictConfig{Model: corrupt, Input: stack}, "", "corrupt or truncated"},
+		{"bands differ", PredictConfig{Model: otherPath, Input: stack}, "", "bands: model [B01, B03"},
+		{"unusable CRS", PredictConfig{Model: modelPath, Input: badCRS}, "", "EPSG:999999"},
+		{"not a stack", PredictConfig{Model: modelPath, Input: dir}, "", "no tile manifests"},
+		{"unwritable output", PredictConfig{Model: modelPath, Input: stack}, filepath.Join(file, "out"), "not writable"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := c.out
+			if out == "" {
+				out = filepath.Join(t.TempDir(), "pred")
+			}
+			_, err := Predict(context.Background(), c.pc, Options{Out: out})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want %q", err, c.want)
+			}
+			if _, err := os.Stat(filepath.Join(out, "31TEJ", ClassFile)); err == nil {
+				t.Error("failed prediction left a class map")
+			}
+		})
+	}
+}
+
+// TestPredictRealTerraMind trains on one real TerraMind patch and predicts
+// the other, then evaluates against its labels.
+func TestPredictRealTerraMind(t *testing.T) {
+	root := "../../shared/data/terramind-s2-lulc"
+	if _, err := os.Stat(root); err != nil {
+		t.Skipf("real sample data not available: %v", err)
+	}
+	cfg := trainConfig(t, "train-real.yaml", "")
+	for i := range cfg.Input.Rasters {
+		cfg.Input.Rasters[i].Image = "../" + cfg.Input.Rasters[i].Image
+		cfg.Input.Rasters[i].Labels = "../" + cfg.Input.Rasters[i].Labels
+	}
+	_, run := train(t, cfg)
+	// Turn each patch into a one-tile "stack" on the model's scaling.
+	stack := t.TempDir()
+	for _, r := range cfg.Input.Rasters {
+		name := strings.TrimSuffix(filepath.Base(r.Image), ".tif")
+		info, err := raster.Inspect(r.Image)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tile := filepath.Join(stack, name)
+		os.MkdirAll(tile, 0o755)
+		var bands []raster.BandInfo
+		for range cfg.Input.Bands {
+			bands = append(bands, raster.BandInfo{Scale: 0.0001})
+		}
+		w, err := raster.NewWriter(filepath.Join(tile, "stack.tif"), info.Grid, "uint16", bands, raster.COGOptions{NoData: ptr(0.0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b := range cfg.Input.Bands {
+			v := make([]float32, info.Width*info.Height)
+			if err := raster.ReadBandWindow(r.Image, b+1, 0, 0, info.Width, info.Height, v); err != nil {
+				t.Fatal(err)
+			}
+			dn := make([]uint16, len(v))
+			for i, x := range v {
+				dn[i] = uint16(max(1, x))
+			}
+			w.Write(b, 0, 0, info.Width, info.Height, dn)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		m := manifest{Tile: name, Bands: cfg.Input.Bands, Scale: 0.0001, Offset: 0,
+			Grid: manifestGrid{EPSG: info.EPSG, Transform: info.Transform, Width: info.Width, Height: info.Height}}
+		b, _ := json.Marshal(m)
+		os.WriteFile(filepath.Join(tile, "manifest.json"), b, 0o644)
+	}
+	res, out := predict(t, PredictConfig{Model: filepath.Join(run, ModelFile), Input: stack})
+	for i, tile := range res.Tiles {
+		ev, err := Evaluate(filepath.Join(out, tile.Tile, ClassFile), cfg.Input.Rasters[i].Labels, "nearest", Options{Out: filepath.Join(t.TempDir(), "ev")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// These pixels include the training samples: a consistency check
+		// of predict + evaluate on real data, not a held-out score.
+		if ev.Metrics.Accuracy < 0.6 {
+			t.Errorf("%s: OA %.3f", tile.Tile, ev.Metrics.Accuracy)
+		}
+		t.Logf("%s: OA %.3f kappa %.3f over %d pixels", tile.Tile, ev.Metrics.Accuracy, ev.Metrics.Kappa, ev.Pixels)
+	}
+}
