@@ -99,4 +99,3 @@ func Evaluate(prediction, labels, alg string, opt Options) (EvaluateResult, erro
 	}
 	return res, stage.Commit()
 }
-

@@ -167,11 +167,13 @@ func TestPredictOverviewsAndResume(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "pred")
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	_, err := Predict(ctx, pc, Options{Out: out, NewBar: func(int64, string) progress.Bar { return hookBar{func() {
-		if n++; n == 2 {
-			cancel()
-		}
-	}} }})
+	_, err := Predict(ctx, pc, Options{Out: out, NewBar: func(int64, string) progress.Bar {
+		return hookBar{func() {
+			if n++; n == 2 {
+				cancel()
+			}
+		}}
+	}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted: %v", err)
 	}
