@@ -13,11 +13,14 @@ build: deps
 	go build -ldflags "$(LDFLAGS)" -o bin/lulc ./cmd/lulc
 
 # demo runs the main job on the embedded default configs: a tiny synthetic
-# scene, its analysis-ready stack, then a trained forest with its metrics.
+# scene, its analysis-ready stack, a trained forest with its metrics, the
+# predicted class map with quicklook and STAC item, and its evaluation.
 demo: build
 	bin/lulc synth --force --out runs/demo/scene
 	bin/lulc ingest --force --catalog runs/demo/scene/catalog.json --out runs/demo/stack
 	bin/lulc train --force --stack runs/demo/stack --out runs/demo/train
+	bin/lulc predict --force --confidence --model runs/demo/train/model.lulcrf --input runs/demo/stack --out runs/demo/predict
+	bin/lulc evaluate --force --prediction runs/demo/predict/31TEJ/class.tif --labels runs/demo/stack/31TEJ/labels.tif --out runs/demo/evaluate
 
 test: deps
 	go test ./...

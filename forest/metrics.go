@@ -91,7 +91,7 @@ func Evaluate(ref, pred []uint8, codes []uint8) (Metrics, error) {
 // Table formats the metrics as a short text table, one line per class.
 func (m Metrics) Table(names []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "overall accuracy %.4f   kappa %.4f   macro-F1 %.4f   (%d validation pixels)\n", m.Accuracy, m.Kappa, m.MacroF1, m.Total)
+	fmt.Fprintf(&b, "overall accuracy %.4f   kappa %.4f   macro-F1 %.4f   (%d pixels)\n", m.Accuracy, m.Kappa, m.MacroF1, m.Total)
 	fmt.Fprintf(&b, "%-5s %-26s %9s %9s %9s %9s\n", "code", "class", "precision", "recall", "F1", "support")
 	for i, c := range m.Classes {
 		name := ""
