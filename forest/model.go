@@ -173,7 +173,9 @@ func (t *Tree) check(features, leaves int) error {
 			if int(f) >= features {
 				return fmt.Errorf("node %d splits on feature %d of %d", i, f, features)
 			}
-			if t.Left[i] <= i || t.Left[i] >= n || t.Right[i] <= i || t.Right[i] >= n {
+			// Children follow their parent and sit side by side, as Train
+			// lays them out and prediction assumes.
+			if t.Left[i] <= i || t.Right[i] != t.Left[i]+1 || t.Right[i] >= n {
 				return fmt.Errorf("node %d has children %d, %d", i, t.Left[i], t.Right[i])
 			}
 		} else if t.Leaf[i] < 0 || int(t.Leaf[i]) >= leaves {

@@ -6,34 +6,103 @@ import "fmt"
 // out (x.N × Classes, row-major). Sums run in tree order in float32, so
 // results do not depend on threading.
 func (f *Forest) Proba(x *Binned, out []float32) error {
-	if x.F != f.Features {
-		return fmt.Errorf("predict: %d features, the forest has %d", x.F, f.Features)
+	return f.Compile().Proba(x, out)
+}
+
+// pnode is a tree node packed for prediction in 8 bytes: a split's feature,
+// bin and left child (the right child follows it), or a leaf's probability
+// row. One array per tree keeps a traversal to one cache line per level.
+type pnode struct {
+	feature int16 // -1: leaf
+	bin     uint8
+	_       uint8
+	next    int32 // split: left child (right = left + 1); leaf: probability row
+}
+
+// Compiled is a forest laid out for prediction.
+type Compiled struct {
+	classes, features int
+	trees             [][]pnode
+	probs             [][]float32
+}
+
+// Compile packs the forest's trees for prediction. Trees must have been
+// grown by Train or checked by Decode (children adjacent).
+func (f *Forest) Compile() *Compiled {
+	c := &Compiled{classes: f.Classes, features: f.Features, trees: make([][]pnode, len(f.Trees)), probs: make([][]float32, len(f.Trees))}
+	for ti, t := range f.Trees {
+		nodes := make([]pnode, len(t.Feature))
+		for i := range nodes {
+			if t.Feature[i] >= 0 {
+				nodes[i] = pnode{feature: t.Feature[i], bin: t.Bin[i], next: t.Left[i]}
+			} else {
+				nodes[i] = pnode{feature: -1, next: t.Leaf[i]}
+			}
+		}
+		c.trees[ti], c.probs[ti] = nodes, t.Probs
 	}
-	c := f.Classes
+	return c
+}
+
+// Proba is Forest.Proba on the packed layout.
+func (f *Compiled) Proba(x *Binned, out []float32) error {
+	if x.F != f.features {
+		return fmt.Errorf("predict: %d features, the forest has %d", x.F, f.features)
+	}
+	c := f.classes
 	if len(out) != x.N*c {
 		return fmt.Errorf("predict: output of %d for %d rows × %d classes", len(out), x.N, c)
 	}
 	const chunk = 4096
-	inv := 1 / float32(len(f.Trees))
+	inv := 1 / float32(len(f.trees))
 	parallel((x.N+chunk-1)/chunk, func(k int) {
 		lo, hi := k*chunk, min(x.N, (k+1)*chunk)
 		acc := out[lo*c : hi*c]
 		clear(acc)
-		for ti := range f.Trees {
-			t := &f.Trees[ti]
-			for i := lo; i < hi; i++ {
-				n := int32(0)
-				for t.Feature[n] >= 0 {
-					if x.Codes[int(t.Feature[n])*x.N+i] <= t.Bin[n] {
-						n = t.Left[n]
-					} else {
-						n = t.Right[n]
+		// Row-major codes for the chunk: a traversal then reads one row's
+		// features from one cache line instead of one column per level.
+		nf := x.F
+		rows := make([]uint8, (hi-lo)*nf)
+		for ft := range nf {
+			col := x.Codes[ft*x.N+lo : ft*x.N+hi]
+			for i, v := range col {
+				rows[i*nf+ft] = v
+			}
+		}
+		for ti, nodes := range f.trees {
+			probs := f.probs[ti]
+			// Walk a group of rows in lockstep: their node loads and
+			// comparisons are independent, so the CPU overlaps them instead
+			// of waiting on one unpredictable branch after another.
+			const group = 8
+			for g := lo; g < hi; g += group {
+				m := min(group, hi-g)
+				var at [group]int32
+				for {
+					moving := false
+					for r := range m {
+						nd := nodes[at[r]]
+						if nd.feature < 0 {
+							continue
+						}
+						right := int32(0)
+						if rows[(g-lo+r)*nf+int(nd.feature)] > nd.bin {
+							right = 1
+						}
+						at[r] = nd.next + right
+						moving = true
+					}
+					if !moving {
+						break
 					}
 				}
-				p := t.Probs[int(t.Leaf[n])*c : int(t.Leaf[n])*c+c]
-				row := acc[(i-lo)*c : (i-lo)*c+c]
-				for j := range c {
-					row[j] += p[j]
+				for r := range m {
+					leaf := int(nodes[at[r]].next)
+					p := probs[leaf*c : leaf*c+c]
+					sum := acc[(g-lo+r)*c : (g-lo+r)*c+c]
+					for j := range c {
+						sum[j] += p[j]
+					}
 				}
 			}
 		}
@@ -46,8 +115,8 @@ func (f *Forest) Proba(x *Binned, out []float32) error {
 
 // Classify returns each row's most probable class index (ties to the lower
 // index) and that probability.
-func (f *Forest) Classify(x *Binned) ([]uint8, []float32, error) {
-	c := f.Classes
+func (f *Compiled) Classify(x *Binned) ([]uint8, []float32, error) {
+	c := f.classes
 	prob := make([]float32, x.N*c)
 	if err := f.Proba(x, prob); err != nil {
 		return nil, nil, err
@@ -65,6 +134,12 @@ func (f *Forest) Classify(x *Binned) ([]uint8, []float32, error) {
 		cls[i], conf[i] = uint8(best), row[best]
 	}
 	return cls, conf, nil
+}
+
+// Classify returns each row's most probable class index (ties to the lower
+// index) and that probability.
+func (f *Forest) Classify(x *Binned) ([]uint8, []float32, error) {
+	return f.Compile().Classify(x)
 }
 
 // Nodes returns the number of nodes over all trees and the deepest level.

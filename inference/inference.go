@@ -30,12 +30,18 @@ type Predictor interface {
 }
 
 // CPU predicts with the model's forest in Go.
-type CPU struct{ Model *forest.Model }
+type CPU struct {
+	Model    *forest.Model
+	compiled *forest.Compiled
+}
+
+// NewCPU packs the model's forest for prediction once.
+func NewCPU(m *forest.Model) *CPU { return &CPU{Model: m, compiled: m.Forest.Compile()} }
 
 // Predict implements Predictor: it bins the planes with the model's edges
 // (the planes are already the column-major layout the forest walks) and
 // averages tree probabilities.
-func (p CPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float32) error {
+func (p *CPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float32) error {
 	n := len(valid)
 	m := p.Model
 	xb := &forest.Binned{N: n, F: len(feats), Codes: make([]uint8, n*len(feats))}
@@ -45,7 +51,7 @@ func (p CPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float3
 			col[i] = m.Bins.Code(f, v)
 		}
 	}
-	c, pr, err := m.Forest.Classify(xb)
+	c, pr, err := p.compiled.Classify(xb)
 	if err != nil {
 		return err
 	}

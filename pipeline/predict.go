@@ -211,7 +211,7 @@ func predictTile(ctx context.Context, pc PredictConfig, opt Options, stage *atom
 	pt.Timings, err = inference.Run(ctx, inference.Tile{
 		Stack: filepath.Join(stackDir, "stack.tif"), Grid: grid, Scale: m.Scale, Offset: m.Offset,
 		Window: pc.Window, Workers: opt.Workers, Class: classW, Confidence: confW, Codes: scheme.Codes(),
-	}, set, inference.CPU{Model: model}, bar)
+	}, set, inference.NewCPU(model), bar)
 	bar.Finish()
 	if err != nil {
 		abort()
