@@ -486,6 +486,11 @@ feed:
 	}
 	for _, d := range dates {
 		src := manifestItem{ID: d.item.ID, Collection: d.item.Collection, Datetime: d.item.Datetime.Format(time.RFC3339Nano), Assets: map[string]manifestAsset{}}
+		// Items from static catalogs have their own document; API results
+		// are located by the search that returned them.
+		if strings.HasSuffix(d.item.Location, ".json") {
+			src.Href = d.item.Location
+		}
 		for bi, a := range d.bands {
 			src.Assets[cfg.Bands[bi]] = describeAsset(ctx, opt.HTTP, a, d.scale[bi], d.offset[bi])
 		}

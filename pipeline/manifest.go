@@ -50,6 +50,7 @@ type manifestMask struct {
 
 type manifestItem struct {
 	ID         string                   `json:"id"`
+	Href       string                   `json:"href,omitempty"` // the item document, when it has its own
 	Collection string                   `json:"collection,omitempty"`
 	Datetime   string                   `json:"datetime,omitempty"`
 	Assets     map[string]manifestAsset `json:"assets"`

@@ -351,10 +351,10 @@ func predictionItem(m manifest, grid lraster.Grid, scheme landcover.Scheme, dir,
 		if s.Datetime > end {
 			end = s.Datetime
 		}
-		// Link one asset per source item, the same one every run.
-		keys := slices.Sorted(maps.Keys(s.Assets))
-		href := ""
-		if len(keys) > 0 {
+		// Link the source item's document, else one of its assets (the
+		// same one every run).
+		href := s.Href
+		if keys := slices.Sorted(maps.Keys(s.Assets)); href == "" && len(keys) > 0 {
 			href = s.Assets[keys[0]].Href
 		}
 		if href != "" {

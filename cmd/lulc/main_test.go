@@ -27,7 +27,7 @@ func TestHelpListsWorkingCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"synth", "ingest", "train", "version"} {
+	for _, want := range []string{"synth", "ingest", "train", "predict", "evaluate", "version"} {
 		if !strings.Contains(out, "  "+want+" ") {
 			t.Errorf("--help does not list %s:\n%s", want, out)
 		}
@@ -206,5 +206,55 @@ func TestTrainCommand(t *testing.T) {
 	code, _, stderr = lulc(t, "train", "-q", "--stack", stack, "--engine", "sklearn", "--out", filepath.Join(dir, "x"))
 	if code == 0 || !strings.Contains(stderr, `engine: "sklearn"`) {
 		t.Errorf("bad engine: exit %d, %q", code, stderr)
+	}
+}
+
+func TestPredictAndEvaluateCommands(t *testing.T) {
+	dir := t.TempDir()
+	stack, model := demoRun(t, dir)
+	raw, _ := configs.Read("predict-demo.yaml")
+	cfg := filepath.Join(dir, "predict.yaml")
+	body := strings.Replace(strings.Replace(string(raw), "runs/demo/train/model.lulcrf", model, 1), "runs/demo/stack", stack, 1)
+	os.WriteFile(cfg, []byte(body), 0o644)
+	out := filepath.Join(dir, "pred")
+	code, stdout, stderr := lulc(t, "predict", "-c", cfg, "--out", out)
+	if code != 0 {
+		t.Fatalf("predict: %s", stderr)
+	}
+	for _, want := range []string{"class map", "quicklook", "STAC item", "Mpx/s"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !fileExists(filepath.Join(out, "31TEJ", "confidence.tif")) {
+		t.Error("config's confidence: true wrote no confidence.tif")
+	}
+	code, stdout, stderr = lulc(t, "evaluate", "--prediction", filepath.Join(out, "31TEJ", "class.tif"),
+		"--labels", filepath.Join(stack, "31TEJ", "labels.tif"), "--out", filepath.Join(dir, "ev"))
+	if code != 0 || !strings.Contains(stdout, "overall accuracy") {
+		t.Fatalf("evaluate: exit %d %s %s", code, stdout, stderr)
+	}
+	code, _, stderr = lulc(t, "predict", "-q", "--model", filepath.Join(dir, "none.lulcrf"), "--input", stack, "--out", filepath.Join(dir, "x"))
+	if code == 0 || !strings.Contains(stderr, "none.lulcrf") {
+		t.Errorf("missing model: exit %d %q", code, stderr)
+	}
+}
+
+func TestPredictFromSTAC(t *testing.T) {
+	dir := t.TempDir()
+	stack, model := demoRun(t, dir)
+	scene := filepath.Join(dir, "scene")
+	out := filepath.Join(dir, "fromstac")
+	if code, _, stderr := lulc(t, "predict", "-q", "--model", model, "--catalog", filepath.Join(scene, "catalog.json"), "--out", out); code != 0 {
+		t.Fatalf("predict from STAC: %s", stderr)
+	}
+	direct := filepath.Join(dir, "direct")
+	if code, _, stderr := lulc(t, "predict", "-q", "--model", model, "--input", stack, "--out", direct); code != 0 {
+		t.Fatal(stderr)
+	}
+	a, _ := os.ReadFile(filepath.Join(out, "31TEJ", "class.tif"))
+	b, _ := os.ReadFile(filepath.Join(direct, "31TEJ", "class.tif"))
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Error("prediction from the STAC catalog differs from prediction from its stack")
 	}
 }

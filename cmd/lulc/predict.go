@@ -21,18 +21,19 @@ type predictFile struct {
 }
 
 func newPredictCmd(a *app) *cobra.Command {
-	var cfgPath, out string
+	var cfgPath, out, ingestCfg, catalogOverride string
 	var pc pipeline.PredictConfig
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "predict --out DIR (--config configs/predict-<name>.yaml | --model M --input STACK)",
+		Use:   "predict --out DIR (--config configs/predict-<name>.yaml | --model M (--input STACK | --catalog CATALOG | --ingest-config CONFIG))",
 		Short: "Classify ingest stacks with a model into class COGs, STAC items and quicklooks",
 		Long: `predict streams every tile of an ingest output through read → features → predict →
 write stages and writes per tile class.tif (UInt8 class codes with the scheme's colours
 and names, nodata 0, COG with MODE overviews), optionally confidence.tif (top class
 probability 0–100), a STAC item and a quicklook PNG with a legend. Outputs are staged
 and renamed when complete; --resume continues an interrupted run, keeping the tiles
-whose checksums verify.`,
+whose checksums verify. With STAC input (--catalog or --ingest-config) it first runs
+ingest into OUT.stack and predicts from that stack.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
@@ -55,8 +56,27 @@ whose checksums verify.`,
 				}
 				pc.Window, pc.Confidence, pc.Compress = f.Window, pc.Confidence || f.Confidence, f.Compress
 			}
+			if ingestCfg != "" || catalogOverride != "" {
+				// STAC input: ingest first into a stack beside the output,
+				// then predict from it.
+				if pc.Input != "" {
+					return fmt.Errorf("--input and --ingest-config/--catalog are alternatives")
+				}
+				icfg, err := loadConfig(ingestCfg, defaultIngestConfig, pipeline.ParseIngestConfig)
+				if err != nil {
+					return err
+				}
+				if catalogOverride != "" {
+					icfg.Source.Catalog, icfg.Source.API = catalogOverride, ""
+				}
+				pc.Input = out + ".stack"
+				if _, err := pipeline.Ingest(cmd.Context(), icfg, pipeline.Options{Out: pc.Input, Force: true, Log: a.log, Version: lulcVersion(), NewBar: a.newBar}); err != nil {
+					return fmt.Errorf("predict: ingest: %w", err)
+				}
+				a.log.Info("stack ingested for prediction", "stack", pc.Input)
+			}
 			if pc.Model == "" || pc.Input == "" {
-				return fmt.Errorf("--model and --input (or a --config naming them) are required")
+				return fmt.Errorf("--model and --input (or a --config naming them, or --ingest-config/--catalog) are required")
 			}
 			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{Out: out, Force: force, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
@@ -78,6 +98,8 @@ whose checksums verify.`,
 	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "prediction config (model, input, window, confidence, compress)")
 	cmd.Flags().StringVar(&pc.Model, "model", "", "model file (model.lulcrf from lulc train)")
 	cmd.Flags().StringVar(&pc.Input, "input", "", "ingest output directory")
+	cmd.Flags().StringVar(&ingestCfg, "ingest-config", "", "STAC input: ingest with this config into OUT.stack, then predict")
+	cmd.Flags().StringVar(&catalogOverride, "catalog", "", "STAC input: a static catalog to ingest (with the embedded or --ingest-config config)")
 	cmd.Flags().IntVar(&pc.Window, "window", 0, "window side in pixels (default 1024)")
 	cmd.Flags().BoolVar(&pc.Confidence, "confidence", false, "also write confidence.tif")
 	cmd.Flags().StringVar(&pc.Compress, "compress", "", "DEFLATE (default) or ZSTD")
