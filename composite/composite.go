@@ -64,8 +64,11 @@ func medianSorted(v []float32) float32 {
 	case k%2 == 1:
 		return v[k/2]
 	default:
-		s := v[k/2-1] + v[k/2]
-		return s * 0.5
+		m := (v[k/2-1] + v[k/2]) * 0.5
+		if m != m { // ∞ + −∞: the canonical NaN, as the GPU twin gives
+			return float32(math.NaN())
+		}
+		return m
 	}
 }
 

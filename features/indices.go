@@ -11,8 +11,10 @@ import (
 
 // Policy for missing data and division by zero, shared by every feature
 // and by the forest (which bins NaN to its own code): a NaN input gives a
-// NaN output, and a ratio whose denominator is zero is NaN. Reflectances
-// come from the stack (NaN where it holds no valid observation).
+// NaN output, and a ratio whose denominator is zero is NaN. Every NaN
+// output is the canonical quiet NaN (bits 0x7fc00000), whatever produced
+// it (∞ − ∞ gives another NaN on x86 than on a GPU). Reflectances come from
+// the stack (NaN where it holds no valid observation).
 //
 // Every index is one float32 expression evaluated in the order written,
 // with explicit float32 conversions after each product so that no compiler
@@ -25,7 +27,10 @@ type Feature struct {
 	Kind   string   // "band", "index" or "nd"
 	Index  string   // registry name for Kind "index"
 	Inputs []string // lulc band names it reads, in the order fn takes them
-	fn     func(in []float32) float32
+	// Op names the expression for the GPU twin: band, nd, evi, savi or bsi
+	// (every registry ratio is an nd of its two inputs).
+	Op string
+	fn func(in []float32) float32
 }
 
 // index is a registry entry: inputs as band names and the expression.
@@ -34,6 +39,9 @@ type index struct {
 	doc    string
 	fn     func(in []float32) float32
 }
+
+// ops gives the GPU operation of the indices that are not plain nd.
+var ops = map[string]string{"evi": "evi", "savi": "savi", "bsi": "bsi"}
 
 // nd is the normalised difference (a − b) / (a + b).
 func nd(a, b float32) float32 {
@@ -90,7 +98,11 @@ func Indices() []string {
 func ParseFeature(name string) (Feature, error) {
 	s := strings.TrimSpace(name)
 	if ix, ok := registry[strings.ToLower(s)]; ok {
-		return Feature{Name: strings.ToLower(s), Kind: "index", Index: strings.ToLower(s), Inputs: ix.inputs, fn: ix.fn}, nil
+		op := ops[strings.ToLower(s)]
+		if op == "" {
+			op = "nd"
+		}
+		return Feature{Name: strings.ToLower(s), Kind: "index", Index: strings.ToLower(s), Inputs: ix.inputs, Op: op, fn: ix.fn}, nil
 	}
 	if strings.HasPrefix(s, "nd(") && strings.HasSuffix(s, ")") {
 		args := strings.Split(s[3:len(s)-1], ",")
@@ -105,11 +117,11 @@ func ParseFeature(name string) (Feature, error) {
 		if err != nil {
 			return Feature{}, fmt.Errorf("feature %q: %w", name, err)
 		}
-		return Feature{Name: "nd(" + a.Name + "," + b.Name + ")", Kind: "nd", Inputs: []string{a.Name, b.Name},
+		return Feature{Name: "nd(" + a.Name + "," + b.Name + ")", Kind: "nd", Inputs: []string{a.Name, b.Name}, Op: "nd",
 			fn: func(v []float32) float32 { return nd(v[0], v[1]) }}, nil
 	}
 	if b, err := LookupBand(s); err == nil {
-		return Feature{Name: b.Name, Kind: "band", Inputs: []string{b.Name}, fn: func(v []float32) float32 { return v[0] }}, nil
+		return Feature{Name: b.Name, Kind: "band", Inputs: []string{b.Name}, Op: "band", fn: func(v []float32) float32 { return v[0] }}, nil
 	}
 	var names []string
 	for n := range registry {
@@ -157,6 +169,9 @@ func NewSet(names, bands []string) (*Set, error) {
 	}
 	return s, nil
 }
+
+// Inputs returns the stack positions of feature f's inputs.
+func (s *Set) Inputs(f int) []int { return s.inputs[f] }
 
 // Names returns the feature names in order.
 func (s *Set) Names() []string {
@@ -211,7 +226,11 @@ func (c CPU) Compute(dst, src [][]float32) error {
 						out[i] = float32(math.NaN())
 						continue
 					}
-					out[i] = f.fn(in[:len(pos)])
+					v := f.fn(in[:len(pos)])
+					if v != v {
+						v = float32(math.NaN()) // canonical: see the policy above
+					}
+					out[i] = v
 				}
 			}
 		})

@@ -1,0 +1,207 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/features"
+)
+
+// TestGPUReport measures, in one run on a GPU host, what docs/benchmarks.md
+// records: the device's copy bandwidth, the fused features kernel on a full
+// tile with data on the device, the median composite against the CPU
+// path, pinned transfer rates and end-to-end features with copies against
+// the CPU path. Run with LULC_GPU_BENCH=1 (it needs about 40 GB of host and
+// 20 GB of GPU memory).
+func TestGPUReport(t *testing.T) {
+	if os.Getenv("LULC_GPU_BENCH") != "1" {
+		t.Skip("set LULC_GPU_BENCH=1 to measure")
+	}
+	d := gpu(t)
+	defer d.Close()
+	drv, _ := DriverVersion()
+	fmt.Printf("device %s, %d SMs, %.1f GiB, driver CUDA %s, PTX %s; host %d CPUs\n", d.Name, d.SMs, float64(d.Memory)/(1<<30), drv, ptxVersion(), runtime.NumCPU())
+	const n = 10980 * 10980
+	const reps = 10
+	r := rand.New(rand.NewPCG(7, 8))
+
+	// 1. Device-to-device copy, 2 GiB: bytes read + written.
+	var copyGBs float64
+	must(t, d.Do(func() error {
+		const size = 2 << 30
+		a, err := alloc(size)
+		if err != nil {
+			return err
+		}
+		defer a.free()
+		b, err := alloc(size)
+		if err != nil {
+			return err
+		}
+		defer b.free()
+		ms, err := d.timeIt(reps, func() error { return check(api.memcpyDtoD(b.ptr, a.ptr, size), "copy") })
+		copyGBs = 2 * size / (ms / 1e3) / 1e9
+		fmt.Printf("device-to-device copy: %.2f ms for 2 GiB, %.0f GB/s (read + written)\n", ms, copyGBs)
+		return err
+	}))
+
+	// 2. Fused features on a full tile, data resident on the device.
+	bands := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
+	names := append(append([]string{}, bands...), "ndvi", "ndwi", "mndwi", "ndbi", "nbr", "ndmi", "evi", "savi", "bsi", "ndre1")
+	set, _ := features.NewSet(names, bands)
+	g, _ := NewFeatures(d, set)
+	must(t, d.Do(func() error {
+		in, err := alloc(uint64(n) * 4 * uint64(len(bands)))
+		if err != nil {
+			return err
+		}
+		defer in.free()
+		out, err := alloc(uint64(n) * 4 * uint64(len(names)))
+		if err != nil {
+			return err
+		}
+		defer out.free()
+		// Real-valued inputs: upload one random plane per band.
+		plane := make([]float32, n)
+		for b := range bands {
+			for i := range plane {
+				plane[i] = float32(r.Float64()*0.6 + 0.01)
+			}
+			if err := check(api.memcpyHtoD(in.ptr+uint64(b)*uint64(n)*4, unsafe.Pointer(&plane[0]), uint64(n)*4), "upload"); err != nil {
+				return err
+			}
+		}
+		prog, err := upload(g.progCodes)
+		if err != nil {
+			return err
+		}
+		defer prog.free()
+		ms, err := d.timeIt(reps, func() error {
+			return d.launch("features", int64(n), in.ptr, int32(len(bands)), int64(n), prog.ptr, int32(len(names)), out.ptr)
+		})
+		bytes := float64(n) * 4 * float64(len(bands)+len(names))
+		gbs := bytes / (ms / 1e3) / 1e9
+		fmt.Printf("fused features, full tile (%d bands → %d features, float32): %.2f ms, %.0f GB/s = %.0f %% of copy\n", len(bands), len(names), ms, gbs, 100*gbs/copyGBs)
+		return err
+	}))
+
+	// 3. Median composite of 4 dates: GPU kernel (device-resident) and the
+	// CPU path on every core, same data.
+	const dates = 4
+	planes := make([][]float32, dates)
+	for k := range planes {
+		planes[k] = make([]float32, n)
+		for i := range planes[k] {
+			if r.IntN(4) == 0 {
+				planes[k][i] = float32NaN()
+			} else {
+				planes[k][i] = float32(r.Float64())
+			}
+		}
+	}
+	must(t, d.Do(func() error {
+		in, err := alloc(uint64(n) * 4 * dates)
+		if err != nil {
+			return err
+		}
+		defer in.free()
+		for k := range planes {
+			if err := check(api.memcpyHtoD(in.ptr+uint64(k)*uint64(n)*4, unsafe.Pointer(&planes[k][0]), uint64(n)*4), "upload"); err != nil {
+				return err
+			}
+		}
+		out, err := alloc(uint64(n) * 4)
+		if err != nil {
+			return err
+		}
+		defer out.free()
+		cnt, err := alloc(uint64(n))
+		if err != nil {
+			return err
+		}
+		defer cnt.free()
+		ms, err := d.timeIt(reps, func() error {
+			return d.launch("median", int64(n), in.ptr, int32(dates), int64(n), out.ptr, cnt.ptr)
+		})
+		fmt.Printf("median composite, full tile × %d dates: GPU %.2f ms = %.1f G pixel·dates/s\n", dates, ms, float64(n)*dates/(ms/1e3)/1e9)
+		return err
+	}))
+	dst := make([]float32, n)
+	var cpuTimes []float64
+	for range 3 {
+		t0 := time.Now()
+		composite.Median(dst, planes)
+		cpuTimes = append(cpuTimes, time.Since(t0).Seconds()*1e3)
+	}
+	cms := medianOf(cpuTimes)
+	fmt.Printf("median composite, full tile × %d dates: CPU (%d cores) %.0f ms = %.2f G pixel·dates/s\n", dates, runtime.NumCPU(), cms, float64(n)*dates/(cms/1e3)/1e9)
+
+	// 4. Pinned host ↔ device, 1 GiB.
+	must(t, d.Do(func() error {
+		const size = 1 << 30
+		var host unsafe.Pointer
+		if err := check(api.memAllocHost(&host, size), "cuMemAllocHost"); err != nil {
+			return err
+		}
+		defer api.memFreeHost(host)
+		dev, err := alloc(size)
+		if err != nil {
+			return err
+		}
+		defer dev.free()
+		h2d, err := d.timeIt(reps, func() error { return check(api.memcpyHtoD(dev.ptr, host, size), "h2d") })
+		if err != nil {
+			return err
+		}
+		d2h, err := d.timeIt(reps, func() error { return check(api.memcpyDtoH(host, dev.ptr, size), "d2h") })
+		fmt.Printf("pinned 1 GiB: host→device %.1f GB/s, device→host %.1f GB/s\n", size/(h2d/1e3)/1e9, size/(d2h/1e3)/1e9)
+		return err
+	}))
+
+	// 5. End-to-end features for a full tile from Go memory, copies
+	// included, against the CPU path on every core.
+	src := make([][]float32, len(bands))
+	for b := range src {
+		src[b] = make([]float32, n)
+		for i := range src[b] {
+			src[b][i] = float32(r.Float64()*0.6 + 0.01)
+		}
+	}
+	dstG := make([][]float32, len(names))
+	dstC := make([][]float32, len(names))
+	for f := range names {
+		dstG[f], dstC[f] = make([]float32, n), make([]float32, n)
+	}
+	must(t, g.Compute(dstG, src)) // warm-up
+	var gt, ct []float64
+	for range 3 {
+		t0 := time.Now()
+		must(t, g.Compute(dstG, src))
+		gt = append(gt, time.Since(t0).Seconds())
+		t0 = time.Now()
+		must(t, features.CPU{Set: set}.Compute(dstC, src))
+		ct = append(ct, time.Since(t0).Seconds())
+	}
+	fmt.Printf("features end to end, full tile from Go memory: GPU with copies %.2f s, CPU (%d cores) %.2f s, speed-up %.1f×\n", medianOf(gt), runtime.NumCPU(), medianOf(ct), medianOf(ct)/medianOf(gt))
+	for f := range names {
+		if i := sameBits(dstC[f], dstG[f]); i >= 0 {
+			t.Errorf("%s: GPU and CPU differ at %d", names[f], i)
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func float32NaN() float32 { return float32(math.NaN()) }

@@ -1,0 +1,217 @@
+package cuda
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/forest"
+)
+
+// TestPTXUpToDate fails when lulc.cu changed without gen.sh being rerun,
+// or when the PTX needs a newer driver than CUDA 13.0's (ISA 9.0).
+func TestPTXUpToDate(t *testing.T) {
+	src, err := os.ReadFile("kernels/lulc.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(src)
+	if !strings.Contains(ptx, "// lulc.cu sha256: "+hex.EncodeToString(sum[:])) {
+		t.Fatal("kernels/lulc.ptx was not generated from the current lulc.cu: run go generate ./cuda/... on a GPU host")
+	}
+	v := versionRE.FindStringSubmatch(ptx)
+	if v == nil {
+		t.Fatal("no .version in lulc.ptx")
+	}
+	if major := v[1]; major > "9" || major == "9" && v[2] > "0" {
+		t.Fatalf("PTX ISA %s.%s is newer than the 9.0 that CUDA 13.0 drivers load", v[1], v[2])
+	}
+}
+
+// gpu opens GPU 0, skipping without one unless LULC_REQUIRE_GPU=1.
+func gpu(t testing.TB) *Device {
+	t.Helper()
+	d, err := Open(0)
+	if err != nil {
+		if os.Getenv("LULC_REQUIRE_GPU") == "1" {
+			t.Fatalf("LULC_REQUIRE_GPU=1 but no usable GPU: %v", err)
+		}
+		t.Skipf("no usable GPU: %v", err)
+	}
+	return d
+}
+
+// hard values: NaN, zeros of both signs, denormals, exact opposites
+// (zero denominators), huge and tiny magnitudes.
+var hard = []float32{float32(math.NaN()), 0, float32(math.Copysign(0, -1)), 1e-40, -1e-40, 0.5, -0.5, 3e38, -3e38, 1e-30, 0.1, -0.1}
+
+func randomPlanes(r *rand.Rand, planes, n int) [][]float32 {
+	out := make([][]float32, planes)
+	for p := range out {
+		out[p] = make([]float32, n)
+		for i := range out[p] {
+			switch r.IntN(20) {
+			case 0:
+				out[p][i] = hard[r.IntN(len(hard))]
+			case 1:
+				out[p][i] = float32(math.NaN())
+			default:
+				out[p][i] = float32(r.Float64()*1.3 - 0.1)
+			}
+		}
+	}
+	return out
+}
+
+func sameBits(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestFeaturesBitExact(t *testing.T) {
+	d := gpu(t)
+	defer d.Close()
+	bands := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
+	names := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12",
+		"ndvi", "ndwi", "mndwi", "ndbi", "nbr", "ndmi", "evi", "savi", "bsi", "ndre1", "nd(B06,B8A)"}
+	set, err := features.NewSet(names, bands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	const n = 1 << 20
+	src := randomPlanes(r, len(bands), n)
+	// Exact opposites and sums to zero, so denominators vanish.
+	for i := 0; i < n; i += 97 {
+		src[3][i] = -src[2][i]
+		src[0][i] = -src[8][i] - src[2][i]
+	}
+	cpu := make([][]float32, len(names))
+	gpuOut := make([][]float32, len(names))
+	for f := range names {
+		cpu[f], gpuOut[f] = make([]float32, n), make([]float32, n)
+	}
+	if err := (features.CPU{Set: set}).Compute(cpu, src); err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewFeatures(d, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Compute(gpuOut, src); err != nil {
+		t.Fatal(err)
+	}
+	for f := range names {
+		if i := sameBits(cpu[f], gpuOut[f]); i >= 0 {
+			var in []float32
+			for _, p := range set.Inputs(f) {
+				in = append(in, src[p][i])
+			}
+			t.Errorf("%s differs at %d: CPU %v (%08x), GPU %v (%08x), inputs %v", names[f], i, cpu[f][i], math.Float32bits(cpu[f][i]), gpuOut[f][i], math.Float32bits(gpuOut[f][i]), in)
+		}
+	}
+}
+
+func TestMedianBitExact(t *testing.T) {
+	d := gpu(t)
+	defer d.Close()
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, dates := range []int{1, 2, 3, 4, 7, 12, 24} {
+		const n = 1 << 18
+		planes := randomPlanes(r, dates, n)
+		for i := 0; i < n; i += 13 { // ties and signed zeros
+			planes[0][i] = planes[dates-1][i]
+			if i%26 == 0 {
+				planes[0][i] = float32(math.Copysign(0, -1))
+				planes[dates-1][i] = 0
+			}
+		}
+		want := make([]float32, n)
+		if err := composite.Median(want, planes); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, n)
+		count := make([]uint8, n)
+		if err := Median(d, got, count, planes); err != nil {
+			t.Fatal(err)
+		}
+		if i := sameBits(want, got); i >= 0 {
+			var in []float32
+			for _, p := range planes {
+				in = append(in, p[i])
+			}
+			t.Fatalf("%d dates: pixel %d CPU %v GPU %v from %v", dates, i, want[i], got[i], in)
+		}
+		for i := range n {
+			k := 0
+			for _, p := range planes {
+				if p[i] == p[i] {
+					k++
+				}
+			}
+			if int(count[i]) != k {
+				t.Fatalf("%d dates: pixel %d count %d, want %d", dates, i, count[i], k)
+			}
+		}
+	}
+}
+
+func TestBinBitExact(t *testing.T) {
+	d := gpu(t)
+	defer d.Close()
+	r := rand.New(rand.NewPCG(5, 6))
+	const nf, n = 6, 1 << 18
+	planes := randomPlanes(r, nf, n)
+	x := make([]float32, 0, n*nf)
+	for i := range n {
+		for f := range nf {
+			x = append(x, planes[f][i])
+		}
+	}
+	bins, err := forest.QuantileBins(x, nf, 128, 50_000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Values exactly on edges.
+	for f := range nf {
+		for k, e := range bins.Edges[f] {
+			planes[f][k] = e
+		}
+	}
+	want := &forest.Binned{N: n, F: nf, Codes: make([]uint8, n*nf)}
+	for f := range nf {
+		for i := range n {
+			want.Codes[f*n+i] = bins.Code(f, planes[f][i])
+		}
+	}
+	got, err := Bin(d, bins, planes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want.Codes {
+		if want.Codes[i] != got.Codes[i] {
+			t.Fatalf("code %d: CPU %d GPU %d (value %v)", i, want.Codes[i], got.Codes[i], planes[i/n][i%n])
+		}
+	}
+}
+
+func TestReport(t *testing.T) {
+	r, ok := Report()
+	if os.Getenv("LULC_REQUIRE_GPU") == "1" && !ok {
+		t.Fatalf("LULC_REQUIRE_GPU=1 but:\n%s", r)
+	}
+	if !ok && !strings.Contains(r, "not usable") {
+		t.Errorf("a report without a usable GPU must say why:\n%s", r)
+	}
+	t.Log("\n" + r)
+}

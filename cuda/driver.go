@@ -1,0 +1,425 @@
+// Package cuda drives NVIDIA GPUs through the CUDA driver API, loaded at run
+// time with purego (no cgo, no CUDA toolkit at build time: the package
+// builds with CGO_ENABLED=0 and only the driver's libcuda is needed to run).
+// It holds the GPU twins of lulc's compute stages, each behind the same
+// interface as its CPU reference and tested against it bit for bit.
+//
+// A Device is owned by one goroutine locked to its OS thread, which holds
+// the device's primary context; work is handed to it, so any number of
+// goroutines may use a Device, and N GPUs mean N owners.
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// Result is a CUDA driver error code; it implements error with the
+// driver's own name and description.
+type Result int32
+
+// Codes callers test for.
+const (
+	Success                 Result = 0
+	ErrorOutOfMemory        Result = 2
+	ErrorNoDevice           Result = 100
+	ErrorUnsupportedPTX     Result = 222
+	ErrorInvalidPTX         Result = 218
+	ErrorNotInitialized     Result = 3
+	ErrorInsufficientDriver Result = 35
+)
+
+func (r Result) Error() string {
+	name, desc := "CUDA_ERROR_UNKNOWN", ""
+	if api.getErrorName != nil {
+		var p, q *byte
+		api.getErrorName(int32(r), &p)
+		api.getErrorString(int32(r), &q)
+		name, desc = cString(p), cString(q)
+	}
+	return fmt.Sprintf("%s (%d): %s", name, int32(r), desc)
+}
+
+func cString(p *byte) string {
+	if p == nil {
+		return ""
+	}
+	var b []byte
+	for q := unsafe.Pointer(p); *(*byte)(q) != 0; q = unsafe.Add(q, 1) {
+		b = append(b, *(*byte)(q))
+	}
+	return string(b)
+}
+
+func check(r int32, what string) error {
+	if r == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, Result(r))
+}
+
+// api holds the driver entry points, by their real (versioned) names.
+var api struct {
+	init             func(flags uint32) int32
+	driverGetVersion func(v *int32) int32
+	deviceGetCount   func(n *int32) int32
+	deviceGet        func(d *int32, ordinal int32) int32
+	deviceGetName    func(name *byte, n int32, d int32) int32
+	deviceTotalMem   func(bytes *uint64, d int32) int32
+	deviceGetAttr    func(v *int32, attr int32, d int32) int32
+	primaryRetain    func(ctx *uintptr, d int32) int32
+	ctxSetCurrent    func(ctx uintptr) int32
+	ctxSynchronize   func() int32
+	moduleLoadDataEx func(m *uintptr, image unsafe.Pointer, n uint32, opts *int32, vals *uintptr) int32
+	moduleGetFunc    func(f *uintptr, m uintptr, name *byte) int32
+	memAlloc         func(p *uint64, bytes uint64) int32
+	memFree          func(p uint64) int32
+	memAllocHost     func(p *unsafe.Pointer, bytes uint64) int32
+	memFreeHost      func(p unsafe.Pointer) int32
+	memcpyHtoD       func(dst uint64, src unsafe.Pointer, n uint64) int32
+	memcpyDtoH       func(dst unsafe.Pointer, src uint64, n uint64) int32
+	memcpyDtoD       func(dst, src uint64, n uint64) int32
+	launchKernel     func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32
+	eventCreate      func(e *uintptr, flags uint32) int32
+	eventRecord      func(e uintptr, stream uintptr) int32
+	eventSynchronize func(e uintptr) int32
+	eventElapsed     func(ms *float32, start, end uintptr) int32
+	eventDestroy     func(e uintptr) int32
+	memGetInfo       func(free, total *uint64) int32
+	getErrorName     func(r int32, s **byte) int32
+	getErrorString   func(r int32, s **byte) int32
+}
+
+var (
+	loadOnce sync.Once
+	loadErr  error
+)
+
+// Load opens libcuda and initialises the driver. It is safe to call often;
+// the error says why no GPU can be used (no driver library, no device, …).
+func Load() error {
+	loadOnce.Do(func() { loadErr = load() })
+	return loadErr
+}
+
+func load() error {
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("the CUDA driver is loaded on Linux only (this is %s)", runtime.GOOS)
+	}
+	var lib uintptr
+	var err error
+	for _, name := range []string{"libcuda.so.1", "libcuda.so"} {
+		if lib, err = purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("no NVIDIA driver: cannot load libcuda.so.1: %w", err)
+	}
+	syms := []struct {
+		fn   any
+		name string
+	}{
+		{&api.getErrorName, "cuGetErrorName"}, {&api.getErrorString, "cuGetErrorString"},
+		{&api.init, "cuInit"}, {&api.driverGetVersion, "cuDriverGetVersion"},
+		{&api.deviceGetCount, "cuDeviceGetCount"}, {&api.deviceGet, "cuDeviceGet"},
+		{&api.deviceGetName, "cuDeviceGetName"}, {&api.deviceTotalMem, "cuDeviceTotalMem_v2"},
+		{&api.deviceGetAttr, "cuDeviceGetAttribute"}, {&api.primaryRetain, "cuDevicePrimaryCtxRetain"},
+		{&api.ctxSetCurrent, "cuCtxSetCurrent"}, {&api.ctxSynchronize, "cuCtxSynchronize"},
+		{&api.moduleLoadDataEx, "cuModuleLoadDataEx"}, {&api.moduleGetFunc, "cuModuleGetFunction"},
+		{&api.memAlloc, "cuMemAlloc_v2"}, {&api.memFree, "cuMemFree_v2"},
+		{&api.memAllocHost, "cuMemAllocHost_v2"}, {&api.memFreeHost, "cuMemFreeHost"},
+		{&api.memcpyHtoD, "cuMemcpyHtoD_v2"}, {&api.memcpyDtoH, "cuMemcpyDtoH_v2"}, {&api.memcpyDtoD, "cuMemcpyDtoD_v2"},
+		{&api.launchKernel, "cuLaunchKernel"},
+		{&api.eventCreate, "cuEventCreate"}, {&api.eventRecord, "cuEventRecord"},
+		{&api.eventSynchronize, "cuEventSynchronize"}, {&api.eventElapsed, "cuEventElapsedTime"},
+		{&api.eventDestroy, "cuEventDestroy_v2"}, {&api.memGetInfo, "cuMemGetInfo_v2"},
+	}
+	for _, s := range syms {
+		// RegisterLibFunc panics on a missing symbol: look it up first.
+		addr, err := purego.Dlsym(lib, s.name)
+		if err != nil {
+			return fmt.Errorf("libcuda lacks %s (driver too old?): %w", s.name, err)
+		}
+		purego.RegisterFunc(s.fn, addr)
+	}
+	if err := check(api.init(0), "cuInit"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// DriverVersion returns the driver's CUDA version as "13.0".
+func DriverVersion() (string, error) {
+	if err := Load(); err != nil {
+		return "", err
+	}
+	var v int32
+	if err := check(api.driverGetVersion(&v), "cuDriverGetVersion"); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d.%d", v/1000, v%1000/10), nil
+}
+
+// Info describes a device.
+type Info struct {
+	Index        int
+	Name         string
+	Memory       uint64 // bytes
+	Major, Minor int    // compute capability
+	SMs          int
+}
+
+// Devices lists the GPUs the driver sees.
+func Devices() ([]Info, error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
+	var n int32
+	if err := check(api.deviceGetCount(&n), "cuDeviceGetCount"); err != nil {
+		return nil, err
+	}
+	var out []Info
+	for i := range n {
+		var d int32
+		if err := check(api.deviceGet(&d, i), "cuDeviceGet"); err != nil {
+			return nil, err
+		}
+		name := make([]byte, 256)
+		api.deviceGetName(&name[0], int32(len(name)), d)
+		var mem uint64
+		api.deviceTotalMem(&mem, d)
+		var major, minor, sms int32
+		api.deviceGetAttr(&major, 75, d) // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+		api.deviceGetAttr(&minor, 76, d) // …_MINOR
+		api.deviceGetAttr(&sms, 16, d)   // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+		out = append(out, Info{Index: int(i), Name: cString(&name[0]), Memory: mem, Major: int(major), Minor: int(minor), SMs: int(sms)})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no CUDA device: %w", ErrorNoDevice)
+	}
+	return out, nil
+}
+
+// Device is one GPU with its primary context, owned by a goroutine.
+type Device struct {
+	Info
+	work   chan func()
+	module uintptr
+	funcs  map[string]uintptr
+	params unsafe.Pointer // pinned host memory for kernel arguments
+	closed bool
+}
+
+// Open retains device index's primary context on a new owner goroutine
+// and loads lulc's kernels.
+func Open(index int) (*Device, error) {
+	devs, err := Devices()
+	if err != nil {
+		return nil, err
+	}
+	if index < 0 || index >= len(devs) {
+		return nil, fmt.Errorf("no GPU %d (the driver sees %d)", index, len(devs))
+	}
+	d := &Device{Info: devs[index], work: make(chan func()), funcs: map[string]uintptr{}}
+	ready := make(chan error)
+	go d.own(ready)
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// own is the device-owning goroutine.
+func (d *Device) own(ready chan<- error) {
+	runtime.LockOSThread()
+	var cu int32
+	var ctx uintptr
+	err := check(api.deviceGet(&cu, int32(d.Index)), "cuDeviceGet")
+	if err == nil {
+		err = check(api.primaryRetain(&ctx, cu), "cuDevicePrimaryCtxRetain")
+	}
+	if err == nil {
+		err = check(api.ctxSetCurrent(ctx), "cuCtxSetCurrent")
+	}
+	if err == nil {
+		err = check(api.memAllocHost(&d.params, 4096), "cuMemAllocHost")
+	}
+	if err == nil {
+		err = d.loadModule()
+	}
+	ready <- err
+	if err != nil {
+		return
+	}
+	for f := range d.work {
+		f()
+	}
+}
+
+// Do runs f on the owner goroutine, where the context is current.
+func (d *Device) Do(f func() error) error {
+	if d.closed {
+		return errors.New("cuda: device closed")
+	}
+	done := make(chan error)
+	d.work <- func() { done <- f() }
+	return <-done
+}
+
+// Close stops the owner goroutine.
+func (d *Device) Close() {
+	if !d.closed {
+		d.Do(func() error { api.memFreeHost(d.params); return nil })
+		d.closed = true
+		close(d.work)
+	}
+}
+
+// loadModule JIT-compiles the embedded PTX, with the JIT's error log in
+// the error when it fails.
+func (d *Device) loadModule() error {
+	ptx := append([]byte(PTX()), 0)
+	logBuf := make([]byte, 8192)
+	// CU_JIT_ERROR_LOG_BUFFER (5) and its size (6).
+	opts := []int32{5, 6}
+	vals := []uintptr{uintptr(unsafe.Pointer(&logBuf[0])), uintptr(len(logBuf))}
+	r := api.moduleLoadDataEx(&d.module, unsafe.Pointer(&ptx[0]), 2, &opts[0], &vals[0])
+	runtime.KeepAlive(ptx)
+	runtime.KeepAlive(logBuf)
+	if r != 0 {
+		return fmt.Errorf("load lulc kernels (PTX %s): %w: %s", ptxVersion(), Result(r), cString(&logBuf[0]))
+	}
+	for _, name := range []string{"features", "median", "bin"} {
+		var f uintptr
+		cname := append([]byte(name), 0)
+		if err := check(api.moduleGetFunc(&f, d.module, &cname[0]), "cuModuleGetFunction "+name); err != nil {
+			return err
+		}
+		d.funcs[name] = f
+	}
+	return nil
+}
+
+// Buffer is device memory.
+type Buffer struct {
+	ptr   uint64
+	bytes uint64
+}
+
+// alloc allocates device memory (on the owner goroutine).
+func alloc(bytes uint64) (Buffer, error) {
+	var p uint64
+	if err := check(api.memAlloc(&p, max(bytes, 1)), fmt.Sprintf("cuMemAlloc %d bytes", bytes)); err != nil {
+		return Buffer{}, err
+	}
+	return Buffer{p, bytes}, nil
+}
+
+func (b Buffer) free() { api.memFree(b.ptr) }
+
+// upload copies a Go slice's bytes to a new device buffer.
+func upload[T any](s []T) (Buffer, error) {
+	n := uint64(len(s)) * uint64(unsafe.Sizeof(*new(T)))
+	b, err := alloc(n)
+	if err != nil || n == 0 {
+		return b, err
+	}
+	if err := check(api.memcpyHtoD(b.ptr, unsafe.Pointer(&s[0]), n), "cuMemcpyHtoD"); err != nil {
+		b.free()
+		return Buffer{}, err
+	}
+	return b, nil
+}
+
+// download copies a device buffer into a Go slice.
+func download[T any](s []T, b Buffer) error {
+	n := uint64(len(s)) * uint64(unsafe.Sizeof(*new(T)))
+	if n == 0 {
+		return nil
+	}
+	return check(api.memcpyDtoH(unsafe.Pointer(&s[0]), b.ptr, n), "cuMemcpyDtoH")
+}
+
+// launch runs kernel name over n elements with the arguments (each a
+// uint64 device pointer, int32 or int64), then synchronises and reports
+// any launch or execution error. Arguments are staged in pinned host
+// memory, since the driver reads them through pointers.
+func (d *Device) launch(name string, n int64, args ...any) error {
+	f, ok := d.funcs[name]
+	if !ok {
+		return fmt.Errorf("no kernel %s", name)
+	}
+	ptrs := unsafe.Slice((*uintptr)(d.params), 16)
+	vals := unsafe.Slice((*uint64)(unsafe.Add(d.params, 16*8)), 16)
+	for i, a := range args {
+		switch v := a.(type) {
+		case uint64:
+			vals[i] = v
+		case int32:
+			*(*int32)(unsafe.Pointer(&vals[i])) = v
+		case int64:
+			vals[i] = uint64(v)
+		default:
+			return fmt.Errorf("kernel %s: argument %d of type %T", name, i, a)
+		}
+		ptrs[i] = uintptr(unsafe.Pointer(&vals[i]))
+	}
+	const block = 256
+	grid := uint32(min((n+block-1)/block, int64(d.SMs*32)))
+	if grid == 0 {
+		grid = 1
+	}
+	if err := check(api.launchKernel(f, grid, 1, 1, block, 1, 1, 0, 0, d.params, nil), "launch "+name); err != nil {
+		return err
+	}
+	return check(api.ctxSynchronize(), "run "+name)
+}
+
+// timeIt runs f reps times after a warm-up and returns the median time in
+// milliseconds, measured with CUDA events around each run (on the owner
+// goroutine).
+func (d *Device) timeIt(reps int, f func() error) (float64, error) {
+	var start, end uintptr
+	if err := check(api.eventCreate(&start, 0), "cuEventCreate"); err != nil {
+		return 0, err
+	}
+	defer api.eventDestroy(start)
+	if err := check(api.eventCreate(&end, 0), "cuEventCreate"); err != nil {
+		return 0, err
+	}
+	defer api.eventDestroy(end)
+	if err := f(); err != nil { // warm-up
+		return 0, err
+	}
+	times := make([]float64, 0, reps)
+	for range reps {
+		api.eventRecord(start, 0)
+		if err := f(); err != nil {
+			return 0, err
+		}
+		api.eventRecord(end, 0)
+		if err := check(api.eventSynchronize(end), "cuEventSynchronize"); err != nil {
+			return 0, err
+		}
+		var ms float32
+		api.eventElapsed(&ms, start, end)
+		times = append(times, float64(ms))
+	}
+	return medianOf(times), nil
+}
+
+func medianOf(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j-1] > s[j]; j-- {
+			s[j-1], s[j] = s[j], s[j-1]
+		}
+	}
+	return s[len(s)/2]
+}
