@@ -217,4 +217,3 @@ func Bin(dev *Device, b *forest.Bins, planes [][]float32) (*forest.Binned, error
 	})
 	return out, err
 }
-
