@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/progress"
@@ -60,6 +61,35 @@ func (p *CPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float
 	return nil
 }
 
+// GPU bins features on the GPU (cuda.Bin, the same codes as the CPU) and
+// walks the forest on the CPU; the GPU forest comes with the forest's GPU
+// twin.
+type GPU struct {
+	Dev      *cuda.Device
+	Model    *forest.Model
+	compiled *forest.Compiled
+}
+
+// NewGPU packs the model's forest once.
+func NewGPU(dev *cuda.Device, m *forest.Model) *GPU {
+	return &GPU{Dev: dev, Model: m, compiled: m.Forest.Compile()}
+}
+
+// Predict implements Predictor.
+func (p *GPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float32) error {
+	xb, err := cuda.Bin(p.Dev, p.Model.Bins, feats)
+	if err != nil {
+		return err
+	}
+	c, pr, err := p.compiled.Classify(xb)
+	if err != nil {
+		return err
+	}
+	copy(cls, c)
+	copy(conf, pr)
+	return nil
+}
+
 // Tile describes one prediction job: the stack to read, the model, where
 // the outputs go.
 type Tile struct {
@@ -72,6 +102,8 @@ type Tile struct {
 	Class      *raster.Writer
 	Confidence *raster.Writer // optional
 	Codes      []uint8        // class index → code
+	// Features computes the feature planes; nil uses features.CPU.
+	Features features.Computer
 }
 
 // Timings splits the pipeline's time by stage, summed over goroutines.
@@ -159,7 +191,10 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			comp := features.CPU{Set: set}
+			var comp features.Computer = features.CPU{Set: set}
+			if t.Features != nil {
+				comp = t.Features
+			}
 			for w := range read {
 				n := len(w.valid)
 				t0 := time.Now()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/landcover"
@@ -35,6 +36,9 @@ type Options struct {
 	Workers int    // windows processed at once (0: one per CPU)
 	// HTTP is the client for STAC APIs and asset sizes (nil: default).
 	HTTP *http.Client
+	// GPU, when set, runs the GPU twins (composite, features, binning);
+	// nil computes on the CPU.
+	GPU *cuda.Device
 }
 
 func (o *Options) fill() {
@@ -383,7 +387,7 @@ func ingestTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomi
 		drop[i] = uint8(v)
 	}
 	job := &windowJob{cfg: cfg, grid: grid, dates: make([]windowDate, len(dates)), drop: drop,
-		labels: labelAssets, stack: stackW, count: countW, label: labelW}
+		labels: labelAssets, stack: stackW, count: countW, label: labelW, gpu: opt.GPU}
 	for i, d := range dates {
 		job.dates[i] = windowDate{bands: d.bands, scale: d.scale, offset: d.offset, scl: d.scl}
 	}
@@ -533,6 +537,7 @@ type windowJob struct {
 	drop                []uint8
 	labels              []catalog.Asset
 	stack, count, label *raster.Writer
+	gpu                 *cuda.Device // median composite on the GPU when set
 
 	decoded, empty               atomic.Int64 // source bytes read; pixels with no valid observation
 	readNs, compositeNs, writeNs atomic.Int64 // summed over workers
@@ -615,7 +620,13 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 	meds := make([][]uint16, len(stacks))
 	med := make([]float32, n)
 	for bi, dates := range stacks {
-		if err := composite.Median(med, dates); err != nil {
+		var err error
+		if j.gpu != nil {
+			err = cuda.Median(j.gpu, med, nil, dates) // same bits as composite.Median
+		} else {
+			err = composite.Median(med, dates)
+		}
+		if err != nil {
 			return err
 		}
 		meds[bi] = make([]uint16, n)

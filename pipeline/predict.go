@@ -16,6 +16,7 @@ import (
 	"github.com/planetlabs/go-stac/extensions/raster/v1"
 
 	"github.com/lulc/lulc/charts"
+	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/inference"
@@ -206,12 +207,23 @@ func predictTile(ctx context.Context, pc PredictConfig, opt Options, stage *atom
 			confW.Abort()
 		}
 	}
+	var pred inference.Predictor = inference.NewCPU(model)
+	var comp features.Computer
+	if opt.GPU != nil {
+		g, err := cuda.NewFeatures(opt.GPU, set)
+		if err != nil {
+			abort()
+			return pt, err
+		}
+		defer g.Close()
+		comp, pred = g, inference.NewGPU(opt.GPU, model)
+	}
 	windows := (grid.Width + pc.Window - 1) / pc.Window * ((grid.Height + pc.Window - 1) / pc.Window)
 	bar := opt.NewBar(int64(windows), "predict "+m.Tile)
 	pt.Timings, err = inference.Run(ctx, inference.Tile{
 		Stack: filepath.Join(stackDir, "stack.tif"), Grid: grid, Scale: m.Scale, Offset: m.Offset,
-		Window: pc.Window, Workers: opt.Workers, Class: classW, Confidence: confW, Codes: scheme.Codes(),
-	}, set, inference.NewCPU(model), bar)
+		Window: pc.Window, Workers: opt.Workers, Class: classW, Confidence: confW, Codes: scheme.Codes(), Features: comp,
+	}, set, pred, bar)
 	bar.Finish()
 	if err != nil {
 		abort()

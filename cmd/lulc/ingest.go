@@ -14,6 +14,7 @@ const defaultIngestConfig = "ingest-tiny.yaml"
 func newIngestCmd(a *app) *cobra.Command {
 	var cfgPath, out, catalogOverride string
 	var force bool
+	var device string
 	cmd := &cobra.Command{
 		Use:   "ingest --out DIR [--config configs/ingest-<name>.yaml] [--catalog CATALOG]",
 		Short: "Find scenes through STAC and build cloud-free, labelled stacks per tile",
@@ -36,7 +37,14 @@ Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 			if catalogOverride != "" {
 				cfg.Source.Catalog, cfg.Source.API = catalogOverride, ""
 			}
-			res, err := pipeline.Ingest(cmd.Context(), cfg, pipeline.Options{
+			dev, err := a.openDevice(device)
+			if err != nil {
+				return err
+			}
+			if dev != nil {
+				defer dev.Close()
+			}
+			res, err := pipeline.Ingest(cmd.Context(), cfg, pipeline.Options{GPU: dev,
 				Out: out, Force: force, Log: a.log, Version: lulcVersion(),
 				NewBar: a.newBar,
 			})
@@ -58,6 +66,7 @@ Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "ingest config (default: embedded "+defaultIngestConfig+")")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory (must not exist unless --force)")
 	cmd.Flags().StringVar(&catalogOverride, "catalog", "", "static STAC catalog to read instead of the config's source")
+	addDeviceFlag(cmd, &device)
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")
 	return cmd
 }

@@ -27,7 +27,7 @@ func TestHelpListsWorkingCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"synth", "ingest", "train", "predict", "evaluate", "version"} {
+	for _, want := range []string{"synth", "ingest", "train", "predict", "evaluate", "doctor", "version"} {
 		if !strings.Contains(out, "  "+want+" ") {
 			t.Errorf("--help does not list %s:\n%s", want, out)
 		}
@@ -256,5 +256,24 @@ func TestPredictFromSTAC(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(direct, "31TEJ", "class.tif"))
 	if len(a) == 0 || !bytes.Equal(a, b) {
 		t.Error("prediction from the STAC catalog differs from prediction from its stack")
+	}
+}
+
+func TestDeviceFlagAndDoctor(t *testing.T) {
+	code, stdout, _ := lulc(t, "doctor")
+	if code != 0 || !strings.Contains(stdout, "lulc will compute on the") {
+		t.Fatalf("doctor: exit %d\n%s", code, stdout)
+	}
+	if strings.Contains(stdout, "not usable") {
+		// No GPU here: gpu must fail clearly, auto must fall back.
+		dir := t.TempDir()
+		code, _, stderr := lulc(t, "ingest", "-q", "--device", "gpu", "--catalog", filepath.Join(dir, "none.json"), "--out", filepath.Join(dir, "o"))
+		if code == 0 || !strings.Contains(stderr, "no usable GPU") {
+			t.Errorf("--device gpu without a GPU: exit %d, %q", code, stderr)
+		}
+	}
+	code, _, stderr := lulc(t, "predict", "-q", "--device", "tpu", "--model", "m", "--input", "i", "--out", filepath.Join(t.TempDir(), "o"))
+	if code == 0 || !strings.Contains(stderr, `--device "tpu"`) {
+		t.Errorf("bad device: exit %d, %q", code, stderr)
 	}
 }

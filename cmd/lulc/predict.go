@@ -24,6 +24,7 @@ func newPredictCmd(a *app) *cobra.Command {
 	var cfgPath, out, ingestCfg, catalogOverride string
 	var pc pipeline.PredictConfig
 	var force bool
+	var device string
 	cmd := &cobra.Command{
 		Use:   "predict --out DIR (--config configs/predict-<name>.yaml | --model M (--input STACK | --catalog CATALOG | --ingest-config CONFIG))",
 		Short: "Classify ingest stacks with a model into class COGs, STAC items and quicklooks",
@@ -78,7 +79,14 @@ ingest into OUT.stack and predicts from that stack.`,
 			if pc.Model == "" || pc.Input == "" {
 				return fmt.Errorf("--model and --input (or a --config naming them, or --ingest-config/--catalog) are required")
 			}
-			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{Out: out, Force: force, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+			dev, err := a.openDevice(device)
+			if err != nil {
+				return err
+			}
+			if dev != nil {
+				defer dev.Close()
+			}
+			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{GPU: dev, Out: out, Force: force, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
 				return fmt.Errorf("predict: %w", err)
 			}
@@ -105,6 +113,7 @@ ingest into OUT.stack and predicts from that stack.`,
 	cmd.Flags().StringVar(&pc.Compress, "compress", "", "DEFLATE (default) or ZSTD")
 	cmd.Flags().BoolVar(&pc.Resume, "resume", false, "continue an interrupted run, keeping verified tiles")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory")
+	addDeviceFlag(cmd, &device)
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")
 	return cmd
 }
