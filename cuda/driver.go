@@ -254,12 +254,16 @@ func (d *Device) own(ready chan<- error) {
 		err = d.loadModule()
 	}
 	ready <- err
-	if err != nil {
-		return
+	if err == nil {
+		for f := range d.work {
+			f()
+		}
 	}
-	for f := range d.work {
-		f()
-	}
+	// Park the goroutine instead of returning: a locked goroutine that
+	// exits takes its OS thread down, and the driver's per-thread state
+	// torn down that way crashed lulc at exit (seen on an H100, driver
+	// 580, with GDAL linked). The parked thread dies with the process.
+	select {}
 }
 
 // Do runs f on the owner goroutine, where the context is current.
