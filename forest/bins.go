@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/lulc/lulc/internal/rng"
 )
 
 // MaxBins is the most bins a feature can have: codes 1…255 hold values,
@@ -63,7 +65,7 @@ func QuantileBins(x []float32, nf, nbins, sample int, seed uint64) (*Bins, error
 		// A seeded choice of rows, sorted so the gather is cache-friendly.
 		seen := map[int]bool{}
 		for k := 0; len(rows) < sample; k++ {
-			i := int(hash(seed, 0x62696e73, uint64(k)) % uint64(n))
+			i := int(rng.Hash(seed, 0x62696e73, uint64(k)) % uint64(n))
 			if !seen[i] {
 				seen[i] = true
 				rows = append(rows, i)
@@ -119,23 +121,4 @@ func (b *Bins) Bin(x []float32, nf int) (*Binned, error) {
 		}
 	})
 	return out, nil
-}
-
-// mix and hash give counter-based random numbers: a value depends only on
-// the seed and the keys (tree, node, draw), never on thread scheduling.
-func mix(z uint64) uint64 {
-	z ^= z >> 30
-	z *= 0xbf58476d1ce4e5b9
-	z ^= z >> 27
-	z *= 0x94d049bb133111eb
-	z ^= z >> 31
-	return z
-}
-
-func hash(seed uint64, keys ...uint64) uint64 {
-	h := mix(seed + 0x9e3779b97f4a7c15)
-	for _, k := range keys {
-		h = mix(h ^ (k + 0x9e3779b97f4a7c15))
-	}
-	return h
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lulc/lulc/internal/rng"
 )
 
 // Params are the forest's hyperparameters.
@@ -165,7 +167,7 @@ func (g *grower) grow(t uint64) (Tree, []float64) {
 	clear(g.weight)
 	if g.p.Bootstrap {
 		for k := range n {
-			g.weight[hash(g.p.Seed, t, 0xb007, uint64(k))%uint64(n)]++
+			g.weight[rng.Hash(g.p.Seed, t, 0xb007, uint64(k))%uint64(n)]++
 		}
 	} else {
 		for i := range g.weight {
@@ -272,7 +274,7 @@ func (g *grower) split(t uint64, nd node) (split, bool) {
 		g.feats[i] = i
 	}
 	for k := range g.mtry {
-		j := k + int(hash(g.p.Seed, t, nd.id, 0xfea7, uint64(k))%uint64(len(g.feats)-k))
+		j := k + int(rng.Hash(g.p.Seed, t, nd.id, 0xfea7, uint64(k))%uint64(len(g.feats)-k))
 		g.feats[k], g.feats[j] = g.feats[j], g.feats[k]
 	}
 	parent := purity(nd.counts, total)

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/samples"
@@ -214,10 +215,10 @@ func sampleInput(ii uint64, in trainInput, img, lab *raster.Source, set *feature
 			}
 			row, col := uint64(r0+i/w), uint64(i%w)
 			split := 0
-			if unitHash(hashKeys(seed, 0x7a1, ii, row/uint64(block), col/uint64(block))) < valFrac {
+			if rng.Unit(rng.Hash(seed, 0x7a1, ii, row/uint64(block), col/uint64(block))) < valFrac {
 				split = 1
 			}
-			key := hashKeys(seed, 0x5a4, ii, row, col)
+			key := rng.Hash(seed, 0x5a4, ii, row, col)
 			hp := &heaps[c*2+split]
 			if hp.Len() >= capacity && key >= (*hp)[0].key {
 				continue
@@ -242,22 +243,3 @@ func bandCount(path string) int {
 	}
 	return info.Bands
 }
-
-func hashKeys(seed uint64, keys ...uint64) uint64 {
-	h := mixBits(seed + 0x9e3779b97f4a7c15)
-	for _, k := range keys {
-		h = mixBits(h ^ (k + 0x9e3779b97f4a7c15))
-	}
-	return h
-}
-
-func mixBits(z uint64) uint64 {
-	z ^= z >> 30
-	z *= 0xbf58476d1ce4e5b9
-	z ^= z >> 27
-	z *= 0x94d049bb133111eb
-	z ^= z >> 31
-	return z
-}
-
-func unitHash(h uint64) float64 { return float64(h>>11) / (1 << 53) }

@@ -17,6 +17,7 @@ import (
 	"github.com/lulc/lulc/charts"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/samples"
@@ -277,7 +278,7 @@ func subsample(x []float32, y []uint8, nf, n int, seed uint64) ([]float32, []uin
 		idx[i] = i
 	}
 	slices.SortFunc(idx, func(a, b int) int {
-		ha, hb := hashKeys(seed, 0x601e, uint64(a)), hashKeys(seed, 0x601e, uint64(b))
+		ha, hb := rng.Hash(seed, 0x601e, uint64(a)), rng.Hash(seed, 0x601e, uint64(b))
 		if ha < hb {
 			return -1
 		}

@@ -1,40 +1,32 @@
 package synth
 
-import "math"
+import (
+	"math"
+
+	"github.com/lulc/lulc/internal/rng"
+)
 
 // Randomness in the generator is counter-based: every value is a hash of the
 // seed and of what it belongs to (a cell, a pixel, a date), never a draw from
 // a shared stream. Results therefore do not depend on how work is split
 // across goroutines.
 
-// mix is the splitmix64 finaliser.
-func mix(z uint64) uint64 {
-	z ^= z >> 30
-	z *= 0xbf58476d1ce4e5b9
-	z ^= z >> 27
-	z *= 0x94d049bb133111eb
-	z ^= z >> 31
-	return z
-}
+func mix(z uint64) uint64 { return rng.Mix(z) }
 
-// hash combines a seed with up to four integer keys.
+// hash combines a seed with integer keys (rng.Hash on their bits).
 func hash(seed uint64, keys ...int64) uint64 {
-	h := mix(seed + 0x9e3779b97f4a7c15)
+	h := rng.Hash(seed)
 	for _, k := range keys {
-		h = mix(h ^ (uint64(k) + 0x9e3779b97f4a7c15))
+		h = rng.Mix(h ^ (uint64(k) + 0x9e3779b97f4a7c15))
 	}
 	return h
 }
 
 // hash2 is hash(seed, a, b) without the variadic slice, for inner loops.
-func hash2(seed uint64, a, b int64) uint64 {
-	h := mix(seed + 0x9e3779b97f4a7c15)
-	h = mix(h ^ (uint64(a) + 0x9e3779b97f4a7c15))
-	return mix(h ^ (uint64(b) + 0x9e3779b97f4a7c15))
-}
+func hash2(seed uint64, a, b int64) uint64 { return rng.Hash2(seed, uint64(a), uint64(b)) }
 
 // unit maps a hash to [0, 1).
-func unit(h uint64) float64 { return float64(h>>11) / (1 << 53) }
+func unit(h uint64) float64 { return rng.Unit(h) }
 
 // signed maps a hash to [-1, 1).
 func signed(h uint64) float64 { return 2*unit(h) - 1 }
