@@ -108,9 +108,13 @@ func TestFeaturesBitExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Several chunks of an odd size, so both streams and the tail run.
+	defer func(c int) { featureChunk = c }(featureChunk)
+	featureChunk = 100_003
 	if err := g.Compute(gpuOut, src); err != nil {
 		t.Fatal(err)
 	}
+	defer g.Close()
 	for f := range names {
 		if i := sameBits(cpu[f], gpuOut[f]); i >= 0 {
 			var in []float32

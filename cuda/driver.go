@@ -91,6 +91,11 @@ var api struct {
 	eventElapsed     func(ms *float32, start, end uintptr) int32
 	eventDestroy     func(e uintptr) int32
 	memGetInfo       func(free, total *uint64) int32
+	streamCreate     func(s *uintptr, flags uint32) int32
+	streamSync       func(s uintptr) int32
+	streamDestroy    func(s uintptr) int32
+	memcpyHtoDAsync  func(dst uint64, src unsafe.Pointer, n uint64, s uintptr) int32
+	memcpyDtoHAsync  func(dst unsafe.Pointer, src uint64, n uint64, s uintptr) int32
 	getErrorName     func(r int32, s **byte) int32
 	getErrorString   func(r int32, s **byte) int32
 }
@@ -139,6 +144,9 @@ func load() error {
 		{&api.eventCreate, "cuEventCreate"}, {&api.eventRecord, "cuEventRecord"},
 		{&api.eventSynchronize, "cuEventSynchronize"}, {&api.eventElapsed, "cuEventElapsedTime"},
 		{&api.eventDestroy, "cuEventDestroy_v2"}, {&api.memGetInfo, "cuMemGetInfo_v2"},
+		{&api.streamCreate, "cuStreamCreate"}, {&api.streamSync, "cuStreamSynchronize"},
+		{&api.streamDestroy, "cuStreamDestroy_v2"},
+		{&api.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"}, {&api.memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
 	}
 	for _, s := range syms {
 		// RegisterLibFunc panics on a missing symbol: look it up first.
@@ -350,11 +358,20 @@ func download[T any](s []T, b Buffer) error {
 	return check(api.memcpyDtoH(unsafe.Pointer(&s[0]), b.ptr, n), "cuMemcpyDtoH")
 }
 
+// launchAsync queues kernel name over n elements on stream (no wait).
+func (d *Device) launchAsync(stream uintptr, name string, n int64, args ...any) error {
+	return d.launchOn(stream, false, name, n, args...)
+}
+
 // launch runs kernel name over n elements with the arguments (each a
 // uint64 device pointer, int32 or int64), then synchronises and reports
 // any launch or execution error. Arguments are staged in pinned host
 // memory, since the driver reads them through pointers.
 func (d *Device) launch(name string, n int64, args ...any) error {
+	return d.launchOn(0, true, name, n, args...)
+}
+
+func (d *Device) launchOn(stream uintptr, wait bool, name string, n int64, args ...any) error {
 	f, ok := d.funcs[name]
 	if !ok {
 		return fmt.Errorf("no kernel %s", name)
@@ -379,8 +396,13 @@ func (d *Device) launch(name string, n int64, args ...any) error {
 	if grid == 0 {
 		grid = 1
 	}
-	if err := check(api.launchKernel(f, grid, 1, 1, block, 1, 1, 0, 0, d.params, nil), "launch "+name); err != nil {
+	// The driver copies the arguments at launch, so the staging area can
+	// be reused at once.
+	if err := check(api.launchKernel(f, grid, 1, 1, block, 1, 1, 0, stream, d.params, nil), "launch "+name); err != nil {
 		return err
+	}
+	if !wait {
+		return nil
 	}
 	return check(api.ctxSynchronize(), "run "+name)
 }
