@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/landcover"
@@ -89,7 +90,7 @@ const sampleStrip = 512
 // independent of read order), up to max_per_class. Validation pixels are
 // those whose block_size×block_size block hashes below the validation
 // fraction, so that neighbours never straddle the split.
-func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme) (*samples.Set, *features.Set, error) {
+func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, gpu *cuda.Device) (*samples.Set, *features.Set, error) {
 	var set *features.Set
 	classIndex := map[uint8]int{}
 	for i, c := range scheme.Classes {
@@ -118,7 +119,18 @@ func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme) (*sample
 			img.Close()
 			return nil, nil, err
 		}
-		err = sampleInput(uint64(ii), in, img, lab, set, classIndex, heaps, s.Seed, s.BlockSize, s.ValidationFraction, s.MaxPerClass)
+		var comp features.Computer = features.CPU{Set: set}
+		if gpu != nil {
+			g, gerr := cuda.NewFeatures(gpu, set)
+			if gerr != nil {
+				img.Close()
+				lab.Close()
+				return nil, nil, gerr
+			}
+			defer g.Close()
+			comp = g // the same bits as features.CPU
+		}
+		err = sampleInput(uint64(ii), in, img, lab, set, comp, classIndex, heaps, s.Seed, s.BlockSize, s.ValidationFraction, s.MaxPerClass)
 		img.Close()
 		lab.Close()
 		if err != nil {
@@ -158,7 +170,7 @@ func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme) (*sample
 	return out, set, nil
 }
 
-func sampleInput(ii uint64, in trainInput, img, lab *raster.Source, set *features.Set, classIndex map[uint8]int,
+func sampleInput(ii uint64, in trainInput, img, lab *raster.Source, set *features.Set, comp features.Computer, classIndex map[uint8]int,
 	heaps []maxHeap, seed uint64, block int, valFrac float64, capacity int) error {
 	if img.Width != lab.Width || img.Height != lab.Height || img.Transform != lab.Transform {
 		return fmt.Errorf("%s: labels %s are not on the image's grid", in.image, in.labels)
@@ -170,7 +182,6 @@ func sampleInput(ii uint64, in trainInput, img, lab *raster.Source, set *feature
 	w := img.Width
 	planes := make([][]float32, nb)
 	feats := make([][]float32, len(set.Features))
-	comp := features.CPU{Set: set}
 	for r0 := 0; r0 < img.Height; r0 += sampleStrip {
 		h := min(sampleStrip, img.Height-r0)
 		win := raster.Grid{EPSG: img.EPSG, Width: w, Height: h,

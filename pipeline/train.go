@@ -93,7 +93,7 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (TrainResult, erro
 		}
 	}
 	if set == nil {
-		set, _, err = sample(cfg, ins, scheme)
+		set, _, err = sample(cfg, ins, scheme, opt.GPU)
 		if err != nil {
 			return res, err
 		}

@@ -13,6 +13,7 @@ const defaultTrainConfig = "train-demo.yaml"
 func newTrainCmd(a *app) *cobra.Command {
 	var cfgPath, out, engine, stack string
 	var force bool
+	var device string
 	cmd := &cobra.Command{
 		Use:   "train --out DIR [--config configs/train-<name>.yaml] [--engine lulc|golearn] [--stack DIR]",
 		Short: "Sample labelled pixels, train a random forest and measure it on a held-out split",
@@ -41,7 +42,14 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			res, err := pipeline.Train(cmd.Context(), cfg, pipeline.Options{Out: out, Force: force, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+			dev, err := a.openDevice(device)
+			if err != nil {
+				return err
+			}
+			if dev != nil {
+				defer dev.Close()
+			}
+			res, err := pipeline.Train(cmd.Context(), cfg, pipeline.Options{GPU: dev, Out: out, Force: force, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
 				return fmt.Errorf("train: %w", err)
 			}
@@ -61,6 +69,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 	cmd.Flags().StringVarP(&out, "out", "o", "", "run directory (must not exist unless --force)")
 	cmd.Flags().StringVar(&engine, "engine", "", "lulc (default) or golearn, overriding the config")
 	cmd.Flags().StringVar(&stack, "stack", "", "ingest output to train on, overriding input.stack")
+	addDeviceFlag(cmd, &device)
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing run directory")
 	return cmd
 }
