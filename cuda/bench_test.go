@@ -12,6 +12,7 @@ import (
 
 	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/forest"
 )
 
 // TestGPUReport measures, in one run on a GPU host, what docs/benchmarks.md
@@ -195,6 +196,61 @@ func TestGPUReport(t *testing.T) {
 			t.Errorf("%s: GPU and CPU differ at %d", names[f], i)
 		}
 	}
+	dstG, dstC, src = nil, nil, nil
+
+	// 6. Forest inference: 100 trees of depth 16 (trained on 200,000 rows
+	// of 20 features, 11 classes) over a full tile of binned pixels, kernel
+	// time with the codes on the device; the CPU walk on every core on 2 %
+	// of the tile for scale.
+	const nf, k = 20, 11
+	xt, yt := gaussianRows(r, 250_000, nf, k)
+	p := forest.Params{Trees: 100, MaxDepth: 16, MinSamplesLeaf: 1, Bins: 128, Bootstrap: true, Seed: 1}
+	bins, _ := forest.QuantileBins(xt[:200_000*nf], nf, p.Bins, 200_000, p.Seed)
+	xb, _ := bins.Bin(xt[:200_000*nf], nf)
+	t0 := time.Now()
+	fo, err := forest.Train(xb, yt[:200_000], k, p, 0)
+	must(t, err)
+	nodes, depth := fo.Nodes()
+	fmt.Printf("forest: trained in %.1f s on %d cores, %d nodes (%d per tree), depth %d\n", time.Since(t0).Seconds(), runtime.NumCPU(), nodes, nodes/p.Trees, depth)
+	comp := fo.Compile()
+	gf, err := NewForest(d, comp)
+	must(t, err)
+	defer gf.Close()
+	codes := make([]uint8, n*nf)
+	for i := range codes {
+		codes[i] = uint8(r.IntN(129))
+	}
+	must(t, d.Do(func() error {
+		cb, err := upload(codes)
+		if err != nil {
+			return err
+		}
+		defer cb.free()
+		cls, err := alloc(n)
+		if err != nil {
+			return err
+		}
+		defer cls.free()
+		conf, err := alloc(n * 4)
+		if err != nil {
+			return err
+		}
+		defer conf.free()
+		ms, err := d.timeIt(3, func() error {
+			return d.launch("forest_predict", n, cb.ptr, int32(nf), int64(n), gf.nodes.ptr, gf.nodeOff.ptr, gf.probs.ptr, gf.probOff.ptr,
+				int32(p.Trees), int32(k), float32(1/float32(p.Trees)), cls.ptr, conf.ptr)
+		})
+		fmt.Printf("forest predict, full tile (%d px, %d trees): GPU %.0f ms = %.0f M rows/s\n", n, p.Trees, ms, float64(n)/(ms/1e3)/1e6)
+		return err
+	}))
+	sub := &forest.Binned{N: n / 50, F: nf, Codes: make([]uint8, n/50*nf)}
+	for f := range nf {
+		copy(sub.Codes[f*sub.N:(f+1)*sub.N], codes[f*n:f*n+sub.N])
+	}
+	t0 = time.Now()
+	comp.Classify(sub)
+	cs := time.Since(t0).Seconds()
+	fmt.Printf("forest predict on the CPU (%d cores): %.2f M rows/s, a full tile in %.0f s\n", runtime.NumCPU(), float64(sub.N)/cs/1e6, cs*50)
 }
 
 func must(t *testing.T, err error) {

@@ -219,3 +219,59 @@ func TestReport(t *testing.T) {
 	}
 	t.Log("\n" + r)
 }
+
+// gaussianRows makes n rows of nf features from k Gaussian classes.
+func gaussianRows(r *rand.Rand, n, nf, k int) ([]float32, []uint8) {
+	centres := make([][]float64, k)
+	for c := range centres {
+		centres[c] = make([]float64, nf)
+		for f := range nf {
+			centres[c][f] = r.NormFloat64()
+		}
+	}
+	x := make([]float32, n*nf)
+	y := make([]uint8, n)
+	for i := range n {
+		c := r.IntN(k)
+		for f := range nf {
+			x[i*nf+f] = float32(centres[c][f] + r.NormFloat64())
+		}
+		if r.IntN(20) == 0 {
+			x[i*nf+r.IntN(nf)] = float32(math.NaN())
+		}
+		y[i] = uint8(c)
+	}
+	return x, y
+}
+
+func TestForestPredictBitExact(t *testing.T) {
+	d := gpu(t)
+	defer d.Close()
+	r := rand.New(rand.NewPCG(9, 10))
+	const nf, k = 16, 10
+	x, y := gaussianRows(r, 60_000, nf, k)
+	p := forest.Params{Trees: 40, MaxDepth: 14, MinSamplesLeaf: 1, Bins: 128, Bootstrap: true, Seed: 3}
+	bins, _ := forest.QuantileBins(x[:40_000*nf], nf, p.Bins, 100_000, p.Seed)
+	xb, _ := bins.Bin(x[:40_000*nf], nf)
+	fo, err := forest.Train(xb, y[:40_000], k, p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fo.Compile()
+	xv, _ := bins.Bin(x[40_000*nf:], nf)
+	wantCls, wantConf, _ := c.Classify(xv)
+	g, err := NewForest(d, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	gotCls, gotConf, err := g.Classify(xv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range wantCls {
+		if wantCls[i] != gotCls[i] || math.Float32bits(wantConf[i]) != math.Float32bits(gotConf[i]) {
+			t.Fatalf("row %d: CPU %d/%v, GPU %d/%v", i, wantCls[i], wantConf[i], gotCls[i], gotConf[i])
+		}
+	}
+}

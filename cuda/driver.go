@@ -307,7 +307,7 @@ func (d *Device) loadModule() error {
 	if r != 0 {
 		return fmt.Errorf("load lulc kernels (PTX %s): %w: %s", ptxVersion(), Result(r), cString(&logBuf[0]))
 	}
-	for _, name := range []string{"features", "median", "bin"} {
+	for _, name := range []string{"features", "median", "bin", "forest_predict"} {
 		var f uintptr
 		cname := append([]byte(name), 0)
 		if err := check(api.moduleGetFunc(&f, d.module, &cname[0]), "cuModuleGetFunction "+name); err != nil {
@@ -386,19 +386,24 @@ func (d *Device) launchOn(stream uintptr, wait bool, name string, n int64, args 
 			*(*int32)(unsafe.Pointer(&vals[i])) = v
 		case int64:
 			vals[i] = uint64(v)
+		case float32:
+			*(*float32)(unsafe.Pointer(&vals[i])) = v
 		default:
 			return fmt.Errorf("kernel %s: argument %d of type %T", name, i, a)
 		}
 		ptrs[i] = uintptr(unsafe.Pointer(&vals[i]))
 	}
-	const block = 256
+	block := int64(256)
+	if name == "forest_predict" {
+		block = 128 // its shared-memory row buffer is sized for 128 threads
+	}
 	grid := uint32(min((n+block-1)/block, int64(d.SMs*32)))
 	if grid == 0 {
 		grid = 1
 	}
 	// The driver copies the arguments at launch, so the staging area can
 	// be reused at once.
-	if err := check(api.launchKernel(f, grid, 1, 1, block, 1, 1, 0, stream, d.params, nil), "launch "+name); err != nil {
+	if err := check(api.launchKernel(f, grid, 1, 1, uint32(block), 1, 1, 0, stream, d.params, nil), "launch "+name); err != nil {
 		return err
 	}
 	if !wait {

@@ -301,3 +301,84 @@ func Bin(dev *Device, b *forest.Bins, planes [][]float32) (*forest.Binned, error
 	})
 	return out, err
 }
+
+// Forest classifies rows on the GPU with a packed forest: the same classes
+// and confidences (bits) as forest.Compiled.Classify. The trees stay on the
+// device between calls.
+type Forest struct {
+	Dev                            *Device
+	c                              *forest.Compiled
+	nodes, nodeOff, probs, probOff Buffer
+	classes, features, trees       int
+}
+
+// NewForest uploads a compiled forest.
+func NewForest(dev *Device, c *forest.Compiled) (*Forest, error) {
+	if c.Classes() > 32 || c.Features() > 64 {
+		return nil, fmt.Errorf("cuda forest: %d classes and %d features (at most 32 and 64)", c.Classes(), c.Features())
+	}
+	f := &Forest{Dev: dev, c: c, classes: c.Classes(), features: c.Features(), trees: c.Trees()}
+	nodes, nodeOff, probs, probOff := c.Packed()
+	err := dev.Do(func() error {
+		var err error
+		if f.nodes, err = upload(nodes); err != nil {
+			return err
+		}
+		if f.nodeOff, err = upload(nodeOff); err != nil {
+			return err
+		}
+		if f.probs, err = upload(probs); err != nil {
+			return err
+		}
+		f.probOff, err = upload(probOff)
+		return err
+	})
+	return f, err
+}
+
+// Classify predicts class indices and confidences for binned rows.
+func (f *Forest) Classify(x *forest.Binned) ([]uint8, []float32, error) {
+	if x.F != f.features {
+		return nil, nil, fmt.Errorf("cuda forest: %d features, the forest has %d", x.F, f.features)
+	}
+	cls := make([]uint8, x.N)
+	conf := make([]float32, x.N)
+	err := f.Dev.Do(func() error {
+		codes, err := upload(x.Codes)
+		if err != nil {
+			return err
+		}
+		defer codes.free()
+		c, err := alloc(uint64(x.N))
+		if err != nil {
+			return err
+		}
+		defer c.free()
+		p, err := alloc(uint64(x.N) * 4)
+		if err != nil {
+			return err
+		}
+		defer p.free()
+		if err := f.Dev.launch("forest_predict", int64(x.N), codes.ptr, int32(x.F), int64(x.N), f.nodes.ptr, f.nodeOff.ptr,
+			f.probs.ptr, f.probOff.ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), c.ptr, p.ptr); err != nil {
+			return err
+		}
+		if err := download(cls, c); err != nil {
+			return err
+		}
+		return download(conf, p)
+	})
+	return cls, conf, err
+}
+
+// Close frees the forest on the device.
+func (f *Forest) Close() {
+	f.Dev.Do(func() error {
+		for _, b := range []Buffer{f.nodes, f.nodeOff, f.probs, f.probOff} {
+			if b.ptr != 0 {
+				b.free()
+			}
+		}
+		return nil
+	})
+}

@@ -44,6 +44,28 @@ func (f *Forest) Compile() *Compiled {
 	return c
 }
 
+// Packed returns the trees' nodes back to back as little-endian 8-byte
+// records (int16 feature, uint8 bin, pad, int32 next: the layout the GPU
+// kernel reads), each tree's first node index, the leaf probabilities back
+// to back and each tree's first probability index.
+func (f *Compiled) Packed() (nodes []byte, nodeOff []int32, probs []float32, probOff []int32) {
+	for ti, t := range f.trees {
+		nodeOff = append(nodeOff, int32(len(nodes)/8))
+		probOff = append(probOff, int32(len(probs)))
+		for _, nd := range t {
+			nodes = append(nodes, byte(uint16(nd.feature)), byte(uint16(nd.feature)>>8), nd.bin, 0,
+				byte(nd.next), byte(nd.next>>8), byte(nd.next>>16), byte(nd.next>>24))
+		}
+		probs = append(probs, f.probs[ti]...)
+	}
+	return nodes, nodeOff, probs, probOff
+}
+
+// Classes and Features report the forest's shape.
+func (f *Compiled) Classes() int  { return f.classes }
+func (f *Compiled) Features() int { return f.features }
+func (f *Compiled) Trees() int    { return len(f.trees) }
+
 // Proba is Forest.Proba on the packed layout.
 func (f *Compiled) Proba(x *Binned, out []float32) error {
 	if x.F != f.features {

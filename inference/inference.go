@@ -61,19 +61,25 @@ func (p *CPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float
 	return nil
 }
 
-// GPU bins features on the GPU (cuda.Bin, the same codes as the CPU) and
-// walks the forest on the CPU; the GPU forest comes with the forest's GPU
-// twin.
+// GPU bins features and walks the forest on the GPU (cuda.Bin and
+// cuda.Forest: the same codes, classes and confidences as the CPU).
 type GPU struct {
-	Dev      *cuda.Device
-	Model    *forest.Model
-	compiled *forest.Compiled
+	Dev    *cuda.Device
+	Model  *forest.Model
+	forest *cuda.Forest
 }
 
-// NewGPU packs the model's forest once.
-func NewGPU(dev *cuda.Device, m *forest.Model) *GPU {
-	return &GPU{Dev: dev, Model: m, compiled: m.Forest.Compile()}
+// NewGPU packs the model's forest and uploads it once.
+func NewGPU(dev *cuda.Device, m *forest.Model) (*GPU, error) {
+	f, err := cuda.NewForest(dev, m.Forest.Compile())
+	if err != nil {
+		return nil, err
+	}
+	return &GPU{Dev: dev, Model: m, forest: f}, nil
 }
+
+// Close frees the forest on the device.
+func (p *GPU) Close() { p.forest.Close() }
 
 // Predict implements Predictor.
 func (p *GPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float32) error {
@@ -81,7 +87,7 @@ func (p *GPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float
 	if err != nil {
 		return err
 	}
-	c, pr, err := p.compiled.Classify(xb)
+	c, pr, err := p.forest.Classify(xb)
 	if err != nil {
 		return err
 	}

@@ -216,7 +216,13 @@ func predictTile(ctx context.Context, pc PredictConfig, opt Options, stage *atom
 			return pt, err
 		}
 		defer g.Close()
-		comp, pred = g, inference.NewGPU(opt.GPU, model)
+		gp, err := inference.NewGPU(opt.GPU, model)
+		if err != nil {
+			abort()
+			return pt, err
+		}
+		defer gp.Close()
+		comp, pred = g, gp
 	}
 	windows := (grid.Width + pc.Window - 1) / pc.Window * ((grid.Height + pc.Window - 1) / pc.Window)
 	bar := opt.NewBar(int64(windows), "predict "+m.Tile)

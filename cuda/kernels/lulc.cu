@@ -134,3 +134,49 @@ extern "C" __global__ void bin(const float* __restrict__ x, int nfeat, long long
         }
     }
 }
+
+// forest_predict walks every tree for each row and averages the leaf
+// probabilities, as forest.Compiled.Proba does: sums in tree order with
+// float32 adds, then one multiply by 1/trees, then the argmax (ties to the
+// lower class). codes are column-major (codes[f * n + i]); each thread
+// stages its row's codes in shared memory. nodes are forest's packed 8-byte
+// nodes (int16 feature, uint8 bin, pad, int32 next), trees back to back
+// from node_off[t]; probs likewise from prob_off[t] (floats).
+#define FOREST_BLOCK 128
+#define MAX_FEATURES 64
+#define MAX_CLASSES 32
+extern "C" __global__ void __launch_bounds__(FOREST_BLOCK) forest_predict(
+    const unsigned char* __restrict__ codes, int nfeat, long long n,
+    const int2* __restrict__ nodes, const int* __restrict__ node_off,
+    const float* __restrict__ probs, const int* __restrict__ prob_off,
+    int ntrees, int nclasses, float inv,
+    unsigned char* __restrict__ cls, float* __restrict__ conf) {
+    __shared__ unsigned char row[MAX_FEATURES * FOREST_BLOCK];
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long base = (long long)blockIdx.x * blockDim.x; base < n; base += stride) {
+        long long i = base + threadIdx.x;
+        if (i >= n) continue;
+        for (int f = 0; f < nfeat; f++) row[f * FOREST_BLOCK + threadIdx.x] = codes[(long long)f * n + i];
+        float acc[MAX_CLASSES];
+        for (int c = 0; c < nclasses; c++) acc[c] = 0.0f;
+        for (int t = 0; t < ntrees; t++) {
+            const int2* tn = nodes + node_off[t];
+            int2 nd = tn[0];
+            while ((short)(nd.x & 0xffff) >= 0) {
+                int feat = (short)(nd.x & 0xffff);
+                int bin = (nd.x >> 16) & 0xff;
+                int next = nd.y + (row[feat * FOREST_BLOCK + threadIdx.x] > bin ? 1 : 0);
+                nd = tn[next];
+            }
+            const float* p = probs + prob_off[t] + (long long)nd.y * nclasses;
+            for (int c = 0; c < nclasses; c++) acc[c] = __fadd_rn(acc[c], p[c]);
+        }
+        int best = 0;
+        for (int c = 0; c < nclasses; c++) {
+            acc[c] = __fmul_rn(acc[c], inv);
+            if (c > 0 && acc[c] > acc[best]) best = c;
+        }
+        cls[i] = (unsigned char)best;
+        conf[i] = acc[best];
+    }
+}
