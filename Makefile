@@ -14,13 +14,15 @@ build: deps
 
 # demo runs the main job on the embedded default configs: a tiny synthetic
 # scene, its analysis-ready stack, a trained forest with its metrics, the
-# predicted class map with quicklook and STAC item, and its evaluation.
+# predicted class map with quicklook and STAC item, its evaluation, and the
+# CPU/golearn/GPU benchmark report.
 demo: build
 	bin/lulc synth --force --out runs/demo/scene
 	bin/lulc ingest --force --catalog runs/demo/scene/catalog.json --out runs/demo/stack
 	bin/lulc train --force --stack runs/demo/stack --out runs/demo/train
 	bin/lulc predict --force --confidence --model runs/demo/train/model.lulcrf --input runs/demo/stack --out runs/demo/predict
 	bin/lulc evaluate --force --prediction runs/demo/predict/31TEJ/class.tif --labels runs/demo/stack/31TEJ/labels.tif --out runs/demo/evaluate
+	bin/lulc bench --force --out runs/demo/bench
 
 test: deps
 	go test ./...

@@ -116,3 +116,33 @@ func Importance(path string, names []string, values []float64, title string) err
 	}
 	return nil
 }
+
+// StackedBars writes one bar per group, stacked by series: values[s][g] is
+// series s's value in group g.
+func StackedBars(path string, groups, series []string, values [][]float64, title, unit string) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = unit
+	colors := []color.RGBA{{0x2b, 0x6c, 0xb0, 0xff}, {0xe4, 0x96, 0x35, 0xff}, {0x39, 0x7d, 0x49, 0xff}, {0xc4, 0x28, 0x1b, 0xff}, {0x7a, 0x87, 0xc6, 0xff}}
+	var below *plotter.BarChart
+	for s, name := range series {
+		bars, err := plotter.NewBarChart(plotter.Values(values[s]), vg.Points(40))
+		if err != nil {
+			return fmt.Errorf("chart %s: %w", path, err)
+		}
+		bars.Color = colors[s%len(colors)]
+		bars.LineStyle.Width = 0
+		if below != nil {
+			bars.StackOn(below)
+		}
+		p.Add(bars)
+		p.Legend.Add(name, bars)
+		below = bars
+	}
+	p.Legend.Top = true
+	p.NominalX(groups...)
+	if err := p.Save(vg.Points(float64(200+90*len(groups))), vg.Points(320), path); err != nil {
+		return fmt.Errorf("chart %s: %w", path, err)
+	}
+	return nil
+}

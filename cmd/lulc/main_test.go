@@ -27,7 +27,7 @@ func TestHelpListsWorkingCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"synth", "ingest", "train", "predict", "evaluate", "doctor", "version"} {
+	for _, want := range []string{"synth", "ingest", "train", "predict", "evaluate", "doctor", "bench", "version"} {
 		if !strings.Contains(out, "  "+want+" ") {
 			t.Errorf("--help does not list %s:\n%s", want, out)
 		}

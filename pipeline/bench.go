@@ -1,0 +1,449 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/synth"
+)
+
+// BenchConfig names the job to time: a scene (synthesised, or an existing
+// catalog), the ingest and train configs, the engines and repeats.
+type BenchConfig struct {
+	Synth        string             `yaml:"synth"`   // synth config (path or embedded name), or
+	Catalog      string             `yaml:"catalog"` // an existing static catalog
+	Ingest       string             `yaml:"ingest"`
+	Train        string             `yaml:"train"`
+	Engines      []string           `yaml:"engines"` // cpu, golearn, gpu
+	Repeat       int                `yaml:"repeat"`
+	PricePerHour map[string]float64 `yaml:"price_per_hour"`
+}
+
+// ParseBenchConfig decodes and checks a bench config.
+func ParseBenchConfig(raw []byte) (BenchConfig, error) {
+	var c BenchConfig
+	if err := configs.DecodeStrict(raw, &c); err != nil {
+		return c, err
+	}
+	if (c.Synth == "") == (c.Catalog == "") {
+		return c, errors.New("set exactly one of synth and catalog")
+	}
+	if c.Ingest == "" || c.Train == "" {
+		return c, errors.New("ingest and train configs are required")
+	}
+	if c.Repeat < 1 || c.Repeat > 20 {
+		return c, fmt.Errorf("repeat: %d is outside 1–20", c.Repeat)
+	}
+	if len(c.Engines) == 0 {
+		return c, errors.New("engines: none given (cpu, golearn, gpu)")
+	}
+	for _, e := range c.Engines {
+		if e != "cpu" && e != "golearn" && e != "gpu" {
+			return c, fmt.Errorf("engines: %q is not cpu, golearn or gpu", e)
+		}
+	}
+	return c, nil
+}
+
+// readConfig reads a path, or else an embedded config of that name.
+func readConfig(name string) ([]byte, error) {
+	if b, err := os.ReadFile(name); err == nil {
+		return b, nil
+	}
+	return configs.Read(name)
+}
+
+// Stages are the timed steps, in order.
+var Stages = []string{"ingest", "train", "predict", "evaluate"}
+
+// EngineReport is one engine's medians and outcomes.
+type EngineReport struct {
+	Engine       string             `json:"engine"`
+	Skipped      string             `json:"skipped,omitempty"` // why the engine did not run
+	Stages       map[string]float64 `json:"stage_seconds"`     // medians over repeats
+	Total        float64            `json:"total_seconds"`     // median of the runs' totals
+	Runs         [][]float64        `json:"runs_seconds"`      // per repeat, per stage
+	Pixels       int64              `json:"pixels_predicted"`
+	BytesRead    int64              `json:"bytes_decoded"`
+	PixelsPerSec float64            `json:"pixels_per_second"`
+	MBPerSec     float64            `json:"mb_read_per_second"`
+	Accuracy     float64            `json:"validation_accuracy"`
+	Kappa        float64            `json:"validation_kappa"`
+	MacroF1      float64            `json:"validation_macro_f1"`
+	MapAccuracy  float64            `json:"map_accuracy,omitempty"` // evaluate: class map vs labels
+	Reproducible *bool              `json:"reproducible,omitempty"` // repeats gave identical model and map
+	Differences  []string           `json:"differences,omitempty"`
+	CostPerTile  float64            `json:"cost_per_tile_usd,omitempty"`
+	CostPer100GB float64            `json:"cost_per_100gb_usd,omitempty"`
+	tiles, dates int   // what the ingest found
+	pixelsIn     int64
+}
+
+// BenchReport is report.json.
+type BenchReport struct {
+	Created    string         `json:"-"` // not in JSON: reports of equal runs stay comparable
+	Command    string         `json:"command"`
+	ConfigHash string         `json:"config_sha256"`
+	Host       HostInfo       `json:"host"`
+	Inputs     BenchInputs    `json:"inputs"`
+	Engines    []EngineReport `json:"engines"`
+	CPUvsGPU   *bool          `json:"cpu_gpu_maps_identical,omitempty"`
+	PeakRSS    int64          `json:"peak_rss_bytes"`
+	PeakGPU    uint64         `json:"peak_gpu_bytes_used,omitempty"`
+}
+
+// HostInfo is the hardware and software a bench ran on.
+type HostInfo struct {
+	CPU     string `json:"cpu"`
+	Cores   int    `json:"cores"`
+	RAM     uint64 `json:"ram_bytes"`
+	OS      string `json:"os"`
+	GPU     string `json:"gpu,omitempty"`
+	GPUMem  uint64 `json:"gpu_memory_bytes,omitempty"`
+	Driver  string `json:"cuda_driver,omitempty"`
+	Lulc    string `json:"lulc"`
+	Go      string `json:"go"`
+	GDAL    string `json:"gdal"`
+	GPUNote string `json:"gpu_note,omitempty"`
+}
+
+// BenchInputs describes what was processed.
+type BenchInputs struct {
+	Tiles  int    `json:"tiles"`
+	Pixels int64  `json:"pixels"`
+	Bands  int    `json:"bands"`
+	Dates  int    `json:"dates"`
+	Bytes  int64  `json:"bytes_on_disk"`
+	Digest string `json:"catalog_sha256"`
+}
+
+// Bench runs the job once per engine and repeat and writes report.json,
+// report.md, report.html and stages.png into opt.Out.
+func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*BenchReport, error) {
+	opt.fill()
+	stage, err := os.MkdirTemp(filepath.Dir(filepath.Clean(opt.Out)), "."+filepath.Base(opt.Out)+".bench-")
+	if err != nil {
+		return nil, fmt.Errorf("output directory %s is not writable: %w", filepath.Dir(opt.Out), err)
+	}
+	if _, err := os.Stat(opt.Out); err == nil && !opt.Force {
+		os.RemoveAll(stage)
+		return nil, fmt.Errorf("output %s already exists (use --force to replace it)", opt.Out)
+	}
+	rep := &BenchReport{Command: command, Host: hostInfo(opt.Version)}
+	raw, _ := json.Marshal(bc)
+	rep.ConfigHash = fmt.Sprintf("%x", sha256.Sum256(raw))
+	sub := func(name string) Options {
+		o := opt
+		o.Out, o.Force, o.NewBar = filepath.Join(stage, name), true, nil
+		return o
+	}
+
+	catalog := bc.Catalog
+	if bc.Synth != "" {
+		b, err := readConfig(bc.Synth)
+		if err != nil {
+			return nil, err
+		}
+		sc, err := synth.ParseConfig(b)
+		if err != nil {
+			return nil, fmt.Errorf("synth %s: %w", bc.Synth, err)
+		}
+		if _, err := synth.Run(ctx, sc, synth.Options{Out: filepath.Join(stage, "scene"), Log: opt.Log}); err != nil {
+			return nil, err
+		}
+		catalog = filepath.Join(stage, "scene", "catalog.json")
+	}
+	ib, err := readConfig(bc.Ingest)
+	if err != nil {
+		return nil, err
+	}
+	icfg, err := ParseIngestConfig(ib)
+	if err != nil {
+		return nil, fmt.Errorf("ingest %s: %w", bc.Ingest, err)
+	}
+	icfg.Source.Catalog, icfg.Source.API = catalog, ""
+	tb, err := readConfig(bc.Train)
+	if err != nil {
+		return nil, err
+	}
+	tcfg, err := ParseTrainConfig(tb)
+	if err != nil {
+		return nil, fmt.Errorf("train %s: %w", bc.Train, err)
+	}
+	rep.Inputs = describeInputs(catalog, icfg)
+
+	var gpu *cuda.Device
+	for _, e := range bc.Engines {
+		er := EngineReport{Engine: e, Stages: map[string]float64{}}
+		if e == "gpu" {
+			if gpu == nil {
+				if gpu, err = cuda.Open(0); err != nil {
+					er.Skipped = fmt.Sprintf("no usable GPU: %v", err)
+					rep.Engines = append(rep.Engines, er)
+					continue
+				}
+				defer gpu.Close()
+			}
+		}
+		for r := range bc.Repeat {
+			// Every repeat runs in the same directory and is moved aside
+			// after, so paths recorded in outputs (config hashes, sample
+			// sources) are the same and repeats can be compared byte for
+			// byte.
+			work := filepath.Join(e, "work")
+			times, err := benchRun(ctx, e, icfg, tcfg, sub, work, gpu, &er)
+			if err != nil {
+				return nil, fmt.Errorf("engine %s, run %d: %w", e, r+1, err)
+			}
+			if err := os.Rename(filepath.Join(stage, work), filepath.Join(stage, e, fmt.Sprintf("run%d", r+1))); err != nil {
+				return nil, err
+			}
+			er.Runs = append(er.Runs, times)
+		}
+		for si, s := range Stages {
+			var v []float64
+			for _, run := range er.Runs {
+				v = append(v, run[si])
+			}
+			er.Stages[s] = median(v)
+		}
+		var totals []float64
+		for _, run := range er.Runs {
+			t := 0.0
+			for _, x := range run {
+				t += x
+			}
+			totals = append(totals, t)
+		}
+		er.Total = median(totals)
+		if er.Pixels > 0 {
+			er.PixelsPerSec = float64(er.Pixels) / (er.Stages["ingest"] + er.Stages["predict"])
+		}
+		if s := er.Stages["ingest"]; s > 0 {
+			er.MBPerSec = float64(er.BytesRead) / 1e6 / s
+		}
+		if p := bc.PricePerHour[e]; p > 0 && er.tiles > 0 {
+			er.CostPerTile = p * er.Total / 3600 / float64(er.tiles)
+			if rep.Inputs.Bytes > 0 {
+				er.CostPer100GB = p * er.Total / 3600 * 100e9 / float64(rep.Inputs.Bytes)
+			}
+		}
+		if bc.Repeat >= 2 {
+			diffs := compareRuns(filepath.Join(stage, e, "run1"), filepath.Join(stage, e, "run2"))
+			same := len(diffs) == 0
+			er.Reproducible, er.Differences = &same, diffs
+		}
+		if rep.Inputs.Tiles == 0 {
+			rep.Inputs.Tiles, rep.Inputs.Pixels, rep.Inputs.Dates = er.tiles, er.pixelsIn, er.dates
+		}
+		rep.Engines = append(rep.Engines, er)
+	}
+	if cpuDir, gpuDir := filepath.Join(stage, "cpu", "run1"), filepath.Join(stage, "gpu", "run1"); exists(cpuDir) && exists(gpuDir) {
+		same := len(compareRuns(cpuDir, gpuDir)) == 0
+		rep.CPUvsGPU = &same
+	}
+	rep.PeakRSS = peakRSS()
+	if err := writeReport(stage, rep); err != nil {
+		return nil, err
+	}
+	// Replace any previous output only now that the report is complete.
+	if err := os.RemoveAll(opt.Out); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(stage, opt.Out); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// benchRun runs one repeat of the job for an engine and returns the
+// seconds per stage (0 for stages the engine does not have).
+func benchRun(ctx context.Context, engine string, icfg IngestConfig, tcfg TrainConfig, sub func(string) Options, dir string, gpu *cuda.Device, er *EngineReport) ([]float64, error) {
+	times := make([]float64, len(Stages))
+	o := sub(dir + "/stack")
+	if engine == "gpu" {
+		o.GPU = gpu
+	}
+	t0 := time.Now()
+	ir, err := Ingest(ctx, icfg, o)
+	if err != nil {
+		return nil, err
+	}
+	times[0] = time.Since(t0).Seconds()
+	er.BytesRead = ir.DecodedBytes
+	er.tiles, er.pixelsIn, er.dates = len(ir.Tiles), 0, 0
+	for _, t := range ir.Tiles {
+		er.pixelsIn += int64(t.Pixels)
+		er.dates = max(er.dates, t.Dates)
+	}
+	stack := o.Out
+
+	tc := tcfg
+	tc.Input.Stack = stack
+	tc.Engine = "lulc"
+	if engine == "golearn" {
+		tc.Engine = "golearn"
+	}
+	o = sub(dir + "/train")
+	if engine == "gpu" {
+		o.GPU = gpu
+	}
+	model := filepath.Join(o.Out, ModelFile)
+	t0 = time.Now()
+	tr, err := Train(ctx, tc, o)
+	if err != nil {
+		return nil, err
+	}
+	times[1] = time.Since(t0).Seconds()
+	er.Accuracy, er.Kappa, er.MacroF1 = tr.Metrics.Accuracy, tr.Metrics.Kappa, tr.Metrics.MacroF1
+	if engine == "golearn" {
+		return times, nil // golearn writes no lulc model: train only
+	}
+
+	o = sub(dir + "/predict")
+	if engine == "gpu" {
+		o.GPU = gpu
+	}
+	t0 = time.Now()
+	pr, err := Predict(ctx, PredictConfig{Model: model, Input: stack}, o)
+	if err != nil {
+		return nil, err
+	}
+	times[2] = time.Since(t0).Seconds()
+	er.Pixels = 0
+	for _, t := range pr.Tiles {
+		er.Pixels += t.Pixels
+	}
+
+	t0 = time.Now()
+	var oa float64
+	for _, t := range pr.Tiles {
+		ev, err := Evaluate(t.Class, filepath.Join(stack, t.Tile, "labels.tif"), "mode", sub(dir+"/evaluate-"+t.Tile))
+		if err != nil {
+			return nil, err
+		}
+		oa += ev.Metrics.Accuracy / float64(len(pr.Tiles))
+	}
+	times[3] = time.Since(t0).Seconds()
+	er.MapAccuracy = oa
+	return times, nil
+}
+
+// compareRuns lists the outputs that differ between two runs of a job:
+// models, samples and class maps must be byte-identical.
+func compareRuns(a, b string) []string {
+	var diffs []string
+	var files []string
+	filepath.Walk(a, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			base := filepath.Base(p)
+			if base == ModelFile || base == SamplesFile || base == ClassFile || base == "stack.tif" || base == "labels.tif" {
+				rel, _ := filepath.Rel(a, p)
+				files = append(files, rel)
+			}
+		}
+		return nil
+	})
+	slices.Sort(files)
+	for _, f := range files {
+		x, err1 := os.ReadFile(filepath.Join(a, f))
+		y, err2 := os.ReadFile(filepath.Join(b, f))
+		if err1 != nil || err2 != nil || !bytes.Equal(x, y) {
+			diffs = append(diffs, f)
+		}
+	}
+	return diffs
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024
+}
+
+func hostInfo(version string) HostInfo {
+	h := HostInfo{Cores: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Lulc: version, Go: runtime.Version(), GDAL: raster.GDALVersion()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				h.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb uint64
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if n, _ := fmt.Sscanf(line, "MemTotal: %d kB", &kb); n == 1 {
+				h.RAM = kb * 1024
+			}
+		}
+	}
+	if b, err := os.ReadFile("/etc/os-release"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+				h.OS += ", " + strings.Trim(v, `"`)
+			}
+		}
+	}
+	if devs, err := cuda.Devices(); err == nil {
+		h.GPU, h.GPUMem = devs[0].Name, devs[0].Memory
+		h.Driver, _ = cuda.DriverVersion()
+	} else {
+		h.GPUNote = err.Error()
+	}
+	return h
+}
+
+// describeInputs counts tiles, dates, bands and bytes of the catalog's
+// scene that the ingest config selects.
+func describeInputs(catalog string, icfg IngestConfig) BenchInputs {
+	in := BenchInputs{Bands: len(icfg.Bands)}
+	dir := filepath.Dir(catalog)
+	h := sha256.New()
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			in.Bytes += info.Size()
+			if strings.HasSuffix(p, ".json") {
+				b, _ := os.ReadFile(p)
+				h.Write(b)
+			}
+		}
+		return nil
+	})
+	in.Digest = fmt.Sprintf("%x", h.Sum(nil))
+	return in
+}

@@ -1,0 +1,98 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lulc/lulc/configs"
+)
+
+func TestBenchReport(t *testing.T) {
+	raw, _ := configs.Read("bench-demo.yaml")
+	bc, err := ParseBenchConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc.Engines = []string{"cpu", "golearn", "gpu"}
+	out := filepath.Join(t.TempDir(), "bench")
+	rep, err := Bench(context.Background(), bc, "lulc bench --out x", Options{Out: out, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back BenchReport
+	body, _ := os.ReadFile(filepath.Join(out, "report.json"))
+	if err := json.Unmarshal(body, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Inputs.Pixels != 252*252 || back.Inputs.Tiles != 1 || back.Inputs.Dates != 3 || back.Inputs.Bands != 10 {
+		t.Errorf("inputs %+v", back.Inputs)
+	}
+	for _, e := range back.Engines {
+		if e.Skipped != "" {
+			if e.Engine != "gpu" {
+				t.Errorf("%s skipped: %s", e.Engine, e.Skipped)
+			}
+			continue
+		}
+		// The report's numbers come from the runs: stage medians add up to
+		// the total (two repeats: medians are means), every run has every
+		// stage, and pixel counts match the input.
+		sum := 0.0
+		for _, s := range Stages {
+			sum += e.Stages[s]
+		}
+		if math.Abs(sum-e.Total) > 1e-9*max(1, e.Total) || len(e.Runs) != 2 || e.Total <= 0 {
+			t.Errorf("%s: stages sum to %g, total %g, %d runs", e.Engine, sum, e.Total, len(e.Runs))
+		}
+		if e.Engine == "cpu" && (e.Pixels != 252*252 || e.Reproducible == nil || !*e.Reproducible || e.MapAccuracy < 0.7) {
+			t.Errorf("cpu: %d pixels, reproducible %v %v, map OA %.3f", e.Pixels, e.Reproducible, e.Differences, e.MapAccuracy)
+		}
+		if e.Accuracy < 0.5 || e.CostPerTile <= 0 {
+			t.Errorf("%s: accuracy %.3f, cost %g", e.Engine, e.Accuracy, e.CostPerTile)
+		}
+	}
+	if rep.PeakRSS <= 0 || back.Host.Cores < 1 || back.Host.GDAL == "" {
+		t.Errorf("host %+v, rss %d", back.Host, rep.PeakRSS)
+	}
+	page, _ := os.ReadFile(filepath.Join(out, "report.html"))
+	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
+	png, _ := os.Stat(filepath.Join(out, "stages.png"))
+	if !strings.Contains(string(page), "<table>") || !strings.Contains(string(page), "data:image/png;base64,") || png == nil || png.Size() < 5000 {
+		t.Errorf("report.html (%d bytes) or stages.png not rendered", len(page))
+	}
+	if !strings.Contains(string(md), "## How to reproduce") || !strings.Contains(string(md), "lulc bench --out x") {
+		t.Error("report.md lacks the reproduce section")
+	}
+
+	// The reproducibility check catches a perturbed output.
+	a, b := filepath.Join(out, "cpu", "run1"), filepath.Join(out, "cpu", "run2")
+	if d := compareRuns(a, b); len(d) != 0 {
+		t.Fatalf("clean runs differ: %v", d)
+	}
+	class := filepath.Join(b, "predict", "31TEJ", ClassFile)
+	data, _ := os.ReadFile(class)
+	data[len(data)/2] ^= 0xff
+	os.WriteFile(class, data, 0o644)
+	if d := compareRuns(a, b); len(d) != 1 || !strings.Contains(d[0], ClassFile) {
+		t.Errorf("perturbed class map not detected: %v", d)
+	}
+}
+
+func TestBenchConfigErrors(t *testing.T) {
+	raw, _ := configs.Read("bench-demo.yaml")
+	for _, c := range []struct{ old, new, want string }{
+		{"engines: [cpu, golearn, gpu]", "engines: [cpu, tpu]", "tpu"},
+		{"repeat: 2", "repeat: 0", "repeat"},
+		{"synth: synth-tiny.yaml", "catalog: x\nsynth: synth-tiny.yaml", "exactly one"},
+	} {
+		_, err := ParseBenchConfig([]byte(strings.Replace(string(raw), c.old, c.new, 1)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.new, err)
+		}
+	}
+}

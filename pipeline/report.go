@@ -1,0 +1,175 @@
+package pipeline
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lulc/lulc/charts"
+	"github.com/lulc/lulc/internal/atomicfs"
+)
+
+// writeReport writes report.json, stages.png, report.md and report.html.
+func writeReport(dir string, rep *BenchReport) error {
+	body, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfs.WriteFile(filepath.Join(dir, "report.json"), append(body, '\n')); err != nil {
+		return err
+	}
+	var engines []string
+	var stageTimes [][]float64 // stage → engine
+	for range Stages {
+		stageTimes = append(stageTimes, nil)
+	}
+	for _, e := range rep.Engines {
+		if e.Skipped != "" {
+			continue
+		}
+		engines = append(engines, e.Engine)
+		for si, s := range Stages {
+			stageTimes[si] = append(stageTimes[si], e.Stages[s])
+		}
+	}
+	chart := filepath.Join(dir, "stages.png")
+	if len(engines) > 0 {
+		if err := charts.StackedBars(chart, engines, Stages, stageTimes, "Wall time per stage (median of repeats)", "seconds"); err != nil {
+			return err
+		}
+	}
+	md := reportMarkdown(rep)
+	if err := atomicfs.WriteFile(filepath.Join(dir, "report.md"), []byte(md)); err != nil {
+		return err
+	}
+	png, _ := os.ReadFile(chart)
+	page := "<!doctype html><meta charset=utf-8><title>lulc bench</title>" +
+		"<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}th{background:#eee}</style>\n" +
+		markdownToHTML(md)
+	if len(png) > 0 {
+		page += `<p><img alt="stages" src="data:image/png;base64,` + base64.StdEncoding.EncodeToString(png) + `"></p>`
+	}
+	return atomicfs.WriteFile(filepath.Join(dir, "report.html"), []byte(page+"\n"))
+}
+
+func reportMarkdown(rep *BenchReport) string {
+	var b strings.Builder
+	h := rep.Host
+	fmt.Fprintf(&b, "# lulc bench\n\n")
+	fmt.Fprintf(&b, "## Hardware and software\n\n")
+	fmt.Fprintf(&b, "- CPU: %s, %d cores, %.1f GB RAM; %s\n", h.CPU, h.Cores, float64(h.RAM)/1e9, h.OS)
+	if h.GPU != "" {
+		fmt.Fprintf(&b, "- GPU: %s, %.1f GB, CUDA driver %s\n", h.GPU, float64(h.GPUMem)/1e9, h.Driver)
+	} else {
+		fmt.Fprintf(&b, "- GPU: none usable (%s)\n", h.GPUNote)
+	}
+	fmt.Fprintf(&b, "- lulc %s, %s, GDAL %s\n\n", h.Lulc, h.Go, h.GDAL)
+	in := rep.Inputs
+	fmt.Fprintf(&b, "## Inputs\n\n%d tile(s), %d pixels, %d bands, %d dates, %.1f MB on disk; config sha256 %s…, catalog sha256 %s…\n\n",
+		in.Tiles, in.Pixels, in.Bands, in.Dates, float64(in.Bytes)/1e6, rep.ConfigHash[:12], in.Digest[:12])
+	fmt.Fprintf(&b, "## Wall time per stage (seconds, median of repeats)\n\n| engine | %s | total | speed-up vs cpu | speed-up vs golearn |\n|---|%s---|---|---|\n",
+		strings.Join(Stages, " | "), strings.Repeat("---|", len(Stages)))
+	base := map[string]float64{}
+	for _, e := range rep.Engines {
+		base[e.Engine] = e.Total
+	}
+	for _, e := range rep.Engines {
+		if e.Skipped != "" {
+			fmt.Fprintf(&b, "| %s | skipped: %s |\n", e.Engine, e.Skipped)
+			continue
+		}
+		fmt.Fprintf(&b, "| %s |", e.Engine)
+		for _, s := range Stages {
+			fmt.Fprintf(&b, " %.3f |", e.Stages[s])
+		}
+		fmt.Fprintf(&b, " %.3f | %s | %s |\n", e.Total, ratio(base["cpu"], e.Total), ratio(base["golearn"], e.Total))
+	}
+	fmt.Fprintf(&b, "\n(golearn trains only: no model file to predict with; its total is its ingest and training time. Its bootstrap reads math/rand's shared source from many goroutines, so its accuracy can vary between runs even when its inputs are identical.)\n\n")
+	fmt.Fprintf(&b, "## Throughput, accuracy, reproducibility, cost\n\n| engine | pixels/s (ingest+predict) | MB/s read | OA | kappa | macro-F1 | map OA | reproducible | $/tile | $/100 GB |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, e := range rep.Engines {
+		if e.Skipped != "" {
+			continue
+		}
+		repro := "not checked (1 repeat)"
+		if e.Reproducible != nil {
+			repro = fmt.Sprint(*e.Reproducible)
+			if !*e.Reproducible {
+				repro += ": " + strings.Join(e.Differences, ", ")
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %.1f | %.4f | %.4f | %.4f | %.4f | %s | %.6f | %.4f |\n", e.Engine, e.PixelsPerSec, e.MBPerSec,
+			e.Accuracy, e.Kappa, e.MacroF1, e.MapAccuracy, repro, e.CostPerTile, e.CostPer100GB)
+	}
+	if rep.CPUvsGPU != nil {
+		fmt.Fprintf(&b, "\nCPU and GPU outputs byte-identical: %v\n", *rep.CPUvsGPU)
+	}
+	fmt.Fprintf(&b, "\nPeak host RSS: %.2f GB.\n\n![stages](stages.png)\n\n## How to reproduce\n\n```sh\n%s\n```\n", float64(rep.PeakRSS)/1e9, rep.Command)
+	return b.String()
+}
+
+func ratio(base, t float64) string {
+	if base == 0 || t == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", base/t)
+}
+
+// markdownToHTML renders the report's small Markdown subset (headings,
+// tables, lists, code blocks, paragraphs).
+func markdownToHTML(md string) string {
+	var b strings.Builder
+	lines := strings.Split(md, "\n")
+	inCode, inTable := false, false
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "```"):
+			if inCode {
+				b.WriteString("</pre>\n")
+			} else {
+				b.WriteString("<pre>")
+			}
+			inCode = !inCode
+		case inCode:
+			b.WriteString(html.EscapeString(l) + "\n")
+		case strings.HasPrefix(l, "|"):
+			cells := strings.Split(strings.Trim(l, "|"), "|")
+			if strings.HasPrefix(strings.TrimSpace(cells[0]), "---") {
+				continue
+			}
+			tag := "td"
+			if !inTable {
+				b.WriteString("<table>\n")
+				inTable, tag = true, "th"
+			}
+			b.WriteString("<tr>")
+			for _, c := range cells {
+				fmt.Fprintf(&b, "<%s>%s</%s>", tag, html.EscapeString(strings.TrimSpace(c)), tag)
+			}
+			b.WriteString("</tr>\n")
+		default:
+			if inTable {
+				b.WriteString("</table>\n")
+				inTable = false
+			}
+			switch {
+			case strings.HasPrefix(l, "## "):
+				fmt.Fprintf(&b, "<h2>%s</h2>\n", html.EscapeString(l[3:]))
+			case strings.HasPrefix(l, "# "):
+				fmt.Fprintf(&b, "<h1>%s</h1>\n", html.EscapeString(l[2:]))
+			case strings.HasPrefix(l, "- "):
+				fmt.Fprintf(&b, "<li>%s</li>\n", html.EscapeString(l[2:]))
+			case strings.HasPrefix(l, "!["):
+			case strings.TrimSpace(l) != "":
+				fmt.Fprintf(&b, "<p>%s</p>\n", html.EscapeString(l))
+			}
+		}
+	}
+	if inTable {
+		b.WriteString("</table>\n")
+	}
+	return b.String()
+}
