@@ -25,7 +25,7 @@ import (
 // catalog), the ingest and train configs, the engines and repeats.
 type BenchConfig struct {
 	Synth        string             `yaml:"synth"`   // synth config (path or embedded name), or
-	Catalog      string             `yaml:"catalog"` // an existing static catalog
+	Catalog      string             `yaml:"catalog"` // an existing static catalog, or neither: the ingest config's source
 	Ingest       string             `yaml:"ingest"`
 	Train        string             `yaml:"train"`
 	Engines      []string           `yaml:"engines"` // cpu, golearn, gpu
@@ -39,8 +39,8 @@ func ParseBenchConfig(raw []byte) (BenchConfig, error) {
 	if err := configs.DecodeStrict(raw, &c); err != nil {
 		return c, err
 	}
-	if (c.Synth == "") == (c.Catalog == "") {
-		return c, errors.New("set exactly one of synth and catalog")
+	if c.Synth != "" && c.Catalog != "" {
+		return c, errors.New("set exactly one of synth and catalog (or neither, to use the ingest config's source)")
 	}
 	if c.Ingest == "" || c.Train == "" {
 		return c, errors.New("ingest and train configs are required")
@@ -89,7 +89,7 @@ type EngineReport struct {
 	Differences  []string           `json:"differences,omitempty"`
 	CostPerTile  float64            `json:"cost_per_tile_usd,omitempty"`
 	CostPer100GB float64            `json:"cost_per_100gb_usd,omitempty"`
-	tiles, dates int   // what the ingest found
+	tiles, dates int                // what the ingest found
 	pixelsIn     int64
 }
 
@@ -175,7 +175,9 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 	if err != nil {
 		return nil, fmt.Errorf("ingest %s: %w", bc.Ingest, err)
 	}
-	icfg.Source.Catalog, icfg.Source.API = catalog, ""
+	if catalog != "" {
+		icfg.Source.Catalog, icfg.Source.API = catalog, ""
+	}
 	tb, err := readConfig(bc.Train)
 	if err != nil {
 		return nil, err
@@ -184,7 +186,9 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 	if err != nil {
 		return nil, fmt.Errorf("train %s: %w", bc.Train, err)
 	}
-	rep.Inputs = describeInputs(catalog, icfg)
+	if catalog != "" {
+		rep.Inputs = describeInputs(catalog, icfg)
+	}
 
 	var gpu *cuda.Device
 	for _, e := range bc.Engines {

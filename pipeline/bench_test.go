@@ -83,12 +83,25 @@ func TestBenchReport(t *testing.T) {
 	}
 }
 
+func TestBenchConfigsParse(t *testing.T) {
+	for _, name := range []string{"bench-demo.yaml", "bench-full-tile.yaml", "bench-earth-search.yaml"} {
+		raw, err := configs.Read(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseBenchConfig(raw); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
 func TestBenchConfigErrors(t *testing.T) {
 	raw, _ := configs.Read("bench-demo.yaml")
 	for _, c := range []struct{ old, new, want string }{
 		{"engines: [cpu, golearn, gpu]", "engines: [cpu, tpu]", "tpu"},
 		{"repeat: 2", "repeat: 0", "repeat"},
 		{"synth: synth-tiny.yaml", "catalog: x\nsynth: synth-tiny.yaml", "exactly one"},
+		{"ingest: ingest-tiny.yaml", "ingest: \"\"", "ingest and train"},
 	} {
 		_, err := ParseBenchConfig([]byte(strings.Replace(string(raw), c.old, c.new, 1)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

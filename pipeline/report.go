@@ -70,7 +70,7 @@ func reportMarkdown(rep *BenchReport) string {
 	fmt.Fprintf(&b, "- lulc %s, %s, GDAL %s\n\n", h.Lulc, h.Go, h.GDAL)
 	in := rep.Inputs
 	fmt.Fprintf(&b, "## Inputs\n\n%d tile(s), %d pixels, %d bands, %d dates, %.1f MB on disk; config sha256 %s…, catalog sha256 %s…\n\n",
-		in.Tiles, in.Pixels, in.Bands, in.Dates, float64(in.Bytes)/1e6, rep.ConfigHash[:12], in.Digest[:12])
+		in.Tiles, in.Pixels, in.Bands, in.Dates, float64(in.Bytes)/1e6, rep.ConfigHash[:12], (in.Digest + "(remote)")[:12])
 	fmt.Fprintf(&b, "## Wall time per stage (seconds, median of repeats)\n\n| engine | %s | total | speed-up vs cpu | speed-up vs golearn |\n|---|%s---|---|---|\n",
 		strings.Join(Stages, " | "), strings.Repeat("---|", len(Stages)))
 	base := map[string]float64{}
