@@ -84,7 +84,7 @@ func TestBenchReport(t *testing.T) {
 }
 
 func TestBenchConfigsParse(t *testing.T) {
-	for _, name := range []string{"bench-demo.yaml", "bench-full-tile.yaml", "bench-earth-search.yaml"} {
+	for _, name := range []string{"bench-demo.yaml", "bench-small.yaml", "bench-full-tile.yaml", "bench-earth-search.yaml"} {
 		raw, err := configs.Read(name)
 		if err != nil {
 			t.Fatal(err)
