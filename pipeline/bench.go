@@ -204,14 +204,17 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 			}
 		}
 		for r := range bc.Repeat {
-			// Every repeat runs in the same directory and is moved aside
-			// after, so paths recorded in outputs (config hashes, sample
-			// sources) are the same and repeats can be compared byte for
-			// byte.
-			work := filepath.Join(e, "work")
+			// Every run, of every engine, happens in the same directory and
+			// is moved aside after, so paths recorded in outputs (config
+			// hashes, sample sources) are the same and runs and engines can
+			// be compared byte for byte.
+			work := "work"
 			times, err := benchRun(ctx, e, icfg, tcfg, sub, work, gpu, &er)
 			if err != nil {
 				return nil, fmt.Errorf("engine %s, run %d: %w", e, r+1, err)
+			}
+			if err := os.MkdirAll(filepath.Join(stage, e), 0o755); err != nil {
+				return nil, err
 			}
 			if err := os.Rename(filepath.Join(stage, work), filepath.Join(stage, e, fmt.Sprintf("run%d", r+1))); err != nil {
 				return nil, err
