@@ -25,13 +25,10 @@ type Result int32
 
 // Codes callers test for.
 const (
-	Success                 Result = 0
-	ErrorOutOfMemory        Result = 2
-	ErrorNoDevice           Result = 100
-	ErrorUnsupportedPTX     Result = 222
-	ErrorInvalidPTX         Result = 218
-	ErrorNotInitialized     Result = 3
-	ErrorInsufficientDriver Result = 35
+	Success             Result = 0
+	ErrorOutOfMemory    Result = 2
+	ErrorNoDevice       Result = 100
+	ErrorUnsupportedPTX Result = 222
 )
 
 func (r Result) Error() string {
@@ -90,7 +87,6 @@ var api struct {
 	eventSynchronize func(e uintptr) int32
 	eventElapsed     func(ms *float32, start, end uintptr) int32
 	eventDestroy     func(e uintptr) int32
-	memGetInfo       func(free, total *uint64) int32
 	streamCreate     func(s *uintptr, flags uint32) int32
 	streamSync       func(s uintptr) int32
 	streamDestroy    func(s uintptr) int32
@@ -143,7 +139,7 @@ func load() error {
 		{&api.launchKernel, "cuLaunchKernel"},
 		{&api.eventCreate, "cuEventCreate"}, {&api.eventRecord, "cuEventRecord"},
 		{&api.eventSynchronize, "cuEventSynchronize"}, {&api.eventElapsed, "cuEventElapsedTime"},
-		{&api.eventDestroy, "cuEventDestroy_v2"}, {&api.memGetInfo, "cuMemGetInfo_v2"},
+		{&api.eventDestroy, "cuEventDestroy_v2"},
 		{&api.streamCreate, "cuStreamCreate"}, {&api.streamSync, "cuStreamSynchronize"},
 		{&api.streamDestroy, "cuStreamDestroy_v2"},
 		{&api.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"}, {&api.memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},

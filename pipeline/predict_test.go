@@ -274,9 +274,13 @@ func TestPredictRealTerraMind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		src, err := raster.Open(r.Image)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for b := range cfg.Input.Bands {
 			v := make([]float32, info.Width*info.Height)
-			if err := raster.ReadBandWindow(r.Image, b+1, 0, 0, info.Width, info.Height, v); err != nil {
+			if err := raster.ReadBandWindowInto(src, b+1, 0, 0, info.Width, info.Height, v); err != nil {
 				t.Fatal(err)
 			}
 			dn := make([]uint16, len(v))
@@ -285,6 +289,7 @@ func TestPredictRealTerraMind(t *testing.T) {
 			}
 			w.Write(b, 0, 0, info.Width, info.Height, dn)
 		}
+		src.Close()
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}

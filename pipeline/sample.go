@@ -192,7 +192,7 @@ func sampleInput(ii uint64, in trainInput, img, lab *raster.Source, set *feature
 		}
 		for b := range nb {
 			vals := make([]float32, w*h)
-			if err := raster.ReadBandWindow(in.image, b+1, 0, r0, w, h, vals); err != nil {
+			if err := raster.ReadBandWindowInto(img, b+1, 0, r0, w, h, vals); err != nil {
 				return err
 			}
 			for i, v := range vals {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -273,20 +274,13 @@ func subsample(x []float32, y []uint8, nf, n int, seed uint64) ([]float32, []uin
 	if len(y) <= n {
 		return x, y
 	}
+	// The n rows with the smallest seeded hashes: hashed once each.
+	keys := make([]uint64, len(y))
 	idx := make([]int, len(y))
 	for i := range idx {
-		idx[i] = i
+		idx[i], keys[i] = i, rng.Hash(seed, 0x601e, uint64(i))
 	}
-	slices.SortFunc(idx, func(a, b int) int {
-		ha, hb := rng.Hash(seed, 0x601e, uint64(a)), rng.Hash(seed, 0x601e, uint64(b))
-		if ha < hb {
-			return -1
-		}
-		if ha > hb {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(keys[a], keys[b]) })
 	idx = idx[:n]
 	slices.Sort(idx)
 	xs := make([]float32, 0, n*nf)

@@ -188,26 +188,6 @@ func bufType(buf any) string {
 	return ""
 }
 
-// ReadBandWindow reads a window of band (1-based) of the raster at path as
-// float32, without resampling. It opens the raster per call: meant for
-// sequential strip reads, not hot loops.
-func ReadBandWindow(path string, band, x, y, w, h int, buf []float32) error {
-	register()
-	ds, err := godal.Open(GDALPath(path))
-	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
-	}
-	defer ds.Close()
-	bands := ds.Bands()
-	if band < 1 || band > len(bands) {
-		return fmt.Errorf("%s has no band %d", path, band)
-	}
-	if err := bands[band-1].Read(x, y, buf, w, h); err != nil {
-		return fmt.Errorf("read %s band %d: %w", path, band, err)
-	}
-	return nil
-}
-
 // ReadBandWindowInto reads a window of band (1-based) of an open source
 // without resampling.
 func ReadBandWindowInto(s *Source, band, x, y, w, h int, buf any) error {
