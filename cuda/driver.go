@@ -280,9 +280,9 @@ func (d *Device) Do(f func() error) error {
 	return <-done
 }
 
-// Close stops the owner goroutine.
+// Close releases the device; closing a nil Device (the CPU) does nothing.
 func (d *Device) Close() {
-	if !d.closed {
+	if d != nil && !d.closed {
 		d.Do(func() error { api.memFreeHost(d.params); return nil })
 		d.closed = true
 		close(d.work)

@@ -15,7 +15,8 @@ func addDeviceFlag(cmd *cobra.Command, dst *string) {
 	cmd.Flags().StringVar(dst, "device", "auto", "where to compute: auto (a usable GPU, else the CPU), cpu, gpu or gpu:N")
 }
 
-// openDevice resolves --device: nil means the CPU. auto falls back to the
+// openDevice resolves --device: nil means the CPU (and its Close is a
+// no-op, so callers defer it unconditionally). auto falls back to the
 // CPU with a one-line notice; gpu fails when no GPU is usable, saying why.
 func (a *app) openDevice(spec string) (*cuda.Device, error) {
 	switch {

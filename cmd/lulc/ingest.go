@@ -41,9 +41,7 @@ Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 			if err != nil {
 				return err
 			}
-			if dev != nil {
-				defer dev.Close()
-			}
+			defer dev.Close()
 			res, err := pipeline.Ingest(cmd.Context(), cfg, pipeline.Options{GPU: dev,
 				Out: out, Force: force, Log: a.log, Version: lulcVersion(),
 				NewBar: a.newBar,

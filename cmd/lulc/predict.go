@@ -57,6 +57,11 @@ ingest into OUT.stack and predicts from that stack.`,
 				}
 				pc.Window, pc.Confidence, pc.Compress = f.Window, pc.Confidence || f.Confidence, f.Compress
 			}
+			dev, err := a.openDevice(device)
+			if err != nil {
+				return err
+			}
+			defer dev.Close()
 			if ingestCfg != "" || catalogOverride != "" {
 				// STAC input: ingest first into a stack beside the output,
 				// then predict from it.
@@ -71,20 +76,13 @@ ingest into OUT.stack and predicts from that stack.`,
 					icfg.Source.Catalog, icfg.Source.API = catalogOverride, ""
 				}
 				pc.Input = out + ".stack"
-				if _, err := pipeline.Ingest(cmd.Context(), icfg, pipeline.Options{Out: pc.Input, Force: true, Log: a.log, Version: lulcVersion(), NewBar: a.newBar}); err != nil {
+				if _, err := pipeline.Ingest(cmd.Context(), icfg, pipeline.Options{GPU: dev, Out: pc.Input, Force: true, Log: a.log, Version: lulcVersion(), NewBar: a.newBar}); err != nil {
 					return fmt.Errorf("predict: ingest: %w", err)
 				}
 				a.log.Info("stack ingested for prediction", "stack", pc.Input)
 			}
 			if pc.Model == "" || pc.Input == "" {
 				return fmt.Errorf("--model and --input (or a --config naming them, or --ingest-config/--catalog) are required")
-			}
-			dev, err := a.openDevice(device)
-			if err != nil {
-				return err
-			}
-			if dev != nil {
-				defer dev.Close()
 			}
 			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{GPU: dev, Out: out, Force: force, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {

@@ -46,9 +46,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 			if err != nil {
 				return err
 			}
-			if dev != nil {
-				defer dev.Close()
-			}
+			defer dev.Close()
 			res, err := pipeline.Train(cmd.Context(), cfg, pipeline.Options{GPU: dev, Out: out, Force: force, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
 				return fmt.Errorf("train: %w", err)
