@@ -2,13 +2,6 @@ package forest
 
 import "fmt"
 
-// Proba writes each row's class probabilities, the mean over trees, into
-// out (x.N × Classes, row-major). Sums run in tree order in float32, so
-// results do not depend on threading.
-func (f *Forest) Proba(x *Binned, out []float32) error {
-	return f.Compile().Proba(x, out)
-}
-
 // pnode is a tree node packed for prediction in 8 bytes: a split's feature,
 // bin and left child (the right child follows it), or a leaf's probability
 // row. One array per tree keeps a traversal to one cache line per level.
@@ -66,7 +59,9 @@ func (f *Compiled) Classes() int  { return f.classes }
 func (f *Compiled) Features() int { return f.features }
 func (f *Compiled) Trees() int    { return len(f.trees) }
 
-// Proba is Forest.Proba on the packed layout.
+// Proba writes each row's class probabilities, the mean over trees, into
+// out (x.N × classes, row-major). Sums run in tree order in float32, so
+// results do not depend on threading.
 func (f *Compiled) Proba(x *Binned, out []float32) error {
 	if x.F != f.features {
 		return fmt.Errorf("predict: %d features, the forest has %d", x.F, f.features)

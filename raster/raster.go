@@ -289,10 +289,6 @@ func Inspect(path string) (Info, error) {
 	return info, nil
 }
 
-// ReadAll reads band 1 of a raster into a new slice. It is meant for small
-// rasters (tests, chips); stages read in windows.
-func ReadAll[T Pixels](path string) ([]T, Grid, error) { return ReadBand[T](path, 1) }
-
 // Transformer converts coordinates between two CRSs given by EPSG code,
 // in x/y (easting/northing, longitude/latitude) order.
 type Transformer struct {

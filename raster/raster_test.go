@@ -57,7 +57,7 @@ func TestWarpRealWorldCover(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Skipf("real sample data not available: %v", err)
 	}
-	src, sg, err := ReadAll[uint8](path)
+	src, sg, err := ReadBand[uint8](path, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -199,7 +199,7 @@ func TestTinySceneLabels(t *testing.T) {
 		}
 	}
 
-	labels, _, err := raster.ReadAll[uint8](matches[0])
+	labels, _, err := raster.ReadBand[uint8](matches[0], 1)
 	if err != nil {
 		t.Fatal(err)
 	}
