@@ -17,6 +17,7 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/synth"
 )
@@ -259,7 +260,7 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 		}
 		rep.Engines = append(rep.Engines, er)
 	}
-	if cpuDir, gpuDir := filepath.Join(stage, "cpu", "run1"), filepath.Join(stage, "gpu", "run1"); exists(cpuDir) && exists(gpuDir) {
+	if cpuDir, gpuDir := filepath.Join(stage, "cpu", "run1"), filepath.Join(stage, "gpu", "run1"); atomicfs.Exists(cpuDir) && atomicfs.Exists(gpuDir) {
 		same := len(compareRuns(cpuDir, gpuDir)) == 0
 		rep.CPUvsGPU = &same
 	}
@@ -374,11 +375,6 @@ func compareRuns(a, b string) []string {
 		}
 	}
 	return diffs
-}
-
-func exists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 func median(v []float64) float64 {
