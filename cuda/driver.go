@@ -92,6 +92,8 @@ var api struct {
 	streamDestroy    func(s uintptr) int32
 	memcpyHtoDAsync  func(dst uint64, src unsafe.Pointer, n uint64, s uintptr) int32
 	memcpyDtoHAsync  func(dst unsafe.Pointer, src uint64, n uint64, s uintptr) int32
+	memsetD32        func(dst uint64, v uint32, n uint64) int32
+	memGetInfo       func(free, total *uint64) int32
 	getErrorName     func(r int32, s **byte) int32
 	getErrorString   func(r int32, s **byte) int32
 }
@@ -143,6 +145,7 @@ func load() error {
 		{&api.streamCreate, "cuStreamCreate"}, {&api.streamSync, "cuStreamSynchronize"},
 		{&api.streamDestroy, "cuStreamDestroy_v2"},
 		{&api.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"}, {&api.memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
+		{&api.memsetD32, "cuMemsetD32_v2"}, {&api.memGetInfo, "cuMemGetInfo_v2"},
 	}
 	for _, s := range syms {
 		// RegisterLibFunc panics on a missing symbol: look it up first.
@@ -303,7 +306,7 @@ func (d *Device) loadModule() error {
 	if r != 0 {
 		return fmt.Errorf("load lulc kernels (PTX %s): %w: %s", ptxVersion(), Result(r), cString(&logBuf[0]))
 	}
-	for _, name := range []string{"features", "median", "bin", "forest_predict"} {
+	for _, name := range []string{"features", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_partition"} {
 		var f uintptr
 		cname := append([]byte(name), 0)
 		if err := check(api.moduleGetFunc(&f, d.module, &cname[0]), "cuModuleGetFunction "+name); err != nil {
@@ -368,12 +371,37 @@ func (d *Device) launch(name string, n int64, args ...any) error {
 }
 
 func (d *Device) launchOn(stream uintptr, wait bool, name string, n int64, args ...any) error {
+	block := int64(256)
+	if name == "forest_predict" {
+		block = 128 // its shared-memory row buffer is sized for 128 threads
+	}
+	grid := uint32(min((n+block-1)/block, int64(d.SMs*32)))
+	if grid == 0 {
+		grid = 1
+	}
+	if err := d.launchGrid(stream, name, grid, 1, uint32(block), 0, args...); err != nil {
+		return err
+	}
+	if !wait {
+		return nil
+	}
+	return check(api.ctxSynchronize(), "run "+name)
+}
+
+// launchGrid queues kernel name on a gx × gy grid of blocks of block
+// threads with shared bytes of dynamic shared memory. Arguments (each a
+// uint64 device pointer, int32, int64 or float32) are staged in pinned host
+// memory, since the driver reads them through pointers.
+func (d *Device) launchGrid(stream uintptr, name string, gx, gy, block, shared uint32, args ...any) error {
 	f, ok := d.funcs[name]
 	if !ok {
 		return fmt.Errorf("no kernel %s", name)
 	}
-	ptrs := unsafe.Slice((*uintptr)(d.params), 16)
-	vals := unsafe.Slice((*uint64)(unsafe.Add(d.params, 16*8)), 16)
+	if len(args) > 24 {
+		return fmt.Errorf("kernel %s: %d arguments (at most 24)", name, len(args))
+	}
+	ptrs := unsafe.Slice((*uintptr)(d.params), 24)
+	vals := unsafe.Slice((*uint64)(unsafe.Add(d.params, 24*8)), 24)
 	for i, a := range args {
 		switch v := a.(type) {
 		case uint64:
@@ -389,23 +417,68 @@ func (d *Device) launchOn(stream uintptr, wait bool, name string, n int64, args 
 		}
 		ptrs[i] = uintptr(unsafe.Pointer(&vals[i]))
 	}
-	block := int64(256)
-	if name == "forest_predict" {
-		block = 128 // its shared-memory row buffer is sized for 128 threads
-	}
-	grid := uint32(min((n+block-1)/block, int64(d.SMs*32)))
-	if grid == 0 {
-		grid = 1
-	}
 	// The driver copies the arguments at launch, so the staging area can
 	// be reused at once.
-	if err := check(api.launchKernel(f, grid, 1, 1, uint32(block), 1, 1, 0, stream, d.params, nil), "launch "+name); err != nil {
-		return err
+	return check(api.launchKernel(f, gx, gy, 1, block, 1, 1, shared, stream, d.params, nil), "launch "+name)
+}
+
+// MemInfo returns the device's free and total memory in bytes.
+func (d *Device) MemInfo() (free, total uint64, err error) {
+	err = d.Do(func() error { return check(api.memGetInfo(&free, &total), "cuMemGetInfo") })
+	return free, total, err
+}
+
+// pool is device memory reused across calls: one grow-only buffer per
+// purpose, so loops that need scratch of varying sizes allocate only when
+// a size is exceeded. Used on the owner goroutine only.
+type pool map[string]Buffer
+
+// get returns the buffer named name with at least bytes bytes.
+func (p pool) get(name string, bytes uint64) (Buffer, error) {
+	b, ok := p[name]
+	if ok && b.bytes >= bytes {
+		return b, nil
 	}
-	if !wait {
-		return nil
+	if ok {
+		b.free()
+		delete(p, name)
 	}
-	return check(api.ctxSynchronize(), "run "+name)
+	// Grow by half again, so slowly rising sizes do not reallocate at
+	// every call.
+	nb, err := alloc(max(bytes, b.bytes+b.bytes/2))
+	if err != nil {
+		return Buffer{}, err
+	}
+	p[name] = nb
+	return nb, nil
+}
+
+// put copies s into the buffer named name, growing it as needed.
+func put[T any](p pool, name string, s []T) (uint64, error) {
+	n := uint64(len(s)) * uint64(unsafe.Sizeof(*new(T)))
+	b, err := p.get(name, n)
+	if err != nil || n == 0 {
+		return b.ptr, err
+	}
+	return b.ptr, check(api.memcpyHtoD(b.ptr, unsafe.Pointer(&s[0]), n), "cuMemcpyHtoD "+name)
+}
+
+// zeroed returns the buffer named name with its first bytes (a multiple
+// of 4) set to zero.
+func (p pool) zeroed(name string, bytes uint64) (uint64, error) {
+	b, err := p.get(name, bytes)
+	if err != nil {
+		return 0, err
+	}
+	return b.ptr, check(api.memsetD32(b.ptr, 0, bytes/4), "cuMemsetD32 "+name)
+}
+
+// release frees every buffer.
+func (p pool) release() {
+	for k, b := range p {
+		b.free()
+		delete(p, k)
+	}
 }
 
 // timeIt runs f reps times after a warm-up and returns the median time in

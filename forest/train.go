@@ -71,28 +71,15 @@ type Forest struct {
 // using up to workers goroutines (0: all CPUs). The result depends only on
 // the data and p, not on workers.
 func Train(x *Binned, y []uint8, classes int, p Params, workers int) (*Forest, error) {
-	if err := p.Validate(x.F); err != nil {
+	if err := CheckData(x, y, classes, p); err != nil {
 		return nil, err
-	}
-	if len(y) != x.N {
-		return nil, fmt.Errorf("train: %d labels for %d rows", len(y), x.N)
-	}
-	if x.N == 0 {
-		return nil, errors.New("train: no samples")
-	}
-	if classes < 1 || classes > 255 {
-		return nil, fmt.Errorf("train: %d classes", classes)
-	}
-	for i, c := range y {
-		if int(c) >= classes {
-			return nil, fmt.Errorf("train: row %d has class index %d of %d", i, c, classes)
-		}
 	}
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	f := &Forest{Classes: classes, Features: x.F, Trees: make([]Tree, p.Trees)}
+	trees := make([]Tree, p.Trees)
 	imp := make([][]float64, p.Trees)
+	errs := make([]error, p.Trees)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(workers, p.Trees) {
@@ -103,20 +90,58 @@ func Train(x *Binned, y []uint8, classes int, p Params, workers int) (*Forest, e
 				if t >= p.Trees {
 					return
 				}
-				f.Trees[t], imp[t] = g.grow(uint64(t))
+				tr, ti, err := Grow(g, []uint64{uint64(t)}, classes, x.F, p)
+				if err != nil {
+					errs[t] = err
+					continue
+				}
+				trees[t], imp[t] = tr[0], ti[0]
 			}
 		})
 	}
 	wg.Wait()
-	// Sum importances in tree order, so the floats do not depend on which
-	// worker grew which tree.
-	f.Importance = make([]float64, x.F)
-	total := 0.0
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return NewForest(classes, x.F, trees, imp), nil
+}
+
+// CheckData names the first problem with a training set: bad parameters,
+// a label count that is not the row count, no rows, or a class index out
+// of range.
+func CheckData(x *Binned, y []uint8, classes int, p Params) error {
+	if err := p.Validate(x.F); err != nil {
+		return err
+	}
+	if len(y) != x.N {
+		return fmt.Errorf("train: %d labels for %d rows", len(y), x.N)
+	}
+	if x.N == 0 {
+		return errors.New("train: no samples")
+	}
+	if classes < 1 || classes > 255 {
+		return fmt.Errorf("train: %d classes", classes)
+	}
+	for i, c := range y {
+		if int(c) >= classes {
+			return fmt.Errorf("train: row %d has class index %d of %d", i, c, classes)
+		}
+	}
+	return nil
+}
+
+// NewForest assembles grown trees (in tree order) and their impurity
+// decreases into a Forest whose importances sum to 1.
+func NewForest(classes, features int, trees []Tree, imp [][]float64) *Forest {
+	f := &Forest{Classes: classes, Features: features, Trees: trees, Importance: make([]float64, features)}
+	// Sum in tree order, so the floats do not depend on which worker or
+	// batch grew which tree.
 	for _, ti := range imp {
 		for k, v := range ti {
 			f.Importance[k] += v
 		}
 	}
+	total := 0.0
 	for _, v := range f.Importance {
 		total += v
 	}
@@ -125,44 +150,40 @@ func Train(x *Binned, y []uint8, classes int, p Params, workers int) (*Forest, e
 			f.Importance[k] /= total
 		}
 	}
-	return f, nil
+	return f
 }
 
-// grower holds one worker's scratch space.
+// grower is the CPU Engine: one worker's scratch space, growing one tree
+// at a time. A handle is an index into ranges, the node's rows being
+// rows[lo:hi].
 type grower struct {
 	x       *Binned
 	y       []uint8
 	classes int
 	p       Params
-	mtry    int
 	weight  []uint32
 	rows    []int32
 	tmp     []int32
+	ranges  [][2]int
 	hist    []int64 // bins × classes for one feature
 	seen    [256]bool
 	used    []uint8 // bins present in the node, for one feature
-	feats   []int
 }
 
 func newGrower(x *Binned, y []uint8, classes int, p Params) *grower {
 	return &grower{
-		x: x, y: y, classes: classes, p: p, mtry: p.mtry(x.F),
+		x: x, y: y, classes: classes, p: p,
 		weight: make([]uint32, x.N), rows: make([]int32, 0, x.N), tmp: make([]int32, x.N),
-		hist: make([]int64, 256*classes), feats: make([]int, x.F),
+		hist: make([]int64, 256*classes),
 	}
 }
 
-// node is a node waiting to be split: its rows are g.rows[lo:hi].
-type node struct {
-	lo, hi int
-	depth  int
-	id     uint64 // breadth-first position in a complete binary tree
-	index  int32  // position in the tree's arrays
-	counts []int64
-}
-
-// grow fits tree t level by level.
-func (g *grower) grow(t uint64) (Tree, []float64) {
+// Roots draws the bootstrap of one tree.
+func (g *grower) Roots(trees []uint64) ([][]int64, []int, error) {
+	if len(trees) != 1 {
+		return nil, nil, fmt.Errorf("cpu grower: %d trees in a batch (grows one at a time)", len(trees))
+	}
+	t := trees[0]
 	n, c := g.x.N, g.classes
 	clear(g.weight)
 	if g.p.Bootstrap {
@@ -182,42 +203,8 @@ func (g *grower) grow(t uint64) (Tree, []float64) {
 			root[g.y[i]] += int64(w)
 		}
 	}
-	var tr Tree
-	imp := make([]float64, g.x.F)
-	add := func() int32 {
-		tr.Feature = append(tr.Feature, -1)
-		tr.Bin = append(tr.Bin, 0)
-		tr.Left = append(tr.Left, -1)
-		tr.Right = append(tr.Right, -1)
-		tr.Leaf = append(tr.Leaf, -1)
-		return int32(len(tr.Feature) - 1)
-	}
-	level := []node{{lo: 0, hi: len(g.rows), id: 0, index: add(), counts: root}}
-	for len(level) > 0 {
-		var next []node
-		for _, nd := range level {
-			s, ok := g.split(t, nd)
-			if !ok {
-				tr.Leaf[nd.index] = int32(len(tr.Probs) / c)
-				tr.Probs = append(tr.Probs, probs(nd.counts)...)
-				continue
-			}
-			imp[s.feature] += s.gain
-			mid := g.partition(nd.lo, nd.hi, s.feature, s.bin)
-			tr.Feature[nd.index], tr.Bin[nd.index] = int16(s.feature), s.bin
-			l, r := add(), add()
-			tr.Left[nd.index], tr.Right[nd.index] = l, r
-			right := make([]int64, c)
-			for k := range right {
-				right[k] = nd.counts[k] - s.left[k]
-			}
-			next = append(next,
-				node{lo: nd.lo, hi: mid, depth: nd.depth + 1, id: 2*nd.id + 1, index: l, counts: s.left},
-				node{lo: mid, hi: nd.hi, depth: nd.depth + 1, id: 2*nd.id + 2, index: r, counts: right})
-		}
-		level = next
-	}
-	return tr, imp
+	g.ranges = append(g.ranges[:0], [2]int{0, len(g.rows)})
+	return [][]int64{root}, []int{0}, nil
 }
 
 func probs(counts []int64) []float32 {
@@ -230,14 +217,6 @@ func probs(counts []int64) []float32 {
 		out[k] = float32(float64(v) / float64(total))
 	}
 	return out
-}
-
-type split struct {
-	feature int
-	bin     uint8
-	score   float64
-	gain    float64
-	left    []int64
 }
 
 // purity is Σ counts² / total, the quantity Gini splits maximise: the
@@ -253,39 +232,38 @@ func purity(counts []int64, total int64) float64 {
 	return s / float64(total)
 }
 
-// split finds the node's best split over a per-node random subset of
-// features. Ties go to the lower feature index, then the lower bin.
-func (g *grower) split(t uint64, nd node) (split, bool) {
+// Splits finds each task's best split.
+func (g *grower) Splits(tasks []Task) ([]Split, error) {
+	out := make([]Split, len(tasks))
+	for k, t := range tasks {
+		out[k] = g.split(t)
+	}
+	return out, nil
+}
+
+// split finds a node's best split over its candidate features. Ties go to
+// the lower feature index, then the lower bin.
+func (g *grower) split(t Task) Split {
 	c := g.classes
+	r := g.ranges[t.Handle]
+	rows := g.rows[r[0]:r[1]]
+	counts := make([]int64, c)
 	var total int64
-	pure := 0
-	for _, v := range nd.counts {
+	for _, i := range rows {
+		counts[g.y[i]] += int64(g.weight[i])
+	}
+	for _, v := range counts {
 		total += v
-		if v > 0 {
-			pure++
-		}
 	}
 	minLeaf := int64(g.p.MinSamplesLeaf)
-	if nd.depth >= g.p.MaxDepth || pure <= 1 || total < 2*minLeaf {
-		return split{}, false
-	}
-	// Partial Fisher–Yates keyed by (seed, tree, node).
-	for i := range g.feats {
-		g.feats[i] = i
-	}
-	for k := range g.mtry {
-		j := k + int(rng.Hash(g.p.Seed, t, nd.id, 0xfea7, uint64(k))%uint64(len(g.feats)-k))
-		g.feats[k], g.feats[j] = g.feats[j], g.feats[k]
-	}
-	parent := purity(nd.counts, total)
-	best := split{feature: -1}
+	best := Split{Feature: -1}
 	left := make([]int64, c)
-	for _, f := range g.feats[:g.mtry] {
+	for _, f := range t.Feats {
 		// g.hist is all zero here, and only the bins a node uses are
 		// visited and cleared: deep nodes touch few of the 256.
 		col := g.x.Codes[f*g.x.N : (f+1)*g.x.N]
 		used := g.used[:0]
-		for _, i := range g.rows[nd.lo:nd.hi] {
+		for _, i := range rows {
 			code := col[i]
 			if !g.seen[code] {
 				g.seen[code] = true
@@ -312,13 +290,13 @@ func (g *grower) split(t uint64, nd node) (split, bool) {
 			sl, sr := 0.0, 0.0
 			for k := range c {
 				l := float64(left[k])
-				r := float64(nd.counts[k] - left[k])
+				r := float64(counts[k] - left[k])
 				sl += float64(l * l) // explicit rounding: no FMA, same bits on every build
 				sr += float64(r * r)
 			}
 			score := sl/float64(nl) + sr/float64(nr)
-			if score > best.score || (score == best.score && best.feature >= 0 && f < best.feature) {
-				best = split{feature: f, bin: code, score: score, left: append([]int64(nil), left...)}
+			if score > best.Score || (score == best.Score && best.Feature >= 0 && f < best.Feature) {
+				best = Split{Feature: f, Bin: code, Score: score, Left: append([]int64(nil), left...)}
 			}
 		}
 		for _, code := range used {
@@ -327,14 +305,19 @@ func (g *grower) split(t uint64, nd node) (split, bool) {
 		}
 		g.used = used
 	}
-	if best.feature < 0 {
-		return split{}, false
+	return best
+}
+
+// Partition splits each task's rows in place.
+func (g *grower) Partition(tasks []Task, splits []Split) ([][2]int, error) {
+	out := make([][2]int, len(tasks))
+	for k, t := range tasks {
+		r := g.ranges[t.Handle]
+		mid := g.partition(r[0], r[1], splits[k].Feature, splits[k].Bin)
+		g.ranges = append(g.ranges, [2]int{r[0], mid}, [2]int{mid, r[1]})
+		out[k] = [2]int{len(g.ranges) - 2, len(g.ranges) - 1}
 	}
-	best.gain = best.score - parent
-	if !(best.gain > 1e-12*float64(total)) {
-		return split{}, false
-	}
-	return best, true
+	return out, nil
 }
 
 // partition reorders rows[lo:hi] so rows going left come first, keeping

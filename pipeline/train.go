@@ -16,6 +16,7 @@ import (
 
 	"github.com/lulc/lulc/baseline"
 	"github.com/lulc/lulc/charts"
+	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/rng"
@@ -134,7 +135,14 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (TrainResult, erro
 		if err != nil {
 			return res, err
 		}
-		f, err := forest.Train(xb, yt, len(scheme.Classes), cfg.Forest, opt.Workers)
+		var f *forest.Forest
+		if opt.GPU != nil {
+			f, err = cuda.Train(opt.GPU, xb, yt, len(scheme.Classes), cfg.Forest, func(format string, args ...any) {
+				opt.Log.Info(fmt.Sprintf(format, args...))
+			})
+		} else {
+			f, err = forest.Train(xb, yt, len(scheme.Classes), cfg.Forest, opt.Workers)
+		}
 		if err != nil {
 			return res, err
 		}

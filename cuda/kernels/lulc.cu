@@ -180,3 +180,253 @@ extern "C" __global__ void __launch_bounds__(FOREST_BLOCK) forest_predict(
         conf[i] = acc[best];
     }
 }
+
+// ---- Random forest training: the GPU Engine of forest.Grow ----
+//
+// Rows of a batch of trees live in per-tree row lists (rows[t * n + p]);
+// each node of the level being grown owns a range of its tree's list. The
+// histograms are integer class counts, so their sums do not depend on
+// thread order, and the split scores are computed in double with the
+// operation order of forest's CPU grower, so both pick the same splits.
+
+#define GOLDEN 0x9e3779b97f4a7c15ULL
+
+// mix is rng.Mix, the splitmix64 finaliser.
+__device__ __forceinline__ unsigned long long mix(unsigned long long z) {
+    z ^= z >> 30;
+    z *= 0xbf58476d1ce4e5b9ULL;
+    z ^= z >> 27;
+    z *= 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return z;
+}
+
+// rf_boot draws each tree's bootstrap as forest's grower does: draw k of
+// tree t lands on row rng.Hash(seed, t, 0xb007, k) % n. Without bootstrap
+// every weight is 1. w (ntrees × n) must be zero on entry.
+extern "C" __global__ void rf_boot(unsigned int* __restrict__ w, long long n, int ntrees,
+                                   unsigned long long seed, const unsigned long long* __restrict__ trees, int boot) {
+    long long total = n * ntrees;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    unsigned long long h0 = mix(seed + GOLDEN);
+    for (long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += stride) {
+        long long t = idx / n, k = idx - t * n;
+        if (!boot) {
+            w[idx] = 1;
+            continue;
+        }
+        unsigned long long h = mix(h0 ^ (trees[t] + GOLDEN));
+        h = mix(h ^ (0xb007ULL + GOLDEN));
+        h = mix(h ^ ((unsigned long long)k + GOLDEN));
+        atomicAdd(&w[t * n + (long long)(h % (unsigned long long)n)], 1u);
+    }
+}
+
+// rf_root lists the rows of tree blockIdx.y with a non-zero weight (in any
+// order) and sums its class counts. cursor (ntrees) and counts (ntrees ×
+// classes) must be zero on entry.
+extern "C" __global__ void rf_root(const unsigned int* __restrict__ w, long long n, const unsigned char* __restrict__ y,
+                                   int classes, unsigned int* __restrict__ rows, unsigned int* __restrict__ cursor,
+                                   unsigned long long* __restrict__ counts) {
+    __shared__ unsigned int sc[32];
+    int t = blockIdx.y;
+    if (threadIdx.x < 32) sc[threadIdx.x] = 0;
+    __syncthreads();
+    const unsigned int* wt = w + (long long)t * n;
+    unsigned int lane = threadIdx.x & 31;
+    for (long long base = (long long)blockIdx.x * blockDim.x; base < n; base += (long long)gridDim.x * blockDim.x) {
+        long long i = base + threadIdx.x;
+        unsigned int wi = i < n ? wt[i] : 0;
+        unsigned int m = __ballot_sync(0xffffffff, wi > 0);
+        unsigned int at = 0;
+        if (lane == 0 && m) at = atomicAdd(&cursor[t], __popc(m));
+        at = __shfl_sync(0xffffffff, at, 0);
+        if (wi > 0) {
+            rows[(long long)t * n + at + __popc(m & ((1u << lane) - 1))] = (unsigned int)i;
+            atomicAdd(&sc[y[i]], wi);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x < classes && sc[threadIdx.x]) atomicAdd(&counts[(long long)t * classes + threadIdx.x], (unsigned long long)sc[threadIdx.x]);
+}
+
+// A level's tasks: task k's rows are rows[base[k] .. base[k] + len[k]) of
+// tree tree[k] (base includes tree × n), its candidate features
+// feats[k * mtry ...].
+
+// rf_hist adds one chunk of one big task's rows to the task's global
+// histogram for candidate blockIdx.y: block b covers rows off[b] .. off[b] +
+// chunk of task btask[b], whose histogram is slot bslot[b] of gh (slots ×
+// mtry × nbins × classes counts).
+extern "C" __global__ void rf_hist(const unsigned char* __restrict__ codes, long long n, const unsigned char* __restrict__ y,
+                                   const unsigned int* __restrict__ w, const unsigned int* __restrict__ rows,
+                                   const long long* __restrict__ base, const int* __restrict__ len, const int* __restrict__ tree,
+                                   const int* __restrict__ feats, int mtry, int classes, int nbins,
+                                   const int* __restrict__ btask, const int* __restrict__ boff, const int* __restrict__ bslot,
+                                   int chunk, unsigned int* __restrict__ gh) {
+    extern __shared__ unsigned int H[];
+    int cells = nbins * classes;
+    for (int c = threadIdx.x; c < cells; c += blockDim.x) H[c] = 0;
+    __syncthreads();
+    int k = btask[blockIdx.x], j = blockIdx.y;
+    const unsigned char* col = codes + (long long)feats[k * mtry + j] * n;
+    const unsigned int* wt = w + (long long)tree[k] * n;
+    int end = min(boff[blockIdx.x] + chunk, len[k]);
+    for (int p = boff[blockIdx.x] + threadIdx.x; p < end; p += blockDim.x) {
+        unsigned int r = rows[base[k] + p];
+        atomicAdd(&H[col[r] * classes + y[r]], wt[r]);
+    }
+    __syncthreads();
+    unsigned int* g = gh + ((long long)bslot[blockIdx.x] * mtry + j) * cells;
+    for (int c = threadIdx.x; c < cells; c += blockDim.x)
+        if (H[c]) atomicAdd(&g[c], H[c]);
+}
+
+#define SPLIT_BLOCK 128
+
+// rf_split finds the best split of task list[blockIdx.x], as forest's
+// grower does: per candidate feature, class counts per bin (built here from
+// the task's rows, or, when big is set, read from slot blockIdx.x of gh),
+// then every bin as a threshold with at least min_leaf weight on each side,
+// scored Σl²/nl + Σr²/nr in double with the CPU's operation order; the
+// highest score wins, ties to the lower feature, then the lower bin. The
+// split is written to ofeat (-1: none), obin, oscore and oleft (the left
+// class counts).
+extern "C" __global__ void __launch_bounds__(SPLIT_BLOCK) rf_split(
+    const unsigned char* __restrict__ codes, long long n, const unsigned char* __restrict__ y,
+    const unsigned int* __restrict__ w, const unsigned int* __restrict__ rows,
+    const long long* __restrict__ base, const int* __restrict__ len, const int* __restrict__ tree,
+    const int* __restrict__ feats, int mtry, int classes, int nbins, int min_leaf,
+    const int* __restrict__ list, int big, const unsigned int* __restrict__ gh,
+    int* __restrict__ ofeat, int* __restrict__ obin, double* __restrict__ oscore, unsigned int* __restrict__ oleft) {
+    extern __shared__ unsigned int H[];
+    __shared__ double rs[SPLIT_BLOCK];
+    __shared__ int rb[SPLIT_BLOCK];
+    __shared__ unsigned int tot[32], best_left[32];
+    __shared__ double best_score;
+    __shared__ int best_f, best_b;
+    int k = list[blockIdx.x];
+    int cells = nbins * classes;
+    if (threadIdx.x == 0) {
+        best_score = 0.0;
+        best_f = -1;
+        best_b = 0;
+    }
+    const unsigned int* wt = w + (long long)tree[k] * n;
+    for (int j = 0; j < mtry; j++) {
+        int f = feats[k * mtry + j];
+        if (big) {
+            const unsigned int* g = gh + ((long long)blockIdx.x * mtry + j) * cells;
+            for (int c = threadIdx.x; c < cells; c += blockDim.x) H[c] = g[c];
+            __syncthreads();
+        } else {
+            for (int c = threadIdx.x; c < cells; c += blockDim.x) H[c] = 0;
+            __syncthreads();
+            const unsigned char* col = codes + (long long)f * n;
+            for (int p = threadIdx.x; p < len[k]; p += blockDim.x) {
+                unsigned int r = rows[base[k] + p];
+                atomicAdd(&H[col[r] * classes + y[r]], wt[r]);
+            }
+            __syncthreads();
+        }
+        // Running sums over bins: H[b][c] becomes the left count of class c
+        // for the threshold "code <= b".
+        if (threadIdx.x < classes) {
+            unsigned int run = 0;
+            for (int b = 0; b < nbins; b++) {
+                run += H[b * classes + threadIdx.x];
+                H[b * classes + threadIdx.x] = run;
+            }
+            tot[threadIdx.x] = run;
+        }
+        __syncthreads();
+        unsigned long long total = 0;
+        for (int c = 0; c < classes; c++) total += tot[c];
+        double my = -1.0;
+        int mybin = 0;
+        for (int b = threadIdx.x; b < nbins - 1; b += blockDim.x) {
+            const unsigned int* L = H + b * classes;
+            unsigned long long nl = 0;
+            for (int c = 0; c < classes; c++) nl += L[c];
+            unsigned long long nr = total - nl;
+            if (nl < (unsigned long long)min_leaf || nr < (unsigned long long)min_leaf) continue;
+            double sl = 0.0, sr = 0.0;
+            for (int c = 0; c < classes; c++) {
+                double l = (double)L[c];
+                double r = (double)(tot[c] - L[c]);
+                sl = __dadd_rn(sl, __dmul_rn(l, l));
+                sr = __dadd_rn(sr, __dmul_rn(r, r));
+            }
+            double s = __dadd_rn(__ddiv_rn(sl, (double)nl), __ddiv_rn(sr, (double)nr));
+            if (s > my) {
+                my = s;
+                mybin = b;
+            }
+        }
+        rs[threadIdx.x] = my;
+        rb[threadIdx.x] = mybin;
+        __syncthreads();
+        for (int h = SPLIT_BLOCK / 2; h > 0; h >>= 1) {
+            if (threadIdx.x < h) {
+                double o = rs[threadIdx.x + h];
+                int ob = rb[threadIdx.x + h];
+                if (o > rs[threadIdx.x] || (o == rs[threadIdx.x] && ob < rb[threadIdx.x])) {
+                    rs[threadIdx.x] = o;
+                    rb[threadIdx.x] = ob;
+                }
+            }
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) {
+            double s = rs[0];
+            if (s >= 0.0 && (s > best_score || (s == best_score && best_f >= 0 && f < best_f))) {
+                best_score = s;
+                best_f = f;
+                best_b = rb[0];
+            }
+        }
+        __syncthreads();
+        if (best_f == f && threadIdx.x < classes) best_left[threadIdx.x] = H[best_b * classes + threadIdx.x];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        ofeat[k] = best_f;
+        obin[k] = best_b;
+        oscore[k] = best_score;
+    }
+    if (threadIdx.x < classes) oleft[(long long)k * classes + threadIdx.x] = best_f >= 0 ? best_left[threadIdx.x] : 0;
+}
+
+// rf_partition moves one chunk of a split task's rows from in to out: rows
+// going left (code <= bin) fill the task's range from its start, rows going
+// right from its end; nleft and nright (per task, zero on entry) count
+// them.
+extern "C" __global__ void rf_partition(const unsigned char* __restrict__ codes, long long n,
+                                        const unsigned int* __restrict__ in, unsigned int* __restrict__ out,
+                                        const long long* __restrict__ base, const int* __restrict__ len,
+                                        const int* __restrict__ feat, const int* __restrict__ bin,
+                                        const int* __restrict__ btask, const int* __restrict__ boff, int chunk,
+                                        unsigned int* __restrict__ nleft, unsigned int* __restrict__ nright) {
+    int k = btask[blockIdx.x];
+    const unsigned char* col = codes + (long long)feat[k] * n;
+    int b = bin[k], l = len[k];
+    int start = boff[blockIdx.x], end = min(start + chunk, l);
+    unsigned int lane = threadIdx.x & 31, below = (1u << lane) - 1;
+    for (int p0 = start; p0 < end; p0 += blockDim.x) {
+        int p = p0 + threadIdx.x;
+        bool valid = p < end;
+        unsigned int r = valid ? in[base[k] + p] : 0;
+        bool left = valid && col[r] <= b;
+        bool right = valid && !left;
+        unsigned int lm = __ballot_sync(0xffffffff, left), rm = __ballot_sync(0xffffffff, right);
+        unsigned int la = 0, ra = 0;
+        if (lane == 0) {
+            if (lm) la = atomicAdd(&nleft[k], __popc(lm));
+            if (rm) ra = atomicAdd(&nright[k], __popc(rm));
+        }
+        la = __shfl_sync(0xffffffff, la, 0);
+        ra = __shfl_sync(0xffffffff, ra, 0);
+        if (left) out[base[k] + la + __popc(lm & below)] = r;
+        if (right) out[base[k] + l - 1 - (ra + __popc(rm & below))] = r;
+    }
+}

@@ -1,0 +1,458 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/lulc/lulc/forest"
+)
+
+// Training layout constants. A task (node) with more rows than smallRows
+// has its histograms built by several blocks of histChunk rows each into
+// global memory; smaller ones are built and scanned by one block in shared
+// memory. partChunk is the rows per block of the partition kernel.
+const (
+	smallRows  = 8192
+	histChunk  = 16384
+	partChunk  = 4096
+	splitBlock = 128
+)
+
+// maxBatch caps the trees grown at once (0: as many as memory allows); the
+// tests lower it to exercise batching.
+var maxBatch = 0
+
+// Train grows a forest on the GPU: the same trees, bit for bit, as
+// forest.Train on the same data and parameters. Trees are grown level by
+// level in batches as large as device memory allows; logf (may be nil)
+// hears about batching and about retries after running out of memory.
+func Train(dev *Device, x *forest.Binned, y []uint8, classes int, p forest.Params, logf func(format string, args ...any)) (*forest.Forest, error) {
+	if err := forest.CheckData(x, y, classes, p); err != nil {
+		return nil, err
+	}
+	if classes > 32 {
+		return nil, fmt.Errorf("gpu train: %d classes (the GPU forest handles at most 32)", classes)
+	}
+	if int64(x.N) >= 1<<31 {
+		return nil, fmt.Errorf("gpu train: %d rows (at most %d)", x.N, 1<<31-1)
+	}
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	e := &engine{dev: dev, x: x, classes: classes, p: p, mtry: p.Mtry(x.F), nbins: maxCode(x.Codes) + 1, mem: pool{}}
+	if err := dev.Do(func() error {
+		var err error
+		if e.codes, err = upload(x.Codes); err != nil {
+			return fmt.Errorf("gpu train: upload %d×%d codes: %w", x.N, x.F, err)
+		}
+		if e.y, err = upload(y); err != nil {
+			return fmt.Errorf("gpu train: upload labels: %w", err)
+		}
+		return nil
+	}); err != nil {
+		e.close()
+		return nil, err
+	}
+	defer e.close()
+
+	free, _, err := dev.MemInfo()
+	if err != nil {
+		return nil, err
+	}
+	// Each tree of a batch needs its weights and two row lists (12 bytes
+	// a row); keep a quarter of the free memory for histograms and tables.
+	perTree := 12 * uint64(x.N)
+	batch := min(p.Trees, int(free*3/4/perTree))
+	if maxBatch > 0 {
+		batch = min(batch, maxBatch)
+	}
+	if batch < 1 {
+		return nil, fmt.Errorf("gpu train: one tree over %d rows needs %.1f GB of device memory, %.1f GB are free", x.N, float64(perTree)/1e9, float64(free)/1e9)
+	}
+	if batch < p.Trees {
+		logf("gpu train: growing %d trees in batches of %d (device memory)", p.Trees, batch)
+	}
+	trees := make([]forest.Tree, 0, p.Trees)
+	imp := make([][]float64, 0, p.Trees)
+	for t0 := 0; t0 < p.Trees; {
+		n := min(batch, p.Trees-t0)
+		ids := make([]uint64, n)
+		for k := range ids {
+			ids[k] = uint64(t0 + k)
+		}
+		tr, ti, err := forest.Grow(e, ids, classes, x.F, p)
+		if err != nil {
+			if errors.Is(err, ErrorOutOfMemory) && n > 1 {
+				batch = n / 2
+				logf("gpu train: out of device memory with %d trees at once; retrying with %d", n, batch)
+				e.freeBatch()
+				continue
+			}
+			return nil, err
+		}
+		trees, imp = append(trees, tr...), append(imp, ti...)
+		t0 += n
+	}
+	return forest.NewForest(classes, x.F, trees, imp), nil
+}
+
+// maxCode returns the largest code in a binned matrix.
+func maxCode(codes []uint8) int {
+	parts := runtime.GOMAXPROCS(0)
+	m := make([]uint8, parts)
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Go(func() {
+			lo, hi := len(codes)*k/parts, len(codes)*(k+1)/parts
+			for _, c := range codes[lo:hi] {
+				m[k] = max(m[k], c)
+			}
+		})
+	}
+	wg.Wait()
+	top := 0
+	for _, v := range m {
+		top = max(top, int(v))
+	}
+	return top
+}
+
+// engine is the GPU forest.Engine. A handle is an index into the current
+// level's node tables: node h's rows are rows[cur][base[h] : base[h]+size[h]]
+// of tree tree[h] (base includes tree × N).
+type engine struct {
+	dev     *Device
+	x       *forest.Binned
+	classes int
+	p       forest.Params
+	mtry    int
+	nbins   int
+
+	codes, y Buffer
+	w, rows  [2]Buffer // rows: the ping-pong row lists; w[0] the weights
+	batch    int
+	cur      int
+	mem      pool
+
+	base []int64
+	size []int32
+	tree []int32
+}
+
+func (e *engine) close() {
+	e.dev.Do(func() error {
+		e.freeBatchLocked()
+		for _, b := range []Buffer{e.codes, e.y} {
+			if b.ptr != 0 {
+				b.free()
+			}
+		}
+		e.mem.release()
+		return nil
+	})
+}
+
+func (e *engine) freeBatch() { e.dev.Do(func() error { e.freeBatchLocked(); return nil }) }
+
+func (e *engine) freeBatchLocked() {
+	for _, b := range []Buffer{e.w[0], e.rows[0], e.rows[1]} {
+		if b.ptr != 0 {
+			b.free()
+		}
+	}
+	e.w, e.rows, e.batch = [2]Buffer{}, [2]Buffer{}, 0
+}
+
+// Roots draws the batch's bootstraps and lists each tree's rows.
+func (e *engine) Roots(trees []uint64) ([][]int64, []int, error) {
+	n := int64(e.x.N)
+	t := len(trees)
+	counts := make([]uint64, t*e.classes)
+	cursor := make([]uint32, t)
+	err := e.dev.Do(func() error {
+		if e.batch != t {
+			e.freeBatchLocked()
+			var err error
+			if e.w[0], err = alloc(uint64(t) * uint64(n) * 4); err != nil {
+				return fmt.Errorf("gpu train: weights for %d trees: %w", t, err)
+			}
+			for k := range e.rows {
+				if e.rows[k], err = alloc(uint64(t) * uint64(n) * 4); err != nil {
+					return fmt.Errorf("gpu train: row lists for %d trees: %w", t, err)
+				}
+			}
+			e.batch = t
+		}
+		if err := check(api.memsetD32(e.w[0].ptr, 0, uint64(t)*uint64(n)), "cuMemsetD32 weights"); err != nil {
+			return err
+		}
+		ids, err := put(e.mem, "trees", trees)
+		if err != nil {
+			return err
+		}
+		boot := int32(0)
+		if e.p.Bootstrap {
+			boot = 1
+		}
+		grid := uint32(min((int64(t)*n+255)/256, int64(e.dev.SMs*32)))
+		if err := e.dev.launchGrid(0, "rf_boot", grid, 1, 256, 0, e.w[0].ptr, n, int32(t), e.p.Seed, ids, boot); err != nil {
+			return err
+		}
+		cur, err := e.mem.zeroed("cursor", uint64(t)*4)
+		if err != nil {
+			return err
+		}
+		cnt, err := e.mem.zeroed("rootcounts", uint64(t*e.classes)*8)
+		if err != nil {
+			return err
+		}
+		gx := uint32(min((n+255)/256, int64(e.dev.SMs*4)))
+		if err := e.dev.launchGrid(0, "rf_root", gx, uint32(t), 256, 0, e.w[0].ptr, n, e.y.ptr, int32(e.classes), e.rows[0].ptr, cur, cnt); err != nil {
+			return err
+		}
+		e.cur = 0
+		if err := download(cursor, Buffer{ptr: cur}); err != nil {
+			return err
+		}
+		return download(counts, Buffer{ptr: cnt})
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	roots := make([][]int64, t)
+	handles := make([]int, t)
+	e.base, e.size, e.tree = e.base[:0], e.size[:0], e.tree[:0]
+	for k := range t {
+		roots[k] = make([]int64, e.classes)
+		for c := range roots[k] {
+			roots[k][c] = int64(counts[k*e.classes+c])
+		}
+		handles[k] = k
+		e.base = append(e.base, int64(k)*n)
+		e.size = append(e.size, int32(cursor[k]))
+		e.tree = append(e.tree, int32(k))
+	}
+	return roots, handles, nil
+}
+
+// Splits finds the best split of every task of a level.
+func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
+	k := len(tasks)
+	if k == 0 {
+		return nil, nil
+	}
+	c := e.classes
+	base := make([]int64, k)
+	size := make([]int32, k)
+	tree := make([]int32, k)
+	feats := make([]int32, k*e.mtry)
+	var small, big []int32
+	for i, t := range tasks {
+		base[i], size[i], tree[i] = e.base[t.Handle], e.size[t.Handle], e.tree[t.Handle]
+		for j, f := range t.Feats {
+			feats[i*e.mtry+j] = int32(f)
+		}
+		if size[i] > smallRows {
+			big = append(big, int32(i))
+		} else {
+			small = append(small, int32(i))
+		}
+	}
+	ofeat := make([]int32, k)
+	obin := make([]int32, k)
+	oscore := make([]float64, k)
+	oleft := make([]uint32, k*c)
+	err := e.dev.Do(func() error {
+		bp, err := put(e.mem, "base", base)
+		if err != nil {
+			return err
+		}
+		sp, err := put(e.mem, "size", size)
+		if err != nil {
+			return err
+		}
+		tp, err := put(e.mem, "tree", tree)
+		if err != nil {
+			return err
+		}
+		fp, err := put(e.mem, "feats", feats)
+		if err != nil {
+			return err
+		}
+		of, err := e.mem.get("ofeat", uint64(k)*4)
+		if err != nil {
+			return err
+		}
+		ob, err := e.mem.get("obin", uint64(k)*4)
+		if err != nil {
+			return err
+		}
+		os, err := e.mem.get("oscore", uint64(k)*8)
+		if err != nil {
+			return err
+		}
+		ol, err := e.mem.get("oleft", uint64(k*c)*4)
+		if err != nil {
+			return err
+		}
+		cells := uint64(e.nbins * c)
+		shared := uint32(cells * 4)
+		rows := e.rows[e.cur].ptr
+		split := func(list []int32, name string, big int32, gh uint64) error {
+			lp, err := put(e.mem, name, list)
+			if err != nil {
+				return err
+			}
+			return e.dev.launchGrid(0, "rf_split", uint32(len(list)), 1, splitBlock, shared,
+				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w[0].ptr, rows, bp, sp, tp, fp,
+				int32(e.mtry), int32(c), int32(e.nbins), int32(e.p.MinSamplesLeaf), lp, big, gh,
+				of.ptr, ob.ptr, os.ptr, ol.ptr)
+		}
+		if len(small) > 0 {
+			if err := split(small, "small", 0, 0); err != nil {
+				return err
+			}
+		}
+		// Big tasks in groups whose global histograms fit in 1 GiB.
+		per := uint64(e.mtry) * cells * 4
+		group := max(1, int((1<<30)/per))
+		for g0 := 0; g0 < len(big); g0 += group {
+			g := big[g0:min(g0+group, len(big))]
+			gh, err := e.mem.zeroed("gh", uint64(len(g))*per)
+			if err != nil {
+				return err
+			}
+			var btask, boff, bslot []int32
+			for s, i := range g {
+				for off := int32(0); off < size[i]; off += histChunk {
+					btask, boff, bslot = append(btask, i), append(boff, off), append(bslot, int32(s))
+				}
+			}
+			bt, err := put(e.mem, "btask", btask)
+			if err != nil {
+				return err
+			}
+			bo, err := put(e.mem, "boff", boff)
+			if err != nil {
+				return err
+			}
+			bs, err := put(e.mem, "bslot", bslot)
+			if err != nil {
+				return err
+			}
+			if err := e.dev.launchGrid(0, "rf_hist", uint32(len(btask)), uint32(e.mtry), 256, shared,
+				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w[0].ptr, rows, bp, sp, tp, fp,
+				int32(e.mtry), int32(c), int32(e.nbins), bt, bo, bs, int32(histChunk), gh); err != nil {
+				return err
+			}
+			if err := split(g, "big", 1, gh); err != nil {
+				return err
+			}
+		}
+		if err := check(api.ctxSynchronize(), "gpu train: split kernels"); err != nil {
+			return err
+		}
+		for _, d := range []error{download(ofeat, of), download(obin, ob), download(oscore, os), download(oleft, ol)} {
+			if d != nil {
+				return d
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]forest.Split, k)
+	for i := range out {
+		out[i] = forest.Split{Feature: int(ofeat[i]), Bin: uint8(obin[i]), Score: oscore[i]}
+		if ofeat[i] >= 0 {
+			out[i].Left = make([]int64, c)
+			for j := range c {
+				out[i].Left[j] = int64(oleft[i*c+j])
+			}
+		}
+	}
+	return out, nil
+}
+
+// Partition moves each split task's rows into its children's ranges of
+// the other row list, which becomes current.
+func (e *engine) Partition(tasks []forest.Task, splits []forest.Split) ([][2]int, error) {
+	k := len(tasks)
+	base := make([]int64, k)
+	size := make([]int32, k)
+	feat := make([]int32, k)
+	bin := make([]int32, k)
+	var btask, boff []int32
+	for i, t := range tasks {
+		base[i], size[i] = e.base[t.Handle], e.size[t.Handle]
+		feat[i], bin[i] = int32(splits[i].Feature), int32(splits[i].Bin)
+		for off := int32(0); off < size[i]; off += partChunk {
+			btask, boff = append(btask, int32(i)), append(boff, off)
+		}
+	}
+	nleft := make([]uint32, k)
+	err := e.dev.Do(func() error {
+		bp, err := put(e.mem, "pbase", base)
+		if err != nil {
+			return err
+		}
+		sp, err := put(e.mem, "psize", size)
+		if err != nil {
+			return err
+		}
+		fp, err := put(e.mem, "pfeat", feat)
+		if err != nil {
+			return err
+		}
+		np, err := put(e.mem, "pbin", bin)
+		if err != nil {
+			return err
+		}
+		bt, err := put(e.mem, "btask", btask)
+		if err != nil {
+			return err
+		}
+		bo, err := put(e.mem, "boff", boff)
+		if err != nil {
+			return err
+		}
+		nl, err := e.mem.zeroed("nleft", uint64(k)*4)
+		if err != nil {
+			return err
+		}
+		nr, err := e.mem.zeroed("nright", uint64(k)*4)
+		if err != nil {
+			return err
+		}
+		if len(btask) > 0 {
+			if err := e.dev.launchGrid(0, "rf_partition", uint32(len(btask)), 1, 256, 0,
+				e.codes.ptr, int64(e.x.N), e.rows[e.cur].ptr, e.rows[1-e.cur].ptr, bp, sp, fp, np, bt, bo,
+				int32(partChunk), nl, nr); err != nil {
+				return err
+			}
+		}
+		if err := check(api.ctxSynchronize(), "gpu train: partition kernel"); err != nil {
+			return err
+		}
+		return download(nleft, Buffer{ptr: nl})
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.cur = 1 - e.cur
+	children := make([][2]int, k)
+	nb, ns, nt := make([]int64, 0, 2*k), make([]int32, 0, 2*k), make([]int32, 0, 2*k)
+	for i, t := range tasks {
+		l := int32(nleft[i])
+		tr := e.tree[t.Handle]
+		nb = append(nb, base[i], base[i]+int64(l))
+		ns = append(ns, l, size[i]-l)
+		nt = append(nt, tr, tr)
+		children[i] = [2]int{2 * i, 2*i + 1}
+	}
+	e.base, e.size, e.tree = nb, ns, nt
+	return children, nil
+}
