@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/lulc/lulc/forest"
 )
@@ -74,6 +75,7 @@ func Train(dev *Device, x *forest.Binned, y []uint8, classes int, p forest.Param
 	if batch < p.Trees {
 		logf("gpu train: growing %d trees in batches of %d (device memory)", p.Trees, batch)
 	}
+	start := time.Now()
 	trees := make([]forest.Tree, 0, p.Trees)
 	imp := make([][]float64, 0, p.Trees)
 	for t0 := 0; t0 < p.Trees; {
@@ -95,7 +97,12 @@ func Train(dev *Device, x *forest.Binned, y []uint8, classes int, p forest.Param
 		trees, imp = append(trees, tr...), append(imp, ti...)
 		t0 += n
 	}
-	return forest.NewForest(classes, x.F, trees, imp), nil
+	f := forest.NewForest(classes, x.F, trees, imp)
+	nodes, _ := f.Nodes()
+	logf("gpu train: %d nodes in %.2f s over %d levels: splits %.2f s, partitions %.2f s, tree building on the host %.2f s",
+		nodes, time.Since(start).Seconds(), e.levels, e.splitTime.Seconds(), e.partTime.Seconds(),
+		(time.Since(start) - e.splitTime - e.partTime).Seconds())
+	return f, nil
 }
 
 // maxCode returns the largest code in a binned matrix.
@@ -139,6 +146,11 @@ type engine struct {
 	base []int64
 	size []int32
 	tree []int32
+
+	// Where the time goes, for the log: split and partition calls (host
+	// tables, transfers and kernels) and levels grown.
+	splitTime, partTime time.Duration
+	levels              int
 }
 
 func (e *engine) close() {
@@ -243,20 +255,25 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 	if k == 0 {
 		return nil, nil
 	}
+	t0 := time.Now()
+	e.levels++
 	c := e.classes
 	base := make([]int64, k)
 	size := make([]int32, k)
 	tree := make([]int32, k)
 	feats := make([]int32, k*e.mtry)
-	var small, big []int32
+	var tiny, small, big []int32
 	for i, t := range tasks {
 		base[i], size[i], tree[i] = e.base[t.Handle], e.size[t.Handle], e.tree[t.Handle]
 		for j, f := range t.Feats {
 			feats[i*e.mtry+j] = int32(f)
 		}
-		if size[i] > smallRows {
+		switch {
+		case size[i] > smallRows:
 			big = append(big, int32(i))
-		} else {
+		case size[i] <= 32:
+			tiny = append(tiny, int32(i))
+		default:
 			small = append(small, int32(i))
 		}
 	}
@@ -315,6 +332,19 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 				return err
 			}
 		}
+		if len(tiny) > 0 {
+			lp, err := put(e.mem, "tiny", tiny)
+			if err != nil {
+				return err
+			}
+			// One warp per task.
+			if err := e.dev.launchGrid(0, "rf_split_tiny", uint32((len(tiny)+3)/4), 1, 128, 0,
+				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w[0].ptr, rows, bp, sp, tp, fp,
+				int32(e.mtry), int32(c), int32(e.p.MinSamplesLeaf), lp, int32(len(tiny)),
+				of.ptr, ob.ptr, os.ptr, ol.ptr); err != nil {
+				return err
+			}
+		}
 		// Big tasks in groups whose global histograms fit in 1 GiB.
 		per := uint64(e.mtry) * cells * 4
 		group := max(1, int((1<<30)/per))
@@ -365,21 +395,25 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 		return nil, err
 	}
 	out := make([]forest.Split, k)
+	left := make([]int64, k*c)
 	for i := range out {
 		out[i] = forest.Split{Feature: int(ofeat[i]), Bin: uint8(obin[i]), Score: oscore[i]}
 		if ofeat[i] >= 0 {
-			out[i].Left = make([]int64, c)
+			out[i].Left = left[i*c : (i+1)*c : (i+1)*c]
 			for j := range c {
 				out[i].Left[j] = int64(oleft[i*c+j])
 			}
 		}
 	}
+	e.splitTime += time.Since(t0)
 	return out, nil
 }
 
 // Partition moves each split task's rows into its children's ranges of
 // the other row list, which becomes current.
 func (e *engine) Partition(tasks []forest.Task, splits []forest.Split) ([][2]int, error) {
+	t0 := time.Now()
+	defer func() { e.partTime += time.Since(t0) }()
 	k := len(tasks)
 	base := make([]int64, k)
 	size := make([]int32, k)

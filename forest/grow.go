@@ -2,6 +2,8 @@ package forest
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/lulc/lulc/internal/rng"
 )
@@ -52,7 +54,9 @@ type pending struct {
 }
 
 // Grow grows the trees numbered trees (one batch) with e; it returns them
-// with their impurity decrease per feature.
+// with their impurity decrease per feature. The host's share of the work
+// (decisions, feature draws, tree arrays) runs in parallel over the
+// batch's trees; the result does not depend on it.
 func Grow(e Engine, trees []uint64, classes, features int, p Params) ([]Tree, [][]float64, error) {
 	if err := p.Validate(features); err != nil {
 		return nil, nil, err
@@ -61,34 +65,25 @@ func Grow(e Engine, trees []uint64, classes, features int, p Params) ([]Tree, []
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]Tree, len(trees))
-	imp := make([][]float64, len(trees))
-	add := func(t int) int32 {
-		tr := &out[t]
-		tr.Feature = append(tr.Feature, -1)
-		tr.Bin = append(tr.Bin, 0)
-		tr.Left = append(tr.Left, -1)
-		tr.Right = append(tr.Right, -1)
-		tr.Leaf = append(tr.Leaf, -1)
-		return int32(len(tr.Feature) - 1)
-	}
+	g := &grow{trees: trees, classes: classes, p: p, mtry: p.mtry(features),
+		out: make([]Tree, len(trees)), imp: make([][]float64, len(trees))}
 	level := make([]pending, len(trees))
 	for t := range trees {
-		imp[t] = make([]float64, features)
-		level[t] = pending{tree: t, index: add(t), handle: handles[t], counts: roots[t]}
+		g.imp[t] = make([]float64, features)
+		level[t] = pending{tree: t, index: g.add(t), handle: handles[t], counts: roots[t]}
 	}
-	mtry := p.mtry(features)
-	perm := make([]int, features)
+	workers := min(len(trees), runtime.GOMAXPROCS(0))
 	for len(level) > 0 {
+		// A level lists its nodes tree by tree (children follow their
+		// parents' order), so it cuts into per-tree segments that workers
+		// handle apart and that join back in order.
+		segs := segments(level, workers)
+		parts := make([]part, len(segs))
+		eachPart(parts, func(k int) { parts[k].plan(g, level[segs[k][0]:segs[k][1]], features) })
 		var tasks []Task
-		of := make([]int, len(level)) // task of each node, -1 for a leaf
-		for k, nd := range level {
-			of[k] = -1
-			if !splittable(nd, p) {
-				continue
-			}
-			of[k] = len(tasks)
-			tasks = append(tasks, Task{Tree: nd.tree, Handle: nd.handle, Feats: drawFeatures(perm, mtry, p.Seed, trees[nd.tree], nd.id)})
+		for k := range parts {
+			parts[k].first = len(tasks)
+			tasks = append(tasks, parts[k].tasks...)
 		}
 		splits, err := e.Splits(tasks)
 		if err != nil {
@@ -97,44 +92,12 @@ func Grow(e Engine, trees []uint64, classes, features int, p Params) ([]Tree, []
 		if len(splits) != len(tasks) {
 			return nil, nil, fmt.Errorf("grow: %d splits for %d tasks", len(splits), len(tasks))
 		}
+		eachPart(parts, func(k int) { parts[k].apply(g, level[segs[k][0]:segs[k][1]], splits) })
 		var taken []Task
 		var chosen []Split
 		var next []pending
-		for k, nd := range level {
-			tr := &out[nd.tree]
-			var s Split
-			if of[k] >= 0 {
-				s = splits[of[k]]
-			}
-			gain := 0.0
-			if of[k] >= 0 && s.Feature >= 0 {
-				var total int64
-				for _, v := range nd.counts {
-					total += v
-				}
-				gain = s.Score - purity(nd.counts, total)
-				if !(gain > 1e-12*float64(total)) {
-					s.Feature = -1
-				}
-			}
-			if of[k] < 0 || s.Feature < 0 {
-				tr.Leaf[nd.index] = int32(len(tr.Probs) / classes)
-				tr.Probs = append(tr.Probs, probs(nd.counts)...)
-				continue
-			}
-			imp[nd.tree][s.Feature] += gain
-			tr.Feature[nd.index], tr.Bin[nd.index] = int16(s.Feature), s.Bin
-			l, r := add(nd.tree), add(nd.tree)
-			tr.Left[nd.index], tr.Right[nd.index] = l, r
-			right := make([]int64, classes)
-			for c := range right {
-				right[c] = nd.counts[c] - s.Left[c]
-			}
-			taken = append(taken, tasks[of[k]])
-			chosen = append(chosen, s)
-			next = append(next,
-				pending{tree: nd.tree, id: 2*nd.id + 1, depth: nd.depth + 1, index: l, counts: s.Left},
-				pending{tree: nd.tree, id: 2*nd.id + 2, depth: nd.depth + 1, index: r, counts: right})
+		for _, pt := range parts {
+			taken, chosen, next = append(taken, pt.taken...), append(chosen, pt.chosen...), append(next, pt.next...)
 		}
 		if len(taken) > 0 {
 			children, err := e.Partition(taken, chosen)
@@ -147,7 +110,128 @@ func Grow(e Engine, trees []uint64, classes, features int, p Params) ([]Tree, []
 		}
 		level = next
 	}
-	return out, imp, nil
+	return g.out, g.imp, nil
+}
+
+// grow is the state of one Grow call shared by its workers; each tree's
+// arrays are touched by one worker at a time.
+type grow struct {
+	trees   []uint64
+	classes int
+	p       Params
+	mtry    int
+	out     []Tree
+	imp     [][]float64
+}
+
+// add appends an undecided node to tree t.
+func (g *grow) add(t int) int32 {
+	tr := &g.out[t]
+	tr.Feature = append(tr.Feature, -1)
+	tr.Bin = append(tr.Bin, 0)
+	tr.Left = append(tr.Left, -1)
+	tr.Right = append(tr.Right, -1)
+	tr.Leaf = append(tr.Leaf, -1)
+	return int32(len(tr.Feature) - 1)
+}
+
+// part is one worker's segment of a level.
+type part struct {
+	of     []int // task of each node within tasks, -1 for a leaf
+	tasks  []Task
+	first  int // index of tasks[0] in the level's tasks
+	taken  []Task
+	chosen []Split
+	next   []pending
+}
+
+// plan draws the candidate features of the segment's splittable nodes.
+func (pt *part) plan(g *grow, nodes []pending, features int) {
+	perm := make([]int, features)
+	// One allocation per segment for the feature draws: levels can hold
+	// millions of nodes.
+	drawn := make([]int, 0, len(nodes)*g.mtry)
+	pt.of = make([]int, len(nodes))
+	for k, nd := range nodes {
+		pt.of[k] = -1
+		if !splittable(nd, g.p) {
+			continue
+		}
+		pt.of[k] = len(pt.tasks)
+		drawn = drawFeatures(drawn, perm, g.mtry, g.p.Seed, g.trees[nd.tree], nd.id)
+		pt.tasks = append(pt.tasks, Task{Tree: nd.tree, Handle: nd.handle, Feats: drawn[len(drawn)-g.mtry:]})
+	}
+}
+
+// apply turns the segment's nodes into leaves or splits, in node order.
+func (pt *part) apply(g *grow, nodes []pending, splits []Split) {
+	c := g.classes
+	rights := make([]int64, len(pt.tasks)*c)
+	for k, nd := range nodes {
+		tr := &g.out[nd.tree]
+		var s Split
+		if pt.of[k] >= 0 {
+			s = splits[pt.first+pt.of[k]]
+		}
+		gain := 0.0
+		if pt.of[k] >= 0 && s.Feature >= 0 {
+			var total int64
+			for _, v := range nd.counts {
+				total += v
+			}
+			gain = s.Score - purity(nd.counts, total)
+			if !(gain > 1e-12*float64(total)) {
+				s.Feature = -1
+			}
+		}
+		if pt.of[k] < 0 || s.Feature < 0 {
+			tr.Leaf[nd.index] = int32(len(tr.Probs) / c)
+			tr.Probs = appendProbs(tr.Probs, nd.counts)
+			continue
+		}
+		g.imp[nd.tree][s.Feature] += gain
+		tr.Feature[nd.index], tr.Bin[nd.index] = int16(s.Feature), s.Bin
+		l, r := g.add(nd.tree), g.add(nd.tree)
+		tr.Left[nd.index], tr.Right[nd.index] = l, r
+		right := rights[:c:c]
+		rights = rights[c:]
+		for j := range right {
+			right[j] = nd.counts[j] - s.Left[j]
+		}
+		pt.taken = append(pt.taken, pt.tasks[pt.of[k]])
+		pt.chosen = append(pt.chosen, s)
+		pt.next = append(pt.next,
+			pending{tree: nd.tree, id: 2*nd.id + 1, depth: nd.depth + 1, index: l, counts: s.Left},
+			pending{tree: nd.tree, id: 2*nd.id + 2, depth: nd.depth + 1, index: r, counts: right})
+	}
+}
+
+// segments cuts a level into at most n runs of whole trees with about
+// equal node counts, as [start, end) pairs.
+func segments(level []pending, n int) [][2]int {
+	var out [][2]int
+	target := (len(level) + n - 1) / n
+	start := 0
+	for i := 1; i <= len(level); i++ {
+		if i == len(level) || (i-start >= target && level[i].tree != level[i-1].tree) {
+			out = append(out, [2]int{start, i})
+			start = i
+		}
+	}
+	return out
+}
+
+// eachPart runs f over the parts in parallel (inline for one).
+func eachPart(parts []part, f func(k int)) {
+	if len(parts) == 1 {
+		f(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Go(func() { f(k) })
+	}
+	wg.Wait()
 }
 
 // splittable says whether a node may split at all: below the depth limit,
@@ -164,10 +248,10 @@ func splittable(nd pending, p Params) bool {
 	return nd.depth < p.MaxDepth && nonzero > 1 && total >= 2*int64(p.MinSamplesLeaf)
 }
 
-// drawFeatures returns a node's candidate features: the first mtry of a
-// partial Fisher–Yates shuffle keyed by (seed, tree, node), in draw order.
-// perm is scratch of length features.
-func drawFeatures(perm []int, mtry int, seed, tree, id uint64) []int {
+// drawFeatures appends a node's candidate features to dst: the first mtry
+// of a partial Fisher–Yates shuffle keyed by (seed, tree, node), in draw
+// order. perm is scratch of length features.
+func drawFeatures(dst, perm []int, mtry int, seed, tree, id uint64) []int {
 	for i := range perm {
 		perm[i] = i
 	}
@@ -175,7 +259,7 @@ func drawFeatures(perm []int, mtry int, seed, tree, id uint64) []int {
 		j := k + int(rng.Hash(seed, tree, id, 0xfea7, uint64(k))%uint64(len(perm)-k))
 		perm[k], perm[j] = perm[j], perm[k]
 	}
-	return append([]int(nil), perm[:mtry]...)
+	return append(dst, perm[:mtry]...)
 }
 
 // Mtry is the number of candidate features per node for nf features.

@@ -207,16 +207,17 @@ func (g *grower) Roots(trees []uint64) ([][]int64, []int, error) {
 	return [][]int64{root}, []int{0}, nil
 }
 
-func probs(counts []int64) []float32 {
+// appendProbs appends a leaf's class probabilities, its counts over their
+// total, to dst.
+func appendProbs(dst []float32, counts []int64) []float32 {
 	var total int64
 	for _, v := range counts {
 		total += v
 	}
-	out := make([]float32, len(counts))
-	for k, v := range counts {
-		out[k] = float32(float64(v) / float64(total))
+	for _, v := range counts {
+		dst = append(dst, float32(float64(v)/float64(total)))
 	}
-	return out
+	return dst
 }
 
 // purity is Σ counts² / total, the quantity Gini splits maximise: the

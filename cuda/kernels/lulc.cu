@@ -430,3 +430,93 @@ extern "C" __global__ void rf_partition(const unsigned char* __restrict__ codes,
         if (right) out[base[k] + l - 1 - (ra + __popc(rm & below))] = r;
     }
 }
+
+// rf_split_tiny is rf_split for tasks of at most 32 rows: one warp per
+// task, one row per lane. Every lane proposes its own row's code as the
+// threshold and sums the class counts of the rows at or below it, so no
+// histogram is built; the candidates are the bins the rows use, which is
+// the CPU's candidate set, and the scores and tie rules are rf_split's.
+extern "C" __global__ void rf_split_tiny(
+    const unsigned char* __restrict__ codes, long long n, const unsigned char* __restrict__ y,
+    const unsigned int* __restrict__ w, const unsigned int* __restrict__ rows,
+    const long long* __restrict__ base, const int* __restrict__ len, const int* __restrict__ tree,
+    const int* __restrict__ feats, int mtry, int classes, int min_leaf,
+    const int* __restrict__ list, int count,
+    int* __restrict__ ofeat, int* __restrict__ obin, double* __restrict__ oscore, unsigned int* __restrict__ oleft) {
+    int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    unsigned int lane = threadIdx.x & 31;
+    if (warp >= count) return;  // whole warps leave together
+    int k = list[warp];
+    int m = len[k];
+    bool has = lane < (unsigned int)m;
+    unsigned int r = has ? rows[base[k] + lane] : 0;
+    unsigned int wi = has ? w[(long long)tree[k] * n + r] : 0;
+    int yi = has ? y[r] : 0;
+    unsigned int tot[32], left[32];
+    for (int c = 0; c < classes; c++) tot[c] = 0;
+    for (int s = 0; s < m; s++) tot[__shfl_sync(0xffffffff, yi, s)] += __shfl_sync(0xffffffff, wi, s);
+    unsigned long long total = 0;
+    for (int c = 0; c < classes; c++) total += tot[c];
+    double best = 0.0;
+    int best_f = -1, best_b = 0;
+    for (int j = 0; j < mtry; j++) {
+        int f = feats[k * mtry + j];
+        int code = has ? codes[(long long)f * n + r] : 256;
+        for (int c = 0; c < classes; c++) left[c] = 0;
+        for (int s = 0; s < m; s++) {
+            int cs = __shfl_sync(0xffffffff, code, s);
+            int ys = __shfl_sync(0xffffffff, yi, s);
+            unsigned int ws = __shfl_sync(0xffffffff, wi, s);
+            if (cs <= code) left[ys] += ws;
+        }
+        double my = -1.0;
+        if (has) {
+            unsigned long long nl = 0;
+            for (int c = 0; c < classes; c++) nl += left[c];
+            unsigned long long nr = total - nl;
+            if (nl >= (unsigned long long)min_leaf && nr >= (unsigned long long)min_leaf) {
+                double sl = 0.0, sr = 0.0;
+                for (int c = 0; c < classes; c++) {
+                    double l = (double)left[c];
+                    double rr = (double)(tot[c] - left[c]);
+                    sl = __dadd_rn(sl, __dmul_rn(l, l));
+                    sr = __dadd_rn(sr, __dmul_rn(rr, rr));
+                }
+                my = __dadd_rn(__ddiv_rn(sl, (double)nl), __ddiv_rn(sr, (double)nr));
+            }
+        }
+        int mybin = code;
+        for (int h = 16; h > 0; h >>= 1) {
+            double o = __shfl_xor_sync(0xffffffff, my, h);
+            int ob = __shfl_xor_sync(0xffffffff, mybin, h);
+            if (o > my || (o == my && ob < mybin)) {
+                my = o;
+                mybin = ob;
+            }
+        }
+        if (my >= 0.0 && (my > best || (my == best && best_f >= 0 && f < best_f))) {
+            best = my;
+            best_f = f;
+            best_b = mybin;
+        }
+    }
+    // The left counts of the winner, lane c summing class c.
+    if (best_f >= 0) {
+        int code = has ? codes[(long long)best_f * n + r] : 256;
+        unsigned int lc = 0;
+        for (int s = 0; s < m; s++) {
+            int cs = __shfl_sync(0xffffffff, code, s);
+            int ys = __shfl_sync(0xffffffff, yi, s);
+            unsigned int ws = __shfl_sync(0xffffffff, wi, s);
+            if (cs <= best_b && ys == (int)lane) lc += ws;
+        }
+        if (lane < (unsigned int)classes) oleft[(long long)k * classes + lane] = lc;
+    } else if (lane < (unsigned int)classes) {
+        oleft[(long long)k * classes + lane] = 0;
+    }
+    if (lane == 0) {
+        ofeat[k] = best_f;
+        obin[k] = best_b;
+        oscore[k] = best;
+    }
+}
