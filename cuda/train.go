@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -42,7 +43,8 @@ func Train(dev *Device, x *forest.Binned, y []uint8, classes int, p forest.Param
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	e := &engine{dev: dev, x: x, classes: classes, p: p, mtry: p.Mtry(x.F), nbins: maxCode(x.Codes) + 1, mem: pool{}}
+	e := &engine{dev: dev, x: x, classes: classes, p: p, mtry: p.Mtry(x.F), nbins: maxCode(x.Codes) + 1, mem: pool{},
+		profile: os.Getenv("LULC_TRAIN_PROFILE") == "1", prof: map[string]time.Duration{}}
 	if err := dev.Do(func() error {
 		var err error
 		if e.codes, err = upload(x.Codes); err != nil {
@@ -102,6 +104,9 @@ func Train(dev *Device, x *forest.Binned, y []uint8, classes int, p forest.Param
 	logf("gpu train: %d nodes in %.2f s over %d levels: splits %.2f s, partitions %.2f s, tree building on the host %.2f s",
 		nodes, time.Since(start).Seconds(), e.levels, e.splitTime.Seconds(), e.partTime.Seconds(),
 		(time.Since(start) - e.splitTime - e.partTime).Seconds())
+	if e.profile {
+		logf("gpu train profile: %v", e.prof)
+	}
 	return f, nil
 }
 
@@ -151,6 +156,25 @@ type engine struct {
 	// tables, transfers and kernels) and levels grown.
 	splitTime, partTime time.Duration
 	levels              int
+	// With LULC_TRAIN_PROFILE=1, kernels are waited for one group at a
+	// time and timed apart.
+	profile bool
+	prof    map[string]time.Duration
+	last    time.Time
+}
+
+// mark, when profiling, waits for the queued kernels and charts the time
+// since the last mark to name.
+func (e *engine) mark(name string) {
+	if !e.profile {
+		return
+	}
+	api.ctxSynchronize()
+	now := time.Now()
+	if name != "" {
+		e.prof[name] += now.Sub(e.last)
+	}
+	e.last = now
 }
 
 func (e *engine) close() {
@@ -306,7 +330,7 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 		if err != nil {
 			return err
 		}
-		os, err := e.mem.get("oscore", uint64(k)*8)
+		osc, err := e.mem.get("oscore", uint64(k)*8)
 		if err != nil {
 			return err
 		}
@@ -315,8 +339,15 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 			return err
 		}
 		cells := uint64(e.nbins * c)
-		shared := uint32(cells * 4)
+		// Histograms of all candidates at once when they fit in the
+		// default 48 KiB of shared memory, else one candidate at a time.
+		jn := 1
+		if uint64(e.mtry)*(cells+uint64(c))*4 <= 48<<10 {
+			jn = e.mtry
+		}
+		shared := uint32(uint64(jn) * (cells + uint64(c)) * 4)
 		rows := e.rows[e.cur].ptr
+		e.mark("")
 		split := func(list []int32, name string, big int32, gh uint64) error {
 			lp, err := put(e.mem, name, list)
 			if err != nil {
@@ -324,13 +355,14 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 			}
 			return e.dev.launchGrid(0, "rf_split", uint32(len(list)), 1, splitBlock, shared,
 				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w[0].ptr, rows, bp, sp, tp, fp,
-				int32(e.mtry), int32(c), int32(e.nbins), int32(e.p.MinSamplesLeaf), lp, big, gh,
-				of.ptr, ob.ptr, os.ptr, ol.ptr)
+				int32(e.mtry), int32(c), int32(e.nbins), int32(e.p.MinSamplesLeaf), int32(jn), lp, big, gh,
+				of.ptr, ob.ptr, osc.ptr, ol.ptr)
 		}
 		if len(small) > 0 {
 			if err := split(small, "small", 0, 0); err != nil {
 				return err
 			}
+			e.mark("split small")
 		}
 		if len(tiny) > 0 {
 			lp, err := put(e.mem, "tiny", tiny)
@@ -341,9 +373,10 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 			if err := e.dev.launchGrid(0, "rf_split_tiny", uint32((len(tiny)+3)/4), 1, 128, 0,
 				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w[0].ptr, rows, bp, sp, tp, fp,
 				int32(e.mtry), int32(c), int32(e.p.MinSamplesLeaf), lp, int32(len(tiny)),
-				of.ptr, ob.ptr, os.ptr, ol.ptr); err != nil {
+				of.ptr, ob.ptr, osc.ptr, ol.ptr); err != nil {
 				return err
 			}
+			e.mark("split tiny")
 		}
 		// Big tasks in groups whose global histograms fit in 1 GiB.
 		per := uint64(e.mtry) * cells * 4
@@ -372,19 +405,21 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 			if err != nil {
 				return err
 			}
-			if err := e.dev.launchGrid(0, "rf_hist", uint32(len(btask)), uint32(e.mtry), 256, shared,
+			if err := e.dev.launchGrid(0, "rf_hist", uint32(len(btask)), uint32(e.mtry/jn), 256, uint32(uint64(jn)*cells*4),
 				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w[0].ptr, rows, bp, sp, tp, fp,
-				int32(e.mtry), int32(c), int32(e.nbins), bt, bo, bs, int32(histChunk), gh); err != nil {
+				int32(e.mtry), int32(c), int32(e.nbins), int32(jn), bt, bo, bs, int32(histChunk), gh); err != nil {
 				return err
 			}
+			e.mark("hist big")
 			if err := split(g, "big", 1, gh); err != nil {
 				return err
 			}
+			e.mark("split big")
 		}
 		if err := check(api.ctxSynchronize(), "gpu train: split kernels"); err != nil {
 			return err
 		}
-		for _, d := range []error{download(ofeat, of), download(obin, ob), download(oscore, os), download(oleft, ol)} {
+		for _, d := range []error{download(ofeat, of), download(obin, ob), download(oscore, osc), download(oleft, ol)} {
 			if d != nil {
 				return d
 			}
@@ -461,6 +496,7 @@ func (e *engine) Partition(tasks []forest.Task, splits []forest.Split) ([][2]int
 		if err != nil {
 			return err
 		}
+		e.mark("")
 		if len(btask) > 0 {
 			if err := e.dev.launchGrid(0, "rf_partition", uint32(len(btask)), 1, 256, 0,
 				e.codes.ptr, int64(e.x.N), e.rows[e.cur].ptr, e.rows[1-e.cur].ptr, bp, sp, fp, np, bt, bo,
@@ -471,6 +507,7 @@ func (e *engine) Partition(tasks []forest.Task, splits []forest.Split) ([][2]int
 		if err := check(api.ctxSynchronize(), "gpu train: partition kernel"); err != nil {
 			return err
 		}
+		e.mark("partition")
 		return download(nleft, Buffer{ptr: nl})
 	})
 	if err != nil {

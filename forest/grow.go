@@ -3,6 +3,7 @@ package forest
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/lulc/lulc/internal/rng"
@@ -80,7 +81,11 @@ func Grow(e Engine, trees []uint64, classes, features int, p Params) ([]Tree, []
 		segs := segments(level, workers)
 		parts := make([]part, len(segs))
 		eachPart(parts, func(k int) { parts[k].plan(g, level[segs[k][0]:segs[k][1]], features) })
-		var tasks []Task
+		nt := 0
+		for _, pt := range parts {
+			nt += len(pt.tasks)
+		}
+		tasks := make([]Task, 0, nt)
 		for k := range parts {
 			parts[k].first = len(tasks)
 			tasks = append(tasks, parts[k].tasks...)
@@ -93,9 +98,11 @@ func Grow(e Engine, trees []uint64, classes, features int, p Params) ([]Tree, []
 			return nil, nil, fmt.Errorf("grow: %d splits for %d tasks", len(splits), len(tasks))
 		}
 		eachPart(parts, func(k int) { parts[k].apply(g, level[segs[k][0]:segs[k][1]], splits) })
-		var taken []Task
-		var chosen []Split
-		var next []pending
+		nt, nn := 0, 0
+		for _, pt := range parts {
+			nt, nn = nt+len(pt.taken), nn+len(pt.next)
+		}
+		taken, chosen, next := make([]Task, 0, nt), make([]Split, 0, nt), make([]pending, 0, nn)
 		for _, pt := range parts {
 			taken, chosen, next = append(taken, pt.taken...), append(chosen, pt.chosen...), append(next, pt.next...)
 		}
@@ -167,6 +174,23 @@ func (pt *part) plan(g *grow, nodes []pending, features int) {
 func (pt *part) apply(g *grow, nodes []pending, splits []Split) {
 	c := g.classes
 	rights := make([]int64, len(pt.tasks)*c)
+	// Size everything once: growing slices of millions of nodes node by
+	// node costs more than the decisions.
+	pt.taken = make([]Task, 0, len(pt.tasks))
+	pt.chosen = make([]Split, 0, len(pt.tasks))
+	pt.next = make([]pending, 0, 2*len(pt.tasks))
+	for lo := 0; lo < len(nodes); {
+		hi := lo
+		for hi < len(nodes) && nodes[hi].tree == nodes[lo].tree {
+			hi++
+		}
+		tr := &g.out[nodes[lo].tree]
+		n := 2 * (hi - lo)
+		tr.Feature, tr.Bin = slices.Grow(tr.Feature, n), slices.Grow(tr.Bin, n)
+		tr.Left, tr.Right, tr.Leaf = slices.Grow(tr.Left, n), slices.Grow(tr.Right, n), slices.Grow(tr.Leaf, n)
+		tr.Probs = slices.Grow(tr.Probs, (hi-lo)*c)
+		lo = hi
+	}
 	for k, nd := range nodes {
 		tr := &g.out[nd.tree]
 		var s Split

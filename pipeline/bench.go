@@ -60,8 +60,8 @@ func ParseBenchConfig(raw []byte) (BenchConfig, error) {
 	return c, nil
 }
 
-// readConfig reads a path, or else an embedded config of that name.
-func readConfig(name string) ([]byte, error) {
+// ReadConfig reads a config file, or else the embedded config of that name.
+func ReadConfig(name string) ([]byte, error) {
 	if b, err := os.ReadFile(name); err == nil {
 		return b, nil
 	}
@@ -155,7 +155,7 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 
 	catalog := bc.Catalog
 	if bc.Synth != "" {
-		b, err := readConfig(bc.Synth)
+		b, err := ReadConfig(bc.Synth)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +168,7 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 		}
 		catalog = filepath.Join(stage, "scene", "catalog.json")
 	}
-	ib, err := readConfig(bc.Ingest)
+	ib, err := ReadConfig(bc.Ingest)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 	if catalog != "" {
 		icfg.Source.Catalog, icfg.Source.API = catalog, ""
 	}
-	tb, err := readConfig(bc.Train)
+	tb, err := ReadConfig(bc.Train)
 	if err != nil {
 		return nil, err
 	}

@@ -170,8 +170,43 @@ func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, gpu *cud
 	return out, set, nil
 }
 
+// sampleInput keeps, per class and split, the capacity pixels of an input
+// with the lowest keys.
 func sampleInput(ii uint64, in trainInput, img, lab *raster.Source, set *features.Set, comp features.Computer, classIndex map[uint8]int,
 	heaps []maxHeap, seed uint64, block int, valFrac float64, capacity int) error {
+	return scanPixels(ii, in, img, lab, set, comp, classIndex, seed, block, valFrac, func(px pixel) {
+		hp := &heaps[px.class*2+px.split]
+		if hp.Len() >= capacity && px.key >= (*hp)[0].key {
+			return
+		}
+		x := make([]float32, len(px.feats))
+		for f := range px.feats {
+			x[f] = px.feats[f][px.i]
+		}
+		heap.Push(hp, candidate{key: px.key, pixel: px.id, x: x})
+		if hp.Len() > capacity {
+			heap.Pop(hp)
+		}
+	})
+}
+
+// pixel is one labelled pixel with all bands present, as scanPixels
+// visits it: its class index, split (0 training, 1 validation), sampling
+// key and id, and its features at feats[f][i].
+type pixel struct {
+	class, split int
+	key, id      uint64
+	feats        [][]float32
+	i            int
+}
+
+// scanPixels computes the features of an input strip by strip and visits
+// every pixel whose label is in the scheme and whose bands are all
+// present. Splits go by blocks of block × block pixels (a fraction valFrac
+// of them to validation); keys are seeded hashes of the pixel, so taking
+// the lowest keys is a seeded random choice.
+func scanPixels(ii uint64, in trainInput, img, lab *raster.Source, set *features.Set, comp features.Computer, classIndex map[uint8]int,
+	seed uint64, block int, valFrac float64, visit func(pixel)) error {
 	if img.Width != lab.Width || img.Height != lab.Height || img.Transform != lab.Transform {
 		return fmt.Errorf("%s: labels %s are not on the image's grid", in.image, in.labels)
 	}
@@ -229,19 +264,7 @@ func sampleInput(ii uint64, in trainInput, img, lab *raster.Source, set *feature
 			if rng.Unit(rng.Hash(seed, 0x7a1, ii, row/uint64(block), col/uint64(block))) < valFrac {
 				split = 1
 			}
-			key := rng.Hash(seed, 0x5a4, ii, row, col)
-			hp := &heaps[c*2+split]
-			if hp.Len() >= capacity && key >= (*hp)[0].key {
-				continue
-			}
-			x := make([]float32, len(feats))
-			for f := range feats {
-				x[f] = feats[f][i]
-			}
-			heap.Push(hp, candidate{key: key, pixel: ii<<40 | row<<20 | col, x: x})
-			if hp.Len() > capacity {
-				heap.Pop(hp)
-			}
+			visit(pixel{class: c, split: split, key: rng.Hash(seed, 0x5a4, ii, row, col), id: ii<<40 | row<<20 | col, feats: feats, i: i})
 		}
 	}
 	return nil

@@ -3,7 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/spf13/cobra"
 
@@ -61,6 +64,93 @@ whether repeats and CPU/GPU outputs are byte-identical, the hardware and cost.`,
 	cmd.Flags().StringVarP(&out, "out", "o", "", "report directory")
 	cmd.Flags().StringVar(&engines, "engines", "", "comma-separated engines, overriding the config (cpu, golearn, gpu)")
 	cmd.Flags().IntVar(&repeat, "repeat", 0, "repeats per engine, overriding the config")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing report directory")
+	cmd.AddCommand(newBenchForestCmd(a))
+	return cmd
+}
+
+const defaultForestBenchConfig = "bench-forest-demo.yaml"
+
+func newBenchForestCmd(a *app) *cobra.Command {
+	var cfgPath, out, engines, stack, sizes, device string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "forest --out DIR [--config configs/bench-forest-<name>.yaml] [--stack DIR] [--sizes 1000000,...] [--engines gpu,cpu,golearn,sklearn]",
+		Short: "Time forest training per engine at several sample sizes on the same pixels",
+		Long: `bench forest reads every labelled pixel of a train config's inputs, splits them by
+spatial blocks, and fits nested seeded subsets of each size with each engine: gpu (lulc's
+GPU forest), cpu (lulc's forest on all cores), golearn and scikit-learn (through python3,
+fed .npy files), all with the train config's forest parameters. It writes report.json and
+report.md: fit times, validation accuracy, speed-ups and whether GPU and CPU trees agree.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return fmt.Errorf("--out: no output directory given")
+			}
+			cfg, err := loadConfig(cfgPath, defaultForestBenchConfig, pipeline.ParseForestBenchConfig)
+			if err != nil {
+				return err
+			}
+			if engines != "" {
+				cfg.Engines = strings.Split(engines, ",")
+			}
+			if sizes != "" {
+				cfg.Sizes = nil
+				for _, s := range strings.Split(sizes, ",") {
+					n, err := strconv.Atoi(s)
+					if err != nil || n < 2 {
+						return fmt.Errorf("--sizes: %q is not a row count of at least 2", s)
+					}
+					cfg.Sizes = append(cfg.Sizes, n)
+				}
+			}
+			raw, err := yaml.Marshal(cfg)
+			if err != nil {
+				return err
+			}
+			if cfg, err = pipeline.ParseForestBenchConfig(raw); err != nil {
+				return err
+			}
+			traw, err := pipeline.ReadConfig(cfg.Train)
+			if err != nil {
+				return fmt.Errorf("train config %s: %w", cfg.Train, err)
+			}
+			tcfg, err := pipeline.ParseTrainConfig(traw)
+			if err != nil {
+				return fmt.Errorf("train config %s: %w", cfg.Train, err)
+			}
+			if stack != "" {
+				tcfg.Input.Stack = stack
+			}
+			dev, err := a.openDevice(device)
+			if err != nil {
+				return err
+			}
+			defer dev.Close()
+			cmdline := fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " "))
+			rep, err := pipeline.ForestBench(cmd.Context(), cfg, tcfg, cmdline, pipeline.Options{GPU: dev, Out: out, Force: force, Log: a.log, Version: lulcVersion()})
+			if err != nil {
+				return fmt.Errorf("bench forest: %w", err)
+			}
+			if !a.quiet {
+				for _, f := range rep.Fits {
+					if f.Skipped != "" {
+						fmt.Fprintf(a.stdout, "%10d %-8s not run: %s\n", f.Rows, f.Engine, f.Skipped)
+						continue
+					}
+					fmt.Fprintf(a.stdout, "%10d %-8s fit %8.2f s  accuracy %.4f\n", f.Rows, f.Engine, f.FitSec, f.Accuracy)
+				}
+				fmt.Fprintf(a.stdout, "report: %s/report.md\n", out)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "forest bench config (default: embedded "+defaultForestBenchConfig+")")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "report directory")
+	cmd.Flags().StringVar(&stack, "stack", "", "ingest output to read, overriding the train config's input.stack")
+	cmd.Flags().StringVar(&sizes, "sizes", "", "comma-separated training row counts, overriding the config")
+	cmd.Flags().StringVar(&engines, "engines", "", "comma-separated engines, overriding the config (gpu, cpu, golearn, sklearn)")
+	addDeviceFlag(cmd, &device)
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing report directory")
 	return cmd
 }

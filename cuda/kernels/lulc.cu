@@ -255,30 +255,33 @@ extern "C" __global__ void rf_root(const unsigned int* __restrict__ w, long long
 // feats[k * mtry ...].
 
 // rf_hist adds one chunk of one big task's rows to the task's global
-// histogram for candidate blockIdx.y: block b covers rows off[b] .. off[b] +
-// chunk of task btask[b], whose histogram is slot bslot[b] of gh (slots ×
+// histograms of candidates blockIdx.y × jn … + jn − 1 (each row is read
+// once for the jn candidates): block b covers rows off[b] .. off[b] +
+// chunk of task btask[b], whose histograms are slot bslot[b] of gh (slots ×
 // mtry × nbins × classes counts).
 extern "C" __global__ void rf_hist(const unsigned char* __restrict__ codes, long long n, const unsigned char* __restrict__ y,
                                    const unsigned int* __restrict__ w, const unsigned int* __restrict__ rows,
                                    const long long* __restrict__ base, const int* __restrict__ len, const int* __restrict__ tree,
-                                   const int* __restrict__ feats, int mtry, int classes, int nbins,
+                                   const int* __restrict__ feats, int mtry, int classes, int nbins, int jn,
                                    const int* __restrict__ btask, const int* __restrict__ boff, const int* __restrict__ bslot,
                                    int chunk, unsigned int* __restrict__ gh) {
     extern __shared__ unsigned int H[];
     int cells = nbins * classes;
-    for (int c = threadIdx.x; c < cells; c += blockDim.x) H[c] = 0;
+    for (int c = threadIdx.x; c < jn * cells; c += blockDim.x) H[c] = 0;
     __syncthreads();
-    int k = btask[blockIdx.x], j = blockIdx.y;
-    const unsigned char* col = codes + (long long)feats[k * mtry + j] * n;
+    int k = btask[blockIdx.x], j0 = blockIdx.y * jn;
     const unsigned int* wt = w + (long long)tree[k] * n;
     int end = min(boff[blockIdx.x] + chunk, len[k]);
     for (int p = boff[blockIdx.x] + threadIdx.x; p < end; p += blockDim.x) {
         unsigned int r = rows[base[k] + p];
-        atomicAdd(&H[col[r] * classes + y[r]], wt[r]);
+        unsigned int wr = wt[r];
+        int yr = y[r];
+        for (int j = 0; j < jn; j++)
+            atomicAdd(&H[j * cells + codes[(long long)feats[k * mtry + j0 + j] * n + r] * classes + yr], wr);
     }
     __syncthreads();
-    unsigned int* g = gh + ((long long)bslot[blockIdx.x] * mtry + j) * cells;
-    for (int c = threadIdx.x; c < cells; c += blockDim.x)
+    unsigned int* g = gh + ((long long)bslot[blockIdx.x] * mtry + j0) * cells;
+    for (int c = threadIdx.x; c < jn * cells; c += blockDim.x)
         if (H[c]) atomicAdd(&g[c], H[c]);
 }
 
@@ -286,108 +289,117 @@ extern "C" __global__ void rf_hist(const unsigned char* __restrict__ codes, long
 
 // rf_split finds the best split of task list[blockIdx.x], as forest's
 // grower does: per candidate feature, class counts per bin (built here from
-// the task's rows, or, when big is set, read from slot blockIdx.x of gh),
-// then every bin as a threshold with at least min_leaf weight on each side,
-// scored Σl²/nl + Σr²/nr in double with the CPU's operation order; the
-// highest score wins, ties to the lower feature, then the lower bin. The
-// split is written to ofeat (-1: none), obin, oscore and oleft (the left
-// class counts).
+// the task's rows, jn candidates per pass over them, or, when big is set,
+// read from slot blockIdx.x of gh), then every bin as a threshold with at
+// least min_leaf weight on each side, scored Σl²/nl + Σr²/nr in double with
+// the CPU's operation order; the highest score wins, ties to the lower
+// feature, then the lower bin. The split is written to ofeat (-1: none),
+// obin, oscore and oleft (the left class counts). Dynamic shared memory:
+// jn × (nbins + 1) × classes counts.
 extern "C" __global__ void __launch_bounds__(SPLIT_BLOCK) rf_split(
     const unsigned char* __restrict__ codes, long long n, const unsigned char* __restrict__ y,
     const unsigned int* __restrict__ w, const unsigned int* __restrict__ rows,
     const long long* __restrict__ base, const int* __restrict__ len, const int* __restrict__ tree,
-    const int* __restrict__ feats, int mtry, int classes, int nbins, int min_leaf,
+    const int* __restrict__ feats, int mtry, int classes, int nbins, int min_leaf, int jn,
     const int* __restrict__ list, int big, const unsigned int* __restrict__ gh,
     int* __restrict__ ofeat, int* __restrict__ obin, double* __restrict__ oscore, unsigned int* __restrict__ oleft) {
     extern __shared__ unsigned int H[];
     __shared__ double rs[SPLIT_BLOCK];
     __shared__ int rb[SPLIT_BLOCK];
-    __shared__ unsigned int tot[32], best_left[32];
+    __shared__ unsigned int best_left[32];
     __shared__ double best_score;
     __shared__ int best_f, best_b;
     int k = list[blockIdx.x];
     int cells = nbins * classes;
+    unsigned int* tot = H + jn * cells;  // jn × classes totals
     if (threadIdx.x == 0) {
         best_score = 0.0;
         best_f = -1;
         best_b = 0;
     }
     const unsigned int* wt = w + (long long)tree[k] * n;
-    for (int j = 0; j < mtry; j++) {
-        int f = feats[k * mtry + j];
+    for (int j0 = 0; j0 < mtry; j0 += jn) {
         if (big) {
-            const unsigned int* g = gh + ((long long)blockIdx.x * mtry + j) * cells;
-            for (int c = threadIdx.x; c < cells; c += blockDim.x) H[c] = g[c];
+            const unsigned int* g = gh + ((long long)blockIdx.x * mtry + j0) * cells;
+            for (int c = threadIdx.x; c < jn * cells; c += blockDim.x) H[c] = g[c];
             __syncthreads();
         } else {
-            for (int c = threadIdx.x; c < cells; c += blockDim.x) H[c] = 0;
+            for (int c = threadIdx.x; c < jn * cells; c += blockDim.x) H[c] = 0;
             __syncthreads();
-            const unsigned char* col = codes + (long long)f * n;
             for (int p = threadIdx.x; p < len[k]; p += blockDim.x) {
                 unsigned int r = rows[base[k] + p];
-                atomicAdd(&H[col[r] * classes + y[r]], wt[r]);
+                unsigned int wr = wt[r];
+                int yr = y[r];
+                for (int j = 0; j < jn; j++)
+                    atomicAdd(&H[j * cells + codes[(long long)feats[k * mtry + j0 + j] * n + r] * classes + yr], wr);
             }
             __syncthreads();
         }
-        // Running sums over bins: H[b][c] becomes the left count of class c
-        // for the threshold "code <= b".
-        if (threadIdx.x < classes) {
+        // Running sums over bins, one (candidate, class) per thread:
+        // H[j][b][c] becomes the left count of class c for "code <= b".
+        for (int q = threadIdx.x; q < jn * classes; q += blockDim.x) {
+            unsigned int* h = H + (q / classes) * cells + q % classes;
             unsigned int run = 0;
             for (int b = 0; b < nbins; b++) {
-                run += H[b * classes + threadIdx.x];
-                H[b * classes + threadIdx.x] = run;
+                run += h[b * classes];
+                h[b * classes] = run;
             }
-            tot[threadIdx.x] = run;
+            tot[q] = run;
         }
         __syncthreads();
-        unsigned long long total = 0;
-        for (int c = 0; c < classes; c++) total += tot[c];
-        double my = -1.0;
-        int mybin = 0;
-        for (int b = threadIdx.x; b < nbins - 1; b += blockDim.x) {
-            const unsigned int* L = H + b * classes;
-            unsigned long long nl = 0;
-            for (int c = 0; c < classes; c++) nl += L[c];
-            unsigned long long nr = total - nl;
-            if (nl < (unsigned long long)min_leaf || nr < (unsigned long long)min_leaf) continue;
-            double sl = 0.0, sr = 0.0;
-            for (int c = 0; c < classes; c++) {
-                double l = (double)L[c];
-                double r = (double)(tot[c] - L[c]);
-                sl = __dadd_rn(sl, __dmul_rn(l, l));
-                sr = __dadd_rn(sr, __dmul_rn(r, r));
+        for (int jj = 0; jj < jn; jj++) {
+            int f = feats[k * mtry + j0 + jj];
+            const unsigned int* hj = H + jj * cells;
+            const unsigned int* tj = tot + jj * classes;
+            unsigned long long total = 0;
+            for (int c = 0; c < classes; c++) total += tj[c];
+            double my = -1.0;
+            int mybin = 0;
+            for (int b = threadIdx.x; b < nbins - 1; b += blockDim.x) {
+                const unsigned int* L = hj + b * classes;
+                unsigned long long nl = 0;
+                for (int c = 0; c < classes; c++) nl += L[c];
+                unsigned long long nr = total - nl;
+                if (nl < (unsigned long long)min_leaf || nr < (unsigned long long)min_leaf) continue;
+                double sl = 0.0, sr = 0.0;
+                for (int c = 0; c < classes; c++) {
+                    double l = (double)L[c];
+                    double r = (double)(tj[c] - L[c]);
+                    sl = __dadd_rn(sl, __dmul_rn(l, l));
+                    sr = __dadd_rn(sr, __dmul_rn(r, r));
+                }
+                double s = __dadd_rn(__ddiv_rn(sl, (double)nl), __ddiv_rn(sr, (double)nr));
+                if (s > my) {
+                    my = s;
+                    mybin = b;
+                }
             }
-            double s = __dadd_rn(__ddiv_rn(sl, (double)nl), __ddiv_rn(sr, (double)nr));
-            if (s > my) {
-                my = s;
-                mybin = b;
+            rs[threadIdx.x] = my;
+            rb[threadIdx.x] = mybin;
+            __syncthreads();
+            for (int h = SPLIT_BLOCK / 2; h > 0; h >>= 1) {
+                if (threadIdx.x < h) {
+                    double o = rs[threadIdx.x + h];
+                    int ob = rb[threadIdx.x + h];
+                    if (o > rs[threadIdx.x] || (o == rs[threadIdx.x] && ob < rb[threadIdx.x])) {
+                        rs[threadIdx.x] = o;
+                        rb[threadIdx.x] = ob;
+                    }
+                }
+                __syncthreads();
             }
-        }
-        rs[threadIdx.x] = my;
-        rb[threadIdx.x] = mybin;
-        __syncthreads();
-        for (int h = SPLIT_BLOCK / 2; h > 0; h >>= 1) {
-            if (threadIdx.x < h) {
-                double o = rs[threadIdx.x + h];
-                int ob = rb[threadIdx.x + h];
-                if (o > rs[threadIdx.x] || (o == rs[threadIdx.x] && ob < rb[threadIdx.x])) {
-                    rs[threadIdx.x] = o;
-                    rb[threadIdx.x] = ob;
+            if (threadIdx.x == 0) {
+                double s = rs[0];
+                if (s >= 0.0 && (s > best_score || (s == best_score && best_f >= 0 && f < best_f))) {
+                    best_score = s;
+                    best_f = f;
+                    best_b = rb[0];
                 }
             }
             __syncthreads();
+            if (best_f == f && threadIdx.x < classes) best_left[threadIdx.x] = hj[best_b * classes + threadIdx.x];
+            __syncthreads();
         }
-        if (threadIdx.x == 0) {
-            double s = rs[0];
-            if (s >= 0.0 && (s > best_score || (s == best_score && best_f >= 0 && f < best_f))) {
-                best_score = s;
-                best_f = f;
-                best_b = rb[0];
-            }
-        }
-        __syncthreads();
-        if (best_f == f && threadIdx.x < classes) best_left[threadIdx.x] = H[best_b * classes + threadIdx.x];
-        __syncthreads();
     }
     if (threadIdx.x == 0) {
         ofeat[k] = best_f;

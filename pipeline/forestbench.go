@@ -1,0 +1,512 @@
+package pipeline
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/lulc/lulc/baseline"
+	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/raster"
+)
+
+// ForestBenchConfig sets up the training benchmark: every labelled pixel
+// of a train config's inputs, split by spatial blocks, then nested seeded
+// subsets of the training pixels of each size, fitted by each engine with
+// the train config's forest parameters and scored on the same validation
+// pixels.
+type ForestBenchConfig struct {
+	Train              string   `yaml:"train"`    // train config (path or embedded name): input, classes, sampling seed and block size, forest
+	Features           []string `yaml:"features"` // overrides the train config's features
+	Sizes              []int    `yaml:"sizes"`    // training rows per fit
+	ValidationFraction float64  `yaml:"validation_fraction"`
+	ValidationRows     int      `yaml:"validation_rows"` // a seeded subset of the validation pixels
+	Engines            []string `yaml:"engines"`         // gpu, cpu, golearn, sklearn
+	CPUMaxRows         int      `yaml:"cpu_max_rows"`    // larger sizes skip the engine
+	GolearnMaxRows     int      `yaml:"golearn_max_rows"`
+	SklearnMaxRows     int      `yaml:"sklearn_max_rows"`
+	Golearn            struct {
+		Trees           int `yaml:"trees"`
+		FeaturesPerTree int `yaml:"features_per_tree"`
+	} `yaml:"golearn"`
+	Sklearn struct {
+		Python string `yaml:"python"` // interpreter; default python3
+		Jobs   int    `yaml:"jobs"`   // n_jobs; 0: all CPUs
+	} `yaml:"sklearn"`
+}
+
+// ParseForestBenchConfig decodes and checks a training benchmark config.
+func ParseForestBenchConfig(raw []byte) (ForestBenchConfig, error) {
+	var c ForestBenchConfig
+	if err := configs.DecodeStrict(raw, &c); err != nil {
+		return c, err
+	}
+	switch {
+	case c.Train == "":
+		return c, errors.New("train: no train config named")
+	case len(c.Sizes) == 0:
+		return c, errors.New("sizes: none given")
+	case !(c.ValidationFraction > 0 && c.ValidationFraction < 1):
+		return c, fmt.Errorf("validation_fraction: %v is outside (0, 1)", c.ValidationFraction)
+	case c.ValidationRows < 1:
+		return c, fmt.Errorf("validation_rows: %d is below 1", c.ValidationRows)
+	case len(c.Engines) == 0:
+		return c, errors.New("engines: none given (gpu, cpu, golearn, sklearn)")
+	}
+	for _, n := range c.Sizes {
+		if n < 2 {
+			return c, fmt.Errorf("sizes: %d is below 2", n)
+		}
+	}
+	for _, e := range c.Engines {
+		if e != "gpu" && e != "cpu" && e != "golearn" && e != "sklearn" {
+			return c, fmt.Errorf("engines: %q is not gpu, cpu, golearn or sklearn", e)
+		}
+	}
+	if c.Sklearn.Python == "" {
+		c.Sklearn.Python = "python3"
+	}
+	return c, nil
+}
+
+// ForestFit is one engine's fit at one size.
+type ForestFit struct {
+	Engine   string  `json:"engine"`
+	Rows     int     `json:"rows"`
+	Skipped  string  `json:"skipped,omitempty"`
+	BinSec   float64 `json:"bin_seconds,omitempty"` // quantile edges and codes (lulc engines)
+	FitSec   float64 `json:"fit_seconds,omitempty"`
+	Accuracy float64 `json:"validation_accuracy,omitempty"`
+	Nodes    int     `json:"nodes,omitempty"`
+	// SameAsCPU says whether the GPU forest equals the CPU forest.
+	SameAsCPU *bool `json:"same_as_cpu,omitempty"`
+}
+
+// ForestBenchReport is the training benchmark's outcome.
+type ForestBenchReport struct {
+	Command    string        `json:"command"`
+	Host       HostInfo      `json:"host"`
+	Features   []string      `json:"features"`
+	Classes    int           `json:"classes"`
+	Params     forest.Params `json:"params"`
+	Pixels     int           `json:"labelled_pixels"`
+	TrainPool  int           `json:"training_pixels"`
+	Validation int           `json:"validation_rows"`
+	ScanSec    float64       `json:"scan_seconds"`
+	Fits       []ForestFit   `json:"fits"`
+}
+
+//go:embed sklearn_rf.py
+var sklearnScript []byte
+
+// ForestBench runs the training benchmark into opt.Out (report.json and
+// report.md) with cfg, the train config bc names, as loaded by the caller.
+func ForestBench(ctx context.Context, bc ForestBenchConfig, cfg TrainConfig, command string, opt Options) (*ForestBenchReport, error) {
+	opt.fill()
+	if len(bc.Features) > 0 {
+		cfg.Features = bc.Features
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	scheme, _ := cfg.Scheme()
+	ins, err := cfg.inputs()
+	if err != nil {
+		return nil, err
+	}
+	stage, err := atomicfs.Begin(opt.Out, opt.Force, "forest bench")
+	if err != nil {
+		return nil, err
+	}
+	rep := &ForestBenchReport{Command: command, Host: hostInfo(opt.Version), Features: cfg.Features, Classes: len(scheme.Classes), Params: cfg.Forest}
+
+	// Every labelled pixel, features computed on the GPU when one is given.
+	t0 := time.Now()
+	nf := len(cfg.Features)
+	var xt, xv []float32
+	var yt, yv []uint8
+	classIndex := map[uint8]int{}
+	for i, c := range scheme.Classes {
+		classIndex[c.Code] = i
+	}
+	for ii, in := range ins {
+		set, err := features.NewSet(cfg.Features, in.bands)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", in.image, err)
+		}
+		var comp features.Computer = features.CPU{Set: set}
+		if opt.GPU != nil {
+			g, err := cuda.NewFeatures(opt.GPU, set)
+			if err != nil {
+				return nil, err
+			}
+			defer g.Close()
+			comp = g
+		}
+		img, err := raster.Open(in.image)
+		if err != nil {
+			return nil, err
+		}
+		lab, err := raster.Open(in.labels)
+		if err != nil {
+			img.Close()
+			return nil, err
+		}
+		err = scanPixels(uint64(ii), in, img, lab, set, comp, classIndex, cfg.Sampling.Seed, cfg.Sampling.BlockSize, bc.ValidationFraction, func(px pixel) {
+			if px.split == 0 {
+				for f := range px.feats {
+					xt = append(xt, px.feats[f][px.i])
+				}
+				yt = append(yt, uint8(px.class))
+			} else {
+				for f := range px.feats {
+					xv = append(xv, px.feats[f][px.i])
+				}
+				yv = append(yv, uint8(px.class))
+			}
+		})
+		img.Close()
+		lab.Close()
+		if err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	rep.Pixels, rep.TrainPool = len(yt)+len(yv), len(yt)
+	if len(yt) < 2 || len(yv) < 1 {
+		return nil, fmt.Errorf("forest bench: %d training and %d validation pixels: too few", len(yt), len(yv))
+	}
+	// Nested seeded subsets: each size takes a prefix of one permutation.
+	r := rand.New(rand.NewPCG(cfg.Sampling.Seed, 0xbe4c))
+	perm := r.Perm(len(yt))
+	vperm := r.Perm(len(yv))[:min(bc.ValidationRows, len(yv))]
+	xval, yval := gather(xv, yv, nf, vperm)
+	rep.Validation = len(yval)
+	rep.ScanSec = time.Since(t0).Seconds()
+	opt.Log.Info("forest bench: pixels scanned", "training", len(yt), "validation", len(yval), "seconds", rep.ScanSec)
+
+	npyDir := stage.Path("npy")
+	valX, valY := filepath.Join(npyDir, "val_x.npy"), filepath.Join(npyDir, "val_y.npy")
+	wantSklearn := false
+	for _, e := range bc.Engines {
+		wantSklearn = wantSklearn || e == "sklearn"
+	}
+	if wantSklearn {
+		if err := os.MkdirAll(npyDir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := writeNpy(valX, xval, []int{len(yval), nf}); err != nil {
+			return nil, err
+		}
+		if err := writeNpy(valY, yval, []int{len(yval)}); err != nil {
+			return nil, err
+		}
+	}
+	for _, size := range bc.Sizes {
+		n := min(size, len(yt))
+		x, y := gather(xt, yt, nf, perm[:n])
+		var binned *forest.Binned
+		var bins *forest.Bins
+		var binSec float64
+		binOnce := func() error {
+			if binned != nil {
+				return nil
+			}
+			t := time.Now()
+			var err error
+			if bins, err = forest.QuantileBins(x, nf, cfg.Forest.Bins, 200_000, cfg.Forest.Seed); err != nil {
+				return err
+			}
+			if binned, err = bins.Bin(x, nf); err != nil {
+				return err
+			}
+			binSec = time.Since(t).Seconds()
+			return nil
+		}
+		var cpuForest, gpuForest *forest.Forest
+		for _, e := range bc.Engines {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			fit := ForestFit{Engine: e, Rows: n}
+			switch e {
+			case "gpu", "cpu":
+				if e == "gpu" && opt.GPU == nil {
+					fit.Skipped = "no usable GPU"
+					break
+				}
+				if e == "cpu" && bc.CPUMaxRows > 0 && n > bc.CPUMaxRows {
+					fit.Skipped = fmt.Sprintf("above cpu_max_rows (%d)", bc.CPUMaxRows)
+					break
+				}
+				if err := binOnce(); err != nil {
+					return nil, err
+				}
+				t := time.Now()
+				var f *forest.Forest
+				var err error
+				if e == "gpu" {
+					f, err = cuda.Train(opt.GPU, binned, y, len(scheme.Classes), cfg.Forest, func(format string, args ...any) {
+						opt.Log.Info(fmt.Sprintf(format, args...))
+					})
+					gpuForest = f
+				} else {
+					f, err = forest.Train(binned, y, len(scheme.Classes), cfg.Forest, opt.Workers)
+					cpuForest = f
+				}
+				if err != nil {
+					fit.Skipped = err.Error()
+					break
+				}
+				fit.FitSec, fit.BinSec = time.Since(t).Seconds(), binSec
+				vb, err := bins.Bin(xval, nf)
+				if err != nil {
+					return nil, err
+				}
+				pred, _, err := f.Compile().Classify(vb)
+				if err != nil {
+					return nil, err
+				}
+				fit.Accuracy = accuracyOf(pred, yval)
+				fit.Nodes, _ = f.Nodes()
+			case "golearn":
+				if bc.GolearnMaxRows > 0 && n > bc.GolearnMaxRows {
+					fit.Skipped = fmt.Sprintf("above golearn_max_rows (%d)", bc.GolearnMaxRows)
+					break
+				}
+				t := time.Now()
+				f, err := baseline.Train(x, nf, y, len(scheme.Classes), bc.Golearn.Trees, bc.Golearn.FeaturesPerTree, int64(cfg.Forest.Seed))
+				if err != nil {
+					fit.Skipped = err.Error()
+					break
+				}
+				fit.FitSec = time.Since(t).Seconds()
+				pred, err := f.Predict(xval, nf)
+				if err != nil {
+					return nil, err
+				}
+				fit.Accuracy = accuracyOf(pred, yval)
+			case "sklearn":
+				if bc.SklearnMaxRows > 0 && n > bc.SklearnMaxRows {
+					fit.Skipped = fmt.Sprintf("above sklearn_max_rows (%d)", bc.SklearnMaxRows)
+					break
+				}
+				if err := runSklearn(ctx, bc, cfg.Forest, npyDir, x, y, nf, valX, valY, &fit); err != nil {
+					fit.Skipped = err.Error()
+				}
+			}
+			if fit.Skipped != "" {
+				opt.Log.Info("forest bench: skipped", "engine", e, "rows", n, "why", fit.Skipped)
+			} else {
+				opt.Log.Info("forest bench: fitted", "engine", e, "rows", n, "seconds", fit.FitSec, "accuracy", fit.Accuracy)
+			}
+			rep.Fits = append(rep.Fits, fit)
+		}
+		if cpuForest != nil && gpuForest != nil {
+			same := reflect.DeepEqual(cpuForest, gpuForest)
+			for i := range rep.Fits {
+				if rep.Fits[i].Engine == "gpu" && rep.Fits[i].Rows == n {
+					rep.Fits[i].SameAsCPU = &same
+				}
+			}
+		}
+	}
+	os.RemoveAll(npyDir) // gigabytes, and the report says how they were made
+	body, _ := json.MarshalIndent(rep, "", "  ")
+	if err := atomicfs.WriteFile(stage.Path("report.json"), append(body, '\n')); err != nil {
+		return nil, err
+	}
+	if err := atomicfs.WriteFile(stage.Path("report.md"), []byte(forestBenchMarkdown(rep))); err != nil {
+		return nil, err
+	}
+	if err := stage.Commit(); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// gather copies the rows idx of a row-major matrix and their labels.
+func gather(x []float32, y []uint8, nf int, idx []int) ([]float32, []uint8) {
+	ox := make([]float32, 0, len(idx)*nf)
+	oy := make([]uint8, 0, len(idx))
+	for _, i := range idx {
+		ox = append(ox, x[i*nf:(i+1)*nf]...)
+		oy = append(oy, y[i])
+	}
+	return ox, oy
+}
+
+func accuracyOf(pred, truth []uint8) float64 {
+	ok := 0
+	for i := range truth {
+		if pred[i] == truth[i] {
+			ok++
+		}
+	}
+	return float64(ok) / float64(len(truth))
+}
+
+// runSklearn fits scikit-learn's RandomForestClassifier with the forest's
+// parameters in a python3 child, fed through .npy files.
+func runSklearn(ctx context.Context, bc ForestBenchConfig, p forest.Params, dir string, x []float32, y []uint8, nf int, valX, valY string, fit *ForestFit) error {
+	tx, ty := filepath.Join(dir, "train_x.npy"), filepath.Join(dir, "train_y.npy")
+	if err := writeNpy(tx, x, []int{len(y), nf}); err != nil {
+		return err
+	}
+	if err := writeNpy(ty, y, []int{len(y)}); err != nil {
+		return err
+	}
+	defer os.Remove(tx)
+	defer os.Remove(ty)
+	script := filepath.Join(dir, "sklearn_rf.py")
+	if err := os.WriteFile(script, sklearnScript, 0o644); err != nil {
+		return err
+	}
+	maxFeatures := "sqrt"
+	if p.MaxFeatures > 0 {
+		maxFeatures = fmt.Sprint(p.MaxFeatures)
+	}
+	args := []string{script, tx, ty, valX, valY, fmt.Sprint(p.Trees), fmt.Sprint(p.MaxDepth), maxFeatures,
+		fmt.Sprint(p.MinSamplesLeaf), fmt.Sprint(p.Bootstrap), fmt.Sprint(bc.Sklearn.Jobs), fmt.Sprint(p.Seed)}
+	out, err := exec.CommandContext(ctx, bc.Sklearn.Python, args...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return fmt.Errorf("sklearn: %s: %s", err, strings.TrimSpace(lastLine(string(ee.Stderr))))
+		}
+		return fmt.Errorf("sklearn: %w", err)
+	}
+	var res struct {
+		Fit      float64 `json:"fit_seconds"`
+		Accuracy float64 `json:"accuracy"`
+		Nodes    int     `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(lastLine(string(out))), &res); err != nil {
+		return fmt.Errorf("sklearn: output %q: %w", lastLine(string(out)), err)
+	}
+	fit.FitSec, fit.Accuracy, fit.Nodes = res.Fit, res.Accuracy, res.Nodes
+	return nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// writeNpy writes a little-endian float32 or uint8 array as a NumPy .npy
+// (format 1.0) file.
+func writeNpy[T float32 | uint8](path string, data []T, shape []int) error {
+	descr := "<f4"
+	if _, ok := any(data).([]uint8); ok {
+		descr = "|u1"
+	}
+	dims := make([]string, len(shape))
+	for i, d := range shape {
+		dims[i] = fmt.Sprint(d)
+	}
+	tuple := strings.Join(dims, ", ")
+	if len(shape) == 1 {
+		tuple += ","
+	}
+	header := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, tuple)
+	// Magic (6) + version (2) + length (2) + header + '\n', padded to 64.
+	pad := 64 - (10+len(header)+1)%64
+	header += strings.Repeat(" ", pad%64) + "\n"
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString("\x93NUMPY\x01\x00")
+	binary.Write(w, binary.LittleEndian, uint16(len(header)))
+	w.WriteString(header)
+	if err := binary.Write(w, binary.LittleEndian, data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// forestBenchMarkdown renders the report as a table per size.
+func forestBenchMarkdown(r *ForestBenchReport) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# lulc training benchmark\n\n")
+	fmt.Fprintf(&b, "%d labelled pixels (%d in training blocks), %d features, %d classes; validation on %d pixels of held-out blocks. "+
+		"Forest: %d trees, max_depth %d, max_features %s, min_samples_leaf %d, bootstrap %v, %d bins (lulc engines). "+
+		"Fit times exclude reading the pixels (%.1f s) and, for the lulc engines, binning (its own column).\n\n",
+		r.Pixels, r.TrainPool, len(r.Features), r.Classes, r.Validation, r.Params.Trees, r.Params.MaxDepth,
+		mtryText(r.Params, len(r.Features)), r.Params.MinSamplesLeaf, r.Params.Bootstrap, r.Params.Bins, r.ScanSec)
+	fmt.Fprintf(&b, "Host: %s, %d CPUs, %.0f GB RAM; GPU: %s; lulc %s, %s.\n\n", r.Host.CPU, r.Host.Cores, float64(r.Host.RAM)/1e9, orNone(r.Host.GPU), r.Host.Lulc, r.Host.Go)
+	fmt.Fprintf(&b, "| rows | engine | fit (s) | binning (s) | validation accuracy | nodes | vs sklearn | vs lulc CPU | same trees as CPU |\n|---:|---|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, f := range r.Fits {
+		if f.Skipped != "" {
+			fmt.Fprintf(&b, "| %d | %s | not run: %s | | | | | | |\n", f.Rows, f.Engine, f.Skipped)
+			continue
+		}
+		var sk, cpu float64
+		for _, o := range r.Fits {
+			if o.Rows == f.Rows && o.Skipped == "" {
+				switch o.Engine {
+				case "sklearn":
+					sk = o.FitSec
+				case "cpu":
+					cpu = o.FitSec
+				}
+			}
+		}
+		same := ""
+		if f.SameAsCPU != nil {
+			same = fmt.Sprint(*f.SameAsCPU)
+		}
+		bin := ""
+		if f.BinSec > 0 {
+			bin = fmt.Sprintf("%.2f", f.BinSec)
+		}
+		nodes := "–"
+		if f.Nodes > 0 {
+			nodes = fmt.Sprint(f.Nodes)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %.2f | %s | %.4f | %s | %s | %s | %s |\n", f.Rows, f.Engine, f.FitSec, bin, f.Accuracy, nodes,
+			ratio(sk, f.FitSec), ratio(cpu, f.FitSec), same)
+	}
+	fmt.Fprintf(&b, "\nReproduce: `%s`\n", r.Command)
+	return b.String()
+}
+
+func mtryText(p forest.Params, nf int) string {
+	if p.MaxFeatures == 0 {
+		return fmt.Sprintf("sqrt (%d)", p.Mtry(nf))
+	}
+	return fmt.Sprint(p.MaxFeatures)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
