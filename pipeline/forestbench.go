@@ -219,7 +219,19 @@ func ForestBench(ctx context.Context, bc ForestBenchConfig, cfg TrainConfig, com
 			return nil, err
 		}
 	}
+	// The reports are rewritten after every size, so a run cut short
+	// still shows what it measured (in the staging directory).
+	flush := func() error {
+		body, _ := json.MarshalIndent(rep, "", "  ")
+		if err := atomicfs.WriteFile(stage.Path("report.json"), append(body, '\n')); err != nil {
+			return err
+		}
+		return atomicfs.WriteFile(stage.Path("report.md"), []byte(forestBenchMarkdown(rep)))
+	}
 	for _, size := range bc.Sizes {
+		if err := flush(); err != nil {
+			return nil, err
+		}
 		n := min(size, len(yt))
 		x, y := gather(xt, yt, nf, perm[:n])
 		var binned *forest.Binned
@@ -329,11 +341,7 @@ func ForestBench(ctx context.Context, bc ForestBenchConfig, cfg TrainConfig, com
 		}
 	}
 	os.RemoveAll(npyDir) // gigabytes, and the report says how they were made
-	body, _ := json.MarshalIndent(rep, "", "  ")
-	if err := atomicfs.WriteFile(stage.Path("report.json"), append(body, '\n')); err != nil {
-		return nil, err
-	}
-	if err := atomicfs.WriteFile(stage.Path("report.md"), []byte(forestBenchMarkdown(rep))); err != nil {
+	if err := flush(); err != nil {
 		return nil, err
 	}
 	if err := stage.Commit(); err != nil {
