@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,7 +164,7 @@ func TestRun(t *testing.T) {
 	}
 	out.Reset()
 	err := run(&out, []string{stale, committed}, Options{})
-	if err == nil || !strings.Contains(err.Error(), "differ from a fresh run") || !strings.Contains(out.String(), "+ tile 31TEJ: 4 dates") {
+	if !errors.Is(err, errStale) || !strings.Contains(out.String(), "+ tile 31TEJ: 4 dates") {
 		t.Errorf("stale: %v\n%s", err, out.String())
 	}
 	if err := run(&out, []string{filepath.Join(dir, "missing.ipynb")}, Options{}); err == nil {
