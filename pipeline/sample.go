@@ -8,8 +8,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/features"
@@ -202,9 +205,11 @@ type pixel struct {
 
 // scanPixels computes the features of an input strip by strip and visits
 // every pixel whose label is in the scheme and whose bands are all
-// present. Splits go by blocks of block × block pixels (a fraction valFrac
-// of them to validation); keys are seeded hashes of the pixel, so taking
-// the lowest keys is a seeded random choice.
+// present, in raster order. Splits go by blocks of block × block pixels (a
+// fraction valFrac of them to validation); keys are seeded hashes of the
+// pixel, so taking the lowest keys is a seeded random choice. Strips are
+// read and their features computed by several workers, each with its own
+// GDAL handles, a few strips ahead of the visits.
 func scanPixels(ii uint64, in trainInput, img, lab *raster.Source, set *features.Set, comp features.Computer, classIndex map[uint8]int,
 	seed uint64, block int, valFrac float64, visit func(pixel)) error {
 	if img.Width != lab.Width || img.Height != lab.Height || img.Transform != lab.Transform {
@@ -214,60 +219,153 @@ func scanPixels(ii uint64, in trainInput, img, lab *raster.Source, set *features
 	if got := bandCount(in.image); got != nb {
 		return fmt.Errorf("%s has %d bands, the config or manifest lists %d (%s)", in.image, got, nb, strings.Join(in.bands, ", "))
 	}
+	var class [256]int
+	for i := range class {
+		class[i] = -1
+	}
+	for code, c := range classIndex {
+		class[code] = c
+	}
 	w := img.Width
-	planes := make([][]float32, nb)
-	feats := make([][]float32, len(set.Features))
-	for r0 := 0; r0 < img.Height; r0 += sampleStrip {
-		h := min(sampleStrip, img.Height-r0)
-		win := raster.Grid{EPSG: img.EPSG, Width: w, Height: h,
-			Transform: [6]float64{img.Transform[0], img.Transform[1], 0, img.Transform[3] + float64(r0)*img.Transform[5], 0, img.Transform[5]}}
-		labels := make([]uint8, w*h)
-		if err := lab.Read(win, "nearest", labels); err != nil {
-			return err
-		}
-		for b := range nb {
-			vals := make([]float32, w*h)
-			if err := raster.ReadBandWindowInto(img, b+1, 0, r0, w, h, vals); err != nil {
-				return err
-			}
-			for i, v := range vals {
-				if in.nodata != nil && float64(v) == *in.nodata {
-					vals[i] = float32(math.NaN())
-				} else {
-					vals[i] = float32(float32(v)*float32(in.scale)) + float32(in.offset)
+	strips := (img.Height + sampleStrip - 1) / sampleStrip
+	workers := max(1, min(strips, runtime.GOMAXPROCS(0)/2, 8))
+	results := make([]chan strip, strips)
+	for k := range results {
+		results[k] = make(chan strip, 1)
+	}
+	// tokens bound the strips in flight: a worker takes one before reading
+	// a strip, the visiting loop returns it when done with the strip.
+	tokens := make(chan struct{}, workers+1)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	// On any return the workers stop and are waited for: they use comp,
+	// which the caller closes after.
+	defer wg.Wait()
+	defer close(stop)
+	var next atomic.Int64
+	var compute sync.Mutex // a features.Computer serves one strip at a time
+	for range workers {
+		wg.Go(func() {
+			var wimg, wlab *raster.Source
+			defer func() {
+				if wimg != nil {
+					wimg.Close()
+				}
+				if wlab != nil {
+					wlab.Close()
+				}
+			}()
+			for {
+				select {
+				case tokens <- struct{}{}:
+				case <-stop:
+					return
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := int(next.Add(1) - 1)
+				if k >= strips {
+					return
+				}
+				var st strip
+				if wimg == nil {
+					if wimg, st.err = raster.Open(in.image); st.err == nil {
+						wlab, st.err = raster.Open(in.labels)
+					}
+				}
+				if st.err == nil {
+					st = readStrip(in, wimg, wlab, set, comp, &compute, k*sampleStrip)
+				}
+				results[k] <- st
+				if st.err != nil {
+					return
 				}
 			}
-			planes[b] = vals
+		})
+	}
+	for k := range strips {
+		st := <-results[k]
+		if st.err != nil {
+			return st.err
 		}
-		for f := range feats {
-			feats[f] = make([]float32, w*h)
-		}
-		if err := comp.Compute(feats, planes); err != nil {
-			return err
-		}
-		for i := range w * h {
-			c, ok := classIndex[labels[i]]
-			if !ok {
-				continue
-			}
-			missing := false
-			for b := range nb {
-				if planes[b][i] != planes[b][i] {
-					missing = true
+		r0, h := k*sampleStrip, len(st.labels)/w
+		splits := make([]int, (w+block-1)/block)
+		for r := range h {
+			row := uint64(r0 + r)
+			if r == 0 || row%uint64(block) == 0 {
+				for b := range splits {
+					splits[b] = 0
+					if rng.Unit(rng.Hash(seed, 0x7a1, ii, row/uint64(block), uint64(b))) < valFrac {
+						splits[b] = 1
+					}
 				}
 			}
-			if missing {
-				continue
+			for col := range w {
+				i := r*w + col
+				c := class[st.labels[i]]
+				if c < 0 {
+					continue
+				}
+				missing := false
+				for b := range nb {
+					if st.planes[b][i] != st.planes[b][i] {
+						missing = true
+					}
+				}
+				if missing {
+					continue
+				}
+				visit(pixel{class: c, split: splits[col/block], key: rng.Hash(seed, 0x5a4, ii, row, uint64(col)), id: ii<<40 | row<<20 | uint64(col), feats: st.feats, i: i})
 			}
-			row, col := uint64(r0+i/w), uint64(i%w)
-			split := 0
-			if rng.Unit(rng.Hash(seed, 0x7a1, ii, row/uint64(block), col/uint64(block))) < valFrac {
-				split = 1
-			}
-			visit(pixel{class: c, split: split, key: rng.Hash(seed, 0x5a4, ii, row, col), id: ii<<40 | row<<20 | col, feats: feats, i: i})
 		}
+		<-tokens
 	}
 	return nil
+}
+
+// strip is one strip of an input: labels, reflectance planes and features.
+type strip struct {
+	labels []uint8
+	planes [][]float32
+	feats  [][]float32
+	err    error
+}
+
+// readStrip reads the strip of sampleStrip rows from r0 and computes its
+// features.
+func readStrip(in trainInput, img, lab *raster.Source, set *features.Set, comp features.Computer, compute *sync.Mutex, r0 int) strip {
+	w, nb := img.Width, len(in.bands)
+	h := min(sampleStrip, img.Height-r0)
+	win := raster.Grid{EPSG: img.EPSG, Width: w, Height: h,
+		Transform: [6]float64{img.Transform[0], img.Transform[1], 0, img.Transform[3] + float64(r0)*img.Transform[5], 0, img.Transform[5]}}
+	st := strip{labels: make([]uint8, w*h), planes: make([][]float32, nb), feats: make([][]float32, len(set.Features))}
+	if st.err = lab.Read(win, "nearest", st.labels); st.err != nil {
+		return st
+	}
+	for b := range nb {
+		vals := make([]float32, w*h)
+		if st.err = raster.ReadBandWindowInto(img, b+1, 0, r0, w, h, vals); st.err != nil {
+			return st
+		}
+		for i, v := range vals {
+			if in.nodata != nil && float64(v) == *in.nodata {
+				vals[i] = float32(math.NaN())
+			} else {
+				vals[i] = float32(float32(v)*float32(in.scale)) + float32(in.offset)
+			}
+		}
+		st.planes[b] = vals
+	}
+	for f := range st.feats {
+		st.feats[f] = make([]float32, w*h)
+	}
+	compute.Lock()
+	st.err = comp.Compute(st.feats, st.planes)
+	compute.Unlock()
+	return st
 }
 
 func bandCount(path string) int {
