@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -329,10 +330,32 @@ func alloc(bytes uint64) (Buffer, error) {
 	if err := check(api.memAlloc(&p, max(bytes, 1)), fmt.Sprintf("cuMemAlloc %d bytes", bytes)); err != nil {
 		return Buffer{}, err
 	}
+	now := held.Add(int64(max(bytes, 1)))
+	for {
+		top := peak.Load()
+		if now <= top || peak.CompareAndSwap(top, now) {
+			break
+		}
+	}
 	return Buffer{p, bytes}, nil
 }
 
-func (b Buffer) free() { api.memFree(b.ptr) }
+func (b Buffer) free() {
+	api.memFree(b.ptr)
+	held.Add(-int64(max(b.bytes, 1)))
+}
+
+// held and peak count the device memory lulc's allocations hold, over all
+// devices: now, and at most since ResetPeakMemory.
+var held, peak atomic.Int64
+
+// DeviceMemory returns the device memory lulc's own allocations hold now
+// and the most they held since the last ResetPeakMemory, in bytes. The
+// driver's per-context memory (a few hundred MB) is not included.
+func DeviceMemory() (now, most uint64) { return uint64(held.Load()), uint64(peak.Load()) }
+
+// ResetPeakMemory starts a new peak from what is held now.
+func ResetPeakMemory() { peak.Store(held.Load()) }
 
 // upload copies a Go slice's bytes to a new device buffer.
 func upload[T any](s []T) (Buffer, error) {

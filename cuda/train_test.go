@@ -96,9 +96,13 @@ func TestTrainSameModel(t *testing.T) {
 			}
 			defer func(m int) { maxBatch = m }(maxBatch)
 			maxBatch = c.batch
+			before, _ := DeviceMemory()
 			g, err := Train(d, xb, y, c.k, c.p, t.Logf)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if after, _ := DeviceMemory(); after != before {
+				t.Errorf("device memory held: %d bytes before training, %d after", before, after)
 			}
 			for i := range cpu.Trees {
 				ct, gt := cpu.Trees[i], g.Trees[i]

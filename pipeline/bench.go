@@ -69,7 +69,9 @@ func ReadConfig(name string) ([]byte, error) {
 }
 
 // Stages are the timed steps, in order.
-var Stages = []string{"ingest", "train", "predict", "evaluate"}
+// sample covers computing features and drawing the labelled pixels; train
+// the fit, the validation metrics and writing the model.
+var Stages = []string{"ingest", "sample", "train", "predict", "evaluate"}
 
 // EngineReport is one engine's medians and outcomes.
 type EngineReport struct {
@@ -204,6 +206,9 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 				defer gpu.Close()
 			}
 		}
+		if e == "gpu" {
+			cuda.ResetPeakMemory()
+		}
 		for r := range bc.Repeat {
 			// Every run, of every engine, happens in the same directory and
 			// is moved aside after, so paths recorded in outputs (config
@@ -254,6 +259,9 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 			diffs := compareRuns(filepath.Join(stage, e, "run1"), filepath.Join(stage, e, "run2"))
 			same := len(diffs) == 0
 			er.Reproducible, er.Differences = &same, diffs
+		}
+		if e == "gpu" {
+			_, rep.PeakGPU = cuda.DeviceMemory()
 		}
 		if rep.Inputs.Tiles == 0 {
 			rep.Inputs.Tiles, rep.Inputs.Pixels, rep.Inputs.Dates = er.tiles, er.pixelsIn, er.dates
@@ -316,7 +324,8 @@ func benchRun(ctx context.Context, engine string, icfg IngestConfig, tcfg TrainC
 	if err != nil {
 		return nil, err
 	}
-	times[1] = time.Since(t0).Seconds()
+	times[1] = tr.Sample.Seconds()
+	times[2] = time.Since(t0).Seconds() - times[1]
 	er.Accuracy, er.Kappa, er.MacroF1 = tr.Metrics.Accuracy, tr.Metrics.Kappa, tr.Metrics.MacroF1
 	if engine == "golearn" {
 		return times, nil // golearn writes no lulc model: train only
@@ -331,7 +340,7 @@ func benchRun(ctx context.Context, engine string, icfg IngestConfig, tcfg TrainC
 	if err != nil {
 		return nil, err
 	}
-	times[2] = time.Since(t0).Seconds()
+	times[3] = time.Since(t0).Seconds()
 	er.Pixels = 0
 	for _, t := range pr.Tiles {
 		er.Pixels += t.Pixels
@@ -346,7 +355,7 @@ func benchRun(ctx context.Context, engine string, icfg IngestConfig, tcfg TrainC
 		}
 		oa += ev.Metrics.Accuracy / float64(len(pr.Tiles))
 	}
-	times[3] = time.Since(t0).Seconds()
+	times[4] = time.Since(t0).Seconds()
 	er.MapAccuracy = oa
 	return times, nil
 }

@@ -107,6 +107,9 @@ func reportMarkdown(rep *BenchReport) string {
 	if rep.CPUvsGPU != nil {
 		fmt.Fprintf(&b, "\nCPU and GPU outputs byte-identical: %v\n", *rep.CPUvsGPU)
 	}
+	if rep.PeakGPU > 0 {
+		fmt.Fprintf(&b, "\nPeak device memory held by lulc's GPU engine: %.2f GB (its own allocations; the CUDA context adds a few hundred MB).\n", float64(rep.PeakGPU)/1e9)
+	}
 	fmt.Fprintf(&b, "\nPeak host RSS: %.2f GB.\n\n![stages](stages.png)\n\n## How to reproduce\n\n```sh\n%s\n```\n", float64(rep.PeakRSS)/1e9, rep.Command)
 	return b.String()
 }
