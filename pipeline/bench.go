@@ -26,7 +26,7 @@ import (
 // catalog), the ingest and train configs, the engines and repeats.
 type BenchConfig struct {
 	Synth        string             `yaml:"synth"`   // synth config (path or embedded name), or
-	Catalog      string             `yaml:"catalog"` // an existing static catalog, or neither: the ingest config's source
+	Catalog      string             `yaml:"catalog"` // an existing static catalog, or neither: the ingest config's source (a STAC API or raster pairs)
 	Ingest       string             `yaml:"ingest"`
 	Train        string             `yaml:"train"`
 	Engines      []string           `yaml:"engines"` // cpu, golearn, gpu
@@ -179,6 +179,9 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 		return nil, fmt.Errorf("ingest %s: %w", bc.Ingest, err)
 	}
 	if catalog != "" {
+		if len(icfg.Source.Rasters) > 0 {
+			return nil, fmt.Errorf("ingest %s reads source.rasters: a bench over raster pairs takes neither synth nor catalog", bc.Ingest)
+		}
 		icfg.Source.Catalog, icfg.Source.API = catalog, ""
 	}
 	tb, err := ReadConfig(bc.Train)
@@ -191,6 +194,13 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 	}
 	if catalog != "" {
 		rep.Inputs = describeInputs(catalog, icfg)
+	}
+	if len(icfg.Source.Rasters) > 0 {
+		// Fails before any run when a file is missing (../shared/data
+		// absent, say).
+		if rep.Inputs, err = describeRasterInputs(icfg); err != nil {
+			return nil, fmt.Errorf("ingest %s: %w", bc.Ingest, err)
+		}
 	}
 
 	var gpu *cuda.Device
@@ -458,4 +468,30 @@ func describeInputs(catalog string, icfg IngestConfig) BenchInputs {
 	})
 	in.Digest = fmt.Sprintf("%x", h.Sum(nil))
 	return in
+}
+
+// describeRasterInputs describes an ingest over source.rasters: one tile
+// and one date per pair, the image grids' pixels, the files' sizes, and a
+// digest over the files' SHA-256 sums.
+func describeRasterInputs(icfg IngestConfig) (BenchInputs, error) {
+	in := BenchInputs{Bands: len(icfg.Bands), Tiles: len(icfg.Source.Rasters), Dates: 1}
+	h := sha256.New()
+	for i, p := range icfg.Source.Rasters {
+		for _, f := range []struct{ key, path string }{{"image", p.Image}, {"labels", p.Labels}} {
+			sum, size, err := fileSHA256(f.path)
+			if err != nil {
+				return in, fmt.Errorf("source.rasters[%d].%s: %w", i, f.key, err)
+			}
+			in.Bytes += size
+			fmt.Fprintf(h, "%s  %s\n", sum, f.path)
+		}
+		s, err := raster.Open(p.Image)
+		if err != nil {
+			return in, fmt.Errorf("source.rasters[%d].image: %w", i, err)
+		}
+		in.Pixels += int64(s.Width * s.Height)
+		s.Close()
+	}
+	in.Digest = fmt.Sprintf("%x", h.Sum(nil))
+	return in, nil
 }

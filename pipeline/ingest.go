@@ -92,7 +92,9 @@ type TileResult struct {
 
 // Ingest finds the scenes the config selects and writes, per tile, an
 // analysis-ready stack into opt.Out/<tile>/: stack.tif (median composite),
-// labels.tif, valid_count.tif and manifest.json.
+// labels.tif, valid_count.tif and manifest.json. With source.rasters it
+// stacks the given image/label pairs instead, one tile each, in the same
+// format.
 func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, error) {
 	opt.fill()
 	start := time.Now()
@@ -111,6 +113,9 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 	}
 	if err := raster.SetConfig(gdalOpts); err != nil {
 		return IngestResult{}, fmt.Errorf("source.gdal: %w", err)
+	}
+	if len(cfg.Source.Rasters) > 0 {
+		return ingestRasters(ctx, cfg, opt, start)
 	}
 
 	area, intersects, err := cfg.area()
@@ -354,33 +359,12 @@ func ingestTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomi
 	windows := tileWindows(grid, tileGrid, cfg.Window)
 	opt.Log.Info("ingesting tile", "tile", t.tile, "dates", len(dates), "grid", fmt.Sprintf("%d×%d EPSG:%d", grid.Width, grid.Height, grid.EPSG), "windows", len(windows))
 
-	cog := raster.COGOptions{BlockSize: cfg.Output.BlockSize, Compress: cfg.Output.Compress, NoData: ptr(0.0)}
-	bandInfo := make([]raster.BandInfo, len(cfg.Bands))
-	for i, b := range cfg.Bands {
-		bandInfo[i] = raster.BandInfo{Description: b, Scale: StackScale, Offset: StackOffset}
-	}
-	stackW, err := raster.NewWriter(filepath.Join(dir, "stack.tif"), grid, "uint16", bandInfo, cog)
+	tw, err := newTileWriters(dir, grid, cfg, &landcover.WorldCover)
 	if err != nil {
 		return tr, 0, err
 	}
-	labelCOG := cog
-	labelCOG.Classes = &landcover.WorldCover
-	labelCOG.OverviewResampling = "MODE"
-	labelW, err := raster.NewWriter(filepath.Join(dir, "labels.tif"), grid, "uint8", []raster.BandInfo{{Description: "labels"}}, labelCOG)
-	if err != nil {
-		stackW.Abort()
-		return tr, 0, err
-	}
-	countCOG := cog
-	countCOG.NoData = nil
-	countCOG.OverviewResampling = "NEAREST"
-	countW, err := raster.NewWriter(filepath.Join(dir, "valid_count.tif"), grid, "uint8", []raster.BandInfo{{Description: "valid observations"}}, countCOG)
-	if err != nil {
-		stackW.Abort()
-		labelW.Abort()
-		return tr, 0, err
-	}
-	abort := func() { stackW.Abort(); labelW.Abort(); countW.Abort() }
+	stackW, labelW, countW := tw.stack, tw.label, tw.count
+	abort := tw.abort
 
 	drop := make([]uint8, len(cfg.Mask.DropSCL))
 	for i, v := range cfg.Mask.DropSCL {
@@ -456,11 +440,8 @@ feed:
 		return tr, job.decoded.Load(), firstErr
 	}
 	encodeStart := time.Now()
-	for _, w := range []*raster.Writer{stackW, labelW, countW} {
-		if err := w.Close(); err != nil {
-			abort()
-			return tr, job.decoded.Load(), err
-		}
+	if err := tw.close(); err != nil {
+		return tr, job.decoded.Load(), err
 	}
 	tr.Timings = StageTimes{
 		Read:      time.Duration(job.readNs.Load()),
@@ -505,18 +486,87 @@ feed:
 		m.Labels = append(m.Labels, manifestItem{ID: li.ID, Collection: li.Collection,
 			Assets: map[string]manifestAsset{"labels": describeAsset(ctx, opt.HTTP, labelAssets[i], 0, 0)}})
 	}
+	if err := writeTileManifest(dir, m); err != nil {
+		return tr, job.decoded.Load(), err
+	}
+	return tr, job.decoded.Load(), nil
+}
+
+// tileWriters are the three rasters of a tile: the stack (UInt16 in lulc's
+// encoding, band descriptions from the config's bands), the labels (UInt8,
+// with the scheme's palette and names when given) and the valid counts.
+type tileWriters struct {
+	stack, label, count *raster.Writer
+}
+
+func newTileWriters(dir string, grid raster.Grid, cfg IngestConfig, classes *landcover.Scheme) (*tileWriters, error) {
+	cog := raster.COGOptions{BlockSize: cfg.Output.BlockSize, Compress: cfg.Output.Compress, NoData: ptr(0.0)}
+	bandInfo := make([]raster.BandInfo, len(cfg.Bands))
+	for i, b := range cfg.Bands {
+		bandInfo[i] = raster.BandInfo{Description: b, Scale: StackScale, Offset: StackOffset}
+	}
+	stackW, err := raster.NewWriter(filepath.Join(dir, "stack.tif"), grid, "uint16", bandInfo, cog)
+	if err != nil {
+		return nil, err
+	}
+	labelCOG := cog
+	labelCOG.Classes = classes
+	labelCOG.OverviewResampling = "MODE"
+	labelW, err := raster.NewWriter(filepath.Join(dir, "labels.tif"), grid, "uint8", []raster.BandInfo{{Description: "labels"}}, labelCOG)
+	if err != nil {
+		stackW.Abort()
+		return nil, err
+	}
+	countCOG := cog
+	countCOG.NoData = nil
+	countCOG.OverviewResampling = "NEAREST"
+	countW, err := raster.NewWriter(filepath.Join(dir, "valid_count.tif"), grid, "uint8", []raster.BandInfo{{Description: "valid observations"}}, countCOG)
+	if err != nil {
+		stackW.Abort()
+		labelW.Abort()
+		return nil, err
+	}
+	return &tileWriters{stack: stackW, label: labelW, count: countW}, nil
+}
+
+// write stores a window of every stack band, the count and the labels.
+func (w *tileWriters) write(x, y, width, height int, stack [][]uint16, count, labels []uint8) error {
+	for bi, b := range stack {
+		if err := w.stack.Write(bi, x, y, width, height, b); err != nil {
+			return err
+		}
+	}
+	if err := w.count.Write(0, x, y, width, height, count); err != nil {
+		return err
+	}
+	return w.label.Write(0, x, y, width, height, labels)
+}
+
+func (w *tileWriters) abort() { w.stack.Abort(); w.label.Abort(); w.count.Abort() }
+
+// close encodes the three COGs; on failure it discards them all.
+func (w *tileWriters) close() error {
+	for _, r := range []*raster.Writer{w.stack, w.label, w.count} {
+		if err := r.Close(); err != nil {
+			w.abort()
+			return err
+		}
+	}
+	return nil
+}
+
+// writeTileManifest adds the outputs' checksums to m and writes the
+// tile's manifest.json, which marks the tile finished.
+func writeTileManifest(dir string, m manifest) error {
 	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif"} {
 		sum, size, err := fileSHA256(filepath.Join(dir, f))
 		if err != nil {
-			return tr, job.decoded.Load(), err
+			return err
 		}
 		m.Outputs = append(m.Outputs, manifestOutput{File: f, SHA256: sum, Size: size})
 	}
 	body, _ := json.MarshalIndent(m, "", "  ")
-	if err := atomicfs.WriteFile(filepath.Join(dir, "manifest.json"), append(body, '\n')); err != nil {
-		return tr, job.decoded.Load(), err
-	}
-	return tr, job.decoded.Load(), nil
+	return atomicfs.WriteFile(filepath.Join(dir, "manifest.json"), append(body, '\n'))
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -10,7 +10,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"path"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lulc/lulc/catalog"
@@ -23,9 +27,25 @@ import (
 type IngestConfig struct {
 	Source struct {
 		// Catalog is a static STAC catalog (path or URL of catalog.json);
-		// API a STAC API root. Exactly one is set.
+		// API a STAC API root; Rasters analysis-ready image/label pairs.
+		// Exactly one is set.
 		Catalog string `yaml:"catalog"`
 		API     string `yaml:"api"`
+		// Rasters are local (or GDAL-readable) images with their labels on
+		// the same grid, each stacked as one tile on its own grid, with no
+		// search, resampling or SCL mask. Bands, Scale, Offset and NoData
+		// describe the images. The JSON names keep the hash of STAC configs
+		// as it was before these fields existed.
+		Rasters []RasterPair `yaml:"rasters" json:"Rasters,omitempty"`
+		// Bands names each image band in file order (B01…B12, B8A); the
+		// top-level bands pick the stack's bands from them.
+		Bands []string `yaml:"bands" json:"Bands,omitempty"`
+		// Scale and Offset give reflectance = value × scale + offset.
+		Scale  float64 `yaml:"scale" json:"Scale,omitempty"`
+		Offset float64 `yaml:"offset" json:"Offset,omitempty"`
+		// NoData is the image value marking missing pixels (default: the
+		// file's nodata, if it has one).
+		NoData *float64 `yaml:"nodata" json:"NoData,omitempty"`
 		// Collection holds the Sentinel-2 L2A items, LabelCollection the
 		// ESA WorldCover ones.
 		Collection      string `yaml:"collection"`
@@ -75,6 +95,28 @@ type IngestConfig struct {
 	} `yaml:"output"`
 }
 
+// RasterPair is one analysis-ready image and its labels (Byte class codes,
+// 0 for none) on exactly the image's grid.
+type RasterPair struct {
+	Image  string `yaml:"image"`
+	Labels string `yaml:"labels"`
+	// Tile names the output tile directory (default: the image's file
+	// name without its extension).
+	Tile string `yaml:"tile"`
+	// Datetime is the acquisition time recorded in the manifest
+	// (optional; RFC 3339 or YYYY-MM-DD).
+	Datetime string `yaml:"datetime"`
+}
+
+// TileName is the pair's output tile name.
+func (p RasterPair) TileName() string {
+	if p.Tile != "" {
+		return p.Tile
+	}
+	base := path.Base(filepath.ToSlash(p.Image))
+	return strings.TrimSuffix(base, path.Ext(base))
+}
+
 // ParseIngestConfig decodes YAML strictly, fills defaults and validates.
 func ParseIngestConfig(raw []byte) (IngestConfig, error) {
 	var c IngestConfig
@@ -86,6 +128,11 @@ func ParseIngestConfig(raw []byte) (IngestConfig, error) {
 }
 
 func (c *IngestConfig) defaults() {
+	if len(c.Source.Rasters) > 0 {
+		// Analysis-ready rasters: no search, mask or resampling defaults.
+		c.sharedDefaults()
+		return
+	}
 	if c.Source.Collection == "" {
 		c.Source.Collection = "sentinel-2-l2a"
 	}
@@ -101,9 +148,7 @@ func (c *IngestConfig) defaults() {
 	if c.MaxCloudCover == 0 {
 		c.MaxCloudCover = 100
 	}
-	if len(c.Bands) == 0 {
-		c.Bands = []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
-	}
+	c.sharedDefaults()
 	if c.Grid.Resolution == 0 {
 		c.Grid.Resolution = 10
 	}
@@ -117,6 +162,14 @@ func (c *IngestConfig) defaults() {
 		for _, v := range composite.DefaultDropSCL {
 			c.Mask.DropSCL = append(c.Mask.DropSCL, int(v))
 		}
+	}
+}
+
+// sharedDefaults fills the keys every source uses: stack bands, window and
+// output encoding.
+func (c *IngestConfig) sharedDefaults() {
+	if len(c.Bands) == 0 {
+		c.Bands = []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
 	}
 	if c.Window == 0 {
 		c.Window = 1024
@@ -132,9 +185,22 @@ func (c *IngestConfig) defaults() {
 // Validate names the first key at fault.
 func (c IngestConfig) Validate() error {
 	s := c.Source
+	set := 0
+	for _, on := range []bool{s.Catalog != "", s.API != "", len(s.Rasters) > 0} {
+		if on {
+			set++
+		}
+	}
+	if set != 1 {
+		return errors.New("source: set exactly one of catalog (a static STAC catalog), api (a STAC API root) and rasters (analysis-ready image/label pairs)")
+	}
+	if len(s.Rasters) > 0 {
+		return c.validateRasters()
+	}
+	if len(s.Bands) > 0 || s.Scale != 0 || s.Offset != 0 || s.NoData != nil {
+		return errors.New("source: bands, scale, offset and nodata describe rasters; STAC assets carry their own")
+	}
 	switch {
-	case (s.Catalog == "") == (s.API == ""):
-		return errors.New("source: set exactly one of catalog (a static STAC catalog) and api (a STAC API root)")
 	case !slices.Contains([]string{"query", "cql2", "none"}, s.CloudFilter):
 		return fmt.Errorf("source.cloud_filter: %q is not query, cql2 or none", s.CloudFilter)
 	case s.Limit < 1 || s.Limit > 10000:
@@ -160,15 +226,8 @@ func (c IngestConfig) Validate() error {
 	if c.MaxCloudCover <= 0 || c.MaxCloudCover > 100 {
 		return fmt.Errorf("max_cloud_cover: %g is outside (0, 100]", c.MaxCloudCover)
 	}
-	seen := map[string]bool{}
-	for _, b := range c.Bands {
-		if _, ok := catalog.DefaultAssetKeys[b]; !ok || b == "SCL" || b == "labels" {
-			return fmt.Errorf("bands: %q is not a Sentinel-2 reflectance band (B01…B12, B8A)", b)
-		}
-		if seen[b] {
-			return fmt.Errorf("bands: %s listed twice", b)
-		}
-		seen[b] = true
+	if err := checkBandNames("bands", c.Bands); err != nil {
+		return err
 	}
 	if c.Grid.Resolution <= 0 {
 		return fmt.Errorf("grid.resolution: %g is not positive", c.Grid.Resolution)
@@ -190,6 +249,11 @@ func (c IngestConfig) Validate() error {
 			return fmt.Errorf("mask.drop_scl: %d is not an SCL class (0–11)", v)
 		}
 	}
+	return c.validateOutput()
+}
+
+// validateOutput checks the keys every source shares: window and output.
+func (c IngestConfig) validateOutput() error {
 	if c.Window < 512 || c.Window%512 != 0 || c.Window > 8192 {
 		return fmt.Errorf("window: %d is not a multiple of 512 between 512 and 8192", c.Window)
 	}
@@ -200,6 +264,97 @@ func (c IngestConfig) Validate() error {
 		return fmt.Errorf("output.blocksize: %d is not 512 or 1024", c.Output.BlockSize)
 	}
 	return nil
+}
+
+// checkBandNames fails on a name that is not a Sentinel-2 reflectance band
+// or is listed twice.
+func checkBandNames(key string, bands []string) error {
+	seen := map[string]bool{}
+	for _, b := range bands {
+		if _, ok := catalog.DefaultAssetKeys[b]; !ok || b == "SCL" || b == "labels" {
+			return fmt.Errorf("%s: %q is not a Sentinel-2 reflectance band (B01…B12, B8A)", key, b)
+		}
+		if seen[b] {
+			return fmt.Errorf("%s: %s listed twice", key, b)
+		}
+		seen[b] = true
+	}
+	return nil
+}
+
+// validateRasters checks a config whose source is rasters: the images'
+// description, the pairs, and that no key of the STAC path is set (it
+// would be silently ignored).
+func (c IngestConfig) validateRasters() error {
+	s := c.Source
+	stacOnly := []struct {
+		key string
+		set bool
+	}{
+		{"source.collection", s.Collection != ""}, {"source.label_collection", s.LabelCollection != ""},
+		{"source.cloud_filter", s.CloudFilter != ""}, {"source.limit", s.Limit != 0},
+		{"source.assets", len(s.Assets) > 0}, {"source.sas_token", s.SASToken != ""},
+		{"source.sas_token_url", s.SASTokenURL != ""},
+		{"area", len(c.Area.BBox) > 0 || c.Area.GeoJSON != ""},
+		{"dates", c.Dates.Start != "" || c.Dates.End != ""},
+		{"max_cloud_cover", c.MaxCloudCover != 0},
+		{"grid.epsg and grid.bounds", c.Grid.EPSG != 0 || len(c.Grid.Bounds) > 0},
+		{"resampling", c.Resampling.Reflectance != "" || c.Resampling.Labels != ""},
+		{"mask.drop_scl", c.Mask.DropSCL != nil},
+	}
+	for _, k := range stacOnly {
+		if k.set {
+			return fmt.Errorf("%s: not used with source.rasters (each image is stacked whole, on its own grid, without SCL)", k.key)
+		}
+	}
+	if len(s.Bands) == 0 {
+		return errors.New("source.bands: rasters need their band order (one name per image band)")
+	}
+	if err := checkBandNames("source.bands", s.Bands); err != nil {
+		return err
+	}
+	if s.Scale == 0 || math.IsNaN(s.Scale) || math.IsInf(s.Scale, 0) {
+		return errors.New("source.scale: rasters need a finite, non-zero scale (reflectance = value × scale + offset)")
+	}
+	if err := checkBandNames("bands", c.Bands); err != nil {
+		return err
+	}
+	for _, b := range c.Bands {
+		if !slices.Contains(s.Bands, b) {
+			return fmt.Errorf("bands: %s is not among source.bands [%s] (the images' bands)", b, strings.Join(s.Bands, ", "))
+		}
+	}
+	if c.Grid.Resolution < 0 {
+		return fmt.Errorf("grid.resolution: %g is negative", c.Grid.Resolution)
+	}
+	tiles := map[string]int{}
+	for i, p := range s.Rasters {
+		if p.Image == "" || p.Labels == "" {
+			return fmt.Errorf("source.rasters[%d]: image and labels are both required", i)
+		}
+		name := p.TileName()
+		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) || strings.HasPrefix(name, ".") {
+			return fmt.Errorf("source.rasters[%d].tile: %q is not a usable directory name", i, name)
+		}
+		if j, ok := tiles[name]; ok {
+			return fmt.Errorf("source.rasters[%d]: tile %q is also rasters[%d]'s (set tile to tell them apart)", i, name, j)
+		}
+		tiles[name] = i
+		if p.Datetime != "" {
+			if _, err := parseDatetime(p.Datetime); err != nil {
+				return fmt.Errorf("source.rasters[%d].datetime: %q is not RFC 3339 or YYYY-MM-DD", i, p.Datetime)
+			}
+		}
+	}
+	return c.validateOutput()
+}
+
+// parseDatetime reads an RFC 3339 time or a date (midnight UTC).
+func parseDatetime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UTC(), nil
+	}
+	return time.Parse(time.DateOnly, s)
 }
 
 // dateRange parses the dates; the end day is included whole.

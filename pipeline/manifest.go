@@ -58,8 +58,10 @@ type manifestItem struct {
 
 type manifestAsset struct {
 	Href   string  `json:"href"`
+	Band   int     `json:"band,omitempty"` // 1-based band of a multi-band raster source
 	Size   int64   `json:"size,omitempty"`
 	ETag   string  `json:"etag,omitempty"`
+	SHA256 string  `json:"sha256,omitempty"` // of a local raster source
 	Scale  float64 `json:"scale,omitempty"`
 	Offset float64 `json:"offset,omitempty"`
 }

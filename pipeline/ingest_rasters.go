@@ -1,0 +1,389 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lulc/lulc/catalog"
+	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/raster"
+)
+
+// rasterTile is one source.rasters pair, opened and checked.
+type rasterTile struct {
+	pair     RasterPair
+	index    int // in source.rasters
+	grid     raster.Grid
+	bands    []int // 1-based image band of each stack band
+	nodata   *float64
+	sample   int // bytes per stored image sample
+	labelsND *float64
+}
+
+// bytesPerSample are the stored sizes of the image types lulc reads.
+var bytesPerSample = map[string]int{"Byte": 1, "Int8": 1, "UInt16": 2, "Int16": 2, "UInt32": 4, "Int32": 4, "Float32": 4, "Float64": 8}
+
+// ingestRasters stacks analysis-ready image/label pairs: per pair, one
+// tile on the image's own grid with the same files and encoding as a STAC
+// ingest (one date, no SCL: only nodata masks).
+func ingestRasters(ctx context.Context, cfg IngestConfig, opt Options, start time.Time) (IngestResult, error) {
+	// Every pair is checked before anything is written, so that a bad
+	// input fails at once and leaves no output.
+	tiles := make([]rasterTile, len(cfg.Source.Rasters))
+	for i, p := range cfg.Source.Rasters {
+		t, err := checkRasterPair(cfg, i, p)
+		if err != nil {
+			return IngestResult{}, err
+		}
+		tiles[i] = t
+	}
+	opt.Log.Info("analysis-ready rasters", "pairs", len(tiles))
+	stage, err := atomicfs.Begin(opt.Out, opt.Force, "ingest "+cfg.Hash())
+	if err != nil {
+		return IngestResult{}, err
+	}
+	res := IngestResult{Dir: stage.Final, Resumed: stage.Resumed}
+	for _, t := range tiles {
+		tr, decoded, err := ingestRasterTile(ctx, cfg, opt, stage, t)
+		res.DecodedBytes += decoded
+		if err != nil {
+			return res, fmt.Errorf("tile %s: %w", t.pair.TileName(), err)
+		}
+		res.Tiles = append(res.Tiles, tr)
+	}
+	resolved, _ := json.MarshalIndent(cfg, "", "  ")
+	if err := atomicfs.WriteFile(stage.Path("ingest.json"), append(resolved, '\n')); err != nil {
+		return res, err
+	}
+	if err := stage.Commit(); err != nil {
+		return res, err
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// checkRasterPair opens a pair and checks it against the config: the
+// image's band count and type, its grid, and the labels' grid and type.
+func checkRasterPair(cfg IngestConfig, i int, p RasterPair) (rasterTile, error) {
+	key := fmt.Sprintf("source.rasters[%d]", i)
+	t := rasterTile{pair: p, index: i}
+	img, err := raster.Open(p.Image)
+	if err != nil {
+		return t, fmt.Errorf("%s.image: %w", key, err)
+	}
+	t.grid = img.Grid
+	t.nodata = img.NoData
+	img.Close()
+	info, err := raster.Inspect(raster.GDALPath(p.Image))
+	if err != nil {
+		return t, fmt.Errorf("%s.image: %w", key, err)
+	}
+	if info.Bands != len(cfg.Source.Bands) {
+		return t, fmt.Errorf("%s.image %s has %d bands but source.bands names %d [%s]",
+			key, p.Image, info.Bands, len(cfg.Source.Bands), strings.Join(cfg.Source.Bands, ", "))
+	}
+	if t.sample = bytesPerSample[info.DataType]; t.sample == 0 {
+		return t, fmt.Errorf("%s.image %s: data type %s is not an integer or real type lulc reads", key, p.Image, info.DataType)
+	}
+	if cfg.Source.NoData != nil {
+		t.nodata = cfg.Source.NoData
+	}
+	g := t.grid
+	if g.Transform[5] >= 0 {
+		return t, fmt.Errorf("%s.image %s: the grid is not north-up (pixel height %g)", key, p.Image, g.Transform[5])
+	}
+	if r := cfg.Grid.Resolution; r != 0 && (!near(g.Transform[1], r, 1e-9*r) || !near(-g.Transform[5], r, 1e-9*r)) {
+		return t, fmt.Errorf("%s.image %s has %g×%g pixels, not grid.resolution %g: raster sources are stacked on their own grid",
+			key, p.Image, g.Transform[1], -g.Transform[5], r)
+	}
+	for _, b := range cfg.Bands {
+		t.bands = append(t.bands, slices.Index(cfg.Source.Bands, b)+1)
+	}
+
+	lab, err := raster.Open(p.Labels)
+	if err != nil {
+		return t, fmt.Errorf("%s.labels: %w", key, err)
+	}
+	lg := lab.Grid
+	t.labelsND = lab.NoData
+	lab.Close()
+	if !sameGrid(g, lg) {
+		return t, fmt.Errorf("%s.labels %s is on another grid (%s) than its image (%s): labels must share the image's grid",
+			key, p.Labels, describeGrid(lg), describeGrid(g))
+	}
+	linfo, err := raster.Inspect(raster.GDALPath(p.Labels))
+	if err != nil {
+		return t, fmt.Errorf("%s.labels: %w", key, err)
+	}
+	if linfo.DataType != "Byte" {
+		return t, fmt.Errorf("%s.labels %s: data type %s, want Byte class codes (0: no label)", key, p.Labels, linfo.DataType)
+	}
+	return t, nil
+}
+
+func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
+
+// sameGrid reports whether two grids have the same CRS, size, pixel size
+// and origin (to a thousandth of a pixel).
+func sameGrid(a, b raster.Grid) bool {
+	px := math.Abs(a.Transform[1])
+	return a.EPSG == b.EPSG && a.Width == b.Width && a.Height == b.Height &&
+		near(a.Transform[1], b.Transform[1], 1e-9*px) && near(a.Transform[5], b.Transform[5], 1e-9*px) &&
+		near(a.Transform[0], b.Transform[0], 1e-3*px) && near(a.Transform[3], b.Transform[3], 1e-3*px) &&
+		a.Transform[2] == b.Transform[2] && a.Transform[4] == b.Transform[4]
+}
+
+func describeGrid(g raster.Grid) string {
+	return fmt.Sprintf("EPSG:%d, %d×%d px of %g×%g from (%.3f, %.3f)", g.EPSG, g.Width, g.Height, g.Transform[1], -g.Transform[5], g.Transform[0], g.Transform[3])
+}
+
+// ingestRasterTile writes one pair's tile. It returns the bytes decoded.
+func ingestRasterTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomicfs.Stage, t rasterTile) (TileResult, int64, error) {
+	name := t.pair.TileName()
+	dir := stage.Path(name)
+	grid := t.grid
+	tr := TileResult{Tile: name, Dir: filepath.Join(stage.Final, name), Dates: 1, Pixels: grid.Width * grid.Height}
+	if atomicfs.Exists(filepath.Join(dir, "manifest.json")) {
+		tr.Skipped = true
+		opt.Log.Info("tile already ingested", "tile", name)
+		return tr, 0, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return tr, 0, err
+	}
+	windows := tileWindows(grid, grid, cfg.Window)
+	opt.Log.Info("ingesting raster pair", "tile", name, "image", t.pair.Image, "grid", fmt.Sprintf("%d×%d EPSG:%d", grid.Width, grid.Height, grid.EPSG), "windows", len(windows))
+	w, err := newTileWriters(dir, grid, cfg, nil)
+	if err != nil {
+		return tr, 0, err
+	}
+	job := &rasterJob{cfg: cfg, tile: t, grid: grid, w: w}
+	bar := opt.NewBar(int64(len(windows)), "ingest "+name+" windows")
+	work := make(chan raster.Grid)
+	errs := make(chan error, opt.Workers)
+	var wg sync.WaitGroup
+	for range min(opt.Workers, len(windows)) {
+		wg.Go(func() {
+			img, err := raster.Open(t.pair.Image)
+			if err != nil {
+				errs <- err
+				for range work {
+				}
+				return
+			}
+			defer img.Close()
+			lab, err := raster.Open(t.pair.Labels)
+			if err != nil {
+				errs <- err
+				for range work {
+				}
+				return
+			}
+			defer lab.Close()
+			for win := range work {
+				if err := job.window(win, img, lab); err != nil {
+					errs <- err
+					for range work { // drain so the feeder stops
+					}
+					return
+				}
+				bar.Add(1)
+			}
+		})
+	}
+	var firstErr error
+feed:
+	for _, win := range windows {
+		select {
+		case <-ctx.Done():
+			firstErr = ctx.Err()
+			break feed
+		case err := <-errs:
+			firstErr = err
+			break feed
+		case work <- win:
+		}
+	}
+	close(work)
+	wg.Wait()
+	bar.Finish()
+	close(errs)
+	if firstErr == nil {
+		firstErr = <-errs
+	}
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	if firstErr != nil {
+		w.abort()
+		return tr, job.decoded.Load(), firstErr
+	}
+	encodeStart := time.Now()
+	if err := w.close(); err != nil {
+		return tr, job.decoded.Load(), err
+	}
+	tr.Timings = StageTimes{
+		Read:      time.Duration(job.readNs.Load()),
+		Composite: time.Duration(job.convertNs.Load()),
+		Write:     time.Duration(job.writeNs.Load()),
+		Encode:    time.Since(encodeStart),
+		Workers:   min(opt.Workers, len(windows)),
+	}
+	tr.NoValidFrac = float64(job.empty.Load()) / float64(tr.Pixels)
+	if tr.NoValidFrac > 0 {
+		opt.Log.Info("pixels at the image's nodata", "tile", name, "percent", math.Round(tr.NoValidFrac*1000)/10)
+	}
+
+	src := cfg.Source
+	m := manifest{
+		Version: opt.Version, ConfigHash: cfg.Hash(), Tile: name,
+		Grid:  manifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
+		Bands: cfg.Bands, DataType: "uint16", Scale: StackScale, Offset: StackOffset, NoData: 0,
+		Composite:       "none: one analysis-ready image, its reflectance re-encoded",
+		Mask:            manifestMask{DropSCL: []int{}, NoData: "any band at the image's nodata (no SCL, so no cloud mask)"},
+		Resampling:      "none (the image's own grid)",
+		LabelResampling: "none (the image's grid)",
+		NoValidFraction: tr.NoValidFrac,
+	}
+	item := manifestItem{ID: name, Assets: map[string]manifestAsset{}}
+	if t.pair.Datetime != "" {
+		dt, _ := parseDatetime(t.pair.Datetime)
+		item.Datetime = dt.Format(time.RFC3339Nano)
+	}
+	img, err := describeRasterFile(ctx, opt, t.pair.Image)
+	if err != nil {
+		return tr, job.decoded.Load(), err
+	}
+	for bi, b := range cfg.Bands {
+		a := img
+		a.Band, a.Scale, a.Offset = t.bands[bi], src.Scale, src.Offset
+		item.Assets[b] = a
+	}
+	m.Sources = []manifestItem{item}
+	lab, err := describeRasterFile(ctx, opt, t.pair.Labels)
+	if err != nil {
+		return tr, job.decoded.Load(), err
+	}
+	m.Labels = []manifestItem{{ID: name, Assets: map[string]manifestAsset{"labels": lab}}}
+	if err := writeTileManifest(dir, m); err != nil {
+		return tr, job.decoded.Load(), err
+	}
+	return tr, job.decoded.Load(), nil
+}
+
+// describeRasterFile records an input raster's identity: href and size,
+// and for a local file its SHA-256.
+func describeRasterFile(ctx context.Context, opt Options, href string) (manifestAsset, error) {
+	a := describeAsset(ctx, opt.HTTP, catalog.Asset{Href: href}, 0, 0)
+	if strings.Contains(href, "://") || strings.HasPrefix(href, "/vsi") {
+		return a, nil
+	}
+	sum, _, err := fileSHA256(href)
+	if err != nil {
+		return a, err
+	}
+	a.SHA256 = sum
+	return a, nil
+}
+
+// rasterJob is the per-window work of one raster pair, shared by its
+// workers.
+type rasterJob struct {
+	cfg  IngestConfig
+	tile rasterTile
+	grid raster.Grid
+	w    *tileWriters
+
+	decoded, empty             atomic.Int64 // image bytes read; pixels with no valid observation
+	readNs, convertNs, writeNs atomic.Int64 // summed over workers
+}
+
+// window reads the stack bands and labels over win, converts the image's
+// values to reflectance and re-encodes them as the STAC path does (one
+// date: the median is the value itself), and writes the stack, count and
+// labels windows.
+func (j *rasterJob) window(win raster.Grid, img, lab *raster.Source) error {
+	n := win.Width * win.Height
+	x := int(math.Round((win.Transform[0] - j.grid.Transform[0]) / j.grid.Transform[1]))
+	y := int(math.Round((win.Transform[3] - j.grid.Transform[3]) / j.grid.Transform[5]))
+	t0 := time.Now()
+	values := make([][]float32, len(j.tile.bands))
+	for bi, band := range j.tile.bands {
+		values[bi] = make([]float32, n)
+		if err := raster.ReadBandWindowInto(img, band, x, y, win.Width, win.Height, values[bi]); err != nil {
+			return err
+		}
+	}
+	labels := make([]uint8, n)
+	if err := raster.ReadBandWindowInto(lab, 1, x, y, win.Width, win.Height, labels); err != nil {
+		return err
+	}
+	j.decoded.Add(int64(n * j.tile.sample * len(values)))
+	t1 := time.Now()
+	j.readNs.Add(int64(t1.Sub(t0)))
+
+	src := j.cfg.Source
+	for bi, v := range values {
+		rasterReflectance(v, j.tile.nodata, float32(src.Scale), float32(src.Offset))
+		values[bi] = v
+	}
+	valid := make([]bool, n)
+	if err := composite.Mask(valid, make([]uint8, n), values, nil); err != nil {
+		return err
+	}
+	stack := make([][]uint16, len(values))
+	for bi, v := range values {
+		stack[bi] = make([]uint16, n)
+		composite.Quantise(stack[bi], v, StackScale, StackOffset)
+	}
+	count := make([]uint8, n)
+	if err := composite.Count(count, [][]bool{valid}); err != nil {
+		return err
+	}
+	var zeros int64
+	for _, c := range count {
+		if c == 0 {
+			zeros++
+		}
+	}
+	j.empty.Add(zeros)
+	// The output's label nodata is 0.
+	if nd := j.tile.labelsND; nd != nil && *nd != 0 && *nd >= 0 && *nd <= 255 {
+		for i, v := range labels {
+			if float64(v) == *nd {
+				labels[i] = 0
+			}
+		}
+	}
+	t2 := time.Now()
+	j.convertNs.Add(int64(t2.Sub(t1)))
+	err := j.w.write(x, y, win.Width, win.Height, stack, count, labels)
+	j.writeNs.Add(int64(time.Since(t2)))
+	return err
+}
+
+// rasterReflectance converts image values in place to reflectance by the
+// rule composite.Reflectance applies to Earth Search DNs,
+// float32(float32(value)×scale) + offset, with NaN at nodata (and where
+// the value is already NaN).
+func rasterReflectance(v []float32, nodata *float64, scale, offset float32) {
+	nan := float32(math.NaN())
+	for i, x := range v {
+		if nodata != nil && float64(x) == *nodata {
+			v[i] = nan
+			continue
+		}
+		// The explicit conversion rounds the product, as the STAC path does.
+		v[i] = float32(x*scale) + offset
+	}
+}
