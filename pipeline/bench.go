@@ -198,7 +198,7 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 	if len(icfg.Source.Rasters) > 0 {
 		// Fails before any run when a file is missing (../shared/data
 		// absent, say).
-		if rep.Inputs, err = describeRasterInputs(icfg); err != nil {
+		if rep.Inputs, err = describeRasterInputs(ctx, icfg, opt); err != nil {
 			return nil, fmt.Errorf("ingest %s: %w", bc.Ingest, err)
 		}
 	}
@@ -472,18 +472,22 @@ func describeInputs(catalog string, icfg IngestConfig) BenchInputs {
 
 // describeRasterInputs describes an ingest over source.rasters: one tile
 // and one date per pair, the image grids' pixels, the files' sizes, and a
-// digest over the files' SHA-256 sums.
-func describeRasterInputs(icfg IngestConfig) (BenchInputs, error) {
+// digest over the files' SHA-256 sums (remote files: href and ETag).
+func describeRasterInputs(ctx context.Context, icfg IngestConfig, opt Options) (BenchInputs, error) {
 	in := BenchInputs{Bands: len(icfg.Bands), Tiles: len(icfg.Source.Rasters), Dates: 1}
 	h := sha256.New()
 	for i, p := range icfg.Source.Rasters {
 		for _, f := range []struct{ key, path string }{{"image", p.Image}, {"labels", p.Labels}} {
-			sum, size, err := fileSHA256(f.path)
+			a, err := describeRasterFile(ctx, opt, f.path)
 			if err != nil {
 				return in, fmt.Errorf("source.rasters[%d].%s: %w", i, f.key, err)
 			}
-			in.Bytes += size
-			fmt.Fprintf(h, "%s  %s\n", sum, f.path)
+			in.Bytes += a.Size
+			if a.SHA256 != "" {
+				fmt.Fprintln(h, a.SHA256)
+			} else {
+				fmt.Fprintln(h, a.Href, a.ETag)
+			}
 		}
 		s, err := raster.Open(p.Image)
 		if err != nil {
