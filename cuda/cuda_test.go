@@ -275,3 +275,55 @@ func TestForestPredictBitExact(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictorBitExact checks the fused GPU predictor (binning and the
+// forest walk on the device, chunks on two streams) against CPU binning
+// and the CPU walk, NaN features included.
+func TestPredictorBitExact(t *testing.T) {
+	d := gpu(t)
+	defer d.Close()
+	r := rand.New(rand.NewPCG(11, 12))
+	const nf, k = 12, 7
+	x, y := gaussianRows(r, 50_000, nf, k)
+	p := forest.Params{Trees: 25, MaxDepth: 12, MinSamplesLeaf: 1, Bins: 64, Bootstrap: true, Seed: 5}
+	bins, _ := forest.QuantileBins(x[:30_000*nf], nf, p.Bins, 100_000, p.Seed)
+	xb, _ := bins.Bin(x[:30_000*nf], nf)
+	fo, err := forest.Train(xb, y[:30_000], k, p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := x[30_000*nf:]
+	n := len(rows) / nf
+	for i := 0; i < n; i += 17 {
+		rows[i*nf+i%nf] = float32(math.NaN())
+	}
+	xv, _ := bins.Bin(rows, nf)
+	wantCls, wantConf, _ := fo.Compile().Classify(xv)
+	planes := make([][]float32, nf)
+	for f := range planes {
+		planes[f] = make([]float32, n)
+		for i := range n {
+			planes[f][i] = rows[i*nf+f]
+		}
+	}
+	m := &forest.Model{Bins: bins, Forest: fo}
+	g, err := NewPredictor(d, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	defer func(c int) { predictChunk = c }(predictChunk)
+	predictChunk = 3001 // several chunks of an odd size on both streams
+	cls, conf := make([]uint8, n), make([]float32, n)
+	if err := g.Predict(planes, cls, conf); err != nil {
+		t.Fatal(err)
+	}
+	for i := range wantCls {
+		if wantCls[i] != cls[i] || math.Float32bits(wantConf[i]) != math.Float32bits(conf[i]) {
+			t.Fatalf("row %d: CPU %d/%v, GPU %d/%v", i, wantCls[i], wantConf[i], cls[i], conf[i])
+		}
+	}
+	if err := g.Predict(planes[:nf-1], cls, conf); err == nil {
+		t.Error("a missing feature plane was accepted")
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -222,6 +223,7 @@ type Device struct {
 	funcs  map[string]uintptr
 	params unsafe.Pointer // pinned host memory for kernel arguments
 	closed bool
+	busy   atomic.Int64 // ns spent running work on the owner goroutine
 }
 
 // Open retains device index's primary context on a new owner goroutine
@@ -280,9 +282,19 @@ func (d *Device) Do(f func() error) error {
 		return errors.New("cuda: device closed")
 	}
 	done := make(chan error)
-	d.work <- func() { done <- f() }
+	d.work <- func() {
+		t0 := time.Now()
+		err := f()
+		d.busy.Add(int64(time.Since(t0)))
+		done <- err
+	}
 	return <-done
 }
+
+// Busy returns the time the owner goroutine has spent running work: the
+// GPU's transfers and kernels and the host staging around them. Against a
+// command's wall time it says how busy the device was kept.
+func (d *Device) Busy() time.Duration { return time.Duration(d.busy.Load()) }
 
 // Close releases the device; closing a nil Device (the CPU) does nothing.
 func (d *Device) Close() {

@@ -61,39 +61,28 @@ func (p *CPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float
 	return nil
 }
 
-// GPU bins features and walks the forest on the GPU (cuda.Bin and
-// cuda.Forest: the same codes, classes and confidences as the CPU).
+// GPU bins features and walks the forest on the GPU (cuda.Predictor: the
+// same codes, classes and confidences as the CPU), the codes staying on
+// the device.
 type GPU struct {
-	Dev    *cuda.Device
-	Model  *forest.Model
-	forest *cuda.Forest
+	p *cuda.Predictor
 }
 
-// NewGPU packs the model's forest and uploads it once.
+// NewGPU uploads the model's forest and bin edges once.
 func NewGPU(dev *cuda.Device, m *forest.Model) (*GPU, error) {
-	f, err := cuda.NewForest(dev, m.Forest.Compile())
+	p, err := cuda.NewPredictor(dev, m)
 	if err != nil {
 		return nil, err
 	}
-	return &GPU{Dev: dev, Model: m, forest: f}, nil
+	return &GPU{p: p}, nil
 }
 
 // Close frees the forest on the device.
-func (p *GPU) Close() { p.forest.Close() }
+func (p *GPU) Close() { p.p.Close() }
 
 // Predict implements Predictor.
 func (p *GPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float32) error {
-	xb, err := cuda.Bin(p.Dev, p.Model.Bins, feats)
-	if err != nil {
-		return err
-	}
-	c, pr, err := p.forest.Classify(xb)
-	if err != nil {
-		return err
-	}
-	copy(cls, c)
-	copy(conf, pr)
-	return nil
+	return p.p.Predict(feats, cls, conf)
 }
 
 // Tile describes one prediction job: the stack to read, the model, where
@@ -105,6 +94,7 @@ type Tile struct {
 	Offset     float64
 	Window     int // window side in pixels
 	Workers    int // feature+predict goroutines (0: all CPUs)
+	Readers    int // reading goroutines (0: up to 4, half the workers)
 	Class      *raster.Writer
 	Confidence *raster.Writer // optional
 	Codes      []uint8        // class index → code
@@ -151,46 +141,19 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 	fail := func(err error) { cancel(err) }
 	var readNs, featNs, predNs, writeNs atomic.Int64
 
-	// Stage 1: one reader (GDAL decodes; its own handle).
-	read := make(chan window, 2)
-	go func() {
-		defer close(read)
-		src, err := raster.Open(t.Stack)
-		if err != nil {
-			fail(err)
-			return
-		}
-		defer src.Close()
-		bands := len(set.Bands)
-		for _, w := range wins {
-			t0 := time.Now()
-			n := w.g.Width * w.g.Height
-			w.planes = make([][]float32, bands)
-			w.valid = make([]bool, n)
-			for i := range w.valid {
-				w.valid[i] = true
-			}
-			dn := make([]uint16, n)
-			for b := range bands {
-				if err := raster.ReadBandWindowInto(src, b+1, w.x, w.y, w.g.Width, w.g.Height, dn); err != nil {
-					fail(err)
-					return
-				}
-				w.planes[b] = composite.Reflectance(dn, 0, float32(t.Scale), float32(t.Offset))
-				for i, v := range dn {
-					if v == 0 {
-						w.valid[i] = false
-					}
-				}
-			}
-			readNs.Add(int64(time.Since(t0)))
-			select {
-			case read <- w:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	// Stage 1: readers, each with its own GDAL handle (GDAL decodes on the
+	// calling thread, so decoding scales with readers).
+	readers := t.Readers
+	if readers <= 0 {
+		readers = max(1, min(4, workers/2))
+	}
+	read := make(chan window, 2*readers)
+	var next atomic.Int64
+	var rg sync.WaitGroup
+	for range readers {
+		rg.Go(func() { readWindows(ctx, t, set, wins, &next, read, &readNs, fail) })
+	}
+	go func() { rg.Wait(); close(read) }()
 
 	// Stage 2: features and prediction on every core.
 	done := make(chan window, 2*workers)
@@ -268,4 +231,49 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 		return tm, err
 	}
 	return tm, nil
+}
+
+// readWindows reads windows, taking the next unread one from next, until
+// none is left or ctx ends; each reader has its own GDAL handle.
+func readWindows(ctx context.Context, t Tile, set *features.Set, wins []window, next *atomic.Int64, read chan<- window, readNs *atomic.Int64, fail func(error)) {
+	src, err := raster.Open(t.Stack)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer src.Close()
+	bands := len(set.Bands)
+	for {
+		k := int(next.Add(1) - 1)
+		if k >= len(wins) {
+			return
+		}
+		w := wins[k]
+		t0 := time.Now()
+		n := w.g.Width * w.g.Height
+		w.planes = make([][]float32, bands)
+		w.valid = make([]bool, n)
+		for i := range w.valid {
+			w.valid[i] = true
+		}
+		dn := make([]uint16, n)
+		for b := range bands {
+			if err := raster.ReadBandWindowInto(src, b+1, w.x, w.y, w.g.Width, w.g.Height, dn); err != nil {
+				fail(err)
+				return
+			}
+			w.planes[b] = composite.Reflectance(dn, 0, float32(t.Scale), float32(t.Offset))
+			for i, v := range dn {
+				if v == 0 {
+					w.valid[i] = false
+				}
+			}
+		}
+		readNs.Add(int64(time.Since(t0)))
+		select {
+		case read <- w:
+		case <-ctx.Done():
+			return
+		}
+	}
 }

@@ -86,13 +86,15 @@ func ParseForestBenchConfig(raw []byte) (ForestBenchConfig, error) {
 
 // ForestFit is one engine's fit at one size.
 type ForestFit struct {
-	Engine   string  `json:"engine"`
-	Rows     int     `json:"rows"`
-	Skipped  string  `json:"skipped,omitempty"`
-	BinSec   float64 `json:"bin_seconds,omitempty"` // quantile edges and codes (lulc engines)
-	FitSec   float64 `json:"fit_seconds,omitempty"`
-	Accuracy float64 `json:"validation_accuracy,omitempty"`
-	Nodes    int     `json:"nodes,omitempty"`
+	Engine  string  `json:"engine"`
+	Rows    int     `json:"rows"`
+	Skipped string  `json:"skipped,omitempty"`
+	BinSec  float64 `json:"bin_seconds,omitempty"` // quantile edges and codes (lulc engines)
+	FitSec  float64 `json:"fit_seconds,omitempty"`
+	// PredictSec is the time to classify the validation rows.
+	PredictSec float64 `json:"predict_seconds,omitempty"`
+	Accuracy   float64 `json:"validation_accuracy,omitempty"`
+	Nodes      int     `json:"nodes,omitempty"`
 	// SameAsCPU says whether the GPU forest equals the CPU forest.
 	SameAsCPU *bool `json:"same_as_cpu,omitempty"`
 }
@@ -288,14 +290,22 @@ func ForestBench(ctx context.Context, bc ForestBenchConfig, cfg TrainConfig, com
 					break
 				}
 				fit.FitSec, fit.BinSec = time.Since(t).Seconds(), binSec
-				vb, err := bins.Bin(xval, nf)
+				// Prediction of the validation rows, binning included: on
+				// the device for the GPU engine, on all cores for the CPU.
+				t = time.Now()
+				var pred []uint8
+				if e == "gpu" {
+					pred, err = gpuClassify(opt.GPU, bins, f, xval, nf)
+				} else {
+					var vb *forest.Binned
+					if vb, err = bins.Bin(xval, nf); err == nil {
+						pred, _, err = f.Compile().Classify(vb)
+					}
+				}
 				if err != nil {
 					return nil, err
 				}
-				pred, _, err := f.Compile().Classify(vb)
-				if err != nil {
-					return nil, err
-				}
+				fit.PredictSec = time.Since(t).Seconds()
 				fit.Accuracy = accuracyOf(pred, yval)
 				fit.Nodes, _ = f.Nodes()
 			case "golearn":
@@ -310,10 +320,12 @@ func ForestBench(ctx context.Context, bc ForestBenchConfig, cfg TrainConfig, com
 					break
 				}
 				fit.FitSec = time.Since(t).Seconds()
+				t = time.Now()
 				pred, err := f.Predict(xval, nf)
 				if err != nil {
 					return nil, err
 				}
+				fit.PredictSec = time.Since(t).Seconds()
 				fit.Accuracy = accuracyOf(pred, yval)
 			case "sklearn":
 				if bc.SklearnMaxRows > 0 && n > bc.SklearnMaxRows {
@@ -348,6 +360,25 @@ func ForestBench(ctx context.Context, bc ForestBenchConfig, cfg TrainConfig, com
 		return nil, err
 	}
 	return rep, nil
+}
+
+// gpuClassify predicts row-major rows with the GPU predictor.
+func gpuClassify(dev *cuda.Device, bins *forest.Bins, f *forest.Forest, x []float32, nf int) ([]uint8, error) {
+	p, err := cuda.NewPredictor(dev, &forest.Model{Bins: bins, Forest: f})
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	n := len(x) / nf
+	planes := make([][]float32, nf)
+	for k := range planes {
+		planes[k] = make([]float32, n)
+		for i := range n {
+			planes[k][i] = x[i*nf+k]
+		}
+	}
+	cls, conf := make([]uint8, n), make([]float32, n)
+	return cls, p.Predict(planes, cls, conf)
 }
 
 // gather copies the rows idx of a row-major matrix and their labels.
@@ -403,13 +434,14 @@ func runSklearn(ctx context.Context, bc ForestBenchConfig, p forest.Params, dir 
 	}
 	var res struct {
 		Fit      float64 `json:"fit_seconds"`
+		Predict  float64 `json:"predict_seconds"`
 		Accuracy float64 `json:"accuracy"`
 		Nodes    int     `json:"nodes"`
 	}
 	if err := json.Unmarshal([]byte(lastLine(string(out))), &res); err != nil {
 		return fmt.Errorf("sklearn: output %q: %w", lastLine(string(out)), err)
 	}
-	fit.FitSec, fit.Accuracy, fit.Nodes = res.Fit, res.Accuracy, res.Nodes
+	fit.FitSec, fit.PredictSec, fit.Accuracy, fit.Nodes = res.Fit, res.Predict, res.Accuracy, res.Nodes
 	return nil
 }
 
@@ -469,10 +501,10 @@ func forestBenchMarkdown(r *ForestBenchReport) string {
 		r.Pixels, r.TrainPool, len(r.Features), r.Classes, r.Validation, r.Params.Trees, r.Params.MaxDepth,
 		mtryText(r.Params, len(r.Features)), r.Params.MinSamplesLeaf, r.Params.Bootstrap, r.Params.Bins, r.ScanSec)
 	fmt.Fprintf(&b, "Host: %s, %d CPUs, %.0f GB RAM; GPU: %s; lulc %s, %s.\n\n", r.Host.CPU, r.Host.Cores, float64(r.Host.RAM)/1e9, orNone(r.Host.GPU), r.Host.Lulc, r.Host.Go)
-	fmt.Fprintf(&b, "| rows | engine | fit (s) | binning (s) | validation accuracy | nodes | vs sklearn | vs lulc CPU | same trees as CPU |\n|---:|---|---:|---:|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(&b, "| rows | engine | fit (s) | binning (s) | predict %d rows (s) | validation accuracy | nodes | vs sklearn | vs lulc CPU | same trees as CPU |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n", r.Validation)
 	for _, f := range r.Fits {
 		if f.Skipped != "" {
-			fmt.Fprintf(&b, "| %d | %s | not run: %s | | | | | | |\n", f.Rows, f.Engine, f.Skipped)
+			fmt.Fprintf(&b, "| %d | %s | not run: %s | | | | | | | |\n", f.Rows, f.Engine, f.Skipped)
 			continue
 		}
 		var sk, cpu float64
@@ -498,7 +530,7 @@ func forestBenchMarkdown(r *ForestBenchReport) string {
 		if f.Nodes > 0 {
 			nodes = fmt.Sprint(f.Nodes)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %.2f | %s | %.4f | %s | %s | %s | %s |\n", f.Rows, f.Engine, f.FitSec, bin, f.Accuracy, nodes,
+		fmt.Fprintf(&b, "| %d | %s | %.2f | %s | %.3f | %.4f | %s | %s | %s | %s |\n", f.Rows, f.Engine, f.FitSec, bin, f.PredictSec, f.Accuracy, nodes,
 			ratio(sk, f.FitSec), ratio(cpu, f.FitSec), same)
 	}
 	fmt.Fprintf(&b, "\nReproduce: `%s`\n", r.Command)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,7 +53,10 @@ type PredictTile struct {
 	Pixels    int64
 	Skipped   bool // finished by an earlier run and verified
 	Timings   inference.Timings
-	Encode    time.Duration
+	// With a GPU: the read-to-write streaming time and how much of it the
+	// device's goroutine spent on features and prediction.
+	Stream, DeviceBusy time.Duration
+	Encode             time.Duration
 }
 
 // Output files per tile.
@@ -224,6 +228,11 @@ func predictTile(ctx context.Context, pc PredictConfig, opt Options, stage *atom
 		defer gp.Close()
 		comp, pred = g, gp
 	}
+	var busy0 time.Duration
+	if opt.GPU != nil {
+		busy0 = opt.GPU.Busy()
+	}
+	runStart := time.Now()
 	windows := (grid.Width + pc.Window - 1) / pc.Window * ((grid.Height + pc.Window - 1) / pc.Window)
 	bar := opt.NewBar(int64(windows), "predict "+m.Tile)
 	pt.Timings, err = inference.Run(ctx, inference.Tile{
@@ -236,6 +245,11 @@ func predictTile(ctx context.Context, pc PredictConfig, opt Options, stage *atom
 		return pt, err
 	}
 	pt.Pixels = pt.Timings.Pixels
+	if opt.GPU != nil {
+		// How much of the streaming the device was kept busy.
+		pt.DeviceBusy = opt.GPU.Busy() - busy0
+		pt.Stream = time.Since(runStart)
+	}
 	t0 := time.Now()
 	if err := classW.Close(); err != nil {
 		abort()
@@ -267,6 +281,10 @@ func predictTile(ctx context.Context, pc PredictConfig, opt Options, stage *atom
 	tm := pt.Timings
 	opt.Log.Info("tile predicted", "tile", m.Tile, "pixels", pt.Pixels, "read_worker_s", tm.Read.Seconds(), "features_worker_s", tm.Features.Seconds(),
 		"predict_worker_s", tm.Predict.Seconds(), "write_s", tm.Write.Seconds(), "encode_s", pt.Encode.Seconds())
+	if opt.GPU != nil {
+		opt.Log.Info("device use", "tile", m.Tile, "streaming_s", pt.Stream.Seconds(), "device_busy_s", pt.DeviceBusy.Seconds(),
+			"busy_percent", math.Round(100*pt.DeviceBusy.Seconds()/pt.Stream.Seconds()))
+	}
 	return pt, nil
 }
 

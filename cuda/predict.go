@@ -1,0 +1,233 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/lulc/lulc/forest"
+)
+
+// predictChunk is the pixels per chunk of Predictor.Predict: 1 M pixels of
+// 20 features stage 80 MB of pinned memory per slot.
+var predictChunk = 1 << 20
+
+// Predictor classifies feature planes on the GPU: binning with the
+// model's edges and the forest walk run back to back on the device, so
+// the codes never cross PCIe. It gives the classes and confidences (bits)
+// of forest.Bins.Bin followed by forest.Compiled.Classify.
+type Predictor struct {
+	Dev    *Device
+	forest *Forest
+	nf     int
+	// bin edges, back to back, with each feature's offset and length
+	edges, offsets, lengths Buffer
+	// two slots: pinned staging, device buffers and a stream each
+	hostIn, hostCls, hostConf [2]unsafe.Pointer
+	dIn, dCodes, dCls, dConf  [2]Buffer
+	streams                   [2]uintptr
+	chunk                     int
+}
+
+// NewPredictor uploads a model's forest and bin edges.
+func NewPredictor(dev *Device, m *forest.Model) (*Predictor, error) {
+	f, err := NewForest(dev, m.Forest.Compile())
+	if err != nil {
+		return nil, err
+	}
+	p := &Predictor{Dev: dev, forest: f, nf: len(m.Bins.Edges)}
+	var edges []float32
+	var offsets, lengths []int32
+	for _, e := range m.Bins.Edges {
+		offsets = append(offsets, int32(len(edges)))
+		lengths = append(lengths, int32(len(e)))
+		edges = append(edges, e...)
+	}
+	edges = append(edges, float32(math.NaN())) // never empty
+	err = dev.Do(func() error {
+		var err error
+		if p.edges, err = upload(edges); err != nil {
+			return err
+		}
+		if p.offsets, err = upload(offsets); err != nil {
+			return err
+		}
+		p.lengths, err = upload(lengths)
+		return err
+	})
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Predict classifies the pixels of feature planes (one per model feature)
+// into cls and conf. Chunks alternate between two streams: while one
+// chunk's features go up, are binned and walked and its classes come
+// down, the host stages the next chunk into pinned memory.
+func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) error {
+	if len(feats) != p.nf {
+		return fmt.Errorf("cuda predict: %d feature planes for a model of %d features", len(feats), p.nf)
+	}
+	n := len(cls)
+	if len(conf) != n {
+		return fmt.Errorf("cuda predict: %d classes and %d confidences", n, len(conf))
+	}
+	for _, f := range feats {
+		if len(f) != n {
+			return fmt.Errorf("cuda predict: planes of %d and %d pixels", n, len(f))
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	chunk := min(n, predictChunk)
+	nf := p.nf
+	return p.Dev.Do(func() error {
+		// Out of device memory, the chunks halve: more round trips, the
+		// same result.
+		for {
+			err := p.reserve(chunk)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, ErrorOutOfMemory) || chunk <= 1<<16 {
+				return fmt.Errorf("cuda predict: chunks of %d pixels: %w", chunk, err)
+			}
+			p.freeSlots()
+			chunk /= 2
+		}
+		chunk = min(chunk, p.chunk)
+		type slot struct {
+			lo, hi int
+			busy   bool
+		}
+		var slots [2]slot
+		finish := func(s int) error {
+			if !slots[s].busy {
+				return nil
+			}
+			if err := check(api.streamSync(p.streams[s]), "cuStreamSynchronize"); err != nil {
+				return err
+			}
+			lo, hi := slots[s].lo, slots[s].hi
+			copy(cls[lo:hi], unsafe.Slice((*uint8)(p.hostCls[s]), hi-lo))
+			copy(conf[lo:hi], unsafe.Slice((*float32)(p.hostConf[s]), hi-lo))
+			slots[s].busy = false
+			return nil
+		}
+		f := p.forest
+		for k, lo := 0, 0; lo < n; k, lo = k+1, lo+chunk {
+			s := k % 2
+			if err := finish(s); err != nil {
+				return err
+			}
+			hi := min(n, lo+chunk)
+			m := hi - lo
+			in := unsafe.Slice((*float32)(p.hostIn[s]), nf*chunk)
+			parallelPlanes(nf, func(i int) { copy(in[i*m:(i+1)*m], feats[i][lo:hi]) })
+			st := p.streams[s]
+			if err := check(api.memcpyHtoDAsync(p.dIn[s].ptr, p.hostIn[s], uint64(m)*4*uint64(nf), st), "cuMemcpyHtoDAsync"); err != nil {
+				return err
+			}
+			if err := p.Dev.launchAsync(st, "bin", int64(m), p.dIn[s].ptr, int32(nf), int64(m), p.edges.ptr, p.offsets.ptr, p.lengths.ptr, p.dCodes[s].ptr); err != nil {
+				return err
+			}
+			if err := p.Dev.launchAsync(st, "forest_predict", int64(m), p.dCodes[s].ptr, int32(nf), int64(m), f.nodes.ptr, f.nodeOff.ptr,
+				f.probs.ptr, f.probOff.ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), p.dCls[s].ptr, p.dConf[s].ptr); err != nil {
+				return err
+			}
+			if err := check(api.memcpyDtoHAsync(p.hostCls[s], p.dCls[s].ptr, uint64(m), st), "cuMemcpyDtoHAsync"); err != nil {
+				return err
+			}
+			if err := check(api.memcpyDtoHAsync(p.hostConf[s], p.dConf[s].ptr, uint64(m)*4, st), "cuMemcpyDtoHAsync"); err != nil {
+				return err
+			}
+			slots[s] = slot{lo, hi, true}
+		}
+		if err := finish(0); err != nil {
+			return err
+		}
+		return finish(1)
+	})
+}
+
+// reserve makes the per-slot buffers hold chunk pixels and creates the
+// streams (owner goroutine).
+func (p *Predictor) reserve(chunk int) error {
+	for s := range 2 {
+		if p.streams[s] == 0 {
+			// CU_STREAM_NON_BLOCKING (1): no implicit sync with stream 0.
+			if err := check(api.streamCreate(&p.streams[s], 1), "cuStreamCreate"); err != nil {
+				return err
+			}
+		}
+	}
+	if chunk <= p.chunk {
+		return nil
+	}
+	p.freeSlots()
+	m, nf := uint64(chunk), uint64(p.nf)
+	for s := range 2 {
+		for _, b := range []struct {
+			buf   *Buffer
+			bytes uint64
+		}{{&p.dIn[s], m * 4 * nf}, {&p.dCodes[s], m * nf}, {&p.dCls[s], m}, {&p.dConf[s], m * 4}} {
+			var err error
+			if *b.buf, err = alloc(b.bytes); err != nil {
+				return err
+			}
+		}
+		for _, h := range []struct {
+			ptr   *unsafe.Pointer
+			bytes uint64
+		}{{&p.hostIn[s], m * 4 * nf}, {&p.hostCls[s], m}, {&p.hostConf[s], m * 4}} {
+			if err := check(api.memAllocHost(h.ptr, h.bytes), "cuMemAllocHost"); err != nil {
+				return err
+			}
+		}
+	}
+	p.chunk = chunk
+	return nil
+}
+
+func (p *Predictor) freeSlots() {
+	for s := range 2 {
+		for _, b := range []*Buffer{&p.dIn[s], &p.dCodes[s], &p.dCls[s], &p.dConf[s]} {
+			if b.ptr != 0 {
+				b.free()
+				*b = Buffer{}
+			}
+		}
+		for _, h := range []*unsafe.Pointer{&p.hostIn[s], &p.hostCls[s], &p.hostConf[s]} {
+			if *h != nil {
+				api.memFreeHost(*h)
+				*h = nil
+			}
+		}
+	}
+	p.chunk = 0
+}
+
+// Close frees the predictor's device and pinned memory and streams.
+func (p *Predictor) Close() {
+	p.forest.Close()
+	p.Dev.Do(func() error {
+		p.freeSlots()
+		for s := range 2 {
+			if p.streams[s] != 0 {
+				api.streamDestroy(p.streams[s])
+				p.streams[s] = 0
+			}
+		}
+		for _, b := range []*Buffer{&p.edges, &p.offsets, &p.lengths} {
+			if b.ptr != 0 {
+				b.free()
+				*b = Buffer{}
+			}
+		}
+		return nil
+	})
+}
