@@ -109,3 +109,12 @@ func TestBenchConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestReportRemoteInputs renders a report whose inputs have no digest (an
+// API source: nothing local to checksum) without failing.
+func TestReportRemoteInputs(t *testing.T) {
+	md := reportMarkdown(&BenchReport{ConfigHash: strings.Repeat("a", 64), Command: "lulc bench"})
+	if !strings.Contains(md, "(none: remote inputs)") {
+		t.Fatalf("report:\n%s", md)
+	}
+}

@@ -70,7 +70,7 @@ func reportMarkdown(rep *BenchReport) string {
 	fmt.Fprintf(&b, "- lulc %s, %s, GDAL %s\n\n", h.Lulc, h.Go, h.GDAL)
 	in := rep.Inputs
 	fmt.Fprintf(&b, "## Inputs\n\n%d tile(s), %d pixels, %d bands, %d dates, %.1f MB on disk; config sha256 %s…, catalog sha256 %s…\n\n",
-		in.Tiles, in.Pixels, in.Bands, in.Dates, float64(in.Bytes)/1e6, rep.ConfigHash[:12], (in.Digest + "(remote)")[:12])
+		in.Tiles, in.Pixels, in.Bands, in.Dates, float64(in.Bytes)/1e6, short(rep.ConfigHash), short(in.Digest))
 	fmt.Fprintf(&b, "## Wall time per stage (seconds, median of repeats)\n\n| engine | %s | total | speed-up vs cpu | speed-up vs golearn |\n|---|%s---|---|---|\n",
 		strings.Join(Stages, " | "), strings.Repeat("---|", len(Stages)))
 	base := map[string]float64{}
@@ -112,6 +112,14 @@ func reportMarkdown(rep *BenchReport) string {
 	}
 	fmt.Fprintf(&b, "\nPeak host RSS: %.2f GB.\n\n![stages](stages.png)\n\n## How to reproduce\n\n```sh\n%s\n```\n", float64(rep.PeakRSS)/1e9, rep.Command)
 	return b.String()
+}
+
+// short is a digest's first 12 characters, or "(none: remote inputs)".
+func short(digest string) string {
+	if len(digest) < 12 {
+		return "(none: remote inputs)"
+	}
+	return digest[:12]
 }
 
 func ratio(base, t float64) string {
