@@ -178,3 +178,60 @@ func Quantise(dst []uint16, r []float32, scale, offset float64) {
 		dst[i] = uint16(max(1, min(65535, math.Round((float64(v)-offset)/scale))))
 	}
 }
+
+// Date is one acquisition over a window: each band's digital numbers with
+// its nodata value and DN → reflectance scaling, and the scene classes.
+type Date struct {
+	DN     [][]uint16 // band → pixels
+	NoData []uint16   // per band
+	Scale  []float64  // per band
+	Offset []float64  // per band
+	SCL    []uint8
+}
+
+// Window composites a window as ingest does: per date, reflectance with
+// NaN at nodata and every band NaN where the scene class is dropped or
+// any band is nodata; per band, the median over the valid dates, quantised
+// to DNs with qscale/qoffset (0 where no date is valid); the valid dates'
+// count per pixel. out has one plane per band.
+func Window(dates []Date, drop []uint8, qscale, qoffset float64, out [][]uint16, count []uint8) error {
+	if len(dates) == 0 {
+		return fmt.Errorf("composite: no dates")
+	}
+	n, nb := len(count), len(out)
+	valid := make([][]bool, len(dates))
+	stacks := make([][][]float32, nb) // band → date → pixels
+	for b := range stacks {
+		stacks[b] = make([][]float32, len(dates))
+	}
+	for di, d := range dates {
+		if len(d.DN) != nb || len(d.NoData) != nb || len(d.Scale) != nb || len(d.Offset) != nb {
+			return fmt.Errorf("composite: date %d has %d bands, want %d", di, len(d.DN), nb)
+		}
+		bands := make([][]float32, nb)
+		for b := range nb {
+			if len(d.DN[b]) != n {
+				return fmt.Errorf("composite: date %d band %d has %d pixels, want %d", di, b, len(d.DN[b]), n)
+			}
+			bands[b] = Reflectance(d.DN[b], d.NoData[b], float32(d.Scale[b]), float32(d.Offset[b]))
+		}
+		valid[di] = make([]bool, n)
+		if err := Mask(valid[di], d.SCL, bands, drop); err != nil {
+			return err
+		}
+		for b := range nb {
+			stacks[b][di] = bands[b]
+		}
+	}
+	med := make([]float32, n)
+	for b := range nb {
+		if len(out[b]) != n {
+			return fmt.Errorf("composite: output band %d has %d pixels, want %d", b, len(out[b]), n)
+		}
+		if err := Median(med, stacks[b]); err != nil {
+			return err
+		}
+		Quantise(out[b], med, qscale, qoffset)
+	}
+	return Count(count, valid)
+}

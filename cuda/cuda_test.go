@@ -327,3 +327,66 @@ func TestPredictorBitExact(t *testing.T) {
 		t.Error("a missing feature plane was accepted")
 	}
 }
+
+// TestCompositeBitExact checks the fused composite (masking, reflectance,
+// median, quantisation, counts) against composite.Window over random
+// windows: nodata, dropped and kept scene classes, extreme DNs, two
+// processing baselines' scalings, 1 to 24 dates.
+func TestCompositeBitExact(t *testing.T) {
+	d := gpu(t)
+	defer d.Close()
+	r := rand.New(rand.NewPCG(13, 14))
+	const n, nb = 70_001, 4
+	for _, nd := range []int{1, 2, 3, 5, 12, 24} {
+		dates := make([]composite.Date, nd)
+		for di := range dates {
+			cd := composite.Date{SCL: make([]uint8, n)}
+			for range nb {
+				dn := make([]uint16, n)
+				for i := range dn {
+					switch r.IntN(30) {
+					case 0:
+						dn[i] = 0
+					case 1:
+						dn[i] = 65535
+					case 2:
+						dn[i] = uint16(r.IntN(3))
+					default:
+						dn[i] = uint16(r.IntN(12000))
+					}
+				}
+				off := -0.1
+				if di%2 == 1 {
+					off = 0
+				}
+				cd.DN, cd.NoData = append(cd.DN, dn), append(cd.NoData, uint16(di%2))
+				cd.Scale, cd.Offset = append(cd.Scale, 0.0001), append(cd.Offset, off)
+			}
+			for i := range cd.SCL {
+				cd.SCL[i] = uint8(r.IntN(12))
+			}
+			dates[di] = cd
+		}
+		want, got := make([][]uint16, nb), make([][]uint16, nb)
+		for b := range nb {
+			want[b], got[b] = make([]uint16, n), make([]uint16, n)
+		}
+		wc, gc := make([]uint8, n), make([]uint8, n)
+		if err := composite.Window(dates, composite.DefaultDropSCL, 0.0001, -0.1, want, wc); err != nil {
+			t.Fatal(err)
+		}
+		if err := Composite(d, dates, composite.DefaultDropSCL, 0.0001, -0.1, got, gc); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if wc[i] != gc[i] {
+				t.Fatalf("%d dates, pixel %d: count CPU %d, GPU %d", nd, i, wc[i], gc[i])
+			}
+			for b := range nb {
+				if want[b][i] != got[b][i] {
+					t.Fatalf("%d dates, pixel %d band %d: CPU %d, GPU %d", nd, i, b, want[b][i], got[b][i])
+				}
+			}
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -173,4 +174,46 @@ func TestGPUTrainSpeed(t *testing.T) {
 		}
 		fmt.Println()
 	}
+}
+
+// TestGPUTrainLarge trains 100 trees of depth 16 on LULC_TRAIN_LARGE rows
+// × 32 features (codes drawn directly, class-dependent, in parallel) and
+// reports time and peak device memory: the memory test for 100 M × 32.
+func TestGPUTrainLarge(t *testing.T) {
+	rows, _ := strconv.Atoi(os.Getenv("LULC_TRAIN_LARGE"))
+	if rows <= 0 {
+		t.Skip("set LULC_TRAIN_LARGE=rows to run")
+	}
+	d := gpu(t)
+	defer d.Close()
+	const nf, k = 32, 11
+	x := &forest.Binned{N: rows, F: nf, Codes: make([]uint8, rows*nf)}
+	y := make([]uint8, rows)
+	parts := runtime.NumCPU()
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(p), 3))
+			lo, hi := rows*p/parts, rows*(p+1)/parts
+			for i := lo; i < hi; i++ {
+				c := r.IntN(k)
+				y[i] = uint8(c)
+				for f := range nf {
+					v := 1 + (c*37+f*11)%100 + r.IntN(40)
+					x.Codes[f*rows+i] = uint8(v)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	p := forest.Params{Trees: 100, MaxDepth: 16, MinSamplesLeaf: 1, Bins: 128, Bootstrap: true, Seed: 1}
+	ResetPeakMemory()
+	t0 := time.Now()
+	f, err := Train(d, x, y, k, p, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, peak := DeviceMemory()
+	nodes, depth := f.Nodes()
+	fmt.Printf("train %d×%d: gpu %.2f s, %d nodes, depth %d, peak device memory %.1f GB\n", rows, nf, time.Since(t0).Seconds(), nodes, depth, float64(peak)/1e9)
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 )
@@ -381,4 +382,105 @@ func (f *Forest) Close() {
 		}
 		return nil
 	})
+}
+
+// Composite is composite.Window on the GPU, with the same bytes: masking by
+// scene class and nodata, reflectance, the per-band median over the valid
+// dates, quantisation and the valid counts, in one kernel. The digital
+// numbers go up as uint16 (half the bytes of reflectances) and only the
+// quantised medians and counts come back.
+func Composite(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffset float64, out [][]uint16, count []uint8) error {
+	nd, nb, n := len(dates), len(out), len(count)
+	if nd == 0 || nd > 64 {
+		return fmt.Errorf("cuda composite: %d dates (1–64)", nd)
+	}
+	dn := make([]uint16, 0, nd*nb*n)
+	scl := make([]uint8, 0, nd*n)
+	var scale, offset []float32
+	var nodata []uint16
+	for di, d := range dates {
+		if len(d.DN) != nb || len(d.NoData) != nb || len(d.Scale) != nb || len(d.Offset) != nb || len(d.SCL) != n {
+			return fmt.Errorf("cuda composite: date %d has %d bands and %d classes, want %d and %d", di, len(d.DN), len(d.SCL), nb, n)
+		}
+		for b, v := range d.DN {
+			if len(v) != n {
+				return fmt.Errorf("cuda composite: date %d band %d has %d pixels, want %d", di, b, len(v), n)
+			}
+			dn = append(dn, v...)
+			scale, offset = append(scale, float32(d.Scale[b])), append(offset, float32(d.Offset[b]))
+		}
+		nodata = append(nodata, d.NoData...)
+		scl = append(scl, d.SCL...)
+	}
+	for b := range out {
+		if len(out[b]) != n {
+			return fmt.Errorf("cuda composite: output band %d has %d pixels, want %d", b, len(out[b]), n)
+		}
+	}
+	var dropped [8]uint32
+	for _, c := range drop {
+		dropped[c>>5] |= 1 << (c & 31)
+	}
+	flat := make([]uint16, nb*n)
+	err := dev.Do(func() error {
+		var bufs []Buffer
+		defer func() {
+			for _, b := range bufs {
+				b.free()
+			}
+		}()
+		up := func(b Buffer, err error) (uint64, error) {
+			if err == nil {
+				bufs = append(bufs, b)
+			}
+			return b.ptr, err
+		}
+		pdn, err := up(upload(dn))
+		if err != nil {
+			return err
+		}
+		pscl, err := up(upload(scl))
+		if err != nil {
+			return err
+		}
+		pdrop, err := up(upload(dropped[:]))
+		if err != nil {
+			return err
+		}
+		psc, err := up(upload(scale))
+		if err != nil {
+			return err
+		}
+		pof, err := up(upload(offset))
+		if err != nil {
+			return err
+		}
+		pnd, err := up(upload(nodata))
+		if err != nil {
+			return err
+		}
+		pout, err := up(alloc(uint64(nb*n) * 2))
+		if err != nil {
+			return err
+		}
+		pcount, err := up(alloc(uint64(n)))
+		if err != nil {
+			return err
+		}
+		if err := dev.launch("composite", int64(n), pdn, pscl, int32(nd), int32(nb), int64(n), pdrop, psc, pof, pnd,
+			math.Float64bits(qscale), math.Float64bits(qoffset), pout, pcount); err != nil {
+			return err
+		}
+		if err := download(flat, Buffer{ptr: pout}); err != nil {
+			return err
+		}
+		return download(count, Buffer{ptr: pcount})
+	})
+	if err != nil {
+		return err
+	}
+	for b := range out {
+		copy(out[b], flat[b*n:(b+1)*n])
+	}
+	return nil
 }

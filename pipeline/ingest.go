@@ -604,13 +604,7 @@ type windowDate struct {
 func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, error)) error {
 	n := w.Width * w.Height
 	t0 := time.Now()
-	stacks := make([][][]float32, len(j.cfg.Bands)) // band → date → pixels
-	for b := range stacks {
-		stacks[b] = make([][]float32, len(j.dates))
-	}
-	valid := make([][]bool, len(j.dates))
-	dn := make([]uint16, n)
-	scl := make([]uint8, n)
+	cdates := make([]composite.Date, len(j.dates))
 	var readNs int64
 	read := func(href, alg string, buf any, bytesPerPixel int) (*raster.Source, error) {
 		t := time.Now()
@@ -626,11 +620,12 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 		return s, nil
 	}
 	for di, d := range j.dates {
-		if _, err := read(d.scl.Href, "nearest", scl, 1); err != nil {
+		cd := composite.Date{SCL: make([]uint8, n), Scale: d.scale, Offset: d.offset}
+		if _, err := read(d.scl.Href, "nearest", cd.SCL, 1); err != nil {
 			return err
 		}
-		bands := make([][]float32, len(d.bands))
-		for bi, a := range d.bands {
+		for _, a := range d.bands {
+			dn := make([]uint16, n)
 			src, err := read(a.Href, j.cfg.Resampling.Reflectance, dn, 2)
 			if err != nil {
 				return err
@@ -640,15 +635,9 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 			if src.NoData != nil {
 				nodata = uint16(*src.NoData)
 			}
-			bands[bi] = composite.Reflectance(dn, nodata, float32(d.scale[bi]), float32(d.offset[bi]))
+			cd.DN, cd.NoData = append(cd.DN, dn), append(cd.NoData, nodata)
 		}
-		valid[di] = make([]bool, n)
-		if err := composite.Mask(valid[di], scl, bands, j.drop); err != nil {
-			return err
-		}
-		for bi := range bands {
-			stacks[bi][di] = bands[bi]
-		}
+		cdates[di] = cd
 	}
 	labels := make([]uint8, n)
 	buf := make([]uint8, n)
@@ -667,23 +656,18 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 	j.readNs.Add(readNs)
 
 	t1 := time.Now()
-	meds := make([][]uint16, len(stacks))
-	med := make([]float32, n)
-	for bi, dates := range stacks {
-		var err error
-		if j.gpu != nil {
-			err = cuda.Median(j.gpu, med, nil, dates) // same bits as composite.Median
-		} else {
-			err = composite.Median(med, dates)
-		}
-		if err != nil {
-			return err
-		}
+	meds := make([][]uint16, len(j.cfg.Bands))
+	for bi := range meds {
 		meds[bi] = make([]uint16, n)
-		composite.Quantise(meds[bi], med, StackScale, StackOffset)
 	}
 	count := make([]uint8, n)
-	if err := composite.Count(count, valid); err != nil {
+	var err error
+	if j.gpu != nil {
+		err = cuda.Composite(j.gpu, cdates, j.drop, StackScale, StackOffset, meds, count) // same bytes as composite.Window
+	} else {
+		err = composite.Window(cdates, j.drop, StackScale, StackOffset, meds, count)
+	}
+	if err != nil {
 		return err
 	}
 	var zeros int64
@@ -706,7 +690,7 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 	if err := j.count.Write(0, x, y, w.Width, w.Height, count); err != nil {
 		return err
 	}
-	err := j.label.Write(0, x, y, w.Width, w.Height, labels)
+	err = j.label.Write(0, x, y, w.Width, w.Height, labels)
 	j.writeNs.Add(int64(time.Since(t2)))
 	return err
 }

@@ -532,3 +532,59 @@ extern "C" __global__ void rf_split_tiny(
         oscore[k] = best;
     }
 }
+
+// composite is composite.Window on the device: per pixel and date, valid
+// where the scene class is not dropped (drop: a 256-bit set) and no band
+// is at its nodata; per band, the median of the valid dates' reflectances
+// float32(dn) × scale + offset (a stable insertion sort in date order, as
+// composite.Median), quantised to round((r − qoffset) / qscale) clamped to
+// 1…65535 in double, 0 where no date is valid; and the valid count. dn is
+// date-major: dn[(d × nbands + b) × n + i]; scale, offset and nodata are
+// per (date, band); out[b × n + i].
+extern "C" __global__ void composite(const unsigned short* __restrict__ dn, const unsigned char* __restrict__ scl,
+                                     int ndates, int nbands, long long n, const unsigned int* __restrict__ drop,
+                                     const float* __restrict__ scale, const float* __restrict__ offset,
+                                     const unsigned short* __restrict__ nodata, double qscale, double qoffset,
+                                     unsigned short* __restrict__ out, unsigned char* __restrict__ count) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        unsigned long long valid = 0;
+        for (int d = 0; d < ndates; d++) {
+            unsigned int c = scl[(long long)d * n + i];
+            bool ok = !((drop[c >> 5] >> (c & 31)) & 1u);
+            for (int b = 0; b < nbands && ok; b++)
+                if (dn[((long long)d * nbands + b) * n + i] == nodata[d * nbands + b]) ok = false;
+            if (ok) valid |= 1ull << d;
+        }
+        count[i] = (unsigned char)__popcll(valid);
+        for (int b = 0; b < nbands; b++) {
+            float buf[64];
+            int k = 0;
+            for (int d = 0; d < ndates; d++) {
+                if (!((valid >> d) & 1ull)) continue;
+                float x = __fadd_rn(__fmul_rn((float)dn[((long long)d * nbands + b) * n + i], scale[d * nbands + b]), offset[d * nbands + b]);
+                int j = k;
+                while (j > 0 && buf[j - 1] > x) {
+                    buf[j] = buf[j - 1];
+                    j--;
+                }
+                buf[j] = x;
+                k++;
+            }
+            unsigned short q = 0;
+            if (k > 0) {
+                float m;
+                if (k % 2 == 1) {
+                    m = buf[k / 2];
+                } else {
+                    m = __fmul_rn(__fadd_rn(buf[k / 2 - 1], buf[k / 2]), 0.5f);
+                }
+                if (m == m) {
+                    double r = round(__ddiv_rn(__dsub_rn((double)m, qoffset), qscale));
+                    q = (unsigned short)fmax(1.0, fmin(65535.0, r));
+                }
+            }
+            out[(long long)b * n + i] = q;
+        }
+    }
+}
