@@ -23,6 +23,11 @@ demo: build
 	bin/lulc predict --force --confidence --model runs/demo/train/model.lulcrf --input runs/demo/stack --out runs/demo/predict
 	bin/lulc evaluate --force --prediction runs/demo/predict/31TEJ/class.tif --labels runs/demo/stack/31TEJ/labels.tif --out runs/demo/evaluate
 	bin/lulc bench --force --out runs/demo/bench
+	@echo
+	@echo "demo done:"
+	@echo "  report     runs/demo/bench/report.md (report.html, stages.png)"
+	@echo "  class map  runs/demo/predict/31TEJ/class.tif, quicklook runs/demo/predict/31TEJ/quicklook.png"
+	@echo "  metrics    runs/demo/train/metrics.json (validation), runs/demo/evaluate/metrics.json (the map)"
 
 test: deps
 	go test ./...
