@@ -30,10 +30,28 @@ extern "C" __global__ void __launch_bounds__(FEATURE_BLOCK) features(const float
     for (int k = threadIdx.x; k < 5 * nfeat && k < 5 * 64; k += blockDim.x) sprog[k] = prog[k];
     __syncthreads();
     long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long base = (long long)blockIdx.x * blockDim.x; base < n; base += stride) {
-        long long i = base + threadIdx.x;
-        if (i < n) {
-            for (int b = 0; b < nbands; b++) px[b * FEATURE_BLOCK + threadIdx.x] = bands[(long long)b * n + i];
+    // The kernel is bound by memory-level parallelism: all of a pixel's band
+    // loads are issued before any is used, and the next pixel's are issued
+    // before this one's features are computed, so each warp keeps up to
+    // MAX_BANDS reads in flight while it computes.
+    float bv[MAX_BANDS];
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+#pragma unroll
+        for (int b = 0; b < MAX_BANDS; b++)
+            if (b < nbands) bv[b] = bands[(long long)b * n + i];
+    }
+    for (; i < n; i += stride) {
+        {
+#pragma unroll
+            for (int b = 0; b < MAX_BANDS; b++)
+                if (b < nbands) px[b * FEATURE_BLOCK + threadIdx.x] = bv[b];
+            long long next = i + stride;
+            if (next < n) {
+#pragma unroll
+                for (int b = 0; b < MAX_BANDS; b++)
+                    if (b < nbands) bv[b] = bands[(long long)b * n + next];
+            }
             for (int f = 0; f < nfeat; f++) {
                 const int* p = sprog + 5 * f;
                 int op = p[0];
