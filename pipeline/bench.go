@@ -76,6 +76,7 @@ var Stages = []string{"ingest", "sample", "train", "predict", "evaluate"}
 // EngineReport is one engine's medians and outcomes.
 type EngineReport struct {
 	Engine       string             `json:"engine"`
+	TilesPerSec  float64            `json:"tiles_per_second,omitempty"` // tiles over the whole job's time
 	Skipped      string             `json:"skipped,omitempty"` // why the engine did not run
 	Stages       map[string]float64 `json:"stage_seconds"`     // medians over repeats
 	Total        float64            `json:"total_seconds"`     // median of the runs' totals
@@ -255,6 +256,9 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 		er.Total = median(totals)
 		if er.Pixels > 0 {
 			er.PixelsPerSec = float64(er.Pixels) / (er.Stages["ingest"] + er.Stages["predict"])
+		}
+		if er.tiles > 0 && er.Total > 0 {
+			er.TilesPerSec = float64(er.tiles) / er.Total
 		}
 		if s := er.Stages["ingest"]; s > 0 {
 			er.MBPerSec = float64(er.BytesRead) / 1e6 / s

@@ -52,6 +52,9 @@ func TestBenchReport(t *testing.T) {
 		if e.Engine == "cpu" && (e.Pixels != 252*252 || e.Reproducible == nil || !*e.Reproducible || e.MapAccuracy < 0.7) {
 			t.Errorf("cpu: %d pixels, reproducible %v %v, map OA %.3f", e.Pixels, e.Reproducible, e.Differences, e.MapAccuracy)
 		}
+		if want := 1 / e.Total; math.Abs(e.TilesPerSec-want) > 1e-9*want {
+			t.Errorf("%s: %g tiles/s for one tile in %g s", e.Engine, e.TilesPerSec, e.Total)
+		}
 		if e.Accuracy < 0.5 || e.CostPerTile <= 0 {
 			t.Errorf("%s: accuracy %.3f, cost %g", e.Engine, e.Accuracy, e.CostPerTile)
 		}
