@@ -224,6 +224,10 @@ type Device struct {
 	params unsafe.Pointer // pinned host memory for kernel arguments
 	closed bool
 	busy   atomic.Int64 // ns spent running work on the owner goroutine
+	// mem is the device's memory pool for the per-call twins (composite,
+	// median, binning): a window's buffers are reused by the next window
+	// instead of being allocated and freed each time.
+	mem pool
 }
 
 // Open retains device index's primary context on a new owner goroutine
@@ -236,7 +240,7 @@ func Open(index int) (*Device, error) {
 	if index < 0 || index >= len(devs) {
 		return nil, fmt.Errorf("no GPU %d (the driver sees %d)", index, len(devs))
 	}
-	d := &Device{Info: devs[index], work: make(chan func()), funcs: map[string]uintptr{}}
+	d := &Device{Info: devs[index], work: make(chan func()), funcs: map[string]uintptr{}, mem: pool{}}
 	ready := make(chan error)
 	go d.own(ready)
 	if err := <-ready; err != nil {
@@ -299,7 +303,11 @@ func (d *Device) Busy() time.Duration { return time.Duration(d.busy.Load()) }
 // Close releases the device; closing a nil Device (the CPU) does nothing.
 func (d *Device) Close() {
 	if d != nil && !d.closed {
-		d.Do(func() error { api.memFreeHost(d.params); return nil })
+		d.Do(func() error {
+			d.mem.release()
+			api.memFreeHost(d.params)
+			return nil
+		})
 		d.closed = true
 		close(d.work)
 	}

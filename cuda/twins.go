@@ -216,22 +216,19 @@ func Median(dev *Device, dst []float32, count []uint8, dates [][]float32) error 
 		flat = append(flat, v...)
 	}
 	return dev.Do(func() error {
-		in, err := upload(flat)
+		in, err := put(dev.mem, "median.in", flat)
 		if err != nil {
 			return err
 		}
-		defer in.free()
-		o, err := alloc(uint64(n) * 4)
+		o, err := dev.mem.get("median.out", uint64(n)*4)
 		if err != nil {
 			return err
 		}
-		defer o.free()
-		c, err := alloc(uint64(n))
+		c, err := dev.mem.get("median.count", uint64(n))
 		if err != nil {
 			return err
 		}
-		defer c.free()
-		if err := dev.launch("median", int64(n), in.ptr, int32(len(dates)), int64(n), o.ptr, c.ptr); err != nil {
+		if err := dev.launch("median", int64(n), in, int32(len(dates)), int64(n), o.ptr, c.ptr); err != nil {
 			return err
 		}
 		if err := download(dst, o); err != nil {
@@ -423,58 +420,47 @@ func Composite(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffse
 	}
 	flat := make([]uint16, nb*n)
 	err := dev.Do(func() error {
-		var bufs []Buffer
-		defer func() {
-			for _, b := range bufs {
-				b.free()
-			}
-		}()
-		up := func(b Buffer, err error) (uint64, error) {
-			if err == nil {
-				bufs = append(bufs, b)
-			}
-			return b.ptr, err
-		}
-		pdn, err := up(upload(dn))
+		m := dev.mem
+		pdn, err := put(m, "composite.dn", dn)
 		if err != nil {
 			return err
 		}
-		pscl, err := up(upload(scl))
+		pscl, err := put(m, "composite.scl", scl)
 		if err != nil {
 			return err
 		}
-		pdrop, err := up(upload(dropped[:]))
+		pdrop, err := put(m, "composite.drop", dropped[:])
 		if err != nil {
 			return err
 		}
-		psc, err := up(upload(scale))
+		psc, err := put(m, "composite.scale", scale)
 		if err != nil {
 			return err
 		}
-		pof, err := up(upload(offset))
+		pof, err := put(m, "composite.offset", offset)
 		if err != nil {
 			return err
 		}
-		pnd, err := up(upload(nodata))
+		pnd, err := put(m, "composite.nodata", nodata)
 		if err != nil {
 			return err
 		}
-		pout, err := up(alloc(uint64(nb*n) * 2))
+		pout, err := m.get("composite.out", uint64(nb*n)*2)
 		if err != nil {
 			return err
 		}
-		pcount, err := up(alloc(uint64(n)))
+		pcount, err := m.get("composite.count", uint64(n))
 		if err != nil {
 			return err
 		}
 		if err := dev.launch("composite", int64(n), pdn, pscl, int32(nd), int32(nb), int64(n), pdrop, psc, pof, pnd,
-			math.Float64bits(qscale), math.Float64bits(qoffset), pout, pcount); err != nil {
+			math.Float64bits(qscale), math.Float64bits(qoffset), pout.ptr, pcount.ptr); err != nil {
 			return err
 		}
-		if err := download(flat, Buffer{ptr: pout}); err != nil {
+		if err := download(flat, pout); err != nil {
 			return err
 		}
-		return download(count, Buffer{ptr: pcount})
+		return download(count, pcount)
 	})
 	if err != nil {
 		return err
