@@ -77,10 +77,10 @@ var Stages = []string{"ingest", "sample", "train", "predict", "evaluate"}
 type EngineReport struct {
 	Engine       string             `json:"engine"`
 	TilesPerSec  float64            `json:"tiles_per_second,omitempty"` // tiles over the whole job's time
-	Skipped      string             `json:"skipped,omitempty"` // why the engine did not run
-	Stages       map[string]float64 `json:"stage_seconds"`     // medians over repeats
-	Total        float64            `json:"total_seconds"`     // median of the runs' totals
-	Runs         [][]float64        `json:"runs_seconds"`      // per repeat, per stage
+	Skipped      string             `json:"skipped,omitempty"`          // why the engine did not run
+	Stages       map[string]float64 `json:"stage_seconds"`              // medians over repeats
+	Total        float64            `json:"total_seconds"`              // median of the runs' totals
+	Runs         [][]float64        `json:"runs_seconds"`               // per repeat, per stage
 	Pixels       int64              `json:"pixels_predicted"`
 	BytesRead    int64              `json:"bytes_decoded"`
 	PixelsPerSec float64            `json:"pixels_per_second"`

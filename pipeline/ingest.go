@@ -377,67 +377,35 @@ func ingestTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomi
 	}
 	bar := opt.NewBar(int64(len(windows)), "ingest "+t.tile+" windows")
 	tileStart := time.Now()
-	work := make(chan raster.Grid)
-	errs := make(chan error, opt.Workers)
-	var wg sync.WaitGroup
-	for range min(opt.Workers, len(windows)) {
-		wg.Go(func() {
-			sources := map[string]*raster.Source{}
-			defer func() {
-				for _, s := range sources {
-					s.Close()
-				}
-			}()
-			open := func(href string) (*raster.Source, error) {
-				if s, ok := sources[href]; ok {
-					return s, nil
-				}
-				s, err := raster.Open(href)
-				if err != nil {
-					return nil, err
-				}
-				sources[href] = s
+	err = eachWindow(ctx, windows, opt.Workers, func() (func(raster.Grid) error, func(), error) {
+		// Each worker keeps its own GDAL handles, opened on first use.
+		sources := map[string]*raster.Source{}
+		open := func(href string) (*raster.Source, error) {
+			if s, ok := sources[href]; ok {
 				return s, nil
 			}
-			for w := range work {
-				if err := job.window(w, open); err != nil {
-					errs <- err
-					for range work { // drain so the feeder stops
-					}
-					return
-				}
-				mbps := float64(job.decoded.Load()) / 1e6 / time.Since(tileStart).Seconds()
-				bar.Describe(fmt.Sprintf("ingest %s: %d dates, %.0f MB/s decoded, windows", t.tile, len(dates), mbps))
-				bar.Add(1)
+			s, err := raster.Open(href)
+			if err != nil {
+				return nil, err
 			}
-		})
-	}
-	var firstErr error
-feed:
-	for _, w := range windows {
-		select {
-		case <-ctx.Done():
-			firstErr = ctx.Err()
-			break feed
-		case err := <-errs:
-			firstErr = err
-			break feed
-		case work <- w:
+			sources[href] = s
+			return s, nil
 		}
-	}
-	close(work)
-	wg.Wait()
+		closeAll := func() {
+			for _, s := range sources {
+				s.Close()
+			}
+		}
+		return func(w raster.Grid) error { return job.window(w, open) }, closeAll, nil
+	}, func() {
+		mbps := float64(job.decoded.Load()) / 1e6 / time.Since(tileStart).Seconds()
+		bar.Describe(fmt.Sprintf("ingest %s: %d dates, %.0f MB/s decoded, windows", t.tile, len(dates), mbps))
+		bar.Add(1)
+	})
 	bar.Finish()
-	close(errs)
-	if firstErr == nil {
-		firstErr = <-errs
-	}
-	if firstErr == nil {
-		firstErr = ctx.Err()
-	}
-	if firstErr != nil {
+	if err != nil {
 		abort()
-		return tr, job.decoded.Load(), firstErr
+		return tr, job.decoded.Load(), err
 	}
 	encodeStart := time.Now()
 	if err := tw.close(); err != nil {
@@ -820,4 +788,56 @@ func checkLabelsOverlap(assets []catalog.Asset, grid raster.Grid) error {
 		hrefs = append(hrefs, a.Href)
 	}
 	return fmt.Errorf("labels do not overlap the output grid (%v in lon/lat): %s", gb, strings.Join(hrefs, ", "))
+}
+
+// eachWindow runs do over windows on up to workers goroutines, each with
+// its own state from start (GDAL handles are not shared between threads;
+// stop releases them), calling progress after each window. The first
+// error stops the feeding and is returned, as is ctx's.
+func eachWindow(ctx context.Context, windows []raster.Grid, workers int, start func() (do func(raster.Grid) error, stop func(), err error), progress func()) error {
+	work := make(chan raster.Grid)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range min(workers, len(windows)) {
+		wg.Go(func() {
+			do, stop, err := start()
+			if err == nil {
+				defer stop()
+				for w := range work {
+					if err = do(w); err != nil {
+						break
+					}
+					progress()
+				}
+			}
+			if err != nil {
+				errs <- err
+				for range work { // drain so the feeder stops
+				}
+			}
+		})
+	}
+	var firstErr error
+feed:
+	for _, w := range windows {
+		select {
+		case <-ctx.Done():
+			firstErr = ctx.Err()
+			break feed
+		case err := <-errs:
+			firstErr = err
+			break feed
+		case work <- w:
+		}
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	if firstErr == nil {
+		firstErr = <-errs
+	}
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return firstErr
 }

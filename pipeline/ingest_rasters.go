@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -169,64 +168,23 @@ func ingestRasterTile(ctx context.Context, cfg IngestConfig, opt Options, stage 
 	}
 	job := &rasterJob{cfg: cfg, tile: t, grid: grid, w: w}
 	bar := opt.NewBar(int64(len(windows)), "ingest "+name+" windows")
-	work := make(chan raster.Grid)
-	errs := make(chan error, opt.Workers)
-	var wg sync.WaitGroup
-	for range min(opt.Workers, len(windows)) {
-		wg.Go(func() {
-			img, err := raster.Open(t.pair.Image)
-			if err != nil {
-				errs <- err
-				for range work {
-				}
-				return
-			}
-			defer img.Close()
-			lab, err := raster.Open(t.pair.Labels)
-			if err != nil {
-				errs <- err
-				for range work {
-				}
-				return
-			}
-			defer lab.Close()
-			for win := range work {
-				if err := job.window(win, img, lab); err != nil {
-					errs <- err
-					for range work { // drain so the feeder stops
-					}
-					return
-				}
-				bar.Add(1)
-			}
-		})
-	}
-	var firstErr error
-feed:
-	for _, win := range windows {
-		select {
-		case <-ctx.Done():
-			firstErr = ctx.Err()
-			break feed
-		case err := <-errs:
-			firstErr = err
-			break feed
-		case work <- win:
+	err = eachWindow(ctx, windows, opt.Workers, func() (func(raster.Grid) error, func(), error) {
+		img, err := raster.Open(t.pair.Image)
+		if err != nil {
+			return nil, nil, err
 		}
-	}
-	close(work)
-	wg.Wait()
+		lab, err := raster.Open(t.pair.Labels)
+		if err != nil {
+			img.Close()
+			return nil, nil, err
+		}
+		do := func(win raster.Grid) error { return job.window(win, img, lab) }
+		return do, func() { img.Close(); lab.Close() }, nil
+	}, func() { bar.Add(1) })
 	bar.Finish()
-	close(errs)
-	if firstErr == nil {
-		firstErr = <-errs
-	}
-	if firstErr == nil {
-		firstErr = ctx.Err()
-	}
-	if firstErr != nil {
+	if err != nil {
 		w.abort()
-		return tr, job.decoded.Load(), firstErr
+		return tr, job.decoded.Load(), err
 	}
 	encodeStart := time.Now()
 	if err := w.close(); err != nil {
