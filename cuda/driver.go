@@ -516,6 +516,24 @@ func (p pool) zeroed(name string, bytes uint64) (uint64, error) {
 	return b.ptr, check(api.memsetD32(b.ptr, 0, bytes/4), "cuMemsetD32 "+name)
 }
 
+// staging collects the first error of a run of pool calls, so that a
+// kernel's arguments can be staged one per line and checked once.
+type staging struct{ err error }
+
+func (st *staging) ptr(p uint64, err error) uint64 {
+	if st.err == nil {
+		st.err = err
+	}
+	return p
+}
+
+func (st *staging) buf(b Buffer, err error) Buffer {
+	if st.err == nil {
+		st.err = err
+	}
+	return b
+}
+
 // release frees every buffer.
 func (p pool) release() {
 	for k, b := range p {

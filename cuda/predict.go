@@ -100,31 +100,8 @@ func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) erro
 			chunk /= 2
 		}
 		chunk = min(chunk, p.chunk)
-		type slot struct {
-			lo, hi int
-			busy   bool
-		}
-		var slots [2]slot
-		finish := func(s int) error {
-			if !slots[s].busy {
-				return nil
-			}
-			if err := check(api.streamSync(p.streams[s]), "cuStreamSynchronize"); err != nil {
-				return err
-			}
-			lo, hi := slots[s].lo, slots[s].hi
-			copy(cls[lo:hi], unsafe.Slice((*uint8)(p.hostCls[s]), hi-lo))
-			copy(conf[lo:hi], unsafe.Slice((*float32)(p.hostConf[s]), hi-lo))
-			slots[s].busy = false
-			return nil
-		}
 		f := p.forest
-		for k, lo := 0, 0; lo < n; k, lo = k+1, lo+chunk {
-			s := k % 2
-			if err := finish(s); err != nil {
-				return err
-			}
-			hi := min(n, lo+chunk)
+		return streamChunks(p.streams, n, chunk, func(s, lo, hi int) error {
 			m := hi - lo
 			in := unsafe.Slice((*float32)(p.hostIn[s]), nf*chunk)
 			parallelPlanes(nf, func(i int) { copy(in[i*m:(i+1)*m], feats[i][lo:hi]) })
@@ -142,15 +119,11 @@ func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) erro
 			if err := check(api.memcpyDtoHAsync(p.hostCls[s], p.dCls[s].ptr, uint64(m), st), "cuMemcpyDtoHAsync"); err != nil {
 				return err
 			}
-			if err := check(api.memcpyDtoHAsync(p.hostConf[s], p.dConf[s].ptr, uint64(m)*4, st), "cuMemcpyDtoHAsync"); err != nil {
-				return err
-			}
-			slots[s] = slot{lo, hi, true}
-		}
-		if err := finish(0); err != nil {
-			return err
-		}
-		return finish(1)
+			return check(api.memcpyDtoHAsync(p.hostConf[s], p.dConf[s].ptr, uint64(m)*4, st), "cuMemcpyDtoHAsync")
+		}, func(s, lo, hi int) {
+			copy(cls[lo:hi], unsafe.Slice((*uint8)(p.hostCls[s]), hi-lo))
+			copy(conf[lo:hi], unsafe.Slice((*float32)(p.hostConf[s]), hi-lo))
+		})
 	})
 }
 

@@ -224,9 +224,10 @@ func (e *engine) Roots(trees []uint64) ([][]int64, []int, error) {
 		if err := check(api.memsetD32(e.w[0].ptr, 0, uint64(t)*uint64(n)), "cuMemsetD32 weights"); err != nil {
 			return err
 		}
-		ids, err := put(e.mem, "trees", trees)
-		if err != nil {
-			return err
+		var st staging
+		ids := st.ptr(put(e.mem, "trees", trees))
+		if st.err != nil {
+			return st.err
 		}
 		boot := int32(0)
 		if e.p.Bootstrap {
@@ -236,13 +237,10 @@ func (e *engine) Roots(trees []uint64) ([][]int64, []int, error) {
 		if err := e.dev.launchGrid(0, "rf_boot", grid, 1, 256, 0, e.w[0].ptr, n, int32(t), e.p.Seed, ids, boot); err != nil {
 			return err
 		}
-		cur, err := e.mem.zeroed("cursor", uint64(t)*4)
-		if err != nil {
-			return err
-		}
-		cnt, err := e.mem.zeroed("rootcounts", uint64(t*e.classes)*8)
-		if err != nil {
-			return err
+		cur := st.ptr(e.mem.zeroed("cursor", uint64(t)*4))
+		cnt := st.ptr(e.mem.zeroed("rootcounts", uint64(t*e.classes)*8))
+		if st.err != nil {
+			return st.err
 		}
 		gx := uint32(min((n+255)/256, int64(e.dev.SMs*4)))
 		if err := e.dev.launchGrid(0, "rf_root", gx, uint32(t), 256, 0, e.w[0].ptr, n, e.y.ptr, int32(e.classes), e.rows[0].ptr, cur, cnt); err != nil {
@@ -306,37 +304,17 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 	oscore := make([]float64, k)
 	oleft := make([]uint32, k*c)
 	err := e.dev.Do(func() error {
-		bp, err := put(e.mem, "base", base)
-		if err != nil {
-			return err
-		}
-		sp, err := put(e.mem, "size", size)
-		if err != nil {
-			return err
-		}
-		tp, err := put(e.mem, "tree", tree)
-		if err != nil {
-			return err
-		}
-		fp, err := put(e.mem, "feats", feats)
-		if err != nil {
-			return err
-		}
-		of, err := e.mem.get("ofeat", uint64(k)*4)
-		if err != nil {
-			return err
-		}
-		ob, err := e.mem.get("obin", uint64(k)*4)
-		if err != nil {
-			return err
-		}
-		osc, err := e.mem.get("oscore", uint64(k)*8)
-		if err != nil {
-			return err
-		}
-		ol, err := e.mem.get("oleft", uint64(k*c)*4)
-		if err != nil {
-			return err
+		var st staging
+		bp := st.ptr(put(e.mem, "base", base))
+		sp := st.ptr(put(e.mem, "size", size))
+		tp := st.ptr(put(e.mem, "tree", tree))
+		fp := st.ptr(put(e.mem, "feats", feats))
+		of := st.buf(e.mem.get("ofeat", uint64(k)*4))
+		ob := st.buf(e.mem.get("obin", uint64(k)*4))
+		osc := st.buf(e.mem.get("oscore", uint64(k)*8))
+		ol := st.buf(e.mem.get("oleft", uint64(k*c)*4))
+		if st.err != nil {
+			return st.err
 		}
 		cells := uint64(e.nbins * c)
 		// Histograms of all candidates at once when they fit in the
@@ -349,9 +327,9 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 		rows := e.rows[e.cur].ptr
 		e.mark("")
 		split := func(list []int32, name string, big int32, gh uint64) error {
-			lp, err := put(e.mem, name, list)
-			if err != nil {
-				return err
+			lp := st.ptr(put(e.mem, name, list))
+			if st.err != nil {
+				return st.err
 			}
 			return e.dev.launchGrid(0, "rf_split", uint32(len(list)), 1, splitBlock, shared,
 				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w[0].ptr, rows, bp, sp, tp, fp,
@@ -365,9 +343,9 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 			e.mark("split small")
 		}
 		if len(tiny) > 0 {
-			lp, err := put(e.mem, "tiny", tiny)
-			if err != nil {
-				return err
+			lp := st.ptr(put(e.mem, "tiny", tiny))
+			if st.err != nil {
+				return st.err
 			}
 			// One warp per task.
 			if err := e.dev.launchGrid(0, "rf_split_tiny", uint32((len(tiny)+3)/4), 1, 128, 0,
@@ -383,27 +361,18 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 		group := max(1, int((1<<30)/per))
 		for g0 := 0; g0 < len(big); g0 += group {
 			g := big[g0:min(g0+group, len(big))]
-			gh, err := e.mem.zeroed("gh", uint64(len(g))*per)
-			if err != nil {
-				return err
-			}
+			gh := st.ptr(e.mem.zeroed("gh", uint64(len(g))*per))
 			var btask, boff, bslot []int32
 			for s, i := range g {
 				for off := int32(0); off < size[i]; off += histChunk {
 					btask, boff, bslot = append(btask, i), append(boff, off), append(bslot, int32(s))
 				}
 			}
-			bt, err := put(e.mem, "btask", btask)
-			if err != nil {
-				return err
-			}
-			bo, err := put(e.mem, "boff", boff)
-			if err != nil {
-				return err
-			}
-			bs, err := put(e.mem, "bslot", bslot)
-			if err != nil {
-				return err
+			bt := st.ptr(put(e.mem, "btask", btask))
+			bo := st.ptr(put(e.mem, "boff", boff))
+			bs := st.ptr(put(e.mem, "bslot", bslot))
+			if st.err != nil {
+				return st.err
 			}
 			if err := e.dev.launchGrid(0, "rf_hist", uint32(len(btask)), uint32(e.mtry/jn), 256, uint32(uint64(jn)*cells*4),
 				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w[0].ptr, rows, bp, sp, tp, fp,
@@ -464,37 +433,17 @@ func (e *engine) Partition(tasks []forest.Task, splits []forest.Split) ([][2]int
 	}
 	nleft := make([]uint32, k)
 	err := e.dev.Do(func() error {
-		bp, err := put(e.mem, "pbase", base)
-		if err != nil {
-			return err
-		}
-		sp, err := put(e.mem, "psize", size)
-		if err != nil {
-			return err
-		}
-		fp, err := put(e.mem, "pfeat", feat)
-		if err != nil {
-			return err
-		}
-		np, err := put(e.mem, "pbin", bin)
-		if err != nil {
-			return err
-		}
-		bt, err := put(e.mem, "btask", btask)
-		if err != nil {
-			return err
-		}
-		bo, err := put(e.mem, "boff", boff)
-		if err != nil {
-			return err
-		}
-		nl, err := e.mem.zeroed("nleft", uint64(k)*4)
-		if err != nil {
-			return err
-		}
-		nr, err := e.mem.zeroed("nright", uint64(k)*4)
-		if err != nil {
-			return err
+		var st staging
+		bp := st.ptr(put(e.mem, "pbase", base))
+		sp := st.ptr(put(e.mem, "psize", size))
+		fp := st.ptr(put(e.mem, "pfeat", feat))
+		np := st.ptr(put(e.mem, "pbin", bin))
+		bt := st.ptr(put(e.mem, "btask", btask))
+		bo := st.ptr(put(e.mem, "boff", boff))
+		nl := st.ptr(e.mem.zeroed("nleft", uint64(k)*4))
+		nr := st.ptr(e.mem.zeroed("nright", uint64(k)*4))
+		if st.err != nil {
+			return st.err
 		}
 		e.mark("")
 		if len(btask) > 0 {

@@ -70,32 +70,7 @@ func (f *Features) Compute(dst, src [][]float32) error {
 		if err := f.reserve(uint64(chunk)*4*uint64(nb), uint64(chunk)*4*uint64(nf)); err != nil {
 			return err
 		}
-		type slot struct {
-			lo, hi int
-			busy   bool
-		}
-		var slots [2]slot
-		// finish waits for a slot's stream and copies its features out.
-		finish := func(s int) error {
-			if !slots[s].busy {
-				return nil
-			}
-			if err := check(api.streamSync(f.streams[s]), "cuStreamSynchronize"); err != nil {
-				return err
-			}
-			lo, hi := slots[s].lo, slots[s].hi
-			m := hi - lo
-			out := unsafe.Slice((*float32)(f.hostOut[s]), nf*chunk)
-			parallelPlanes(nf, func(i int) { copy(dst[i][lo:hi], out[i*m:(i+1)*m]) })
-			slots[s].busy = false
-			return nil
-		}
-		for k, lo := 0, 0; lo < n; k, lo = k+1, lo+chunk {
-			s := k % 2
-			if err := finish(s); err != nil {
-				return err
-			}
-			hi := min(n, lo+chunk)
+		return streamChunks(f.streams, n, chunk, func(s, lo, hi int) error {
 			m := hi - lo
 			in := unsafe.Slice((*float32)(f.hostIn[s]), nb*chunk)
 			parallelPlanes(nb, func(b int) { copy(in[b*m:(b+1)*m], src[b][lo:hi]) })
@@ -107,16 +82,53 @@ func (f *Features) Compute(dst, src [][]float32) error {
 			if err := f.Dev.launchAsync(st, "features", int64(m), f.dIn[s].ptr, int32(nb), int64(m), f.prog.ptr, int32(nf), f.dOut[s].ptr); err != nil {
 				return err
 			}
-			if err := check(api.memcpyDtoHAsync(f.hostOut[s], f.dOut[s].ptr, bytes*uint64(nf), st), "cuMemcpyDtoHAsync"); err != nil {
-				return err
-			}
-			slots[s] = slot{lo, hi, true}
+			return check(api.memcpyDtoHAsync(f.hostOut[s], f.dOut[s].ptr, bytes*uint64(nf), st), "cuMemcpyDtoHAsync")
+		}, func(s, lo, hi int) {
+			m := hi - lo
+			out := unsafe.Slice((*float32)(f.hostOut[s]), nf*chunk)
+			parallelPlanes(nf, func(i int) { copy(dst[i][lo:hi], out[i*m:(i+1)*m]) })
+		})
+	})
+}
+
+// streamChunks runs n items through two slots in chunks of chunk, on the
+// owner goroutine: issue(s, lo, hi) stages items lo…hi into slot s's pinned
+// buffer and queues its copies and kernels on streams[s]; collect(s, lo,
+// hi) copies the slot's results out once its stream has finished. While
+// one slot's chunk is on the GPU the host stages the next chunk into the
+// other, so transfers, kernels and host copies overlap.
+func streamChunks(streams [2]uintptr, n, chunk int, issue func(s, lo, hi int) error, collect func(s, lo, hi int)) error {
+	type slot struct {
+		lo, hi int
+		busy   bool
+	}
+	var slots [2]slot
+	finish := func(s int) error {
+		if !slots[s].busy {
+			return nil
 		}
-		if err := finish(0); err != nil {
+		if err := check(api.streamSync(streams[s]), "cuStreamSynchronize"); err != nil {
 			return err
 		}
-		return finish(1)
-	})
+		collect(s, slots[s].lo, slots[s].hi)
+		slots[s].busy = false
+		return nil
+	}
+	for k, lo := 0, 0; lo < n; k, lo = k+1, lo+chunk {
+		s := k % 2
+		if err := finish(s); err != nil {
+			return err
+		}
+		hi := min(n, lo+chunk)
+		if err := issue(s, lo, hi); err != nil {
+			return err
+		}
+		slots[s] = slot{lo, hi, true}
+	}
+	if err := finish(0); err != nil {
+		return err
+	}
+	return finish(1)
 }
 
 // featureChunk is the pixels per chunk: 4 M pixels of 10 bands and 20
@@ -216,17 +228,12 @@ func Median(dev *Device, dst []float32, count []uint8, dates [][]float32) error 
 		flat = append(flat, v...)
 	}
 	return dev.Do(func() error {
-		in, err := put(dev.mem, "median.in", flat)
-		if err != nil {
-			return err
-		}
-		o, err := dev.mem.get("median.out", uint64(n)*4)
-		if err != nil {
-			return err
-		}
-		c, err := dev.mem.get("median.count", uint64(n))
-		if err != nil {
-			return err
+		var st staging
+		in := st.ptr(put(dev.mem, "median.in", flat))
+		o := st.buf(dev.mem.get("median.out", uint64(n)*4))
+		c := st.buf(dev.mem.get("median.count", uint64(n)))
+		if st.err != nil {
+			return st.err
 		}
 		if err := dev.launch("median", int64(n), in, int32(len(dates)), int64(n), o.ptr, c.ptr); err != nil {
 			return err
@@ -421,37 +428,17 @@ func Composite(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffse
 	flat := make([]uint16, nb*n)
 	err := dev.Do(func() error {
 		m := dev.mem
-		pdn, err := put(m, "composite.dn", dn)
-		if err != nil {
-			return err
-		}
-		pscl, err := put(m, "composite.scl", scl)
-		if err != nil {
-			return err
-		}
-		pdrop, err := put(m, "composite.drop", dropped[:])
-		if err != nil {
-			return err
-		}
-		psc, err := put(m, "composite.scale", scale)
-		if err != nil {
-			return err
-		}
-		pof, err := put(m, "composite.offset", offset)
-		if err != nil {
-			return err
-		}
-		pnd, err := put(m, "composite.nodata", nodata)
-		if err != nil {
-			return err
-		}
-		pout, err := m.get("composite.out", uint64(nb*n)*2)
-		if err != nil {
-			return err
-		}
-		pcount, err := m.get("composite.count", uint64(n))
-		if err != nil {
-			return err
+		var st staging
+		pdn := st.ptr(put(m, "composite.dn", dn))
+		pscl := st.ptr(put(m, "composite.scl", scl))
+		pdrop := st.ptr(put(m, "composite.drop", dropped[:]))
+		psc := st.ptr(put(m, "composite.scale", scale))
+		pof := st.ptr(put(m, "composite.offset", offset))
+		pnd := st.ptr(put(m, "composite.nodata", nodata))
+		pout := st.buf(m.get("composite.out", uint64(nb*n)*2))
+		pcount := st.buf(m.get("composite.count", uint64(n)))
+		if st.err != nil {
+			return st.err
 		}
 		if err := dev.launch("composite", int64(n), pdn, pscl, int32(nd), int32(nb), int64(n), pdrop, psc, pof, pnd,
 			math.Float64bits(qscale), math.Float64bits(qoffset), pout.ptr, pcount.ptr); err != nil {
