@@ -237,11 +237,81 @@ func TestGPUReport(t *testing.T) {
 		}
 		defer conf.free()
 		ms, err := d.timeIt(3, func() error {
-			return d.launch("forest_predict", n, cb.ptr, int32(nf), int64(n), gf.nodes.ptr, gf.nodeOff.ptr, gf.probs.ptr, gf.probOff.ptr,
+			return d.launch("forest_predict", n, cb.ptr, int32(nf), int64(n), gf.nodes.ptr, gf.nodeOff.ptr, int32(1), gf.probs.ptr, gf.probOff.ptr,
 				int32(p.Trees), int32(k), float32(1/float32(p.Trees)), cls.ptr, conf.ptr)
 		})
 		fmt.Printf("forest predict, full tile (%d px, %d trees): GPU %.0f ms = %.0f M rows/s\n", n, p.Trees, ms, float64(n)/(ms/1e3)/1e6)
-		return err
+		if err != nil {
+			return err
+		}
+		wantCls, wantConf := make([]uint8, n), make([]float32, n)
+		if err := download(wantCls, cls); err != nil {
+			return err
+		}
+		if err := download(wantConf, conf); err != nil {
+			return err
+		}
+		// The same forest interleaved node by node (FIL's other layout):
+		// node k of tree t at k × trees + t, short trees padded.
+		nodes, nodeOff, _, _ := comp.Packed()
+		trees := p.Trees
+		lens, most := make([]int, trees), 0
+		for t := range trees {
+			end := len(nodes) / 8
+			if t+1 < trees {
+				end = int(nodeOff[t+1])
+			}
+			lens[t] = end - int(nodeOff[t])
+			most = max(most, lens[t])
+		}
+		il := make([]byte, most*trees*8)
+		for t := range trees {
+			for k := range lens[t] {
+				src := (int(nodeOff[t]) + k) * 8
+				copy(il[(k*trees+t)*8:], nodes[src:src+8])
+			}
+		}
+		ilOff := make([]int32, trees)
+		for t := range ilOff {
+			ilOff[t] = int32(t)
+		}
+		ib, err := upload(il)
+		if err != nil {
+			return err
+		}
+		defer ib.free()
+		ob, err := upload(ilOff)
+		if err != nil {
+			return err
+		}
+		defer ob.free()
+		ims, err := d.timeIt(3, func() error {
+			return d.launch("forest_predict", n, cb.ptr, int32(nf), int64(n), ib.ptr, ob.ptr, int32(trees), gf.probs.ptr, gf.probOff.ptr,
+				int32(p.Trees), int32(k), float32(1/float32(p.Trees)), cls.ptr, conf.ptr)
+		})
+		if err != nil {
+			return err
+		}
+		gotCls, gotConf := make([]uint8, n), make([]float32, n)
+		if err := download(gotCls, cls); err != nil {
+			return err
+		}
+		if err := download(gotConf, conf); err != nil {
+			return err
+		}
+		same := true
+		for i := range gotCls {
+			if gotCls[i] != wantCls[i] || math.Float32bits(gotConf[i]) != math.Float32bits(wantConf[i]) {
+				same = false
+				break
+			}
+		}
+		fmt.Printf("forest predict, interleaved layout (%.1f MB padded vs %.1f MB): GPU %.0f ms = %.0f M rows/s (tree-major %.0f ms); same outputs %v\n",
+			float64(len(il))/1e6, float64(len(nodes))/1e6, ims, float64(n)/(ims/1e3)/1e6, ms, same)
+		if !same {
+			return fmt.Errorf("the interleaved layout changed the predictions")
+		}
+		return nil
 	}))
 	sub := &forest.Binned{N: n / 50, F: nf, Codes: make([]uint8, n/50*nf)}
 	for f := range nf {

@@ -112,7 +112,7 @@ func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) erro
 			if err := p.Dev.launchAsync(st, "bin", int64(m), p.dIn[s].ptr, int32(nf), int64(m), p.edges.ptr, p.offsets.ptr, p.lengths.ptr, p.dCodes[s].ptr); err != nil {
 				return err
 			}
-			if err := p.Dev.launchAsync(st, "forest_predict", int64(m), p.dCodes[s].ptr, int32(nf), int64(m), f.nodes.ptr, f.nodeOff.ptr,
+			if err := p.Dev.launchAsync(st, "forest_predict", int64(m), p.dCodes[s].ptr, int32(nf), int64(m), f.nodes.ptr, f.nodeOff.ptr, int32(1),
 				f.probs.ptr, f.probOff.ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), p.dCls[s].ptr, p.dConf[s].ptr); err != nil {
 				return err
 			}

@@ -364,7 +364,7 @@ func (f *Forest) Classify(x *forest.Binned) ([]uint8, []float32, error) {
 			return err
 		}
 		defer p.free()
-		if err := f.Dev.launch("forest_predict", int64(x.N), codes.ptr, int32(x.F), int64(x.N), f.nodes.ptr, f.nodeOff.ptr,
+		if err := f.Dev.launch("forest_predict", int64(x.N), codes.ptr, int32(x.F), int64(x.N), f.nodes.ptr, f.nodeOff.ptr, int32(1),
 			f.probs.ptr, f.probOff.ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), c.ptr, p.ptr); err != nil {
 			return err
 		}

@@ -159,13 +159,17 @@ extern "C" __global__ void bin(const float* __restrict__ x, int nfeat, long long
 // lower class). codes are column-major (codes[f * n + i]); each thread
 // stages its row's codes in shared memory. nodes are forest's packed 8-byte
 // nodes (int16 feature, uint8 bin, pad, int32 next), trees back to back
-// from node_off[t]; probs likewise from prob_off[t] (floats).
+// from node_off[t]; probs likewise from prob_off[t] (floats). Node k of
+// tree t is nodes[node_off[t] + k × node_stride]: 1 lays trees out one
+// after another (tree-major, what lulc uses), node_stride = trees with
+// node_off[t] = t interleaves them node by node (FIL's other layout; the
+// benchmark compares the two).
 #define FOREST_BLOCK 128
 #define MAX_FEATURES 64
 #define MAX_CLASSES 32
 extern "C" __global__ void __launch_bounds__(FOREST_BLOCK) forest_predict(
     const unsigned char* __restrict__ codes, int nfeat, long long n,
-    const int2* __restrict__ nodes, const int* __restrict__ node_off,
+    const int2* __restrict__ nodes, const int* __restrict__ node_off, int node_stride,
     const float* __restrict__ probs, const int* __restrict__ prob_off,
     int ntrees, int nclasses, float inv,
     unsigned char* __restrict__ cls, float* __restrict__ conf) {
@@ -184,7 +188,7 @@ extern "C" __global__ void __launch_bounds__(FOREST_BLOCK) forest_predict(
                 int feat = (short)(nd.x & 0xffff);
                 int bin = (nd.x >> 16) & 0xff;
                 int next = nd.y + (row[feat * FOREST_BLOCK + threadIdx.x] > bin ? 1 : 0);
-                nd = tn[next];
+                nd = tn[(long long)next * node_stride];
             }
             const float* p = probs + prob_off[t] + (long long)nd.y * nclasses;
             for (int c = 0; c < nclasses; c++) acc[c] = __fadd_rn(acc[c], p[c]);
