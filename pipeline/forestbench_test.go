@@ -140,7 +140,7 @@ func TestWriteNpy(t *testing.T) {
 }
 
 func TestParseForestBenchConfig(t *testing.T) {
-	for _, name := range []string{"bench-forest-demo.yaml", "bench-forest-full.yaml"} {
+	for _, name := range []string{"bench-forest-demo.yaml", "bench-forest-full.yaml", "bench-forest-100m.yaml"} {
 		raw, err := configs.Read(name)
 		if err != nil {
 			t.Fatal(err)
