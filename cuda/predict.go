@@ -99,7 +99,6 @@ func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) erro
 			p.freeSlots()
 			chunk /= 2
 		}
-		chunk = min(chunk, p.chunk)
 		f := p.forest
 		return streamChunks(p.streams, n, chunk, func(s, lo, hi int) error {
 			m := hi - lo

@@ -143,7 +143,8 @@ type engine struct {
 	nbins   int
 
 	codes, y Buffer
-	w, rows  [2]Buffer // rows: the ping-pong row lists; w[0] the weights
+	w        Buffer    // bootstrap weights, batch × N
+	rows     [2]Buffer // the ping-pong row lists
 	batch    int
 	cur      int
 	mem      pool
@@ -193,12 +194,12 @@ func (e *engine) close() {
 func (e *engine) freeBatch() { e.dev.Do(func() error { e.freeBatchLocked(); return nil }) }
 
 func (e *engine) freeBatchLocked() {
-	for _, b := range []Buffer{e.w[0], e.rows[0], e.rows[1]} {
+	for _, b := range []Buffer{e.w, e.rows[0], e.rows[1]} {
 		if b.ptr != 0 {
 			b.free()
 		}
 	}
-	e.w, e.rows, e.batch = [2]Buffer{}, [2]Buffer{}, 0
+	e.w, e.rows, e.batch = Buffer{}, [2]Buffer{}, 0
 }
 
 // Roots draws the batch's bootstraps and lists each tree's rows.
@@ -211,7 +212,7 @@ func (e *engine) Roots(trees []uint64) ([][]int64, []int, error) {
 		if e.batch != t {
 			e.freeBatchLocked()
 			var err error
-			if e.w[0], err = alloc(uint64(t) * uint64(n) * 4); err != nil {
+			if e.w, err = alloc(uint64(t) * uint64(n) * 4); err != nil {
 				return fmt.Errorf("gpu train: weights for %d trees: %w", t, err)
 			}
 			for k := range e.rows {
@@ -221,7 +222,7 @@ func (e *engine) Roots(trees []uint64) ([][]int64, []int, error) {
 			}
 			e.batch = t
 		}
-		if err := check(api.memsetD32(e.w[0].ptr, 0, uint64(t)*uint64(n)), "cuMemsetD32 weights"); err != nil {
+		if err := check(api.memsetD32(e.w.ptr, 0, uint64(t)*uint64(n)), "cuMemsetD32 weights"); err != nil {
 			return err
 		}
 		var st staging
@@ -234,7 +235,7 @@ func (e *engine) Roots(trees []uint64) ([][]int64, []int, error) {
 			boot = 1
 		}
 		grid := uint32(min((int64(t)*n+255)/256, int64(e.dev.SMs*32)))
-		if err := e.dev.launchGrid(0, "rf_boot", grid, 1, 256, 0, e.w[0].ptr, n, int32(t), e.p.Seed, ids, boot); err != nil {
+		if err := e.dev.launchGrid(0, "rf_boot", grid, 1, 256, 0, e.w.ptr, n, int32(t), e.p.Seed, ids, boot); err != nil {
 			return err
 		}
 		cur := st.ptr(e.mem.zeroed("cursor", uint64(t)*4))
@@ -243,7 +244,7 @@ func (e *engine) Roots(trees []uint64) ([][]int64, []int, error) {
 			return st.err
 		}
 		gx := uint32(min((n+255)/256, int64(e.dev.SMs*4)))
-		if err := e.dev.launchGrid(0, "rf_root", gx, uint32(t), 256, 0, e.w[0].ptr, n, e.y.ptr, int32(e.classes), e.rows[0].ptr, cur, cnt); err != nil {
+		if err := e.dev.launchGrid(0, "rf_root", gx, uint32(t), 256, 0, e.w.ptr, n, e.y.ptr, int32(e.classes), e.rows[0].ptr, cur, cnt); err != nil {
 			return err
 		}
 		e.cur = 0
@@ -332,7 +333,7 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 				return st.err
 			}
 			return e.dev.launchGrid(0, "rf_split", uint32(len(list)), 1, splitBlock, shared,
-				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w[0].ptr, rows, bp, sp, tp, fp,
+				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w.ptr, rows, bp, sp, tp, fp,
 				int32(e.mtry), int32(c), int32(e.nbins), int32(e.p.MinSamplesLeaf), int32(jn), lp, big, gh,
 				of.ptr, ob.ptr, osc.ptr, ol.ptr)
 		}
@@ -349,7 +350,7 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 			}
 			// One warp per task.
 			if err := e.dev.launchGrid(0, "rf_split_tiny", uint32((len(tiny)+3)/4), 1, 128, 0,
-				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w[0].ptr, rows, bp, sp, tp, fp,
+				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w.ptr, rows, bp, sp, tp, fp,
 				int32(e.mtry), int32(c), int32(e.p.MinSamplesLeaf), lp, int32(len(tiny)),
 				of.ptr, ob.ptr, osc.ptr, ol.ptr); err != nil {
 				return err
@@ -375,7 +376,7 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 				return st.err
 			}
 			if err := e.dev.launchGrid(0, "rf_hist", uint32(len(btask)), uint32(e.mtry/jn), 256, uint32(uint64(jn)*cells*4),
-				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w[0].ptr, rows, bp, sp, tp, fp,
+				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w.ptr, rows, bp, sp, tp, fp,
 				int32(e.mtry), int32(c), int32(e.nbins), int32(jn), bt, bo, bs, int32(histChunk), gh); err != nil {
 				return err
 			}

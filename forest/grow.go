@@ -12,9 +12,10 @@ import (
 // Task is a node of the level being grown whose best split an Engine
 // must find.
 type Task struct {
-	Tree   int   // position of the node's tree in the batch
-	Handle int   // the engine's name for the node's rows
-	Feats  []int // the candidate features, drawn for this node
+	Tree   int     // position of the node's tree in the batch
+	Handle int     // the engine's name for the node's rows
+	Feats  []int   // the candidate features, drawn for this node
+	Counts []int64 // the node's (bootstrap-weighted) class counts
 }
 
 // Split is the best split of a task's node: rows whose code for Feature is
@@ -166,7 +167,7 @@ func (pt *part) plan(g *grow, nodes []pending, features int) {
 		}
 		pt.of[k] = len(pt.tasks)
 		drawn = drawFeatures(drawn, perm, g.mtry, g.p.Seed, g.trees[nd.tree], nd.id)
-		pt.tasks = append(pt.tasks, Task{Tree: nd.tree, Handle: nd.handle, Feats: drawn[len(drawn)-g.mtry:]})
+		pt.tasks = append(pt.tasks, Task{Tree: nd.tree, Handle: nd.handle, Feats: drawn[len(drawn)-g.mtry:], Counts: nd.counts})
 	}
 }
 

@@ -248,11 +248,8 @@ func (g *grower) split(t Task) Split {
 	c := g.classes
 	r := g.ranges[t.Handle]
 	rows := g.rows[r[0]:r[1]]
-	counts := make([]int64, c)
+	counts := t.Counts
 	var total int64
-	for _, i := range rows {
-		counts[g.y[i]] += int64(g.weight[i])
-	}
 	for _, v := range counts {
 		total += v
 	}
