@@ -244,6 +244,24 @@ func gaussianRows(r *rand.Rand, n, nf, k int) ([]float32, []uint8) {
 	return x, y
 }
 
+// fitForest bins row-major rows and trains the CPU forest on them.
+func fitForest(t *testing.T, x []float32, y []uint8, nf, k int, p forest.Params) (*forest.Forest, *forest.Bins) {
+	t.Helper()
+	bins, err := forest.QuantileBins(x, nf, p.Bins, 100_000, p.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xb, err := bins.Bin(x, nf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fo, err := forest.Train(xb, y, k, p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fo, bins
+}
+
 func TestForestPredictBitExact(t *testing.T) {
 	d := gpu(t)
 	defer d.Close()
@@ -251,12 +269,7 @@ func TestForestPredictBitExact(t *testing.T) {
 	const nf, k = 16, 10
 	x, y := gaussianRows(r, 60_000, nf, k)
 	p := forest.Params{Trees: 40, MaxDepth: 14, MinSamplesLeaf: 1, Bins: 128, Bootstrap: true, Seed: 3}
-	bins, _ := forest.QuantileBins(x[:40_000*nf], nf, p.Bins, 100_000, p.Seed)
-	xb, _ := bins.Bin(x[:40_000*nf], nf)
-	fo, err := forest.Train(xb, y[:40_000], k, p, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fo, bins := fitForest(t, x[:40_000*nf], y[:40_000], nf, k, p)
 	c := fo.Compile()
 	xv, _ := bins.Bin(x[40_000*nf:], nf)
 	wantCls, wantConf, _ := c.Classify(xv)
@@ -286,12 +299,7 @@ func TestPredictorBitExact(t *testing.T) {
 	const nf, k = 12, 7
 	x, y := gaussianRows(r, 50_000, nf, k)
 	p := forest.Params{Trees: 25, MaxDepth: 12, MinSamplesLeaf: 1, Bins: 64, Bootstrap: true, Seed: 5}
-	bins, _ := forest.QuantileBins(x[:30_000*nf], nf, p.Bins, 100_000, p.Seed)
-	xb, _ := bins.Bin(x[:30_000*nf], nf)
-	fo, err := forest.Train(xb, y[:30_000], k, p, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fo, bins := fitForest(t, x[:30_000*nf], y[:30_000], nf, k, p)
 	rows := x[30_000*nf:]
 	n := len(rows) / nf
 	for i := 0; i < n; i += 17 {

@@ -428,20 +428,27 @@ func TestIngestBadInput(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := ingestConfig(t, cat)
 			c.edit(&cfg)
-			out := filepath.Join(t.TempDir(), "stack")
-			_, err := Ingest(context.Background(), cfg, Options{Out: out})
-			if err == nil {
-				t.Fatal("no error")
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
-			if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
-				t.Error("failed ingest left its output")
-			}
+			ingestFails(t, cfg, c.want)
 		})
+	}
+}
+
+// ingestFails checks that ingesting cfg fails with an error holding every
+// want and leaves no output.
+func ingestFails(t *testing.T, cfg IngestConfig, want []string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "stack")
+	_, err := Ingest(context.Background(), cfg, Options{Out: out})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+	if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
+		t.Error("failed ingest left its output")
 	}
 }
 
