@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 //go:embed *.yaml
@@ -34,7 +36,43 @@ func DecodeStrict(raw []byte, v any) error {
 		if errors.Is(err, io.EOF) {
 			return errors.New("config is empty")
 		}
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return fmt.Errorf("parse: %w", locateSyntaxError(raw, err))
+		}
 		return fmt.Errorf("parse: %w", err)
 	}
 	return nil
+}
+
+// syntaxLine matches the position the YAML parser puts in front of a
+// syntax error.
+var syntaxLine = regexp.MustCompile(`^yaml: line \d+: `)
+
+// locateSyntaxError rewrites the line number of a YAML syntax error. The
+// parser reports the line where the enclosing construct began, counted from
+// zero, so an error on line 18 of a block that starts on line 17 reads
+// "line 16". The faulty line is found instead as the first line after the
+// longest prefix of the document that still parses: every line before it
+// is well formed, and the document breaks with it.
+func locateSyntaxError(raw []byte, err error) error {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "yaml: ") {
+		return err
+	}
+	lines := strings.SplitAfter(string(raw), "\n")
+	bad := len(lines)
+	for k := len(lines) - 1; k >= 0; k-- {
+		var n yaml.Node
+		if yaml.Unmarshal([]byte(strings.Join(lines[:k], "")), &n) == nil {
+			bad = k + 1
+			break
+		}
+	}
+	problem := strings.TrimPrefix(syntaxLine.ReplaceAllString(msg, ""), "yaml: ")
+	text := ""
+	if bad <= len(lines) {
+		text = strings.TrimRight(lines[bad-1], "\r\n")
+	}
+	return fmt.Errorf("yaml: line %d: %s (%q)", bad, problem, text)
 }

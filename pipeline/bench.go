@@ -139,12 +139,30 @@ type BenchInputs struct {
 // report.md, report.html and stages.png into opt.Out.
 func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*BenchReport, error) {
 	opt.fill()
+	inputs := append([]string{bc.Catalog}, opt.Inputs...)
+	for _, name := range []string{bc.Synth, bc.Ingest, bc.Train} {
+		if atomicfs.Exists(name) {
+			inputs = append(inputs, name)
+		}
+	}
+	if bc.Catalog != "" {
+		inputs = append(inputs, filepath.Dir(bc.Catalog))
+	}
+	if err := atomicfs.CheckInputs(opt.Out, inputs...); err != nil {
+		return nil, err
+	}
 	stage, err := os.MkdirTemp(filepath.Dir(filepath.Clean(opt.Out)), "."+filepath.Base(opt.Out)+".bench-")
 	if err != nil {
 		return nil, fmt.Errorf("output directory %s is not writable: %w", filepath.Dir(opt.Out), err)
 	}
+	// A bench does not resume: its staging goes on every failure.
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(stage)
+		}
+	}()
 	if _, err := os.Stat(opt.Out); err == nil && !opt.Force {
-		os.RemoveAll(stage)
 		return nil, fmt.Errorf("output %s already exists (use --force to replace it)", opt.Out)
 	}
 	rep := &BenchReport{Command: command, Host: hostInfo(opt.Version)}
@@ -192,6 +210,9 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 	tcfg, err := ParseTrainConfig(tb)
 	if err != nil {
 		return nil, fmt.Errorf("train %s: %w", bc.Train, err)
+	}
+	if err := atomicfs.CheckInputs(opt.Out, append(icfg.Inputs(), tcfg.Inputs()...)...); err != nil {
+		return nil, err
 	}
 	if catalog != "" {
 		rep.Inputs = describeInputs(catalog, icfg)
@@ -297,6 +318,7 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 	if err := os.Rename(stage, opt.Out); err != nil {
 		return nil, err
 	}
+	done = true
 	return rep, nil
 }
 

@@ -27,6 +27,9 @@ type EvaluateResult struct {
 // confusion.png into opt.Out.
 func Evaluate(prediction, labels, alg string, opt Options) (EvaluateResult, error) {
 	opt.fill()
+	if err := atomicfs.CheckInputs(opt.Out, append([]string{prediction, labels}, opt.Inputs...)...); err != nil {
+		return EvaluateResult{}, err
+	}
 	pred, err := raster.Open(prediction)
 	if err != nil {
 		return EvaluateResult{}, err

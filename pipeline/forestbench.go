@@ -126,6 +126,9 @@ func ForestBench(ctx context.Context, bc ForestBenchConfig, cfg TrainConfig, com
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := atomicfs.CheckInputs(opt.Out, append(cfg.Inputs(), opt.Inputs...)...); err != nil {
+		return nil, err
+	}
 	scheme, _ := cfg.Scheme()
 	ins, err := cfg.inputs()
 	if err != nil {

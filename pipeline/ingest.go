@@ -22,6 +22,7 @@ import (
 	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/progress"
+	"github.com/lulc/lulc/internal/redact"
 	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
 )
@@ -39,6 +40,9 @@ type Options struct {
 	// GPU, when set, runs the GPU twins (composite, features, binning);
 	// nil computes on the CPU.
 	GPU *cuda.Device
+	// Inputs are files the caller read besides those the stage's config
+	// names (the config file itself): the output must not touch them.
+	Inputs []string
 }
 
 func (o *Options) fill() {
@@ -99,6 +103,9 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 	opt.fill()
 	start := time.Now()
 	if err := cfg.Validate(); err != nil {
+		return IngestResult{}, err
+	}
+	if err := atomicfs.CheckInputs(opt.Out, append(cfg.Inputs(), opt.Inputs...)...); err != nil {
 		return IngestResult{}, err
 	}
 	gdalOpts := map[string]string{
@@ -173,8 +180,7 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 		}
 		res.Tiles = append(res.Tiles, tr)
 	}
-	resolved, _ := json.MarshalIndent(cfg, "", "  ")
-	if err := atomicfs.WriteFile(stage.Path("ingest.json"), append(resolved, '\n')); err != nil {
+	if err := writeResolvedConfig(stage.Path(IngestConfigFile), cfg.Redacted()); err != nil {
 		return res, err
 	}
 	if err := stage.Commit(); err != nil {
@@ -442,7 +448,7 @@ func ingestTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomi
 		// Items from static catalogs have their own document; API results
 		// are located by the search that returned them.
 		if strings.HasSuffix(d.item.Location, ".json") {
-			src.Href = d.item.Location
+			src.Href = redact.URL(d.item.Location)
 		}
 		for bi, a := range d.bands {
 			src.Assets[cfg.Bands[bi]] = describeAsset(ctx, opt.HTTP, a, d.scale[bi], d.offset[bi])

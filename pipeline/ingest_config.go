@@ -20,6 +20,8 @@ import (
 	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/redact"
 )
 
 // IngestConfig describes an ingest: where to find scenes, which area and
@@ -108,6 +110,26 @@ type RasterPair struct {
 	Datetime string `yaml:"datetime"`
 }
 
+// Inputs lists the local files and directories the ingest reads, which its
+// output must not touch: a static catalog's directory (its items and COGs
+// lie under it), the area's GeoJSON and the raster pairs.
+func (c IngestConfig) Inputs() []string {
+	var in []string
+	switch {
+	case c.Source.Catalog == "":
+	case atomicfs.Exists(c.Source.Catalog):
+		in = append(in, filepath.Dir(c.Source.Catalog))
+	default:
+		// Nothing is read from a directory without its catalog.
+		in = append(in, c.Source.Catalog)
+	}
+	in = append(in, c.Area.GeoJSON)
+	for _, p := range c.Source.Rasters {
+		in = append(in, p.Image, p.Labels)
+	}
+	return in
+}
+
 // TileName is the pair's output tile name.
 func (p RasterPair) TileName() string {
 	if p.Tile != "" {
@@ -117,12 +139,20 @@ func (p RasterPair) TileName() string {
 	return strings.TrimSuffix(base, path.Ext(base))
 }
 
+// IngestConfigFile is the resolved config an ingest writes beside its
+// tiles: the config's own keys, defaults filled in, credentials redacted.
+const IngestConfigFile = "ingest.yaml"
+
 // ParseIngestConfig decodes YAML strictly, fills defaults and validates.
+// It registers the config's credentials (the SAS token, secret GDAL
+// options) with package redact, so that they never reach logs or outputs.
 func ParseIngestConfig(raw []byte) (IngestConfig, error) {
 	var c IngestConfig
 	if err := configs.DecodeStrict(raw, &c); err != nil {
 		return c, err
 	}
+	redact.Add(c.Source.SASToken)
+	redact.Options(c.Source.GDAL)
 	c.defaults()
 	return c, c.Validate()
 }
@@ -374,8 +404,26 @@ func (c IngestConfig) dateRange() (start, end time.Time, err error) {
 	return start, end.Add(24*time.Hour - time.Nanosecond), nil
 }
 
-// Hash identifies the resolved config (defaults included).
+// Redacted returns a copy of the config that is safe to write: the SAS
+// token and the values of credential GDAL options are replaced (and
+// registered with package redact).
+func (c IngestConfig) Redacted() IngestConfig {
+	if c.Source.SASToken != "" {
+		redact.Add(c.Source.SASToken)
+		c.Source.SASToken = redact.Mark
+	}
+	c.Source.GDAL = redact.Options(c.Source.GDAL)
+	return c
+}
+
+// Hash identifies the resolved config (defaults included). Credentials
+// are left out, so that a rotated token resumes the same run and the hash
+// reveals nothing of them.
 func (c IngestConfig) Hash() string {
+	c = c.Redacted()
+	if c.Source.SASToken != "" {
+		c.Source.SASToken = ""
+	}
 	b, _ := json.Marshal(c)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])

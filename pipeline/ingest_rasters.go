@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -60,8 +59,7 @@ func ingestRasters(ctx context.Context, cfg IngestConfig, opt Options, start tim
 		}
 		res.Tiles = append(res.Tiles, tr)
 	}
-	resolved, _ := json.MarshalIndent(cfg, "", "  ")
-	if err := atomicfs.WriteFile(stage.Path("ingest.json"), append(resolved, '\n')); err != nil {
+	if err := writeResolvedConfig(stage.Path(IngestConfigFile), cfg.Redacted()); err != nil {
 		return res, err
 	}
 	if err := stage.Commit(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lulc/lulc/catalog"
+	"github.com/lulc/lulc/internal/redact"
 )
 
 // manifest records what a tile's stack was made from and how, so that
@@ -76,7 +77,7 @@ type manifestOutput struct {
 // and ETag from a HEAD request for HTTP ones. A failed HEAD leaves them
 // empty rather than failing an ingest that already read the file.
 func describeAsset(ctx context.Context, client *http.Client, a catalog.Asset, scale, offset float64) manifestAsset {
-	m := manifestAsset{Href: a.Href, Scale: scale, Offset: offset}
+	m := manifestAsset{Href: redact.URL(a.Href), Scale: scale, Offset: offset}
 	switch {
 	case strings.HasPrefix(a.Href, "http://"), strings.HasPrefix(a.Href, "https://"):
 		hctx, cancel := context.WithTimeout(ctx, 20*time.Second)

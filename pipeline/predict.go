@@ -98,6 +98,9 @@ func modelScheme(m *forest.Model) (landcover.Scheme, error) {
 func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult, error) {
 	opt.fill()
 	start := time.Now()
+	if err := atomicfs.CheckInputs(opt.Out, append([]string{pc.Model, pc.Input}, opt.Inputs...)...); err != nil {
+		return PredictResult{}, err
+	}
 	if pc.Window == 0 {
 		pc.Window = 1024
 	}

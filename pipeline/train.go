@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/lulc/lulc/baseline"
 	"github.com/lulc/lulc/charts"
 	"github.com/lulc/lulc/cuda"
@@ -68,6 +66,9 @@ type runInfo struct {
 func Train(ctx context.Context, cfg TrainConfig, opt Options) (TrainResult, error) {
 	opt.fill()
 	if err := cfg.Validate(); err != nil {
+		return TrainResult{}, err
+	}
+	if err := atomicfs.CheckInputs(opt.Out, append(cfg.Inputs(), opt.Inputs...)...); err != nil {
 		return TrainResult{}, err
 	}
 	scheme, _ := cfg.Scheme()
@@ -205,8 +206,7 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (TrainResult, erro
 		fmt.Sprintf("Validation confusion (%s): OA %.3f, κ %.3f", cfg.Engine, res.Metrics.Accuracy, res.Metrics.Kappa)); err != nil {
 		return res, err
 	}
-	resolved, _ := yaml.Marshal(cfg)
-	if err := atomicfs.WriteFile(stage.Path("train.yaml"), resolved); err != nil {
+	if err := writeResolvedConfig(stage.Path("train.yaml"), cfg); err != nil {
 		return res, err
 	}
 	info := runInfo{Lulc: opt.Version, Go: runtime.Version(), GDAL: raster.GDALVersion(), ConfigHash: cfg.Hash(),

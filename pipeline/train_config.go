@@ -13,6 +13,16 @@ import (
 	"github.com/lulc/lulc/landcover"
 )
 
+// Inputs lists the local files and directories training reads, which its
+// output must not touch.
+func (c TrainConfig) Inputs() []string {
+	in := []string{c.Input.Stack}
+	for _, r := range c.Input.Rasters {
+		in = append(in, r.Image, r.Labels)
+	}
+	return in
+}
+
 // TrainConfig describes a training run: where the labelled imagery is,
 // which features, the class scheme, how to sample, and the forest.
 type TrainConfig struct {

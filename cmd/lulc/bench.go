@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
+	"github.com/lulc/lulc/internal/redact"
 	"github.com/lulc/lulc/pipeline"
 )
 
@@ -42,8 +42,8 @@ whether repeats and CPU/GPU outputs are byte-identical, the hardware and cost.`,
 			if repeat > 0 {
 				cfg.Repeat = repeat
 			}
-			raw := fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " "))
-			rep, err := pipeline.Bench(cmd.Context(), cfg, raw, pipeline.Options{Out: out, Force: force, Log: a.log, Version: lulcVersion()})
+			raw := redact.String(fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " ")))
+			rep, err := pipeline.Bench(cmd.Context(), cfg, raw, pipeline.Options{Out: out, Inputs: []string{cfgPath}, Force: force, Log: a.log, Version: lulcVersion()})
 			if err != nil {
 				return fmt.Errorf("bench: %w", err)
 			}
@@ -127,8 +127,8 @@ report.md: fit times, validation accuracy, speed-ups and whether GPU and CPU tre
 				return err
 			}
 			defer dev.Close()
-			cmdline := fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " "))
-			rep, err := pipeline.ForestBench(cmd.Context(), cfg, tcfg, cmdline, pipeline.Options{GPU: dev, Out: out, Force: force, Log: a.log, Version: lulcVersion()})
+			cmdline := redact.String(fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " ")))
+			rep, err := pipeline.ForestBench(cmd.Context(), cfg, tcfg, cmdline, pipeline.Options{GPU: dev, Out: out, Inputs: []string{cfgPath, cfg.Train}, Force: force, Log: a.log, Version: lulcVersion()})
 			if err != nil {
 				return fmt.Errorf("bench forest: %w", err)
 			}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/lulc/lulc/internal/redact"
 )
 
 func main() {
@@ -25,7 +27,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "lulc: %v\n", err)
+		fmt.Fprintf(stderr, "lulc: %s\n", redact.String(err.Error()))
 		return 1
 	}
 	return 0

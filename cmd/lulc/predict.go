@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/pipeline"
 )
 
@@ -76,7 +77,15 @@ ingest into OUT.stack and predicts from that stack.`,
 					icfg.Source.Catalog, icfg.Source.API = catalogOverride, ""
 				}
 				pc.Input = out + ".stack"
-				if _, err := pipeline.Ingest(cmd.Context(), icfg, pipeline.Options{GPU: dev, Out: pc.Input, Force: true, Log: a.log, Version: lulcVersion(), NewBar: a.newBar}); err != nil {
+				// Both outputs are checked before any work: the ingest
+				// would otherwise run before predict refused its --out.
+				inputs := append([]string{cfgPath, ingestCfg, pc.Model}, icfg.Inputs()...)
+				for _, o := range []string{out, pc.Input} {
+					if err := atomicfs.CheckInputs(o, inputs...); err != nil {
+						return err
+					}
+				}
+				if _, err := pipeline.Ingest(cmd.Context(), icfg, pipeline.Options{GPU: dev, Out: pc.Input, Force: true, Inputs: []string{cfgPath, ingestCfg, pc.Model}, Log: a.log, Version: lulcVersion(), NewBar: a.newBar}); err != nil {
 					return fmt.Errorf("predict: ingest: %w", err)
 				}
 				a.log.Info("stack ingested for prediction", "stack", pc.Input)
@@ -84,7 +93,7 @@ ingest into OUT.stack and predicts from that stack.`,
 			if pc.Model == "" || pc.Input == "" {
 				return fmt.Errorf("--model and --input (or a --config naming them, or --ingest-config/--catalog) are required")
 			}
-			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{GPU: dev, Out: out, Force: force, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{GPU: dev, Out: out, Inputs: []string{cfgPath}, Force: force, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
 				return fmt.Errorf("predict: %w", err)
 			}

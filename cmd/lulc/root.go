@@ -12,6 +12,7 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/internal/progress"
+	"github.com/lulc/lulc/internal/redact"
 )
 
 // app holds what every command shares: output streams, the logger and the
@@ -39,7 +40,7 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 			case a.verbose:
 				level = slog.LevelDebug
 			}
-			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: redactAttr}))
 		},
 	}
 	root.SetOut(stdout)
@@ -50,6 +51,20 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(newVersionCmd(a), newSynthCmd(a), newIngestCmd(a), newTrainCmd(a), newPredictCmd(a), newEvaluateCmd(a), newDoctorCmd(a), newBenchCmd(a))
 	return root
+}
+
+// redactAttr keeps credentials out of log lines: messages, string values
+// and errors go through redact.String.
+func redactAttr(_ []string, at slog.Attr) slog.Attr {
+	switch v := at.Value; v.Kind() {
+	case slog.KindString:
+		at.Value = slog.StringValue(redact.String(v.String()))
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			at.Value = slog.StringValue(redact.String(err.Error()))
+		}
+	}
+	return at
 }
 
 // bar is a progress bar on stderr, or a silent one with --quiet.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/synth"
 )
 
@@ -29,6 +30,9 @@ Without --config it uses the embedded ` + defaultSynthConfig + `.`,
 			}
 			cfg, err := loadConfig(cfgPath, defaultSynthConfig, synth.ParseConfig)
 			if err != nil {
+				return err
+			}
+			if err := atomicfs.CheckInputs(out, cfgPath); err != nil {
 				return err
 			}
 			res, err := synth.Run(cmd.Context(), cfg, synth.Options{
