@@ -306,6 +306,64 @@ func groupByTile(items []catalog.Item) []tileItems {
 	return out
 }
 
+// tilePlan is what ingesting one STAC tile needs, resolved before any
+// pixel is read: each date's assets, the label assets, the output grid and
+// its windows.
+type tilePlan struct {
+	tile    string
+	dates   []planDate
+	labels  []catalog.Asset
+	grid    raster.Grid
+	windows []raster.Grid
+}
+
+type planDate struct {
+	item   catalog.Item
+	bands  []catalog.Asset
+	scale  []float64
+	offset []float64
+	scl    catalog.Asset
+}
+
+// planTile resolves a tile's assets and grid, so that a missing band or
+// labels that miss the grid fail before any pixel is read.
+func planTile(cfg IngestConfig, t tileItems, labelItems []catalog.Item, area [4]float64) (*tilePlan, error) {
+	p := &tilePlan{tile: t.tile, dates: make([]planDate, len(t.items))}
+	for i, it := range t.items {
+		d := planDate{item: it}
+		for _, b := range cfg.Bands {
+			a, err := it.Asset(b, cfg.Source.Assets)
+			if err != nil {
+				return nil, err
+			}
+			s, o := it.ScaleOffset(a)
+			d.bands, d.scale, d.offset = append(d.bands, a), append(d.scale, s), append(d.offset, o)
+		}
+		scl, err := it.Asset("SCL", cfg.Source.Assets)
+		if err != nil {
+			return nil, err
+		}
+		d.scl = scl
+		p.dates[i] = d
+	}
+	for _, li := range labelItems {
+		a, err := li.Asset("labels", cfg.Source.Assets)
+		if err != nil {
+			return nil, err
+		}
+		p.labels = append(p.labels, a)
+	}
+	grid, tileGrid, err := outputGrid(cfg, p.dates[0].bands, area)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLabelsOverlap(p.labels, grid); err != nil {
+		return nil, err
+	}
+	p.grid, p.windows = grid, tileWindows(grid, tileGrid, cfg.Window)
+	return p, nil
+}
+
 // ingestTile builds one tile's stack. It returns the bytes decoded.
 func ingestTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomicfs.Stage, t tileItems, labelItems []catalog.Item, area [4]float64) (TileResult, int64, error) {
 	dir := stage.Path(t.tile)
@@ -318,72 +376,50 @@ func ingestTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomi
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return tr, 0, err
 	}
-	// Resolve each acquisition's assets up front, so that a missing band
-	// fails before any pixel is read.
-	type date struct {
-		item   catalog.Item
-		bands  []catalog.Asset
-		scale  []float64
-		offset []float64
-		scl    catalog.Asset
-	}
-	dates := make([]date, len(t.items))
-	for i, it := range t.items {
-		d := date{item: it}
-		for _, b := range cfg.Bands {
-			a, err := it.Asset(b, cfg.Source.Assets)
-			if err != nil {
-				return tr, 0, err
-			}
-			s, o := it.ScaleOffset(a)
-			d.bands, d.scale, d.offset = append(d.bands, a), append(d.scale, s), append(d.offset, o)
-		}
-		scl, err := it.Asset("SCL", cfg.Source.Assets)
-		if err != nil {
-			return tr, 0, err
-		}
-		d.scl = scl
-		dates[i] = d
-	}
-	var labelAssets []catalog.Asset
-	for _, li := range labelItems {
-		a, err := li.Asset("labels", cfg.Source.Assets)
-		if err != nil {
-			return tr, 0, err
-		}
-		labelAssets = append(labelAssets, a)
-	}
-
-	grid, tileGrid, err := outputGrid(cfg, dates[0].bands, area)
+	plan, err := planTile(cfg, t, labelItems, area)
 	if err != nil {
 		return tr, 0, err
 	}
-	tr.Pixels = grid.Width * grid.Height
-	if err := checkLabelsOverlap(labelAssets, grid); err != nil {
-		return tr, 0, err
-	}
-	windows := tileWindows(grid, tileGrid, cfg.Window)
-	opt.Log.Info("ingesting tile", "tile", t.tile, "dates", len(dates), "grid", fmt.Sprintf("%d×%d EPSG:%d", grid.Width, grid.Height, grid.EPSG), "windows", len(windows))
-
-	tw, err := newTileWriters(dir, grid, cfg, &landcover.WorldCover)
+	tw, err := newTileWriters(dir, plan.grid, cfg, &landcover.WorldCover)
 	if err != nil {
 		return tr, 0, err
 	}
-	stackW, labelW, countW := tw.stack, tw.label, tw.count
-	abort := tw.abort
+	job, err := compositeTile(ctx, cfg, opt, plan, tw)
+	tr.Pixels, tr.Timings, tr.NoValidFrac = job.pixels(), job.timings(opt.Workers), job.noValidFrac()
+	if err != nil {
+		tw.abort()
+		return tr, job.decoded.Load(), err
+	}
+	encodeStart := time.Now()
+	if err := tw.close(); err != nil {
+		return tr, job.decoded.Load(), err
+	}
+	tr.Timings.Encode = time.Since(encodeStart)
+	logTileStages(ctx, opt, t.tile, tr)
+	if err := writeTileManifest(dir, plan.manifest(ctx, cfg, opt, tr.NoValidFrac, labelItems)); err != nil {
+		return tr, job.decoded.Load(), err
+	}
+	return tr, job.decoded.Load(), nil
+}
 
+// compositeTile reads, masks and composites every window of a plan on
+// opt.Workers workers and hands each finished window to the sinks.
+func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *tilePlan, sinks ...tileSink) (*windowJob, error) {
+	opt.Log.Info("ingesting tile", "tile", plan.tile, "dates", len(plan.dates), "grid",
+		fmt.Sprintf("%d×%d EPSG:%d", plan.grid.Width, plan.grid.Height, plan.grid.EPSG), "windows", len(plan.windows))
 	drop := make([]uint8, len(cfg.Mask.DropSCL))
 	for i, v := range cfg.Mask.DropSCL {
 		drop[i] = uint8(v)
 	}
-	job := &windowJob{cfg: cfg, grid: grid, dates: make([]windowDate, len(dates)), drop: drop,
-		labels: labelAssets, stack: stackW, count: countW, label: labelW, gpu: opt.GPU}
-	for i, d := range dates {
+	job := &windowJob{cfg: cfg, grid: plan.grid, dates: make([]windowDate, len(plan.dates)), drop: drop,
+		labels: plan.labels, sinks: sinks, windows: len(plan.windows), gpu: opt.GPU}
+	for i, d := range plan.dates {
 		job.dates[i] = windowDate{bands: d.bands, scale: d.scale, offset: d.offset, scl: d.scl}
 	}
-	bar := opt.NewBar(int64(len(windows)), "ingest "+t.tile+" windows")
+	bar := opt.NewBar(int64(len(plan.windows)), "ingest "+plan.tile+" windows")
+	defer bar.Finish()
 	tileStart := time.Now()
-	err = eachWindow(ctx, windows, opt.Workers, func() (func(raster.Grid) error, func(), error) {
+	return job, eachWindow(ctx, plan.windows, opt.Workers, func() (func(raster.Grid) error, func(), error) {
 		// Each worker keeps its own GDAL handles, opened on first use.
 		sources := map[string]*raster.Source{}
 		open := func(href string) (*raster.Source, error) {
@@ -405,45 +441,39 @@ func ingestTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomi
 		return func(w raster.Grid) error { return job.window(w, open) }, closeAll, nil
 	}, func() {
 		mbps := float64(job.decoded.Load()) / 1e6 / time.Since(tileStart).Seconds()
-		bar.Describe(fmt.Sprintf("ingest %s: %d dates, %.0f MB/s decoded, windows", t.tile, len(dates), mbps))
+		bar.Describe(fmt.Sprintf("ingest %s: %d dates, %.0f MB/s decoded, windows", plan.tile, len(plan.dates), mbps))
 		bar.Add(1)
 	})
-	bar.Finish()
-	if err != nil {
-		abort()
-		return tr, job.decoded.Load(), err
-	}
-	encodeStart := time.Now()
-	if err := tw.close(); err != nil {
-		return tr, job.decoded.Load(), err
-	}
-	tr.Timings = StageTimes{
-		Read:      time.Duration(job.readNs.Load()),
-		Composite: time.Duration(job.compositeNs.Load()),
-		Write:     time.Duration(job.writeNs.Load()),
-		Encode:    time.Since(encodeStart),
-		Workers:   min(opt.Workers, len(windows)),
-	}
-	opt.Log.Info("tile stages", "tile", t.tile, "read_worker_s", tr.Timings.Read.Seconds(), "composite_worker_s", tr.Timings.Composite.Seconds(),
+}
+
+// logTileStages logs where a tile's ingest time went and warns when many
+// pixels have no valid observation.
+func logTileStages(ctx context.Context, opt Options, tile string, tr TileResult) {
+	opt.Log.Info("tile stages", "tile", tile, "read_worker_s", tr.Timings.Read.Seconds(), "composite_worker_s", tr.Timings.Composite.Seconds(),
 		"write_worker_s", tr.Timings.Write.Seconds(), "encode_s", tr.Timings.Encode.Seconds(), "workers", tr.Timings.Workers)
-	tr.NoValidFrac = float64(job.empty.Load()) / float64(tr.Pixels)
 	if tr.NoValidFrac > 0 {
 		level := slog.LevelInfo
 		if tr.NoValidFrac > 0.5 {
 			level = slog.LevelWarn
 		}
-		opt.Log.Log(ctx, level, "pixels without a valid observation", "tile", t.tile, "percent", math.Round(tr.NoValidFrac*1000)/10)
+		opt.Log.Log(ctx, level, "pixels without a valid observation", "tile", tile, "percent", math.Round(tr.NoValidFrac*1000)/10)
 	}
+}
+
+// manifest describes the tile's stack: grid, encoding, mask and every
+// source asset.
+func (p *tilePlan) manifest(ctx context.Context, cfg IngestConfig, opt Options, noValid float64, labelItems []catalog.Item) manifest {
+	grid := p.grid
 	m := manifest{
-		Version: opt.Version, ConfigHash: cfg.Hash(), Tile: t.tile,
+		Version: opt.Version, ConfigHash: cfg.Hash(), Tile: p.tile,
 		Grid:  manifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
 		Bands: cfg.Bands, DataType: "uint16", Scale: StackScale, Offset: StackOffset, NoData: 0,
 		Composite:  "per-pixel temporal median of valid observations (composite package rules)",
 		Mask:       manifestMask{DropSCL: cfg.Mask.DropSCL, NoData: "any band at its nodata value"},
 		Resampling: cfg.Resampling.Reflectance, LabelResampling: cfg.Resampling.Labels,
-		NoValidFraction: tr.NoValidFrac,
+		NoValidFraction: noValid,
 	}
-	for _, d := range dates {
+	for _, d := range p.dates {
 		src := manifestItem{ID: d.item.ID, Collection: d.item.Collection, Datetime: d.item.Datetime.Format(time.RFC3339Nano), Assets: map[string]manifestAsset{}}
 		// Items from static catalogs have their own document; API results
 		// are located by the search that returned them.
@@ -458,12 +488,16 @@ func ingestTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomi
 	}
 	for i, li := range labelItems {
 		m.Labels = append(m.Labels, manifestItem{ID: li.ID, Collection: li.Collection,
-			Assets: map[string]manifestAsset{"labels": describeAsset(ctx, opt.HTTP, labelAssets[i], 0, 0)}})
+			Assets: map[string]manifestAsset{"labels": describeAsset(ctx, opt.HTTP, p.labels[i], 0, 0)}})
 	}
-	if err := writeTileManifest(dir, m); err != nil {
-		return tr, job.decoded.Load(), err
-	}
-	return tr, job.decoded.Load(), nil
+	return m
+}
+
+// tileSink receives a tile's finished windows: every stack band's DNs, the
+// valid counts and the labels, w×h and row-major, at (x, y). The COG
+// writers and an in-memory stack.Tile are sinks.
+type tileSink interface {
+	Write(x, y, w, h int, stack [][]uint16, count, labels []uint8) error
 }
 
 // tileWriters are the three rasters of a tile: the stack (UInt16 in lulc's
@@ -503,8 +537,8 @@ func newTileWriters(dir string, grid raster.Grid, cfg IngestConfig, classes *lan
 	return &tileWriters{stack: stackW, label: labelW, count: countW}, nil
 }
 
-// write stores a window of every stack band, the count and the labels.
-func (w *tileWriters) write(x, y, width, height int, stack [][]uint16, count, labels []uint8) error {
+// Write stores a window of every stack band, the count and the labels.
+func (w *tileWriters) Write(x, y, width, height int, stack [][]uint16, count, labels []uint8) error {
 	for bi, b := range stack {
 		if err := w.stack.Write(bi, x, y, width, height, b); err != nil {
 			return err
@@ -560,7 +594,8 @@ type windowJob struct {
 	dates               []windowDate
 	drop                []uint8
 	labels              []catalog.Asset
-	stack, count, label *raster.Writer
+	sinks               []tileSink
+	windows             int
 	gpu                 *cuda.Device // median composite on the GPU when set
 
 	decoded, empty               atomic.Int64 // source bytes read; pixels with no valid observation
@@ -656,17 +691,26 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 
 	x := int(math.Round((w.Transform[0] - j.grid.Transform[0]) / j.grid.Transform[1]))
 	y := int(math.Round((w.Transform[3] - j.grid.Transform[3]) / j.grid.Transform[5]))
-	for bi, m := range meds {
-		if err := j.stack.Write(bi, x, y, w.Width, w.Height, m); err != nil {
+	for _, sink := range j.sinks {
+		if err := sink.Write(x, y, w.Width, w.Height, meds, count, labels); err != nil {
 			return err
 		}
 	}
-	if err := j.count.Write(0, x, y, w.Width, w.Height, count); err != nil {
-		return err
-	}
-	err = j.label.Write(0, x, y, w.Width, w.Height, labels)
 	j.writeNs.Add(int64(time.Since(t2)))
-	return err
+	return nil
+}
+
+// pixels is the tile's pixel count.
+func (j *windowJob) pixels() int { return j.grid.Width * j.grid.Height }
+
+// noValidFrac is the share of the tile's pixels without a valid
+// observation.
+func (j *windowJob) noValidFrac() float64 { return float64(j.empty.Load()) / float64(j.pixels()) }
+
+// timings are the job's stage times so far (Encode is the caller's).
+func (j *windowJob) timings(workers int) StageTimes {
+	return StageTimes{Read: time.Duration(j.readNs.Load()), Composite: time.Duration(j.compositeNs.Load()),
+		Write: time.Duration(j.writeNs.Load()), Workers: min(workers, j.windows)}
 }
 
 // outputGrid returns the stack's grid and the tile's own grid at the

@@ -323,7 +323,7 @@ func (j *rasterJob) window(win raster.Grid, img, lab *raster.Source) error {
 	}
 	t2 := time.Now()
 	j.convertNs.Add(int64(t2.Sub(t1)))
-	err := j.w.write(x, y, win.Width, win.Height, stack, count, labels)
+	err := j.w.Write(x, y, win.Width, win.Height, stack, count, labels)
 	j.writeNs.Add(int64(time.Since(t2)))
 	return err
 }

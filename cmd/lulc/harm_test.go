@@ -146,3 +146,74 @@ func TestInputsAreNeverTouched(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) { refused(t, dir, c.want, c.args...) })
 	}
 }
+
+// secretsIn returns the secrets found in any file under root or in text.
+func secretsIn(t *testing.T, root string, texts []string, secrets ...string) []string {
+	t.Helper()
+	var found []string
+	check := func(where, body string) {
+		for _, s := range secrets {
+			if strings.Contains(body, s) {
+				found = append(found, where+" holds "+s)
+			}
+		}
+	}
+	for i, txt := range texts {
+		check("output stream "+string(rune('0'+i)), txt)
+	}
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			check(p, string(b))
+		}
+		return nil
+	})
+	return found
+}
+
+// TestIngestWritesNoSecrets ingests with a SAS token and cloud keys in the
+// config: the stack, its manifests, the resolved config and the debug log
+// hold none of them, and the resolved config uses the config's own keys.
+func TestIngestWritesNoSecrets(t *testing.T) {
+	dir := t.TempDir()
+	scene := filepath.Join(dir, "scene")
+	if code, _, stderr := lulc(t, "synth", "-q", "--out", scene); code != 0 {
+		t.Fatal(stderr)
+	}
+	raw, err := configs.Read("ingest-tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{"TopSecretSig0123", "wJalrXUtnFEMIK7MDENGbPxRfiCY", "pa55word99"}
+	cfg := strings.Replace(string(raw), "  gdal:\n", "  sas_token: sv=2024-05-04&sr=c&sig="+secrets[0]+"\n  gdal:\n"+
+		"    AWS_SECRET_ACCESS_KEY: "+secrets[1]+"\n    GDAL_HTTP_USERPWD: alice:"+secrets[2]+"\n", 1)
+	cfgPath := filepath.Join(dir, "ingest.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "stack")
+	code, stdout, stderr := lulc(t, "ingest", "-v", "-c", cfgPath, "--catalog", filepath.Join(scene, "catalog.json"), "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if leaks := secretsIn(t, out, []string{stdout, stderr}, secrets...); len(leaks) > 0 {
+		t.Errorf("secrets written: %v", leaks)
+	}
+	resolved, err := os.ReadFile(filepath.Join(out, "ingest.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"source:\n", "sas_token: REDACTED", "AWS_SECRET_ACCESS_KEY: REDACTED", "GDAL_HTTP_MAX_RETRY: \"4\"", "max_cloud_cover: 60"} {
+		if !strings.Contains(string(resolved), want) {
+			t.Errorf("ingest.yaml lacks %q:\n%s", want, resolved)
+		}
+	}
+	if strings.Contains(string(resolved), "SASToken") {
+		t.Errorf("ingest.yaml uses Go field names:\n%s", resolved)
+	}
+	// The resolved config is a config: ingest takes it back.
+	code, _, stderr = lulc(t, "ingest", "-q", "-c", filepath.Join(out, "ingest.yaml"), "--catalog", filepath.Join(scene, "catalog.json"), "--out", filepath.Join(dir, "again"))
+	if code != 0 {
+		t.Errorf("ingest from the resolved config: exit %d: %s", code, stderr)
+	}
+}

@@ -1,0 +1,181 @@
+// Package stack holds one tile's analysis-ready stack in memory: the median
+// composite as UInt16 digital numbers in lulc's encoding (reflectance =
+// DN × Scale + Offset, DN 0 = no valid observation), the labels and the
+// valid-observation counts, all on the tile's grid.
+//
+// Ingest fills a Tile window by window; sampling, prediction and
+// evaluation read windows of it. A one-pass job (lulc run) thereby never
+// encodes the stack to a COG and decodes it again between stages. When
+// tiles must wait for training, Spill writes a Tile in a raw format (a
+// JSON header and the planes as little-endian arrays) that Load reads back
+// at disk speed, with no codec on either side.
+package stack
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/raster"
+)
+
+// Tile is a tile's stack in memory. Windows written at once by several
+// goroutines must not overlap.
+type Tile struct {
+	Name          string
+	Grid          raster.Grid
+	Bands         []string
+	Scale, Offset float64
+	DN            [][]uint16 // per band, Grid.Width × Grid.Height, row-major
+	Labels        []uint8    // class codes, 0 where unlabelled
+	Count         []uint8    // valid observations per pixel
+}
+
+// New allocates a tile of the given bands on grid g.
+func New(name string, g raster.Grid, bands []string, scale, offset float64) *Tile {
+	n := g.Width * g.Height
+	t := &Tile{Name: name, Grid: g, Bands: slices.Clone(bands), Scale: scale, Offset: offset,
+		DN: make([][]uint16, len(bands)), Labels: make([]uint8, n), Count: make([]uint8, n)}
+	for b := range t.DN {
+		t.DN[b] = make([]uint16, n)
+	}
+	return t
+}
+
+// Bytes is the memory the tile's planes take.
+func (t *Tile) Bytes() int64 {
+	n := int64(t.Grid.Width) * int64(t.Grid.Height)
+	return n*2*int64(len(t.DN)) + 2*n
+}
+
+// Write stores a window: every band's DNs, the counts and the labels, each
+// w×h and row-major, with its top-left pixel at (x, y).
+func (t *Tile) Write(x, y, w, h int, dn [][]uint16, count, labels []uint8) error {
+	if len(dn) != len(t.DN) {
+		return fmt.Errorf("tile %s: window of %d bands, the tile has %d", t.Name, len(dn), len(t.DN))
+	}
+	if x < 0 || y < 0 || x+w > t.Grid.Width || y+h > t.Grid.Height {
+		return fmt.Errorf("tile %s: window %d×%d at (%d, %d) is outside the %d×%d grid", t.Name, w, h, x, y, t.Grid.Width, t.Grid.Height)
+	}
+	for b := range dn {
+		putWindow(t.DN[b], t.Grid.Width, x, y, w, h, dn[b])
+	}
+	putWindow(t.Count, t.Grid.Width, x, y, w, h, count)
+	putWindow(t.Labels, t.Grid.Width, x, y, w, h, labels)
+	return nil
+}
+
+// ReadBand copies band b's DNs over a window into dst (w×h, row-major).
+func (t *Tile) ReadBand(b, x, y, w, h int, dst []uint16) {
+	getWindow(t.DN[b], t.Grid.Width, x, y, w, h, dst)
+}
+
+// ReadLabels copies the labels over a window into dst (w×h, row-major).
+func (t *Tile) ReadLabels(x, y, w, h int, dst []uint8) {
+	getWindow(t.Labels, t.Grid.Width, x, y, w, h, dst)
+}
+
+func putWindow[T any](plane []T, stride, x, y, w, h int, src []T) {
+	for r := range h {
+		copy(plane[(y+r)*stride+x:][:w], src[r*w:][:w])
+	}
+}
+
+func getWindow[T any](plane []T, stride, x, y, w, h int, dst []T) {
+	for r := range h {
+		copy(dst[r*w:][:w], plane[(y+r)*stride+x:][:w])
+	}
+}
+
+// spillHeader is the JSON line that starts a spilled tile.
+type spillHeader struct {
+	Magic  string      `json:"magic"`
+	Name   string      `json:"name"`
+	Grid   raster.Grid `json:"grid"`
+	Bands  []string    `json:"bands"`
+	Scale  float64     `json:"scale"`
+	Offset float64     `json:"offset"`
+}
+
+const spillMagic = "lulc-stack-spill-1"
+
+// Spill writes the tile to path (atomically): a JSON header line, then the
+// DN planes, the labels and the counts as little-endian arrays.
+func (t *Tile) Spill(path string) error {
+	tmp := atomicfs.TempName(path)
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("spill tile %s: %w", t.Name, err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	hdr, _ := json.Marshal(spillHeader{spillMagic, t.Name, t.Grid, t.Bands, t.Scale, t.Offset})
+	werr := errors.Join(writeAll(bw, append(hdr, '\n')), writePlanes(bw, t))
+	werr = errors.Join(werr, bw.Flush(), f.Close())
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("spill tile %s to %s: %w", t.Name, path, werr)
+	}
+	return nil
+}
+
+func writeAll(w io.Writer, b []byte) error {
+	_, err := w.Write(b)
+	return err
+}
+
+func writePlanes(w io.Writer, t *Tile) error {
+	for _, p := range t.DN {
+		if err := binary.Write(w, binary.LittleEndian, p); err != nil {
+			return err
+		}
+	}
+	if err := writeAll(w, t.Labels); err != nil {
+		return err
+	}
+	return writeAll(w, t.Count)
+}
+
+// Load reads a tile written by Spill.
+func Load(path string) (*Tile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load spilled tile: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	line, err := br.ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("load spilled tile %s: header: %w", path, err)
+	}
+	var h spillHeader
+	if err := json.Unmarshal(line, &h); err != nil || h.Magic != spillMagic {
+		return nil, fmt.Errorf("load spilled tile %s: not a lulc spill file", path)
+	}
+	if h.Grid.Width <= 0 || h.Grid.Height <= 0 || int64(h.Grid.Width)*int64(h.Grid.Height) > 1<<31 || len(h.Bands) > 64 {
+		return nil, fmt.Errorf("load spilled tile %s: implausible grid %d×%d with %d bands", path, h.Grid.Width, h.Grid.Height, len(h.Bands))
+	}
+	t := New(h.Name, h.Grid, h.Bands, h.Scale, h.Offset)
+	for _, p := range t.DN {
+		if err := binary.Read(br, binary.LittleEndian, p); err != nil {
+			return nil, fmt.Errorf("load spilled tile %s: %w", path, err)
+		}
+	}
+	for _, p := range [][]uint8{t.Labels, t.Count} {
+		if _, err := io.ReadFull(br, p); err != nil {
+			return nil, fmt.Errorf("load spilled tile %s: %w", path, err)
+		}
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		return nil, fmt.Errorf("load spilled tile %s: trailing bytes", path)
+	}
+	return t, nil
+}
