@@ -589,14 +589,14 @@ func sourceZoom(s *raster.Source, w raster.Grid) int {
 
 // windowJob is the per-window work of one tile, shared by its workers.
 type windowJob struct {
-	cfg                 IngestConfig
-	grid                raster.Grid
-	dates               []windowDate
-	drop                []uint8
-	labels              []catalog.Asset
-	sinks               []tileSink
-	windows             int
-	gpu                 *cuda.Device // median composite on the GPU when set
+	cfg     IngestConfig
+	grid    raster.Grid
+	dates   []windowDate
+	drop    []uint8
+	labels  []catalog.Asset
+	sinks   []tileSink
+	windows int
+	gpu     *cuda.Device // median composite on the GPU when set
 
 	decoded, empty               atomic.Int64 // source bytes read; pixels with no valid observation
 	readNs, compositeNs, writeNs atomic.Int64 // summed over workers
