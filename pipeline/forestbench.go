@@ -22,7 +22,6 @@ import (
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
-	"github.com/lulc/lulc/raster"
 )
 
 // ForestBenchConfig sets up the training benchmark: every labelled pixel
@@ -163,16 +162,11 @@ func ForestBench(ctx context.Context, bc ForestBenchConfig, cfg TrainConfig, com
 			defer g.Close()
 			comp = g
 		}
-		img, err := raster.Open(in.image)
+		src, err := stripSourceOf(in)
 		if err != nil {
 			return nil, err
 		}
-		lab, err := raster.Open(in.labels)
-		if err != nil {
-			img.Close()
-			return nil, err
-		}
-		err = scanPixels(uint64(ii), in, img, lab, set, comp, classIndex, cfg.Sampling.Seed, cfg.Sampling.BlockSize, bc.ValidationFraction, func(px pixel) {
+		err = scanPixels(uint64(ii), src, set, comp, classIndex, cfg.Sampling.Seed, cfg.Sampling.BlockSize, bc.ValidationFraction, func(px pixel) {
 			if px.split == 0 {
 				for f := range px.feats {
 					xt = append(xt, px.feats[f][px.i])
@@ -185,8 +179,6 @@ func ForestBench(ctx context.Context, bc ForestBenchConfig, cfg TrainConfig, com
 				yv = append(yv, uint8(px.class))
 			}
 		})
-		img.Close()
-		lab.Close()
 		if err != nil {
 			return nil, err
 		}

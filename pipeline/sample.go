@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/samples"
+	"github.com/lulc/lulc/stack"
 )
 
 // trainInput is one labelled image: the stack (or raster) and its labels.
@@ -28,6 +30,9 @@ type trainInput struct {
 	bands         []string
 	scale, offset float64
 	nodata        *float64
+	// mem, when set, is the input in memory (lulc run): strips come from
+	// it rather than from image and labels, which only name it.
+	mem *stack.Tile
 }
 
 // inputs resolves the config's input section into images with their band
@@ -88,79 +93,113 @@ func (h *maxHeap) Pop() any {
 // stripRows is how many image rows sampling reads at once.
 const sampleStrip = 512
 
-// sample draws stratified samples: for every class and split, the pixels
-// with the smallest seeded hashes (a uniform sample without replacement,
-// independent of read order), up to max_per_class. Validation pixels are
-// those whose block_size×block_size block hashes below the validation
-// fraction, so that neighbours never straddle the split.
+// sample draws stratified samples from every input; see sampler.
 func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, gpu *cuda.Device) (*samples.Set, *features.Set, error) {
-	var set *features.Set
-	classIndex := map[uint8]int{}
+	sp := newSampler(cfg, scheme, gpu)
+	for _, in := range ins {
+		if err := sp.add(in); err != nil {
+			return nil, nil, err
+		}
+	}
+	return sp.finish()
+}
+
+// sampler draws stratified samples input by input: for every class and
+// split, the pixels with the smallest seeded hashes (a uniform sample
+// without replacement, independent of read order), up to max_per_class.
+// Validation pixels are those whose block_size×block_size block hashes
+// below the validation fraction, so that neighbours never straddle the
+// split. Inputs are numbered in the order they are added, which makes the
+// draw the same whether they come from files or from memory.
+type sampler struct {
+	cfg        TrainConfig
+	scheme     landcover.Scheme
+	gpu        *cuda.Device
+	classIndex map[uint8]int
+	heaps      []maxHeap // class*2 + split
+	set        *features.Set
+	sources    []string
+}
+
+func newSampler(cfg TrainConfig, scheme landcover.Scheme, gpu *cuda.Device) *sampler {
+	sp := &sampler{cfg: cfg, scheme: scheme, gpu: gpu, classIndex: map[uint8]int{}, heaps: make([]maxHeap, 2*len(scheme.Classes))}
 	for i, c := range scheme.Classes {
-		classIndex[c.Code] = i
+		sp.classIndex[c.Code] = i
 	}
-	k := len(scheme.Classes)
-	heaps := make([]maxHeap, 2*k) // class*2 + split
-	s := cfg.Sampling
-	var sources []string
-	for ii, in := range ins {
-		fs, err := features.NewSet(cfg.Features, in.bands)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", in.image, err)
-		}
-		if set != nil && !slices.Equal(set.Bands, fs.Bands) {
-			return nil, nil, fmt.Errorf("%s: bands [%s] differ from the first input's [%s]", in.image, strings.Join(fs.Bands, ", "), strings.Join(set.Bands, ", "))
-		}
-		set = fs
-		sources = append(sources, in.image)
-		img, err := raster.Open(in.image)
-		if err != nil {
-			return nil, nil, err
-		}
-		lab, err := raster.Open(in.labels)
-		if err != nil {
-			img.Close()
-			return nil, nil, err
-		}
-		var comp features.Computer = features.CPU{Set: set}
-		if gpu != nil {
-			g, gerr := cuda.NewFeatures(gpu, set)
-			if gerr != nil {
-				img.Close()
-				lab.Close()
-				return nil, nil, gerr
-			}
-			defer g.Close()
-			comp = g // the same bits as features.CPU
-		}
-		err = sampleInput(uint64(ii), in, img, lab, set, comp, classIndex, heaps, s.Seed, s.BlockSize, s.ValidationFraction, s.MaxPerClass)
-		img.Close()
-		lab.Close()
-		if err != nil {
-			return nil, nil, err
-		}
+	return sp
+}
+
+// add scans one input and keeps its candidates.
+func (sp *sampler) add(in trainInput) error {
+	fs, err := features.NewSet(sp.cfg.Features, in.bands)
+	if err != nil {
+		return fmt.Errorf("%s: %w", in.image, err)
 	}
+	if sp.set != nil && !slices.Equal(sp.set.Bands, fs.Bands) {
+		return fmt.Errorf("%s: bands [%s] differ from the first input's [%s]", in.image, strings.Join(fs.Bands, ", "), strings.Join(sp.set.Bands, ", "))
+	}
+	sp.set = fs
+	ii := uint64(len(sp.sources))
+	sp.sources = append(sp.sources, in.image)
+	var comp features.Computer = features.CPU{Set: fs}
+	if sp.gpu != nil {
+		g, err := cuda.NewFeatures(sp.gpu, fs)
+		if err != nil {
+			return err
+		}
+		defer g.Close()
+		comp = g // the same bits as features.CPU
+	}
+	src, err := stripSourceOf(in)
+	if err != nil {
+		return err
+	}
+	s := sp.cfg.Sampling
+	return scanPixels(ii, src, fs, comp, sp.classIndex, s.Seed, s.BlockSize, s.ValidationFraction, func(px pixel) {
+		hp := &sp.heaps[px.class*2+px.split]
+		if hp.Len() >= s.MaxPerClass && px.key >= (*hp)[0].key {
+			return
+		}
+		x := make([]float32, len(px.feats))
+		for f := range px.feats {
+			x[f] = px.feats[f][px.i]
+		}
+		heap.Push(hp, candidate{key: px.key, pixel: px.id, x: x})
+		if hp.Len() > s.MaxPerClass {
+			heap.Pop(hp)
+		}
+	})
+}
+
+// finish balances the classes if asked and returns the samples, training
+// split first, each class's rows by key.
+func (sp *sampler) finish() (*samples.Set, *features.Set, error) {
+	if sp.set == nil {
+		return nil, nil, errors.New("no input to sample")
+	}
+	k := len(sp.scheme.Classes)
+	s := sp.cfg.Sampling
 	// Optional balancing: every class at the rarest present class's count.
 	if s.Balance {
 		for split := range 2 {
 			least := math.MaxInt
 			for c := range k {
-				if n := heaps[c*2+split].Len(); n > 0 {
+				if n := sp.heaps[c*2+split].Len(); n > 0 {
 					least = min(least, n)
 				}
 			}
 			for c := range k {
-				h := &heaps[c*2+split]
+				h := &sp.heaps[c*2+split]
 				for h.Len() > least {
 					heap.Pop(h)
 				}
 			}
 		}
 	}
-	out := &samples.Set{Header: samples.Header{Features: set.Names(), Classes: scheme.Codes(), Sources: sources, Seed: s.Seed}}
+	out := &samples.Set{Header: samples.Header{Features: sp.set.Names(), Classes: sp.scheme.Codes(), Sources: sp.sources, Seed: s.Seed}}
 	for split := range 2 {
 		for c := range k {
-			h := slices.Clone(heaps[c*2+split])
+			h := slices.Clone(sp.heaps[c*2+split])
 			slices.SortFunc(h, func(a, b candidate) int { return cmp.Compare(a.key, b.key) })
 			for _, cand := range h {
 				out.X = append(out.X, cand.x...)
@@ -170,27 +209,53 @@ func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, gpu *cud
 			}
 		}
 	}
-	return out, set, nil
+	return out, sp.set, nil
 }
 
-// sampleInput keeps, per class and split, the capacity pixels of an input
-// with the lowest keys.
-func sampleInput(ii uint64, in trainInput, img, lab *raster.Source, set *features.Set, comp features.Computer, classIndex map[uint8]int,
-	heaps []maxHeap, seed uint64, block int, valFrac float64, capacity int) error {
-	return scanPixels(ii, in, img, lab, set, comp, classIndex, seed, block, valFrac, func(px pixel) {
-		hp := &heaps[px.class*2+px.split]
-		if hp.Len() >= capacity && px.key >= (*hp)[0].key {
-			return
+// stripSource reads an input strip by strip: its size, and a reader per
+// worker (GDAL handles are not shared between threads).
+type stripSource struct {
+	width, height int
+	open          func() (read func(r0, h int) strip, close func(), err error)
+}
+
+// stripSourceOf checks an input (labels on the image's grid, the band
+// count) and returns its strips, from memory or from the files.
+func stripSourceOf(in trainInput) (stripSource, error) {
+	if t := in.mem; t != nil {
+		read := func(r0, h int) strip { return memStrip(in, t, r0, h) }
+		return stripSource{t.Grid.Width, t.Grid.Height, func() (func(int, int) strip, func(), error) { return read, func() {}, nil }}, nil
+	}
+	img, err := raster.Open(in.image)
+	if err != nil {
+		return stripSource{}, err
+	}
+	defer img.Close()
+	lab, err := raster.Open(in.labels)
+	if err != nil {
+		return stripSource{}, err
+	}
+	defer lab.Close()
+	if img.Width != lab.Width || img.Height != lab.Height || img.Transform != lab.Transform {
+		return stripSource{}, fmt.Errorf("%s: labels %s are not on the image's grid", in.image, in.labels)
+	}
+	if got, nb := bandCount(in.image), len(in.bands); got != nb {
+		return stripSource{}, fmt.Errorf("%s has %d bands, the config or manifest lists %d (%s)", in.image, got, nb, strings.Join(in.bands, ", "))
+	}
+	open := func() (func(int, int) strip, func(), error) {
+		wimg, err := raster.Open(in.image)
+		if err != nil {
+			return nil, nil, err
 		}
-		x := make([]float32, len(px.feats))
-		for f := range px.feats {
-			x[f] = px.feats[f][px.i]
+		wlab, err := raster.Open(in.labels)
+		if err != nil {
+			wimg.Close()
+			return nil, nil, err
 		}
-		heap.Push(hp, candidate{key: px.key, pixel: px.id, x: x})
-		if hp.Len() > capacity {
-			heap.Pop(hp)
-		}
-	})
+		read := func(r0, h int) strip { return fileStrip(in, wimg, wlab, r0, h) }
+		return read, func() { wimg.Close(); wlab.Close() }, nil
+	}
+	return stripSource{img.Width, img.Height, open}, nil
 }
 
 // pixel is one labelled pixel with all bands present, as scanPixels
@@ -208,17 +273,10 @@ type pixel struct {
 // present, in raster order. Splits go by blocks of block × block pixels (a
 // fraction valFrac of them to validation); keys are seeded hashes of the
 // pixel, so taking the lowest keys is a seeded random choice. Strips are
-// read and their features computed by several workers, each with its own
-// GDAL handles, a few strips ahead of the visits.
-func scanPixels(ii uint64, in trainInput, img, lab *raster.Source, set *features.Set, comp features.Computer, classIndex map[uint8]int,
+// read and their features computed by several workers a few strips ahead
+// of the visits.
+func scanPixels(ii uint64, src stripSource, set *features.Set, comp features.Computer, classIndex map[uint8]int,
 	seed uint64, block int, valFrac float64, visit func(pixel)) error {
-	if img.Width != lab.Width || img.Height != lab.Height || img.Transform != lab.Transform {
-		return fmt.Errorf("%s: labels %s are not on the image's grid", in.image, in.labels)
-	}
-	nb := len(in.bands)
-	if got := bandCount(in.image); got != nb {
-		return fmt.Errorf("%s has %d bands, the config or manifest lists %d (%s)", in.image, got, nb, strings.Join(in.bands, ", "))
-	}
 	var class [256]int
 	for i := range class {
 		class[i] = -1
@@ -226,68 +284,12 @@ func scanPixels(ii uint64, in trainInput, img, lab *raster.Source, set *features
 	for code, c := range classIndex {
 		class[code] = c
 	}
-	w := img.Width
-	strips := (img.Height + sampleStrip - 1) / sampleStrip
-	workers := max(1, min(strips, runtime.GOMAXPROCS(0)/2, 8))
-	results := make([]chan strip, strips)
-	for k := range results {
-		results[k] = make(chan strip, 1)
-	}
-	// tokens bound the strips in flight: a worker takes one before reading
-	// a strip, the visiting loop returns it when done with the strip.
-	tokens := make(chan struct{}, workers+1)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	// On any return the workers stop and are waited for: they use comp,
-	// which the caller closes after.
-	defer wg.Wait()
-	defer close(stop)
-	var next atomic.Int64
-	var compute sync.Mutex // a features.Computer serves one strip at a time
-	for range workers {
-		wg.Go(func() {
-			var wimg, wlab *raster.Source
-			defer func() {
-				if wimg != nil {
-					wimg.Close()
-				}
-				if wlab != nil {
-					wlab.Close()
-				}
-			}()
-			for {
-				select {
-				case tokens <- struct{}{}:
-				case <-stop:
-					return
-				}
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				k := int(next.Add(1) - 1)
-				if k >= strips {
-					return
-				}
-				var st strip
-				if wimg == nil {
-					if wimg, st.err = raster.Open(in.image); st.err == nil {
-						wlab, st.err = raster.Open(in.labels)
-					}
-				}
-				if st.err == nil {
-					st = readStrip(in, wimg, wlab, set, comp, &compute, k*sampleStrip)
-				}
-				results[k] <- st
-				if st.err != nil {
-					return
-				}
-			}
-		})
-	}
+	w, nb := src.width, len(set.Bands)
+	strips := (src.height + sampleStrip - 1) / sampleStrip
+	results, wait := readStrips(src, set, comp, strips)
+	defer wait()
 	for k := range strips {
-		st := <-results[k]
+		st := <-results[k].strips
 		if st.err != nil {
 			return st.err
 		}
@@ -321,9 +323,79 @@ func scanPixels(ii uint64, in trainInput, img, lab *raster.Source, set *features
 				visit(pixel{class: c, split: splits[col/block], key: rng.Hash(seed, 0x5a4, ii, row, uint64(col)), id: ii<<40 | row<<20 | uint64(col), feats: st.feats, i: i})
 			}
 		}
-		<-tokens
+		results[k].done()
 	}
 	return nil
+}
+
+// stripSlot delivers one strip; done frees its place in the read-ahead.
+type stripSlot struct {
+	strips chan strip
+	done   func()
+}
+
+// readStrips starts workers that read strips in order, a bounded number
+// ahead of the consumer, and compute their features (one strip at a time
+// per Computer). wait stops the workers and waits for them: they use comp,
+// which the caller closes after.
+func readStrips(src stripSource, set *features.Set, comp features.Computer, strips int) ([]stripSlot, func()) {
+	workers := max(1, min(strips, runtime.GOMAXPROCS(0)/2, 8))
+	// tokens bound the strips in flight: a worker takes one before reading
+	// a strip, the consumer returns it when done with the strip.
+	tokens := make(chan struct{}, workers+1)
+	slots := make([]stripSlot, strips)
+	for k := range slots {
+		slots[k] = stripSlot{strips: make(chan strip, 1), done: func() { <-tokens }}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	var compute sync.Mutex
+	for range workers {
+		wg.Go(func() {
+			var read func(r0, h int) strip
+			closeFn := func() {}
+			defer func() { closeFn() }()
+			for {
+				select {
+				case tokens <- struct{}{}:
+				case <-stop:
+					return
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := int(next.Add(1) - 1)
+				if k >= strips {
+					return
+				}
+				var st strip
+				if read == nil {
+					read, closeFn, st.err = src.open()
+				}
+				if st.err == nil {
+					r0 := k * sampleStrip
+					st = read(r0, min(sampleStrip, src.height-r0))
+				}
+				if st.err == nil {
+					st.feats = make([][]float32, len(set.Features))
+					for f := range st.feats {
+						st.feats[f] = make([]float32, len(st.labels))
+					}
+					compute.Lock()
+					st.err = comp.Compute(st.feats, st.planes)
+					compute.Unlock()
+				}
+				slots[k].strips <- st
+				if st.err != nil {
+					return
+				}
+			}
+		})
+	}
+	return slots, func() { close(stop); wg.Wait() }
 }
 
 // strip is one strip of an input: labels, reflectance planes and features.
@@ -334,14 +406,12 @@ type strip struct {
 	err    error
 }
 
-// readStrip reads the strip of sampleStrip rows from r0 and computes its
-// features.
-func readStrip(in trainInput, img, lab *raster.Source, set *features.Set, comp features.Computer, compute *sync.Mutex, r0 int) strip {
+// fileStrip reads the h rows from r0 of an input's files.
+func fileStrip(in trainInput, img, lab *raster.Source, r0, h int) strip {
 	w, nb := img.Width, len(in.bands)
-	h := min(sampleStrip, img.Height-r0)
 	win := raster.Grid{EPSG: img.EPSG, Width: w, Height: h,
 		Transform: [6]float64{img.Transform[0], img.Transform[1], 0, img.Transform[3] + float64(r0)*img.Transform[5], 0, img.Transform[5]}}
-	st := strip{labels: make([]uint8, w*h), planes: make([][]float32, nb), feats: make([][]float32, len(set.Features))}
+	st := strip{labels: make([]uint8, w*h), planes: make([][]float32, nb)}
 	if st.err = lab.Read(win, "nearest", st.labels); st.err != nil {
 		return st
 	}
@@ -350,22 +420,40 @@ func readStrip(in trainInput, img, lab *raster.Source, set *features.Set, comp f
 		if st.err = raster.ReadBandWindowInto(img, b+1, 0, r0, w, h, vals); st.err != nil {
 			return st
 		}
-		for i, v := range vals {
-			if in.nodata != nil && float64(v) == *in.nodata {
-				vals[i] = float32(math.NaN())
-			} else {
-				vals[i] = float32(float32(v)*float32(in.scale)) + float32(in.offset)
-			}
-		}
+		inputReflectance(vals, in)
 		st.planes[b] = vals
 	}
-	for f := range st.feats {
-		st.feats[f] = make([]float32, w*h)
-	}
-	compute.Lock()
-	st.err = comp.Compute(st.feats, st.planes)
-	compute.Unlock()
 	return st
+}
+
+// memStrip takes the h rows from r0 of a tile in memory. DNs become float32
+// exactly, as GDAL converts them when reading the stack file, so the
+// planes are the same bits as fileStrip's.
+func memStrip(in trainInput, t *stack.Tile, r0, h int) strip {
+	w := t.Grid.Width
+	st := strip{labels: make([]uint8, w*h), planes: make([][]float32, len(t.DN))}
+	t.ReadLabels(0, r0, w, h, st.labels)
+	for b, plane := range t.DN {
+		vals := make([]float32, w*h)
+		for i, v := range plane[r0*w : (r0+h)*w] {
+			vals[i] = float32(v)
+		}
+		inputReflectance(vals, in)
+		st.planes[b] = vals
+	}
+	return st
+}
+
+// inputReflectance turns an input's stored values into reflectance in
+// place, NaN at its nodata.
+func inputReflectance(vals []float32, in trainInput) {
+	for i, v := range vals {
+		if in.nodata != nil && float64(v) == *in.nodata {
+			vals[i] = float32(math.NaN())
+		} else {
+			vals[i] = float32(float32(v)*float32(in.scale)) + float32(in.offset)
+		}
+	}
 }
 
 func bandCount(path string) int {
