@@ -38,7 +38,26 @@ func Evaluate(ref, pred []uint8, codes []uint8) (Metrics, error) {
 		}
 		m.Confusion[ref[i]][pred[i]]++
 	}
-	m.Total = int64(len(ref))
+	return FromConfusion(m.Confusion, codes)
+}
+
+// FromConfusion derives the metrics from a confusion matrix of counts,
+// [reference][predicted] in the order of codes, as Evaluate does. It lets
+// a caller count pixels window by window and never hold them all.
+func FromConfusion(conf [][]int64, codes []uint8) (Metrics, error) {
+	k := len(codes)
+	if len(conf) != k {
+		return Metrics{}, fmt.Errorf("evaluate: confusion matrix of %d rows for %d classes", len(conf), k)
+	}
+	m := Metrics{Classes: codes, Confusion: conf}
+	for _, row := range conf {
+		if len(row) != k {
+			return Metrics{}, fmt.Errorf("evaluate: confusion row of %d counts for %d classes", len(row), k)
+		}
+		for _, v := range row {
+			m.Total += v
+		}
+	}
 	if m.Total == 0 {
 		return Metrics{}, fmt.Errorf("evaluate: no samples")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/stack"
 )
 
 // Predictor classifies feature planes: feats[f][i] for n pixels; it writes
@@ -100,6 +101,19 @@ type Tile struct {
 	Codes      []uint8        // class index → code
 	// Features computes the feature planes; nil uses features.CPU.
 	Features features.Computer
+	// Memory, when set, is the stack in memory (lulc run): windows are
+	// copied from it rather than decoded from Stack.
+	Memory *stack.Tile
+	// Reference, when set, holds reference labels on Grid (class codes, 0
+	// unlabelled): Run counts the predictions against them, window by
+	// window, into Confusion ([reference][predicted] class indices in the
+	// order of Codes). Pixels whose label is not one of Codes, or that have
+	// no prediction, are left out, as lulc evaluate leaves them out.
+	Reference []uint8
+	Confusion [][]int64
+	// Classes, when set (Grid-sized), receives the predicted codes, so that
+	// a quicklook needs no second read of the class COG.
+	Classes []uint8
 }
 
 // Timings splits the pipeline's time by stage, summed over goroutines.
@@ -207,8 +221,10 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 
 	// Stage 3: the writer (GDAL datasets are not shared across threads).
 	start := time.Now()
+	index := t.codeIndex()
 	for w := range done {
 		t0 := time.Now()
+		t.keep(w, index)
 		if err := t.Class.Write(0, w.x, w.y, w.g.Width, w.g.Height, w.cls); err != nil {
 			fail(err)
 			break
@@ -233,15 +249,59 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 	return tm, nil
 }
 
-// readWindows reads windows, taking the next unread one from next, until
-// none is left or ctx ends; each reader has its own GDAL handle.
-func readWindows(ctx context.Context, t Tile, set *features.Set, wins []window, next *atomic.Int64, read chan<- window, readNs *atomic.Int64, fail func(error)) {
-	src, err := raster.Open(t.Stack)
-	if err != nil {
-		fail(err)
-		return
+// codeIndex maps class codes to indices into Codes (-1: not a class).
+func (t Tile) codeIndex() [256]int {
+	var index [256]int
+	for i := range index {
+		index[i] = -1
 	}
-	defer src.Close()
+	for i, c := range t.Codes {
+		index[c] = i
+	}
+	return index
+}
+
+// keep copies a predicted window into Classes and counts it into
+// Confusion, where the tile asks for them.
+func (t Tile) keep(w window, index [256]int) {
+	stride := t.Grid.Width
+	for r := range w.g.Height {
+		row := w.cls[r*w.g.Width:][:w.g.Width]
+		if t.Classes != nil {
+			copy(t.Classes[(w.y+r)*stride+w.x:], row)
+		}
+		if t.Reference == nil {
+			continue
+		}
+		ref := t.Reference[(w.y+r)*stride+w.x:][:w.g.Width]
+		for i, p := range row {
+			ri, pi := index[ref[i]], index[p]
+			if ri >= 0 && pi >= 0 && ref[i] != 0 && p != 0 {
+				t.Confusion[ri][pi]++
+			}
+		}
+	}
+}
+
+// readWindows reads windows, taking the next unread one from next, until
+// none is left or ctx ends; each reader has its own GDAL handle, or copies
+// from the stack in memory.
+func readWindows(ctx context.Context, t Tile, set *features.Set, wins []window, next *atomic.Int64, read chan<- window, readNs *atomic.Int64, fail func(error)) {
+	readBand := func(b, x, y, w, h int, dn []uint16) error {
+		t.Memory.ReadBand(b, x, y, w, h, dn)
+		return nil
+	}
+	if t.Memory == nil {
+		src, err := raster.Open(t.Stack)
+		if err != nil {
+			fail(err)
+			return
+		}
+		defer src.Close()
+		readBand = func(b, x, y, w, h int, dn []uint16) error {
+			return raster.ReadBandWindowInto(src, b+1, x, y, w, h, dn)
+		}
+	}
 	bands := len(set.Bands)
 	for {
 		k := int(next.Add(1) - 1)
@@ -258,7 +318,7 @@ func readWindows(ctx context.Context, t Tile, set *features.Set, wins []window, 
 		}
 		dn := make([]uint16, n)
 		for b := range bands {
-			if err := raster.ReadBandWindowInto(src, b+1, w.x, w.y, w.g.Width, w.g.Height, dn); err != nil {
+			if err := readBand(b, w.x, w.y, w.g.Width, w.g.Height, dn); err != nil {
 				fail(err)
 				return
 			}
