@@ -173,7 +173,7 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 	}
 	res := IngestResult{Dir: stage.Final, Resumed: stage.Resumed}
 	for _, t := range tiles {
-		tr, decoded, err := ingestTile(ctx, cfg, opt, stage, t, labelItems, area)
+		tr, decoded, err := ingestOne(ctx, cfg, opt, stage, &stacTile{items: t, labelItems: labelItems, area: area})
 		res.DecodedBytes += decoded
 		if err != nil {
 			return res, fmt.Errorf("tile %s: %w", t.tile, err)
@@ -364,42 +364,106 @@ func planTile(cfg IngestConfig, t tileItems, labelItems []catalog.Item, area [4]
 	return p, nil
 }
 
-// ingestTile builds one tile's stack. It returns the bytes decoded.
-func ingestTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomicfs.Stage, t tileItems, labelItems []catalog.Item, area [4]float64) (TileResult, int64, error) {
-	dir := stage.Path(t.tile)
-	tr := TileResult{Tile: t.tile, Dir: filepath.Join(stage.Final, t.tile), Dates: len(t.items)}
+// sourceTile is one tile of an ingest, made from STAC items (stacTile) or
+// from an analysis-ready raster pair (rasterTile).
+type sourceTile interface {
+	name() string
+	dates() int
+	// plan resolves the tile's inputs and returns its grid, before any
+	// pixel is read.
+	plan(cfg IngestConfig) (raster.Grid, error)
+	// composite makes every window of the tile and hands it to the sinks.
+	composite(ctx context.Context, cfg IngestConfig, opt Options, sinks ...tileSink) (tileStats, error)
+	// manifest describes the tile's stack and its sources.
+	manifest(ctx context.Context, cfg IngestConfig, opt Options, noValid float64) (manifest, error)
+}
+
+// tileStats is what compositing a tile measured.
+type tileStats struct {
+	timings StageTimes
+	decoded int64 // source bytes read
+	pixels  int
+	noValid float64 // share of pixels without a valid observation
+}
+
+// ingestOne writes one tile's stack COGs and manifest into the stage. It
+// returns the bytes decoded.
+func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomicfs.Stage, st sourceTile) (TileResult, int64, error) {
+	name := st.name()
+	dir := stage.Path(name)
+	tr := TileResult{Tile: name, Dir: filepath.Join(stage.Final, name), Dates: st.dates()}
 	if atomicfs.Exists(filepath.Join(dir, "manifest.json")) {
 		tr.Skipped = true
-		opt.Log.Info("tile already ingested", "tile", t.tile)
+		opt.Log.Info("tile already ingested", "tile", name)
 		return tr, 0, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return tr, 0, err
 	}
-	plan, err := planTile(cfg, t, labelItems, area)
+	grid, err := st.plan(cfg)
 	if err != nil {
 		return tr, 0, err
 	}
-	tw, err := newTileWriters(dir, plan.grid, cfg, &landcover.WorldCover)
+	tw, err := newTileWriters(dir, grid, cfg, labelScheme(cfg))
 	if err != nil {
 		return tr, 0, err
 	}
-	job, err := compositeTile(ctx, cfg, opt, plan, tw)
-	tr.Pixels, tr.Timings, tr.NoValidFrac = job.pixels(), job.timings(opt.Workers), job.noValidFrac()
+	stats, err := st.composite(ctx, cfg, opt, tw)
+	tr.Pixels, tr.Timings, tr.NoValidFrac = stats.pixels, stats.timings, stats.noValid
 	if err != nil {
 		tw.abort()
-		return tr, job.decoded.Load(), err
+		return tr, stats.decoded, err
 	}
 	encodeStart := time.Now()
 	if err := tw.close(); err != nil {
-		return tr, job.decoded.Load(), err
+		return tr, stats.decoded, err
 	}
 	tr.Timings.Encode = time.Since(encodeStart)
-	logTileStages(ctx, opt, t.tile, tr)
-	if err := writeTileManifest(dir, plan.manifest(ctx, cfg, opt, tr.NoValidFrac, labelItems)); err != nil {
-		return tr, job.decoded.Load(), err
+	logTileStages(ctx, opt, name, tr)
+	m, err := st.manifest(ctx, cfg, opt, tr.NoValidFrac)
+	if err == nil {
+		err = writeTileManifest(dir, m)
 	}
-	return tr, job.decoded.Load(), nil
+	return tr, stats.decoded, err
+}
+
+// labelScheme is the scheme whose palette and names the labels COG
+// carries: WorldCover's for STAC labels; none for raster pairs, whose
+// codes are the user's.
+func labelScheme(cfg IngestConfig) *landcover.Scheme {
+	if len(cfg.Source.Rasters) > 0 {
+		return nil
+	}
+	return &landcover.WorldCover
+}
+
+// stacTile is a tile of STAC items with the label items over the area.
+type stacTile struct {
+	items      tileItems
+	labelItems []catalog.Item
+	area       [4]float64
+	p          *tilePlan
+}
+
+func (t *stacTile) name() string { return t.items.tile }
+func (t *stacTile) dates() int   { return len(t.items.items) }
+
+func (t *stacTile) plan(cfg IngestConfig) (raster.Grid, error) {
+	p, err := planTile(cfg, t.items, t.labelItems, t.area)
+	if err != nil {
+		return raster.Grid{}, err
+	}
+	t.p = p
+	return p.grid, nil
+}
+
+func (t *stacTile) composite(ctx context.Context, cfg IngestConfig, opt Options, sinks ...tileSink) (tileStats, error) {
+	job, err := compositeTile(ctx, cfg, opt, t.p, sinks...)
+	return tileStats{timings: job.timings(opt.Workers), decoded: job.decoded.Load(), pixels: job.pixels(), noValid: job.noValidFrac()}, err
+}
+
+func (t *stacTile) manifest(ctx context.Context, cfg IngestConfig, opt Options, noValid float64) (manifest, error) {
+	return t.p.manifest(ctx, cfg, opt, noValid, t.labelItems), nil
 }
 
 // compositeTile reads, masks and composites every window of a plan on

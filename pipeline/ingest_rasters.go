@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -51,11 +49,11 @@ func ingestRasters(ctx context.Context, cfg IngestConfig, opt Options, start tim
 		return IngestResult{}, err
 	}
 	res := IngestResult{Dir: stage.Final, Resumed: stage.Resumed}
-	for _, t := range tiles {
-		tr, decoded, err := ingestRasterTile(ctx, cfg, opt, stage, t)
+	for i := range tiles {
+		tr, decoded, err := ingestOne(ctx, cfg, opt, stage, &tiles[i])
 		res.DecodedBytes += decoded
 		if err != nil {
-			return res, fmt.Errorf("tile %s: %w", t.pair.TileName(), err)
+			return res, fmt.Errorf("tile %s: %w", tiles[i].name(), err)
 		}
 		res.Tiles = append(res.Tiles, tr)
 	}
@@ -144,29 +142,23 @@ func describeGrid(g raster.Grid) string {
 	return fmt.Sprintf("EPSG:%d, %d×%d px of %g×%g from (%.3f, %.3f)", g.EPSG, g.Width, g.Height, g.Transform[1], -g.Transform[5], g.Transform[0], g.Transform[3])
 }
 
-// ingestRasterTile writes one pair's tile. It returns the bytes decoded.
-func ingestRasterTile(ctx context.Context, cfg IngestConfig, opt Options, stage *atomicfs.Stage, t rasterTile) (TileResult, int64, error) {
-	name := t.pair.TileName()
-	dir := stage.Path(name)
-	grid := t.grid
-	tr := TileResult{Tile: name, Dir: filepath.Join(stage.Final, name), Dates: 1, Pixels: grid.Width * grid.Height}
-	if atomicfs.Exists(filepath.Join(dir, "manifest.json")) {
-		tr.Skipped = true
-		opt.Log.Info("tile already ingested", "tile", name)
-		return tr, 0, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return tr, 0, err
-	}
-	windows := tileWindows(grid, grid, cfg.Window)
-	opt.Log.Info("ingesting raster pair", "tile", name, "image", t.pair.Image, "grid", fmt.Sprintf("%d×%d EPSG:%d", grid.Width, grid.Height, grid.EPSG), "windows", len(windows))
-	w, err := newTileWriters(dir, grid, cfg, nil)
-	if err != nil {
-		return tr, 0, err
-	}
-	job := &rasterJob{cfg: cfg, tile: t, grid: grid, w: w}
-	bar := opt.NewBar(int64(len(windows)), "ingest "+name+" windows")
-	err = eachWindow(ctx, windows, opt.Workers, func() (func(raster.Grid) error, func(), error) {
+// name is the pair's tile name.
+func (t *rasterTile) name() string { return t.pair.TileName() }
+
+// plan returns the image's grid (checkRasterPair already opened it).
+func (t *rasterTile) plan(IngestConfig) (raster.Grid, error) { return t.grid, nil }
+
+// dates is always one: the image is the composite.
+func (t *rasterTile) dates() int { return 1 }
+
+// composite converts every window of the pair on opt.Workers workers and
+// hands each to the sinks.
+func (t *rasterTile) composite(ctx context.Context, cfg IngestConfig, opt Options, sinks ...tileSink) (tileStats, error) {
+	windows := tileWindows(t.grid, t.grid, cfg.Window)
+	opt.Log.Info("ingesting raster pair", "tile", t.name(), "image", t.pair.Image, "grid", fmt.Sprintf("%d×%d EPSG:%d", t.grid.Width, t.grid.Height, t.grid.EPSG), "windows", len(windows))
+	job := &rasterJob{cfg: cfg, tile: *t, grid: t.grid, sinks: sinks}
+	bar := opt.NewBar(int64(len(windows)), "ingest "+t.name()+" windows")
+	err := eachWindow(ctx, windows, opt.Workers, func() (func(raster.Grid) error, func(), error) {
 		img, err := raster.Open(t.pair.Image)
 		if err != nil {
 			return nil, nil, err
@@ -180,27 +172,18 @@ func ingestRasterTile(ctx context.Context, cfg IngestConfig, opt Options, stage 
 		return do, func() { img.Close(); lab.Close() }, nil
 	}, func() { bar.Add(1) })
 	bar.Finish()
-	if err != nil {
-		w.abort()
-		return tr, job.decoded.Load(), err
-	}
-	encodeStart := time.Now()
-	if err := w.close(); err != nil {
-		return tr, job.decoded.Load(), err
-	}
-	tr.Timings = StageTimes{
-		Read:      time.Duration(job.readNs.Load()),
-		Composite: time.Duration(job.convertNs.Load()),
-		Write:     time.Duration(job.writeNs.Load()),
-		Encode:    time.Since(encodeStart),
-		Workers:   min(opt.Workers, len(windows)),
-	}
-	tr.NoValidFrac = float64(job.empty.Load()) / float64(tr.Pixels)
-	if tr.NoValidFrac > 0 {
-		opt.Log.Info("pixels at the image's nodata", "tile", name, "percent", math.Round(tr.NoValidFrac*1000)/10)
-	}
+	pixels := t.grid.Width * t.grid.Height
+	return tileStats{
+		timings: StageTimes{Read: time.Duration(job.readNs.Load()), Composite: time.Duration(job.convertNs.Load()),
+			Write: time.Duration(job.writeNs.Load()), Workers: min(opt.Workers, len(windows))},
+		decoded: job.decoded.Load(), pixels: pixels, noValid: float64(job.empty.Load()) / float64(pixels),
+	}, err
+}
 
-	src := cfg.Source
+// manifest describes the pair's stack: the image re-encoded, no mask
+// beyond its nodata, no resampling.
+func (t *rasterTile) manifest(ctx context.Context, cfg IngestConfig, opt Options, noValid float64) (manifest, error) {
+	name, grid, src := t.name(), t.grid, cfg.Source
 	m := manifest{
 		Version: opt.Version, ConfigHash: cfg.Hash(), Tile: name,
 		Grid:  manifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
@@ -209,7 +192,7 @@ func ingestRasterTile(ctx context.Context, cfg IngestConfig, opt Options, stage 
 		Mask:            manifestMask{DropSCL: []int{}, NoData: "any band at the image's nodata (no SCL, so no cloud mask)"},
 		Resampling:      "none (the image's own grid)",
 		LabelResampling: "none (the image's grid)",
-		NoValidFraction: tr.NoValidFrac,
+		NoValidFraction: noValid,
 	}
 	item := manifestItem{ID: name, Assets: map[string]manifestAsset{}}
 	if t.pair.Datetime != "" {
@@ -218,7 +201,7 @@ func ingestRasterTile(ctx context.Context, cfg IngestConfig, opt Options, stage 
 	}
 	img, err := describeRasterFile(ctx, opt, t.pair.Image)
 	if err != nil {
-		return tr, job.decoded.Load(), err
+		return m, err
 	}
 	for bi, b := range cfg.Bands {
 		a := img
@@ -228,13 +211,10 @@ func ingestRasterTile(ctx context.Context, cfg IngestConfig, opt Options, stage 
 	m.Sources = []manifestItem{item}
 	lab, err := describeRasterFile(ctx, opt, t.pair.Labels)
 	if err != nil {
-		return tr, job.decoded.Load(), err
+		return m, err
 	}
 	m.Labels = []manifestItem{{ID: name, Assets: map[string]manifestAsset{"labels": lab}}}
-	if err := writeTileManifest(dir, m); err != nil {
-		return tr, job.decoded.Load(), err
-	}
-	return tr, job.decoded.Load(), nil
+	return m, nil
 }
 
 // describeRasterFile records an input raster's identity: href and size,
@@ -257,8 +237,8 @@ func describeRasterFile(ctx context.Context, opt Options, href string) (manifest
 type rasterJob struct {
 	cfg  IngestConfig
 	tile rasterTile
-	grid raster.Grid
-	w    *tileWriters
+	grid  raster.Grid
+	sinks []tileSink
 
 	decoded, empty             atomic.Int64 // image bytes read; pixels with no valid observation
 	readNs, convertNs, writeNs atomic.Int64 // summed over workers
@@ -323,9 +303,13 @@ func (j *rasterJob) window(win raster.Grid, img, lab *raster.Source) error {
 	}
 	t2 := time.Now()
 	j.convertNs.Add(int64(t2.Sub(t1)))
-	err := j.w.Write(x, y, win.Width, win.Height, stack, count, labels)
+	for _, sink := range j.sinks {
+		if err := sink.Write(x, y, win.Width, win.Height, stack, count, labels); err != nil {
+			return err
+		}
+	}
 	j.writeNs.Add(int64(time.Since(t2)))
-	return err
+	return nil
 }
 
 // rasterReflectance converts image values in place to reflectance by the
