@@ -235,8 +235,8 @@ func describeRasterFile(ctx context.Context, opt Options, href string) (manifest
 // rasterJob is the per-window work of one raster pair, shared by its
 // workers.
 type rasterJob struct {
-	cfg  IngestConfig
-	tile rasterTile
+	cfg   IngestConfig
+	tile  rasterTile
 	grid  raster.Grid
 	sinks []tileSink
 
