@@ -108,75 +108,20 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 	if err := atomicfs.CheckInputs(opt.Out, append(cfg.Inputs(), opt.Inputs...)...); err != nil {
 		return IngestResult{}, err
 	}
-	gdalOpts := map[string]string{
-		"GDAL_DISABLE_READDIR_ON_OPEN":     "EMPTY_DIR",
-		"GDAL_HTTP_MAX_RETRY":              "4",
-		"GDAL_HTTP_RETRY_DELAY":            "1",
-		"GDAL_HTTP_TIMEOUT":                "60",
-		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.TIF,.TIFF",
-	}
-	for k, v := range cfg.Source.GDAL {
-		gdalOpts[k] = v
-	}
-	if err := raster.SetConfig(gdalOpts); err != nil {
-		return IngestResult{}, fmt.Errorf("source.gdal: %w", err)
-	}
-	if len(cfg.Source.Rasters) > 0 {
-		return ingestRasters(ctx, cfg, opt, start)
-	}
-
-	area, intersects, err := cfg.area()
+	tiles, err := locate(ctx, cfg, opt)
 	if err != nil {
 		return IngestResult{}, err
 	}
-	startT, endT, _ := cfg.dateRange()
-	client := catalog.NewClient(opt.Log)
-	client.HTTP = opt.HTTP
-	q := catalog.Query{
-		Collections: []string{cfg.Source.Collection}, BBox: area, Intersects: intersects,
-		Start: startT, End: endT, Limit: cfg.Source.Limit, CloudFilter: cfg.Source.CloudFilter,
-	}
-	// 100 % means no limit: "below 100" would drop fully clouded scenes.
-	if cfg.MaxCloudCover < 100 {
-		q.MaxCloud = &cfg.MaxCloudCover
-	}
-	items, err := find(ctx, client, cfg, q)
-	if err != nil {
-		return IngestResult{}, err
-	}
-	if len(items) == 0 {
-		return IngestResult{}, fmt.Errorf("no %s items over %v between %s and %s with cloud cover below %g %%",
-			cfg.Source.Collection, area, cfg.Dates.Start, cfg.Dates.End, cfg.MaxCloudCover)
-	}
-	lq := catalog.Query{Collections: []string{cfg.Source.LabelCollection}, BBox: area, Intersects: intersects,
-		Limit: cfg.Source.Limit, CloudFilter: "none"}
-	labelItems, err := find(ctx, client, cfg, lq)
-	if err != nil {
-		return IngestResult{}, err
-	}
-	if len(labelItems) == 0 {
-		return IngestResult{}, fmt.Errorf("no %s label items overlap the area %v", cfg.Source.LabelCollection, area)
-	}
-	signer := &catalog.Signer{Token: cfg.Source.SASToken, TokenURL: cfg.Source.SASTokenURL, Client: client}
-	if err := signer.Sign(ctx, items); err != nil {
-		return IngestResult{}, err
-	}
-	if err := signer.Sign(ctx, labelItems); err != nil {
-		return IngestResult{}, err
-	}
-	tiles := groupByTile(items)
-	opt.Log.Info("scenes found", "items", len(items), "tiles", len(tiles), "label_items", len(labelItems))
-
 	stage, err := atomicfs.Begin(opt.Out, opt.Force, "ingest "+cfg.Hash())
 	if err != nil {
 		return IngestResult{}, err
 	}
 	res := IngestResult{Dir: stage.Final, Resumed: stage.Resumed}
 	for _, t := range tiles {
-		tr, decoded, err := ingestOne(ctx, cfg, opt, stage, &stacTile{items: t, labelItems: labelItems, area: area})
+		tr, decoded, err := ingestOne(ctx, cfg, opt, stage, t)
 		res.DecodedBytes += decoded
 		if err != nil {
-			return res, fmt.Errorf("tile %s: %w", t.tile, err)
+			return res, fmt.Errorf("tile %s: %w", t.name(), err)
 		}
 		res.Tiles = append(res.Tiles, tr)
 	}
@@ -188,6 +133,92 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// locate configures GDAL for the sources and finds the tiles to ingest,
+// in order: the raster pairs, each checked, or the STAC items grouped by
+// tile with the label items over the area.
+func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, error) {
+	gdalOpts := map[string]string{
+		"GDAL_DISABLE_READDIR_ON_OPEN":     "EMPTY_DIR",
+		"GDAL_HTTP_MAX_RETRY":              "4",
+		"GDAL_HTTP_RETRY_DELAY":            "1",
+		"GDAL_HTTP_TIMEOUT":                "60",
+		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.TIF,.TIFF",
+	}
+	for k, v := range cfg.Source.GDAL {
+		gdalOpts[k] = v
+	}
+	if err := raster.SetConfig(gdalOpts); err != nil {
+		return nil, fmt.Errorf("source.gdal: %w", err)
+	}
+	var tiles []sourceTile
+	if len(cfg.Source.Rasters) > 0 {
+		// Every pair is checked before anything is written, so that a bad
+		// input fails at once and leaves no output.
+		for i, p := range cfg.Source.Rasters {
+			t, err := checkRasterPair(cfg, i, p)
+			if err != nil {
+				return nil, err
+			}
+			tiles = append(tiles, &t)
+		}
+		opt.Log.Info("analysis-ready rasters", "pairs", len(tiles))
+		return tiles, nil
+	}
+	area, intersects, err := cfg.area()
+	if err != nil {
+		return nil, err
+	}
+	items, labelItems, err := search(ctx, cfg, opt, area, intersects)
+	if err != nil {
+		return nil, err
+	}
+	groups := groupByTile(items)
+	opt.Log.Info("scenes found", "items", len(items), "tiles", len(groups), "label_items", len(labelItems))
+	for _, g := range groups {
+		tiles = append(tiles, &stacTile{items: g, labelItems: labelItems, area: area})
+	}
+	return tiles, nil
+}
+
+// search finds the scene and label items over the area and signs their
+// hrefs where the source needs it.
+func search(ctx context.Context, cfg IngestConfig, opt Options, area [4]float64, intersects json.RawMessage) (items, labelItems []catalog.Item, err error) {
+	startT, endT, _ := cfg.dateRange()
+	client := catalog.NewClient(opt.Log)
+	client.HTTP = opt.HTTP
+	q := catalog.Query{
+		Collections: []string{cfg.Source.Collection}, BBox: area, Intersects: intersects,
+		Start: startT, End: endT, Limit: cfg.Source.Limit, CloudFilter: cfg.Source.CloudFilter,
+	}
+	// 100 % means no limit: "below 100" would drop fully clouded scenes.
+	if cfg.MaxCloudCover < 100 {
+		q.MaxCloud = &cfg.MaxCloudCover
+	}
+	if items, err = find(ctx, client, cfg, q); err != nil {
+		return nil, nil, err
+	}
+	if len(items) == 0 {
+		return nil, nil, fmt.Errorf("no %s items over %v between %s and %s with cloud cover below %g %%",
+			cfg.Source.Collection, area, cfg.Dates.Start, cfg.Dates.End, cfg.MaxCloudCover)
+	}
+	lq := catalog.Query{Collections: []string{cfg.Source.LabelCollection}, BBox: area, Intersects: intersects,
+		Limit: cfg.Source.Limit, CloudFilter: "none"}
+	if labelItems, err = find(ctx, client, cfg, lq); err != nil {
+		return nil, nil, err
+	}
+	if len(labelItems) == 0 {
+		return nil, nil, fmt.Errorf("no %s label items overlap the area %v", cfg.Source.LabelCollection, area)
+	}
+	signer := &catalog.Signer{Token: cfg.Source.SASToken, TokenURL: cfg.Source.SASTokenURL, Client: client}
+	if err := signer.Sign(ctx, items); err != nil {
+		return nil, nil, err
+	}
+	if err := signer.Sign(ctx, labelItems); err != nil {
+		return nil, nil, err
+	}
+	return items, labelItems, nil
 }
 
 // find runs the query against the configured static catalog or API.

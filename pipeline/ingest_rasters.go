@@ -11,7 +11,6 @@ import (
 
 	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/composite"
-	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/raster"
 )
 
@@ -28,44 +27,6 @@ type rasterTile struct {
 
 // bytesPerSample are the stored sizes of the image types lulc reads.
 var bytesPerSample = map[string]int{"Byte": 1, "Int8": 1, "UInt16": 2, "Int16": 2, "UInt32": 4, "Int32": 4, "Float32": 4, "Float64": 8}
-
-// ingestRasters stacks analysis-ready image/label pairs: per pair, one
-// tile on the image's own grid with the same files and encoding as a STAC
-// ingest (one date, no SCL: only nodata masks).
-func ingestRasters(ctx context.Context, cfg IngestConfig, opt Options, start time.Time) (IngestResult, error) {
-	// Every pair is checked before anything is written, so that a bad
-	// input fails at once and leaves no output.
-	tiles := make([]rasterTile, len(cfg.Source.Rasters))
-	for i, p := range cfg.Source.Rasters {
-		t, err := checkRasterPair(cfg, i, p)
-		if err != nil {
-			return IngestResult{}, err
-		}
-		tiles[i] = t
-	}
-	opt.Log.Info("analysis-ready rasters", "pairs", len(tiles))
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, "ingest "+cfg.Hash())
-	if err != nil {
-		return IngestResult{}, err
-	}
-	res := IngestResult{Dir: stage.Final, Resumed: stage.Resumed}
-	for i := range tiles {
-		tr, decoded, err := ingestOne(ctx, cfg, opt, stage, &tiles[i])
-		res.DecodedBytes += decoded
-		if err != nil {
-			return res, fmt.Errorf("tile %s: %w", tiles[i].name(), err)
-		}
-		res.Tiles = append(res.Tiles, tr)
-	}
-	if err := writeResolvedConfig(stage.Path(IngestConfigFile), cfg.Redacted()); err != nil {
-		return res, err
-	}
-	if err := stage.Commit(); err != nil {
-		return res, err
-	}
-	res.Elapsed = time.Since(start)
-	return res, nil
-}
 
 // checkRasterPair opens a pair and checks it against the config: the
 // image's band count and type, its grid, and the labels' grid and type.
