@@ -24,6 +24,7 @@ import (
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/landcover"
 	lraster "github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/stack"
 	"github.com/lulc/lulc/stacx"
 )
 
@@ -155,7 +156,7 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 	}
 	res := PredictResult{Dir: stage.Final}
 	for i, m := range manifests {
-		pt, err := predictTile(ctx, pc, opt, stage, model, pc.Model, scheme, m, filepath.Dir(tiles[i]))
+		pt, err := predictTile(ctx, pc, opt, stage.Path(m.Tile), model, pc.Model, scheme, m, predictInput{stackFile: filepath.Join(filepath.Dir(tiles[i]), "stack.tif")})
 		if err != nil {
 			return res, fmt.Errorf("tile %s: %w", m.Tile, err)
 		}
@@ -174,121 +175,195 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 	return res, nil
 }
 
-func predictTile(ctx context.Context, pc PredictConfig, opt Options, stage *atomicfs.Stage, model *forest.Model, modelPath string,
-	scheme landcover.Scheme, m manifest, stackDir string) (PredictTile, error) {
-	dir := stage.Path(m.Tile)
-	pt := PredictTile{Tile: m.Tile, Class: filepath.Join(dir, ClassFile), Quicklook: filepath.Join(dir, QuicklookFile), Item: filepath.Join(dir, ItemFile)}
+// predictInput is where a tile's stack comes from: the stack COG of an
+// ingest output, or a tile in memory (lulc run), whose labels are then
+// compared with the predictions as they are made.
+type predictInput struct {
+	stackFile string
+	mem       *stack.Tile
+}
+
+// predictTile classifies one tile into dir and finishes its outputs.
+func predictTile(ctx context.Context, pc PredictConfig, opt Options, dir string, model *forest.Model, modelPath string,
+	scheme landcover.Scheme, m manifest, in predictInput) (PredictTile, error) {
+	p, err := streamTile(ctx, pc, opt, dir, model, modelPath, scheme, m, in)
+	if err != nil || p == nil {
+		return p.result(), err
+	}
+	return p.result(), p.finish(opt)
+}
+
+// predicted is a tile whose predictions are made and whose outputs are
+// still to encode and describe.
+type predicted struct {
+	pt             PredictTile
+	dir, modelPath string
+	classW, confW  *lraster.Writer
+	classes        []uint8
+	grid           lraster.Grid
+	scheme         landcover.Scheme
+	m              manifest
+	confidence     bool
+	confusion      [][]int64 // with a tile in memory: labels × predictions
+	finished       bool
+}
+
+func (p *predicted) result() PredictTile {
+	if p == nil {
+		return PredictTile{}
+	}
+	return p.pt
+}
+
+// streamTile runs a tile through read → features → predict → write into
+// the class (and confidence) writers. It returns nil for a tile an earlier
+// run finished and verified.
+func streamTile(ctx context.Context, pc PredictConfig, opt Options, dir string, model *forest.Model, modelPath string,
+	scheme landcover.Scheme, m manifest, in predictInput) (*predicted, error) {
+	p := &predicted{dir: dir, modelPath: modelPath, scheme: scheme, m: m, confidence: pc.Confidence,
+		pt: PredictTile{Tile: m.Tile, Class: filepath.Join(dir, ClassFile), Quicklook: filepath.Join(dir, QuicklookFile), Item: filepath.Join(dir, ItemFile)}}
 	if verified(dir) {
-		pt.Skipped = true
+		p.pt.Skipped, p.finished = true, true
 		opt.Log.Info("tile already predicted and verified", "tile", m.Tile)
-		return pt, nil
+		return p, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return pt, fmt.Errorf("output directory %s is not writable: %w", dir, err)
+		return p, fmt.Errorf("output directory %s is not writable: %w", dir, err)
 	}
-	grid := lraster.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
-	if _, err := lraster.NewTransformer(grid.EPSG, 4326); err != nil {
-		return pt, fmt.Errorf("grid CRS EPSG:%d is unusable: %w", grid.EPSG, err)
+	p.grid = lraster.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
+	if _, err := lraster.NewTransformer(p.grid.EPSG, 4326); err != nil {
+		return p, fmt.Errorf("grid CRS EPSG:%d is unusable: %w", p.grid.EPSG, err)
 	}
 	set, err := features.NewSet(model.Features, m.Bands)
 	if err != nil {
-		return pt, err
+		return p, err
 	}
-	cog := lraster.COGOptions{BlockSize: 512, Compress: pc.Compress, NoData: ptr(0.0), OverviewResampling: "MODE", Classes: &scheme}
-	classW, err := lraster.NewWriter(pt.Class, grid, "uint8", []lraster.BandInfo{{Description: "land cover class"}}, cog)
+	if err := p.openWriters(pc); err != nil {
+		return p, err
+	}
+	comp, pred, closePred, err := predictors(opt, set, model)
 	if err != nil {
-		return pt, err
+		p.abort()
+		return p, err
 	}
-	var confW *lraster.Writer
-	if pc.Confidence {
-		cc := cog
-		cc.Classes, cc.OverviewResampling = nil, "AVERAGE"
-		if confW, err = lraster.NewWriter(filepath.Join(dir, ConfidenceFile), grid, "uint8", []lraster.BandInfo{{Description: "top class probability (%)"}}, cc); err != nil {
-			classW.Abort()
-			return pt, err
+	defer closePred()
+	tile := inference.Tile{Stack: in.stackFile, Memory: in.mem, Grid: p.grid, Scale: m.Scale, Offset: m.Offset,
+		Window: pc.Window, Workers: opt.Workers, Class: p.classW, Confidence: p.confW, Codes: scheme.Codes(), Features: comp}
+	p.classes = make([]uint8, p.grid.Width*p.grid.Height)
+	tile.Classes = p.classes
+	if in.mem != nil {
+		tile.Reference, tile.Confusion = in.mem.Labels, make([][]int64, len(scheme.Classes))
+		for i := range tile.Confusion {
+			tile.Confusion[i] = make([]int64, len(scheme.Classes))
 		}
-	}
-	abort := func() {
-		classW.Abort()
-		if confW != nil {
-			confW.Abort()
-		}
-	}
-	var pred inference.Predictor = inference.NewCPU(model)
-	var comp features.Computer
-	if opt.GPU != nil {
-		g, err := cuda.NewFeatures(opt.GPU, set)
-		if err != nil {
-			abort()
-			return pt, err
-		}
-		defer g.Close()
-		gp, err := inference.NewGPU(opt.GPU, model)
-		if err != nil {
-			abort()
-			return pt, err
-		}
-		defer gp.Close()
-		comp, pred = g, gp
+		p.confusion = tile.Confusion
 	}
 	var busy0 time.Duration
 	if opt.GPU != nil {
 		busy0 = opt.GPU.Busy()
 	}
 	runStart := time.Now()
-	windows := (grid.Width + pc.Window - 1) / pc.Window * ((grid.Height + pc.Window - 1) / pc.Window)
+	windows := (p.grid.Width + pc.Window - 1) / pc.Window * ((p.grid.Height + pc.Window - 1) / pc.Window)
 	bar := opt.NewBar(int64(windows), "predict "+m.Tile)
-	pt.Timings, err = inference.Run(ctx, inference.Tile{
-		Stack: filepath.Join(stackDir, "stack.tif"), Grid: grid, Scale: m.Scale, Offset: m.Offset,
-		Window: pc.Window, Workers: opt.Workers, Class: classW, Confidence: confW, Codes: scheme.Codes(), Features: comp,
-	}, set, pred, bar)
+	p.pt.Timings, err = inference.Run(ctx, tile, set, pred, bar)
 	bar.Finish()
 	if err != nil {
-		abort()
-		return pt, err
+		p.abort()
+		return p, err
 	}
-	pt.Pixels = pt.Timings.Pixels
+	p.pt.Pixels = p.pt.Timings.Pixels
+	p.pt.Stream = time.Since(runStart)
 	if opt.GPU != nil {
 		// How much of the streaming the device was kept busy.
-		pt.DeviceBusy = opt.GPU.Busy() - busy0
-		pt.Stream = time.Since(runStart)
+		p.pt.DeviceBusy = opt.GPU.Busy() - busy0
 	}
-	t0 := time.Now()
-	if err := classW.Close(); err != nil {
-		abort()
-		return pt, err
+	return p, nil
+}
+
+// predictors returns the feature computer and predictor of the engine:
+// the GPU twins when opt has a device, else the CPU's (a nil Computer).
+func predictors(opt Options, set *features.Set, model *forest.Model) (features.Computer, inference.Predictor, func(), error) {
+	if opt.GPU == nil {
+		return nil, inference.NewCPU(model), func() {}, nil
 	}
-	if confW != nil {
-		if err := confW.Close(); err != nil {
-			confW.Abort()
-			return pt, err
+	g, err := cuda.NewFeatures(opt.GPU, set)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	gp, err := inference.NewGPU(opt.GPU, model)
+	if err != nil {
+		g.Close()
+		return nil, nil, nil, err
+	}
+	return g, gp, func() { gp.Close(); g.Close() }, nil
+}
+
+// openWriters starts the class and, if asked, the confidence COG.
+func (p *predicted) openWriters(pc PredictConfig) error {
+	cog := lraster.COGOptions{BlockSize: 512, Compress: pc.Compress, NoData: ptr(0.0), OverviewResampling: "MODE", Classes: &p.scheme}
+	var err error
+	if p.classW, err = lraster.NewWriter(p.pt.Class, p.grid, "uint8", []lraster.BandInfo{{Description: "land cover class"}}, cog); err != nil {
+		return err
+	}
+	if pc.Confidence {
+		cc := cog
+		cc.Classes, cc.OverviewResampling = nil, "AVERAGE"
+		if p.confW, err = lraster.NewWriter(filepath.Join(p.dir, ConfidenceFile), p.grid, "uint8", []lraster.BandInfo{{Description: "top class probability (%)"}}, cc); err != nil {
+			p.classW.Abort()
+			return err
 		}
 	}
-	pt.Encode = time.Since(t0)
-	classes, _, err := lraster.ReadBand[uint8](pt.Class, 1)
+	return nil
+}
+
+func (p *predicted) abort() {
+	if p.classW != nil {
+		p.classW.Abort()
+	}
+	if p.confW != nil {
+		p.confW.Abort()
+	}
+}
+
+// finish encodes the COGs, draws the quicklook from the predictions kept
+// in memory and writes the STAC item last: its presence, with matching
+// checksums, marks the tile finished.
+func (p *predicted) finish(opt Options) error {
+	if p.finished {
+		return nil
+	}
+	t0 := time.Now()
+	if err := p.classW.Close(); err != nil {
+		p.abort()
+		return err
+	}
+	if p.confW != nil {
+		if err := p.confW.Close(); err != nil {
+			p.confW.Abort()
+			return err
+		}
+	}
+	p.pt.Encode = time.Since(t0)
+	if err := charts.Quicklook(p.pt.Quicklook, p.classes, p.grid.Width, p.grid.Height, 1024, p.scheme); err != nil {
+		return err
+	}
+	p.classes = nil
+	item, err := predictionItem(p.m, p.grid, p.scheme, p.dir, p.modelPath, p.confidence)
 	if err != nil {
-		return pt, err
+		return err
 	}
-	if err := charts.Quicklook(pt.Quicklook, classes, grid.Width, grid.Height, 1024, scheme); err != nil {
-		return pt, err
+	if err := writeItem(p.pt.Item, item); err != nil {
+		return err
 	}
-	item, err := predictionItem(m, grid, scheme, dir, modelPath, pc.Confidence)
-	if err != nil {
-		return pt, err
-	}
-	// The item is written last: its presence, with matching checksums,
-	// marks the tile finished.
-	if err := writeItem(pt.Item, item); err != nil {
-		return pt, err
-	}
-	tm := pt.Timings
-	opt.Log.Info("tile predicted", "tile", m.Tile, "pixels", pt.Pixels, "read_worker_s", tm.Read.Seconds(), "features_worker_s", tm.Features.Seconds(),
-		"predict_worker_s", tm.Predict.Seconds(), "write_s", tm.Write.Seconds(), "encode_s", pt.Encode.Seconds())
+	p.finished = true
+	tm := p.pt.Timings
+	opt.Log.Info("tile predicted", "tile", p.m.Tile, "pixels", p.pt.Pixels, "read_worker_s", tm.Read.Seconds(), "features_worker_s", tm.Features.Seconds(),
+		"predict_worker_s", tm.Predict.Seconds(), "write_s", tm.Write.Seconds(), "encode_s", p.pt.Encode.Seconds())
 	if opt.GPU != nil {
-		opt.Log.Info("device use", "tile", m.Tile, "streaming_s", pt.Stream.Seconds(), "device_busy_s", pt.DeviceBusy.Seconds(),
-			"busy_percent", math.Round(100*pt.DeviceBusy.Seconds()/pt.Stream.Seconds()))
+		opt.Log.Info("device use", "tile", p.m.Tile, "streaming_s", p.pt.Stream.Seconds(), "device_busy_s", p.pt.DeviceBusy.Seconds(),
+			"busy_percent", math.Round(100*p.pt.DeviceBusy.Seconds()/p.pt.Stream.Seconds()))
 	}
-	return pt, nil
+	return nil
 }
 
 func sha(b []byte) []byte {

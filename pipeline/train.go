@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -114,53 +115,47 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (TrainResult, erro
 		return res, err
 	}
 
-	xt, yt := set.Subset(0)
-	xv, yv := set.Subset(1)
-	nf := len(set.Features)
-	res.Samples, res.Validation = len(yt), len(yv)
-	if err := checkSamples(cfg, scheme, set, yt, yv, xt, &res); err != nil {
+	if err := fitAndWrite(ctx, cfg, scheme, set, ins, opt, stage.Dir, &res); err != nil {
 		return res, err
 	}
-	opt.Log.Info("samples", "training", len(yt), "validation", len(yv), "features", nf, "classes", len(scheme.Classes))
+	if err := stage.Commit(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
 
+// fitAndWrite fits the configured engine on the samples' training split,
+// measures it on the validation split and writes the run directory's files
+// into dir: model, metrics, charts, resolved config and run info.
+func fitAndWrite(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, ins []trainInput, opt Options, dir string, res *TrainResult) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	xt, yt := set.Subset(0)
+	_, yv := set.Subset(1)
+	res.Samples, res.Validation = len(yt), len(yv)
+	if err := checkSamples(cfg, scheme, set, yt, yv, xt, res); err != nil {
+		return err
+	}
+	opt.Log.Info("samples", "training", len(yt), "validation", len(yv), "features", len(set.Features), "classes", len(scheme.Classes))
+	model, pred, err := fit(cfg, scheme, set, ins[0], opt, res)
+	if err != nil {
+		return err
+	}
+	if res.Metrics, err = forest.Evaluate(yv, pred, scheme.Codes()); err != nil {
+		return err
+	}
+	return writeTrainOutputs(cfg, set, ins, model, opt, dir, *res)
+}
+
+// fit trains the configured engine and classifies the validation rows. The
+// model is nil for golearn, whose forests lulc cannot save.
+func fit(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, in trainInput, opt Options, res *TrainResult) (*forest.Model, []uint8, error) {
+	xt, yt := set.Subset(0)
+	xv, _ := set.Subset(1)
+	nf := len(set.Features)
 	t1 := time.Now()
-	var pred []uint8
-	var model *forest.Model
-	switch cfg.Engine {
-	case "lulc":
-		bins, err := forest.QuantileBins(xt, nf, cfg.Forest.Bins, 200_000, cfg.Forest.Seed)
-		if err != nil {
-			return res, err
-		}
-		xb, err := bins.Bin(xt, nf)
-		if err != nil {
-			return res, err
-		}
-		var f *forest.Forest
-		if opt.GPU != nil {
-			f, err = cuda.Train(opt.GPU, xb, yt, len(scheme.Classes), cfg.Forest, func(format string, args ...any) {
-				opt.Log.Info(fmt.Sprintf(format, args...))
-			})
-		} else {
-			f, err = forest.Train(xb, yt, len(scheme.Classes), cfg.Forest, opt.Workers)
-		}
-		if err != nil {
-			return res, err
-		}
-		res.Fit = time.Since(t1)
-		vb, err := bins.Bin(xv, nf)
-		if err != nil {
-			return res, err
-		}
-		if pred, _, err = f.Classify(vb); err != nil {
-			return res, err
-		}
-		model = &forest.Model{Features: set.Features, Bands: ins[0].bands, Scale: ins[0].scale, Offset: ins[0].offset,
-			Params: cfg.Forest, ConfigHash: cfg.Hash(), Samples: len(yt), Bins: bins, Forest: f}
-		for _, c := range scheme.Classes {
-			model.Classes = append(model.Classes, forest.Class{Code: c.Code, Name: c.Name, Color: fmt.Sprintf("#%02x%02x%02x", c.Color.R, c.Color.G, c.Color.B)})
-		}
-	case "golearn":
+	if cfg.Engine == "golearn" {
 		g := cfg.Golearn
 		xs, ys := subsample(xt, yt, nf, g.MaxSamples, cfg.Sampling.Seed)
 		if len(ys) < len(yt) {
@@ -168,29 +163,61 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (TrainResult, erro
 		}
 		f, err := baseline.Train(xs, nf, ys, len(scheme.Classes), g.Trees, g.FeaturesPerTree, int64(cfg.Sampling.Seed))
 		if err != nil {
-			return res, err
+			return nil, nil, err
 		}
 		res.Fit = time.Since(t1)
-		if pred, err = f.Predict(xv, nf); err != nil {
-			return res, err
-		}
+		pred, err := f.Predict(xv, nf)
+		return nil, pred, err
 	}
-	res.Metrics, err = forest.Evaluate(yv, pred, scheme.Codes())
+	bins, err := forest.QuantileBins(xt, nf, cfg.Forest.Bins, 200_000, cfg.Forest.Seed)
 	if err != nil {
-		return res, err
+		return nil, nil, err
 	}
+	xb, err := bins.Bin(xt, nf)
+	if err != nil {
+		return nil, nil, err
+	}
+	var f *forest.Forest
+	if opt.GPU != nil {
+		f, err = cuda.Train(opt.GPU, xb, yt, len(scheme.Classes), cfg.Forest, func(format string, args ...any) {
+			opt.Log.Info(fmt.Sprintf(format, args...))
+		})
+	} else {
+		f, err = forest.Train(xb, yt, len(scheme.Classes), cfg.Forest, opt.Workers)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	res.Fit = time.Since(t1)
+	vb, err := bins.Bin(xv, nf)
+	if err != nil {
+		return nil, nil, err
+	}
+	pred, _, err := f.Classify(vb)
+	if err != nil {
+		return nil, nil, err
+	}
+	model := &forest.Model{Features: set.Features, Bands: in.bands, Scale: in.scale, Offset: in.offset,
+		Params: cfg.Forest, ConfigHash: cfg.Hash(), Samples: len(yt), Bins: bins, Forest: f}
+	for _, c := range scheme.Classes {
+		model.Classes = append(model.Classes, forest.Class{Code: c.Code, Name: c.Name, Color: fmt.Sprintf("#%02x%02x%02x", c.Color.R, c.Color.G, c.Color.B)})
+	}
+	return model, pred, nil
+}
 
-	// Outputs: model, metrics, charts, resolved config, run info.
+// writeTrainOutputs writes a training run's files into dir.
+func writeTrainOutputs(cfg TrainConfig, set *samples.Set, ins []trainInput, model *forest.Model, opt Options, dir string, res TrainResult) error {
+	path := func(name string) string { return filepath.Join(dir, name) }
 	if model != nil {
 		body, err := model.Encode()
 		if err != nil {
-			return res, err
+			return err
 		}
-		if err := atomicfs.WriteFile(stage.Path(ModelFile), body); err != nil {
-			return res, err
+		if err := atomicfs.WriteFile(path(ModelFile), body); err != nil {
+			return err
 		}
-		if err := charts.Importance(stage.Path("importance.png"), set.Features, model.Forest.Importance, "Feature importance (lulc forest)"); err != nil {
-			return res, err
+		if err := charts.Importance(path("importance.png"), set.Features, model.Forest.Importance, "Feature importance (lulc forest)"); err != nil {
+			return err
 		}
 	}
 	mj, _ := json.MarshalIndent(struct {
@@ -199,37 +226,34 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (TrainResult, erro
 		Engine   string   `json:"engine"`
 		Warnings []string `json:"warnings,omitempty"`
 	}{res.Metrics, res.ClassNames, cfg.Engine, res.Warnings}, "", "  ")
-	if err := atomicfs.WriteFile(stage.Path(MetricsFile), append(mj, '\n')); err != nil {
-		return res, err
+	if err := atomicfs.WriteFile(path(MetricsFile), append(mj, '\n')); err != nil {
+		return err
 	}
-	if err := charts.Confusion(stage.Path("confusion.png"), res.Metrics.Confusion, res.ClassNames,
+	if err := charts.Confusion(path("confusion.png"), res.Metrics.Confusion, res.ClassNames,
 		fmt.Sprintf("Validation confusion (%s): OA %.3f, κ %.3f", cfg.Engine, res.Metrics.Accuracy, res.Metrics.Kappa)); err != nil {
-		return res, err
+		return err
 	}
-	if err := writeResolvedConfig(stage.Path("train.yaml"), cfg); err != nil {
-		return res, err
+	if err := writeResolvedConfig(path("train.yaml"), cfg); err != nil {
+		return err
 	}
 	info := runInfo{Lulc: opt.Version, Go: runtime.Version(), GDAL: raster.GDALVersion(), ConfigHash: cfg.Hash(),
 		Inputs: map[string]string{}, Engine: cfg.Engine, SampleTime: res.Sample.Seconds(), FitTime: res.Fit.Seconds(),
-		TrainRows: len(yt), ValRows: len(yv), Warnings: res.Warnings}
+		TrainRows: res.Samples, ValRows: res.Validation, Warnings: res.Warnings}
 	for _, in := range ins {
+		if in.mem != nil {
+			continue // sampled from memory: no file to checksum
+		}
 		for _, p := range []string{in.image, in.labels} {
 			sum, _, err := fileSHA256(p)
 			if err != nil {
-				return res, err
+				return err
 			}
 			info.Inputs[p] = sum
 		}
 	}
 	// Timings vary run to run: they live in run.json, never in the model.
 	ib, _ := json.MarshalIndent(info, "", "  ")
-	if err := atomicfs.WriteFile(stage.Path("run.json"), append(ib, '\n')); err != nil {
-		return res, err
-	}
-	if err := stage.Commit(); err != nil {
-		return res, err
-	}
-	return res, nil
+	return atomicfs.WriteFile(path("run.json"), append(ib, '\n'))
 }
 
 // checkSamples refuses samples training cannot use and records warnings
