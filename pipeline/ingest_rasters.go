@@ -211,12 +211,12 @@ func ingestRasterTile(ctx context.Context, cfg IngestConfig, opt Options, stage 
 		LabelResampling: "none (the image's grid)",
 		NoValidFraction: tr.NoValidFrac,
 	}
-	item := manifestItem{ID: name, Assets: map[string]manifestAsset{}}
+	item := manifestItem{ID: name, Assets: map[string]ManifestAsset{}}
 	if t.pair.Datetime != "" {
 		dt, _ := parseDatetime(t.pair.Datetime)
 		item.Datetime = dt.Format(time.RFC3339Nano)
 	}
-	img, err := describeRasterFile(ctx, opt, t.pair.Image)
+	img, err := DescribeRasterFile(ctx, opt, t.pair.Image)
 	if err != nil {
 		return tr, job.decoded.Load(), err
 	}
@@ -226,20 +226,22 @@ func ingestRasterTile(ctx context.Context, cfg IngestConfig, opt Options, stage 
 		item.Assets[b] = a
 	}
 	m.Sources = []manifestItem{item}
-	lab, err := describeRasterFile(ctx, opt, t.pair.Labels)
+	lab, err := DescribeRasterFile(ctx, opt, t.pair.Labels)
 	if err != nil {
 		return tr, job.decoded.Load(), err
 	}
-	m.Labels = []manifestItem{{ID: name, Assets: map[string]manifestAsset{"labels": lab}}}
+	m.Labels = []manifestItem{{ID: name, Assets: map[string]ManifestAsset{"labels": lab}}}
 	if err := writeTileManifest(dir, m); err != nil {
 		return tr, job.decoded.Load(), err
 	}
 	return tr, job.decoded.Load(), nil
 }
 
-// describeRasterFile records an input raster's identity: href and size,
-// and for a local file its SHA-256.
-func describeRasterFile(ctx context.Context, opt Options, href string) (manifestAsset, error) {
+// DescribeRasterFile records an input raster's identity as ingest writes
+// it into the manifest: href and size, and for a local file its SHA-256
+// (for a remote one, the ETag of a HEAD request with opt.HTTP).
+func DescribeRasterFile(ctx context.Context, opt Options, href string) (ManifestAsset, error) {
+	opt.Fill() // callers outside the stages may leave opt.HTTP unset
 	a := describeAsset(ctx, opt.HTTP, catalog.Asset{Href: href}, 0, 0)
 	if strings.Contains(href, "://") || strings.HasPrefix(href, "/vsi") {
 		return a, nil

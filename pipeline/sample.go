@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"container/heap"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -177,7 +178,7 @@ func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, gpu *cud
 // with the lowest keys.
 func sampleInput(ii uint64, in trainInput, img, lab *raster.Source, set *features.Set, comp features.Computer, classIndex map[uint8]int,
 	heaps []maxHeap, seed uint64, block int, valFrac float64, capacity int) error {
-	return scanPixels(ii, in, img, lab, set, comp, classIndex, seed, block, valFrac, func(px pixel) {
+	return scanInput(ii, in, img, lab, set, comp, classIndex, seed, block, valFrac, func(px Pixel) {
 		hp := &heaps[px.class*2+px.split]
 		if hp.Len() >= capacity && px.key >= (*hp)[0].key {
 			return
@@ -193,25 +194,108 @@ func sampleInput(ii uint64, in trainInput, img, lab *raster.Source, set *feature
 	})
 }
 
-// pixel is one labelled pixel with all bands present, as scanPixels
-// visits it: its class index, split (0 training, 1 validation), sampling
-// key and id, and its features at feats[f][i].
-type pixel struct {
+// Pixel is one labelled pixel with all bands present, as a scan visits
+// it: its class index, split (0 training, 1 validation), sampling key and
+// id, and its features at feats[f][i]. It is valid only during the visit:
+// the features belong to the strip being scanned.
+type Pixel struct {
 	class, split int
 	key, id      uint64
 	feats        [][]float32
 	i            int
 }
 
-// scanPixels computes the features of an input strip by strip and visits
+// Class is the pixel's class: its index in the train config's scheme.
+func (px Pixel) Class() int { return px.class }
+
+// Validation reports whether the pixel lies in a validation block.
+func (px Pixel) Validation() bool { return px.split == 1 }
+
+// AppendFeatures appends the pixel's features, in the config's order, to
+// dst.
+func (px Pixel) AppendFeatures(dst []float32) []float32 {
+	for f := range px.feats {
+		dst = append(dst, px.feats[f][px.i])
+	}
+	return dst
+}
+
+// PixelScan reads every labelled pixel of a train config's inputs.
+type PixelScan struct {
+	cfg TrainConfig
+	ins []trainInput
+}
+
+// NewPixelScan resolves the inputs of cfg, which must be valid (the
+// stack's tile manifests, or its raster pairs), so that a missing input
+// fails before any output is prepared.
+func NewPixelScan(cfg TrainConfig) (*PixelScan, error) {
+	ins, err := cfg.inputs()
+	if err != nil {
+		return nil, err
+	}
+	return &PixelScan{cfg: cfg, ins: ins}, nil
+}
+
+// Run visits every pixel of the inputs, in input then raster order, whose
+// label is in the scheme and whose bands are all present, with the config's
+// features (computed on gpu when it is not nil) and its split by the
+// config's sampling seed, block size and validation fraction.
+func (s *PixelScan) Run(ctx context.Context, gpu *cuda.Device, visit func(Pixel)) error {
+	cfg := s.cfg
+	scheme, err := cfg.Scheme()
+	if err != nil {
+		return err
+	}
+	classIndex := map[uint8]int{}
+	for i, c := range scheme.Classes {
+		classIndex[c.Code] = i
+	}
+	for ii, in := range s.ins {
+		set, err := features.NewSet(cfg.Features, in.bands)
+		if err != nil {
+			return fmt.Errorf("%s: %w", in.image, err)
+		}
+		var comp features.Computer = features.CPU{Set: set}
+		if gpu != nil {
+			g, err := cuda.NewFeatures(gpu, set)
+			if err != nil {
+				return err
+			}
+			defer g.Close()
+			comp = g
+		}
+		img, err := raster.Open(in.image)
+		if err != nil {
+			return err
+		}
+		lab, err := raster.Open(in.labels)
+		if err != nil {
+			img.Close()
+			return err
+		}
+		err = scanInput(uint64(ii), in, img, lab, set, comp, classIndex, cfg.Sampling.Seed, cfg.Sampling.BlockSize, cfg.Sampling.ValidationFraction, visit)
+		img.Close()
+		lab.Close()
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanInput computes the features of an input strip by strip and visits
 // every pixel whose label is in the scheme and whose bands are all
 // present, in raster order. Splits go by blocks of block × block pixels (a
 // fraction valFrac of them to validation); keys are seeded hashes of the
 // pixel, so taking the lowest keys is a seeded random choice. Strips are
 // read and their features computed by several workers, each with its own
 // GDAL handles, a few strips ahead of the visits.
-func scanPixels(ii uint64, in trainInput, img, lab *raster.Source, set *features.Set, comp features.Computer, classIndex map[uint8]int,
-	seed uint64, block int, valFrac float64, visit func(pixel)) error {
+func scanInput(ii uint64, in trainInput, img, lab *raster.Source, set *features.Set, comp features.Computer, classIndex map[uint8]int,
+	seed uint64, block int, valFrac float64, visit func(Pixel)) error {
 	if img.Width != lab.Width || img.Height != lab.Height || img.Transform != lab.Transform {
 		return fmt.Errorf("%s: labels %s are not on the image's grid", in.image, in.labels)
 	}
@@ -318,7 +402,7 @@ func scanPixels(ii uint64, in trainInput, img, lab *raster.Source, set *features
 				if missing {
 					continue
 				}
-				visit(pixel{class: c, split: splits[col/block], key: rng.Hash(seed, 0x5a4, ii, row, uint64(col)), id: ii<<40 | row<<20 | uint64(col), feats: st.feats, i: i})
+				visit(Pixel{class: c, split: splits[col/block], key: rng.Hash(seed, 0x5a4, ii, row, uint64(col)), id: ii<<40 | row<<20 | uint64(col), feats: st.feats, i: i})
 			}
 		}
 		<-tokens
