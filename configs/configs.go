@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"strings"
 
@@ -25,6 +26,16 @@ func Read(name string) ([]byte, error) {
 		return nil, fmt.Errorf("no embedded config %q", name)
 	}
 	return b, nil
+}
+
+// Find returns the config file name, or else the embedded config of that
+// name, so that configs that name others ("ingest: ingest-tiny.yaml") work
+// from a checkout and from the bare binary alike.
+func Find(name string) ([]byte, error) {
+	if b, err := os.ReadFile(name); err == nil {
+		return b, nil
+	}
+	return Read(name)
 }
 
 // DecodeStrict decodes YAML into v, rejecting keys v has no field for, so

@@ -26,7 +26,7 @@ type EvaluateResult struct {
 // outside the classes are left out. It writes metrics.json and
 // confusion.png into opt.Out.
 func Evaluate(prediction, labels, alg string, opt Options) (EvaluateResult, error) {
-	opt.fill()
+	opt.Fill()
 	if err := atomicfs.CheckInputs(opt.Out, append([]string{prediction, labels}, opt.Inputs...)...); err != nil {
 		return EvaluateResult{}, err
 	}

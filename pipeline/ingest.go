@@ -45,7 +45,11 @@ type Options struct {
 	Inputs []string
 }
 
-func (o *Options) fill() {
+// Fill sets the options left unset to their defaults: a logger that
+// discards, no progress bars, one worker per CPU and a plain HTTP client.
+// Every stage calls it; code that composes stages calls it to use the
+// options itself.
+func (o *Options) Fill() {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -100,7 +104,7 @@ type TileResult struct {
 // stacks the given image/label pairs instead, one tile each, in the same
 // format.
 func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, error) {
-	opt.fill()
+	opt.Fill()
 	start := time.Now()
 	if err := cfg.Validate(); err != nil {
 		return IngestResult{}, err
@@ -569,7 +573,7 @@ func (p *tilePlan) manifest(ctx context.Context, cfg IngestConfig, opt Options, 
 		NoValidFraction: noValid,
 	}
 	for _, d := range p.dates {
-		src := manifestItem{ID: d.item.ID, Collection: d.item.Collection, Datetime: d.item.Datetime.Format(time.RFC3339Nano), Assets: map[string]manifestAsset{}}
+		src := manifestItem{ID: d.item.ID, Collection: d.item.Collection, Datetime: d.item.Datetime.Format(time.RFC3339Nano), Assets: map[string]ManifestAsset{}}
 		// Items from static catalogs have their own document; API results
 		// are located by the search that returned them.
 		if strings.HasSuffix(d.item.Location, ".json") {
@@ -583,7 +587,7 @@ func (p *tilePlan) manifest(ctx context.Context, cfg IngestConfig, opt Options, 
 	}
 	for i, li := range labelItems {
 		m.Labels = append(m.Labels, manifestItem{ID: li.ID, Collection: li.Collection,
-			Assets: map[string]manifestAsset{"labels": describeAsset(ctx, opt.HTTP, p.labels[i], 0, 0)}})
+			Assets: map[string]ManifestAsset{"labels": describeAsset(ctx, opt.HTTP, p.labels[i], 0, 0)}})
 	}
 	return m
 }

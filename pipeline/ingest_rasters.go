@@ -155,12 +155,12 @@ func (t *rasterTile) manifest(ctx context.Context, cfg IngestConfig, opt Options
 		LabelResampling: "none (the image's grid)",
 		NoValidFraction: noValid,
 	}
-	item := manifestItem{ID: name, Assets: map[string]manifestAsset{}}
+	item := manifestItem{ID: name, Assets: map[string]ManifestAsset{}}
 	if t.pair.Datetime != "" {
 		dt, _ := parseDatetime(t.pair.Datetime)
 		item.Datetime = dt.Format(time.RFC3339Nano)
 	}
-	img, err := describeRasterFile(ctx, opt, t.pair.Image)
+	img, err := DescribeRasterFile(ctx, opt, t.pair.Image)
 	if err != nil {
 		return m, err
 	}
@@ -170,17 +170,19 @@ func (t *rasterTile) manifest(ctx context.Context, cfg IngestConfig, opt Options
 		item.Assets[b] = a
 	}
 	m.Sources = []manifestItem{item}
-	lab, err := describeRasterFile(ctx, opt, t.pair.Labels)
+	lab, err := DescribeRasterFile(ctx, opt, t.pair.Labels)
 	if err != nil {
 		return m, err
 	}
-	m.Labels = []manifestItem{{ID: name, Assets: map[string]manifestAsset{"labels": lab}}}
+	m.Labels = []manifestItem{{ID: name, Assets: map[string]ManifestAsset{"labels": lab}}}
 	return m, nil
 }
 
-// describeRasterFile records an input raster's identity: href and size,
-// and for a local file its SHA-256.
-func describeRasterFile(ctx context.Context, opt Options, href string) (manifestAsset, error) {
+// DescribeRasterFile records an input raster's identity as ingest writes
+// it into the manifest: href and size, and for a local file its SHA-256
+// (for a remote one, the ETag of a HEAD request with opt.HTTP).
+func DescribeRasterFile(ctx context.Context, opt Options, href string) (ManifestAsset, error) {
+	opt.Fill() // callers outside the stages may leave opt.HTTP unset
 	a := describeAsset(ctx, opt.HTTP, catalog.Asset{Href: href}, 0, 0)
 	if strings.Contains(href, "://") || strings.HasPrefix(href, "/vsi") {
 		return a, nil

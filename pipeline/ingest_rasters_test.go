@@ -14,10 +14,8 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/raster"
-	"github.com/lulc/lulc/synth"
 )
 
 const terramindDir = "../../shared/data/terramind-s2-lulc"
@@ -380,127 +378,4 @@ func TestIngestRastersConfigErrors(t *testing.T) {
 	if got := (RasterPair{Image: "/data/x/637U_59R_1_3.tif"}).TileName(); got != "637U_59R_1_3" {
 		t.Errorf("tile name %q", got)
 	}
-}
-
-// TestBenchRealSample runs lulc bench with configs/bench-real-sample.yaml
-// from the repository root, on the CPU engine once: the whole job on the
-// real TerraMind patches.
-func TestBenchRealSample(t *testing.T) {
-	if _, err := os.Stat(terramindDir); err != nil {
-		t.Skipf("real sample data not available: %v", err)
-	}
-	out := filepath.Join(t.TempDir(), "bench")
-	t.Chdir("..") // the config's paths are relative to the repository root
-	raw, err := ReadConfig("configs/bench-real-sample.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bc, err := ParseBenchConfig(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bc.Engines, bc.Repeat = []string{"cpu"}, 1
-	rep, err := Bench(context.Background(), bc, "lulc bench -c configs/bench-real-sample.yaml --out x", Options{Out: out, Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := rep.Inputs
-	if in.Tiles != 2 || in.Pixels != 2*224*224 || in.Dates != 1 || in.Bands != 10 || in.Bytes != 2*(1206010+50792) || len(in.Digest) != 64 {
-		t.Errorf("inputs %+v", in)
-	}
-	e := rep.Engines[0]
-	if e.Pixels != 2*224*224 || e.Accuracy < 0.5 || e.MapAccuracy < 0.5 || e.Total <= 0 {
-		t.Errorf("cpu: %d pixels, OA %.3f, map OA %.3f, %.2f s", e.Pixels, e.Accuracy, e.MapAccuracy, e.Total)
-	}
-	for _, f := range []string{"report.md", "report.html", "report.json", "stages.png"} {
-		if !atomicfs.Exists(filepath.Join(out, f)) {
-			t.Errorf("no %s", f)
-		}
-	}
-	t.Logf("cpu: OA %.3f kappa %.3f, map OA %.3f, %.2f s", e.Accuracy, e.Kappa, e.MapAccuracy, e.Total)
-}
-
-// TestBenchRastersMissing: without the data, the bench stops before any
-// run with an error naming the missing file.
-func TestBenchRastersMissing(t *testing.T) {
-	dir := t.TempDir()
-	raw, _ := configs.Read("ingest-real-sample.yaml")
-	ingestPath := filepath.Join(dir, "ingest.yaml")
-	os.WriteFile(ingestPath, []byte(strings.ReplaceAll(string(raw), "../shared/data", filepath.Join(dir, "absent"))), 0o644)
-	bc := BenchConfig{Ingest: ingestPath, Train: "train-real-sample.yaml", Engines: []string{"cpu"}, Repeat: 1}
-	_, err := Bench(context.Background(), bc, "lulc bench", Options{Out: filepath.Join(dir, "bench")})
-	if err == nil || !strings.Contains(err.Error(), "source.rasters[0].image") || !strings.Contains(err.Error(), "absent/terramind-s2-lulc/S2L2A/282D_485L_3_3.tif") {
-		t.Fatalf("got %v", err)
-	}
-	bc.Catalog = "catalog.json"
-	if _, err := Bench(context.Background(), bc, "lulc bench", Options{Out: filepath.Join(dir, "bench")}); err == nil || !strings.Contains(err.Error(), "neither synth nor catalog") {
-		t.Fatalf("catalog with rasters: %v", err)
-	}
-	if atomicfs.Exists(filepath.Join(dir, "bench")) {
-		t.Error("failed bench left its output")
-	}
-}
-
-// TestEmbeddedConfigsParse parses every checked-in config with its
-// stage's parser (predict configs are read by cmd/lulc and tested there),
-// and every config a bench config names.
-func TestEmbeddedConfigsParse(t *testing.T) {
-	files, _ := filepath.Glob("../configs/*.yaml")
-	if len(files) < 10 {
-		t.Fatalf("found %d configs", len(files))
-	}
-	for _, f := range files {
-		name := filepath.Base(f)
-		raw, err := configs.Read(name)
-		if err != nil {
-			t.Errorf("%s is not embedded: %v", name, err)
-			continue
-		}
-		switch {
-		case strings.HasPrefix(name, "synth-"):
-			_, err = synth.ParseConfig(raw)
-		case strings.HasPrefix(name, "ingest-"):
-			_, err = ParseIngestConfig(raw)
-		case strings.HasPrefix(name, "train-"):
-			_, err = ParseTrainConfig(raw)
-		case strings.HasPrefix(name, "bench-forest-"):
-			_, err = ParseForestBenchConfig(raw)
-		case strings.HasPrefix(name, "bench-"):
-			var bc BenchConfig
-			if bc, err = ParseBenchConfig(raw); err == nil {
-				err = benchConfigsParse(bc)
-			}
-		case strings.HasPrefix(name, "predict-"):
-			continue
-		default:
-			t.Errorf("%s: no parser for this kind of config", name)
-			continue
-		}
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-}
-
-func benchConfigsParse(bc BenchConfig) error {
-	for _, c := range []struct {
-		name  string
-		parse func([]byte) error
-	}{
-		{bc.Synth, func(b []byte) error { _, err := synth.ParseConfig(b); return err }},
-		{bc.Ingest, func(b []byte) error { _, err := ParseIngestConfig(b); return err }},
-		{bc.Train, func(b []byte) error { _, err := ParseTrainConfig(b); return err }},
-	} {
-		if c.name == "" {
-			continue
-		}
-		raw, err := configs.Read(c.name)
-		if err == nil {
-			err = c.parse(raw)
-		}
-		if err != nil {
-			return errors.Join(errors.New(c.name), err)
-		}
-	}
-	return nil
 }

@@ -54,10 +54,13 @@ type manifestItem struct {
 	Href       string                   `json:"href,omitempty"` // the item document, when it has its own
 	Collection string                   `json:"collection,omitempty"`
 	Datetime   string                   `json:"datetime,omitempty"`
-	Assets     map[string]manifestAsset `json:"assets"`
+	Assets     map[string]ManifestAsset `json:"assets"`
 }
 
-type manifestAsset struct {
+// ManifestAsset is one source file as a tile's manifest.json records it:
+// where it is, how to tell that it is unchanged (size and ETag for a remote
+// file, SHA-256 for a local raster) and the scaling of its values.
+type ManifestAsset struct {
 	Href   string  `json:"href"`
 	Band   int     `json:"band,omitempty"` // 1-based band of a multi-band raster source
 	Size   int64   `json:"size,omitempty"`
@@ -76,8 +79,8 @@ type manifestOutput struct {
 // describeAsset records an input's identity: size for local files, size
 // and ETag from a HEAD request for HTTP ones. A failed HEAD leaves them
 // empty rather than failing an ingest that already read the file.
-func describeAsset(ctx context.Context, client *http.Client, a catalog.Asset, scale, offset float64) manifestAsset {
-	m := manifestAsset{Href: redact.URL(a.Href), Scale: scale, Offset: offset}
+func describeAsset(ctx context.Context, client *http.Client, a catalog.Asset, scale, offset float64) ManifestAsset {
+	m := ManifestAsset{Href: redact.URL(a.Href), Scale: scale, Offset: offset}
 	switch {
 	case strings.HasPrefix(a.Href, "http://"), strings.HasPrefix(a.Href, "https://"):
 		hctx, cancel := context.WithTimeout(ctx, 20*time.Second)

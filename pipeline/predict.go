@@ -97,7 +97,7 @@ func modelScheme(m *forest.Model) (landcover.Scheme, error) {
 // Predict classifies every tile of an ingest output with a model and writes,
 // per tile, class.tif (and confidence.tif), a STAC item and a quicklook.
 func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult, error) {
-	opt.fill()
+	opt.Fill()
 	start := time.Now()
 	if err := atomicfs.CheckInputs(opt.Out, append([]string{pc.Model, pc.Input}, opt.Inputs...)...); err != nil {
 		return PredictResult{}, err

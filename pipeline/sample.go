@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"container/heap"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -141,21 +142,17 @@ func (sp *sampler) add(in trainInput) error {
 	sp.set = fs
 	ii := uint64(len(sp.sources))
 	sp.sources = append(sp.sources, in.image)
-	var comp features.Computer = features.CPU{Set: fs}
-	if sp.gpu != nil {
-		g, err := cuda.NewFeatures(sp.gpu, fs)
-		if err != nil {
-			return err
-		}
-		defer g.Close()
-		comp = g // the same bits as features.CPU
+	comp, closeComp, err := computer(sp.gpu, fs)
+	if err != nil {
+		return err
 	}
+	defer closeComp()
 	src, err := stripSourceOf(in)
 	if err != nil {
 		return err
 	}
 	s := sp.cfg.Sampling
-	return scanPixels(ii, src, fs, comp, sp.classIndex, s.Seed, s.BlockSize, s.ValidationFraction, func(px pixel) {
+	return scanPixels(ii, src, fs, comp, sp.classIndex, s.Seed, s.BlockSize, s.ValidationFraction, func(px Pixel) {
 		hp := &sp.heaps[px.class*2+px.split]
 		if hp.Len() >= s.MaxPerClass && px.key >= (*hp)[0].key {
 			return
@@ -258,14 +255,98 @@ func stripSourceOf(in trainInput) (stripSource, error) {
 	return stripSource{img.Width, img.Height, open}, nil
 }
 
-// pixel is one labelled pixel with all bands present, as scanPixels
-// visits it: its class index, split (0 training, 1 validation), sampling
-// key and id, and its features at feats[f][i].
-type pixel struct {
+// Pixel is one labelled pixel with all bands present, as a scan visits
+// it: its class index, split (0 training, 1 validation), sampling key and
+// id, and its features at feats[f][i]. It is valid only during the visit:
+// the features belong to the strip being scanned.
+type Pixel struct {
 	class, split int
 	key, id      uint64
 	feats        [][]float32
 	i            int
+}
+
+// Class is the pixel's class: its index in the train config's scheme.
+func (px Pixel) Class() int { return px.class }
+
+// Validation reports whether the pixel lies in a validation block.
+func (px Pixel) Validation() bool { return px.split == 1 }
+
+// AppendFeatures appends the pixel's features, in the config's order, to
+// dst.
+func (px Pixel) AppendFeatures(dst []float32) []float32 {
+	for f := range px.feats {
+		dst = append(dst, px.feats[f][px.i])
+	}
+	return dst
+}
+
+// PixelScan reads every labelled pixel of a train config's inputs.
+type PixelScan struct {
+	cfg TrainConfig
+	ins []trainInput
+}
+
+// NewPixelScan resolves the inputs of cfg, which must be valid (the
+// stack's tile manifests, or its raster pairs), so that a missing input
+// fails before any output is prepared.
+func NewPixelScan(cfg TrainConfig) (*PixelScan, error) {
+	ins, err := cfg.inputs()
+	if err != nil {
+		return nil, err
+	}
+	return &PixelScan{cfg: cfg, ins: ins}, nil
+}
+
+// Run visits every pixel of the inputs, in input then raster order, whose
+// label is in the scheme and whose bands are all present, with the config's
+// features (computed on gpu when it is not nil) and its split by the
+// config's sampling seed, block size and validation fraction.
+func (s *PixelScan) Run(ctx context.Context, gpu *cuda.Device, visit func(Pixel)) error {
+	cfg := s.cfg
+	scheme, err := cfg.Scheme()
+	if err != nil {
+		return err
+	}
+	classIndex := map[uint8]int{}
+	for i, c := range scheme.Classes {
+		classIndex[c.Code] = i
+	}
+	for ii, in := range s.ins {
+		set, err := features.NewSet(cfg.Features, in.bands)
+		if err != nil {
+			return fmt.Errorf("%s: %w", in.image, err)
+		}
+		comp, closeComp, err := computer(gpu, set)
+		if err != nil {
+			return err
+		}
+		src, err := stripSourceOf(in)
+		if err == nil {
+			err = scanPixels(uint64(ii), src, set, comp, classIndex, cfg.Sampling.Seed, cfg.Sampling.BlockSize, cfg.Sampling.ValidationFraction, visit)
+		}
+		closeComp()
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// computer returns the features computer of the engine: the GPU twin when
+// gpu is set (the same bits as features.CPU), else features.CPU.
+func computer(gpu *cuda.Device, set *features.Set) (features.Computer, func(), error) {
+	if gpu == nil {
+		return features.CPU{Set: set}, func() {}, nil
+	}
+	g, err := cuda.NewFeatures(gpu, set)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, g.Close, nil
 }
 
 // scanPixels computes the features of an input strip by strip and visits
@@ -276,7 +357,7 @@ type pixel struct {
 // read and their features computed by several workers a few strips ahead
 // of the visits.
 func scanPixels(ii uint64, src stripSource, set *features.Set, comp features.Computer, classIndex map[uint8]int,
-	seed uint64, block int, valFrac float64, visit func(pixel)) error {
+	seed uint64, block int, valFrac float64, visit func(Pixel)) error {
 	var class [256]int
 	for i := range class {
 		class[i] = -1
@@ -320,7 +401,7 @@ func scanPixels(ii uint64, src stripSource, set *features.Set, comp features.Com
 				if missing {
 					continue
 				}
-				visit(pixel{class: c, split: splits[col/block], key: rng.Hash(seed, 0x5a4, ii, row, uint64(col)), id: ii<<40 | row<<20 | uint64(col), feats: st.feats, i: i})
+				visit(Pixel{class: c, split: splits[col/block], key: rng.Hash(seed, 0x5a4, ii, row, uint64(col)), id: ii<<40 | row<<20 | uint64(col), feats: st.feats, i: i})
 			}
 		}
 		results[k].done()

@@ -65,7 +65,7 @@ type runInfo struct {
 // directory: train.yaml, run.json, samples, model (lulc engine), metrics
 // and charts.
 func Train(ctx context.Context, cfg TrainConfig, opt Options) (TrainResult, error) {
-	opt.fill()
+	opt.Fill()
 	if err := cfg.Validate(); err != nil {
 		return TrainResult{}, err
 	}

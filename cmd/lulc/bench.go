@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/lulc/lulc/bench"
+	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/internal/redact"
 	"github.com/lulc/lulc/pipeline"
 )
@@ -32,7 +34,7 @@ whether repeats and CPU/GPU outputs are byte-identical, the hardware and cost.`,
 			if out == "" {
 				return fmt.Errorf("--out: no output directory given")
 			}
-			cfg, err := loadConfig(cfgPath, defaultBenchConfig, pipeline.ParseBenchConfig)
+			cfg, err := loadConfig(cfgPath, defaultBenchConfig, bench.ParseConfig)
 			if err != nil {
 				return err
 			}
@@ -43,7 +45,7 @@ whether repeats and CPU/GPU outputs are byte-identical, the hardware and cost.`,
 				cfg.Repeat = repeat
 			}
 			raw := redact.String(fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " ")))
-			rep, err := pipeline.Bench(cmd.Context(), cfg, raw, pipeline.Options{Out: out, Inputs: []string{cfgPath}, Force: force, Log: a.log, Version: lulcVersion()})
+			rep, err := bench.Run(cmd.Context(), cfg, raw, pipeline.Options{Out: out, Inputs: []string{cfgPath}, Force: force, Log: a.log, Version: lulcVersion()})
 			if err != nil {
 				return fmt.Errorf("bench: %w", err)
 			}
@@ -87,7 +89,7 @@ report.md: fit times, validation accuracy, speed-ups and whether GPU and CPU tre
 			if out == "" {
 				return fmt.Errorf("--out: no output directory given")
 			}
-			cfg, err := loadConfig(cfgPath, defaultForestBenchConfig, pipeline.ParseForestBenchConfig)
+			cfg, err := loadConfig(cfgPath, defaultForestBenchConfig, bench.ParseForestConfig)
 			if err != nil {
 				return err
 			}
@@ -108,10 +110,10 @@ report.md: fit times, validation accuracy, speed-ups and whether GPU and CPU tre
 			if err != nil {
 				return err
 			}
-			if cfg, err = pipeline.ParseForestBenchConfig(raw); err != nil {
+			if cfg, err = bench.ParseForestConfig(raw); err != nil {
 				return err
 			}
-			traw, err := pipeline.ReadConfig(cfg.Train)
+			traw, err := configs.Find(cfg.Train)
 			if err != nil {
 				return fmt.Errorf("train config %s: %w", cfg.Train, err)
 			}
@@ -128,7 +130,7 @@ report.md: fit times, validation accuracy, speed-ups and whether GPU and CPU tre
 			}
 			defer dev.Close()
 			cmdline := redact.String(fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " ")))
-			rep, err := pipeline.ForestBench(cmd.Context(), cfg, tcfg, cmdline, pipeline.Options{GPU: dev, Out: out, Inputs: []string{cfgPath, cfg.Train}, Force: force, Log: a.log, Version: lulcVersion()})
+			rep, err := bench.Forest(cmd.Context(), cfg, tcfg, cmdline, pipeline.Options{GPU: dev, Out: out, Inputs: []string{cfgPath, cfg.Train}, Force: force, Log: a.log, Version: lulcVersion()})
 			if err != nil {
 				return fmt.Errorf("bench forest: %w", err)
 			}

@@ -1,4 +1,4 @@
-package pipeline
+package bench
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/synth"
 )
 
 // fakePython stands in for python3 + scikit-learn: it checks the .npy
@@ -25,13 +27,45 @@ done
 echo '{"fit_seconds": 1.5, "accuracy": 0.75, "nodes": 42}'
 `
 
-func TestForestBench(t *testing.T) {
+// demoStack ingests the tiny synthetic scene, as the demo does, into a
+// directory of the test's.
+func demoStack(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	raw, err := configs.Read("synth-tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scfg, err := synth.ParseConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scene := filepath.Join(dir, "scene")
+	if _, err := synth.Run(context.Background(), scfg, synth.Options{Out: scene}); err != nil {
+		t.Fatal(err)
+	}
+	if raw, err = configs.Read("ingest-tiny.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	icfg, err := pipeline.ParseIngestConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	icfg.Source.Catalog = filepath.Join(scene, "catalog.json")
+	stack := filepath.Join(dir, "stack")
+	if _, err := pipeline.Ingest(context.Background(), icfg, pipeline.Options{Out: stack}); err != nil {
+		t.Fatal(err)
+	}
+	return stack
+}
+
+func TestForest(t *testing.T) {
 	stack := demoStack(t)
 	raw, err := configs.Read("bench-forest-demo.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bc, err := ParseForestBenchConfig(raw)
+	bc, err := ParseForestConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +77,19 @@ func TestForestBench(t *testing.T) {
 	bc.Sizes = []int{1500, 4000}
 	bc.Engines = []string{"cpu", "golearn", "sklearn", "gpu"}
 	bc.GolearnMaxRows = 2000
-	tcfg := trainConfig(t, bc.Train, stack)
+	traw, err := configs.Find(bc.Train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcfg, err := pipeline.ParseTrainConfig(traw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcfg.Input.Stack = stack
 	tcfg.Forest.Trees = 8
 	t.Setenv("FAKE_TREES", "8")
 	out := filepath.Join(t.TempDir(), "fb")
-	rep, err := ForestBench(context.Background(), bc, tcfg, "lulc bench forest", Options{Out: out, Version: "test"})
+	rep, err := Forest(context.Background(), bc, tcfg, "lulc bench forest", pipeline.Options{Out: out, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +129,7 @@ func TestForestBench(t *testing.T) {
 	if !strings.Contains(string(md), "| 4000 | sklearn | 1.50 |") {
 		t.Errorf("report.md lacks the sklearn row:\n%s", md)
 	}
-	var back ForestBenchReport
+	var back ForestReport
 	body, _ := os.ReadFile(filepath.Join(out, "report.json"))
 	if err := json.Unmarshal(body, &back); err != nil || len(back.Fits) != 8 {
 		t.Fatalf("report.json: %v (%d fits)", err, len(back.Fits))
@@ -99,7 +141,7 @@ func TestForestBench(t *testing.T) {
 	// A failing interpreter is reported, not fatal.
 	bc.Sklearn.Python = filepath.Join(t.TempDir(), "no-python")
 	bc.Engines = []string{"sklearn"}
-	rep, err = ForestBench(context.Background(), bc, tcfg, "", Options{Out: out, Force: true, Version: "test"})
+	rep, err = Forest(context.Background(), bc, tcfg, "", pipeline.Options{Out: out, Force: true, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,23 +181,14 @@ func TestWriteNpy(t *testing.T) {
 	}
 }
 
-func TestParseForestBenchConfig(t *testing.T) {
-	for _, name := range []string{"bench-forest-demo.yaml", "bench-forest-full.yaml", "bench-forest-100m.yaml"} {
-		raw, err := configs.Read(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ParseForestBenchConfig(raw); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
+func TestParseForestConfig(t *testing.T) {
 	for bad, want := range map[string]string{
 		"train: t\nsizes: [10]\nvalidation_fraction: 1.5\nvalidation_rows: 5\nengines: [cpu]\n": "validation_fraction",
 		"train: t\nsizes: [10]\nvalidation_fraction: 0.5\nvalidation_rows: 5\nengines: [xgb]\n": "xgb",
 		"train: t\nsizes: [1]\nvalidation_fraction: 0.5\nvalidation_rows: 5\nengines: [cpu]\n":  "sizes",
 		"train: t\nsizes: [10]\nvalidation_fraction: 0.5\nvalidation_rows: 5\nengine: [cpu]\n":  "engine",
 	} {
-		if _, err := ParseForestBenchConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := ParseForestConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want one naming %s", bad, err, want)
 		}
 	}

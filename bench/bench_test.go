@@ -1,4 +1,4 @@
-package pipeline
+package bench
 
 import (
 	"context"
@@ -10,21 +10,25 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/pipeline"
 )
+
+const terramindDir = "../../shared/data/terramind-s2-lulc"
 
 func TestBenchReport(t *testing.T) {
 	raw, _ := configs.Read("bench-demo.yaml")
-	bc, err := ParseBenchConfig(raw)
+	bc, err := ParseConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bc.Engines = []string{"cpu", "golearn", "gpu"}
 	out := filepath.Join(t.TempDir(), "bench")
-	rep, err := Bench(context.Background(), bc, "lulc bench --out x", Options{Out: out, Version: "test"})
+	rep, err := Run(context.Background(), bc, "lulc bench --out x", pipeline.Options{Out: out, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back BenchReport
+	var back Report
 	body, _ := os.ReadFile(filepath.Join(out, "report.json"))
 	if err := json.Unmarshal(body, &back); err != nil {
 		t.Fatal(err)
@@ -77,24 +81,12 @@ func TestBenchReport(t *testing.T) {
 	if d := compareRuns(a, b); len(d) != 0 {
 		t.Fatalf("clean runs differ: %v", d)
 	}
-	class := filepath.Join(b, "predict", "31TEJ", ClassFile)
+	class := filepath.Join(b, "predict", "31TEJ", pipeline.ClassFile)
 	data, _ := os.ReadFile(class)
 	data[len(data)/2] ^= 0xff
 	os.WriteFile(class, data, 0o644)
-	if d := compareRuns(a, b); len(d) != 1 || !strings.Contains(d[0], ClassFile) {
+	if d := compareRuns(a, b); len(d) != 1 || !strings.Contains(d[0], pipeline.ClassFile) {
 		t.Errorf("perturbed class map not detected: %v", d)
-	}
-}
-
-func TestBenchConfigsParse(t *testing.T) {
-	for _, name := range []string{"bench-demo.yaml", "bench-small.yaml", "bench-full-tile.yaml", "bench-earth-search.yaml"} {
-		raw, err := configs.Read(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ParseBenchConfig(raw); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
 	}
 }
 
@@ -106,7 +98,7 @@ func TestBenchConfigErrors(t *testing.T) {
 		{"synth: synth-tiny.yaml", "catalog: x\nsynth: synth-tiny.yaml", "exactly one"},
 		{"ingest: ingest-tiny.yaml", "ingest: \"\"", "ingest and train"},
 	} {
-		_, err := ParseBenchConfig([]byte(strings.Replace(string(raw), c.old, c.new, 1)))
+		_, err := ParseConfig([]byte(strings.Replace(string(raw), c.old, c.new, 1)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.new, err)
 		}
@@ -116,8 +108,67 @@ func TestBenchConfigErrors(t *testing.T) {
 // TestReportRemoteInputs renders a report whose inputs have no digest (an
 // API source: nothing local to checksum) without failing.
 func TestReportRemoteInputs(t *testing.T) {
-	md := reportMarkdown(&BenchReport{ConfigHash: strings.Repeat("a", 64), Command: "lulc bench"})
+	md := reportMarkdown(&Report{ConfigHash: strings.Repeat("a", 64), Command: "lulc bench"})
 	if !strings.Contains(md, "(none: remote inputs)") {
 		t.Fatalf("report:\n%s", md)
+	}
+}
+
+// TestBenchRealSample runs lulc bench with configs/bench-real-sample.yaml
+// from the repository root, on the CPU engine once: the whole job on the
+// real TerraMind patches.
+func TestBenchRealSample(t *testing.T) {
+	if _, err := os.Stat(terramindDir); err != nil {
+		t.Skipf("real sample data not available: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "bench")
+	t.Chdir("..") // the config's paths are relative to the repository root
+	raw, err := configs.Find("configs/bench-real-sample.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, err := ParseConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc.Engines, bc.Repeat = []string{"cpu"}, 1
+	rep, err := Run(context.Background(), bc, "lulc bench -c configs/bench-real-sample.yaml --out x", pipeline.Options{Out: out, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := rep.Inputs
+	if in.Tiles != 2 || in.Pixels != 2*224*224 || in.Dates != 1 || in.Bands != 10 || in.Bytes != 2*(1206010+50792) || len(in.Digest) != 64 {
+		t.Errorf("inputs %+v", in)
+	}
+	e := rep.Engines[0]
+	if e.Pixels != 2*224*224 || e.Accuracy < 0.5 || e.MapAccuracy < 0.5 || e.Total <= 0 {
+		t.Errorf("cpu: %d pixels, OA %.3f, map OA %.3f, %.2f s", e.Pixels, e.Accuracy, e.MapAccuracy, e.Total)
+	}
+	for _, f := range []string{"report.md", "report.html", "report.json", "stages.png"} {
+		if !atomicfs.Exists(filepath.Join(out, f)) {
+			t.Errorf("no %s", f)
+		}
+	}
+	t.Logf("cpu: OA %.3f kappa %.3f, map OA %.3f, %.2f s", e.Accuracy, e.Kappa, e.MapAccuracy, e.Total)
+}
+
+// TestBenchRastersMissing: without the data, the bench stops before any
+// run with an error naming the missing file.
+func TestBenchRastersMissing(t *testing.T) {
+	dir := t.TempDir()
+	raw, _ := configs.Read("ingest-real-sample.yaml")
+	ingestPath := filepath.Join(dir, "ingest.yaml")
+	os.WriteFile(ingestPath, []byte(strings.ReplaceAll(string(raw), "../shared/data", filepath.Join(dir, "absent"))), 0o644)
+	bc := Config{Ingest: ingestPath, Train: "train-real-sample.yaml", Engines: []string{"cpu"}, Repeat: 1}
+	_, err := Run(context.Background(), bc, "lulc bench", pipeline.Options{Out: filepath.Join(dir, "bench")})
+	if err == nil || !strings.Contains(err.Error(), "source.rasters[0].image") || !strings.Contains(err.Error(), "absent/terramind-s2-lulc/S2L2A/282D_485L_3_3.tif") {
+		t.Fatalf("got %v", err)
+	}
+	bc.Catalog = "catalog.json"
+	if _, err := Run(context.Background(), bc, "lulc bench", pipeline.Options{Out: filepath.Join(dir, "bench")}); err == nil || !strings.Contains(err.Error(), "neither synth nor catalog") {
+		t.Fatalf("catalog with rasters: %v", err)
+	}
+	if atomicfs.Exists(filepath.Join(dir, "bench")) {
+		t.Error("failed bench left its output")
 	}
 }

@@ -1,4 +1,4 @@
-package pipeline
+package bench
 
 import (
 	"bufio"
@@ -19,17 +19,17 @@ import (
 	"github.com/lulc/lulc/baseline"
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/cuda"
-	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/pipeline"
 )
 
-// ForestBenchConfig sets up the training benchmark: every labelled pixel
+// ForestConfig sets up the training benchmark: every labelled pixel
 // of a train config's inputs, split by spatial blocks, then nested seeded
 // subsets of the training pixels of each size, fitted by each engine with
 // the train config's forest parameters and scored on the same validation
 // pixels.
-type ForestBenchConfig struct {
+type ForestConfig struct {
 	Train              string   `yaml:"train"`    // train config (path or embedded name): input, classes, sampling seed and block size, forest
 	Features           []string `yaml:"features"` // overrides the train config's features
 	Sizes              []int    `yaml:"sizes"`    // training rows per fit
@@ -49,9 +49,9 @@ type ForestBenchConfig struct {
 	} `yaml:"sklearn"`
 }
 
-// ParseForestBenchConfig decodes and checks a training benchmark config.
-func ParseForestBenchConfig(raw []byte) (ForestBenchConfig, error) {
-	var c ForestBenchConfig
+// ParseForestConfig decodes and checks a training benchmark config.
+func ParseForestConfig(raw []byte) (ForestConfig, error) {
+	var c ForestConfig
 	if err := configs.DecodeStrict(raw, &c); err != nil {
 		return c, err
 	}
@@ -98,8 +98,8 @@ type ForestFit struct {
 	SameAsCPU *bool `json:"same_as_cpu,omitempty"`
 }
 
-// ForestBenchReport is the training benchmark's outcome.
-type ForestBenchReport struct {
+// ForestReport is the training benchmark's outcome.
+type ForestReport struct {
 	Command    string        `json:"command"`
 	Host       HostInfo      `json:"host"`
 	Features   []string      `json:"features"`
@@ -115,10 +115,10 @@ type ForestBenchReport struct {
 //go:embed sklearn_rf.py
 var sklearnScript []byte
 
-// ForestBench runs the training benchmark into opt.Out (report.json and
+// Forest runs the training benchmark into opt.Out (report.json and
 // report.md) with cfg, the train config bc names, as loaded by the caller.
-func ForestBench(ctx context.Context, bc ForestBenchConfig, cfg TrainConfig, command string, opt Options) (*ForestBenchReport, error) {
-	opt.fill()
+func Forest(ctx context.Context, bc ForestConfig, cfg pipeline.TrainConfig, command string, opt pipeline.Options) (*ForestReport, error) {
+	opt.Fill()
 	if len(bc.Features) > 0 {
 		cfg.Features = bc.Features
 	}
@@ -129,7 +129,10 @@ func ForestBench(ctx context.Context, bc ForestBenchConfig, cfg TrainConfig, com
 		return nil, err
 	}
 	scheme, _ := cfg.Scheme()
-	ins, err := cfg.inputs()
+	// The scan splits by the bench's validation fraction, with the train
+	// config's seed and block size.
+	cfg.Sampling.ValidationFraction = bc.ValidationFraction
+	pixels, err := pipeline.NewPixelScan(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -137,54 +140,24 @@ func ForestBench(ctx context.Context, bc ForestBenchConfig, cfg TrainConfig, com
 	if err != nil {
 		return nil, err
 	}
-	rep := &ForestBenchReport{Command: command, Host: hostInfo(opt.Version), Features: cfg.Features, Classes: len(scheme.Classes), Params: cfg.Forest}
+	rep := &ForestReport{Command: command, Host: hostInfo(opt.Version), Features: cfg.Features, Classes: len(scheme.Classes), Params: cfg.Forest}
 
 	// Every labelled pixel, features computed on the GPU when one is given.
 	t0 := time.Now()
 	nf := len(cfg.Features)
 	var xt, xv []float32
 	var yt, yv []uint8
-	classIndex := map[uint8]int{}
-	for i, c := range scheme.Classes {
-		classIndex[c.Code] = i
-	}
-	for ii, in := range ins {
-		set, err := features.NewSet(cfg.Features, in.bands)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", in.image, err)
+	err = pixels.Run(ctx, opt.GPU, func(px pipeline.Pixel) {
+		if px.Validation() {
+			xv = px.AppendFeatures(xv)
+			yv = append(yv, uint8(px.Class()))
+		} else {
+			xt = px.AppendFeatures(xt)
+			yt = append(yt, uint8(px.Class()))
 		}
-		var comp features.Computer = features.CPU{Set: set}
-		if opt.GPU != nil {
-			g, err := cuda.NewFeatures(opt.GPU, set)
-			if err != nil {
-				return nil, err
-			}
-			defer g.Close()
-			comp = g
-		}
-		src, err := stripSourceOf(in)
-		if err != nil {
-			return nil, err
-		}
-		err = scanPixels(uint64(ii), src, set, comp, classIndex, cfg.Sampling.Seed, cfg.Sampling.BlockSize, bc.ValidationFraction, func(px pixel) {
-			if px.split == 0 {
-				for f := range px.feats {
-					xt = append(xt, px.feats[f][px.i])
-				}
-				yt = append(yt, uint8(px.class))
-			} else {
-				for f := range px.feats {
-					xv = append(xv, px.feats[f][px.i])
-				}
-				yv = append(yv, uint8(px.class))
-			}
-		})
-		if err != nil {
-			return nil, err
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	rep.Pixels, rep.TrainPool = len(yt)+len(yv), len(yt)
 	if len(yt) < 2 || len(yv) < 1 {
@@ -223,7 +196,7 @@ func ForestBench(ctx context.Context, bc ForestBenchConfig, cfg TrainConfig, com
 		if err := atomicfs.WriteFile(stage.Path("report.json"), append(body, '\n')); err != nil {
 			return err
 		}
-		return atomicfs.WriteFile(stage.Path("report.md"), []byte(forestBenchMarkdown(rep)))
+		return atomicfs.WriteFile(stage.Path("report.md"), []byte(forestMarkdown(rep)))
 	}
 	for _, size := range bc.Sizes {
 		if err := flush(); err != nil {
@@ -399,7 +372,7 @@ func accuracyOf(pred, truth []uint8) float64 {
 
 // runSklearn fits scikit-learn's RandomForestClassifier with the forest's
 // parameters in a python3 child, fed through .npy files.
-func runSklearn(ctx context.Context, bc ForestBenchConfig, p forest.Params, dir string, x []float32, y []uint8, nf int, valX, valY string, fit *ForestFit) error {
+func runSklearn(ctx context.Context, bc ForestConfig, p forest.Params, dir string, x []float32, y []uint8, nf int, valX, valY string, fit *ForestFit) error {
 	tx, ty := filepath.Join(dir, "train_x.npy"), filepath.Join(dir, "train_y.npy")
 	if err := writeNpy(tx, x, []int{len(y), nf}); err != nil {
 		return err
@@ -486,8 +459,8 @@ func writeNpy[T float32 | uint8](path string, data []T, shape []int) error {
 	return f.Close()
 }
 
-// forestBenchMarkdown renders the report as a table per size.
-func forestBenchMarkdown(r *ForestBenchReport) string {
+// forestMarkdown renders the report as a table per size.
+func forestMarkdown(r *ForestReport) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# lulc training benchmark\n\n")
 	fmt.Fprintf(&b, "%d labelled pixels (%d in training blocks), %d features, %d classes; validation on %d pixels of held-out blocks. "+

@@ -1,4 +1,12 @@
-package pipeline
+// Package bench times lulc's jobs and writes their reports. Run times the
+// whole job (ingest, sample, train, predict, evaluate) per engine on
+// identical inputs, composing package pipeline's stages, and reports stage
+// times, throughput, accuracy, reproducibility and cost (report.json,
+// report.md, report.html, stages.png). Forest times forest training alone
+// per engine (lulc's GPU and CPU forests, golearn, scikit-learn) at several
+// sample sizes on the same pixels (report.json, report.md). They are what
+// `lulc bench` and `lulc bench forest` run.
+package bench
 
 import (
 	"bytes"
@@ -18,13 +26,14 @@ import (
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/synth"
 )
 
-// BenchConfig names the job to time: a scene (synthesised, or an existing
+// Config names the job to time: a scene (synthesised, or an existing
 // catalog), the ingest and train configs, the engines and repeats.
-type BenchConfig struct {
+type Config struct {
 	Synth        string             `yaml:"synth"`   // synth config (path or embedded name), or
 	Catalog      string             `yaml:"catalog"` // an existing static catalog, or neither: the ingest config's source (a STAC API or raster pairs)
 	Ingest       string             `yaml:"ingest"`
@@ -34,9 +43,9 @@ type BenchConfig struct {
 	PricePerHour map[string]float64 `yaml:"price_per_hour"`
 }
 
-// ParseBenchConfig decodes and checks a bench config.
-func ParseBenchConfig(raw []byte) (BenchConfig, error) {
-	var c BenchConfig
+// ParseConfig decodes and checks a bench config.
+func ParseConfig(raw []byte) (Config, error) {
+	var c Config
 	if err := configs.DecodeStrict(raw, &c); err != nil {
 		return c, err
 	}
@@ -60,12 +69,19 @@ func ParseBenchConfig(raw []byte) (BenchConfig, error) {
 	return c, nil
 }
 
-// ReadConfig reads a config file, or else the embedded config of that name.
-func ReadConfig(name string) ([]byte, error) {
-	if b, err := os.ReadFile(name); err == nil {
-		return b, nil
+// loadConfig reads the config name with configs.Find and parses it; a parse
+// error names the config's kind and name, a read error is returned as is.
+func loadConfig[T any](kind, name string, parse func([]byte) (T, error)) (T, error) {
+	raw, err := configs.Find(name)
+	if err != nil {
+		var zero T
+		return zero, err
 	}
-	return configs.Read(name)
+	c, err := parse(raw)
+	if err != nil {
+		return c, fmt.Errorf("%s %s: %w", kind, name, err)
+	}
+	return c, nil
 }
 
 // Stages are the timed steps, in order.
@@ -97,13 +113,13 @@ type EngineReport struct {
 	pixelsIn     int64
 }
 
-// BenchReport is report.json.
-type BenchReport struct {
+// Report is report.json.
+type Report struct {
 	Created    string         `json:"-"` // not in JSON: reports of equal runs stay comparable
 	Command    string         `json:"command"`
 	ConfigHash string         `json:"config_sha256"`
 	Host       HostInfo       `json:"host"`
-	Inputs     BenchInputs    `json:"inputs"`
+	Inputs     Inputs         `json:"inputs"`
 	Engines    []EngineReport `json:"engines"`
 	CPUvsGPU   *bool          `json:"cpu_gpu_maps_identical,omitempty"`
 	PeakRSS    int64          `json:"peak_rss_bytes"`
@@ -125,8 +141,8 @@ type HostInfo struct {
 	GPUNote string `json:"gpu_note,omitempty"`
 }
 
-// BenchInputs describes what was processed.
-type BenchInputs struct {
+// Inputs describes what was processed.
+type Inputs struct {
 	Tiles  int    `json:"tiles"`
 	Pixels int64  `json:"pixels"`
 	Bands  int    `json:"bands"`
@@ -135,10 +151,10 @@ type BenchInputs struct {
 	Digest string `json:"catalog_sha256"`
 }
 
-// Bench runs the job once per engine and repeat and writes report.json,
+// Run runs the job once per engine and repeat and writes report.json,
 // report.md, report.html and stages.png into opt.Out.
-func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*BenchReport, error) {
-	opt.fill()
+func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (*Report, error) {
+	opt.Fill()
 	inputs := append([]string{bc.Catalog}, opt.Inputs...)
 	for _, name := range []string{bc.Synth, bc.Ingest, bc.Train} {
 		if atomicfs.Exists(name) {
@@ -165,10 +181,10 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 	if _, err := os.Stat(opt.Out); err == nil && !opt.Force {
 		return nil, fmt.Errorf("output %s already exists (use --force to replace it)", opt.Out)
 	}
-	rep := &BenchReport{Command: command, Host: hostInfo(opt.Version)}
+	rep := &Report{Command: command, Host: hostInfo(opt.Version)}
 	raw, _ := json.Marshal(bc)
 	rep.ConfigHash = fmt.Sprintf("%x", sha256.Sum256(raw))
-	sub := func(name string) Options {
+	sub := func(name string) pipeline.Options {
 		o := opt
 		o.Out, o.Force, o.NewBar = filepath.Join(stage, name), true, nil
 		return o
@@ -176,26 +192,18 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 
 	catalog := bc.Catalog
 	if bc.Synth != "" {
-		b, err := ReadConfig(bc.Synth)
+		sc, err := loadConfig("synth", bc.Synth, synth.ParseConfig)
 		if err != nil {
 			return nil, err
-		}
-		sc, err := synth.ParseConfig(b)
-		if err != nil {
-			return nil, fmt.Errorf("synth %s: %w", bc.Synth, err)
 		}
 		if _, err := synth.Run(ctx, sc, synth.Options{Out: filepath.Join(stage, "scene"), Log: opt.Log}); err != nil {
 			return nil, err
 		}
 		catalog = filepath.Join(stage, "scene", "catalog.json")
 	}
-	ib, err := ReadConfig(bc.Ingest)
+	icfg, err := loadConfig("ingest", bc.Ingest, pipeline.ParseIngestConfig)
 	if err != nil {
 		return nil, err
-	}
-	icfg, err := ParseIngestConfig(ib)
-	if err != nil {
-		return nil, fmt.Errorf("ingest %s: %w", bc.Ingest, err)
 	}
 	if catalog != "" {
 		if len(icfg.Source.Rasters) > 0 {
@@ -203,13 +211,9 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 		}
 		icfg.Source.Catalog, icfg.Source.API = catalog, ""
 	}
-	tb, err := ReadConfig(bc.Train)
+	tcfg, err := loadConfig("train", bc.Train, pipeline.ParseTrainConfig)
 	if err != nil {
 		return nil, err
-	}
-	tcfg, err := ParseTrainConfig(tb)
-	if err != nil {
-		return nil, fmt.Errorf("train %s: %w", bc.Train, err)
 	}
 	if err := atomicfs.CheckInputs(opt.Out, append(icfg.Inputs(), tcfg.Inputs()...)...); err != nil {
 		return nil, err
@@ -247,7 +251,7 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 			// hashes, sample sources) are the same and runs and engines can
 			// be compared byte for byte.
 			work := "work"
-			times, err := benchRun(ctx, e, icfg, tcfg, sub, work, gpu, &er)
+			times, err := runOnce(ctx, e, icfg, tcfg, sub, work, gpu, &er)
 			if err != nil {
 				return nil, fmt.Errorf("engine %s, run %d: %w", e, r+1, err)
 			}
@@ -322,16 +326,16 @@ func Bench(ctx context.Context, bc BenchConfig, command string, opt Options) (*B
 	return rep, nil
 }
 
-// benchRun runs one repeat of the job for an engine and returns the
+// runOnce runs one repeat of the job for an engine and returns the
 // seconds per stage (0 for stages the engine does not have).
-func benchRun(ctx context.Context, engine string, icfg IngestConfig, tcfg TrainConfig, sub func(string) Options, dir string, gpu *cuda.Device, er *EngineReport) ([]float64, error) {
+func runOnce(ctx context.Context, engine string, icfg pipeline.IngestConfig, tcfg pipeline.TrainConfig, sub func(string) pipeline.Options, dir string, gpu *cuda.Device, er *EngineReport) ([]float64, error) {
 	times := make([]float64, len(Stages))
 	o := sub(dir + "/stack")
 	if engine == "gpu" {
 		o.GPU = gpu
 	}
 	t0 := time.Now()
-	ir, err := Ingest(ctx, icfg, o)
+	ir, err := pipeline.Ingest(ctx, icfg, o)
 	if err != nil {
 		return nil, err
 	}
@@ -354,9 +358,9 @@ func benchRun(ctx context.Context, engine string, icfg IngestConfig, tcfg TrainC
 	if engine == "gpu" {
 		o.GPU = gpu
 	}
-	model := filepath.Join(o.Out, ModelFile)
+	model := filepath.Join(o.Out, pipeline.ModelFile)
 	t0 = time.Now()
-	tr, err := Train(ctx, tc, o)
+	tr, err := pipeline.Train(ctx, tc, o)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +376,7 @@ func benchRun(ctx context.Context, engine string, icfg IngestConfig, tcfg TrainC
 		o.GPU = gpu
 	}
 	t0 = time.Now()
-	pr, err := Predict(ctx, PredictConfig{Model: model, Input: stack}, o)
+	pr, err := pipeline.Predict(ctx, pipeline.PredictConfig{Model: model, Input: stack}, o)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +389,7 @@ func benchRun(ctx context.Context, engine string, icfg IngestConfig, tcfg TrainC
 	t0 = time.Now()
 	var oa float64
 	for _, t := range pr.Tiles {
-		ev, err := Evaluate(t.Class, filepath.Join(stack, t.Tile, "labels.tif"), "mode", sub(dir+"/evaluate-"+t.Tile))
+		ev, err := pipeline.Evaluate(t.Class, filepath.Join(stack, t.Tile, "labels.tif"), "mode", sub(dir+"/evaluate-"+t.Tile))
 		if err != nil {
 			return nil, err
 		}
@@ -404,7 +408,7 @@ func compareRuns(a, b string) []string {
 	filepath.Walk(a, func(p string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() {
 			base := filepath.Base(p)
-			if base == ModelFile || base == SamplesFile || base == ClassFile || base == "stack.tif" || base == "labels.tif" {
+			if base == pipeline.ModelFile || base == pipeline.SamplesFile || base == pipeline.ClassFile || base == "stack.tif" || base == "labels.tif" {
 				rel, _ := filepath.Rel(a, p)
 				files = append(files, rel)
 			}
@@ -478,8 +482,8 @@ func hostInfo(version string) HostInfo {
 
 // describeInputs counts tiles, dates, bands and bytes of the catalog's
 // scene that the ingest config selects.
-func describeInputs(catalog string, icfg IngestConfig) BenchInputs {
-	in := BenchInputs{Bands: len(icfg.Bands)}
+func describeInputs(catalog string, icfg pipeline.IngestConfig) Inputs {
+	in := Inputs{Bands: len(icfg.Bands)}
 	dir := filepath.Dir(catalog)
 	h := sha256.New()
 	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
@@ -499,12 +503,12 @@ func describeInputs(catalog string, icfg IngestConfig) BenchInputs {
 // describeRasterInputs describes an ingest over source.rasters: one tile
 // and one date per pair, the image grids' pixels, the files' sizes, and a
 // digest over the files' SHA-256 sums (remote files: href and ETag).
-func describeRasterInputs(ctx context.Context, icfg IngestConfig, opt Options) (BenchInputs, error) {
-	in := BenchInputs{Bands: len(icfg.Bands), Tiles: len(icfg.Source.Rasters), Dates: 1}
+func describeRasterInputs(ctx context.Context, icfg pipeline.IngestConfig, opt pipeline.Options) (Inputs, error) {
+	in := Inputs{Bands: len(icfg.Bands), Tiles: len(icfg.Source.Rasters), Dates: 1}
 	h := sha256.New()
 	for i, p := range icfg.Source.Rasters {
 		for _, f := range []struct{ key, path string }{{"image", p.Image}, {"labels", p.Labels}} {
-			a, err := describeRasterFile(ctx, opt, f.path)
+			a, err := pipeline.DescribeRasterFile(ctx, opt, f.path)
 			if err != nil {
 				return in, fmt.Errorf("source.rasters[%d].%s: %w", i, f.key, err)
 			}

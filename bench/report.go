@@ -1,4 +1,4 @@
-package pipeline
+package bench
 
 import (
 	"encoding/base64"
@@ -14,7 +14,7 @@ import (
 )
 
 // writeReport writes report.json, stages.png, report.md and report.html.
-func writeReport(dir string, rep *BenchReport) error {
+func writeReport(dir string, rep *Report) error {
 	body, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
@@ -56,7 +56,7 @@ func writeReport(dir string, rep *BenchReport) error {
 	return atomicfs.WriteFile(filepath.Join(dir, "report.html"), []byte(page+"\n"))
 }
 
-func reportMarkdown(rep *BenchReport) string {
+func reportMarkdown(rep *Report) string {
 	var b strings.Builder
 	h := rep.Host
 	fmt.Fprintf(&b, "# lulc bench\n\n")
