@@ -120,6 +120,15 @@ func (c TrainConfig) Scheme() (landcover.Scheme, error) {
 
 // Validate names the first key at fault.
 func (c TrainConfig) Validate() error {
+	if err := c.validateInput(); err != nil {
+		return err
+	}
+	return c.validateTraining()
+}
+
+// validateInput checks the input section, which lulc run does without: it
+// trains on its own tiles.
+func (c TrainConfig) validateInput() error {
 	in := c.Input
 	switch {
 	case (in.Stack == "") == (len(in.Rasters) == 0):
@@ -136,6 +145,12 @@ func (c TrainConfig) Validate() error {
 			return fmt.Errorf("input.rasters[%d]: image and labels are both required", i)
 		}
 	}
+	return nil
+}
+
+// validateTraining checks everything but the input: features, classes,
+// sampling and the engine's parameters.
+func (c TrainConfig) validateTraining() error {
 	if len(c.Features) == 0 {
 		return errors.New("features: none configured")
 	}

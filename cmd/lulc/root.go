@@ -49,7 +49,7 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log debug detail")
 	root.MarkFlagsMutuallyExclusive("quiet", "verbose")
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newVersionCmd(a), newSynthCmd(a), newIngestCmd(a), newTrainCmd(a), newPredictCmd(a), newEvaluateCmd(a), newDoctorCmd(a), newBenchCmd(a))
+	root.AddCommand(newVersionCmd(a), newSynthCmd(a), newIngestCmd(a), newTrainCmd(a), newPredictCmd(a), newEvaluateCmd(a), newRunCmd(a), newDoctorCmd(a), newBenchCmd(a))
 	return root
 }
 

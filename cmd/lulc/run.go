@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/pipeline"
+)
+
+const defaultRunConfig = "run-demo.yaml"
+
+func newRunCmd(a *app) *cobra.Command {
+	var cfgPath, out, model, catalogOverride, device string
+	var force, writeStack bool
+	cmd := &cobra.Command{
+		Use:   "run --out DIR [--config configs/run-<name>.yaml] [--model M] [--catalog CATALOG]",
+		Short: "Map tiles in one pass: ingest, sample, train, predict and evaluate without stacks on disk",
+		Long: `run takes tiles from their sources (STAC or analysis-ready rasters) to class maps,
+confidence, per-tile metrics, STAC items and a job report in one pass over the pixels.
+Each tile is read and composited once into memory; sampling, prediction and evaluation
+read that composite. Without --model it first samples every tile and trains a model
+into OUT/model (holding the composites in memory up to memory_gb, spilling the rest
+raw), then maps each tile. With --model it ingests and maps tile after tile. The
+stages are those of ingest, train, predict and evaluate, so the maps are theirs.
+Outputs per tile land in OUT/<tile>/; outputs.stack (or --stack) also writes the
+analysis-ready stack, encoded in the background.
+
+Without --config it uses the embedded ` + defaultRunConfig + `.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return fmt.Errorf("--out: no output directory given")
+			}
+			rc, err := loadConfig(cfgPath, defaultRunConfig, pipeline.ParseRunConfig)
+			if err != nil {
+				return err
+			}
+			if writeStack {
+				rc.Outputs.Stack = true
+			}
+			job := pipeline.Job{Config: rc, Model: model}
+			inputs := []string{cfgPath}
+			raw, err := configs.Find(rc.Ingest)
+			if err != nil {
+				return fmt.Errorf("ingest config %s: %w", rc.Ingest, err)
+			}
+			if job.Ingest, err = pipeline.ParseIngestConfig(raw); err != nil {
+				return fmt.Errorf("ingest config %s: %w", rc.Ingest, err)
+			}
+			inputs = append(inputs, rc.Ingest)
+			if catalogOverride != "" {
+				job.Ingest.Source.Catalog, job.Ingest.Source.API = catalogOverride, ""
+			}
+			if model == "" {
+				if rc.Train == "" {
+					return fmt.Errorf("config names no train config: give one, or a model with --model")
+				}
+				raw, err := configs.Find(rc.Train)
+				if err != nil {
+					return fmt.Errorf("train config %s: %w", rc.Train, err)
+				}
+				tc, err := pipeline.ParseTrainConfig(raw)
+				if err != nil {
+					return fmt.Errorf("train config %s: %w", rc.Train, err)
+				}
+				job.Train = &tc
+				inputs = append(inputs, rc.Train)
+			}
+			dev, err := a.openDevice(device)
+			if err != nil {
+				return err
+			}
+			defer dev.Close()
+			res, err := pipeline.Run(cmd.Context(), job, pipeline.Options{GPU: dev, Out: out, Force: force, Inputs: inputs,
+				Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+			if err != nil {
+				return fmt.Errorf("run: %w", err)
+			}
+			if !a.quiet {
+				fmt.Fprintf(a.stdout, "mapped %d tile(s) into %s in %s with %s\n", len(res.Tiles), res.Dir, res.Elapsed.Round(time.Millisecond), res.Model)
+				if res.Train != nil {
+					fmt.Fprintf(a.stdout, "model: %d training / %d validation samples, OA %.3f, fitted in %s\n",
+						res.Train.Samples, res.Train.Validation, res.Train.Metrics.Accuracy, res.Train.Fit.Round(time.Millisecond))
+				}
+				for _, t := range res.Tiles {
+					oa := "no labels"
+					if t.Metrics != nil {
+						oa = fmt.Sprintf("map OA %.3f, κ %.3f", t.Metrics.Accuracy, t.Metrics.Kappa)
+					}
+					state := ""
+					if t.Skipped {
+						state = " (kept from an earlier run)"
+					}
+					fmt.Fprintf(a.stdout, "  %s: %d dates, %d pixels, %s%s\n", t.Tile, t.Dates, t.Pixels, oa, state)
+				}
+				if res.GPU {
+					fmt.Fprintf(a.stdout, "device busy %.1f s of %.1f s\n", res.DeviceBusy.Seconds(), res.Elapsed.Seconds())
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "run config (default: embedded "+defaultRunConfig+")")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory (must not exist unless --force)")
+	cmd.Flags().StringVar(&model, "model", "", "map with this model (model.lulcrf) instead of training one")
+	cmd.Flags().StringVar(&catalogOverride, "catalog", "", "static STAC catalog to read instead of the ingest config's source")
+	cmd.Flags().BoolVar(&writeStack, "stack", false, "also write each tile's analysis-ready stack (outputs.stack)")
+	addDeviceFlag(cmd, &device)
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")
+	return cmd
+}

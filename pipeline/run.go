@@ -1,0 +1,544 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/stack"
+)
+
+// RunConfig describes a one-pass job (lulc run): where the tiles come from
+// (an ingest config), how to train unless a model is given (a train
+// config), how to predict, and which optional outputs to write.
+type RunConfig struct {
+	Ingest  string `yaml:"ingest"` // ingest config: a file, or an embedded config's name
+	Train   string `yaml:"train"`  // train config; not read when a model is given
+	Predict struct {
+		Window     int    `yaml:"window"`     // window side in pixels (default 1024)
+		Confidence bool   `yaml:"confidence"` // also write confidence.tif
+		Compress   string `yaml:"compress"`   // DEFLATE (default) or ZSTD
+	} `yaml:"predict"`
+	Outputs struct {
+		// Stack also writes each tile's analysis-ready stack (stack.tif,
+		// labels.tif, valid_count.tif, manifest.json), encoded beside the
+		// compute; nothing in the job reads it back.
+		Stack bool `yaml:"stack"`
+	} `yaml:"outputs"`
+	// MemoryGB bounds the composites held in memory while training waits
+	// for every tile's samples (default 8); beyond it tiles are spilled
+	// raw to disk and read back once.
+	MemoryGB float64 `yaml:"memory_gb"`
+}
+
+// ParseRunConfig decodes a run config strictly and fills its defaults.
+func ParseRunConfig(raw []byte) (RunConfig, error) {
+	var c RunConfig
+	if err := configs.DecodeStrict(raw, &c); err != nil {
+		return c, err
+	}
+	if c.Ingest == "" {
+		return c, errors.New("ingest: no ingest config named")
+	}
+	if c.Predict.Window == 0 {
+		c.Predict.Window = 1024
+	}
+	if c.Predict.Compress == "" {
+		c.Predict.Compress = "DEFLATE"
+	}
+	if c.MemoryGB == 0 {
+		c.MemoryGB = 8
+	}
+	if c.MemoryGB < 0 {
+		return c, fmt.Errorf("memory_gb: %g is negative", c.MemoryGB)
+	}
+	return c, nil
+}
+
+// Job is a resolved run: the run config with the ingest config it names,
+// and either the train config or a model file.
+type Job struct {
+	Config RunConfig
+	Ingest IngestConfig
+	Train  *TrainConfig // nil when Model is set
+	Model  string       // a model file: the job maps tiles without training
+}
+
+// hash identifies the job's resolved configs and model, keying resumption.
+func (j Job) hash() string {
+	h := sha256.New()
+	b, _ := json.Marshal(j.Config)
+	h.Write(b)
+	h.Write([]byte(j.Ingest.Hash()))
+	if j.Train != nil {
+		h.Write([]byte(j.Train.Hash()))
+	}
+	if j.Model != "" {
+		if body, err := os.ReadFile(j.Model); err == nil {
+			h.Write(sha(body))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// RunResult summarises a run.
+type RunResult struct {
+	Dir     string
+	Model   string       // the model that mapped the tiles
+	Train   *TrainResult // when the job trained
+	Tiles   []RunTile
+	Elapsed time.Duration
+	// DeviceBusy is the time the GPU's goroutine computed (composite,
+	// features, training, prediction) over the whole job.
+	DeviceBusy time.Duration
+	GPU        bool
+}
+
+// RunTile is one tile's outcome and where its time went. Times summed over
+// workers say so; the others are wall time.
+type RunTile struct {
+	Tile    string             `json:"tile"`
+	Skipped bool               `json:"skipped,omitempty"` // finished by an earlier run and verified
+	Dates   int                `json:"dates"`
+	Pixels  int64              `json:"pixels"`
+	Ingest  StageTimes         `json:"-"`
+	Predict PredictTile        `json:"-"`
+	Sample  time.Duration      `json:"-"`
+	Metrics *forest.Metrics    `json:"metrics,omitempty"` // the map against the tile's labels
+	Seconds map[string]float64 `json:"seconds"`
+}
+
+// RunMetricsFile is the per-tile evaluation a run writes beside the map.
+const RunMetricsFile = "metrics.json"
+
+// Run maps every tile of the job in one pass over its pixels. Each tile is
+// read and composited once into memory (stack.Tile); sampling, prediction
+// and evaluation read that composite, so the stack is never encoded and
+// decoded between stages. Without a model the job first ingests and
+// samples every tile, trains into OUT/model, then maps the tiles it held
+// (in memory up to memory_gb, spilled raw beyond). Outputs per tile land in
+// OUT/<tile>/: the class map and its companions as lulc predict writes
+// them, metrics.json from the labels, and with outputs.stack the stack as
+// lulc ingest writes it. The stages are the ones the separate commands run,
+// so the maps equal theirs.
+func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
+	opt.Fill()
+	start := time.Now()
+	if err := job.validate(); err != nil {
+		return RunResult{}, err
+	}
+	if err := atomicfs.CheckInputs(opt.Out, append(append(job.Ingest.Inputs(), job.Model), opt.Inputs...)...); err != nil {
+		return RunResult{}, err
+	}
+	tiles, err := locate(ctx, job.Ingest, opt)
+	if err != nil {
+		return RunResult{}, err
+	}
+	stage, err := atomicfs.Begin(opt.Out, opt.Force, "run "+job.hash())
+	if err != nil {
+		return RunResult{}, err
+	}
+	r := &runner{job: job, opt: opt, stage: stage, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}}
+	res := RunResult{Dir: stage.Final, Model: job.Model, GPU: opt.GPU != nil}
+	var busy0 time.Duration
+	if opt.GPU != nil {
+		busy0 = opt.GPU.Busy()
+	}
+	err = r.run(ctx, tiles, &res)
+	if werr := r.wait(); err == nil {
+		err = werr
+	}
+	for i := range res.Tiles {
+		res.Tiles[i].Seconds = res.Tiles[i].stageSeconds()
+	}
+	if opt.GPU != nil {
+		res.DeviceBusy = opt.GPU.Busy() - busy0
+	}
+	r.dropSpills()
+	if err != nil {
+		return res, err
+	}
+	res.Elapsed = time.Since(start)
+	if err := r.writeJob(res); err != nil {
+		return res, err
+	}
+	if err := stage.Commit(); err != nil {
+		return res, err
+	}
+	res.Dir = stage.Final
+	return res, nil
+}
+
+func (j Job) validate() error {
+	if err := j.Ingest.Validate(); err != nil {
+		return fmt.Errorf("ingest config: %w", err)
+	}
+	if (j.Train == nil) == (j.Model == "") {
+		return errors.New("a run trains (a train config) or maps with a model (--model), not both or neither")
+	}
+	if j.Train != nil {
+		if err := j.Train.validateTraining(); err != nil {
+			return fmt.Errorf("train config: %w", err)
+		}
+	}
+	pc := j.Config.Predict
+	if pc.Window%512 != 0 || pc.Window < 512 || pc.Window > 8192 {
+		return fmt.Errorf("predict.window: %d is not a multiple of 512 between 512 and 8192", pc.Window)
+	}
+	if pc.Compress != "DEFLATE" && pc.Compress != "ZSTD" {
+		return fmt.Errorf("predict.compress: %q is not DEFLATE or ZSTD", pc.Compress)
+	}
+	return nil
+}
+
+// runner carries a run's state: the tiles held between phases and the
+// outputs still being encoded in the background.
+type runner struct {
+	job       Job
+	opt       Options
+	stage     *atomicfs.Stage
+	held      map[string]*stack.Tile // composites kept for the map phase
+	heldBytes int64
+	spilled   []string
+	manifests map[string]manifest
+
+	bg     sync.WaitGroup
+	bgMu   sync.Mutex
+	bgErrs []error
+}
+
+// run trains if the job has no model, then maps every tile.
+func (r *runner) run(ctx context.Context, tiles []sourceTile, res *RunResult) error {
+	res.Tiles = make([]RunTile, len(tiles))
+	for i, t := range tiles {
+		res.Tiles[i] = RunTile{Tile: t.name(), Dates: t.dates(), Seconds: map[string]float64{}}
+	}
+	if r.job.Model == "" {
+		tr, err := r.train(ctx, tiles, res.Tiles)
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		res.Train = tr
+		res.Model = filepath.Join(r.stage.Final, "model", ModelFile)
+	}
+	modelFile := r.job.Model
+	if modelFile == "" {
+		modelFile = r.stage.Path("model", ModelFile)
+	}
+	model, _, err := LoadModel(modelFile)
+	if err != nil {
+		return err
+	}
+	if err := model.Check(model.Features, r.job.Ingest.Bands); err != nil {
+		return fmt.Errorf("model %s: %w", modelFile, err)
+	}
+	if model.Scale != StackScale || model.Offset != StackOffset {
+		return fmt.Errorf("model %s: trained on reflectance = DN × %g + %g, the run's stacks are × %g + %g", modelFile, model.Scale, model.Offset, StackScale, StackOffset)
+	}
+	scheme, err := modelScheme(model)
+	if err != nil {
+		return err
+	}
+	for i, t := range tiles {
+		if err := r.mapTile(ctx, t, model, res.Model, scheme, &res.Tiles[i]); err != nil {
+			return fmt.Errorf("tile %s: %w", t.name(), err)
+		}
+	}
+	return nil
+}
+
+// composite reads and composites a tile once into memory, writing its
+// stack COGs beside it when the job asks for them (encoded in the
+// background, so that compute goes on).
+func (r *runner) composite(ctx context.Context, t sourceTile, rt *RunTile) (*stack.Tile, error) {
+	cfg := r.job.Ingest
+	grid, err := t.plan(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mem := stack.New(t.name(), grid, cfg.Bands, StackScale, StackOffset)
+	sinks := []tileSink{mem}
+	dir := r.stage.Path(t.name())
+	var tw *tileWriters
+	if r.job.Config.Outputs.Stack && !atomicfs.Exists(filepath.Join(dir, "manifest.json")) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if tw, err = newTileWriters(dir, grid, cfg, labelScheme(cfg)); err != nil {
+			return nil, err
+		}
+		sinks = append(sinks, tw)
+	}
+	stats, err := t.composite(ctx, cfg, r.opt, sinks...)
+	rt.Ingest, rt.Pixels = stats.timings, int64(stats.pixels)
+	if err != nil {
+		if tw != nil {
+			tw.abort()
+		}
+		return nil, err
+	}
+	m, err := t.manifest(ctx, cfg, r.opt, stats.noValid)
+	if err != nil {
+		return nil, err
+	}
+	r.manifests[t.name()] = m
+	if tw != nil {
+		r.background(func() error {
+			if err := tw.close(); err != nil {
+				return err
+			}
+			return writeTileManifest(dir, m)
+		})
+	}
+	return mem, nil
+}
+
+// background runs an output's encoding beside the compute; wait collects
+// the errors.
+func (r *runner) background(f func() error) {
+	r.bg.Go(func() {
+		if err := f(); err != nil {
+			r.bgMu.Lock()
+			r.bgErrs = append(r.bgErrs, err)
+			r.bgMu.Unlock()
+		}
+	})
+}
+
+func (r *runner) wait() error {
+	r.bg.Wait()
+	return errors.Join(r.bgErrs...)
+}
+
+// train composites and samples every tile, holding the composites for the
+// map phase, and fits the model into OUT/model. A model left complete by
+// an interrupted run of the same job is kept.
+func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (*TrainResult, error) {
+	cfg := *r.job.Train
+	dir := r.stage.Path("model")
+	if atomicfs.Exists(filepath.Join(dir, "run.json")) {
+		r.opt.Log.Info("model already trained by an interrupted run", "dir", dir)
+		return nil, nil
+	}
+	if cfg.Input.Stack != "" || len(cfg.Input.Rasters) > 0 {
+		r.opt.Log.Info("the train config's input is not used: lulc run trains on its own tiles")
+	}
+	cfg.Input.Stack, cfg.Input.Rasters = "", nil
+	scheme, _ := cfg.Scheme()
+	sp := newSampler(cfg, scheme, r.opt.GPU)
+	var ins []trainInput
+	t0 := time.Now()
+	zero := 0.0
+	for i, t := range tiles {
+		mem, err := r.composite(ctx, t, &rts[i])
+		if err != nil {
+			return nil, fmt.Errorf("tile %s: %w", t.name(), err)
+		}
+		in := trainInput{image: t.name(), labels: t.name(), bands: mem.Bands, scale: mem.Scale, offset: mem.Offset, nodata: &zero, mem: mem}
+		ts := time.Now()
+		if err := sp.add(in); err != nil {
+			return nil, fmt.Errorf("tile %s: %w", t.name(), err)
+		}
+		rts[i].Sample = time.Since(ts)
+		ins = append(ins, in)
+		if err := r.hold(mem); err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	set, _, err := sp.finish()
+	if err != nil {
+		return nil, err
+	}
+	set.Config = cfg.sampleKey()
+	res := &TrainResult{Dir: filepath.Join(r.stage.Final, "model"), Engine: cfg.Engine, Sample: time.Since(t0)}
+	for _, c := range scheme.Classes {
+		res.ClassNames = append(res.ClassNames, c.Name)
+	}
+	if cfg.Engine != "lulc" {
+		return nil, fmt.Errorf("engine %s: lulc run maps with the model it trains, and only the lulc engine writes one", cfg.Engine)
+	}
+	// The model directory appears whole: a run interrupted while fitting
+	// fits again.
+	tmp := r.stage.Path(".model.partial")
+	if err := os.RemoveAll(tmp); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	body, err := set.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if err := atomicfs.WriteFile(filepath.Join(tmp, SamplesFile), body); err != nil {
+		return nil, err
+	}
+	if err := fitAndWrite(ctx, cfg, scheme, set, ins, r.opt, tmp, res); err != nil {
+		return nil, err
+	}
+	for _, w := range res.Warnings {
+		r.opt.Log.Warn(w)
+	}
+	return res, os.Rename(tmp, dir)
+}
+
+// hold keeps a composite for the map phase: in memory while the held
+// tiles fit in memory_gb, else spilled raw into the staging directory.
+func (r *runner) hold(t *stack.Tile) error {
+	if r.heldBytes+t.Bytes() <= int64(r.job.Config.MemoryGB*(1<<30)) {
+		r.held[t.Name] = t
+		r.heldBytes += t.Bytes()
+		return nil
+	}
+	path := r.spillPath(t.Name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	r.opt.Log.Info("composite spilled until the model is trained", "tile", t.Name, "path", path, "mb", t.Bytes()>>20)
+	r.spilled = append(r.spilled, path)
+	return t.Spill(path)
+}
+
+func (r *runner) spillPath(tile string) string { return r.stage.Path(".spill", tile+".raw") }
+
+// take returns a held composite (from memory, or read back from its spill
+// file), or nil when the tile must be composited again.
+func (r *runner) take(tile string) (*stack.Tile, error) {
+	if t, ok := r.held[tile]; ok {
+		delete(r.held, tile)
+		r.heldBytes -= t.Bytes()
+		return t, nil
+	}
+	if !slices.Contains(r.spilled, r.spillPath(tile)) {
+		return nil, nil
+	}
+	return stack.Load(r.spillPath(tile))
+}
+
+// dropSpills removes the spill files: they never outlive a run.
+func (r *runner) dropSpills() {
+	os.RemoveAll(r.stage.Path(".spill"))
+}
+
+// mapTile predicts a tile from its composite, counts the map against the
+// labels as it is made, and leaves the outputs' encoding to the
+// background.
+func (r *runner) mapTile(ctx context.Context, t sourceTile, model *forest.Model, modelPath string, scheme landcover.Scheme, rt *RunTile) error {
+	dir := r.stage.Path(t.name())
+	if verified(dir) && atomicfs.Exists(filepath.Join(dir, RunMetricsFile)) &&
+		(!r.job.Config.Outputs.Stack || atomicfs.Exists(filepath.Join(dir, "manifest.json"))) {
+		rt.Skipped = true
+		r.opt.Log.Info("tile already mapped and verified", "tile", t.name())
+		return nil
+	}
+	mem, err := r.take(t.name())
+	if err != nil {
+		return err
+	}
+	if mem == nil {
+		if mem, err = r.composite(ctx, t, rt); err != nil {
+			return err
+		}
+	}
+	m, ok := r.manifests[t.name()]
+	if !ok {
+		// Held through a spill by this process: its manifest is known.
+		return fmt.Errorf("no manifest for tile %s", t.name())
+	}
+	pc := PredictConfig{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress}
+	p, err := streamTile(ctx, pc, r.opt, dir, model, modelPath, scheme, m, predictInput{mem: mem})
+	if err != nil {
+		return err
+	}
+	rt.Predict = p.pt
+	if rt.Pixels == 0 {
+		rt.Pixels = p.pt.Pixels
+	}
+	metrics, err := forest.FromConfusion(p.confusion, scheme.Codes())
+	if err == nil {
+		rt.Metrics = &metrics
+		if err := writeRunMetrics(filepath.Join(dir, RunMetricsFile), metrics, scheme); err != nil {
+			return err
+		}
+	} else {
+		r.opt.Log.Warn("tile has no labelled pixel with a prediction: no metrics", "tile", t.name())
+	}
+	r.background(func() error {
+		err := p.finish(r.opt)
+		rt.Predict.Encode = p.pt.Encode
+		return err
+	})
+	return nil
+}
+
+// writeRunMetrics writes a tile's evaluation as lulc evaluate does.
+func writeRunMetrics(path string, m forest.Metrics, scheme landcover.Scheme) error {
+	var names []string
+	for _, c := range scheme.Classes {
+		names = append(names, c.Name)
+	}
+	body, _ := json.MarshalIndent(struct {
+		forest.Metrics
+		Names []string `json:"class_names"`
+	}{m, names}, "", "  ")
+	return atomicfs.WriteFile(path, append(body, '\n'))
+}
+
+// writeJob writes the resolved configs and the job report.
+func (r *runner) writeJob(res RunResult) error {
+	if err := writeResolvedConfig(r.stage.Path("run.yaml"), r.job.Config); err != nil {
+		return err
+	}
+	if err := writeResolvedConfig(r.stage.Path(IngestConfigFile), r.job.Ingest.Redacted()); err != nil {
+		return err
+	}
+	rep := runReport{Model: res.Model, GPU: res.GPU, Seconds: res.Elapsed.Seconds(), DeviceBusy: res.DeviceBusy.Seconds()}
+	rep.Tiles = res.Tiles
+	if res.Train != nil {
+		rep.Fit = res.Train.Fit.Seconds()
+	}
+	body, _ := json.MarshalIndent(rep, "", "  ")
+	return atomicfs.WriteFile(r.stage.Path("report.json"), append(body, '\n'))
+}
+
+// runReport is report.json: the job's time, per tile where it went, and
+// the maps' accuracy.
+type runReport struct {
+	Model      string    `json:"model"`
+	GPU        bool      `json:"gpu"`
+	Seconds    float64   `json:"seconds"`
+	DeviceBusy float64   `json:"device_busy_seconds,omitempty"`
+	Fit        float64   `json:"fit_seconds,omitempty"`
+	Tiles      []RunTile `json:"tiles"`
+}
+
+// stageSeconds names a tile's stage times: read (decoding and resampling
+// the sources), composite, sample, features and predict summed over
+// workers; stream (the prediction's wall time) and encode (the map's COGs,
+// beside the compute) as wall time.
+func (t RunTile) stageSeconds() map[string]float64 {
+	return map[string]float64{
+		"read_worker":      t.Ingest.Read.Seconds(),
+		"composite_worker": t.Ingest.Composite.Seconds(),
+		"sample":           t.Sample.Seconds(),
+		"features_worker":  t.Predict.Timings.Features.Seconds(),
+		"predict_worker":   t.Predict.Timings.Predict.Seconds(),
+		"stream":           t.Predict.Stream.Seconds(),
+		"encode":           t.Predict.Encode.Seconds(),
+	}
+}
