@@ -251,8 +251,14 @@ func (r *runner) run(ctx context.Context, tiles []sourceTile, res *RunResult) er
 	if err != nil {
 		return err
 	}
+	// Items link the model they came from; the run's own model by a path
+	// relative to them, so that the output tree can move.
+	modelHref := r.job.Model
+	if modelHref == "" {
+		modelHref = filepath.Join("..", "model", ModelFile)
+	}
 	for i, t := range tiles {
-		if err := r.mapTile(ctx, t, model, res.Model, scheme, &res.Tiles[i]); err != nil {
+		if err := r.mapTile(ctx, t, model, modelHref, scheme, &res.Tiles[i]); err != nil {
 			return fmt.Errorf("tile %s: %w", t.name(), err)
 		}
 	}

@@ -1,0 +1,201 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/internal/progress"
+)
+
+// demoJob is the embedded demo run over the tiny scene, with the test
+// forest size.
+func demoJob(t *testing.T) Job {
+	t.Helper()
+	raw, err := configs.Read("run-demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := ParseRunConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := trainConfig(t, "train-demo.yaml", "")
+	scene := makeScene(t, "tiny", synthConfig(t))
+	return Job{Config: rc, Ingest: ingestConfig(t, filepath.Join(scene, "catalog.json")), Train: &tc}
+}
+
+func runJob(t *testing.T, job Job, out string, opt Options) RunResult {
+	t.Helper()
+	opt.Out = out
+	res, err := Run(context.Background(), job, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func sameFile(t *testing.T, a, b string) {
+	t.Helper()
+	x, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := os.ReadFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(x, y) {
+		t.Errorf("%s and %s differ", a, b)
+	}
+}
+
+func confusionOf(t *testing.T, path string) [][]int64 {
+	t.Helper()
+	body, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m forest.Metrics
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m.Confusion
+}
+
+// TestRunMatchesSeparateStages runs the demo job in one pass and checks it
+// against ingest, train, predict and evaluate run one after the other: the
+// same stack bytes, the same forest and validation metrics, the same maps,
+// and metrics equal to lulc evaluate's.
+func TestRunMatchesSeparateStages(t *testing.T) {
+	job := demoJob(t)
+	job.Config.Outputs.Stack = true
+	out := filepath.Join(t.TempDir(), "run")
+	res := runJob(t, job, out, Options{})
+	if len(res.Tiles) != 1 || res.Train == nil || res.Tiles[0].Metrics == nil {
+		t.Fatalf("result %+v", res)
+	}
+	stack := demoStack(t)
+	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif", "manifest.json"} {
+		sameFile(t, filepath.Join(out, "31TEJ", f), filepath.Join(stack, "31TEJ", f))
+	}
+
+	// The forest equals the one lulc train fits on the stack.
+	trained, trainDir := train(t, trainConfig(t, "train-demo.yaml", stack))
+	a, _, err := LoadModel(filepath.Join(out, "model", ModelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := LoadModel(filepath.Join(trainDir, ModelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a.Forest, b.Forest) || !reflect.DeepEqual(a.Bins, b.Bins) || !reflect.DeepEqual(a.Features, b.Features) {
+		t.Error("the run's forest differs from lulc train's on the same stack")
+	}
+	if !reflect.DeepEqual(res.Train.Metrics.Confusion, trained.Metrics.Confusion) {
+		t.Errorf("validation confusion %v, train's %v", res.Train.Metrics.Confusion, trained.Metrics.Confusion)
+	}
+
+	// The maps equal lulc predict's with the run's model, and the metrics
+	// lulc evaluate's against the stack's labels.
+	_, pred := predict(t, PredictConfig{Model: filepath.Join(out, "model", ModelFile), Input: stack, Confidence: true})
+	for _, f := range []string{ClassFile, ConfidenceFile, QuicklookFile} {
+		sameFile(t, filepath.Join(out, "31TEJ", f), filepath.Join(pred, "31TEJ", f))
+	}
+	ev, err := Evaluate(filepath.Join(pred, "31TEJ", ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), "mode", Options{Out: filepath.Join(t.TempDir(), "eval")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := confusionOf(t, filepath.Join(out, "31TEJ", RunMetricsFile)); !reflect.DeepEqual(got, ev.Metrics.Confusion) {
+		t.Errorf("run metrics %v, evaluate's %v", got, ev.Metrics.Confusion)
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.json")); err != nil {
+		t.Error(err)
+	}
+
+	// With the model given, the run only maps: the same class map.
+	mapped := filepath.Join(t.TempDir(), "mapped")
+	job.Train, job.Model, job.Config.Outputs.Stack = nil, filepath.Join(out, "model", ModelFile), false
+	res = runJob(t, job, mapped, Options{})
+	if res.Train != nil || atomicExists(filepath.Join(mapped, "model")) || atomicExists(filepath.Join(mapped, "31TEJ", "stack.tif")) {
+		t.Errorf("a run with a model trained or wrote a stack: %+v", res)
+	}
+	sameFile(t, filepath.Join(mapped, "31TEJ", ClassFile), filepath.Join(out, "31TEJ", ClassFile))
+}
+
+func atomicExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+type cancelBar struct {
+	progress.Bar
+	f func()
+}
+
+func (b cancelBar) Add(n int) error { b.f(); return b.Bar.Add(n) }
+
+// TestRunSpillsAndResumes holds no composite in memory (every tile is
+// spilled raw and read back) and interrupts the run while it maps: the
+// rerun resumes it, keeping the model, and gives the same outputs as an
+// uninterrupted run held in memory. Only the timings in report.json and
+// model/run.json differ.
+func TestRunSpillsAndResumes(t *testing.T) {
+	job := demoJob(t)
+	want := filepath.Join(t.TempDir(), "want")
+	runJob(t, job, want, Options{})
+
+	job.Config.MemoryGB = 1e-9
+	out := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opt := Options{Out: out, NewBar: func(total int64, desc string) progress.Bar {
+		bar := progress.OrNop(nil)(total, desc)
+		if strings.HasPrefix(desc, "predict") {
+			return cancelBar{bar, cancel}
+		}
+		return bar
+	}}
+	if _, err := Run(ctx, job, opt); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if !atomicExists(filepath.Join(filepath.Dir(out), ".run.partial", "model", ModelFile)) {
+		t.Fatal("the interrupted run left no model to resume from")
+	}
+	res := runJob(t, job, out, Options{})
+	if res.Train != nil {
+		t.Error("the resumed run trained again")
+	}
+	for _, rel := range diffTrees(t, want, out) {
+		if rel != "report.json" && rel != filepath.Join("model", "run.json") && rel != "run.yaml" {
+			t.Errorf("%s differs from the uninterrupted run", rel)
+		}
+	}
+	if atomicExists(filepath.Join(out, ".spill")) {
+		t.Error("spill files outlived the run")
+	}
+}
+
+// TestRunBadInput refuses a job that neither trains nor has a model, and
+// an --out inside the scene.
+func TestRunBadInput(t *testing.T) {
+	job := demoJob(t)
+	job.Train = nil
+	if _, err := Run(context.Background(), job, Options{Out: filepath.Join(t.TempDir(), "x")}); err == nil || !strings.Contains(err.Error(), "--model") {
+		t.Errorf("no train config and no model: %v", err)
+	}
+	job = demoJob(t)
+	into := filepath.Join(filepath.Dir(job.Ingest.Source.Catalog), "maps")
+	if _, err := Run(context.Background(), job, Options{Out: into}); err == nil || !strings.Contains(err.Error(), "lies inside the input") {
+		t.Errorf("--out inside the scene: %v", err)
+	}
+	if atomicExists(into) {
+		t.Error("a refused run wrote its output")
+	}
+}
