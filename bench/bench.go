@@ -20,7 +20,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/lulc/lulc/configs"
@@ -311,7 +310,7 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 		same := len(compareRuns(cpuDir, gpuDir)) == 0
 		rep.CPUvsGPU = &same
 	}
-	rep.PeakRSS = peakRSS()
+	rep.PeakRSS = pipeline.PeakRSS()
 	if err := writeReport(stage, rep); err != nil {
 		return nil, err
 	}
@@ -436,14 +435,6 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func peakRSS() int64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return ru.Maxrss * 1024
 }
 
 func hostInfo(version string) HostInfo {

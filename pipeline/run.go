@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lulc/lulc/configs"
@@ -104,6 +105,8 @@ type RunResult struct {
 	// features, training, prediction) over the whole job.
 	DeviceBusy time.Duration
 	GPU        bool
+	// PeakRSS is the process's peak resident memory when the run ended.
+	PeakRSS int64
 }
 
 // RunTile is one tile's outcome and where its time went. Times summed over
@@ -163,6 +166,7 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	for i := range res.Tiles {
 		res.Tiles[i].Seconds = res.Tiles[i].stageSeconds()
 	}
+	res.PeakRSS = PeakRSS()
 	if opt.GPU != nil {
 		res.DeviceBusy = opt.GPU.Busy() - busy0
 	}
@@ -191,6 +195,9 @@ func (j Job) validate() error {
 	if j.Train != nil {
 		if err := j.Train.validateTraining(); err != nil {
 			return fmt.Errorf("train config: %w", err)
+		}
+		if j.Train.Engine != "lulc" {
+			return fmt.Errorf("train config: engine %s: lulc run maps with the model it trains, and only the lulc engine writes one", j.Train.Engine)
 		}
 	}
 	pc := j.Config.Predict
@@ -225,20 +232,16 @@ func (r *runner) run(ctx context.Context, tiles []sourceTile, res *RunResult) er
 	for i, t := range tiles {
 		res.Tiles[i] = RunTile{Tile: t.name(), Dates: t.dates(), Seconds: map[string]float64{}}
 	}
-	if r.job.Model == "" {
-		tr, err := r.train(ctx, tiles, res.Tiles)
-		if err != nil {
+	modelFile := r.job.Model
+	var model *forest.Model
+	var err error
+	if modelFile == "" {
+		if res.Train, model, err = r.train(ctx, tiles, res.Tiles); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
-		res.Train = tr
 		res.Model = filepath.Join(r.stage.Final, "model", ModelFile)
-	}
-	modelFile := r.job.Model
-	if modelFile == "" {
-		modelFile = r.stage.Path("model", ModelFile)
-	}
-	model, _, err := LoadModel(modelFile)
-	if err != nil {
+		modelFile = res.Model
+	} else if model, _, err = LoadModel(modelFile); err != nil {
 		return err
 	}
 	if err := model.Check(model.Features, r.job.Ingest.Bands); err != nil {
@@ -331,12 +334,13 @@ func (r *runner) wait() error {
 // train composites and samples every tile, holding the composites for the
 // map phase, and fits the model into OUT/model. A model left complete by
 // an interrupted run of the same job is kept.
-func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (*TrainResult, error) {
+func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (*TrainResult, *forest.Model, error) {
 	cfg := *r.job.Train
 	dir := r.stage.Path("model")
 	if atomicfs.Exists(filepath.Join(dir, "run.json")) {
 		r.opt.Log.Info("model already trained by an interrupted run", "dir", dir)
-		return nil, nil
+		model, _, err := LoadModel(filepath.Join(dir, ModelFile))
+		return nil, model, err
 	}
 	if cfg.Input.Stack != "" || len(cfg.Input.Rasters) > 0 {
 		r.opt.Log.Info("the train config's input is not used: lulc run trains on its own tiles")
@@ -350,57 +354,65 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 	for i, t := range tiles {
 		mem, err := r.composite(ctx, t, &rts[i])
 		if err != nil {
-			return nil, fmt.Errorf("tile %s: %w", t.name(), err)
+			return nil, nil, fmt.Errorf("tile %s: %w", t.name(), err)
 		}
-		in := trainInput{image: t.name(), labels: t.name(), bands: mem.Bands, scale: mem.Scale, offset: mem.Offset, nodata: &zero, mem: mem}
+		in := trainInput{image: t.name(), labels: t.name(), bands: mem.Bands, scale: mem.Scale, offset: mem.Offset, nodata: &zero, mem: mem, inMemory: true}
 		ts := time.Now()
 		if err := sp.add(in); err != nil {
-			return nil, fmt.Errorf("tile %s: %w", t.name(), err)
+			return nil, nil, fmt.Errorf("tile %s: %w", t.name(), err)
 		}
 		rts[i].Sample = time.Since(ts)
+		// The samples are drawn: fitting needs none of the pixels, and a
+		// spilled tile must not stay referenced.
+		in.mem = nil
 		ins = append(ins, in)
 		if err := r.hold(mem); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	set, _, err := sp.finish()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	set.Config = cfg.sampleKey()
 	res := &TrainResult{Dir: filepath.Join(r.stage.Final, "model"), Engine: cfg.Engine, Sample: time.Since(t0)}
 	for _, c := range scheme.Classes {
 		res.ClassNames = append(res.ClassNames, c.Name)
 	}
-	if cfg.Engine != "lulc" {
-		return nil, fmt.Errorf("engine %s: lulc run maps with the model it trains, and only the lulc engine writes one", cfg.Engine)
-	}
-	// The model directory appears whole: a run interrupted while fitting
-	// fits again.
-	tmp := r.stage.Path(".model.partial")
-	if err := os.RemoveAll(tmp); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return nil, err
-	}
-	body, err := set.Encode()
+	model, err := fitAndMeasure(ctx, cfg, scheme, set, ins, r.opt, res)
 	if err != nil {
-		return nil, err
-	}
-	if err := atomicfs.WriteFile(filepath.Join(tmp, SamplesFile), body); err != nil {
-		return nil, err
-	}
-	if err := fitAndWrite(ctx, cfg, scheme, set, ins, r.opt, tmp, res); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, w := range res.Warnings {
 		r.opt.Log.Warn(w)
 	}
-	return res, os.Rename(tmp, dir)
+	// The tiles are mapped with the model in memory while its files are
+	// written; the model directory appears whole, so a run interrupted
+	// before it fits again.
+	r.background(func() error {
+		tmp := r.stage.Path(".model.partial")
+		if err := os.RemoveAll(tmp); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(tmp, 0o755); err != nil {
+			return err
+		}
+		body, err := set.Encode()
+		if err != nil {
+			return err
+		}
+		if err := atomicfs.WriteFile(filepath.Join(tmp, SamplesFile), body); err != nil {
+			return err
+		}
+		if err := writeTrainOutputs(cfg, set, ins, model, r.opt, tmp, *res); err != nil {
+			return err
+		}
+		return os.Rename(tmp, dir)
+	})
+	return res, model, nil
 }
 
 // hold keeps a composite for the map phase: in memory while the held
@@ -513,7 +525,7 @@ func (r *runner) writeJob(res RunResult) error {
 	if err := writeResolvedConfig(r.stage.Path(IngestConfigFile), r.job.Ingest.Redacted()); err != nil {
 		return err
 	}
-	rep := runReport{Model: res.Model, GPU: res.GPU, Seconds: res.Elapsed.Seconds(), DeviceBusy: res.DeviceBusy.Seconds()}
+	rep := runReport{Model: res.Model, GPU: res.GPU, Seconds: res.Elapsed.Seconds(), DeviceBusy: res.DeviceBusy.Seconds(), PeakRSS: res.PeakRSS}
 	rep.Tiles = res.Tiles
 	if res.Train != nil {
 		rep.Fit = res.Train.Fit.Seconds()
@@ -530,7 +542,17 @@ type runReport struct {
 	Seconds    float64   `json:"seconds"`
 	DeviceBusy float64   `json:"device_busy_seconds,omitempty"`
 	Fit        float64   `json:"fit_seconds,omitempty"`
+	PeakRSS    int64     `json:"peak_rss_bytes"`
 	Tiles      []RunTile `json:"tiles"`
+}
+
+// PeakRSS is the process's peak resident memory so far, in bytes.
+func PeakRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024
 }
 
 // stageSeconds names a tile's stage times: read (decoding and resampling

@@ -34,6 +34,9 @@ type trainInput struct {
 	// mem, when set, is the input in memory (lulc run): strips come from
 	// it rather than from image and labels, which only name it.
 	mem *stack.Tile
+	// inMemory says the input was sampled from memory, with no files to
+	// checksum (mem is dropped once the samples are drawn).
+	inMemory bool
 }
 
 // inputs resolves the config's input section into images with their band

@@ -128,24 +128,32 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (TrainResult, erro
 // measures it on the validation split and writes the run directory's files
 // into dir: model, metrics, charts, resolved config and run info.
 func fitAndWrite(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, ins []trainInput, opt Options, dir string, res *TrainResult) error {
-	if err := ctx.Err(); err != nil {
+	model, err := fitAndMeasure(ctx, cfg, scheme, set, ins, opt, res)
+	if err != nil {
 		return err
+	}
+	return writeTrainOutputs(cfg, set, ins, model, opt, dir, *res)
+}
+
+// fitAndMeasure checks the samples, fits the configured engine on their
+// training split and measures it on the validation split into res.
+func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, ins []trainInput, opt Options, res *TrainResult) (*forest.Model, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	xt, yt := set.Subset(0)
 	_, yv := set.Subset(1)
 	res.Samples, res.Validation = len(yt), len(yv)
 	if err := checkSamples(cfg, scheme, set, yt, yv, xt, res); err != nil {
-		return err
+		return nil, err
 	}
 	opt.Log.Info("samples", "training", len(yt), "validation", len(yv), "features", len(set.Features), "classes", len(scheme.Classes))
 	model, pred, err := fit(cfg, scheme, set, ins[0], opt, res)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if res.Metrics, err = forest.Evaluate(yv, pred, scheme.Codes()); err != nil {
-		return err
-	}
-	return writeTrainOutputs(cfg, set, ins, model, opt, dir, *res)
+	res.Metrics, err = forest.Evaluate(yv, pred, scheme.Codes())
+	return model, err
 }
 
 // fit trains the configured engine and classifies the validation rows. The
@@ -240,8 +248,8 @@ func writeTrainOutputs(cfg TrainConfig, set *samples.Set, ins []trainInput, mode
 		Inputs: map[string]string{}, Engine: cfg.Engine, SampleTime: res.Sample.Seconds(), FitTime: res.Fit.Seconds(),
 		TrainRows: res.Samples, ValRows: res.Validation, Warnings: res.Warnings}
 	for _, in := range ins {
-		if in.mem != nil {
-			continue // sampled from memory: no file to checksum
+		if in.inMemory {
+			continue // no file to checksum
 		}
 		for _, p := range []string{in.image, in.labels} {
 			sum, _, err := fileSHA256(p)
