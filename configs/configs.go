@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"strings"
@@ -32,10 +33,17 @@ func Read(name string) ([]byte, error) {
 // name, so that configs that name others ("ingest: ingest-tiny.yaml") work
 // from a checkout and from the bare binary alike.
 func Find(name string) ([]byte, error) {
-	if b, err := os.ReadFile(name); err == nil {
+	b, err := os.ReadFile(name)
+	if err == nil {
 		return b, nil
 	}
-	return Read(name)
+	if b, rerr := files.ReadFile(name); rerr == nil {
+		return b, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no config file %s and no embedded config of that name", name)
+	}
+	return nil, fmt.Errorf("read config: %w", err)
 }
 
 // DecodeStrict decodes YAML into v, rejecting keys v has no field for, so

@@ -41,6 +41,11 @@ func TestEmbeddedConfigsParse(t *testing.T) {
 			if bc, err = bench.ParseConfig(raw); err == nil {
 				err = namedConfigsParse(bc)
 			}
+		case strings.HasPrefix(name, "run-"):
+			var rc pipeline.RunConfig
+			if rc, err = pipeline.ParseRunConfig(raw); err == nil {
+				err = runConfigsParse(rc)
+			}
 		case strings.HasPrefix(name, "predict-"):
 			continue
 		default:
@@ -76,4 +81,19 @@ func namedConfigsParse(bc bench.Config) error {
 		}
 	}
 	return nil
+}
+
+// runConfigsParse parses the ingest and train configs a run config names.
+func runConfigsParse(rc pipeline.RunConfig) error {
+	raw, err := configs.Find(rc.Ingest)
+	if err == nil {
+		_, err = pipeline.ParseIngestConfig(raw)
+	}
+	if err != nil {
+		return err
+	}
+	if raw, err = configs.Find(rc.Train); err == nil {
+		_, err = pipeline.ParseTrainConfig(raw)
+	}
+	return err
 }

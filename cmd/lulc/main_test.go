@@ -110,7 +110,7 @@ func TestSynthBadInput(t *testing.T) {
 		{"size beyond limit", writeConfig(t, "size: 252", "size: 200004"), "", []string{"size", "larger than"}},
 		{"unknown class code", writeConfig(t, "  60: 0.04", "  15: 0.04"), "", []string{"unknown class code 15"}},
 		{"bad platform", writeConfig(t, "platform: sentinel-2a", "platform: landsat-8"), "", []string{"platform", "landsat-8"}},
-		{"missing config", filepath.Join(dir, "nope.yaml"), "", []string{"read config", "nope.yaml"}},
+		{"missing config", filepath.Join(dir, "nope.yaml"), "", []string{"no config file", "nope.yaml"}},
 		{"unwritable output", "", filepath.Join(notADir, "scene"), []string{"not writable", notADir}},
 		{"existing output", "", existing, []string{"already exists", "--force"}},
 	}

@@ -90,8 +90,9 @@ func (a *app) newBar(total int64, desc string) progress.Bar {
 	)}
 }
 
-// loadConfig reads the config at path, or the embedded one when path is
-// empty, with the stage's parser.
+// loadConfig reads the config at path (a file, or else an embedded
+// config of that name), or the embedded default when path is empty, with
+// the stage's parser.
 func loadConfig[T any](path, embedded string, parse func([]byte) (T, error)) (T, error) {
 	var zero T
 	if path == "" {
@@ -105,9 +106,9 @@ func loadConfig[T any](path, embedded string, parse func([]byte) (T, error)) (T,
 		}
 		return cfg, nil
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := configs.Find(path)
 	if err != nil {
-		return zero, fmt.Errorf("read config: %w", err)
+		return zero, err
 	}
 	cfg, err := parse(raw)
 	if err != nil {
