@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/airbusgeo/godal v0.0.18
+	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/planetlabs/go-stac v0.36.0
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
 	github.com/schollz/progressbar/v3 v3.19.1
@@ -33,7 +34,6 @@ require (
 	github.com/google/go-cmp v0.6.0 // indirect
 	github.com/guptarohit/asciigraph v0.5.1 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
-	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/kr/pretty v0.3.1 // indirect
 	github.com/mattn/go-runewidth v0.0.16 // indirect
