@@ -1,15 +1,15 @@
 package catalog
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -53,9 +53,53 @@ func (q Query) Match(it Item) bool {
 // Crawl walks a static catalog (a path or URL of catalog.json or
 // collection.json) with go-stac's crawler and returns the matching items,
 // sorted by collection, datetime and id.
-func Crawl(ctx context.Context, root string, q Query) ([]Item, error) {
-	var mu sync.Mutex
-	var items []Item
+//
+// policy decides which documents are read and which asset hrefs the items
+// may carry; a policy with an empty Root gets the root's directory when the
+// catalog is local (CatalogRoot), and the root document itself is always
+// read. A catalog, collection or item link that the policy refuses is never
+// read, and once the crawl ends it fails it with an error naming the first
+// such link; a refused asset href of a matching item fails it too. Both wrap
+// ErrHrefRefused. A document linked more than once is read once, so links
+// that form a cycle cannot keep the crawl going.
+func Crawl(ctx context.Context, root string, q Query, policy HrefPolicy) ([]Item, error) {
+	if policy.Root == "" {
+		policy.Root = CatalogRoot(root)
+	}
+	rootKey := locationKey(crawlLocation(root))
+	var (
+		mu       sync.Mutex
+		items    []Item
+		seen     = map[string]bool{}
+		refused  error
+		nRefused int
+	)
+	// The crawler calls filter before it reads a location, from several
+	// goroutines: it is where a refused link is stopped.
+	filter := func(loc string) bool {
+		if ctx.Err() != nil {
+			// Read nothing more: the crawl ends with the context's error.
+			return false
+		}
+		key := locationKey(loc)
+		mu.Lock()
+		defer mu.Unlock()
+		if seen[key] {
+			return false
+		}
+		seen[key] = true
+		if key == rootKey {
+			return true
+		}
+		if err := policy.Check(loc); err != nil {
+			if refused == nil {
+				refused = err
+			}
+			nRefused++
+			return false
+		}
+		return true
+	}
 	visit := func(r crawler.Resource, info *crawler.ResourceInfo) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -78,11 +122,76 @@ func Crawl(ctx context.Context, root string, q Query) ([]Item, error) {
 		}
 		return nil
 	}
-	if err := crawler.Crawl(root, visit); err != nil {
+	opts := &crawler.Options{Filter: filter, Queue: newCrawlQueue(ctx, runtime.GOMAXPROCS(0))}
+	if err := crawler.Crawl(root, visit, opts); err != nil {
 		return nil, fmt.Errorf("crawl %s: %w", root, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("crawl %s: %w", root, err)
+	}
+	if refused != nil {
+		what := "a link was refused and not read"
+		if nRefused > 1 {
+			what = fmt.Sprintf("%d links were refused and not read, the first", nRefused)
+		}
+		return nil, fmt.Errorf("crawl %s: %s: %w", root, what, refused)
+	}
 	sortItems(items)
+	for _, it := range items {
+		if err := checkAssets(policy, it); err != nil {
+			return nil, fmt.Errorf("crawl %s: %w", root, err)
+		}
+	}
 	return items, nil
+}
+
+// crawlLocation names root the way the crawler passes it to its filter: an
+// absolute path for a local catalog, else the parsed URL.
+func crawlLocation(root string) string {
+	switch schemeOf(root) {
+	case "":
+		if abs, err := filepath.Abs(root); err == nil {
+			return abs
+		}
+	case "file":
+		if u, err := url.Parse(root); err == nil {
+			return filepath.FromSlash(u.Path)
+		}
+	default:
+		if u, err := url.Parse(root); err == nil {
+			return u.String()
+		}
+	}
+	return root
+}
+
+// locationKey identifies a crawled document: local paths by the file they
+// resolve to, so that "./a/../catalog.json" and a symlink to it are one.
+func locationKey(loc string) string {
+	if schemeOf(loc) != "" {
+		return loc
+	}
+	abs, err := absPath(loc)
+	if err != nil {
+		return loc
+	}
+	return realPath(abs)
+}
+
+// checkAssets applies policy to every asset href of it, in key order so the
+// error names the same asset every run.
+func checkAssets(policy HrefPolicy, it Item) error {
+	for _, k := range slices.Sorted(maps.Keys(it.Assets)) {
+		href := it.Assets[k].Href
+		if href == "" {
+			// Nothing to read: Item.Asset skips empty hrefs.
+			continue
+		}
+		if err := policy.Check(href); err != nil {
+			return fmt.Errorf("item %s asset %s: %w", it.ID, k, err)
+		}
+	}
+	return nil
 }
 
 func sortItems(items []Item) {
@@ -97,22 +206,54 @@ func sortItems(items []Item) {
 	})
 }
 
-// Client searches STAC APIs over HTTP, retrying transient failures.
+// Defaults of the Client fields whose zero value means the default.
+const (
+	DefaultTimeout       = 60 * time.Second // Client.Timeout, per request
+	DefaultSearchTimeout = 5 * time.Minute  // Client.SearchTimeout, per Search call
+	DefaultMaxPages      = 1000             // Client.MaxPages
+	DefaultMaxItems      = 100000           // Client.MaxItems
+)
+
+// Client searches STAC APIs over HTTP, retrying transient failures. Zero
+// Timeout, SearchTimeout, MaxPages and MaxItems mean the defaults above, so
+// config values can be passed straight through; Retries and Backoff are
+// taken as they are (0 retries is one attempt).
 type Client struct {
+	// HTTP sends the requests; nil means a plain http.Client. It is never
+	// modified: the per-request timeout is set on a copy.
 	HTTP    *http.Client
 	Retries int           // extra attempts after a 5xx, 429 or network error
-	Backoff time.Duration // first wait; doubles each retry
-	Timeout time.Duration // per request
-	Log     *slog.Logger
+	Backoff time.Duration // first wait; doubles each retry (a 429's or 503's Retry-After wins)
+	// Timeout bounds one attempt, reading the response included
+	// (source.request_timeout).
+	Timeout time.Duration
+	// SearchTimeout bounds one Search call, all pages and retries
+	// included (source.search_timeout).
+	SearchTimeout time.Duration
+	MaxPages      int // pages one Search may read (source.max_pages)
+	MaxItems      int // items one Search may return (source.max_items)
+	// Policy decides which asset hrefs of the items found may be read. Its
+	// Root is "" for an API, so local hrefs are refused unless allowed.
+	Policy HrefPolicy
+	Log    *slog.Logger
 }
 
 // NewClient returns a client with lulc's defaults: 4 retries from 500 ms,
-// 60 s per request.
+// 60 s per request, 5 minutes, 1000 pages and 100000 items per search.
 func NewClient(log *slog.Logger) *Client {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Client{HTTP: &http.Client{}, Retries: 4, Backoff: 500 * time.Millisecond, Timeout: 60 * time.Second, Log: log}
+	return &Client{HTTP: &http.Client{}, Retries: 4, Backoff: 500 * time.Millisecond, Timeout: DefaultTimeout,
+		SearchTimeout: DefaultSearchTimeout, MaxPages: DefaultMaxPages, MaxItems: DefaultMaxItems, Log: log}
+}
+
+// orDefault returns v, or def when v is not positive.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 type searchPage struct {
@@ -128,7 +269,10 @@ type searchPage struct {
 }
 
 // Search runs an item search against a STAC API root (POST {api}/search),
-// following next links until the last page.
+// following next links until the last page. It stops with an error when a
+// next link repeats an earlier request or paging token, past MaxPages pages
+// or MaxItems items, past SearchTimeout, and when an item found has an
+// asset href that Policy refuses (wrapping ErrHrefRefused).
 func (c *Client) Search(ctx context.Context, api string, q Query) ([]Item, error) {
 	body := map[string]any{"collections": q.Collections, "limit": max(q.Limit, 1)}
 	if q.Intersects != nil {
@@ -151,13 +295,48 @@ func (c *Client) Search(ctx context.Context, api string, q Query) ([]Item, error
 			return nil, fmt.Errorf("cloud filter %q is not query, cql2 or none", q.CloudFilter)
 		}
 	}
-	href := strings.TrimSuffix(api, "/") + "/search"
+	timeout := orDefault(c.SearchTimeout, DefaultSearchTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout,
+		fmt.Errorf("the search took longer than source.search_timeout (%s) allows; narrow the area or dates, or raise it: %w", timeout, context.DeadlineExceeded))
+	defer cancel()
+	maxPages, maxItems := orDefault(c.MaxPages, DefaultMaxPages), orDefault(c.MaxItems, DefaultMaxItems)
+	search := strings.TrimSuffix(api, "/") + "/search"
+	href := search
 	method := http.MethodPost
 	var items []Item
 	seen := map[string]bool{}
+	requests := map[string]int{} // method, href and body → the page that sent them
+	tokens := map[string]int{}   // paging token → the page that sent it
 	for page := 1; ; page++ {
+		var payload []byte
+		if method == http.MethodPost && body != nil {
+			var err error
+			if payload, err = json.Marshal(body); err != nil {
+				return nil, fmt.Errorf("encode request to %s: %w", href, err)
+			}
+		}
+		// A next link that asks for a page already read would make the loop
+		// run forever (or until MaxPages): stop at the first repeat.
+		key := method + " " + href + "\n" + string(payload)
+		if p, ok := requests[key]; ok {
+			same := ""
+			if payload != nil {
+				same = " with the same body"
+			}
+			return nil, fmt.Errorf("stac search %s: page %d would repeat page %d (%s %s%s); the API's next links loop", search, page, p, method, href, same)
+		}
+		requests[key] = page
+		for _, tok := range pagingTokens(href, body) {
+			if p, ok := tokens[tok]; ok && p != page {
+				return nil, fmt.Errorf("stac search %s: page %d (%s %s) repeats the paging token %q of page %d; the API's next links loop", search, page, method, href, tok, p)
+			}
+			tokens[tok] = page
+		}
+		if page > maxPages {
+			return nil, fmt.Errorf("stac search %s: more than %d pages (source.max_pages); narrow the area or dates, or raise source.max_pages", search, maxPages)
+		}
 		var pg searchPage
-		if err := c.do(ctx, method, href, body, &pg); err != nil {
+		if err := c.do(ctx, method, href, payload, &pg); err != nil {
 			return nil, err
 		}
 		for _, f := range pg.Features {
@@ -166,11 +345,17 @@ func (c *Client) Search(ctx context.Context, api string, q Query) ([]Item, error
 				return nil, err
 			}
 			if !seen[it.ID] && q.Match(it) {
+				if err := checkAssets(c.Policy, it); err != nil {
+					return nil, fmt.Errorf("stac search %s: %w", search, err)
+				}
 				items = append(items, it)
 			}
 			seen[it.ID] = true
 		}
-		c.Log.Debug("stac search page", "href", href, "page", page, "features", len(pg.Features), "items", len(items))
+		if len(items) > maxItems {
+			return nil, fmt.Errorf("stac search %s: more than %d items (source.max_items); narrow the area or dates, or raise source.max_items", search, maxItems)
+		}
+		c.logger().Debug("stac search page", "href", href, "page", page, "features", len(pg.Features), "items", len(items))
 		next := -1
 		for i, l := range pg.Links {
 			if l.Rel == "next" {
@@ -181,7 +366,7 @@ func (c *Client) Search(ctx context.Context, api string, q Query) ([]Item, error
 			break
 		}
 		l := pg.Links[next]
-		href = l.Href
+		href = resolve(href, l.Href)
 		method = strings.ToUpper(l.Method)
 		if method == "" {
 			method = http.MethodGet
@@ -204,6 +389,40 @@ func (c *Client) Search(ctx context.Context, api string, q Query) ([]Item, error
 	return items, nil
 }
 
+// pagingTokens returns the paging tokens of a request: the token and next
+// query parameters of href and keys of a POST body, as STAC APIs carry them.
+func pagingTokens(href string, body map[string]any) []string {
+	var toks []string
+	if u, err := url.Parse(href); err == nil {
+		qv := u.Query()
+		for _, k := range []string{"token", "next"} {
+			for _, v := range qv[k] {
+				if v != "" {
+					toks = append(toks, v)
+				}
+			}
+		}
+	}
+	for _, k := range []string{"token", "next"} {
+		v, ok := body[k]
+		if !ok || v == nil {
+			continue
+		}
+		s, isString := v.(string)
+		if !isString {
+			b, err := json.Marshal(v)
+			if err != nil {
+				continue
+			}
+			s = string(b)
+		}
+		if s != "" {
+			toks = append(toks, s)
+		}
+	}
+	return toks
+}
+
 func interval(t time.Time) string {
 	if t.IsZero() {
 		return ".."
@@ -211,75 +430,9 @@ func interval(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// do sends one request with retries and decodes a JSON response into out.
-func (c *Client) do(ctx context.Context, method, href string, body any, out any) error {
-	var payload []byte
-	if body != nil && method == http.MethodPost {
-		var err error
-		if payload, err = json.Marshal(body); err != nil {
-			return fmt.Errorf("encode request to %s: %w", href, err)
-		}
+func (c *Client) logger() *slog.Logger {
+	if c.Log == nil {
+		return slog.New(slog.DiscardHandler)
 	}
-	wait := c.Backoff
-	var last error
-	for attempt := 0; attempt <= c.Retries; attempt++ {
-		if attempt > 0 {
-			c.Log.Warn("retrying STAC request", "href", href, "attempt", attempt+1, "after", wait, "error", last)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(wait):
-			}
-			wait *= 2
-		}
-		retry, err := c.once(ctx, method, href, payload, out)
-		if err == nil {
-			return nil
-		}
-		if !retry || ctx.Err() != nil {
-			return err
-		}
-		last = err
-	}
-	return fmt.Errorf("%w (gave up after %d attempts)", last, c.Retries+1)
-}
-
-func (c *Client) once(ctx context.Context, method, href string, payload []byte, out any) (retry bool, err error) {
-	rctx, cancel := context.WithTimeout(ctx, c.Timeout)
-	defer cancel()
-	var rd io.Reader
-	if payload != nil {
-		rd = bytes.NewReader(payload)
-	}
-	req, err := http.NewRequestWithContext(rctx, method, href, rd)
-	if err != nil {
-		return false, fmt.Errorf("request %s: %w", href, err)
-	}
-	if payload != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/geo+json, application/json")
-	resp, err := c.HTTP.Do(req)
-	if err != nil {
-		if errors.Is(ctx.Err(), context.Canceled) {
-			return false, ctx.Err()
-		}
-		return true, fmt.Errorf("%s %s: %w", method, href, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return true, fmt.Errorf("%s %s: read response: %w", method, href, err)
-	}
-	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-		return true, fmt.Errorf("%s %s: HTTP %d", method, href, resp.StatusCode)
-	}
-	if resp.StatusCode != http.StatusOK {
-		snippet := strings.TrimSpace(string(data[:min(len(data), 200)]))
-		return false, fmt.Errorf("%s %s: HTTP %d: %s", method, href, resp.StatusCode, snippet)
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return false, fmt.Errorf("%s %s: decode response: %w", method, href, err)
-	}
-	return false, nil
+	return c.Log
 }

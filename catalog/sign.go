@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/lulc/lulc/internal/redact"
 )
 
 // Signer appends a shared-access-signature token to the hrefs of assets
@@ -58,6 +60,9 @@ func (s *Signer) token(ctx context.Context, collection string) (string, error) {
 	if resp.Token == "" {
 		return "", fmt.Errorf("fetch SAS token: %s returned no token", href)
 	}
+	// A fetched token is a credential like a configured one: it must never
+	// be logged or written.
+	redact.Add(resp.Token)
 	if s.cache == nil {
 		s.cache = map[string]string{}
 	}

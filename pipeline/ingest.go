@@ -192,6 +192,12 @@ func search(ctx context.Context, cfg IngestConfig, opt Options, area [4]float64,
 	startT, endT, _ := cfg.dateRange()
 	client := catalog.NewClient(opt.Log)
 	client.HTTP = opt.HTTP
+	s := cfg.Source
+	client.Policy = catalog.HrefPolicy{Allow: s.AllowHrefs}
+	client.MaxPages, client.MaxItems, client.SearchTimeout = s.MaxPages, s.MaxItems, s.SearchTimeout
+	if s.RequestTimeout > 0 {
+		client.Timeout = s.RequestTimeout
+	}
 	q := catalog.Query{
 		Collections: []string{cfg.Source.Collection}, BBox: area, Intersects: intersects,
 		Start: startT, End: endT, Limit: cfg.Source.Limit, CloudFilter: cfg.Source.CloudFilter,
@@ -228,7 +234,7 @@ func search(ctx context.Context, cfg IngestConfig, opt Options, area [4]float64,
 // find runs the query against the configured static catalog or API.
 func find(ctx context.Context, client *catalog.Client, cfg IngestConfig, q catalog.Query) ([]catalog.Item, error) {
 	if cfg.Source.Catalog != "" {
-		return catalog.Crawl(ctx, cfg.Source.Catalog, q)
+		return catalog.Crawl(ctx, cfg.Source.Catalog, q, catalog.HrefPolicy{Allow: cfg.Source.AllowHrefs})
 	}
 	return client.Search(ctx, cfg.Source.API, q)
 }

@@ -65,6 +65,19 @@ type IngestConfig struct {
 		// GDAL configuration options for reading (GDAL_HTTP_MAX_RETRY,
 		// AWS_NO_SIGN_REQUEST, AWS_REQUEST_PAYER, …).
 		GDAL map[string]string `yaml:"gdal"`
+		// AllowHrefs widens which hrefs may be read. By default local
+		// hrefs must lie under a static catalog's directory (an API's
+		// items may have none) and remote ones use http, https, s3, gs or
+		// az. Each entry is a local directory, or a prefix such as
+		// "ftp://host/" or "/vsis3/bucket/".
+		AllowHrefs []string `yaml:"allow_hrefs" json:"AllowHrefs,omitempty"`
+		// Limits on a STAC API search: pages and items (defaults 1000 and
+		// 100000), each request's time (default 60 s) and the whole
+		// search's, retries included (default 5 min).
+		MaxPages       int           `yaml:"max_pages" json:"MaxPages,omitempty"`
+		MaxItems       int           `yaml:"max_items" json:"MaxItems,omitempty"`
+		RequestTimeout time.Duration `yaml:"request_timeout" json:"RequestTimeout,omitempty"`
+		SearchTimeout  time.Duration `yaml:"search_timeout" json:"SearchTimeout,omitempty"`
 	} `yaml:"source"`
 	Area struct {
 		BBox    []float64 `yaml:"bbox"`    // lon/lat: west, south, east, north
@@ -124,6 +137,8 @@ func (c IngestConfig) Inputs() []string {
 		in = append(in, c.Source.Catalog)
 	}
 	in = append(in, c.Area.GeoJSON)
+	// Directories the href policy was widened to are read too.
+	in = append(in, c.Source.AllowHrefs...)
 	for _, p := range c.Source.Rasters {
 		in = append(in, p.Image, p.Labels)
 	}
@@ -241,6 +256,20 @@ func (c IngestConfig) Validate() error {
 			return fmt.Errorf("source.assets: unknown band %q", band)
 		}
 	}
+	for _, l := range []struct {
+		key string
+		neg bool
+	}{{"source.max_pages", s.MaxPages < 0}, {"source.max_items", s.MaxItems < 0},
+		{"source.request_timeout", s.RequestTimeout < 0}, {"source.search_timeout", s.SearchTimeout < 0}} {
+		if l.neg {
+			return fmt.Errorf("%s: negative (leave it out for the default)", l.key)
+		}
+	}
+	for _, a := range s.AllowHrefs {
+		if a == "" {
+			return errors.New("source.allow_hrefs: an empty entry would allow nothing; remove it")
+		}
+	}
 	if (len(c.Area.BBox) == 0) == (c.Area.GeoJSON == "") {
 		return errors.New("area: set exactly one of bbox and geojson")
 	}
@@ -325,6 +354,8 @@ func (c IngestConfig) validateRasters() error {
 		{"source.cloud_filter", s.CloudFilter != ""}, {"source.limit", s.Limit != 0},
 		{"source.assets", len(s.Assets) > 0}, {"source.sas_token", s.SASToken != ""},
 		{"source.sas_token_url", s.SASTokenURL != ""},
+		{"source.allow_hrefs", len(s.AllowHrefs) > 0},
+		{"source.max_pages, max_items, request_timeout and search_timeout", s.MaxPages != 0 || s.MaxItems != 0 || s.RequestTimeout != 0 || s.SearchTimeout != 0},
 		{"area", len(c.Area.BBox) > 0 || c.Area.GeoJSON != ""},
 		{"dates", c.Dates.Start != "" || c.Dates.End != ""},
 		{"max_cloud_cover", c.MaxCloudCover != 0},

@@ -127,7 +127,7 @@ func TestIngestTinyScene(t *testing.T) {
 	// Hand-computed composite for the red band: read each date's DN and SCL
 	// from the source files, mask, take the median by the documented rule.
 	items, err := catalog.Crawl(context.Background(), filepath.Join(scene, "catalog.json"), catalog.Query{
-		Collections: []string{"sentinel-2-l2a"}, BBox: [4]float64{-180, -90, 180, 90}})
+		Collections: []string{"sentinel-2-l2a"}, BBox: [4]float64{-180, -90, 180, 90}}, catalog.HrefPolicy{})
 	if err != nil || len(items) != 3 {
 		t.Fatalf("%d items, %v", len(items), err)
 	}
