@@ -36,11 +36,11 @@ func tinyScene(t *testing.T) (string, []catalog.Item, catalog.Item) {
 		t.Fatal(err)
 	}
 	root := filepath.Join(dir, "catalog.json")
-	s2, err := catalog.Crawl(context.Background(), root, catalog.Query{Collections: []string{"sentinel-2-l2a"}, BBox: world})
+	s2, err := catalog.Crawl(context.Background(), root, catalog.Query{Collections: []string{"sentinel-2-l2a"}, BBox: world}, catalog.HrefPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels, err := catalog.Crawl(context.Background(), root, catalog.Query{Collections: []string{"esa-worldcover"}, BBox: world})
+	labels, err := catalog.Crawl(context.Background(), root, catalog.Query{Collections: []string{"esa-worldcover"}, BBox: world}, catalog.HrefPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}
