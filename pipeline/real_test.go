@@ -1,12 +1,15 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/raster"
 )
 
@@ -67,6 +70,12 @@ func TestIngestRealEarthSearchItem(t *testing.T) {
 	cfg.Area.BBox = []float64{-11.6, 24.6, -11.3, 24.9}
 	cfg.Dates.Start, cfg.Dates.End = "2020-02-01", "2020-02-28"
 	cfg.Grid.Resolution = 100 // the decimated files' finest resolution
+	// The item's hrefs point into the shared data, outside the catalog's
+	// directory: the policy must be widened to read them.
+	if _, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "refused")}); !errors.Is(err, catalog.ErrHrefRefused) {
+		t.Fatalf("hrefs outside the catalog were read: %v", err)
+	}
+	cfg.Source.AllowHrefs = []string{abs}
 	res, out := ingest(t, cfg)
 	if len(res.Tiles) != 1 || res.Tiles[0].Tile != "29RKH" {
 		t.Fatalf("tiles %+v", res.Tiles)

@@ -3,11 +3,18 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lulc/lulc/configs"
 )
@@ -215,5 +222,159 @@ func TestIngestWritesNoSecrets(t *testing.T) {
 	code, _, stderr = lulc(t, "ingest", "-q", "-c", filepath.Join(out, "ingest.yaml"), "--catalog", filepath.Join(scene, "catalog.json"), "--out", filepath.Join(dir, "again"))
 	if code != 0 {
 		t.Errorf("ingest from the resolved config: exit %d: %s", code, stderr)
+	}
+}
+
+// sceneWithHref makes a tiny scene whose first Sentinel-2 item's red asset
+// points at href (a copy of the real file lies where a relative href
+// leads), and returns the catalog and the item's path.
+func sceneWithHref(t *testing.T, dir string, href func(itemDir string) string) (catalog, item string) {
+	t.Helper()
+	scene := filepath.Join(dir, "scene")
+	if code, _, stderr := lulc(t, "synth", "-q", "--out", scene); code != 0 {
+		t.Fatal(stderr)
+	}
+	items, _ := filepath.Glob(filepath.Join(scene, "sentinel-2-l2a", "*", "*.json"))
+	if len(items) == 0 {
+		t.Fatal("no items in the scene")
+	}
+	item = items[0]
+	body, err := os.ReadFile(item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	red := doc["assets"].(map[string]any)["red"].(map[string]any)
+	real, _ := red["href"].(string)
+	if !filepath.IsAbs(real) {
+		real = filepath.Join(filepath.Dir(item), real)
+	}
+	raw, err := os.ReadFile(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The file the hostile href names exists and is a valid band: only the
+	// policy stands between lulc and it.
+	if err := os.WriteFile(filepath.Join(dir, "outside.tif"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	red["href"] = href(filepath.Dir(item))
+	out, _ := json.Marshal(doc)
+	if err := os.WriteFile(item, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(scene, "catalog.json"), item
+}
+
+// TestHrefsStayInTheCatalog gives a static item a relative href that
+// climbs out of the catalog, and an absolute one elsewhere: ingest refuses
+// each, naming the href and the rule, writes nothing and changes nothing;
+// source.allow_hrefs lets the same file be read.
+func TestHrefsStayInTheCatalog(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		href func(dir, itemDir string) string
+	}{
+		{"relative", func(dir, itemDir string) string {
+			rel, _ := filepath.Rel(itemDir, filepath.Join(dir, "outside.tif"))
+			return rel
+		}},
+		{"absolute", func(dir, _ string) string { return filepath.Join(dir, "outside.tif") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			catalog, _ := sceneWithHref(t, dir, func(itemDir string) string { return c.href(dir, itemDir) })
+			refused(t, dir, []string{"outside.tif", "is outside the catalog directory", "source.allow_hrefs"},
+				"ingest", "-q", "--catalog", catalog, "--out", filepath.Join(dir, "stack"))
+
+			raw, _ := configs.Read("ingest-tiny.yaml")
+			cfg := strings.Replace(string(raw), "  gdal:\n", "  allow_hrefs: ["+dir+"]\n  gdal:\n", 1)
+			cfgPath := filepath.Join(t.TempDir(), "ingest.yaml")
+			os.WriteFile(cfgPath, []byte(cfg), 0o644)
+			if code, _, stderr := lulc(t, "ingest", "-q", "-c", cfgPath, "--catalog", catalog, "--out", filepath.Join(t.TempDir(), "stack")); code != 0 {
+				t.Errorf("with allow_hrefs: exit %d: %s", code, stderr)
+			}
+		})
+	}
+}
+
+// stacAPI serves /search from a handler and counts the requests.
+func stacAPI(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, self string)) (string, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		// A handler notices the client leaving only once it has read the
+		// request body.
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/geo+json")
+		handle(w, r, srv.URL+"/search")
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, &n
+}
+
+// apiConfig writes an ingest config that searches api.
+func apiConfig(t *testing.T, api string) string {
+	t.Helper()
+	raw, _ := configs.Read("ingest-tiny.yaml")
+	cfg := strings.Replace(string(raw), "  catalog: runs/demo/scene/catalog.json\n", "  api: "+api+"\n  request_timeout: 2s\n  search_timeout: 10s\n", 1)
+	p := filepath.Join(t.TempDir(), "ingest.yaml")
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const oneFeature = `{"type": "Feature", "stac_version": "1.0.0", "id": "S2A_31TEJ_20240418_0_L2A", "collection": "sentinel-2-l2a",
+ "bbox": [2.99, 45.12, 3.04, 45.16], "geometry": null,
+ "properties": {"datetime": "2024-04-18T10:56:29Z", "s2:mgrs_tile": "31TEJ", "eo:cloud_cover": 1},
+ "assets": {"red": {"href": "%s"}}}`
+
+// TestSTACAPIHostile searches APIs that answer with a local href, a next
+// link that loops (GET, and POST with merge) and a stalled response: each
+// ingest stops with a message saying why, within a few requests, and
+// leaves every file as it was.
+func TestSTACAPIHostile(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "kept.txt"), []byte("pre-existing"), 0o644)
+	page := func(href string, links string) string {
+		return `{"type": "FeatureCollection", "features": [` + fmt.Sprintf(oneFeature, href) + `], "links": [` + links + `]}`
+	}
+	cases := []struct {
+		name    string
+		handle  func(w http.ResponseWriter, r *http.Request, self string)
+		want    []string
+		maxReqs int64
+	}{
+		{"local href", func(w http.ResponseWriter, _ *http.Request, _ string) {
+			io.WriteString(w, page("/etc/passwd", ""))
+		}, []string{`"/etc/passwd"`, "is a local path", "source.allow_hrefs"}, 2},
+		{"next link loops (GET)", func(w http.ResponseWriter, _ *http.Request, self string) {
+			io.WriteString(w, page("https://example.com/B04.tif", `{"rel": "next", "href": "`+self+`", "method": "GET"}`))
+		}, []string{"would repeat page", "loop"}, 3},
+		{"next link loops (POST, merge)", func(w http.ResponseWriter, _ *http.Request, self string) {
+			io.WriteString(w, page("https://example.com/B04.tif", `{"rel": "next", "href": "`+self+`", "method": "POST", "merge": true, "body": {"limit": 100}}`))
+		}, []string{"would repeat page", "loop"}, 3},
+		{"stalled response", func(w http.ResponseWriter, r *http.Request, _ string) {
+			<-r.Context().Done()
+		}, []string{"source.request_timeout"}, 10},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			api, n := stacAPI(t, c.handle)
+			start := time.Now()
+			refused(t, dir, c.want, "ingest", "-q", "-c", apiConfig(t, api), "--out", filepath.Join(dir, "stack"))
+			if got := n.Load(); got > c.maxReqs {
+				t.Errorf("%d requests, want at most %d", got, c.maxReqs)
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("gave up after %s", d)
+			}
+		})
 	}
 }
