@@ -73,11 +73,12 @@ func (c TrainConfig) inputs() ([]trainInput, error) {
 	return out, nil
 }
 
-// candidate is a sampled pixel: its priority key and features.
+// candidate is a sampled pixel: its priority key, id and band
+// reflectances (its features are computed once the draw is over).
 type candidate struct {
 	key   uint64
 	pixel uint64
-	x     []float32
+	bands []float32
 }
 
 // maxHeap keeps the cap smallest keys.
@@ -94,8 +95,9 @@ func (h *maxHeap) Pop() any {
 	return x
 }
 
-// stripRows is how many image rows sampling reads at once.
-const sampleStrip = 512
+// sampleStrip is how many image rows sampling reads at once: small enough
+// that the strips in flight stay a few hundred MB on a full tile.
+const sampleStrip = 128
 
 // sample draws stratified samples from every input; see sampler.
 func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, gpu *cuda.Device) (*samples.Set, *features.Set, error) {
@@ -133,7 +135,12 @@ func newSampler(cfg TrainConfig, scheme landcover.Scheme, gpu *cuda.Device) *sam
 	return sp
 }
 
-// add scans one input and keeps its candidates.
+// add scans one input and keeps its candidates. Each strip's pixels are
+// first screened on every core against the heaps' current largest keys (a
+// pixel at or above a full heap's largest key can never enter it, and those
+// keys only fall); the few survivors then go through the heaps in raster
+// order, exactly as a one-by-one visit would take them. Features are not
+// computed here: finish computes them for the kept pixels only.
 func (sp *sampler) add(in trainInput) error {
 	fs, err := features.NewSet(sp.cfg.Features, in.bands)
 	if err != nil {
@@ -145,30 +152,109 @@ func (sp *sampler) add(in trainInput) error {
 	sp.set = fs
 	ii := uint64(len(sp.sources))
 	sp.sources = append(sp.sources, in.image)
-	comp, closeComp, err := computer(sp.gpu, fs)
-	if err != nil {
-		return err
-	}
-	defer closeComp()
 	src, err := stripSourceOf(in)
 	if err != nil {
 		return err
 	}
+	var class [256]int
+	for i := range class {
+		class[i] = -1
+	}
+	for code, c := range sp.classIndex {
+		class[code] = c
+	}
 	s := sp.cfg.Sampling
-	return scanPixels(ii, src, fs, comp, sp.classIndex, s.Seed, s.BlockSize, s.ValidationFraction, func(px Pixel) {
-		hp := &sp.heaps[px.class*2+px.split]
-		if hp.Len() >= s.MaxPerClass && px.key >= (*hp)[0].key {
-			return
+	strips := (src.height + sampleStrip - 1) / sampleStrip
+	slots, wait := readStrips(src, nil, nil, strips)
+	defer wait()
+	limits := make([]uint64, len(sp.heaps))
+	for k := range strips {
+		st := <-slots[k].strips
+		if st.err != nil {
+			return st.err
 		}
-		x := make([]float32, len(px.feats))
-		for f := range px.feats {
-			x[f] = px.feats[f][px.i]
+		for h := range sp.heaps {
+			limits[h] = math.MaxUint64
+			if sp.heaps[h].Len() >= s.MaxPerClass {
+				limits[h] = sp.heaps[h][0].key
+			}
 		}
-		heap.Push(hp, candidate{key: px.key, pixel: px.id, x: x})
-		if hp.Len() > s.MaxPerClass {
-			heap.Pop(hp)
+		for _, px := range screenStrip(st, src.width, k*sampleStrip, ii, class, limits, s) {
+			hp := &sp.heaps[px.class*2+px.split]
+			if hp.Len() >= s.MaxPerClass && px.key >= (*hp)[0].key {
+				continue
+			}
+			bands := make([]float32, len(st.planes))
+			for b := range bands {
+				bands[b] = st.planes[b][px.i]
+			}
+			heap.Push(hp, candidate{key: px.key, pixel: px.id, bands: bands})
+			if hp.Len() > s.MaxPerClass {
+				heap.Pop(hp)
+			}
 		}
-	})
+		slots[k].done()
+	}
+	return nil
+}
+
+// screenStrip returns, in raster order, the strip's labelled pixels with
+// every band present whose key is below their heap's limit. Rows are
+// screened on every core.
+func screenStrip(st strip, w, r0 int, ii uint64, class [256]int, limits []uint64, s SamplingConfig) []Pixel {
+	h := len(st.labels) / w
+	parts := max(1, min(h, runtime.GOMAXPROCS(0)))
+	found := make([][]Pixel, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() {
+			var splits []int
+			var splitRow uint64 = math.MaxUint64
+			for r := p * h / parts; r < (p+1)*h/parts; r++ {
+				row := uint64(r0 + r)
+				if blk := row / uint64(s.BlockSize); blk != splitRow {
+					splits, splitRow = blockSplits(s, ii, blk, w), blk
+				}
+				for col := range w {
+					i := r*w + col
+					c := class[st.labels[i]]
+					if c < 0 || missingBand(st.planes, i) {
+						continue
+					}
+					split := splits[col/s.BlockSize]
+					key := rng.Hash(s.Seed, 0x5a4, ii, row, uint64(col))
+					if key >= limits[c*2+split] {
+						continue
+					}
+					found[p] = append(found[p], Pixel{class: c, split: split, key: key, id: ii<<40 | row<<20 | uint64(col), i: i})
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return slices.Concat(found...)
+}
+
+// blockSplits gives each block of a block row its split: 1 (validation)
+// for a fraction of blocks, by seeded hash.
+func blockSplits(s SamplingConfig, ii, blockRow uint64, w int) []int {
+	splits := make([]int, (w+s.BlockSize-1)/s.BlockSize)
+	for b := range splits {
+		if rng.Unit(rng.Hash(s.Seed, 0x7a1, ii, blockRow, uint64(b))) < s.ValidationFraction {
+			splits[b] = 1
+		}
+	}
+	return splits
+}
+
+// missingBand reports whether any band is NaN (nodata) at pixel i.
+func missingBand(planes [][]float32, i int) bool {
+	for _, p := range planes {
+		if p[i] != p[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // finish balances the classes if asked and returns the samples, training
@@ -197,19 +283,60 @@ func (sp *sampler) finish() (*samples.Set, *features.Set, error) {
 		}
 	}
 	out := &samples.Set{Header: samples.Header{Features: sp.set.Names(), Classes: sp.scheme.Codes(), Sources: sp.sources, Seed: s.Seed}}
+	var kept []candidate
 	for split := range 2 {
 		for c := range k {
 			h := slices.Clone(sp.heaps[c*2+split])
 			slices.SortFunc(h, func(a, b candidate) int { return cmp.Compare(a.key, b.key) })
 			for _, cand := range h {
-				out.X = append(out.X, cand.x...)
 				out.Y = append(out.Y, uint8(c))
 				out.Split = append(out.Split, uint8(split))
 				out.Pixel = append(out.Pixel, cand.pixel)
 			}
+			kept = append(kept, h...)
 		}
 	}
+	x, err := sp.features(kept)
+	if err != nil {
+		return nil, nil, err
+	}
+	out.X = x
 	return out, sp.set, nil
+}
+
+// features computes the kept pixels' features in one batch, rows in the
+// order given. The features are per-pixel functions of the bands, so a
+// batch of scattered pixels gives the bits a whole strip would.
+func (sp *sampler) features(kept []candidate) ([]float32, error) {
+	nb, nf := len(sp.set.Bands), len(sp.set.Features)
+	planes := make([][]float32, nb)
+	for b := range planes {
+		planes[b] = make([]float32, len(kept))
+		for i, cand := range kept {
+			planes[b][i] = cand.bands[b]
+		}
+	}
+	feats := make([][]float32, nf)
+	for f := range feats {
+		feats[f] = make([]float32, len(kept))
+	}
+	comp, closeComp, err := computer(sp.gpu, sp.set)
+	if err != nil {
+		return nil, err
+	}
+	defer closeComp()
+	if len(kept) > 0 {
+		if err := comp.Compute(feats, planes); err != nil {
+			return nil, err
+		}
+	}
+	x := make([]float32, len(kept)*nf)
+	for i := range kept {
+		for f := range nf {
+			x[i*nf+f] = feats[f][i]
+		}
+	}
+	return x, nil
 }
 
 // stripSource reads an input strip by strip: its size, and a reader per
@@ -419,8 +546,8 @@ type stripSlot struct {
 }
 
 // readStrips starts workers that read strips in order, a bounded number
-// ahead of the consumer, and compute their features (one strip at a time
-// per Computer). wait stops the workers and waits for them: they use comp,
+// ahead of the consumer, and, when comp is not nil, compute their features
+// (one strip at a time per Computer). wait stops the workers and waits for them: they use comp,
 // which the caller closes after.
 func readStrips(src stripSource, set *features.Set, comp features.Computer, strips int) ([]stripSlot, func()) {
 	workers := max(1, min(strips, runtime.GOMAXPROCS(0)/2, 8))
@@ -463,7 +590,7 @@ func readStrips(src stripSource, set *features.Set, comp features.Computer, stri
 					r0 := k * sampleStrip
 					st = read(r0, min(sampleStrip, src.height-r0))
 				}
-				if st.err == nil {
+				if st.err == nil && comp != nil {
 					st.feats = make([][]float32, len(set.Features))
 					for f := range st.feats {
 						st.feats[f] = make([]float32, len(st.labels))

@@ -23,6 +23,17 @@ func (c TrainConfig) Inputs() []string {
 	return in
 }
 
+// SamplingConfig says how labelled pixels are drawn: a stratified,
+// seeded sample per class and split, the split by spatial blocks.
+type SamplingConfig struct {
+	MaxPerClass        int     `yaml:"max_per_class"` // per class and split
+	Balance            bool    `yaml:"balance"`       // cap every class at the rarest's count
+	BlockSize          int     `yaml:"block_size"`    // pixels; blocks go wholly to one split
+	ValidationFraction float64 `yaml:"validation_fraction"`
+	MinPerClass        int     `yaml:"min_per_class"` // warn below this many training samples
+	Seed               uint64  `yaml:"seed"`
+}
+
 // TrainConfig describes a training run: where the labelled imagery is,
 // which features, the class scheme, how to sample, and the forest.
 type TrainConfig struct {
@@ -48,14 +59,7 @@ type TrainConfig struct {
 		Name   string        `yaml:"name"`
 		List   []ClassConfig `yaml:"list"`
 	} `yaml:"classes"`
-	Sampling struct {
-		MaxPerClass        int     `yaml:"max_per_class"` // per class and split
-		Balance            bool    `yaml:"balance"`       // cap every class at the rarest's count
-		BlockSize          int     `yaml:"block_size"`    // pixels; blocks go wholly to one split
-		ValidationFraction float64 `yaml:"validation_fraction"`
-		MinPerClass        int     `yaml:"min_per_class"` // warn below this many training samples
-		Seed               uint64  `yaml:"seed"`
-	} `yaml:"sampling"`
+	Sampling SamplingConfig `yaml:"sampling"`
 	Engine  string        `yaml:"engine"` // lulc or golearn
 	Forest  forest.Params `yaml:"forest"`
 	Golearn struct {
