@@ -60,9 +60,9 @@ type TrainConfig struct {
 		List   []ClassConfig `yaml:"list"`
 	} `yaml:"classes"`
 	Sampling SamplingConfig `yaml:"sampling"`
-	Engine  string        `yaml:"engine"` // lulc or golearn
-	Forest  forest.Params `yaml:"forest"`
-	Golearn struct {
+	Engine   string         `yaml:"engine"` // lulc or golearn
+	Forest   forest.Params  `yaml:"forest"`
+	Golearn  struct {
 		Trees           int `yaml:"trees"`
 		FeaturesPerTree int `yaml:"features_per_tree"`
 		MaxSamples      int `yaml:"max_samples"` // training rows given to golearn (a seeded subset)
