@@ -25,7 +25,8 @@ func Quicklook(path string, codes []uint8, width, height, maxSide int, scheme la
 	}
 	step := max(1, (max(width, height)+maxSide-1)/maxSide)
 	w, h := (width+step-1)/step, (height+step-1)/step
-	present := map[uint8]bool{}
+	// An array, not a map: this loop visits every pixel of a full tile.
+	var present [256]bool
 	var palette [256]color.RGBA
 	for _, c := range scheme.Classes {
 		palette[c.Code] = c.Color

@@ -149,6 +149,10 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 		"GDAL_HTTP_RETRY_DELAY":            "1",
 		"GDAL_HTTP_TIMEOUT":                "60",
 		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.TIF,.TIFF",
+		// GDAL's block cache defaults to 5 % of RAM (6.4 GB on a 128 GB
+		// host); windows follow the tile's block lattice, so neighbouring
+		// windows need little more than the blocks they share.
+		"GDAL_CACHEMAX": "1024",
 	}
 	for k, v := range cfg.Source.GDAL {
 		gdalOpts[k] = v

@@ -107,20 +107,25 @@ type RunResult struct {
 	GPU        bool
 	// PeakRSS is the process's peak resident memory when the run ended.
 	PeakRSS int64
+	// Fit is the training's wall time (binning, fit, validation); Wait the
+	// time the job waited at its end for outputs still encoding.
+	Fit, Wait time.Duration
 }
 
 // RunTile is one tile's outcome and where its time went. Times summed over
 // workers say so; the others are wall time.
 type RunTile struct {
-	Tile    string             `json:"tile"`
-	Skipped bool               `json:"skipped,omitempty"` // finished by an earlier run and verified
-	Dates   int                `json:"dates"`
-	Pixels  int64              `json:"pixels"`
-	Ingest  StageTimes         `json:"-"`
-	Predict PredictTile        `json:"-"`
-	Sample  time.Duration      `json:"-"`
-	Metrics *forest.Metrics    `json:"metrics,omitempty"` // the map against the tile's labels
-	Seconds map[string]float64 `json:"seconds"`
+	Tile    string     `json:"tile"`
+	Skipped bool       `json:"skipped,omitempty"` // finished by an earlier run and verified
+	Dates   int        `json:"dates"`
+	Pixels  int64      `json:"pixels"`
+	Ingest  StageTimes `json:"-"`
+	// Composite is the wall time of reading and compositing the tile.
+	Composite time.Duration      `json:"-"`
+	Predict   PredictTile        `json:"-"`
+	Sample    time.Duration      `json:"-"`
+	Metrics   *forest.Metrics    `json:"metrics,omitempty"` // the map against the tile's labels
+	Seconds   map[string]float64 `json:"seconds"`
 }
 
 // RunMetricsFile is the per-tile evaluation a run writes beside the map.
@@ -160,13 +165,15 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 		busy0 = opt.GPU.Busy()
 	}
 	err = r.run(ctx, tiles, &res)
+	t0 := time.Now()
 	if werr := r.wait(); err == nil {
 		err = werr
 	}
+	res.Wait = time.Since(t0)
 	for i := range res.Tiles {
 		res.Tiles[i].Seconds = res.Tiles[i].stageSeconds()
 	}
-	res.PeakRSS = PeakRSS()
+	res.PeakRSS, res.Fit = PeakRSS(), r.fitWall
 	if opt.GPU != nil {
 		res.DeviceBusy = opt.GPU.Busy() - busy0
 	}
@@ -220,6 +227,7 @@ type runner struct {
 	heldBytes int64
 	spilled   []string
 	manifests map[string]manifest
+	fitWall   time.Duration
 
 	bg     sync.WaitGroup
 	bgMu   sync.Mutex
@@ -290,8 +298,9 @@ func (r *runner) composite(ctx context.Context, t sourceTile, rt *RunTile) (*sta
 		}
 		sinks = append(sinks, tw)
 	}
+	t0 := time.Now()
 	stats, err := t.composite(ctx, cfg, r.opt, sinks...)
-	rt.Ingest, rt.Pixels = stats.timings, int64(stats.pixels)
+	rt.Ingest, rt.Pixels, rt.Composite = stats.timings, int64(stats.pixels), rt.Composite+time.Since(t0)
 	if err != nil {
 		if tw != nil {
 			tw.abort()
@@ -382,10 +391,12 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 	for _, c := range scheme.Classes {
 		res.ClassNames = append(res.ClassNames, c.Name)
 	}
+	t1 := time.Now()
 	model, err := fitAndMeasure(ctx, cfg, scheme, set, ins, r.opt, res)
 	if err != nil {
 		return nil, nil, err
 	}
+	r.fitWall = time.Since(t1)
 	for _, w := range res.Warnings {
 		r.opt.Log.Warn(w)
 	}
@@ -527,9 +538,7 @@ func (r *runner) writeJob(res RunResult) error {
 	}
 	rep := runReport{Model: res.Model, GPU: res.GPU, Seconds: res.Elapsed.Seconds(), DeviceBusy: res.DeviceBusy.Seconds(), PeakRSS: res.PeakRSS}
 	rep.Tiles = res.Tiles
-	if res.Train != nil {
-		rep.Fit = res.Train.Fit.Seconds()
-	}
+	rep.Fit, rep.Wait = res.Fit.Seconds(), res.Wait.Seconds()
 	body, _ := json.MarshalIndent(rep, "", "  ")
 	return atomicfs.WriteFile(r.stage.Path("report.json"), append(body, '\n'))
 }
@@ -541,7 +550,8 @@ type runReport struct {
 	GPU        bool      `json:"gpu"`
 	Seconds    float64   `json:"seconds"`
 	DeviceBusy float64   `json:"device_busy_seconds,omitempty"`
-	Fit        float64   `json:"fit_seconds,omitempty"`
+	Fit        float64   `json:"fit_seconds,omitempty"` // binning, fit and validation, wall
+	Wait       float64   `json:"wait_seconds"`          // the end's wait for outputs still encoding
 	PeakRSS    int64     `json:"peak_rss_bytes"`
 	Tiles      []RunTile `json:"tiles"`
 }
@@ -555,12 +565,14 @@ func PeakRSS() int64 {
 	return ru.Maxrss * 1024
 }
 
-// stageSeconds names a tile's stage times: read (decoding and resampling
-// the sources), composite, sample, features and predict summed over
-// workers; stream (the prediction's wall time) and encode (the map's COGs,
+// stageSeconds names a tile's stage times: composite (reading and
+// compositing, wall); read_worker (decoding and resampling the sources)
+// and composite_worker, features_worker and predict_worker summed over
+// workers; sample, stream (the prediction) and encode (the map's COGs,
 // beside the compute) as wall time.
 func (t RunTile) stageSeconds() map[string]float64 {
 	return map[string]float64{
+		"composite":        t.Composite.Seconds(),
 		"read_worker":      t.Ingest.Read.Seconds(),
 		"composite_worker": t.Ingest.Composite.Seconds(),
 		"sample":           t.Sample.Seconds(),
