@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/planetlabs/go-stac"
@@ -333,15 +335,17 @@ func (p *predicted) finish(opt Options) error {
 		return nil
 	}
 	t0 := time.Now()
-	if err := p.classW.Close(); err != nil {
+	// The two COGs are encoded at once: each encoder is mostly one thread.
+	var confErr error
+	var wg sync.WaitGroup
+	if p.confW != nil {
+		wg.Go(func() { confErr = p.confW.Close() })
+	}
+	classErr := p.classW.Close()
+	wg.Wait()
+	if err := errors.Join(classErr, confErr); err != nil {
 		p.abort()
 		return err
-	}
-	if p.confW != nil {
-		if err := p.confW.Close(); err != nil {
-			p.confW.Abort()
-			return err
-		}
 	}
 	p.pt.Encode = time.Since(t0)
 	if err := charts.Quicklook(p.pt.Quicklook, p.classes, p.grid.Width, p.grid.Height, 1024, p.scheme); err != nil {

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,26 +72,64 @@ func (c TrainConfig) inputs() ([]trainInput, error) {
 	return out, nil
 }
 
-// candidate is a sampled pixel: its priority key, id and band
-// reflectances (its features are computed once the draw is over).
-type candidate struct {
-	key   uint64
-	pixel uint64
-	bands []float32
+// reservoir holds one class and split's candidates: the pixels with the
+// smallest (key, id) seen so far, at most twice the cap between
+// compactions, each with its band reflectances (features are computed once
+// the draw is over).
+type reservoir struct {
+	entries []entry
+	bands   []float32 // nb per entry, at entry.at
+	// limit is the largest kept key after a compaction: a later pixel
+	// (larger id) at or above it can never be kept.
+	limit uint64
 }
 
-// maxHeap keeps the cap smallest keys.
-type maxHeap []candidate
+// entry is a candidate's key, id and place in the reservoir's bands.
+type entry struct {
+	key, id uint64
+	at      int
+}
 
-func (h maxHeap) Len() int           { return len(h) }
-func (h maxHeap) Less(i, j int) bool { return h[i].key > h[j].key }
-func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *maxHeap) Push(x any)        { *h = append(*h, x.(candidate)) }
-func (h *maxHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func newReservoir() *reservoir { return &reservoir{limit: math.MaxUint64} }
+
+// add appends a candidate and compacts when twice the cap is held.
+func (r *reservoir) add(key, id uint64, bands []float32, capacity int) {
+	if key >= r.limit {
+		return
+	}
+	if r.entries == nil {
+		// Room for a full buffer: appends never reallocate.
+		r.entries, r.bands = make([]entry, 0, 2*capacity), make([]float32, 0, 2*capacity*len(bands))
+	}
+	r.entries = append(r.entries, entry{key, id, len(r.bands)})
+	r.bands = append(r.bands, bands...)
+	if len(r.entries) >= 2*capacity {
+		r.keep(capacity)
+		r.limit = r.entries[len(r.entries)-1].key
+	}
+}
+
+// keep sorts the candidates by (key, id) and keeps the first n.
+func (r *reservoir) keep(n int) {
+	nb := 0
+	if len(r.entries) > 0 {
+		nb = len(r.bands) / len(r.entries)
+	}
+	slices.SortFunc(r.entries, func(a, b entry) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	r.entries = r.entries[:min(n, len(r.entries))]
+	// The kept bands move to a new array of the old capacity, so the
+	// buffer refills without reallocating.
+	bands := make([]float32, 0, cap(r.bands))
+	for j, e := range r.entries {
+		bands = append(bands, r.bands[e.at:e.at+nb]...)
+		r.entries[j].at = j * nb
+	}
+	r.bands = bands
 }
 
 // sampleStrip is how many image rows sampling reads at once: small enough
@@ -122,25 +159,29 @@ type sampler struct {
 	scheme     landcover.Scheme
 	gpu        *cuda.Device
 	classIndex map[uint8]int
-	heaps      []maxHeap // class*2 + split
+	res        []*reservoir // class*2 + split
 	set        *features.Set
 	sources    []string
 }
 
 func newSampler(cfg TrainConfig, scheme landcover.Scheme, gpu *cuda.Device) *sampler {
-	sp := &sampler{cfg: cfg, scheme: scheme, gpu: gpu, classIndex: map[uint8]int{}, heaps: make([]maxHeap, 2*len(scheme.Classes))}
+	sp := &sampler{cfg: cfg, scheme: scheme, gpu: gpu, classIndex: map[uint8]int{}, res: make([]*reservoir, 2*len(scheme.Classes))}
+	for i := range sp.res {
+		sp.res[i] = newReservoir()
+	}
 	for i, c := range scheme.Classes {
 		sp.classIndex[c.Code] = i
 	}
 	return sp
 }
 
-// add scans one input and keeps its candidates. Each strip's pixels are
-// first screened on every core against the heaps' current largest keys (a
-// pixel at or above a full heap's largest key can never enter it, and those
-// keys only fall); the few survivors then go through the heaps in raster
-// order, exactly as a one-by-one visit would take them. Features are not
-// computed here: finish computes them for the kept pixels only.
+// add scans one input and keeps its candidates: per class and split, the
+// max_per_class pixels with the smallest seeded keys (ties, which 64-bit
+// hashes all but never make, go to the pixel scanned first). Each strip's
+// pixels are screened on every core against the reservoirs' limits, and
+// each reservoir takes its survivors on a core of its own, in raster
+// order. Features are not computed here: finish computes them for the kept
+// pixels only.
 func (sp *sampler) add(in trainInput) error {
 	fs, err := features.NewSet(sp.cfg.Features, in.bands)
 	if err != nil {
@@ -167,46 +208,52 @@ func (sp *sampler) add(in trainInput) error {
 	strips := (src.height + sampleStrip - 1) / sampleStrip
 	slots, wait := readStrips(src, nil, nil, strips)
 	defer wait()
-	limits := make([]uint64, len(sp.heaps))
+	limits := make([]uint64, len(sp.res))
 	for k := range strips {
 		st := <-slots[k].strips
 		if st.err != nil {
 			return st.err
 		}
-		for h := range sp.heaps {
-			limits[h] = math.MaxUint64
-			if sp.heaps[h].Len() >= s.MaxPerClass {
-				limits[h] = sp.heaps[h][0].key
-			}
+		for r, res := range sp.res {
+			limits[r] = res.limit
 		}
-		for _, px := range screenStrip(st, src.width, k*sampleStrip, ii, class, limits, s) {
-			hp := &sp.heaps[px.class*2+px.split]
-			if hp.Len() >= s.MaxPerClass && px.key >= (*hp)[0].key {
-				continue
-			}
-			bands := make([]float32, len(st.planes))
-			for b := range bands {
-				bands[b] = st.planes[b][px.i]
-			}
-			heap.Push(hp, candidate{key: px.key, pixel: px.id, bands: bands})
-			if hp.Len() > s.MaxPerClass {
-				heap.Pop(hp)
-			}
+		found := screenStrip(st, src.width, k*sampleStrip, ii, class, limits, s)
+		var wg sync.WaitGroup
+		for r, res := range sp.res {
+			wg.Go(func() {
+				bands := make([]float32, len(st.planes))
+				for _, part := range found {
+					for _, px := range part[r] {
+						for b := range bands {
+							bands[b] = st.planes[b][px.i]
+						}
+						res.add(px.key, px.id, bands, s.MaxPerClass)
+					}
+				}
+			})
 		}
+		wg.Wait()
 		slots[k].done()
 	}
 	return nil
 }
 
-// screenStrip returns, in raster order, the strip's labelled pixels with
-// every band present whose key is below their heap's limit. Rows are
-// screened on every core.
-func screenStrip(st strip, w, r0 int, ii uint64, class [256]int, limits []uint64, s SamplingConfig) []Pixel {
+// survivor is a screened pixel: its key, id and index in the strip.
+type survivor struct {
+	key, id uint64
+	i       int
+}
+
+// screenStrip returns, per part of the strip's rows (in order) and per
+// reservoir, the labelled pixels with every band present whose key is
+// below the reservoir's limit, in raster order. Parts run on every core.
+func screenStrip(st strip, w, r0 int, ii uint64, class [256]int, limits []uint64, s SamplingConfig) [][][]survivor {
 	h := len(st.labels) / w
 	parts := max(1, min(h, runtime.GOMAXPROCS(0)))
-	found := make([][]Pixel, parts)
+	found := make([][][]survivor, parts)
 	var wg sync.WaitGroup
 	for p := range parts {
+		found[p] = make([][]survivor, len(limits))
 		wg.Go(func() {
 			var splits []int
 			var splitRow uint64 = math.MaxUint64
@@ -221,18 +268,18 @@ func screenStrip(st strip, w, r0 int, ii uint64, class [256]int, limits []uint64
 					if c < 0 || missingBand(st.planes, i) {
 						continue
 					}
-					split := splits[col/s.BlockSize]
+					res := c*2 + splits[col/s.BlockSize]
 					key := rng.Hash(s.Seed, 0x5a4, ii, row, uint64(col))
-					if key >= limits[c*2+split] {
+					if key >= limits[res] {
 						continue
 					}
-					found[p] = append(found[p], Pixel{class: c, split: split, key: key, id: ii<<40 | row<<20 | uint64(col), i: i})
+					found[p][res] = append(found[p][res], survivor{key: key, id: ii<<40 | row<<20 | uint64(col), i: i})
 				}
 			}
 		})
 	}
 	wg.Wait()
-	return slices.Concat(found...)
+	return found
 }
 
 // blockSplits gives each block of a block row its split: 1 (validation)
@@ -265,38 +312,38 @@ func (sp *sampler) finish() (*samples.Set, *features.Set, error) {
 	}
 	k := len(sp.scheme.Classes)
 	s := sp.cfg.Sampling
-	// Optional balancing: every class at the rarest present class's count.
+	for _, r := range sp.res {
+		r.keep(s.MaxPerClass)
+	}
+	// Optional balancing: every class at the rarest present class's count
+	// (the largest keys go).
 	if s.Balance {
 		for split := range 2 {
 			least := math.MaxInt
 			for c := range k {
-				if n := sp.heaps[c*2+split].Len(); n > 0 {
+				if n := len(sp.res[c*2+split].entries); n > 0 {
 					least = min(least, n)
 				}
 			}
 			for c := range k {
-				h := &sp.heaps[c*2+split]
-				for h.Len() > least {
-					heap.Pop(h)
-				}
+				sp.res[c*2+split].keep(least)
 			}
 		}
 	}
 	out := &samples.Set{Header: samples.Header{Features: sp.set.Names(), Classes: sp.scheme.Codes(), Sources: sp.sources, Seed: s.Seed}}
-	var kept []candidate
+	var bands []float32
 	for split := range 2 {
 		for c := range k {
-			h := slices.Clone(sp.heaps[c*2+split])
-			slices.SortFunc(h, func(a, b candidate) int { return cmp.Compare(a.key, b.key) })
-			for _, cand := range h {
+			r := sp.res[c*2+split]
+			for _, e := range r.entries {
 				out.Y = append(out.Y, uint8(c))
 				out.Split = append(out.Split, uint8(split))
-				out.Pixel = append(out.Pixel, cand.pixel)
+				out.Pixel = append(out.Pixel, e.id)
 			}
-			kept = append(kept, h...)
+			bands = append(bands, r.bands...)
 		}
 	}
-	x, err := sp.features(kept)
+	x, err := sp.features(bands, len(out.Y))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -304,34 +351,35 @@ func (sp *sampler) finish() (*samples.Set, *features.Set, error) {
 	return out, sp.set, nil
 }
 
-// features computes the kept pixels' features in one batch, rows in the
-// order given. The features are per-pixel functions of the bands, so a
-// batch of scattered pixels gives the bits a whole strip would.
-func (sp *sampler) features(kept []candidate) ([]float32, error) {
+// features computes the kept pixels' features in one batch from their
+// band reflectances (nb per pixel), rows in the order given. The features
+// are per-pixel functions of the bands, so a batch of scattered pixels
+// gives the bits a whole strip would.
+func (sp *sampler) features(bands []float32, n int) ([]float32, error) {
 	nb, nf := len(sp.set.Bands), len(sp.set.Features)
 	planes := make([][]float32, nb)
 	for b := range planes {
-		planes[b] = make([]float32, len(kept))
-		for i, cand := range kept {
-			planes[b][i] = cand.bands[b]
+		planes[b] = make([]float32, n)
+		for i := range n {
+			planes[b][i] = bands[i*nb+b]
 		}
 	}
 	feats := make([][]float32, nf)
 	for f := range feats {
-		feats[f] = make([]float32, len(kept))
+		feats[f] = make([]float32, n)
 	}
 	comp, closeComp, err := computer(sp.gpu, sp.set)
 	if err != nil {
 		return nil, err
 	}
 	defer closeComp()
-	if len(kept) > 0 {
+	if n > 0 {
 		if err := comp.Compute(feats, planes); err != nil {
 			return nil, err
 		}
 	}
-	x := make([]float32, len(kept)*nf)
-	for i := range kept {
+	x := make([]float32, n*nf)
+	for i := range n {
 		for f := range nf {
 			x[i*nf+f] = feats[f][i]
 		}

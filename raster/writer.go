@@ -23,6 +23,7 @@ type Writer struct {
 	opt     COGOptions
 	mu      sync.Mutex
 	ds      *godal.Dataset
+	closed  bool // ds is closed: by Close, or by Abort
 }
 
 // BandInfo describes one band of a Writer's output.
@@ -85,6 +86,10 @@ func (w *Writer) Write(band, x, y, width, height int, buf any) error {
 // Close encodes the COG and renames it into place.
 func (w *Writer) Close() error {
 	defer os.Remove(w.staging)
+	if w.closed {
+		return fmt.Errorf("write %s: closed twice", w.path)
+	}
+	w.closed = true
 	if err := w.ds.Close(); err != nil {
 		return fmt.Errorf("write %s: close staging raster: %w", w.path, err)
 	}
@@ -96,9 +101,12 @@ func (w *Writer) Close() error {
 	return translateCOG(src, w.path, w.opt)
 }
 
-// Abort discards the raster.
+// Abort discards the raster; after a failed Close too.
 func (w *Writer) Abort() {
-	w.ds.Close()
+	if !w.closed {
+		w.closed = true
+		w.ds.Close()
+	}
 	os.Remove(w.staging)
 }
 
