@@ -11,12 +11,14 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lulc/lulc/baseline"
 	"github.com/lulc/lulc/charts"
 	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/inference"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/landcover"
@@ -197,20 +199,56 @@ func fit(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, in trainInp
 		return nil, nil, err
 	}
 	res.Fit = time.Since(t1)
-	vb, err := bins.Bin(xv, nf)
-	if err != nil {
-		return nil, nil, err
-	}
-	pred, _, err := f.Classify(vb)
-	if err != nil {
-		return nil, nil, err
-	}
 	model := &forest.Model{Features: set.Features, Bands: in.bands, Scale: in.scale, Offset: in.offset,
 		Params: cfg.Forest, ConfigHash: cfg.Hash(), Samples: len(yt), Bins: bins, Forest: f}
 	for _, c := range scheme.Classes {
 		model.Classes = append(model.Classes, forest.Class{Code: c.Code, Name: c.Name, Color: fmt.Sprintf("#%02x%02x%02x", c.Color.R, c.Color.G, c.Color.B)})
 	}
-	return model, pred, nil
+	pred, err := classifyRows(opt, model, xv, nf)
+	return model, pred, err
+}
+
+// classifyRows predicts the class index of every row of x (nf features a
+// row) with the engine's predictor: the GPU's, or the CPU's on every
+// worker. Both bin with the model's edges and give the classes the
+// forest's own Classify gives.
+func classifyRows(opt Options, model *forest.Model, x []float32, nf int) ([]uint8, error) {
+	n := len(x) / nf
+	planes := make([][]float32, nf)
+	for f := range planes {
+		planes[f] = make([]float32, n)
+		for i := range n {
+			planes[f][i] = x[i*nf+f]
+		}
+	}
+	cls, conf, valid := make([]uint8, n), make([]float32, n), make([]bool, n)
+	for i := range valid {
+		valid[i] = true
+	}
+	if opt.GPU != nil {
+		g, err := inference.NewGPU(opt.GPU, model)
+		if err != nil {
+			return nil, err
+		}
+		defer g.Close()
+		return cls, g.Predict(planes, valid, cls, conf)
+	}
+	cpu := inference.NewCPU(model)
+	parts := max(1, min(opt.Workers, n/4096))
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*n/parts, (p+1)*n/parts
+		wg.Go(func() {
+			sub := make([][]float32, nf)
+			for f := range sub {
+				sub[f] = planes[f][lo:hi]
+			}
+			errs[p] = cpu.Predict(sub, valid[lo:hi], cls[lo:hi], conf[lo:hi])
+		})
+	}
+	wg.Wait()
+	return cls, errors.Join(errs...)
 }
 
 // writeTrainOutputs writes a training run's files into dir.
