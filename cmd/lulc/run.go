@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,6 +70,9 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 				}
 				job.Train = &tc
 				inputs = append(inputs, rc.Train)
+			}
+			if os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(rc.HeapLimit())
 			}
 			dev, err := a.openDevice(device)
 			if err != nil {
