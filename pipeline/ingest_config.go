@@ -1,7 +1,9 @@
-// Package pipeline runs lulc's stages (today: ingest) from their configs:
-// it finds inputs, orders the work, owns run directories, manifests and
-// resumption, and computes no pixels itself (composite, raster and, later,
-// features, forest and inference do).
+// Package pipeline runs lulc's stages from their configs: Ingest, Train,
+// Predict and Evaluate, and Run, which composes the same stages in one pass
+// per tile with the composite in memory. It finds inputs, orders the
+// work, owns run directories, manifests and resumption, refuses outputs
+// that would touch an input, and computes no pixels itself (composite,
+// raster, features, forest, inference and cuda do).
 package pipeline
 
 import (

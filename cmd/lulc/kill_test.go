@@ -165,3 +165,61 @@ func TestPredictInterrupt(t *testing.T) {
 		t.Error("resumed predict wrote no class map")
 	}
 }
+
+// TestRunSurvivesKill kills `lulc run` with SIGKILL while it maps, reruns
+// it, and expects the bytes of an uninterrupted run in every file but the
+// timings (report.json, model/run.json).
+func TestRunSurvivesKill(t *testing.T) {
+	dir := t.TempDir()
+	scene := filepath.Join(dir, "scene")
+	if code, _, stderr := lulc(t, "synth", "-q", "--out", scene); code != 0 {
+		t.Fatal(stderr)
+	}
+	args := func(out string) []string {
+		return []string{"run", "-q", "--stack", "--catalog", filepath.Join(scene, "catalog.json"), "--out", out}
+	}
+	want := filepath.Join(dir, "want")
+	if code, _, stderr := lulc(t, args(want)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(os.Args[0], args(out)...)
+	cmd.Env = append(os.Environ(), "LULC_TEST_MAIN=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill once the map is being written: the model is trained by then.
+	staging := filepath.Join(dir, ".out.partial", "31TEJ", ".class.tif.tmp.gtiff")
+	deadline := time.Now().Add(60 * time.Second)
+	for !fileExists(staging) && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if fileExists(out) {
+		t.Log("the process finished before it was killed; the rerun below proves less")
+	}
+	if code, _, stderr := lulc(t, args(out)...); code != 0 {
+		t.Fatalf("rerun after kill: %s", stderr)
+	}
+	n := 0
+	filepath.WalkDir(want, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(want, p)
+		if rel == "report.json" || rel == filepath.Join("model", "run.json") {
+			return nil
+		}
+		n++
+		a, _ := os.ReadFile(p)
+		b, err := os.ReadFile(filepath.Join(out, rel))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs after kill and rerun", rel)
+		}
+		return nil
+	})
+	if n < 10 {
+		t.Errorf("compared only %d files", n)
+	}
+}
