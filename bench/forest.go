@@ -19,6 +19,7 @@ import (
 	"github.com/lulc/lulc/baseline"
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/pipeline"
@@ -338,13 +339,7 @@ func gpuClassify(dev *cuda.Device, bins *forest.Bins, f *forest.Forest, x []floa
 	}
 	defer p.Close()
 	n := len(x) / nf
-	planes := make([][]float32, nf)
-	for k := range planes {
-		planes[k] = make([]float32, n)
-		for i := range n {
-			planes[k][i] = x[i*nf+k]
-		}
-	}
+	planes := features.Columns(x, nf)
 	cls, conf := make([]uint8, n), make([]float32, n)
 	return cls, p.Predict(planes, cls, conf)
 }

@@ -238,3 +238,18 @@ func (c CPU) Compute(dst, src [][]float32) error {
 	wg.Wait()
 	return nil
 }
+
+// Columns turns n rows of width values each (row-major, as samples are
+// stored) into width planes of n values, the layout a Computer and the
+// predictors take.
+func Columns(x []float32, width int) [][]float32 {
+	n := len(x) / width
+	planes := make([][]float32, width)
+	for c := range planes {
+		planes[c] = make([]float32, n)
+		for i := range n {
+			planes[c][i] = x[i*width+c]
+		}
+	}
+	return planes
+}

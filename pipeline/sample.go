@@ -357,13 +357,7 @@ func (sp *sampler) finish() (*samples.Set, *features.Set, error) {
 // gives the bits a whole strip would.
 func (sp *sampler) features(bands []float32, n int) ([]float32, error) {
 	nb, nf := len(sp.set.Bands), len(sp.set.Features)
-	planes := make([][]float32, nb)
-	for b := range planes {
-		planes[b] = make([]float32, n)
-		for i := range n {
-			planes[b][i] = bands[i*nb+b]
-		}
-	}
+	planes := features.Columns(bands, nb)
 	feats := make([][]float32, nf)
 	for f := range feats {
 		feats[f] = make([]float32, n)

@@ -17,6 +17,7 @@ import (
 	"github.com/lulc/lulc/baseline"
 	"github.com/lulc/lulc/charts"
 	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/inference"
 	"github.com/lulc/lulc/internal/atomicfs"
@@ -214,13 +215,7 @@ func fit(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, in trainInp
 // forest's own Classify gives.
 func classifyRows(opt Options, model *forest.Model, x []float32, nf int) ([]uint8, error) {
 	n := len(x) / nf
-	planes := make([][]float32, nf)
-	for f := range planes {
-		planes[f] = make([]float32, n)
-		for i := range n {
-			planes[f][i] = x[i*nf+f]
-		}
-	}
+	planes := features.Columns(x, nf)
 	cls, conf, valid := make([]uint8, n), make([]float32, n), make([]bool, n)
 	for i := range valid {
 		valid[i] = true
