@@ -107,6 +107,14 @@ type EngineReport struct {
 	Reproducible *bool              `json:"reproducible,omitempty"` // repeats gave identical model and map
 	Differences  []string           `json:"differences,omitempty"`
 	CostPerTile  float64            `json:"cost_per_tile_usd,omitempty"`
+	// OnePass is lulc run's whole job (the headline: each tile read once,
+	// its composite in memory), median of repeats; OnePassStages its
+	// breakdown (composite, sample, fit, stream, wait) and OnePassCost its
+	// price per tile. Not for golearn, which writes no model.
+	OnePass       float64            `json:"one_pass_seconds,omitempty"`
+	OnePassRuns   []float64          `json:"one_pass_runs_seconds,omitempty"`
+	OnePassStages map[string]float64 `json:"one_pass_stage_seconds,omitempty"`
+	OnePassCost   float64            `json:"one_pass_cost_per_tile_usd,omitempty"`
 	CostPer100GB float64            `json:"cost_per_100gb_usd,omitempty"`
 	tiles, dates int                // what the ingest found
 	pixelsIn     int64
@@ -121,6 +129,8 @@ type Report struct {
 	Inputs     Inputs         `json:"inputs"`
 	Engines    []EngineReport `json:"engines"`
 	CPUvsGPU   *bool          `json:"cpu_gpu_maps_identical,omitempty"`
+	// CPUvsGPUOnePass compares the one-pass runs' models, samples and maps.
+	CPUvsGPUOnePass *bool `json:"cpu_gpu_one_pass_identical,omitempty"`
 	PeakRSS    int64          `json:"peak_rss_bytes"`
 	PeakGPU    uint64         `json:"peak_gpu_bytes_used,omitempty"`
 }
@@ -261,7 +271,19 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 				return nil, err
 			}
 			er.Runs = append(er.Runs, times)
+			if e == "golearn" {
+				continue
+			}
+			onePass, err := runOnePass(ctx, e, icfg, tcfg, sub, work, gpu)
+			if err != nil {
+				return nil, fmt.Errorf("engine %s, one-pass run %d: %w", e, r+1, err)
+			}
+			if err := os.Rename(filepath.Join(stage, work), filepath.Join(stage, e, fmt.Sprintf("onepass%d", r+1))); err != nil {
+				return nil, err
+			}
+			er.addOnePass(onePass)
 		}
+		er.summariseOnePass(bc.PricePerHour[e])
 		for si, s := range Stages {
 			var v []float64
 			for _, run := range er.Runs {
@@ -310,6 +332,10 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 		same := len(compareRuns(cpuDir, gpuDir)) == 0
 		rep.CPUvsGPU = &same
 	}
+	if cpuDir, gpuDir := filepath.Join(stage, "cpu", "onepass1"), filepath.Join(stage, "gpu", "onepass1"); atomicfs.Exists(cpuDir) && atomicfs.Exists(gpuDir) {
+		same := len(compareRuns(cpuDir, gpuDir)) == 0
+		rep.CPUvsGPUOnePass = &same
+	}
 	rep.PeakRSS = pipeline.PeakRSS()
 	if err := writeReport(stage, rep); err != nil {
 		return nil, err
@@ -323,6 +349,52 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 	}
 	done = true
 	return rep, nil
+}
+
+// runOnePass runs the job as lulc run does, in one pass per tile, into
+// dir: the same ingest and train configs, the model trained on the way.
+func runOnePass(ctx context.Context, engine string, icfg pipeline.IngestConfig, tcfg pipeline.TrainConfig, sub func(string) pipeline.Options, dir string, gpu *cuda.Device) (pipeline.RunResult, error) {
+	o := sub(dir)
+	if engine == "gpu" {
+		o.GPU = gpu
+	}
+	tc := tcfg
+	tc.Engine = "lulc"
+	return pipeline.Run(ctx, pipeline.Job{Config: pipeline.DefaultRunConfig(), Ingest: icfg, Train: &tc}, o)
+}
+
+// addOnePass records one one-pass run: its total and its breakdown.
+func (er *EngineReport) addOnePass(res pipeline.RunResult) {
+	er.OnePassRuns = append(er.OnePassRuns, res.Elapsed.Seconds())
+	if er.OnePassStages == nil {
+		er.OnePassStages = map[string]float64{}
+	}
+	var composite, sample, stream float64
+	for _, t := range res.Tiles {
+		composite += t.Composite.Seconds()
+		sample += t.Sample.Seconds()
+		stream += t.Predict.Stream.Seconds()
+	}
+	// Sums over repeats; summariseOnePass turns them into means.
+	for k, v := range map[string]float64{"composite": composite, "sample": sample, "fit": res.Fit.Seconds(), "stream": stream, "wait": res.Wait.Seconds()} {
+		er.OnePassStages[k] += v
+	}
+}
+
+// summariseOnePass takes the median total and the mean breakdown over the
+// repeats, and the cost per tile at the engine's price.
+func (er *EngineReport) summariseOnePass(pricePerHour float64) {
+	n := len(er.OnePassRuns)
+	if n == 0 {
+		return
+	}
+	er.OnePass = median(er.OnePassRuns)
+	for k := range er.OnePassStages {
+		er.OnePassStages[k] /= float64(n)
+	}
+	if pricePerHour > 0 && er.tiles > 0 {
+		er.OnePassCost = pricePerHour * er.OnePass / 3600 / float64(er.tiles)
+	}
 }
 
 // runOnce runs one repeat of the job for an engine and returns the

@@ -56,6 +56,9 @@ func TestBenchReport(t *testing.T) {
 		if e.Engine == "cpu" && (e.Pixels != 252*252 || e.Reproducible == nil || !*e.Reproducible || e.MapAccuracy < 0.7) {
 			t.Errorf("cpu: %d pixels, reproducible %v %v, map OA %.3f", e.Pixels, e.Reproducible, e.Differences, e.MapAccuracy)
 		}
+		if e.Engine != "golearn" && (e.OnePass <= 0 || len(e.OnePassRuns) != 2 || e.OnePassStages["composite"] <= 0 || e.OnePassStages["stream"] <= 0) {
+			t.Errorf("%s: one pass %g s over %d runs, stages %v", e.Engine, e.OnePass, len(e.OnePassRuns), e.OnePassStages)
+		}
 		if want := 1 / e.Total; math.Abs(e.TilesPerSec-want) > 1e-9*want {
 			t.Errorf("%s: %g tiles/s for one tile in %g s", e.Engine, e.TilesPerSec, e.Total)
 		}

@@ -71,7 +71,8 @@ func reportMarkdown(rep *Report) string {
 	in := rep.Inputs
 	fmt.Fprintf(&b, "## Inputs\n\n%d tile(s), %d pixels, %d bands, %d dates, %.1f MB on disk; config sha256 %s…, catalog sha256 %s…\n\n",
 		in.Tiles, in.Pixels, in.Bands, in.Dates, float64(in.Bytes)/1e6, short(rep.ConfigHash), short(in.Digest))
-	fmt.Fprintf(&b, "## Wall time per stage (seconds, median of repeats)\n\n| engine | %s | total | speed-up vs cpu | speed-up vs golearn |\n|---|%s---|---|---|\n",
+	writeOnePass(&b, rep)
+	fmt.Fprintf(&b, "## Per command: wall time per stage (seconds, median of repeats)\n\nThe same job as separate commands, the stack on disk between them.\n\n| engine | %s | total | speed-up vs cpu | speed-up vs golearn |\n|---|%s---|---|---|\n",
 		strings.Join(Stages, " | "), strings.Repeat("---|", len(Stages)))
 	base := map[string]float64{}
 	for _, e := range rep.Engines {
@@ -112,6 +113,29 @@ func reportMarkdown(rep *Report) string {
 	}
 	fmt.Fprintf(&b, "\nPeak host RSS: %.2f GB.\n\n![stages](stages.png)\n\n## How to reproduce\n\n```sh\n%s\n```\n", float64(rep.PeakRSS)/1e9, rep.Command)
 	return b.String()
+}
+
+// writeOnePass writes the headline: the whole job as lulc run does it.
+func writeOnePass(b *strings.Builder, rep *Report) {
+	var cpu float64
+	for _, e := range rep.Engines {
+		if e.Engine == "cpu" {
+			cpu = e.OnePass
+		}
+	}
+	fmt.Fprintf(b, "## The whole job in one pass (lulc run; seconds, median of repeats)\n\n| engine | total | composite | sample | fit | predict stream | wait for encoders | speed-up vs cpu | $/tile |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, e := range rep.Engines {
+		if e.OnePass == 0 {
+			continue
+		}
+		s := e.OnePassStages
+		fmt.Fprintf(b, "| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %s | %.6f |\n", e.Engine, e.OnePass,
+			s["composite"], s["sample"], s["fit"], s["stream"], s["wait"], ratio(cpu, e.OnePass), e.OnePassCost)
+	}
+	if rep.CPUvsGPUOnePass != nil {
+		fmt.Fprintf(b, "\nCPU and GPU one-pass outputs (model, samples, maps) byte-identical: %v\n", *rep.CPUvsGPUOnePass)
+	}
+	fmt.Fprintf(b, "\n")
 }
 
 // short is a digest's first 12 characters, or "(none: remote inputs)".

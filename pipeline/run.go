@@ -60,6 +60,22 @@ func ParseRunConfig(raw []byte) (RunConfig, error) {
 	if c.Ingest == "" {
 		return c, errors.New("ingest: no ingest config named")
 	}
+	if c.MemoryGB < 0 {
+		return c, fmt.Errorf("memory_gb: %g is negative", c.MemoryGB)
+	}
+	c.fillDefaults()
+	return c, nil
+}
+
+// DefaultRunConfig is a run config with every default and no configs
+// named, for callers that hold the ingest and train configs themselves.
+func DefaultRunConfig() RunConfig {
+	var c RunConfig
+	c.fillDefaults()
+	return c
+}
+
+func (c *RunConfig) fillDefaults() {
 	if c.Predict.Window == 0 {
 		c.Predict.Window = 1024
 	}
@@ -69,10 +85,6 @@ func ParseRunConfig(raw []byte) (RunConfig, error) {
 	if c.MemoryGB == 0 {
 		c.MemoryGB = 4
 	}
-	if c.MemoryGB < 0 {
-		return c, fmt.Errorf("memory_gb: %g is negative", c.MemoryGB)
-	}
-	return c, nil
 }
 
 // Job is a resolved run: the run config with the ingest config it names,

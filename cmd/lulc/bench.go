@@ -55,7 +55,11 @@ whether repeats and CPU/GPU outputs are byte-identical, the hardware and cost.`,
 						fmt.Fprintf(a.stdout, "%-8s skipped: %s\n", e.Engine, e.Skipped)
 						continue
 					}
-					fmt.Fprintf(a.stdout, "%-8s total %.2f s  OA %.4f  kappa %.4f\n", e.Engine, e.Total, e.Accuracy, e.Kappa)
+					onePass := ""
+					if e.OnePass > 0 {
+						onePass = fmt.Sprintf("  one pass (lulc run) %.2f s", e.OnePass)
+					}
+					fmt.Fprintf(a.stdout, "%-8s per command %.2f s%s  OA %.4f  kappa %.4f\n", e.Engine, e.Total, onePass, e.Accuracy, e.Kappa)
 				}
 				fmt.Fprintf(a.stdout, "report: %s/report.md, %s/report.html, chart %s/stages.png\n", out, out, out)
 			}
