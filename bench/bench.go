@@ -115,9 +115,9 @@ type EngineReport struct {
 	OnePassRuns   []float64          `json:"one_pass_runs_seconds,omitempty"`
 	OnePassStages map[string]float64 `json:"one_pass_stage_seconds,omitempty"`
 	OnePassCost   float64            `json:"one_pass_cost_per_tile_usd,omitempty"`
-	CostPer100GB float64            `json:"cost_per_100gb_usd,omitempty"`
-	tiles, dates int                // what the ingest found
-	pixelsIn     int64
+	CostPer100GB  float64            `json:"cost_per_100gb_usd,omitempty"`
+	tiles, dates  int                // what the ingest found
+	pixelsIn      int64
 }
 
 // Report is report.json.
@@ -130,9 +130,9 @@ type Report struct {
 	Engines    []EngineReport `json:"engines"`
 	CPUvsGPU   *bool          `json:"cpu_gpu_maps_identical,omitempty"`
 	// CPUvsGPUOnePass compares the one-pass runs' models, samples and maps.
-	CPUvsGPUOnePass *bool `json:"cpu_gpu_one_pass_identical,omitempty"`
-	PeakRSS    int64          `json:"peak_rss_bytes"`
-	PeakGPU    uint64         `json:"peak_gpu_bytes_used,omitempty"`
+	CPUvsGPUOnePass *bool  `json:"cpu_gpu_one_pass_identical,omitempty"`
+	PeakRSS         int64  `json:"peak_rss_bytes"`
+	PeakGPU         uint64 `json:"peak_gpu_bytes_used,omitempty"`
 }
 
 // HostInfo is the hardware and software a bench ran on.
