@@ -179,36 +179,13 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 				comp = t.Features
 			}
 			for w := range read {
-				n := len(w.valid)
-				t0 := time.Now()
-				feats := make([][]float32, len(set.Features))
-				for f := range feats {
-					feats[f] = make([]float32, n)
-				}
-				if err := comp.Compute(feats, w.planes); err != nil {
+				featSec, predSec, err := t.classify(&w, comp, pred, len(set.Features))
+				if err != nil {
 					fail(err)
 					return
 				}
-				t1 := time.Now()
-				cls := make([]uint8, n)
-				conf := make([]float32, n)
-				if err := pred.Predict(feats, w.valid, cls, conf); err != nil {
-					fail(err)
-					return
-				}
-				w.cls, w.conf = make([]uint8, n), make([]uint8, n)
-				for i := range n {
-					if w.valid[i] {
-						w.cls[i] = t.Codes[cls[i]]
-						w.conf[i] = uint8(math.Round(float64(conf[i]) * 100))
-						if w.conf[i] == 0 {
-							w.conf[i] = 1 // 0 is nodata; a winning class has ≥ 1/classes
-						}
-					}
-				}
-				w.planes = nil
-				featNs.Add(int64(t1.Sub(t0)))
-				predNs.Add(int64(time.Since(t1)))
+				featNs.Add(int64(featSec))
+				predNs.Add(int64(predSec))
 				select {
 				case done <- w:
 				case <-ctx.Done():
@@ -247,6 +224,39 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 		return tm, err
 	}
 	return tm, nil
+}
+
+// classify computes a window's features and predictions and turns them
+// into class codes and confidence percentages (0 where the window has no
+// valid pixel). It returns the time each step took.
+func (t Tile) classify(w *window, comp features.Computer, pred Predictor, nf int) (time.Duration, time.Duration, error) {
+	n := len(w.valid)
+	t0 := time.Now()
+	feats := make([][]float32, nf)
+	for f := range feats {
+		feats[f] = make([]float32, n)
+	}
+	if err := comp.Compute(feats, w.planes); err != nil {
+		return 0, 0, err
+	}
+	t1 := time.Now()
+	cls := make([]uint8, n)
+	conf := make([]float32, n)
+	if err := pred.Predict(feats, w.valid, cls, conf); err != nil {
+		return 0, 0, err
+	}
+	w.cls, w.conf = make([]uint8, n), make([]uint8, n)
+	for i := range n {
+		if w.valid[i] {
+			w.cls[i] = t.Codes[cls[i]]
+			w.conf[i] = uint8(math.Round(float64(conf[i]) * 100))
+			if w.conf[i] == 0 {
+				w.conf[i] = 1 // 0 is nodata; a winning class has ≥ 1/classes
+			}
+		}
+	}
+	w.planes = nil
+	return t1.Sub(t0), time.Since(t1), nil
 }
 
 // codeIndex maps class codes to indices into Codes (-1: not a class).
