@@ -29,10 +29,10 @@ func newBenchCmd(a *app) *cobra.Command {
 twins, when a GPU is usable), repeats it, and writes report.json, report.md,
 report.html and stages.png: stage times (medians), speed-ups, throughput, accuracy,
 whether repeats and CPU/GPU outputs are byte-identical, the hardware and cost.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				return fmt.Errorf("--out: no output directory given")
+				return usagef("--out: no output directory given")
 			}
 			cfg, err := loadConfig(cfgPath, defaultBenchConfig, bench.ParseConfig)
 			if err != nil {
@@ -88,10 +88,10 @@ spatial blocks, and fits nested seeded subsets of each size with each engine: gp
 GPU forest), cpu (lulc's forest on all cores), golearn and scikit-learn (through python3,
 fed .npy files), all with the train config's forest parameters. It writes report.json and
 report.md: fit times, validation accuracy, speed-ups and whether GPU and CPU trees agree.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				return fmt.Errorf("--out: no output directory given")
+				return usagef("--out: no output directory given")
 			}
 			cfg, err := loadConfig(cfgPath, defaultForestBenchConfig, bench.ParseForestConfig)
 			if err != nil {
@@ -105,7 +105,7 @@ report.md: fit times, validation accuracy, speed-ups and whether GPU and CPU tre
 				for _, s := range strings.Split(sizes, ",") {
 					n, err := strconv.Atoi(s)
 					if err != nil || n < 2 {
-						return fmt.Errorf("--sizes: %q is not a row count of at least 2", s)
+						return usagef("--sizes: %q is not a row count of at least 2", s)
 					}
 					cfg.Sizes = append(cfg.Sizes, n)
 				}

@@ -35,7 +35,7 @@ func (a *app) openDevice(spec string) (*cuda.Device, error) {
 		if rest, ok := strings.CutPrefix(spec, "gpu:"); ok {
 			n, err := strconv.Atoi(rest)
 			if err != nil || n < 0 {
-				return nil, fmt.Errorf("--device %s: not gpu:N with N a GPU index", spec)
+				return nil, usagef("--device %s: not gpu:N with N a GPU index", spec)
 			}
 			index = n
 		}
@@ -45,14 +45,14 @@ func (a *app) openDevice(spec string) (*cuda.Device, error) {
 		}
 		return d, nil
 	}
-	return nil, fmt.Errorf("--device %q is not auto, cpu, gpu or gpu:N", spec)
+	return nil, usagef("--device %q is not auto, cpu, gpu or gpu:N", spec)
 }
 
 func newDoctorCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "doctor",
 		Short: "Say which GPUs lulc can use, and why not when it cannot",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			report, usable := cuda.Report()
 			fmt.Fprint(a.stdout, report)

@@ -25,10 +25,10 @@ band to one grid, masks clouds with SCL, and writes per tile a median composite
 valid observations (valid_count.tif) and a manifest.
 
 Without --config it uses the embedded ` + defaultIngestConfig + `.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				return fmt.Errorf("--out: no output directory given")
+				return usagef("--out: no output directory given")
 			}
 			cfg, err := loadConfig(cfgPath, defaultIngestConfig, pipeline.ParseIngestConfig)
 			if err != nil {

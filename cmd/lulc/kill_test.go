@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -152,8 +153,9 @@ func TestPredictInterrupt(t *testing.T) {
 	if fileExists(filepath.Join(out, "31TEJ", "class.tif")) && err == nil {
 		t.Skip("prediction finished before the interrupt arrived")
 	}
-	if err == nil {
-		t.Fatal("interrupted predict exited 0")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
+		t.Fatalf("interrupted predict: %v, want exit code %d", err, exitInterrupted)
 	}
 	if fileExists(out) {
 		t.Fatal("interrupted predict left its output")

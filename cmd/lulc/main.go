@@ -22,13 +22,14 @@ func main() {
 	os.Exit(code)
 }
 
-// run executes one lulc command line and returns the process exit code.
+// run executes one lulc command line and returns the process exit code:
+// 0, 1 (failure), 2 (usage) or 130 (interrupted).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
-	if err := root.ExecuteContext(ctx); err != nil {
+	err := root.ExecuteContext(ctx)
+	if err != nil {
 		fmt.Fprintf(stderr, "lulc: %s\n", redact.String(err.Error()))
-		return 1
 	}
-	return 0
+	return exitCode(ctx, err)
 }

@@ -277,3 +277,32 @@ func TestDeviceFlagAndDoctor(t *testing.T) {
 		t.Errorf("bad device: exit %d, %q", code, stderr)
 	}
 }
+
+// TestExitCodes checks that command-line mistakes exit 2, failures of the
+// work 1, and that each says what is wrong.
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"frobnicate"}, exitUsage, "unknown command"},
+		{[]string{"ingest", "--bogus"}, exitUsage, "unknown flag: --bogus"},
+		{[]string{"ingest"}, exitUsage, "--out"},
+		{[]string{"ingest", "stray", "--out", filepath.Join(dir, "o")}, exitUsage, "unknown command \"stray\""},
+		{[]string{"train", "--window", "x", "--out", filepath.Join(dir, "o")}, exitUsage, "unknown flag"},
+		{[]string{"predict", "--window", "many", "--out", filepath.Join(dir, "o")}, exitUsage, "invalid argument"},
+		{[]string{"predict", "--out", filepath.Join(dir, "o")}, exitUsage, "--model and --input"},
+		{[]string{"evaluate", "--out", filepath.Join(dir, "o")}, exitUsage, "--prediction, --labels and --out are required"},
+		{[]string{"run", "--device", "tpu", "--out", filepath.Join(dir, "o")}, exitUsage, "--device \"tpu\""},
+		{[]string{"-q", "-v", "version"}, exitUsage, "[quiet verbose]"},
+		{[]string{"ingest", "-q", "--catalog", filepath.Join(dir, "none.json"), "--out", filepath.Join(dir, "o")}, exitFailure, "none.json"},
+	}
+	for _, c := range cases {
+		code, _, stderr := lulc(t, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, %q; want exit %d naming %q", c.args, code, stderr, c.code, c.want)
+		}
+	}
+}

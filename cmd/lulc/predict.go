@@ -36,10 +36,10 @@ probability 0–100), a STAC item and a quicklook PNG with a legend. Outputs are
 and renamed when complete; --resume continues an interrupted run, keeping the tiles
 whose checksums verify. With STAC input (--catalog or --ingest-config) it first runs
 ingest into OUT.stack and predicts from that stack.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				return fmt.Errorf("--out: no output directory given")
+				return usagef("--out: no output directory given")
 			}
 			if cfgPath != "" {
 				raw, err := os.ReadFile(cfgPath)
@@ -67,7 +67,7 @@ ingest into OUT.stack and predicts from that stack.`,
 				// STAC input: ingest first into a stack beside the output,
 				// then predict from it.
 				if pc.Input != "" {
-					return fmt.Errorf("--input and --ingest-config/--catalog are alternatives")
+					return usagef("--input and --ingest-config/--catalog are alternatives")
 				}
 				icfg, err := loadConfig(ingestCfg, defaultIngestConfig, pipeline.ParseIngestConfig)
 				if err != nil {
@@ -91,7 +91,7 @@ ingest into OUT.stack and predicts from that stack.`,
 				a.log.Info("stack ingested for prediction", "stack", pc.Input)
 			}
 			if pc.Model == "" || pc.Input == "" {
-				return fmt.Errorf("--model and --input (or a --config naming them, or --ingest-config/--catalog) are required")
+				return usagef("--model and --input (or a --config naming them, or --ingest-config/--catalog) are required")
 			}
 			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{GPU: dev, Out: out, Inputs: []string{cfgPath}, Force: force, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
@@ -131,13 +131,13 @@ func newEvaluateCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "evaluate --prediction class.tif --labels labels.tif --out DIR",
 		Short: "Compare a class map with reference labels (warping them if needed)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if prediction == "" || labels == "" || out == "" {
-				return fmt.Errorf("--prediction, --labels and --out are required")
+				return usagef("--prediction, --labels and --out are required")
 			}
 			if alg != "mode" && alg != "nearest" {
-				return fmt.Errorf("--resampling: %q is not mode or nearest", alg)
+				return usagef("--resampling: %q is not mode or nearest", alg)
 			}
 			res, err := pipeline.Evaluate(prediction, labels, alg, pipeline.Options{Out: out, Force: force, Log: a.log})
 			if err != nil {

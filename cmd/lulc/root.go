@@ -45,6 +45,7 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "log errors only and show no progress bars")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log debug detail")
 	root.MarkFlagsMutuallyExclusive("quiet", "verbose")

@@ -31,10 +31,10 @@ Outputs per tile land in OUT/<tile>/; outputs.stack (or --stack) also writes the
 analysis-ready stack, encoded in the background.
 
 Without --config it uses the embedded ` + defaultRunConfig + `.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				return fmt.Errorf("--out: no output directory given")
+				return usagef("--out: no output directory given")
 			}
 			rc, err := loadConfig(cfgPath, defaultRunConfig, pipeline.ParseRunConfig)
 			if err != nil {

@@ -23,10 +23,10 @@ Sentinel-2 band and date with SCL, WorldCover-like labels in EPSG:4326, and a st
 STAC catalog over both. The same config gives the same bytes.
 
 Without --config it uses the embedded ` + defaultSynthConfig + `.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				return fmt.Errorf("--out: no output directory given")
+				return usagef("--out: no output directory given")
 			}
 			cfg, err := loadConfig(cfgPath, defaultSynthConfig, synth.ParseConfig)
 			if err != nil {

@@ -24,10 +24,10 @@ the model, samples, metrics (JSON), a confusion-matrix and a feature-importance 
 the resolved config and the versions and input checksums.
 
 Without --config it uses the embedded ` + defaultTrainConfig + `.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				return fmt.Errorf("--out: no output directory given")
+				return usagef("--out: no output directory given")
 			}
 			cfg, err := loadConfig(cfgPath, defaultTrainConfig, pipeline.ParseTrainConfig)
 			if err != nil {

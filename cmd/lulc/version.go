@@ -46,7 +46,7 @@ func newVersionCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the lulc, Go and GDAL versions",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintf(a.stdout, "lulc %s\ngo   %s %s/%s\ngdal %s\n",
 				lulcVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH, raster.GDALVersion())
