@@ -67,7 +67,7 @@ type runInfo struct {
 // Train samples the inputs, fits the configured engine and writes a run
 // directory: train.yaml, run.json, samples, model (lulc engine), metrics
 // and charts.
-func Train(ctx context.Context, cfg TrainConfig, opt Options) (TrainResult, error) {
+func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, err error) {
 	opt.Fill()
 	if err := cfg.Validate(); err != nil {
 		return TrainResult{}, err
@@ -84,7 +84,14 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (TrainResult, erro
 	if err != nil {
 		return TrainResult{}, err
 	}
-	res := TrainResult{Dir: stage.Final, Engine: cfg.Engine}
+	// A training that fails leaves nothing behind; one that is interrupted
+	// keeps its samples for the rerun.
+	defer func() {
+		if err != nil && ctx.Err() == nil {
+			os.RemoveAll(stage.Dir)
+		}
+	}()
+	res = TrainResult{Dir: stage.Final, Engine: cfg.Engine}
 	for _, c := range scheme.Classes {
 		res.ClassNames = append(res.ClassNames, c.Name)
 	}

@@ -241,6 +241,11 @@ func TestTrainBadInput(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(out, ModelFile)); err == nil {
 				t.Error("failed training left a model file")
 			}
+			if _, err := os.Stat(filepath.Dir(out)); err == nil {
+				if left, _ := os.ReadDir(filepath.Dir(out)); len(left) > 0 {
+					t.Errorf("failed training left %s behind", left[0].Name())
+				}
+			}
 		})
 	}
 
