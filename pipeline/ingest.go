@@ -856,7 +856,7 @@ func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (raste
 		if _, err := raster.NewTransformer(4326, g.EPSG); err != nil {
 			return raster.Grid{}, raster.Grid{}, fmt.Errorf("grid.epsg: %w", err)
 		}
-		return g, g, nil
+		return g, g, checkGridSize(g, res)
 	}
 	// Clip the tile to the area, snapped outward to a 6-pixel lattice from the
 	// tile origin so that 20 m and 60 m pixels nest in every window.
@@ -893,7 +893,22 @@ func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (raste
 	}
 	g := raster.Grid{EPSG: tile.EPSG, Transform: [6]float64{x0 + c0, res, 0, y0 - r0, 0, -res},
 		Width: int(math.Round((c1 - c0) / res)), Height: int(math.Round((r1 - r0) / res))}
-	return g, tile, nil
+	return g, tile, checkGridSize(g, res)
+}
+
+// maxGridPixels bounds an output grid: 2³¹ pixels, a 46,000-pixel square
+// (a Sentinel-2 tile at 10 m is 10,980²).
+const maxGridPixels = 1 << 31
+
+// checkGridSize refuses a grid too large to make, before any pixel is read
+// or any disk space is asked for: a resolution in the wrong unit, most
+// often.
+func checkGridSize(g raster.Grid, res float64) error {
+	if px := float64(g.Width) * float64(g.Height); px > maxGridPixels || g.Width <= 0 || g.Height <= 0 {
+		return fmt.Errorf("grid.resolution: %g gives a %d×%d grid (%.3g pixels; at most %d): is it in the grid's units (metres for UTM tiles)?",
+			res, g.Width, g.Height, px, maxGridPixels)
+	}
+	return nil
 }
 
 // tileWindows cuts grid into windows aligned to the tile's window lattice

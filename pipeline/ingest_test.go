@@ -423,6 +423,7 @@ func TestIngestBadInput(t *testing.T) {
 		{"area outside every item", func(c *IngestConfig) { c.Area.BBox = []float64{10, 10, 10.1, 10.1} }, []string{"no sentinel-2-l2a items"}},
 		{"no dates match", func(c *IngestConfig) { c.Dates.Start, c.Dates.End = "2020-01-01", "2020-02-01" }, []string{"no sentinel-2-l2a items", "2020-01-01"}},
 		{"unusable CRS", func(c *IngestConfig) { c.Grid.EPSG, c.Grid.Bounds = 999999, []float64{0, 0, 100, 100} }, []string{"EPSG:999999"}},
+		{"resolution in the wrong unit", func(c *IngestConfig) { c.Grid.Resolution = 0.001 }, []string{"grid.resolution: 0.001", "at most 2147483648"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
