@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"strings"
@@ -35,6 +37,32 @@ type manifest struct {
 	Sources         []manifestItem   `json:"sources"`
 	Labels          []manifestItem   `json:"labels"`
 	Outputs         []manifestOutput `json:"outputs"`
+}
+
+// parseManifest reads a tile's manifest.json and checks what later stages
+// rely on: a tile name that is a directory name, a grid of a sane size,
+// bands lulc knows, a usable scaling. A damaged or hostile manifest is an
+// error here, not a crash or a huge allocation later.
+func parseManifest(raw []byte) (manifest, error) {
+	var m manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return m, fmt.Errorf("not a lulc manifest: %w", err)
+	}
+	g := m.Grid
+	switch {
+	case m.Tile == "" || m.Tile == "." || m.Tile == ".." || strings.ContainsAny(m.Tile, `/\`):
+		return m, fmt.Errorf("manifest tile %q is not a tile name", m.Tile)
+	case g.Width <= 0 || g.Height <= 0 || float64(g.Width)*float64(g.Height) > maxGridPixels:
+		return m, fmt.Errorf("manifest of tile %s: grid %d×%d is empty or too large", m.Tile, g.Width, g.Height)
+	case g.Transform[1] <= 0 || g.Transform[5] >= 0 || math.IsNaN(g.Transform[0]+g.Transform[1]+g.Transform[3]+g.Transform[5]) || math.IsInf(g.Transform[0]+g.Transform[1]+g.Transform[3]+g.Transform[5], 0):
+		return m, fmt.Errorf("manifest of tile %s: geotransform %v is not a north-up grid", m.Tile, g.Transform)
+	case m.Scale == 0 || math.IsNaN(m.Scale) || math.IsInf(m.Scale, 0) || math.IsNaN(m.Offset) || math.IsInf(m.Offset, 0):
+		return m, fmt.Errorf("manifest of tile %s: scale %g and offset %g are not a scaling", m.Tile, m.Scale, m.Offset)
+	}
+	if err := checkBandNames("manifest bands", m.Bands); err != nil || len(m.Bands) == 0 {
+		return m, fmt.Errorf("manifest of tile %s: bands %v: %v", m.Tile, m.Bands, err)
+	}
+	return m, nil
 }
 
 type manifestGrid struct {

@@ -136,7 +136,7 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 		if err != nil {
 			return PredictResult{}, fmt.Errorf("input: %w", err)
 		}
-		if err := json.Unmarshal(raw, &manifests[i]); err != nil {
+		if manifests[i], err = parseManifest(raw); err != nil {
 			return PredictResult{}, fmt.Errorf("input %s: %w", p, err)
 		}
 		// The model must fit every tile before any pixel is predicted.

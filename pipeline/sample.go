@@ -3,7 +3,6 @@ package pipeline
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -60,8 +59,8 @@ func (c TrainConfig) inputs() ([]trainInput, error) {
 		if err != nil {
 			return nil, fmt.Errorf("input.stack: %w", err)
 		}
-		var m manifest
-		if err := json.Unmarshal(body, &m); err != nil {
+		m, err := parseManifest(body)
+		if err != nil {
 			return nil, fmt.Errorf("input.stack: %s: %w", p, err)
 		}
 		dir := filepath.Dir(p)

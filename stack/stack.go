@@ -151,31 +151,47 @@ func Load(path string) (*Tile, error) {
 		return nil, fmt.Errorf("load spilled tile: %w", err)
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("load spilled tile: %w", err)
+	}
+	t, err := decode(f, fi.Size())
+	if err != nil {
+		return nil, fmt.Errorf("load spilled tile %s: %w", path, err)
+	}
+	return t, nil
+}
+
+// decode reads a spilled tile of size bytes from r. The header must
+// account for every byte before any plane is allocated, so that a damaged
+// header cannot ask for memory the file does not back.
+func decode(r io.Reader, size int64) (*Tile, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
 	line, err := br.ReadBytes('\n')
 	if err != nil {
-		return nil, fmt.Errorf("load spilled tile %s: header: %w", path, err)
+		return nil, fmt.Errorf("header: %w", err)
 	}
 	var h spillHeader
 	if err := json.Unmarshal(line, &h); err != nil || h.Magic != spillMagic {
-		return nil, fmt.Errorf("load spilled tile %s: not a lulc spill file", path)
+		return nil, errors.New("not a lulc spill file")
 	}
-	if h.Grid.Width <= 0 || h.Grid.Height <= 0 || int64(h.Grid.Width)*int64(h.Grid.Height) > 1<<31 || len(h.Bands) > 64 {
-		return nil, fmt.Errorf("load spilled tile %s: implausible grid %d×%d with %d bands", path, h.Grid.Width, h.Grid.Height, len(h.Bands))
+	n := int64(h.Grid.Width) * int64(h.Grid.Height)
+	if h.Grid.Width <= 0 || h.Grid.Height <= 0 || n > 1<<31 || len(h.Bands) == 0 || len(h.Bands) > 64 {
+		return nil, fmt.Errorf("implausible grid %d×%d with %d bands", h.Grid.Width, h.Grid.Height, len(h.Bands))
+	}
+	if want := int64(len(line)) + n*(2*int64(len(h.Bands))+2); size != want {
+		return nil, fmt.Errorf("%d bytes, the header's %d×%d grid of %d bands needs %d", size, h.Grid.Width, h.Grid.Height, len(h.Bands), want)
 	}
 	t := New(h.Name, h.Grid, h.Bands, h.Scale, h.Offset)
 	for _, p := range t.DN {
 		if err := binary.Read(br, binary.LittleEndian, p); err != nil {
-			return nil, fmt.Errorf("load spilled tile %s: %w", path, err)
+			return nil, err
 		}
 	}
 	for _, p := range [][]uint8{t.Labels, t.Count} {
 		if _, err := io.ReadFull(br, p); err != nil {
-			return nil, fmt.Errorf("load spilled tile %s: %w", path, err)
+			return nil, err
 		}
-	}
-	if _, err := br.ReadByte(); err != io.EOF {
-		return nil, fmt.Errorf("load spilled tile %s: trailing bytes", path)
 	}
 	return t, nil
 }

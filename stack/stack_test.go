@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -75,4 +76,27 @@ func TestSpillRoundTrip(t *testing.T) {
 			t.Errorf("%s file loaded", name)
 		}
 	}
+}
+
+// FuzzDecode feeds the spill decoder mutated files, seeded with a real
+// spill: it must return an error or a tile whose planes fit its grid, and
+// never allocate more than the input backs.
+func FuzzDecode(f *testing.F) {
+	path := filepath.Join(f.TempDir(), "seed.raw")
+	g := raster.Grid{EPSG: 32631, Transform: [6]float64{0, 10, 0, 0, 0, -10}, Width: 3, Height: 2}
+	if err := New("t", g, []string{"B04"}, 0.0001, -0.1).Spill(path); err != nil {
+		f.Fatal(err)
+	}
+	seed, _ := os.ReadFile(path)
+	f.Add(seed)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		tile, err := decode(bytes.NewReader(body), int64(len(body)))
+		if err != nil {
+			return
+		}
+		n := tile.Grid.Width * tile.Grid.Height
+		if len(tile.Labels) != n || len(tile.Count) != n || len(tile.DN) == 0 || len(tile.DN[0]) != n || int64(n) > int64(len(body)) {
+			t.Fatalf("decoded a %d×%d tile from %d bytes", tile.Grid.Width, tile.Grid.Height, len(body))
+		}
+	})
 }
