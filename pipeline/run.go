@@ -406,7 +406,7 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 		return nil, nil, err
 	}
 	set.Config = cfg.sampleKey()
-	res := &TrainResult{Dir: filepath.Join(r.stage.Final, "model"), Engine: cfg.Engine, Sample: time.Since(t0)}
+	res := &TrainResult{Dir: filepath.Join(r.stage.Final, "model"), Engine: cfg.Engine, Sample: time.Since(t0), Warnings: sp.warnings()}
 	for _, c := range scheme.Classes {
 		res.ClassNames = append(res.ClassNames, c.Name)
 	}

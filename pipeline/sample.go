@@ -135,15 +135,17 @@ func (r *reservoir) keep(n int) {
 // that the strips in flight stay a few hundred MB on a full tile.
 const sampleStrip = 128
 
-// sample draws stratified samples from every input; see sampler.
-func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, gpu *cuda.Device) (*samples.Set, *features.Set, error) {
+// sample draws stratified samples from every input (see sampler) and
+// returns what the draw has to say about the labels.
+func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, gpu *cuda.Device) (*samples.Set, []string, error) {
 	sp := newSampler(cfg, scheme, gpu)
 	for _, in := range ins {
 		if err := sp.add(in); err != nil {
 			return nil, nil, err
 		}
 	}
-	return sp.finish()
+	set, _, err := sp.finish()
+	return set, sp.warnings(), err
 }
 
 // sampler draws stratified samples input by input: for every class and
@@ -161,6 +163,11 @@ type sampler struct {
 	res        []*reservoir // class*2 + split
 	set        *features.Set
 	sources    []string
+	// labelled counts the pixels with a label (code not 0); outside those
+	// whose code is not in the scheme, by code: they are never sampled,
+	// and the user is told.
+	labelled int64
+	outside  [256]int64
 }
 
 func newSampler(cfg TrainConfig, scheme landcover.Scheme, gpu *cuda.Device) *sampler {
@@ -216,7 +223,11 @@ func (sp *sampler) add(in trainInput) error {
 		for r, res := range sp.res {
 			limits[r] = res.limit
 		}
-		found := screenStrip(st, src.width, k*sampleStrip, ii, class, limits, s)
+		found, counts := screenStrip(st, src.width, k*sampleStrip, ii, class, limits, s)
+		sp.labelled += counts.labelled
+		for code, n := range counts.outside {
+			sp.outside[code] += n
+		}
 		var wg sync.WaitGroup
 		for r, res := range sp.res {
 			wg.Go(func() {
@@ -237,6 +248,31 @@ func (sp *sampler) add(in trainInput) error {
 	return nil
 }
 
+// labelCounts are a strip's labelled pixels and, by code, those whose
+// code is not in the scheme.
+type labelCounts struct {
+	labelled int64
+	outside  [256]int64
+}
+
+// warnings says how many labelled pixels carry codes outside the scheme,
+// by code, when any do.
+func (sp *sampler) warnings() []string {
+	var total int64
+	var codes []string
+	for code, n := range sp.outside {
+		if n > 0 {
+			total += n
+			codes = append(codes, fmt.Sprintf("%d (%d)", code, n))
+		}
+	}
+	if total == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("labels: %.1f %% of the labelled pixels (%d of %d) have codes outside the scheme %s and are not sampled: %s",
+		100*float64(total)/float64(sp.labelled), total, sp.labelled, sp.scheme.Name, strings.Join(codes, ", "))}
+}
+
 // survivor is a screened pixel: its key, id and index in the strip.
 type survivor struct {
 	key, id uint64
@@ -246,10 +282,11 @@ type survivor struct {
 // screenStrip returns, per part of the strip's rows (in order) and per
 // reservoir, the labelled pixels with every band present whose key is
 // below the reservoir's limit, in raster order. Parts run on every core.
-func screenStrip(st strip, w, r0 int, ii uint64, class [256]int, limits []uint64, s SamplingConfig) [][][]survivor {
+func screenStrip(st strip, w, r0 int, ii uint64, class [256]int, limits []uint64, s SamplingConfig) ([][][]survivor, labelCounts) {
 	h := len(st.labels) / w
 	parts := max(1, min(h, runtime.GOMAXPROCS(0)))
 	found := make([][][]survivor, parts)
+	counts := make([]labelCounts, parts)
 	var wg sync.WaitGroup
 	for p := range parts {
 		found[p] = make([][]survivor, len(limits))
@@ -263,7 +300,14 @@ func screenStrip(st strip, w, r0 int, ii uint64, class [256]int, limits []uint64
 				}
 				for col := range w {
 					i := r*w + col
-					c := class[st.labels[i]]
+					code := st.labels[i]
+					c := class[code]
+					if code != 0 {
+						counts[p].labelled++
+						if c < 0 {
+							counts[p].outside[code]++
+						}
+					}
 					if c < 0 || missingBand(st.planes, i) {
 						continue
 					}
@@ -278,7 +322,14 @@ func screenStrip(st strip, w, r0 int, ii uint64, class [256]int, limits []uint64
 		})
 	}
 	wg.Wait()
-	return found
+	var total labelCounts
+	for _, c := range counts {
+		total.labelled += c.labelled
+		for code, n := range c.outside {
+			total.outside[code] += n
+		}
+	}
+	return found, total
 }
 
 // blockSplits gives each block of a block row its split: 1 (validation)

@@ -107,10 +107,12 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 		}
 	}
 	if set == nil {
-		set, _, err = sample(cfg, ins, scheme, opt.GPU)
+		var warnings []string
+		set, warnings, err = sample(cfg, ins, scheme, opt.GPU)
 		if err != nil {
 			return res, err
 		}
+		res.Warnings = append(res.Warnings, warnings...)
 		set.Config = cfg.sampleKey()
 		body, err := set.Encode()
 		if err != nil {

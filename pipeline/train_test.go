@@ -274,3 +274,56 @@ func TestTrainConfigsParse(t *testing.T) {
 		t.Errorf("bad colour: %v", err)
 	}
 }
+
+// TestTrainWarnsOfUnknownCodes labels 15 % of a raster's pixels with a code
+// outside the scheme: training goes on, and says how many and which.
+func TestTrainWarnsOfUnknownCodes(t *testing.T) {
+	dir := t.TempDir()
+	img, lab := filepath.Join(dir, "img.tif"), filepath.Join(dir, "lab.tif")
+	g := raster.Grid{EPSG: 32631, Width: 100, Height: 100, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
+	w, err := raster.NewWriter(img, g, "uint16", []raster.BandInfo{{}, {}}, raster.COGOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := range 2 {
+		v := make([]uint16, 100*100)
+		for i := range v {
+			v[i] = uint16(1000 + 300*b + i%100 + 5*((i/100)%2))
+		}
+		w.Write(b, 0, 0, 100, 100, v)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	labels := make([]uint8, 100*100)
+	for i := range labels {
+		switch {
+		case i%100 < 15:
+			labels[i] = 77 // not a WorldCover class
+		case i%2 == 0:
+			labels[i] = 10
+		default:
+			labels[i] = 40
+		}
+	}
+	if err := raster.WriteCOG(lab, g, labels, raster.COGOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := trainConfig(t, "train-demo.yaml", "")
+	cfg.Input.Stack = ""
+	cfg.Input.Rasters = append(cfg.Input.Rasters, struct {
+		Image  string `yaml:"image"`
+		Labels string `yaml:"labels"`
+	}{img, lab})
+	cfg.Input.Bands, cfg.Input.Scale = []string{"B04", "B08"}, 0.0001
+	cfg.Features = []string{"B04", "B08", "ndvi"}
+	cfg.Sampling.BlockSize, cfg.Sampling.MinPerClass = 10, 1
+	res, _ := train(t, cfg)
+	want := "labels: 15.0 % of the labelled pixels (1500 of 10000) have codes outside the scheme"
+	for _, w := range res.Warnings {
+		if strings.Contains(w, want) && strings.Contains(w, "77 (1500)") {
+			return
+		}
+	}
+	t.Errorf("warnings %q lack %q", res.Warnings, want)
+}
