@@ -313,6 +313,7 @@ func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, yt
 		return fmt.Errorf("too few samples for the split: %d training and %d validation (lower sampling.block_size or raise the input's size)", len(yt), len(yv))
 	}
 	counts := make([]int, len(scheme.Classes))
+	var few []string
 	for _, y := range yt {
 		counts[y]++
 	}
@@ -322,7 +323,7 @@ func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, yt
 		case n == 0:
 			res.Warnings = append(res.Warnings, fmt.Sprintf("class %d (%s) has no training samples: the model will never predict it", scheme.Classes[c].Code, scheme.Classes[c].Name))
 		case n < cfg.Sampling.MinPerClass:
-			res.Warnings = append(res.Warnings, fmt.Sprintf("class %d (%s) has only %d training samples", scheme.Classes[c].Code, scheme.Classes[c].Name, n))
+			few = append(few, fmt.Sprintf("class %d (%s) has %d", scheme.Classes[c].Code, scheme.Classes[c].Name, n))
 		}
 		if n > 0 {
 			present++
@@ -330,6 +331,12 @@ func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, yt
 	}
 	if present < 2 {
 		return errors.New("the training samples hold fewer than two classes: nothing to learn")
+	}
+	if len(few) > 0 {
+		// A model is not written from fewer samples of a class than the
+		// config asks for: its forest would only echo them.
+		return fmt.Errorf("too few training samples: %s, below sampling.min_per_class %d (label more pixels of them, or lower min_per_class)",
+			strings.Join(few, "; "), cfg.Sampling.MinPerClass)
 	}
 	nf := len(set.Features)
 	var allNaN []string

@@ -217,6 +217,7 @@ func TestTrainBadInput(t *testing.T) {
 		{"bands disagree", func(c *TrainConfig) { c.Features = append(c.Features, "nd(B01,B09)") }, "needs band B01"},
 		{"unknown index", func(c *TrainConfig) { c.Features = []string{"ndvi", "ndzi"} }, "unknown feature \"ndzi\""},
 		{"too few samples", func(c *TrainConfig) { c.Sampling.BlockSize = 100000 }, "too few samples"},
+		{"below min_per_class", func(c *TrainConfig) { c.Sampling.MinPerClass = 2001 }, "below sampling.min_per_class 2001"},
 		{"not a stack", func(c *TrainConfig) { c.Input.Stack = t.TempDir() }, "no tile manifests"},
 		{"all-NaN feature", func(c *TrainConfig) {
 			c.Input.Stack = ""
