@@ -30,7 +30,7 @@ type SamplingConfig struct {
 	Balance            bool    `yaml:"balance"`       // cap every class at the rarest's count
 	BlockSize          int     `yaml:"block_size"`    // pixels; blocks go wholly to one split
 	ValidationFraction float64 `yaml:"validation_fraction"`
-	MinPerClass        int     `yaml:"min_per_class"` // warn below this many training samples
+	MinPerClass        int     `yaml:"min_per_class"` // refuse a present class with fewer training samples
 	Seed               uint64  `yaml:"seed"`
 }
 
