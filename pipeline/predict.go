@@ -19,7 +19,6 @@ import (
 	"github.com/planetlabs/go-stac/extensions/raster/v1"
 
 	"github.com/lulc/lulc/charts"
-	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/inference"
@@ -189,10 +188,11 @@ type predictInput struct {
 func predictTile(ctx context.Context, pc PredictConfig, opt Options, dir string, model *forest.Model, modelPath string,
 	scheme landcover.Scheme, m manifest, in predictInput) (PredictTile, error) {
 	p, err := streamTile(ctx, pc, opt, dir, model, modelPath, scheme, m, in)
-	if err != nil || p == nil {
-		return p.result(), err
+	if err != nil {
+		return p.pt, err
 	}
-	return p.result(), p.finish(opt)
+	err = p.finish(opt)
+	return p.pt, err
 }
 
 // predicted is a tile whose predictions are made and whose outputs are
@@ -210,16 +210,9 @@ type predicted struct {
 	finished       bool
 }
 
-func (p *predicted) result() PredictTile {
-	if p == nil {
-		return PredictTile{}
-	}
-	return p.pt
-}
-
 // streamTile runs a tile through read → features → predict → write into
-// the class (and confidence) writers. It returns nil for a tile an earlier
-// run finished and verified.
+// the class (and confidence) writers. A tile an earlier run finished and
+// verified comes back marked Skipped, with nothing left to finish.
 func streamTile(ctx context.Context, pc PredictConfig, opt Options, dir string, model *forest.Model, modelPath string,
 	scheme landcover.Scheme, m manifest, in predictInput) (*predicted, error) {
 	p := &predicted{dir: dir, modelPath: modelPath, scheme: scheme, m: m, confidence: pc.Confidence,
@@ -283,21 +276,18 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, dir string, 
 }
 
 // predictors returns the feature computer and predictor of the engine:
-// the GPU twins when opt has a device, else the CPU's (a nil Computer).
+// the GPU twins when opt has a device, else the CPU's.
 func predictors(opt Options, set *features.Set, model *forest.Model) (features.Computer, inference.Predictor, func(), error) {
-	if opt.GPU == nil {
-		return nil, inference.NewCPU(model), func() {}, nil
-	}
-	g, err := cuda.NewFeatures(opt.GPU, set)
-	if err != nil {
-		return nil, nil, nil, err
+	comp, closeComp, err := computer(opt.GPU, set)
+	if err != nil || opt.GPU == nil {
+		return comp, inference.NewCPU(model), closeComp, err
 	}
 	gp, err := inference.NewGPU(opt.GPU, model)
 	if err != nil {
-		g.Close()
+		closeComp()
 		return nil, nil, nil, err
 	}
-	return g, gp, func() { gp.Close(); g.Close() }, nil
+	return comp, gp, func() { gp.Close(); closeComp() }, nil
 }
 
 // openWriters starts the class and, if asked, the confidence COG.

@@ -207,7 +207,6 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	if err := stage.Commit(); err != nil {
 		return res, err
 	}
-	res.Dir = stage.Final
 	return res, nil
 }
 
@@ -503,11 +502,9 @@ func (r *runner) mapTile(ctx context.Context, t sourceTile, model *forest.Model,
 			return err
 		}
 	}
-	m, ok := r.manifests[t.name()]
-	if !ok {
-		// Held through a spill by this process: its manifest is known.
-		return fmt.Errorf("no manifest for tile %s", t.name())
-	}
+	// Every composite this process holds, in memory or spilled, was made
+	// by r.composite, which recorded its manifest.
+	m := r.manifests[t.name()]
 	pc := PredictConfig{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress}
 	p, err := streamTile(ctx, pc, r.opt, dir, model, modelPath, scheme, m, predictInput{mem: mem})
 	if err != nil {

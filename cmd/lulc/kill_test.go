@@ -58,20 +58,8 @@ func TestIngestSurvivesKill(t *testing.T) {
 	}
 
 	out := filepath.Join(dir, "out")
-	cmd := exec.Command(os.Args[0], args(out)...)
-	cmd.Env = append(os.Environ(), "LULC_TEST_MAIN=1")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	// Kill once windows are being written.
-	staging := filepath.Join(dir, ".out.partial", "31TEJ", ".stack.tif.tmp.gtiff")
-	deadline := time.Now().Add(30 * time.Second)
-	for !fileExists(staging) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond)
-	cmd.Process.Kill()
-	cmd.Wait()
+	killWhen(t, filepath.Join(dir, ".out.partial", "31TEJ", ".stack.tif.tmp.gtiff"), 100*time.Millisecond, args(out)...)
 	if fileExists(out) {
 		t.Log("the process finished before it was killed; the rerun below proves less")
 	}
@@ -86,6 +74,24 @@ func TestIngestSurvivesKill(t *testing.T) {
 			t.Errorf("%s differs after kill and rerun", f)
 		}
 	}
+}
+
+// killWhen runs lulc with args as a separate process and kills it with
+// SIGKILL once file exists (or a minute has passed), after a further delay.
+func killWhen(t *testing.T, file string, delay time.Duration, args ...string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "LULC_TEST_MAIN=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !fileExists(file) && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	time.Sleep(delay)
+	cmd.Process.Kill()
+	cmd.Wait()
 }
 
 func fileExists(p string) bool {
@@ -185,19 +191,8 @@ func TestRunSurvivesKill(t *testing.T) {
 		t.Fatal(stderr)
 	}
 	out := filepath.Join(dir, "out")
-	cmd := exec.Command(os.Args[0], args(out)...)
-	cmd.Env = append(os.Environ(), "LULC_TEST_MAIN=1")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	// Kill once the map is being written: the model is trained by then.
-	staging := filepath.Join(dir, ".out.partial", "31TEJ", ".class.tif.tmp.gtiff")
-	deadline := time.Now().Add(60 * time.Second)
-	for !fileExists(staging) && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond)
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
+	killWhen(t, filepath.Join(dir, ".out.partial", "31TEJ", ".class.tif.tmp.gtiff"), 0, args(out)...)
 	if fileExists(out) {
 		t.Log("the process finished before it was killed; the rerun below proves less")
 	}
