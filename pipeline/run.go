@@ -96,8 +96,9 @@ type Job struct {
 	Model  string       // a model file: the job maps tiles without training
 }
 
-// hash identifies the job's resolved configs and model, keying resumption.
-func (j Job) hash() string {
+// hash identifies the job's resolved configs and the given model's bytes
+// (modelBody, nil when the job trains), keying resumption.
+func (j Job) hash(modelBody []byte) string {
 	h := sha256.New()
 	b, _ := json.Marshal(j.Config)
 	h.Write(b)
@@ -105,10 +106,8 @@ func (j Job) hash() string {
 	if j.Train != nil {
 		h.Write([]byte(j.Train.Hash()))
 	}
-	if j.Model != "" {
-		if body, err := os.ReadFile(j.Model); err == nil {
-			h.Write(sha(body))
-		}
+	if modelBody != nil {
+		h.Write(sha(modelBody))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -169,15 +168,24 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	if err := atomicfs.CheckInputs(opt.Out, append(append(job.Ingest.Inputs(), job.Model), opt.Inputs...)...); err != nil {
 		return RunResult{}, err
 	}
+	// A given model is read once, and a bad one fails before any work.
+	var model *forest.Model
+	var modelBody []byte
+	if job.Model != "" {
+		var err error
+		if model, modelBody, err = LoadModel(job.Model); err != nil {
+			return RunResult{}, err
+		}
+	}
 	tiles, err := locate(ctx, job.Ingest, opt)
 	if err != nil {
 		return RunResult{}, err
 	}
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, "run "+job.hash())
+	stage, err := atomicfs.Begin(opt.Out, opt.Force, "run "+job.hash(modelBody))
 	if err != nil {
 		return RunResult{}, err
 	}
-	r := &runner{job: job, opt: opt, stage: stage, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}}
+	r := &runner{job: job, opt: opt, stage: stage, model: model, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}}
 	res := RunResult{Dir: stage.Final, Model: job.Model, GPU: opt.GPU != nil}
 	var busy0 time.Duration
 	if opt.GPU != nil {
@@ -246,6 +254,7 @@ type runner struct {
 	spilled   []string
 	manifests map[string]manifest
 	fitWall   time.Duration
+	model     *forest.Model // the given model; nil until trained otherwise
 
 	bg     sync.WaitGroup
 	bgMu   sync.Mutex
@@ -258,17 +267,14 @@ func (r *runner) run(ctx context.Context, tiles []sourceTile, res *RunResult) er
 	for i, t := range tiles {
 		res.Tiles[i] = RunTile{Tile: t.name(), Dates: t.dates(), Seconds: map[string]float64{}}
 	}
-	modelFile := r.job.Model
-	var model *forest.Model
-	var err error
-	if modelFile == "" {
+	modelFile, model := r.job.Model, r.model
+	if model == nil {
+		var err error
 		if res.Train, model, err = r.train(ctx, tiles, res.Tiles); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
 		res.Model = filepath.Join(r.stage.Final, "model", ModelFile)
 		modelFile = res.Model
-	} else if model, _, err = LoadModel(modelFile); err != nil {
-		return err
 	}
 	if err := model.Check(model.Features, r.job.Ingest.Bands); err != nil {
 		return fmt.Errorf("model %s: %w", modelFile, err)
