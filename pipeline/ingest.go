@@ -521,7 +521,8 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 		drop[i] = uint8(v)
 	}
 	job := &windowJob{cfg: cfg, grid: plan.grid, dates: make([]windowDate, len(plan.dates)), drop: drop,
-		labels: plan.labels, sinks: sinks, windows: len(plan.windows), gpu: opt.GPU}
+		labels: plan.labels, sinks: sinks, windows: len(plan.windows), gpu: opt.GPU,
+		cache: raster.NewBlockCache(blockCacheBytes)}
 	for i, d := range plan.dates {
 		job.dates[i] = windowDate{bands: d.bands, scale: d.scale, offset: d.offset, scl: d.scl}
 	}
@@ -696,6 +697,12 @@ func sourceZoom(s *raster.Source, w raster.Grid) int {
 	return max(1, int(math.Round(k*k)))
 }
 
+// blockCacheBytes bounds the decoded source blocks a tile's workers share
+// (see raster.BlockCache). The halo rows of the windows being read need a
+// few block rows per upsampled file: about 120 MB per date for a 10980²
+// tile with 512-pixel blocks.
+const blockCacheBytes = 1 << 30
+
 // windowJob is the per-window work of one tile, shared by its workers.
 type windowJob struct {
 	cfg     IngestConfig
@@ -706,6 +713,7 @@ type windowJob struct {
 	sinks   []tileSink
 	windows int
 	gpu     *cuda.Device // median composite on the GPU when set
+	cache   *raster.BlockCache
 
 	decoded, empty               atomic.Int64 // source bytes read; pixels with no valid observation
 	readNs, compositeNs, writeNs atomic.Int64 // summed over workers
@@ -731,7 +739,18 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 		if err != nil {
 			return nil, err
 		}
-		if err := s.Read(w, alg, buf); err != nil {
+		switch {
+		case bytesPerPixel == 0:
+			// Labels keep GDAL's resampling (mode, or nearest).
+			err = s.Read(w, alg, buf)
+		case alg == "bilinear":
+			// Bilinear windows overlap by a halo: the shared cache decodes
+			// each source block once for all of them.
+			err = s.Upsample(w, alg, buf, j.cache)
+		default:
+			err = s.Upsample(w, alg, buf, nil)
+		}
+		if err != nil {
 			return nil, err
 		}
 		j.decoded.Add(int64(bytesPerPixel * n / sourceZoom(s, w)))

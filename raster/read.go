@@ -31,6 +31,7 @@ type Source struct {
 	BlockSize [2]int
 	NoData    *float64
 	ds        *godal.Dataset
+	dtype     godal.DataType
 }
 
 // Open opens the raster at href (see GDALPath) and reads its grid.
@@ -69,6 +70,7 @@ func Open(href string) (*Source, error) {
 	b := ds.Bands()[0]
 	bs := b.Structure()
 	s.BlockSize = [2]int{bs.BlockSizeX, bs.BlockSizeY}
+	s.dtype = bs.DataType
 	if nd, ok := b.NoData(); ok {
 		s.NoData = &nd
 	}
