@@ -84,7 +84,11 @@ type IngestResult struct {
 // encoding of the outputs) is wall time.
 type StageTimes struct {
 	Read, Composite, Write, Encode time.Duration
-	Workers                        int
+	// Parts of Read: lulc's resampling of upsampled bands, and the label
+	// rasters (GDAL's warper when they are on another grid). The rest of
+	// Read is decoding.
+	Resample, Labels time.Duration
+	Workers          int
 }
 
 // TileResult is one tile's output.
@@ -559,7 +563,8 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 // logTileStages logs where a tile's ingest time went and warns when many
 // pixels have no valid observation.
 func logTileStages(ctx context.Context, opt Options, tile string, tr TileResult) {
-	opt.Log.Info("tile stages", "tile", tile, "read_worker_s", tr.Timings.Read.Seconds(), "composite_worker_s", tr.Timings.Composite.Seconds(),
+	opt.Log.Info("tile stages", "tile", tile, "read_worker_s", tr.Timings.Read.Seconds(),
+		"resample_worker_s", tr.Timings.Resample.Seconds(), "labels_worker_s", tr.Timings.Labels.Seconds(), "composite_worker_s", tr.Timings.Composite.Seconds(),
 		"write_worker_s", tr.Timings.Write.Seconds(), "encode_s", tr.Timings.Encode.Seconds(), "workers", tr.Timings.Workers)
 	if tr.NoValidFrac > 0 {
 		level := slog.LevelInfo
@@ -717,6 +722,7 @@ type windowJob struct {
 
 	decoded, empty               atomic.Int64 // source bytes read; pixels with no valid observation
 	readNs, compositeNs, writeNs atomic.Int64 // summed over workers
+	labelNs, resampleNs          atomic.Int64 // parts of readNs
 }
 
 type windowDate struct {
@@ -731,7 +737,7 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 	n := w.Width * w.Height
 	t0 := time.Now()
 	cdates := make([]composite.Date, len(j.dates))
-	var readNs int64
+	var readNs, labelNs, resampleNs int64
 	read := func(href, alg string, buf any, bytesPerPixel int) (*raster.Source, error) {
 		t := time.Now()
 		defer func() { readNs += int64(time.Since(t)) }()
@@ -739,10 +745,13 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 		if err != nil {
 			return nil, err
 		}
+		r0 := s.Resampling
+		defer func() { resampleNs += int64(s.Resampling - r0) }()
 		switch {
 		case bytesPerPixel == 0:
 			// Labels keep GDAL's resampling (mode, or nearest).
 			err = s.Read(w, alg, buf)
+			labelNs += int64(time.Since(t))
 		case alg == "bilinear":
 			// Bilinear windows overlap by a halo: the shared cache decodes
 			// each source block once for all of them.
@@ -791,6 +800,8 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 		}
 	}
 	j.readNs.Add(readNs)
+	j.labelNs.Add(labelNs)
+	j.resampleNs.Add(resampleNs)
 
 	t1 := time.Now()
 	meds := make([][]uint16, len(j.cfg.Bands))
@@ -838,7 +849,8 @@ func (j *windowJob) noValidFrac() float64 { return float64(j.empty.Load()) / flo
 // timings are the job's stage times so far (Encode is the caller's).
 func (j *windowJob) timings(workers int) StageTimes {
 	return StageTimes{Read: time.Duration(j.readNs.Load()), Composite: time.Duration(j.compositeNs.Load()),
-		Write: time.Duration(j.writeNs.Load()), Workers: min(workers, j.windows)}
+		Write: time.Duration(j.writeNs.Load()), Resample: time.Duration(j.resampleNs.Load()),
+		Labels: time.Duration(j.labelNs.Load()), Workers: min(workers, j.windows)}
 }
 
 // outputGrid returns the stack's grid and the tile's own grid at the

@@ -588,14 +588,17 @@ func PeakRSS() int64 {
 }
 
 // stageSeconds names a tile's stage times: composite (reading and
-// compositing, wall); read_worker (decoding and resampling the sources)
-// and composite_worker, features_worker and predict_worker summed over
+// compositing, wall); read_worker (decoding and resampling the sources,
+// of which resample_worker is lulc's resampling and labels_worker the
+// label rasters) and composite_worker, features_worker and predict_worker summed over
 // workers; sample, stream (the prediction) and encode (the map's COGs,
 // beside the compute) as wall time.
 func (t RunTile) stageSeconds() map[string]float64 {
 	return map[string]float64{
 		"composite":        t.Composite.Seconds(),
 		"read_worker":      t.Ingest.Read.Seconds(),
+		"resample_worker":  t.Ingest.Resample.Seconds(),
+		"labels_worker":    t.Ingest.Labels.Seconds(),
 		"composite_worker": t.Ingest.Composite.Seconds(),
 		"sample":           t.Sample.Seconds(),
 		"features_worker":  t.Predict.Timings.Features.Seconds(),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/airbusgeo/godal"
 )
@@ -30,8 +31,11 @@ type Source struct {
 	Href      string
 	BlockSize [2]int
 	NoData    *float64
-	ds        *godal.Dataset
-	dtype     godal.DataType
+	// Resampling is the time spent in lulc's own resampling (Upsample),
+	// summed over calls.
+	Resampling time.Duration
+	ds         *godal.Dataset
+	dtype      godal.DataType
 }
 
 // Open opens the raster at href (see GDALPath) and reads its grid.

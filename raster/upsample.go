@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/airbusgeo/godal"
 	"github.com/lulc/lulc/resample"
@@ -24,6 +25,7 @@ func (s *Source) Upsample(dst Grid, alg string, buf any, cache *BlockCache) erro
 	win := resample.Window{X: x * (dst.Width / w), Y: y * (dst.Width / w), W: dst.Width, H: dst.Height,
 		K: dst.Width / w, RasterW: s.Width, RasterH: s.Height}
 	bilinear := alg == "bilinear"
+	defer func(t time.Time) { s.Resampling += time.Since(t) }(time.Now())
 	px, py, pw, ph := win.Need(bilinear)
 	var err error
 	switch b := buf.(type) {
