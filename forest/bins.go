@@ -73,10 +73,10 @@ func QuantileBins(x []float32, nf, nbins, sample int, seed uint64) (*Bins, error
 		}
 		slices.Sort(rows)
 	}
+	// Features are independent: each is sorted on its own core.
 	b := &Bins{Edges: make([][]float32, nf)}
-	vals := make([]float32, 0, len(rows))
-	for f := range nf {
-		vals = vals[:0]
+	parallel(nf, func(f int) {
+		vals := make([]float32, 0, len(rows))
 		for _, i := range rows {
 			if v := x[i*nf+f]; v == v {
 				vals = append(vals, v)
@@ -96,7 +96,7 @@ func QuantileBins(x []float32, nf, nbins, sample int, seed uint64) (*Bins, error
 			edges = edges[:len(edges)-1]
 		}
 		b.Edges[f] = edges
-	}
+	})
 	return b, nil
 }
 
