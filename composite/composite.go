@@ -14,6 +14,8 @@
 //     first, then halved exactly). With k = 0 the result is NaN.
 //   - Values that compare equal (−0 and +0) keep their date order (a stable
 //     sort), so even their sign is reproducible.
+//   - Bands that arrive at a coarser resolution (Date.Coarse) are resampled
+//     by package resample's integer bilinear rule before anything else.
 package composite
 
 import (
@@ -21,6 +23,8 @@ import (
 	"math"
 	"runtime"
 	"sync"
+
+	"github.com/lulc/lulc/resample"
 )
 
 // Median writes into dst[i] the median of the non-NaN values dates[d][i]
@@ -187,6 +191,31 @@ type Date struct {
 	Scale  []float64  // per band
 	Offset []float64  // per band
 	SCL    []uint8
+	// Coarse, when set, holds bands still at their source resolution
+	// (band → plane, nil for bands already in DN, whose DN is then nil):
+	// Resample fills DN from them on the CPU; the GPU twin resamples them
+	// on the device.
+	Coarse []*resample.Coarse
+}
+
+// Resample fills every date's DN from its coarse bands with
+// resample.Bilinear and clears Coarse, leaving dates Window can take.
+func Resample(dates []Date) error {
+	for di := range dates {
+		d := &dates[di]
+		for b, c := range d.Coarse {
+			if c == nil {
+				continue
+			}
+			dn, err := c.Bilinear()
+			if err != nil {
+				return fmt.Errorf("composite: date %d band %d: %w", di, b, err)
+			}
+			d.DN[b] = dn
+		}
+		d.Coarse = nil
+	}
+	return nil
 }
 
 // Window composites a window as ingest does: per date, reflectance with
@@ -207,6 +236,9 @@ func Window(dates []Date, drop []uint8, qscale, qoffset float64, out [][]uint16,
 	for di, d := range dates {
 		if len(d.DN) != nb || len(d.NoData) != nb || len(d.Scale) != nb || len(d.Offset) != nb {
 			return fmt.Errorf("composite: date %d has %d bands, want %d", di, len(d.DN), nb)
+		}
+		if d.Coarse != nil {
+			return fmt.Errorf("composite: date %d has coarse bands: Resample them first", di)
 		}
 		bands := make([][]float32, nb)
 		for b := range nb {

@@ -12,6 +12,7 @@ import (
 	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/resample"
 )
 
 // TestPTXUpToDate fails when lulc.cu changed without gen.sh being rerun,
@@ -393,6 +394,85 @@ func TestCompositeBitExact(t *testing.T) {
 			for b := range nb {
 				if want[b][i] != got[b][i] {
 					t.Fatalf("%d dates, pixel %d band %d: CPU %d, GPU %d", nd, i, b, want[b][i], got[b][i])
+				}
+			}
+		}
+	}
+}
+
+// TestCompositeCoarseBitExact checks the composite with bands that arrive
+// at a coarser resolution (k = 2 and 6, windows inside the raster and at
+// its edges, nodata in the planes) against composite.Resample and
+// composite.Window on the CPU.
+func TestCompositeCoarseBitExact(t *testing.T) {
+	d := gpu(t)
+	defer d.Close()
+	r := rand.New(rand.NewPCG(21, 22))
+	// One date shows every resampled value as it is; three go through the
+	// median.
+	for _, tc := range []struct{ k, x, y, w, h, rw, rh, nd int }{
+		{2, 0, 0, 96, 64, 48, 40, 1},   // at the raster's origin
+		{2, 40, 20, 56, 60, 48, 40, 1}, // at its far edges
+		{2, 1000, 512, 512, 256, 5490, 5490, 3},
+		{6, 12, 6, 120, 90, 40, 30, 1},
+		{6, 12, 6, 120, 90, 40, 30, 3},
+	} {
+		win := resample.Window{X: tc.x, Y: tc.y, W: tc.w, H: tc.h, K: tc.k, RasterW: tc.rw, RasterH: tc.rh}
+		n := tc.w * tc.h
+		nd, nb := tc.nd, 3
+		cpu, gpuDates := make([]composite.Date, nd), make([]composite.Date, nd)
+		for di := range nd {
+			cd := composite.Date{SCL: make([]uint8, n), Coarse: make([]*resample.Coarse, nb)}
+			for b := range nb {
+				cd.NoData = append(cd.NoData, 0)
+				cd.Scale, cd.Offset = append(cd.Scale, 0.0001), append(cd.Offset, -0.1)
+				if b == 0 { // a 10 m band
+					dn := make([]uint16, n)
+					for i := range dn {
+						dn[i] = uint16(r.IntN(9000))
+					}
+					cd.DN = append(cd.DN, dn)
+					continue
+				}
+				px, py, pw, ph := win.Need(true)
+				pl := resample.Plane[uint16]{X0: px, Y0: py, W: pw, H: ph, Pix: make([]uint16, pw*ph)}
+				for i := range pl.Pix {
+					if r.IntN(10) > 0 {
+						pl.Pix[i] = uint16(1 + r.IntN(12000))
+					}
+				}
+				cd.DN = append(cd.DN, nil)
+				cd.Coarse[b] = &resample.Coarse{Window: win, Plane: pl, NoData: 0, HasNoData: b == 1}
+			}
+			for i := range cd.SCL {
+				cd.SCL[i] = uint8(r.IntN(12))
+			}
+			gpuDates[di] = cd
+			c := cd
+			c.DN = append([][]uint16(nil), cd.DN...)
+			cpu[di] = c
+		}
+		want, got := make([][]uint16, nb), make([][]uint16, nb)
+		for b := range nb {
+			want[b], got[b] = make([]uint16, n), make([]uint16, n)
+		}
+		wc, gc := make([]uint8, n), make([]uint8, n)
+		if err := composite.Resample(cpu); err != nil {
+			t.Fatal(err)
+		}
+		if err := composite.Window(cpu, composite.DefaultDropSCL, 0.0001, -0.1, want, wc); err != nil {
+			t.Fatal(err)
+		}
+		if err := Composite(d, gpuDates, composite.DefaultDropSCL, 0.0001, -0.1, got, gc); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if wc[i] != gc[i] {
+				t.Fatalf("%+v pixel %d: count CPU %d, GPU %d", tc, i, wc[i], gc[i])
+			}
+			for b := range nb {
+				if want[b][i] != got[b][i] {
+					t.Fatalf("%+v pixel %d band %d: CPU %d, GPU %d", tc, i, b, want[b][i], got[b][i])
 				}
 			}
 		}

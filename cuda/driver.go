@@ -327,7 +327,7 @@ func (d *Device) loadModule() error {
 	if r != 0 {
 		return fmt.Errorf("load lulc kernels (PTX %s): %w: %s", ptxVersion(), Result(r), cString(&logBuf[0]))
 	}
-	for _, name := range []string{"features", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite"} {
+	for _, name := range []string{"features", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear"} {
 		var f uintptr
 		cname := append([]byte(name), 0)
 		if err := check(api.moduleGetFunc(&f, d.module, &cname[0]), "cuModuleGetFunction "+name); err != nil {
@@ -389,6 +389,16 @@ func upload[T any](s []T) (Buffer, error) {
 		return Buffer{}, err
 	}
 	return b, nil
+}
+
+// putAt copies a Go slice's bytes to device address ptr (inside a buffer
+// the caller sized).
+func putAt[T any](ptr uint64, s []T) error {
+	n := uint64(len(s)) * uint64(unsafe.Sizeof(*new(T)))
+	if n == 0 {
+		return nil
+	}
+	return check(api.memcpyHtoD(ptr, unsafe.Pointer(&s[0]), n), "cuMemcpyHtoD")
 }
 
 // download copies a device buffer into a Go slice.

@@ -9,6 +9,7 @@ import (
 	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/resample"
 )
 
 var opCodes = map[string]int32{"band": 0, "nd": 1, "evi": 2, "savi": 3, "bsi": 4}
@@ -388,7 +389,23 @@ func (f *Forest) Close() {
 	})
 }
 
-// Composite is composite.Window on the GPU, with the same bytes: masking by
+// coarseBand is a band that goes up at its source resolution: its plane
+// starts at element at of the planes buffer and is resampled into element
+// slot of the DN buffer.
+type coarseBand struct {
+	c        *resample.Coarse
+	at, slot int
+}
+
+// fullBand is a band at the window's resolution, for element slot of the
+// DN buffer.
+type fullBand struct {
+	dn   []uint16
+	slot int
+}
+
+// Composite is composite.Resample and composite.Window on the GPU, with
+// the same bytes: masking by
 // scene class and nodata, reflectance, the per-band median over the valid
 // dates, quantisation and the valid counts, in one kernel. The digital
 // numbers go up as uint16 (half the bytes of reflectances) and only the
@@ -398,19 +415,35 @@ func Composite(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffse
 	if nd == 0 || nd > 64 {
 		return fmt.Errorf("cuda composite: %d dates (1–64)", nd)
 	}
-	dn := make([]uint16, 0, nd*nb*n)
+	// Full-resolution bands go straight into their slot of one device
+	// buffer; coarse ones (Date.Coarse) go up as their planes, in another,
+	// and are resampled into their slot on the device.
+	full := make([]fullBand, 0, nd*nb)
+	var planes []uint16
+	var coarse []coarseBand
 	scl := make([]uint8, 0, nd*n)
 	var scale, offset []float32
 	var nodata []uint16
 	for di, d := range dates {
-		if len(d.DN) != nb || len(d.NoData) != nb || len(d.Scale) != nb || len(d.Offset) != nb || len(d.SCL) != n {
+		if len(d.DN) != nb || len(d.NoData) != nb || len(d.Scale) != nb || len(d.Offset) != nb || len(d.SCL) != n ||
+			(d.Coarse != nil && len(d.Coarse) != nb) {
 			return fmt.Errorf("cuda composite: date %d has %d bands and %d classes, want %d and %d", di, len(d.DN), len(d.SCL), nb, n)
 		}
 		for b, v := range d.DN {
-			if len(v) != n {
-				return fmt.Errorf("cuda composite: date %d band %d has %d pixels, want %d", di, b, len(v), n)
+			slot := (di*nb + b) * n
+			if d.Coarse != nil && d.Coarse[b] != nil {
+				c := d.Coarse[b]
+				if c.Window.W*c.Window.H != n || len(c.Plane.Pix) != c.Plane.W*c.Plane.H {
+					return fmt.Errorf("cuda composite: date %d band %d: a %d×%d window for %d pixels", di, b, c.Window.W, c.Window.H, n)
+				}
+				coarse = append(coarse, coarseBand{c: c, at: len(planes), slot: slot})
+				planes = append(planes, c.Plane.Pix...)
+			} else {
+				if len(v) != n {
+					return fmt.Errorf("cuda composite: date %d band %d has %d pixels, want %d", di, b, len(v), n)
+				}
+				full = append(full, fullBand{v, slot})
 			}
-			dn = append(dn, v...)
 			scale, offset = append(scale, float32(d.Scale[b])), append(offset, float32(d.Offset[b]))
 		}
 		nodata = append(nodata, d.NoData...)
@@ -429,7 +462,9 @@ func Composite(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffse
 	err := dev.Do(func() error {
 		m := dev.mem
 		var st staging
-		pdn := st.ptr(put(m, "composite.dn", dn))
+		bdn := st.buf(m.get("composite.dn", uint64(nd*nb*n)*2))
+		pdn := bdn.ptr
+		pplanes := st.ptr(put(m, "composite.planes", planes))
 		pscl := st.ptr(put(m, "composite.scl", scl))
 		pdrop := st.ptr(put(m, "composite.drop", dropped[:]))
 		psc := st.ptr(put(m, "composite.scale", scale))
@@ -439,6 +474,24 @@ func Composite(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffse
 		pcount := st.buf(m.get("composite.count", uint64(n)))
 		if st.err != nil {
 			return st.err
+		}
+		for _, fb := range full {
+			if err := putAt(pdn+uint64(2*fb.slot), fb.dn); err != nil {
+				return err
+			}
+		}
+		for _, cb := range coarse {
+			c := cb.c
+			hasND := int32(0)
+			if c.HasNoData {
+				hasND = 1
+			}
+			w, p := c.Window, c.Plane
+			if err := dev.launchAsync(0, "upsample_bilinear", int64(n), pplanes+uint64(2*cb.at), int32(p.X0), int32(p.Y0), int32(p.W), int32(p.H),
+				int32(w.X), int32(w.Y), int32(w.W), int32(w.H), int32(w.K), int32(w.RasterW), int32(w.RasterH), int32(c.NoData), hasND,
+				pdn+uint64(2*cb.slot)); err != nil {
+				return err
+			}
 		}
 		if err := dev.launch("composite", int64(n), pdn, pscl, int32(nd), int32(nb), int64(n), pdrop, psc, pof, pnd,
 			math.Float64bits(qscale), math.Float64bits(qoffset), pout.ptr, pcount.ptr); err != nil {

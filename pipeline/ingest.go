@@ -25,6 +25,7 @@ import (
 	"github.com/lulc/lulc/internal/redact"
 	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/resample"
 )
 
 // Options are what every stage run shares.
@@ -84,9 +85,10 @@ type IngestResult struct {
 // encoding of the outputs) is wall time.
 type StageTimes struct {
 	Read, Composite, Write, Encode time.Duration
-	// Parts of Read: lulc's resampling of upsampled bands, and the label
-	// rasters (GDAL's warper when they are on another grid). The rest of
-	// Read is decoding.
+	// Labels is the part of Read spent on the label rasters (GDAL's
+	// warper when they are on another grid); the rest of Read is decoding.
+	// Resample is the CPU's bilinear upsampling of coarse bands, apart from
+	// Composite (on the GPU path it is inside the device's composite).
 	Resample, Labels time.Duration
 	Workers          int
 }
@@ -745,18 +747,11 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 		if err != nil {
 			return nil, err
 		}
-		r0 := s.Resampling
-		defer func() { resampleNs += int64(s.Resampling - r0) }()
-		switch {
-		case bytesPerPixel == 0:
+		if bytesPerPixel == 0 {
 			// Labels keep GDAL's resampling (mode, or nearest).
 			err = s.Read(w, alg, buf)
 			labelNs += int64(time.Since(t))
-		case alg == "bilinear":
-			// Bilinear windows overlap by a halo: the shared cache decodes
-			// each source block once for all of them.
-			err = s.Upsample(w, alg, buf, j.cache)
-		default:
+		} else {
 			err = s.Upsample(w, alg, buf, nil)
 		}
 		if err != nil {
@@ -765,14 +760,36 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 		j.decoded.Add(int64(bytesPerPixel * n / sourceZoom(s, w)))
 		return s, nil
 	}
+	// band reads one reflectance band: a bilinear band that nests at a
+	// coarser resolution as its plane, resampled by the composite (on the
+	// engine); any other at the window's resolution.
+	band := func(href string) (*raster.Source, []uint16, *resample.Coarse, error) {
+		if j.cfg.Resampling.Reflectance == "bilinear" {
+			t := time.Now()
+			s, err := open(href)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			// Bilinear windows overlap by a halo: the shared cache decodes
+			// each source block once for all of them.
+			c, err := s.Coarse(w, j.cache)
+			readNs += int64(time.Since(t))
+			if err != nil || c != nil {
+				j.decoded.Add(int64(2 * len(c.Plane.Pix)))
+				return s, nil, c, err
+			}
+		}
+		dn := make([]uint16, n)
+		s, err := read(href, j.cfg.Resampling.Reflectance, dn, 2)
+		return s, dn, nil, err
+	}
 	for di, d := range j.dates {
-		cd := composite.Date{SCL: make([]uint8, n), Scale: d.scale, Offset: d.offset}
+		cd := composite.Date{SCL: make([]uint8, n), Scale: d.scale, Offset: d.offset, Coarse: make([]*resample.Coarse, len(d.bands))}
 		if _, err := read(d.scl.Href, "nearest", cd.SCL, 1); err != nil {
 			return err
 		}
-		for _, a := range d.bands {
-			dn := make([]uint16, n)
-			src, err := read(a.Href, j.cfg.Resampling.Reflectance, dn, 2)
+		for b, a := range d.bands {
+			src, dn, c, err := band(a.Href)
 			if err != nil {
 				return err
 			}
@@ -781,7 +798,7 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 			if src.NoData != nil {
 				nodata = uint16(*src.NoData)
 			}
-			cd.DN, cd.NoData = append(cd.DN, dn), append(cd.NoData, nodata)
+			cd.DN, cd.NoData, cd.Coarse[b] = append(cd.DN, dn), append(cd.NoData, nodata), c
 		}
 		cdates[di] = cd
 	}
@@ -801,7 +818,6 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 	}
 	j.readNs.Add(readNs)
 	j.labelNs.Add(labelNs)
-	j.resampleNs.Add(resampleNs)
 
 	t1 := time.Now()
 	meds := make([][]uint16, len(j.cfg.Bands))
@@ -811,9 +827,14 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 	count := make([]uint8, n)
 	var err error
 	if j.gpu != nil {
-		err = cuda.Composite(j.gpu, cdates, j.drop, StackScale, StackOffset, meds, count) // same bytes as composite.Window
+		// Same bytes as composite.Resample and composite.Window.
+		err = cuda.Composite(j.gpu, cdates, j.drop, StackScale, StackOffset, meds, count)
 	} else {
-		err = composite.Window(cdates, j.drop, StackScale, StackOffset, meds, count)
+		tr := time.Now()
+		if err = composite.Resample(cdates); err == nil {
+			resampleNs += int64(time.Since(tr))
+			err = composite.Window(cdates, j.drop, StackScale, StackOffset, meds, count)
+		}
 	}
 	if err != nil {
 		return err
@@ -826,7 +847,8 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 	}
 	j.empty.Add(zeros)
 	t2 := time.Now()
-	j.compositeNs.Add(int64(t2.Sub(t1)) + int64(t1.Sub(t0)) - readNs)
+	j.compositeNs.Add(int64(t2.Sub(t1)) + int64(t1.Sub(t0)) - readNs - resampleNs)
+	j.resampleNs.Add(resampleNs)
 
 	x := int(math.Round((w.Transform[0] - j.grid.Transform[0]) / j.grid.Transform[1]))
 	y := int(math.Round((w.Transform[3] - j.grid.Transform[3]) / j.grid.Transform[5]))

@@ -588,9 +588,9 @@ func PeakRSS() int64 {
 }
 
 // stageSeconds names a tile's stage times: composite (reading and
-// compositing, wall); read_worker (decoding and resampling the sources,
-// of which resample_worker is lulc's resampling and labels_worker the
-// label rasters) and composite_worker, features_worker and predict_worker summed over
+// compositing, wall); read_worker (reading the sources, of which
+// labels_worker the label rasters), resample_worker (upsampling coarse
+// bands on the CPU) and composite_worker, features_worker and predict_worker summed over
 // workers; sample, stream (the prediction) and encode (the map's COGs,
 // beside the compute) as wall time.
 func (t RunTile) stageSeconds() map[string]float64 {

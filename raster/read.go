@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/airbusgeo/godal"
 )
@@ -31,11 +30,8 @@ type Source struct {
 	Href      string
 	BlockSize [2]int
 	NoData    *float64
-	// Resampling is the time spent in lulc's own resampling (Upsample),
-	// summed over calls.
-	Resampling time.Duration
-	ds         *godal.Dataset
-	dtype      godal.DataType
+	ds        *godal.Dataset
+	dtype     godal.DataType
 }
 
 // Open opens the raster at href (see GDALPath) and reads its grid.

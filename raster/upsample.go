@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/airbusgeo/godal"
 	"github.com/lulc/lulc/resample"
@@ -18,32 +17,24 @@ import (
 // that several windows' halos share are decoded once. Every other case is
 // Read: GDAL's resampling or warper.
 func (s *Source) Upsample(dst Grid, alg string, buf any, cache *BlockCache) error {
-	x, y, w, _, ok := s.nested(dst)
-	if !ok || w == dst.Width || !s.ownResampling(alg, buf) {
+	win, ok := s.zoomed(dst)
+	if !ok || !s.ownResampling(alg, buf) {
 		return s.Read(dst, alg, buf)
 	}
-	win := resample.Window{X: x * (dst.Width / w), Y: y * (dst.Width / w), W: dst.Width, H: dst.Height,
-		K: dst.Width / w, RasterW: s.Width, RasterH: s.Height}
-	bilinear := alg == "bilinear"
-	defer func(t time.Time) { s.Resampling += time.Since(t) }(time.Now())
-	px, py, pw, ph := win.Need(bilinear)
 	var err error
 	switch b := buf.(type) {
 	case []uint16:
-		p := resample.Plane[uint16]{X0: px, Y0: py, W: pw, H: ph, Pix: make([]uint16, pw*ph)}
-		if err = readPlane(s, cache, px, py, pw, ph, p.Pix); err != nil {
+		var c *resample.Coarse
+		if c, err = s.coarse(win, alg == "bilinear", cache); err != nil {
 			break
 		}
-		if !bilinear {
-			err = resample.Nearest(b, win, p)
-			break
+		if alg == "bilinear" {
+			err = resample.Bilinear(b, c.Window, c.Plane, c.NoData, c.HasNoData)
+		} else {
+			err = resample.Nearest(b, c.Window, c.Plane)
 		}
-		nodata, has := uint16(0), s.NoData != nil
-		if has {
-			nodata = uint16(*s.NoData)
-		}
-		err = resample.Bilinear(b, win, p, nodata, has)
 	case []uint8:
+		px, py, pw, ph := win.Need(false)
 		p := resample.Plane[uint8]{X0: px, Y0: py, W: pw, H: ph, Pix: make([]uint8, pw*ph)}
 		if err = readPlane(s, cache, px, py, pw, ph, p.Pix); err == nil {
 			err = resample.Nearest(b, win, p)
@@ -53,6 +44,44 @@ func (s *Source) Upsample(dst Grid, alg string, buf any, cache *BlockCache) erro
 		return fmt.Errorf("read %s: %w", s.Href, err)
 	}
 	return nil
+}
+
+// Coarse reads what bilinear upsampling onto dst needs, without resampling
+// it: the source plane covering dst and its halo, as a resample.Coarse
+// (the composite resamples it, on the CPU or the GPU). It returns nil
+// where Upsample would not use lulc's bilinear (see Upsample); the caller
+// then reads with Upsample.
+func (s *Source) Coarse(dst Grid, cache *BlockCache) (*resample.Coarse, error) {
+	win, ok := s.zoomed(dst)
+	if !ok || !s.ownResampling("bilinear", []uint16(nil)) {
+		return nil, nil
+	}
+	c, err := s.coarse(win, true, cache)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", s.Href, err)
+	}
+	return c, nil
+}
+
+// zoomed returns dst as a window of the source upsampled by a whole factor
+// k > 1, when it nests so.
+func (s *Source) zoomed(dst Grid) (resample.Window, bool) {
+	x, y, w, _, ok := s.nested(dst)
+	if !ok || w == dst.Width {
+		return resample.Window{}, false
+	}
+	k := dst.Width / w
+	return resample.Window{X: x * k, Y: y * k, W: dst.Width, H: dst.Height, K: k, RasterW: s.Width, RasterH: s.Height}, true
+}
+
+// coarse reads the plane a window needs (with the bilinear halo or not).
+func (s *Source) coarse(win resample.Window, bilinear bool, cache *BlockCache) (*resample.Coarse, error) {
+	px, py, pw, ph := win.Need(bilinear)
+	c := &resample.Coarse{Window: win, Plane: resample.Plane[uint16]{X0: px, Y0: py, W: pw, H: ph, Pix: make([]uint16, pw*ph)}}
+	if s.NoData != nil {
+		c.NoData, c.HasNoData = uint16(*s.NoData), true
+	}
+	return c, readPlane(s, cache, px, py, pw, ph, c.Plane.Pix)
 }
 
 // ownResampling says whether lulc's resampling handles alg into buf for

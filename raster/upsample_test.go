@@ -164,3 +164,33 @@ func TestUpsampleFallsBack(t *testing.T) {
 }
 
 func errorf(format string, a ...any) error { return fmt.Errorf(format, a...) }
+
+// TestCoarseThenBilinear: the plane Coarse reads, resampled later (as the
+// composite does, on either engine), gives Upsample's pixels; grids that
+// lulc's bilinear does not cover give no plane.
+func TestCoarseThenBilinear(t *testing.T) {
+	s, _ := coarse(t, 150, 128)
+	cache := NewBlockCache(1 << 24)
+	for _, q := range [][4]int{{0, 0, 300, 300}, {100, 60, 120, 80}, {200, 200, 100, 100}} {
+		g := fine(q[0], q[1], q[2], q[3])
+		want := make([]uint16, q[2]*q[3])
+		if err := s.Upsample(g, "bilinear", want, nil); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.Coarse(g, cache)
+		if err != nil || c == nil {
+			t.Fatalf("Coarse: %v, %v", c, err)
+		}
+		got, err := c.Bilinear()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("window %v: coarse plane resampled differs from Upsample", q)
+		}
+	}
+	native := Grid{EPSG: 32631, Width: 150, Height: 150, Transform: s.Transform}
+	if c, err := s.Coarse(native, cache); c != nil || err != nil {
+		t.Fatalf("a read at the source's resolution gave a plane (%v)", err)
+	}
+}

@@ -267,3 +267,20 @@ func covers(w Window, x0, y0, pw, ph int, bilinear bool) error {
 	}
 	return nil
 }
+
+// Coarse is a band not yet resampled: a plane of the coarse raster that
+// covers Window.Need(true), to become the window's pixels by Bilinear.
+// The composite's GPU twin uploads the plane (k² times fewer bytes than
+// the window) and resamples it on the device.
+type Coarse struct {
+	Window    Window
+	Plane     Plane[uint16]
+	NoData    uint16
+	HasNoData bool
+}
+
+// Bilinear resamples the band onto its window.
+func (c *Coarse) Bilinear() ([]uint16, error) {
+	out := make([]uint16, c.Window.W*c.Window.H)
+	return out, Bilinear(out, c.Window, c.Plane, c.NoData, c.HasNoData)
+}
