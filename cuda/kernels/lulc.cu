@@ -179,8 +179,13 @@ extern "C" __global__ void __launch_bounds__(FOREST_BLOCK) forest_predict(
         long long i = base + threadIdx.x;
         if (i >= n) continue;
         for (int f = 0; f < nfeat; f++) row[f * FOREST_BLOCK + threadIdx.x] = codes[(long long)f * n + i];
+        // The class loops are unrolled to MAX_CLASSES with constant
+        // indices, so acc stays in registers (a loop bounded by nclasses
+        // indexes it dynamically and puts it in local memory); the adds
+        // happen in the same order either way.
         float acc[MAX_CLASSES];
-        for (int c = 0; c < nclasses; c++) acc[c] = 0.0f;
+#pragma unroll
+        for (int c = 0; c < MAX_CLASSES; c++) acc[c] = 0.0f;
         for (int t = 0; t < ntrees; t++) {
             const int2* tn = nodes + node_off[t];
             int2 nd = tn[0];
@@ -191,15 +196,24 @@ extern "C" __global__ void __launch_bounds__(FOREST_BLOCK) forest_predict(
                 nd = tn[(long long)next * node_stride];
             }
             const float* p = probs + prob_off[t] + (long long)nd.y * nclasses;
-            for (int c = 0; c < nclasses; c++) acc[c] = __fadd_rn(acc[c], p[c]);
+#pragma unroll
+            for (int c = 0; c < MAX_CLASSES; c++)
+                if (c < nclasses) acc[c] = __fadd_rn(acc[c], p[c]);
         }
         int best = 0;
-        for (int c = 0; c < nclasses; c++) {
-            acc[c] = __fmul_rn(acc[c], inv);
-            if (c > 0 && acc[c] > acc[best]) best = c;
+        float top = 0.0f;
+#pragma unroll
+        for (int c = 0; c < MAX_CLASSES; c++) {
+            if (c < nclasses) {
+                float v = __fmul_rn(acc[c], inv);
+                if (c == 0 || v > top) {
+                    best = c;
+                    top = v;
+                }
+            }
         }
         cls[i] = (unsigned char)best;
-        conf[i] = acc[best];
+        conf[i] = top;
     }
 }
 
