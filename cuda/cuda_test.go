@@ -478,3 +478,73 @@ func TestCompositeCoarseBitExact(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictBandsBitExact checks the one-pass predictor (band planes up;
+// features, codes and the forest walk on the device) against the CPU's
+// features, binning and walk, over several chunks on both streams, with
+// NaN (nodata) bands and vanishing index denominators.
+func TestPredictBandsBitExact(t *testing.T) {
+	d := gpu(t)
+	defer d.Close()
+	bands := []string{"B02", "B03", "B04", "B08", "B11"}
+	names := []string{"B02", "B04", "B08", "B11", "ndvi", "ndwi", "evi", "bsi"}
+	set, err := features.NewSet(names, bands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(31, 32))
+	const n, k = 40_000, 6
+	src := randomPlanes(r, len(bands), n)
+	for i := 0; i < n; i += 53 {
+		src[i%len(bands)][i] = float32(math.NaN())
+		src[3][(i+7)%n] = -src[2][(i+7)%n]
+	}
+	feats := make([][]float32, len(names))
+	for f := range feats {
+		feats[f] = make([]float32, n)
+	}
+	if err := (features.CPU{Set: set}).Compute(feats, src); err != nil {
+		t.Fatal(err)
+	}
+	nf := len(names)
+	rows := make([]float32, n*nf)
+	y := make([]uint8, n)
+	for i := range n {
+		for f := range nf {
+			rows[i*nf+f] = feats[f][i]
+		}
+		y[i] = uint8(r.IntN(k))
+		if v := feats[4][i]; v == v && v > 0.2 {
+			y[i] = 0 // a learnable class
+		}
+	}
+	p := forest.Params{Trees: 12, MaxDepth: 10, MinSamplesLeaf: 1, Bins: 32, Bootstrap: true, Seed: 9}
+	fo, bins := fitForest(t, rows, y, nf, k, p)
+	xb, _ := bins.Bin(rows, nf)
+	wantCls, wantConf, _ := fo.Compile().Classify(xb)
+
+	g, err := NewPredictor(d, &forest.Model{Bins: bins, Forest: fo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	fe, err := NewFeatures(d, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fe.Close()
+	defer func(c int) { predictChunk = c }(predictChunk)
+	predictChunk = 7001
+	cls, conf := make([]uint8, n), make([]float32, n)
+	if err := g.PredictBands(fe, src, cls, conf); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if cls[i] != wantCls[i] || math.Float32bits(conf[i]) != math.Float32bits(wantConf[i]) {
+			t.Fatalf("pixel %d: CPU %d/%v, GPU %d/%v", i, wantCls[i], wantConf[i], cls[i], conf[i])
+		}
+	}
+	if err := g.PredictBands(fe, src[:4], cls, conf); err == nil {
+		t.Error("a missing band plane was accepted")
+	}
+}

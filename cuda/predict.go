@@ -28,6 +28,11 @@ type Predictor struct {
 	dIn, dCodes, dCls, dConf  [2]Buffer
 	streams                   [2]uintptr
 	chunk                     int
+	// band planes for PredictBands: pinned staging and device input, nb
+	// planes of chunk pixels per slot
+	hostBands [2]unsafe.Pointer
+	dBands    [2]Buffer
+	bandBytes uint64
 }
 
 // NewPredictor uploads a model's forest and bin edges.
@@ -126,6 +131,113 @@ func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) erro
 	})
 }
 
+// PredictBands is Features.Compute and Predict in one pass on the device:
+// band planes go up, features, bin codes and the forest walk stay on the
+// device, and only classes and confidences come back (a fifth of the
+// bytes a window's bands are, where feature planes would cross the bus
+// twice). The results are those of Compute then Predict, bit for bit: the
+// same kernels on the same values.
+func (p *Predictor) PredictBands(fe *Features, bands [][]float32, cls []uint8, conf []float32) error {
+	nb, nf := len(bands), p.nf
+	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf {
+		return fmt.Errorf("cuda predict: %d band planes for %d bands, %d features for a model of %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
+	}
+	if nb > 16 || nf > 64 {
+		return fmt.Errorf("cuda predict: %d bands and %d features (at most 16 and 64)", nb, nf)
+	}
+	n := len(cls)
+	if len(conf) != n {
+		return fmt.Errorf("cuda predict: %d classes and %d confidences", n, len(conf))
+	}
+	for _, b := range bands {
+		if len(b) != n {
+			return fmt.Errorf("cuda predict: band planes of %d and %d pixels", n, len(b))
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	chunk := min(n, predictChunk)
+	return p.Dev.Do(func() error {
+		for {
+			err := p.reserve(chunk)
+			if err == nil {
+				err = p.reserveBands(chunk, nb)
+			}
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, ErrorOutOfMemory) || chunk <= 1<<16 {
+				return fmt.Errorf("cuda predict: chunks of %d pixels: %w", chunk, err)
+			}
+			p.freeSlots()
+			chunk /= 2
+		}
+		f := p.forest
+		return streamChunks(p.streams, n, chunk, func(s, lo, hi int) error {
+			m := hi - lo
+			in := unsafe.Slice((*float32)(p.hostBands[s]), nb*chunk)
+			parallelPlanes(nb, func(b int) { copy(in[b*m:(b+1)*m], bands[b][lo:hi]) })
+			st := p.streams[s]
+			if err := check(api.memcpyHtoDAsync(p.dBands[s].ptr, p.hostBands[s], uint64(m)*4*uint64(nb), st), "cuMemcpyHtoDAsync"); err != nil {
+				return err
+			}
+			if err := p.Dev.launchAsync(st, "features", int64(m), p.dBands[s].ptr, int32(nb), int64(m), fe.prog.ptr, int32(nf), p.dIn[s].ptr); err != nil {
+				return err
+			}
+			if err := p.Dev.launchAsync(st, "bin", int64(m), p.dIn[s].ptr, int32(nf), int64(m), p.edges.ptr, p.offsets.ptr, p.lengths.ptr, p.dCodes[s].ptr); err != nil {
+				return err
+			}
+			if err := p.Dev.launchAsync(st, "forest_predict", int64(m), p.dCodes[s].ptr, int32(nf), int64(m), f.nodes.ptr, f.nodeOff.ptr, int32(1),
+				f.probs.ptr, f.probOff.ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), p.dCls[s].ptr, p.dConf[s].ptr); err != nil {
+				return err
+			}
+			if err := check(api.memcpyDtoHAsync(p.hostCls[s], p.dCls[s].ptr, uint64(m), st), "cuMemcpyDtoHAsync"); err != nil {
+				return err
+			}
+			return check(api.memcpyDtoHAsync(p.hostConf[s], p.dConf[s].ptr, uint64(m)*4, st), "cuMemcpyDtoHAsync")
+		}, func(s, lo, hi int) {
+			copy(cls[lo:hi], unsafe.Slice((*uint8)(p.hostCls[s]), hi-lo))
+			copy(conf[lo:hi], unsafe.Slice((*float32)(p.hostConf[s]), hi-lo))
+		})
+	})
+}
+
+// reserveBands makes the band buffers hold nb planes of chunk pixels
+// (owner goroutine; reserve has sized the rest).
+func (p *Predictor) reserveBands(chunk, nb int) error {
+	bytes := uint64(chunk) * 4 * uint64(nb)
+	if bytes <= p.bandBytes {
+		return nil
+	}
+	p.freeBands()
+	for s := range 2 {
+		var err error
+		if p.dBands[s], err = alloc(bytes); err != nil {
+			return err
+		}
+		if err := check(api.memAllocHost(&p.hostBands[s], bytes), "cuMemAllocHost"); err != nil {
+			return err
+		}
+	}
+	p.bandBytes = bytes
+	return nil
+}
+
+func (p *Predictor) freeBands() {
+	for s := range 2 {
+		if p.dBands[s].ptr != 0 {
+			p.dBands[s].free()
+			p.dBands[s] = Buffer{}
+		}
+		if p.hostBands[s] != nil {
+			api.memFreeHost(p.hostBands[s])
+			p.hostBands[s] = nil
+		}
+	}
+	p.bandBytes = 0
+}
+
 // reserve makes the per-slot buffers hold chunk pixels and creates the
 // streams (owner goroutine).
 func (p *Predictor) reserve(chunk int) error {
@@ -166,6 +278,7 @@ func (p *Predictor) reserve(chunk int) error {
 }
 
 func (p *Predictor) freeSlots() {
+	p.freeBands()
 	for s := range 2 {
 		for _, b := range []*Buffer{&p.dIn[s], &p.dCodes[s], &p.dCls[s], &p.dConf[s]} {
 			if b.ptr != 0 {

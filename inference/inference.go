@@ -62,6 +62,15 @@ func (p *CPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float
 	return nil
 }
 
+// BandPredictor is a Predictor that can also take a window's band planes
+// and compute the features itself, in the same pass (the GPU's, where the
+// features never leave the device). Run uses it when the predictor offers
+// it; the classes are those of the features computer then Predict.
+type BandPredictor interface {
+	Predictor
+	PredictBands(bands [][]float32, cls []uint8, conf []float32) error
+}
+
 // GPU bins features and walks the forest on the GPU (cuda.Predictor: the
 // same codes, classes and confidences as the CPU), the codes staying on
 // the device.
@@ -76,6 +85,28 @@ func NewGPU(dev *cuda.Device, m *forest.Model) (*GPU, error) {
 		return nil, err
 	}
 	return &GPU{p: p}, nil
+}
+
+// GPUBands is the GPU predictor computing features on the device too
+// (cuda.Predictor.PredictBands): a window's bands go up and only its
+// classes and confidences come back.
+type GPUBands struct {
+	GPU
+	fe *cuda.Features
+}
+
+// NewGPUBands uploads the model once; fe computes the model's features.
+func NewGPUBands(dev *cuda.Device, m *forest.Model, fe *cuda.Features) (*GPUBands, error) {
+	g, err := NewGPU(dev, m)
+	if err != nil {
+		return nil, err
+	}
+	return &GPUBands{GPU: *g, fe: fe}, nil
+}
+
+// PredictBands implements BandPredictor.
+func (p *GPUBands) PredictBands(bands [][]float32, cls []uint8, conf []float32) error {
+	return p.p.PredictBands(p.fe, bands, cls, conf)
 }
 
 // Close frees the forest on the device.
@@ -232,18 +263,26 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 func (t Tile) classify(w *window, comp features.Computer, pred Predictor, nf int) (time.Duration, time.Duration, error) {
 	n := len(w.valid)
 	t0 := time.Now()
-	feats := make([][]float32, nf)
-	for f := range feats {
-		feats[f] = make([]float32, n)
-	}
-	if err := comp.Compute(feats, w.planes); err != nil {
-		return 0, 0, err
-	}
-	t1 := time.Now()
 	cls := make([]uint8, n)
 	conf := make([]float32, n)
-	if err := pred.Predict(feats, w.valid, cls, conf); err != nil {
-		return 0, 0, err
+	t1 := t0
+	if bp, ok := pred.(BandPredictor); ok {
+		// Features and prediction in one pass: the time is prediction's.
+		if err := bp.PredictBands(w.planes, cls, conf); err != nil {
+			return 0, 0, err
+		}
+	} else {
+		feats := make([][]float32, nf)
+		for f := range feats {
+			feats[f] = make([]float32, n)
+		}
+		if err := comp.Compute(feats, w.planes); err != nil {
+			return 0, 0, err
+		}
+		t1 = time.Now()
+		if err := pred.Predict(feats, w.valid, cls, conf); err != nil {
+			return 0, 0, err
+		}
 	}
 	w.cls, w.conf = make([]uint8, n), make([]uint8, n)
 	for i := range n {

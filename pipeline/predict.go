@@ -19,6 +19,7 @@ import (
 	"github.com/planetlabs/go-stac/extensions/raster/v1"
 
 	"github.com/lulc/lulc/charts"
+	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/inference"
@@ -282,7 +283,9 @@ func predictors(opt Options, set *features.Set, model *forest.Model) (features.C
 	if err != nil || opt.GPU == nil {
 		return comp, inference.NewCPU(model), closeComp, err
 	}
-	gp, err := inference.NewGPU(opt.GPU, model)
+	// On the GPU the features stay on the device: the predictor computes
+	// them from the bands in the same pass.
+	gp, err := inference.NewGPUBands(opt.GPU, model, comp.(*cuda.Features))
 	if err != nil {
 		closeComp()
 		return nil, nil, nil, err
