@@ -173,6 +173,10 @@ func (p *Predictor) PredictBands(fe *Features, bands [][]float32, cls []uint8, c
 			p.freeSlots()
 			chunk /= 2
 		}
+		prog, err := fe.program()
+		if err != nil {
+			return err
+		}
 		f := p.forest
 		return streamChunks(p.streams, n, chunk, func(s, lo, hi int) error {
 			m := hi - lo
@@ -182,7 +186,7 @@ func (p *Predictor) PredictBands(fe *Features, bands [][]float32, cls []uint8, c
 			if err := check(api.memcpyHtoDAsync(p.dBands[s].ptr, p.hostBands[s], uint64(m)*4*uint64(nb), st), "cuMemcpyHtoDAsync"); err != nil {
 				return err
 			}
-			if err := p.Dev.launchAsync(st, "features", int64(m), p.dBands[s].ptr, int32(nb), int64(m), fe.prog.ptr, int32(nf), p.dIn[s].ptr); err != nil {
+			if err := p.Dev.launchAsync(st, "features", int64(m), p.dBands[s].ptr, int32(nb), int64(m), prog, int32(nf), p.dIn[s].ptr); err != nil {
 				return err
 			}
 			if err := p.Dev.launchAsync(st, "bin", int64(m), p.dIn[s].ptr, int32(nf), int64(m), p.edges.ptr, p.offsets.ptr, p.lengths.ptr, p.dCodes[s].ptr); err != nil {

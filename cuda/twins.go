@@ -27,6 +27,19 @@ type Features struct {
 	streams         [2]uintptr
 }
 
+// program returns the kernel's program on the device, uploading it on
+// first use (owner goroutine).
+func (f *Features) program() (uint64, error) {
+	if f.prog.ptr == 0 {
+		b, err := upload(f.progCodes)
+		if err != nil {
+			return 0, err
+		}
+		f.prog = b
+	}
+	return f.prog.ptr, nil
+}
+
 // NewFeatures compiles the set into the kernel's program.
 func NewFeatures(dev *Device, set *features.Set) (*Features, error) {
 	f := &Features{Dev: dev, Set: set}
@@ -149,12 +162,8 @@ func parallelPlanes(n int, f func(i int)) {
 // reserve makes the per-slot device and pinned buffers at least this large
 // and creates the streams (owner goroutine).
 func (f *Features) reserve(in, out uint64) error {
-	if f.prog.ptr == 0 {
-		b, err := upload(f.progCodes)
-		if err != nil {
-			return err
-		}
-		f.prog = b
+	if _, err := f.program(); err != nil {
+		return err
 	}
 	for s := range 2 {
 		if f.streams[s] == 0 {
