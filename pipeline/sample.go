@@ -199,6 +199,9 @@ func (sp *sampler) add(in trainInput) error {
 	sp.set = fs
 	ii := uint64(len(sp.sources))
 	sp.sources = append(sp.sources, in.image)
+	if in.mem != nil && !sp.scheme.Has(0) {
+		return sp.addTile(in, ii)
+	}
 	src, err := stripSourceOf(in)
 	if err != nil {
 		return err
@@ -381,7 +384,12 @@ func (sp *sampler) finish() (*samples.Set, *features.Set, error) {
 		}
 	}
 	out := &samples.Set{Header: samples.Header{Features: sp.set.Names(), Classes: sp.scheme.Codes(), Sources: sp.sources, Seed: s.Seed}}
-	var bands []float32
+	n := 0
+	for _, r := range sp.res {
+		n += len(r.entries)
+	}
+	out.Y, out.Split, out.Pixel = make([]uint8, 0, n), make([]uint8, 0, n), make([]uint64, 0, n)
+	bands := make([]float32, 0, n*len(sp.set.Bands))
 	for split := range 2 {
 		for c := range k {
 			r := sp.res[c*2+split]
