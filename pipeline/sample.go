@@ -78,6 +78,7 @@ func (c TrainConfig) inputs() ([]trainInput, error) {
 type reservoir struct {
 	entries []entry
 	bands   []float32 // nb per entry, at entry.at
+	nb      int       // bands per entry
 	// limit is the largest kept key after a compaction: a later pixel
 	// (larger id) at or above it can never be kept.
 	limit uint64
@@ -100,6 +101,7 @@ func (r *reservoir) add(key, id uint64, bands []float32, capacity int) {
 		// Room for a full buffer: appends never reallocate.
 		r.entries, r.bands = make([]entry, 0, 2*capacity), make([]float32, 0, 2*capacity*len(bands))
 	}
+	r.nb = len(bands)
 	r.entries = append(r.entries, entry{key, id, len(r.bands)})
 	r.bands = append(r.bands, bands...)
 	if len(r.entries) >= 2*capacity {
@@ -110,10 +112,7 @@ func (r *reservoir) add(key, id uint64, bands []float32, capacity int) {
 
 // keep sorts the candidates by (key, id) and keeps the first n.
 func (r *reservoir) keep(n int) {
-	nb := 0
-	if len(r.entries) > 0 {
-		nb = len(r.bands) / len(r.entries)
-	}
+	nb := r.nb
 	slices.SortFunc(r.entries, func(a, b entry) int {
 		if c := cmp.Compare(a.key, b.key); c != 0 {
 			return c

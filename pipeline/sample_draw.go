@@ -44,9 +44,10 @@ type drawTile struct {
 // drawRule says which pixels are candidates, in which reservoir, under
 // which key.
 type drawRule struct {
-	// res2 is a code's class index times two (its training reservoir), -1
-	// for codes outside the scheme. Code 0 (unlabelled) must be outside.
-	res2  [256]int32
+	// res2 is a code's class index times two (its training reservoir; the
+	// validation one is res2|1), drawNone for codes outside the scheme.
+	// Code 0 (unlabelled) must be outside.
+	res2  [256]uint16
 	nres  int
 	seed  uint64
 	input uint64 // the input's index: keys and ids carry it
@@ -125,30 +126,26 @@ func (rule *drawRule) splitsOf(blockRow int, splits []uint16) {
 }
 
 // classify sets res[col] to the reservoir of a row's pixel by its code and
-// block, drawNone for codes outside the scheme, which off counts by code
-// when it is not nil.
+// block, drawNone for codes outside the scheme, which off counts by code.
 func (rule *drawRule) classify(labels []uint8, splits, res []uint16, off *[256]int64) {
 	w := len(labels)
 	for b, split := range splits {
 		c0, c1 := b*rule.block, min((b+1)*rule.block, w)
 		for col, code := range labels[c0:c1] {
 			r := rule.res2[code]
-			if r < 0 {
-				if off != nil {
-					off[code]++
-				}
-				res[c0+col] = drawNone
-				continue
+			if r == drawNone {
+				off[code]++
 			}
-			res[c0+col] = uint16(r) + split
+			res[c0+col] = r | split
 		}
 	}
 }
 
 // maskMissing sets res to drawNone where any band of the row at i0 is
-// nodata. With one nodata DN it tests four pixels of a band at once: a
-// 16-bit lane of x is not zero iff bit 15 of ((x&0x7fff)+0x7fff)|x is set.
-func (rule *drawRule) maskMissing(dn [][]uint16, i0 int, res []uint16) {
+// nodata. With one nodata DN it tests four pixels of a band at once, band
+// after band, into ok (len(res)/4 words): a 16-bit lane of x is not zero
+// iff bit 15 of ((x&0x7fff)+0x7fff)|x is set.
+func (rule *drawRule) maskMissing(dn [][]uint16, i0 int, res []uint16, ok []uint64) {
 	w := len(res)
 	switch {
 	case rule.bad.table != nil:
@@ -163,23 +160,29 @@ func (rule *drawRule) maskMissing(dn [][]uint16, i0 int, res []uint16) {
 		const low, high = 0x7fff_7fff_7fff_7fff, 0x8000_8000_8000_8000
 		nd := uint16(rule.bad.one)
 		nd4 := uint64(nd) * 0x0001_0001_0001_0001
-		col := 0
-		for ; col+4 <= w; col += 4 {
-			ok := uint64(high)
-			for _, plane := range dn {
-				q := plane[i0+col : i0+col+4]
+		ok = ok[:w/4]
+		for g := range ok {
+			ok[g] = high
+		}
+		for _, plane := range dn {
+			p := plane[i0 : i0+4*len(ok)]
+			for g := range ok {
+				q := p[4*g : 4*g+4 : 4*g+4]
 				x := (uint64(q[0]) | uint64(q[1])<<16 | uint64(q[2])<<32 | uint64(q[3])<<48) ^ nd4
-				ok &= (x&low + low) | x
+				ok[g] &= (x&low + low) | x
 			}
-			if ok != high {
-				for lane := range 4 {
-					if ok>>(16*lane+15)&1 == 0 {
-						res[col+lane] = drawNone
-					}
+		}
+		for g, m := range ok {
+			if m == high {
+				continue
+			}
+			for lane := range 4 {
+				if m>>(16*lane+15)&1 == 0 {
+					res[4*g+lane] = drawNone
 				}
 			}
 		}
-		for ; col < w; col++ {
+		for col := 4 * len(ok); col < w; col++ {
 			for _, plane := range dn {
 				if plane[i0+col] == nd {
 					res[col] = drawNone
@@ -189,25 +192,12 @@ func (rule *drawRule) maskMissing(dn [][]uint16, i0 int, res []uint16) {
 	}
 }
 
-// missingAt reports whether any band is nodata at pixel i.
-func (rule *drawRule) missingAt(dn [][]uint16, i int) bool {
-	if rule.bad.table == nil && rule.bad.one < 0 {
-		return false
-	}
-	for _, plane := range dn {
-		if rule.bad.missing(plane[i]) {
-			return true
-		}
-	}
-	return false
-}
-
 // drawCount is pass 1 over rows [r0, r1): it adds every candidate's key
 // to hist (reservoir r's bin k at r<<bits|k) and counts in off the pixels
 // whose code is outside the scheme, by code.
 func drawCount(t drawTile, rule *drawRule, r0, r1 int, hist []uint32, off *[256]int64) {
 	w := t.width
-	res := make([]uint16, w)
+	res, ok := make([]uint16, w), make([]uint64, w/4)
 	splits := make([]uint16, (w+rule.block-1)/rule.block)
 	base, shift := rule.keyBase(), 64-rule.bits
 	for r := r0; r < r1; r++ {
@@ -215,7 +205,7 @@ func drawCount(t drawTile, rule *drawRule, r0, r1 int, hist []uint32, off *[256]
 			rule.splitsOf(r/rule.block, splits)
 		}
 		rule.classify(t.labels[r*w:(r+1)*w], splits, res, off)
-		rule.maskMissing(t.dn, r*w, res)
+		rule.maskMissing(t.dn, r*w, res, ok)
 		hr := rng.Extend(base, uint64(r))
 		for col, k := range res {
 			if k == drawNone {
@@ -230,47 +220,73 @@ func drawCount(t drawTile, rule *drawRule, r0, r1 int, hist []uint32, off *[256]
 // drawCollect is pass 2 over rows [r0, r1): it writes every candidate
 // whose key is at most its reservoir's bound[k] to out[k] at pos[k] (then
 // advanced), with its reflectances, band by band, to bands[k] from
-// pos[k]×(number of bands).
-func drawCollect(t drawTile, rule *drawRule, r0, r1 int, bound []uint64, pos []int, out [][]drawCandidate, bands [][]float32) {
+// pos[k]×(number of bands). A row's candidates are listed first and their
+// DNs then read band by band: loads that do not wait on each other.
+func drawCollect(t drawTile, rule *drawRule, r0, r1 int, bound []uint64, pos []int, out [][]entry, bands [][]float32) {
 	w, nb := t.width, len(t.dn)
-	res := make([]uint16, w)
 	splits := make([]uint16, (w+rule.block-1)/rule.block)
 	base := rule.keyBase()
+	type rowCandidate struct {
+		key     uint64
+		col     int32
+		res     uint16
+		missing bool
+	}
+	var cands []rowCandidate
+	var dns []uint16 // per band, a DN per candidate
 	for r := r0; r < r1; r++ {
 		if r == r0 || r%rule.block == 0 {
 			rule.splitsOf(r/rule.block, splits)
 		}
-		rule.classify(t.labels[r*w:(r+1)*w], splits, res, nil)
+		labels := t.labels[r*w : (r+1)*w]
 		hr := rng.Extend(base, uint64(r))
+		cands = cands[:0]
+		for b, split := range splits {
+			for col := b * rule.block; col < min((b+1)*rule.block, w); col++ {
+				k := rule.res2[labels[col]] | split
+				if k == drawNone {
+					continue
+				}
+				if key := rng.Extend(hr, uint64(col)); key <= bound[k] {
+					cands = append(cands, rowCandidate{key: key, col: int32(col), res: k})
+				}
+			}
+		}
+		n := len(cands)
+		if n == 0 {
+			continue
+		}
+		dns = slices.Grow(dns[:0], n*nb)[:n*nb]
+		for band, plane := range t.dn {
+			row, dst := plane[r*w:(r+1)*w], dns[band*n:(band+1)*n]
+			for j, c := range cands {
+				dst[j] = row[c.col]
+			}
+		}
+		if rule.bad.table != nil || rule.bad.one >= 0 {
+			for band := range nb {
+				for j, v := range dns[band*n : (band+1)*n] {
+					if rule.bad.missing(v) {
+						cands[j].missing = true
+					}
+				}
+			}
+		}
 		id := rule.input<<40 | uint64(r)<<20
-		for col, k := range res {
-			if k == drawNone {
+		for j, c := range cands {
+			if c.missing {
 				continue
 			}
-			key := rng.Extend(hr, uint64(col))
-			if key > bound[k] {
-				continue
-			}
-			i := r*w + col
-			if rule.missingAt(t.dn, i) {
-				continue
-			}
+			k := c.res
 			at := pos[k] * nb
 			dst := bands[k][at : at+nb]
-			for b, plane := range t.dn {
-				dst[b] = rule.refl[plane[i]]
+			for band := range dst {
+				dst[band] = rule.refl[dns[band*n+j]]
 			}
-			out[k][pos[k]] = drawCandidate{key: key, id: id | uint64(col), at: at}
+			out[k][pos[k]] = entry{key: c.key, id: id | uint64(c.col), at: at}
 			pos[k]++
 		}
 	}
-}
-
-// drawCandidate is a pixel under its reservoir's bound: its key, id and
-// the place of its reflectances.
-type drawCandidate struct {
-	key, id uint64
-	at      int
 }
 
 // drawBounds gives each reservoir the largest key worth collecting:
@@ -304,7 +320,7 @@ func drawBounds(hist []uint32, bits uint, limit []uint64, capacity int) []uint64
 // capacity smallest (key, id) whose key is under limit[k], sorted, with
 // their reflectances (one per band from its at, in bands[k]); and the
 // pixels whose code is outside the scheme, by code.
-func drawInput(t drawTile, rule *drawRule, limit []uint64, capacity int) (out [][]drawCandidate, bands [][]float32, off [256]int64, err error) {
+func drawInput(t drawTile, rule *drawRule, limit []uint64, capacity int) (out [][]entry, bands [][]float32, off [256]int64, err error) {
 	nres, bins := rule.nres, 1<<rule.bits
 	parts := max(1, min(t.height, runtime.GOMAXPROCS(0)))
 	rows := func(p int) (int, int) { return p * t.height / parts, (p + 1) * t.height / parts }
@@ -350,9 +366,9 @@ func drawInput(t drawTile, rule *drawRule, limit []uint64, capacity int) (out []
 		}
 	}
 	nb := len(t.dn)
-	out, bands = make([][]drawCandidate, nres), make([][]float32, nres)
+	out, bands = make([][]entry, nres), make([][]float32, nres)
 	for k := range nres {
-		out[k], bands[k] = make([]drawCandidate, pos[parts][k]), make([]float32, pos[parts][k]*nb)
+		out[k], bands[k] = make([]entry, pos[parts][k]), make([]float32, pos[parts][k]*nb)
 	}
 
 	// Pass 2: every part fills its places.
@@ -376,23 +392,22 @@ func drawInput(t drawTile, rule *drawRule, limit []uint64, capacity int) (out []
 
 // drawSelect sorts each reservoir's candidates by (key, id) and keeps the
 // first capacity whose key is under limit[k], reservoirs on all cores.
-func drawSelect(out [][]drawCandidate, limit []uint64, capacity int) {
+func drawSelect(out [][]entry, limit []uint64, capacity int) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(len(out), runtime.GOMAXPROCS(0)) {
 		wg.Go(func() {
+			var tmp []entry
 			for {
 				k := int(next.Add(1) - 1)
 				if k >= len(out) {
 					return
 				}
 				c := out[k]
-				slices.SortFunc(c, func(a, b drawCandidate) int {
-					if c := cmp.Compare(a.key, b.key); c != 0 {
-						return c
-					}
-					return cmp.Compare(a.id, b.id)
-				})
+				if len(tmp) < len(c) {
+					tmp = make([]entry, len(c))
+				}
+				sortCandidates(c, tmp)
 				c = c[:min(len(c), capacity)]
 				for len(c) > 0 && c[len(c)-1].key >= limit[k] {
 					c = c[:len(c)-1]
@@ -404,40 +419,88 @@ func drawSelect(out [][]drawCandidate, limit []uint64, capacity int) {
 	wg.Wait()
 }
 
+// sortCandidates sorts candidates by (key, id): a stable radix sort of
+// the keys, 8 bits a pass (none where all keys share the digit), through
+// tmp (at least as long), then runs of equal keys by id.
+func sortCandidates(c, tmp []entry) {
+	if len(c) < 2 {
+		return
+	}
+	var counts [8][256]int
+	for _, x := range c {
+		for d := range 8 {
+			counts[d][x.key>>(8*d)&0xff]++
+		}
+	}
+	src, dst := c, tmp[:len(c)]
+	for d := range 8 {
+		shift := 8 * uint(d)
+		at := &counts[d]
+		if at[src[0].key>>shift&0xff] == len(c) {
+			continue
+		}
+		sum := 0
+		for v, n := range at {
+			at[v], sum = sum, sum+n
+		}
+		for _, x := range src {
+			v := x.key >> shift & 0xff
+			dst[at[v]] = x
+			at[v]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &c[0] {
+		copy(c, src)
+	}
+	for i := 0; i < len(c); {
+		j := i + 1
+		for j < len(c) && c[j].key == c[i].key {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(c[i:j], func(a, b entry) int { return cmp.Compare(a.id, b.id) })
+		}
+		i = j
+	}
+}
+
 // merge adds an input's kept candidates (sorted by (key, id), at most
 // capacity) to the reservoir, with their reflectances (nb per candidate,
 // in cb from the candidate's at), and keeps the capacity smallest of both.
-func (r *reservoir) merge(c []drawCandidate, cb []float32, nb, capacity int) {
+// An empty reservoir takes the candidates as they are.
+func (r *reservoir) merge(c []entry, cb []float32, nb, capacity int) {
 	if len(c) == 0 {
 		return
 	}
-	less := func(a entry, b drawCandidate) bool {
-		return a.key < b.key || a.key == b.key && a.id < b.id
-	}
-	if !slices.IsSortedFunc(r.entries, cmpEntry) {
-		r.keep(len(r.entries))
-	}
-	n := min(capacity, len(r.entries)+len(c))
-	entries, bands := make([]entry, 0, n), make([]float32, 0, n*nb)
-	i, j := 0, 0
-	for len(entries) < n {
-		if j == len(c) || i < len(r.entries) && less(r.entries[i], c[j]) {
-			e := r.entries[i]
-			entries = append(entries, entry{e.key, e.id, len(bands)})
-			bands = append(bands, r.bands[e.at:e.at+nb]...)
-			i++
-			continue
+	if len(r.entries) == 0 {
+		r.entries, r.bands, r.nb = c, cb, nb
+	} else {
+		if !slices.IsSortedFunc(r.entries, cmpEntry) {
+			r.keep(len(r.entries))
 		}
-		entries = append(entries, entry{c[j].key, c[j].id, len(bands)})
-		bands = append(bands, cb[c[j].at:c[j].at+nb]...)
-		j++
+		n := min(capacity, len(r.entries)+len(c))
+		entries, bands := make([]entry, 0, n), make([]float32, 0, n*nb)
+		i, j := 0, 0
+		for len(entries) < n {
+			if j == len(c) || i < len(r.entries) && cmpEntry(r.entries[i], c[j]) < 0 {
+				e := r.entries[i]
+				entries = append(entries, entry{e.key, e.id, len(bands)})
+				bands = append(bands, r.bands[e.at:e.at+nb]...)
+				i++
+				continue
+			}
+			entries = append(entries, entry{c[j].key, c[j].id, len(bands)})
+			bands = append(bands, cb[c[j].at:c[j].at+nb]...)
+			j++
+		}
+		r.entries, r.bands = entries, bands
 	}
-	r.entries, r.bands = entries, bands
 	r.limit = math.MaxUint64
-	if len(entries) == capacity {
+	if len(r.entries) == capacity {
 		// A later pixel (larger id) at or over the largest kept key can
 		// never be kept.
-		r.limit = entries[n-1].key
+		r.limit = r.entries[capacity-1].key
 	}
 }
 
@@ -472,10 +535,10 @@ func (sp *sampler) addTile(in trainInput, ii uint64) error {
 	rule := &drawRule{nres: len(sp.res), seed: s.Seed, input: ii, block: s.BlockSize, valFrac: s.ValidationFraction,
 		bad: newDNTest(refl), refl: refl, bits: drawBits(len(sp.res))}
 	for code := range rule.res2 {
-		rule.res2[code] = -1
+		rule.res2[code] = drawNone
 	}
 	for code, c := range sp.classIndex {
-		rule.res2[code] = int32(2 * c)
+		rule.res2[code] = uint16(2 * c)
 	}
 	limit := make([]uint64, len(sp.res))
 	for k, r := range sp.res {

@@ -335,3 +335,24 @@ func withSources(t *testing.T, file []byte, sources []string) []byte {
 	}
 	return b
 }
+
+// TestSortCandidates checks the radix sort against a comparison sort, with
+// keys drawn from few values (ties broken by id) and from all 64 bits.
+func TestSortCandidates(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		c := make([]entry, r.IntN(300))
+		for i := range c {
+			c[i] = entry{key: r.Uint64(), id: r.Uint64(), at: i}
+			if trial%2 == 0 {
+				c[i].key = r.Uint64N(5) << (8 * r.UintN(8))
+			}
+		}
+		want := slices.Clone(c)
+		slices.SortFunc(want, func(a, b entry) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.id, b.id)) })
+		sortCandidates(c, make([]entry, len(c)))
+		if !slices.Equal(c, want) {
+			t.Fatalf("trial %d: radix sort differs", trial)
+		}
+	}
+}
