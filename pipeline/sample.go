@@ -182,11 +182,12 @@ func newSampler(cfg TrainConfig, scheme landcover.Scheme, gpu *cuda.Device) *sam
 
 // add scans one input and keeps its candidates: per class and split, the
 // max_per_class pixels with the smallest seeded keys (ties, which 64-bit
-// hashes all but never make, go to the pixel scanned first). Each strip's
-// pixels are screened on every core against the reservoirs' limits, and
-// each reservoir takes its survivors on a core of its own, in raster
-// order. Features are not computed here: finish computes them for the kept
-// pixels only.
+// hashes all but never make, go to the pixel scanned first). A tile in
+// memory is drawn from its DNs in two data-parallel passes (addTile). From
+// files, each strip's pixels are screened on every core against the
+// reservoirs' limits, and each reservoir takes its survivors on a core of
+// its own, in raster order. Both keep the same pixels. Features are not
+// computed here: finish computes them for the kept pixels only.
 func (sp *sampler) add(in trainInput) error {
 	fs, err := features.NewSet(sp.cfg.Features, in.bands)
 	if err != nil {

@@ -23,13 +23,16 @@ import (
 //     input's max_per_class smallest keys lie (drawBounds), and each part
 //     its exact place for the candidates under it (a scan of the counts).
 //  3. drawCollect keys the pixels again and writes the candidates under the
-//     bound, with their DNs, to their places.
+//     bound, with their reflectances, to their places.
 //
 // drawSelect then sorts each reservoir's candidates by (key, id) and keeps
 // max_per_class, and the sampler merges them with what earlier inputs kept.
-// The result is the strip path's, whatever the number of parts. The passes
-// are plain functions of slices (labels, DN planes, histograms), in the
-// shape of a GPU kernel pair: histogram, scan, compaction.
+// The result is the strip path's, whatever the number of parts: the same
+// pixels, the same reflectance bits (DN → float32 → inputReflectance, as
+// a table). Nodata is tested on the DNs, and only the candidates' bands
+// become reflectances. The passes are plain functions of slices (labels,
+// DN planes, histograms), in the shape of a GPU kernel pair: histogram,
+// scan, compaction, then a radix sort per reservoir.
 
 // drawNone marks a pixel that is no candidate in a row's reservoir indices.
 const drawNone = math.MaxUint16
