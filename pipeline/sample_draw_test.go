@@ -141,18 +141,23 @@ type drawCase struct {
 	ins    []trainInput
 }
 
-// randomDrawCase makes small tiles with patchy labels from a few of the
-// scheme's classes (others empty, some rare), unlabelled pixels and codes
-// outside the scheme, nodata holes and single missing bands, and random
-// sampling settings.
-func randomDrawCase(t *testing.T, seed uint64) drawCase {
+// randomDrawCase makes tiles (small, or up to 400² when big) with patchy
+// labels from a few of the scheme's classes (others empty, some rare),
+// unlabelled pixels and codes outside the scheme, nodata holes and single
+// missing bands, and random sampling settings.
+func randomDrawCase(t *testing.T, seed uint64, big bool) drawCase {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 99))
 	scheme := landcover.WorldCover
 	bands := []string{"B02", "B03", "B04", "B08"}
 	var cfg TrainConfig
 	cfg.Features = []string{"B02", "B04", "B08", "ndvi", "ndwi"}
-	cfg.Sampling = SamplingConfig{MaxPerClass: 1 + r.IntN(60), Balance: r.IntN(2) == 0, BlockSize: 1 + r.IntN(12),
+	side, most := 70, 60
+	if big {
+		// Many pixels per histogram bin: the bound falls inside one.
+		side, most = 400, 5000
+	}
+	cfg.Sampling = SamplingConfig{MaxPerClass: 1 + r.IntN(most), Balance: r.IntN(2) == 0, BlockSize: 1 + r.IntN(12),
 		ValidationFraction: r.Float64() * 0.6, Seed: r.Uint64()}
 	// Scaling and nodata: the stack's, none, a nodata DN that is not 0,
 	// and a scale that also makes DN 0 NaN (0 × Inf), so that two DNs are
@@ -173,7 +178,7 @@ func randomDrawCase(t *testing.T, seed uint64) drawCase {
 	}
 	var ins []trainInput
 	for ii := range 1 + r.IntN(3) {
-		w, h := 1+r.IntN(70), 1+r.IntN(70)
+		w, h := 1+r.IntN(side), 1+r.IntN(side)
 		tile := stack.New(fmt.Sprintf("tile%d", ii), raster.Grid{EPSG: 32631, Width: w, Height: h,
 			Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}, bands, scale, offset)
 		patch := 1 + r.IntN(8)
@@ -267,8 +272,8 @@ func writeDrawInputs(t *testing.T, ins []trainInput) []trainInput {
 // GOMAXPROCS is, and that the strip path (from files) gives the same.
 func TestDrawMatchesReference(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	for trial := range uint64(40) {
-		c := randomDrawCase(t, trial)
+	for trial := range uint64(44) {
+		c := randomDrawCase(t, trial, trial >= 40)
 		want, wantWarn := referenceSamples(t, c.cfg, c.scheme, c.ins)
 		wantBytes, err := want.Encode()
 		if err != nil {
@@ -300,7 +305,7 @@ func TestDrawMatchesReference(t *testing.T) {
 // other way round, as the reference.
 func TestDrawKeepsEarlierInputs(t *testing.T) {
 	for trial := range uint64(6) {
-		c := randomDrawCase(t, 1000+trial)
+		c := randomDrawCase(t, 1000+trial, false)
 		if len(c.ins) < 2 {
 			continue
 		}
