@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -80,15 +79,6 @@ func syntheticTile(w, h int, seed uint64) *stack.Tile {
 // classPerMille are the synthetic classes' cumulative patch frequencies.
 var classPerMille = []int{300, 500, 650, 770, 850, 910, 950, 975, 990, 998, 1000}
 
-// cpuTime is the process's user and system time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // benchTrainConfig is configs/train-full.yaml's sampling: what lulc run
 // with configs/run-full-tile.yaml draws.
 func benchTrainConfig(b *testing.B) TrainConfig {
@@ -119,7 +109,6 @@ func BenchmarkSampleTile(b *testing.B) {
 	// depends on the neighbours.
 	var add, finish, addCPU, finishCPU time.Duration
 	n := 0
-	b.ResetTimer()
 	for b.Loop() {
 		t0, c0 := time.Now(), cpuTime()
 		sp := newSampler(cfg, scheme, nil)
