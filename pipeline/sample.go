@@ -78,6 +78,7 @@ func (c TrainConfig) inputs() ([]trainInput, error) {
 type reservoir struct {
 	entries []entry
 	bands   []float32 // nb per entry, at entry.at
+	nb      int       // bands per entry
 	// limit is the largest kept key after a compaction: a later pixel
 	// (larger id) at or above it can never be kept.
 	limit uint64
@@ -100,6 +101,7 @@ func (r *reservoir) add(key, id uint64, bands []float32, capacity int) {
 		// Room for a full buffer: appends never reallocate.
 		r.entries, r.bands = make([]entry, 0, 2*capacity), make([]float32, 0, 2*capacity*len(bands))
 	}
+	r.nb = len(bands)
 	r.entries = append(r.entries, entry{key, id, len(r.bands)})
 	r.bands = append(r.bands, bands...)
 	if len(r.entries) >= 2*capacity {
@@ -110,10 +112,7 @@ func (r *reservoir) add(key, id uint64, bands []float32, capacity int) {
 
 // keep sorts the candidates by (key, id) and keeps the first n.
 func (r *reservoir) keep(n int) {
-	nb := 0
-	if len(r.entries) > 0 {
-		nb = len(r.bands) / len(r.entries)
-	}
+	nb := r.nb
 	slices.SortFunc(r.entries, func(a, b entry) int {
 		if c := cmp.Compare(a.key, b.key); c != 0 {
 			return c
@@ -183,11 +182,12 @@ func newSampler(cfg TrainConfig, scheme landcover.Scheme, gpu *cuda.Device) *sam
 
 // add scans one input and keeps its candidates: per class and split, the
 // max_per_class pixels with the smallest seeded keys (ties, which 64-bit
-// hashes all but never make, go to the pixel scanned first). Each strip's
-// pixels are screened on every core against the reservoirs' limits, and
-// each reservoir takes its survivors on a core of its own, in raster
-// order. Features are not computed here: finish computes them for the kept
-// pixels only.
+// hashes all but never make, go to the pixel scanned first). A tile in
+// memory is drawn from its DNs in two data-parallel passes (addTile). From
+// files, each strip's pixels are screened on every core against the
+// reservoirs' limits, and each reservoir takes its survivors on a core of
+// its own, in raster order. Both keep the same pixels. Features are not
+// computed here: finish computes them for the kept pixels only.
 func (sp *sampler) add(in trainInput) error {
 	fs, err := features.NewSet(sp.cfg.Features, in.bands)
 	if err != nil {
@@ -199,6 +199,9 @@ func (sp *sampler) add(in trainInput) error {
 	sp.set = fs
 	ii := uint64(len(sp.sources))
 	sp.sources = append(sp.sources, in.image)
+	if in.mem != nil && !sp.scheme.Has(0) {
+		return sp.addTile(in, ii)
+	}
 	src, err := stripSourceOf(in)
 	if err != nil {
 		return err
@@ -381,7 +384,12 @@ func (sp *sampler) finish() (*samples.Set, *features.Set, error) {
 		}
 	}
 	out := &samples.Set{Header: samples.Header{Features: sp.set.Names(), Classes: sp.scheme.Codes(), Sources: sp.sources, Seed: s.Seed}}
-	var bands []float32
+	n := 0
+	for _, r := range sp.res {
+		n += len(r.entries)
+	}
+	out.Y, out.Split, out.Pixel = make([]uint8, 0, n), make([]uint8, 0, n), make([]uint64, 0, n)
+	bands := make([]float32, 0, n*len(sp.set.Bands))
 	for split := range 2 {
 		for c := range k {
 			r := sp.res[c*2+split]

@@ -26,6 +26,15 @@ func Hash(seed uint64, keys ...uint64) uint64 {
 	return h
 }
 
+// Start and Extend compute Hash one key at a time:
+// Extend(Extend(Start(seed), a), b) == Hash(seed, a, b). A loop over pixels
+// hashes the keys its pixels share (seed, input, row) once and extends
+// that by each pixel's own.
+func Start(seed uint64) uint64 { return Mix(seed + golden) }
+
+// Extend adds a key to a hash begun by Start.
+func Extend(h, k uint64) uint64 { return Mix(h ^ (k + golden)) }
+
 // Hash2 is Hash(seed, a, b) without the variadic slice, for inner loops.
 func Hash2(seed, a, b uint64) uint64 {
 	return Mix(Mix(Mix(seed+golden)^(a+golden)) ^ (b + golden))

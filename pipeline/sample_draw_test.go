@@ -1,0 +1,363 @@
+package pipeline
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/internal/rng"
+	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/samples"
+	"github.com/lulc/lulc/stack"
+)
+
+// referenceSamples is the draw's specification, written the plain way:
+// every pixel of every input whose code is in the scheme and whose bands
+// are all present (no NaN reflectance) is keyed; per class and split, all
+// of them are sorted by (key, id) and the first max_per_class kept; with
+// balancing, every class of a split is cut to the rarest present class's
+// count; the rows go training split first, class by class, by key.
+func referenceSamples(t *testing.T, cfg TrainConfig, scheme landcover.Scheme, ins []trainInput) (*samples.Set, []string) {
+	t.Helper()
+	s := cfg.Sampling
+	type pixel struct {
+		key, id uint64
+		bands   []float32
+	}
+	k := len(scheme.Classes)
+	res := make([][]pixel, 2*k)
+	ref := newSampler(cfg, scheme, nil) // for its warnings and features only
+	var sources []string
+	var set *features.Set
+	for ii, in := range ins {
+		fs, err := features.NewSet(cfg.Features, in.bands)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set = fs
+		sources = append(sources, in.image)
+		tile := in.mem
+		w, h := tile.Grid.Width, tile.Grid.Height
+		for row := range h {
+			for col := range w {
+				i := row*w + col
+				code := tile.Labels[i]
+				c, ok := ref.classIndex[code]
+				if code != 0 {
+					ref.labelled++
+					if !ok {
+						ref.outside[code]++
+					}
+				}
+				if !ok {
+					continue
+				}
+				bands := make([]float32, len(tile.DN))
+				missing := false
+				for b := range bands {
+					v := []float32{float32(tile.DN[b][i])}
+					inputReflectance(v, in)
+					bands[b] = v[0]
+					missing = missing || math.IsNaN(float64(v[0]))
+				}
+				if missing {
+					continue
+				}
+				split := 0
+				if rng.Unit(rng.Hash(s.Seed, 0x7a1, uint64(ii), uint64(row/s.BlockSize), uint64(col/s.BlockSize))) < s.ValidationFraction {
+					split = 1
+				}
+				key := rng.Hash(s.Seed, 0x5a4, uint64(ii), uint64(row), uint64(col))
+				id := uint64(ii)<<40 | uint64(row)<<20 | uint64(col)
+				res[c*2+split] = append(res[c*2+split], pixel{key, id, bands})
+			}
+		}
+	}
+	for r := range res {
+		slices.SortFunc(res[r], func(a, b pixel) int {
+			return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.id, b.id))
+		})
+		res[r] = res[r][:min(len(res[r]), s.MaxPerClass)]
+	}
+	if s.Balance {
+		for split := range 2 {
+			least := math.MaxInt
+			for c := range k {
+				if n := len(res[c*2+split]); n > 0 {
+					least = min(least, n)
+				}
+			}
+			for c := range k {
+				res[c*2+split] = res[c*2+split][:min(least, len(res[c*2+split]))]
+			}
+		}
+	}
+	out := &samples.Set{Header: samples.Header{Features: set.Names(), Classes: scheme.Codes(), Sources: sources, Seed: s.Seed}}
+	nb, nf := len(set.Bands), len(set.Features)
+	planes := make([][]float32, nb)
+	for split := range 2 {
+		for c := range k {
+			for _, px := range res[c*2+split] {
+				out.Y = append(out.Y, uint8(c))
+				out.Split = append(out.Split, uint8(split))
+				out.Pixel = append(out.Pixel, px.id)
+				for b := range nb {
+					planes[b] = append(planes[b], px.bands[b])
+				}
+			}
+		}
+	}
+	n := len(out.Y)
+	feats := make([][]float32, nf)
+	for f := range feats {
+		feats[f] = make([]float32, n)
+	}
+	if n > 0 {
+		if err := (features.CPU{Set: set}).Compute(feats, planes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out.X = make([]float32, 0, n*nf)
+	for i := range n {
+		for f := range nf {
+			out.X = append(out.X, feats[f][i])
+		}
+	}
+	return out, ref.warnings()
+}
+
+// drawCase is one randomized sampling problem.
+type drawCase struct {
+	cfg    TrainConfig
+	scheme landcover.Scheme
+	ins    []trainInput
+}
+
+// randomDrawCase makes tiles (small, or up to 400² when big) with patchy
+// labels from a few of the scheme's classes (others empty, some rare),
+// unlabelled pixels and codes outside the scheme, nodata holes and single
+// missing bands, and random sampling settings.
+func randomDrawCase(t *testing.T, seed uint64, big bool) drawCase {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 99))
+	scheme := landcover.WorldCover
+	bands := []string{"B02", "B03", "B04", "B08"}
+	var cfg TrainConfig
+	cfg.Features = []string{"B02", "B04", "B08", "ndvi", "ndwi"}
+	side, most := 70, 60
+	if big {
+		// Many pixels per histogram bin: the bound falls inside one.
+		side, most = 400, 5000
+	}
+	cfg.Sampling = SamplingConfig{MaxPerClass: 1 + r.IntN(most), Balance: r.IntN(2) == 0, BlockSize: 1 + r.IntN(12),
+		ValidationFraction: r.Float64() * 0.6, Seed: r.Uint64()}
+	// Scaling and nodata: the stack's, none, a nodata DN that is not 0,
+	// and a scale that also makes DN 0 NaN (0 × Inf), so that two DNs are
+	// missing.
+	scale, offset, nodata := StackScale, StackOffset, ptr(0.0)
+	switch r.IntN(4) {
+	case 1:
+		nodata = nil
+	case 2:
+		nodata = ptr(7.0)
+	case 3:
+		scale, offset, nodata = math.Inf(1), 0, ptr(7.0)
+	}
+	// A few classes, one of them rare; the rest of the scheme stays empty.
+	var codes []uint8
+	for _, c := range r.Perm(len(scheme.Classes))[:1+r.IntN(5)] {
+		codes = append(codes, scheme.Classes[c].Code)
+	}
+	var ins []trainInput
+	for ii := range 1 + r.IntN(3) {
+		w, h := 1+r.IntN(side), 1+r.IntN(side)
+		tile := stack.New(fmt.Sprintf("tile%d", ii), raster.Grid{EPSG: 32631, Width: w, Height: h,
+			Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}, bands, scale, offset)
+		patch := 1 + r.IntN(8)
+		for row := range h {
+			for col := range w {
+				i := row*w + col
+				p := rng.Hash(seed, uint64(ii), uint64(row/patch), uint64(col/patch))
+				code := codes[p%uint64(len(codes))]
+				switch {
+				case p>>32%10 == 0:
+					code = 0
+				case p>>32%23 == 1:
+					code = 5 // outside the scheme
+				case code == codes[0] && p>>40%8 != 0:
+					code = 0 // the rare class
+				}
+				tile.Labels[i] = code
+				hole := r.IntN(15) == 0
+				for b := range tile.DN {
+					dn := uint16(r.IntN(10000))
+					switch {
+					case hole || r.IntN(40) == 0:
+						dn = 0
+					case r.IntN(40) == 0:
+						dn = 7
+					}
+					tile.DN[b][i] = dn
+				}
+			}
+		}
+		ins = append(ins, trainInput{image: tile.Name, labels: tile.Name, bands: bands, scale: scale, offset: offset,
+			nodata: nodata, mem: tile, inMemory: true})
+	}
+	return drawCase{cfg, scheme, ins}
+}
+
+// drawSamples runs the sampler over the inputs and returns the samples
+// file's bytes and the warnings.
+func drawSamples(t *testing.T, c drawCase, ins []trainInput) ([]byte, []string) {
+	t.Helper()
+	sp := newSampler(c.cfg, c.scheme, nil)
+	for _, in := range ins {
+		if err := sp.add(in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set, _, err := sp.finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := set.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, sp.warnings()
+}
+
+// writeDrawInputs writes tiles in memory as a stack and labels on disk,
+// for the strip path.
+func writeDrawInputs(t *testing.T, ins []trainInput) []trainInput {
+	t.Helper()
+	dir := t.TempDir()
+	var out []trainInput
+	for _, in := range ins {
+		tile := in.mem
+		img, lab := filepath.Join(dir, tile.Name+".tif"), filepath.Join(dir, tile.Name+"-labels.tif")
+		w, err := raster.NewWriter(img, tile.Grid, "uint16", make([]raster.BandInfo, len(tile.DN)), raster.COGOptions{BlockSize: 256, Compress: "NONE"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b, plane := range tile.DN {
+			if err := w.Write(b, 0, 0, tile.Grid.Width, tile.Grid.Height, plane); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := raster.WriteCOG(lab, tile.Grid, tile.Labels, raster.COGOptions{BlockSize: 256, Compress: "NONE"}); err != nil {
+			t.Fatal(err)
+		}
+		f := in
+		f.image, f.labels, f.mem, f.inMemory = img, lab, nil, false
+		out = append(out, f)
+	}
+	return out
+}
+
+// TestDrawMatchesReference checks that the draw from memory gives the
+// reference's samples file, byte for byte, on randomized inputs, whatever
+// GOMAXPROCS is, and that the strip path (from files) gives the same.
+func TestDrawMatchesReference(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for trial := range uint64(44) {
+		c := randomDrawCase(t, trial, trial >= 40)
+		want, wantWarn := referenceSamples(t, c.cfg, c.scheme, c.ins)
+		wantBytes, err := want.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("trial %d (%d inputs, max_per_class %d, balance %v, %d samples)", trial, len(c.ins),
+			c.cfg.Sampling.MaxPerClass, c.cfg.Sampling.Balance, want.N())
+		for _, procs := range []int{1, 4} {
+			runtime.GOMAXPROCS(procs)
+			got, warn := drawSamples(t, c, c.ins)
+			if !bytes.Equal(got, wantBytes) {
+				t.Errorf("%s, GOMAXPROCS %d: samples differ from the reference", name, procs)
+			}
+			if !slices.Equal(warn, wantWarn) {
+				t.Errorf("%s, GOMAXPROCS %d: warnings %q, the reference's %q", name, procs, warn, wantWarn)
+			}
+		}
+		if trial%8 == 0 {
+			got, _ := drawSamples(t, c, writeDrawInputs(t, c.ins))
+			if !bytes.Equal(withSources(t, got, want.Sources), wantBytes) {
+				t.Errorf("%s: samples from files differ from the reference", name)
+			}
+		}
+	}
+}
+
+// TestDrawKeepsEarlierInputs checks the merge with what earlier inputs
+// kept: a tile drawn from memory after one drawn from files, and the
+// other way round, as the reference.
+func TestDrawKeepsEarlierInputs(t *testing.T) {
+	for trial := range uint64(6) {
+		c := randomDrawCase(t, 1000+trial, false)
+		if len(c.ins) < 2 {
+			continue
+		}
+		want, _ := referenceSamples(t, c.cfg, c.scheme, c.ins)
+		wantBytes, _ := want.Encode()
+		files := writeDrawInputs(t, c.ins)
+		mixed := slices.Clone(c.ins)
+		for i := range mixed {
+			if (i+int(trial))%2 == 0 {
+				mixed[i] = files[i]
+			}
+		}
+		got, _ := drawSamples(t, c, mixed)
+		if !bytes.Equal(withSources(t, got, want.Sources), wantBytes) {
+			t.Errorf("trial %d: samples from mixed inputs differ from the reference", trial)
+		}
+	}
+}
+
+// withSources is a samples file with other sources: a file input's source
+// is its path, a tile's its name.
+func withSources(t *testing.T, file []byte, sources []string) []byte {
+	t.Helper()
+	set, err := samples.Decode(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Sources = sources
+	b, err := set.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestSortCandidates checks the radix sort against a comparison sort, with
+// keys drawn from few values (ties broken by id) and from all 64 bits.
+func TestSortCandidates(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		c := make([]entry, r.IntN(300))
+		for i := range c {
+			c[i] = entry{key: r.Uint64(), id: r.Uint64(), at: i}
+			if trial%2 == 0 {
+				c[i].key = r.Uint64N(5) << (8 * r.UintN(8))
+			}
+		}
+		want := slices.Clone(c)
+		slices.SortFunc(want, func(a, b entry) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.id, b.id)) })
+		sortCandidates(c, make([]entry, len(c)))
+		if !slices.Equal(c, want) {
+			t.Fatalf("trial %d: radix sort differs", trial)
+		}
+	}
+}
