@@ -527,7 +527,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 		drop[i] = uint8(v)
 	}
 	job := &windowJob{cfg: cfg, grid: plan.grid, dates: make([]windowDate, len(plan.dates)), drop: drop,
-		labels: plan.labels, sinks: sinks, windows: len(plan.windows), gpu: opt.GPU,
+		labels: plan.labels, sinks: sinks, windows: len(plan.windows), engine: opt.engine(),
 		cache: raster.NewBlockCache(blockCacheBytes)}
 	for i, d := range plan.dates {
 		job.dates[i] = windowDate{bands: d.bands, scale: d.scale, offset: d.offset, scl: d.scl}
@@ -719,7 +719,7 @@ type windowJob struct {
 	labels  []catalog.Asset
 	sinks   []tileSink
 	windows int
-	gpu     *cuda.Device // median composite on the GPU when set
+	engine  engine
 	cache   *raster.BlockCache
 
 	decoded, empty               atomic.Int64 // source bytes read; pixels with no valid observation
@@ -825,17 +825,8 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 		meds[bi] = make([]uint16, n)
 	}
 	count := make([]uint8, n)
-	var err error
-	if j.gpu != nil {
-		// Same bytes as composite.Resample and composite.Window.
-		err = cuda.Composite(j.gpu, cdates, j.drop, StackScale, StackOffset, meds, count)
-	} else {
-		tr := time.Now()
-		if err = composite.Resample(cdates); err == nil {
-			resampleNs += int64(time.Since(tr))
-			err = composite.Window(cdates, j.drop, StackScale, StackOffset, meds, count)
-		}
-	}
+	resampled, err := j.engine.composite(cdates, j.drop, meds, count)
+	resampleNs += int64(resampled)
 	if err != nil {
 		return err
 	}

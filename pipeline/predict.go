@@ -19,7 +19,6 @@ import (
 	"github.com/planetlabs/go-stac/extensions/raster/v1"
 
 	"github.com/lulc/lulc/charts"
-	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/inference"
@@ -237,7 +236,7 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, dir string, 
 	if err := p.openWriters(pc); err != nil {
 		return p, err
 	}
-	comp, pred, closePred, err := predictors(opt, set, model)
+	comp, pred, closePred, err := opt.engine().predictor(set, model)
 	if err != nil {
 		p.abort()
 		return p, err
@@ -254,10 +253,7 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, dir string, 
 		}
 		p.confusion = tile.Confusion
 	}
-	var busy0 time.Duration
-	if opt.GPU != nil {
-		busy0 = opt.GPU.Busy()
-	}
+	busy0 := opt.engine().busy()
 	runStart := time.Now()
 	windows := (p.grid.Width + pc.Window - 1) / pc.Window * ((p.grid.Height + pc.Window - 1) / pc.Window)
 	bar := opt.NewBar(int64(windows), "predict "+m.Tile)
@@ -269,28 +265,9 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, dir string, 
 	}
 	p.pt.Pixels = p.pt.Timings.Pixels
 	p.pt.Stream = time.Since(runStart)
-	if opt.GPU != nil {
-		// How much of the streaming the device was kept busy.
-		p.pt.DeviceBusy = opt.GPU.Busy() - busy0
-	}
+	// How much of the streaming the device was kept busy.
+	p.pt.DeviceBusy = opt.engine().busy() - busy0
 	return p, nil
-}
-
-// predictors returns the feature computer and predictor of the engine:
-// the GPU twins when opt has a device, else the CPU's.
-func predictors(opt Options, set *features.Set, model *forest.Model) (features.Computer, inference.Predictor, func(), error) {
-	comp, closeComp, err := computer(opt.GPU, set)
-	if err != nil || opt.GPU == nil {
-		return comp, inference.NewCPU(model), closeComp, err
-	}
-	// On the GPU the features stay on the device: the predictor computes
-	// them from the bands in the same pass.
-	gp, err := inference.NewGPUBands(opt.GPU, model, comp.(*cuda.Features))
-	if err != nil {
-		closeComp()
-		return nil, nil, nil, err
-	}
-	return comp, gp, func() { gp.Close(); closeComp() }, nil
 }
 
 // openWriters starts the class and, if asked, the confidence COG.

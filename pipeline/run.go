@@ -187,10 +187,7 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	}
 	r := &runner{job: job, opt: opt, stage: stage, model: model, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}}
 	res := RunResult{Dir: stage.Final, Model: job.Model, GPU: opt.GPU != nil}
-	var busy0 time.Duration
-	if opt.GPU != nil {
-		busy0 = opt.GPU.Busy()
-	}
+	busy0 := opt.engine().busy()
 	err = r.run(ctx, tiles, &res)
 	t0 := time.Now()
 	if werr := r.wait(); err == nil {
@@ -201,9 +198,7 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 		res.Tiles[i].Seconds = res.Tiles[i].stageSeconds()
 	}
 	res.PeakRSS, res.Fit = PeakRSS(), r.fitWall
-	if opt.GPU != nil {
-		res.DeviceBusy = opt.GPU.Busy() - busy0
-	}
+	res.DeviceBusy = opt.engine().busy() - busy0
 	r.dropSpills()
 	if err != nil {
 		return res, err
@@ -380,7 +375,7 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 	}
 	cfg.Input.Stack, cfg.Input.Rasters = "", nil
 	scheme, _ := cfg.Scheme()
-	sp := newSampler(cfg, scheme, r.opt.GPU)
+	sp := newSampler(cfg, scheme, r.opt.engine())
 	var ins []trainInput
 	t0 := time.Now()
 	zero := 0.0

@@ -136,8 +136,8 @@ const sampleStrip = 128
 
 // sample draws stratified samples from every input (see sampler) and
 // returns what the draw has to say about the labels.
-func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, gpu *cuda.Device) (*samples.Set, []string, error) {
-	sp := newSampler(cfg, scheme, gpu)
+func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, e engine) (*samples.Set, []string, error) {
+	sp := newSampler(cfg, scheme, e)
 	for _, in := range ins {
 		if err := sp.add(in); err != nil {
 			return nil, nil, err
@@ -157,7 +157,7 @@ func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, gpu *cud
 type sampler struct {
 	cfg        TrainConfig
 	scheme     landcover.Scheme
-	gpu        *cuda.Device
+	engine     engine
 	classIndex map[uint8]int
 	res        []*reservoir // class*2 + split
 	set        *features.Set
@@ -169,8 +169,8 @@ type sampler struct {
 	outside  [256]int64
 }
 
-func newSampler(cfg TrainConfig, scheme landcover.Scheme, gpu *cuda.Device) *sampler {
-	sp := &sampler{cfg: cfg, scheme: scheme, gpu: gpu, classIndex: map[uint8]int{}, res: make([]*reservoir, 2*len(scheme.Classes))}
+func newSampler(cfg TrainConfig, scheme landcover.Scheme, e engine) *sampler {
+	sp := &sampler{cfg: cfg, scheme: scheme, engine: e, classIndex: map[uint8]int{}, res: make([]*reservoir, 2*len(scheme.Classes))}
 	for i := range sp.res {
 		sp.res[i] = newReservoir()
 	}
@@ -420,7 +420,7 @@ func (sp *sampler) features(bands []float32, n int) ([]float32, error) {
 	for f := range feats {
 		feats[f] = make([]float32, n)
 	}
-	comp, closeComp, err := computer(sp.gpu, sp.set)
+	comp, closeComp, err := sp.engine.features(sp.set)
 	if err != nil {
 		return nil, err
 	}
@@ -547,7 +547,7 @@ func (s *PixelScan) Run(ctx context.Context, gpu *cuda.Device, visit func(Pixel)
 		if err != nil {
 			return fmt.Errorf("%s: %w", in.image, err)
 		}
-		comp, closeComp, err := computer(gpu, set)
+		comp, closeComp, err := engine{gpu: gpu}.features(set)
 		if err != nil {
 			return err
 		}
@@ -564,19 +564,6 @@ func (s *PixelScan) Run(ctx context.Context, gpu *cuda.Device, visit func(Pixel)
 		}
 	}
 	return nil
-}
-
-// computer returns the features computer of the engine: the GPU twin when
-// gpu is set (the same bits as features.CPU), else features.CPU.
-func computer(gpu *cuda.Device, set *features.Set) (features.Computer, func(), error) {
-	if gpu == nil {
-		return features.CPU{Set: set}, func() {}, nil
-	}
-	g, err := cuda.NewFeatures(gpu, set)
-	if err != nil {
-		return nil, nil, err
-	}
-	return g, g.Close, nil
 }
 
 // scanPixels computes the features of an input strip by strip and visits

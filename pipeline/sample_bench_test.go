@@ -111,7 +111,7 @@ func BenchmarkSampleTile(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		t0, c0 := time.Now(), cpuTime()
-		sp := newSampler(cfg, scheme, nil)
+		sp := newSampler(cfg, scheme, engine{})
 		if err := sp.add(in); err != nil {
 			b.Fatal(err)
 		}

@@ -34,7 +34,7 @@ func referenceSamples(t *testing.T, cfg TrainConfig, scheme landcover.Scheme, in
 	}
 	k := len(scheme.Classes)
 	res := make([][]pixel, 2*k)
-	ref := newSampler(cfg, scheme, nil) // for its warnings and features only
+	ref := newSampler(cfg, scheme, engine{}) // for its warnings and features only
 	var sources []string
 	var set *features.Set
 	for ii, in := range ins {
@@ -219,7 +219,7 @@ func randomDrawCase(t *testing.T, seed uint64, big bool) drawCase {
 // file's bytes and the warnings.
 func drawSamples(t *testing.T, c drawCase, ins []trainInput) ([]byte, []string) {
 	t.Helper()
-	sp := newSampler(c.cfg, c.scheme, nil)
+	sp := newSampler(c.cfg, c.scheme, engine{})
 	for _, in := range ins {
 		if err := sp.add(in); err != nil {
 			t.Fatal(err)

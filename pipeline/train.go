@@ -11,15 +11,11 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lulc/lulc/baseline"
 	"github.com/lulc/lulc/charts"
-	"github.com/lulc/lulc/cuda"
-	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
-	"github.com/lulc/lulc/inference"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/landcover"
@@ -108,7 +104,7 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 	}
 	if set == nil {
 		var warnings []string
-		set, warnings, err = sample(cfg, ins, scheme, opt.GPU)
+		set, warnings, err = sample(cfg, ins, scheme, opt.engine())
 		if err != nil {
 			return res, err
 		}
@@ -197,14 +193,9 @@ func fit(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, in trainInp
 	if err != nil {
 		return nil, nil, err
 	}
-	var f *forest.Forest
-	if opt.GPU != nil {
-		f, err = cuda.Train(opt.GPU, xb, yt, len(scheme.Classes), cfg.Forest, func(format string, args ...any) {
-			opt.Log.Info(fmt.Sprintf(format, args...))
-		})
-	} else {
-		f, err = forest.Train(xb, yt, len(scheme.Classes), cfg.Forest, opt.Workers)
-	}
+	f, err := opt.engine().fit(xb, yt, len(scheme.Classes), cfg.Forest, func(format string, args ...any) {
+		opt.Log.Info(fmt.Sprintf(format, args...))
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -214,45 +205,8 @@ func fit(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, in trainInp
 	for _, c := range scheme.Classes {
 		model.Classes = append(model.Classes, forest.Class{Code: c.Code, Name: c.Name, Color: fmt.Sprintf("#%02x%02x%02x", c.Color.R, c.Color.G, c.Color.B)})
 	}
-	pred, err := classifyRows(opt, model, xv, nf)
+	pred, err := opt.engine().classify(model, xv, nf)
 	return model, pred, err
-}
-
-// classifyRows predicts the class index of every row of x (nf features a
-// row) with the engine's predictor: the GPU's, or the CPU's on every
-// worker. Both bin with the model's edges and give the classes the
-// forest's own Classify gives.
-func classifyRows(opt Options, model *forest.Model, x []float32, nf int) ([]uint8, error) {
-	n := len(x) / nf
-	planes := features.Columns(x, nf)
-	cls, conf, valid := make([]uint8, n), make([]float32, n), make([]bool, n)
-	for i := range valid {
-		valid[i] = true
-	}
-	if opt.GPU != nil {
-		g, err := inference.NewGPU(opt.GPU, model)
-		if err != nil {
-			return nil, err
-		}
-		defer g.Close()
-		return cls, g.Predict(planes, valid, cls, conf)
-	}
-	cpu := inference.NewCPU(model)
-	parts := max(1, min(opt.Workers, n/4096))
-	errs := make([]error, parts)
-	var wg sync.WaitGroup
-	for p := range parts {
-		lo, hi := p*n/parts, (p+1)*n/parts
-		wg.Go(func() {
-			sub := make([][]float32, nf)
-			for f := range sub {
-				sub[f] = planes[f][lo:hi]
-			}
-			errs[p] = cpu.Predict(sub, valid[lo:hi], cls[lo:hi], conf[lo:hi])
-		})
-	}
-	wg.Wait()
-	return cls, errors.Join(errs...)
 }
 
 // writeTrainOutputs writes a training run's files into dir.

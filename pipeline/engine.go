@@ -1,0 +1,122 @@
+package pipeline
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/inference"
+)
+
+// engine is the one place where a stage's twin is chosen: the GPU's when
+// the run has a device, else the CPU's. Every twin computes the same bits
+// (the cuda package's tests compare them), so the stages above never ask
+// which engine runs them.
+type engine struct {
+	gpu     *cuda.Device
+	workers int
+}
+
+// engine returns the options' engine.
+func (o Options) engine() engine { return engine{gpu: o.GPU, workers: o.Workers} }
+
+// composite resamples a window's coarse bands, masks and composites it
+// (composite.Resample and composite.Window, or cuda.Composite), and says
+// how long the CPU spent resampling (on the GPU that is part of the
+// device's composite).
+func (e engine) composite(dates []composite.Date, drop []uint8, out [][]uint16, count []uint8) (time.Duration, error) {
+	if e.gpu != nil {
+		return 0, cuda.Composite(e.gpu, dates, drop, StackScale, StackOffset, out, count)
+	}
+	t := time.Now()
+	if err := composite.Resample(dates); err != nil {
+		return 0, err
+	}
+	resample := time.Since(t)
+	return resample, composite.Window(dates, drop, StackScale, StackOffset, out, count)
+}
+
+// features returns the features computer.
+func (e engine) features(set *features.Set) (features.Computer, func(), error) {
+	if e.gpu == nil {
+		return features.CPU{Set: set}, func() {}, nil
+	}
+	g, err := cuda.NewFeatures(e.gpu, set)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, g.Close, nil
+}
+
+// predictor returns the features computer and predictor for streaming a
+// model over windows. On the GPU the features stay on the device: the
+// predictor computes them from the bands in the same pass.
+func (e engine) predictor(set *features.Set, model *forest.Model) (features.Computer, inference.Predictor, func(), error) {
+	comp, closeComp, err := e.features(set)
+	if err != nil || e.gpu == nil {
+		return comp, inference.NewCPU(model), closeComp, err
+	}
+	gp, err := inference.NewGPUBands(e.gpu, model, comp.(*cuda.Features))
+	if err != nil {
+		closeComp()
+		return nil, nil, nil, err
+	}
+	return comp, gp, func() { gp.Close(); closeComp() }, nil
+}
+
+// fit grows the forest on binned samples.
+func (e engine) fit(xb *forest.Binned, y []uint8, classes int, p forest.Params, logf func(string, ...any)) (*forest.Forest, error) {
+	if e.gpu != nil {
+		return cuda.Train(e.gpu, xb, y, classes, p, logf)
+	}
+	return forest.Train(xb, y, classes, p, e.workers)
+}
+
+// classify predicts the class index of every row of x (nf features a row):
+// on the device, or on every worker. Both bin with the model's edges and
+// give the classes the forest's own Classify gives.
+func (e engine) classify(model *forest.Model, x []float32, nf int) ([]uint8, error) {
+	n := len(x) / nf
+	planes := features.Columns(x, nf)
+	cls, conf, valid := make([]uint8, n), make([]float32, n), make([]bool, n)
+	for i := range valid {
+		valid[i] = true
+	}
+	if e.gpu != nil {
+		g, err := inference.NewGPU(e.gpu, model)
+		if err != nil {
+			return nil, err
+		}
+		defer g.Close()
+		return cls, g.Predict(planes, valid, cls, conf)
+	}
+	cpu := inference.NewCPU(model)
+	parts := max(1, min(e.workers, n/4096))
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*n/parts, (p+1)*n/parts
+		wg.Go(func() {
+			sub := make([][]float32, nf)
+			for f := range sub {
+				sub[f] = planes[f][lo:hi]
+			}
+			errs[p] = cpu.Predict(sub, valid[lo:hi], cls[lo:hi], conf[lo:hi])
+		})
+	}
+	wg.Wait()
+	return cls, errors.Join(errs...)
+}
+
+// busy is the device's busy time so far (0 on the CPU): differences of it
+// say how much of a stage kept the device busy.
+func (e engine) busy() time.Duration {
+	if e.gpu == nil {
+		return 0
+	}
+	return e.gpu.Busy()
+}
