@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/airbusgeo/godal"
 	"github.com/lulc/lulc/internal/atomicfs"
@@ -61,7 +62,9 @@ type COGOptions struct {
 	Classes            *landcover.Scheme // colour table and category names
 }
 
-// WriteCOG writes a single-band raster as a COG at path. It writes to a
+// WriteCOG writes a single-band raster as a COG at path, with lulc's Go
+// encoder when it supports the options (see planCOG) and GDAL's COG
+// driver otherwise. It writes to a
 // temporary file beside path and renames it when complete, so path either
 // does not exist or holds a whole file. With Classes set it also writes the
 // colour table into the COG and the category names into the GDAL sidecar
@@ -80,6 +83,10 @@ func WriteCOG[T Pixels](path string, g Grid, data []T, opt COGOptions) error {
 		dtype = godal.UInt16
 	default:
 		return fmt.Errorf("write %s: unsupported pixel type %T", path, data)
+	}
+	var zero T
+	if p, _ := planCOG(g, int(unsafe.Sizeof(zero)), []BandInfo{{Description: opt.Description}}, opt); p != nil {
+		return writeGoCOG(path, p, data, opt.Classes)
 	}
 	mem, err := godal.Create(godal.Memory, "", 1, dtype, g.Width, g.Height)
 	if err != nil {
