@@ -13,7 +13,7 @@ import (
 // it: the pages stay backed by disk until unmap, and no file outlives the
 // process.
 func mapTemp(name string, size int64) ([]byte, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}

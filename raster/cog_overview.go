@@ -102,8 +102,15 @@ func downsampleRows[T Pixels](dst []T, dw int, src []T, sw, sh, y0, y1 int, rule
 			full = min(dw, sw/2)
 		}
 		out := dst[y*dw : y*dw+dw]
-		for x := range full {
+		r0, r1 = r0[:2*full], r1[:2*full]
+		for x := range out[:full] {
 			a, b, c, d := r0[2*x], r0[2*x+1], r1[2*x], r1[2*x+1]
+			// Uniform windows, the most common in class maps, give their
+			// value under every rule, nodata included.
+			if a == b && a == c && a == d {
+				out[x] = a
+				continue
+			}
 			if nodata != nil && (a == nd || b == nd || c == nd || d == nd) {
 				n := 0
 				for _, v := range [4]T{a, b, c, d} {
@@ -121,15 +128,15 @@ func downsampleRows[T Pixels](dst []T, dw int, src []T, sw, sh, y0, y1 int, rule
 			case resampleAverage:
 				out[x] = T((uint32(a) + uint32(b) + uint32(c) + uint32(d) + 2) >> 2)
 			default:
-				if a == b && b == c && c == d {
-					out[x] = a
-				} else {
-					out[x] = modeOf([]T{a, b, c, d})
-				}
+				out[x] = mode4(a, b, c, d)
 			}
 		}
 		// Sizes round down, so a window is cut by the edge only when the
 		// level above is one pixel wide or high.
+		r0 = src[2*y*sw : 2*y*sw+sw]
+		if r1 != nil {
+			r1 = src[(2*y+1)*sw : (2*y+2)*sw]
+		}
 		for x := full; x < dw; x++ {
 			var cand [4]T
 			m := 0
@@ -153,6 +160,34 @@ func downsampleRows[T Pixels](dst []T, dw int, src []T, sw, sh, y0, y1 int, rule
 			out[x] = reduceWindow(win[:n], rule, nd)
 		}
 	}
+}
+
+// mode4 is modeOf for a full window without nodata.
+func mode4[T Pixels](a, b, c, d T) T {
+	// Count each value against the ones after it: a pair decides unless
+	// it is 2-2 or all differ.
+	ab, ac, ad, bc, bd, cd := a == b, a == c, a == d, b == c, b == d, c == d
+	na := 1 + b2i(ab) + b2i(ac) + b2i(ad)
+	nb := 1 + b2i(ab) + b2i(bc) + b2i(bd)
+	nc := 1 + b2i(ac) + b2i(bc) + b2i(cd)
+	nd := 1 + b2i(ad) + b2i(bd) + b2i(cd)
+	best, bn := a, na
+	for _, e := range [3]struct {
+		v T
+		n int
+	}{{b, nb}, {c, nc}, {d, nd}} {
+		if e.n > bn || e.n == bn && e.v < best {
+			best, bn = e.v, e.n
+		}
+	}
+	return best
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // reduceWindow applies rule to a window's pixels (nodata already left out).

@@ -76,7 +76,13 @@ func (s *stageOf[T]) write(band, x, y, width, height int, buf any) error {
 	plane := s.levels[0][band]
 	switch v := buf.(type) {
 	case []T:
-		return copyWindow(plane, l0.width, x, y, width, height, v)
+		if len(v) < width*height {
+			return fmt.Errorf("%d values for a %d×%d window", len(v), width, height)
+		}
+		for r := range height {
+			copy(plane[(y+r)*l0.width+x:][:width], v[r*width:][:width])
+		}
+		return nil
 	case []uint8:
 		return copyWindow(plane, l0.width, x, y, width, height, v)
 	case []uint16:
