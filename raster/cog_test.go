@@ -57,6 +57,8 @@ var cogCases = []cogCase{
 		infos: []BandInfo{{Description: "labels"}}},
 	{name: "geographic", width: 900, height: 600, bands: 1, u16: true, epsg: 4326,
 		opt: COGOptions{Compress: "DEFLATE", NoData: ptrf(0), OverviewCount: 5}},
+	{name: "tiny-many-overviews", width: 40, height: 5, bands: 1, u16: true,
+		opt: COGOptions{OverviewResampling: "MODE", NoData: ptrf(0), OverviewCount: 9}},
 	{name: "thin", width: 2000, height: 3, bands: 1, epsg: 3035,
 		opt: COGOptions{OverviewResampling: "AVERAGE", NoData: ptrf(0), BlockSize: 128}},
 }
