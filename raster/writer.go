@@ -61,10 +61,11 @@ func NewWriter(path string, g Grid, dtype string, bands []BandInfo, opt COGOptio
 		} else {
 			w.stage, err = newStage[uint16](path, p)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("write %s: %w", path, err)
+		// Where the staging file cannot be mapped, GDAL stages instead.
+		if err == nil {
+			return w, nil
 		}
-		return w, nil
+		w.stage = nil
 	}
 	ds, err := godal.Create(godal.GTiff, w.staging, len(bands), dt, g.Width, g.Height,
 		godal.CreationOption("TILED=YES", "BLOCKXSIZE=512", "BLOCKYSIZE=512", "BIGTIFF=IF_SAFER", "INTERLEAVE=BAND"))
