@@ -47,6 +47,8 @@ import (
 	"github.com/lulc/lulc/internal/atomicfs"
 )
 
+// cogEncoderEnv names the environment variable that, set to "gdal", sends
+// every COG through GDAL's driver.
 const cogEncoderEnv = "LULC_COG_ENCODER"
 
 // TIFF tags the encoder writes.

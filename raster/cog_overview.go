@@ -162,10 +162,9 @@ func downsampleRows[T Pixels](dst []T, dw int, src []T, sw, sh, y0, y1 int, rule
 	}
 }
 
-// mode4 is modeOf for a full window without nodata.
+// mode4 is modeOf for a full window without nodata, without a loop: each
+// pixel's count is the number of pixels equal to it.
 func mode4[T Pixels](a, b, c, d T) T {
-	// Count each value against the ones after it: a pair decides unless
-	// it is 2-2 or all differ.
 	ab, ac, ad, bc, bd, cd := a == b, a == c, a == d, b == c, b == d, c == d
 	na := 1 + b2i(ab) + b2i(ac) + b2i(ad)
 	nb := 1 + b2i(ab) + b2i(bc) + b2i(bd)
