@@ -37,6 +37,7 @@ func newStage[T Pixels](path string, p *cogPlan) (*stageOf[T], error) {
 	var zero T
 	size := int64(unsafe.Sizeof(zero))
 	l0 := p.levels[0]
+	defer s.fillNoData()
 	if int64(l0.width)*int64(l0.height)*int64(p.bands)*size <= stageInMemoryMax {
 		s.levels[0] = make([][]T, p.bands)
 		for b := range s.levels[0] {
@@ -63,6 +64,20 @@ func newStage[T Pixels](path string, p *cogPlan) (*stageOf[T], error) {
 		}
 	}
 	return s, nil
+}
+
+// fillNoData sets every full-resolution pixel to nodata, as GDAL reads
+// the pixels of windows never written to its staging raster.
+func (s *stageOf[T]) fillNoData() {
+	if s.plan.nodata == nil || *s.plan.nodata == 0 || s.levels[0] == nil {
+		return
+	}
+	nd := T(*s.plan.nodata)
+	for _, plane := range s.levels[0] {
+		for i := range plane {
+			plane[i] = nd
+		}
+	}
 }
 
 func (s *stageOf[T]) write(band, x, y, width, height int, buf any) error {

@@ -374,12 +374,16 @@ func TestCOGRoundTrip(t *testing.T) {
 }
 
 func infoString(i Info) string {
-	nd := "none"
-	if i.NoData != nil {
-		nd = fmt.Sprint(*i.NoData)
-	}
+	nd := ndString(i.NoData)
 	i.NoData = nil
 	return fmt.Sprintf("%+v nodata %s", i, nd)
+}
+
+func ndString(nd *float64) string {
+	if nd == nil {
+		return "none"
+	}
+	return fmt.Sprint(*nd)
 }
 
 func u8Widened(v []uint16) []uint16 {
@@ -606,6 +610,36 @@ func TestWriterFileStaging(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"file.tif", "mem.tif"}) {
 		t.Errorf("directory holds %v", names)
+	}
+}
+
+// TestWriterUnwritten: pixels of windows never written read as nodata,
+// as from GDAL's staging raster.
+func TestWriterUnwritten(t *testing.T) {
+	dir := t.TempDir()
+	g := Grid{EPSG: 32631, Width: 1000, Height: 700, Transform: [6]float64{0, 10, 0, 0, 0, -10}}
+	for _, nd := range []*float64{nil, ptrf(0), ptrf(3)} {
+		var got [2][]uint8
+		for i, enc := range []string{"go", "gdal"} {
+			t.Setenv(cogEncoderEnv, enc)
+			path := filepath.Join(dir, enc+".tif")
+			w, err := NewWriter(path, g, "uint8", []BandInfo{{}}, COGOptions{NoData: nd})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Write(0, 100, 200, 2, 1, []uint8{9, 8}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got[i], _, err = ReadBand[uint8](path, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(got[0], got[1]) || got[0][200*1000+101] != 8 {
+			t.Errorf("nodata %s: unwritten pixels differ from GDAL's", ndString(nd))
+		}
 	}
 }
 
