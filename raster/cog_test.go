@@ -747,3 +747,29 @@ func toU16(v []uint8) []uint16 {
 	}
 	return out
 }
+
+// TestOverviewSizes: the levels GDAL 3.6's COG driver makes (measured with
+// it), including sizes that halve to odd numbers and rasters one block
+// wide or a few pixels high.
+func TestOverviewSizes(t *testing.T) {
+	for _, c := range []struct {
+		w, h, block, count int
+		want             string
+	}{
+		{1299, 1301, 512, 0, "[[649 650] [324 325]]"},
+		{1303, 1305, 512, 0, "[[651 652] [325 326]]"},
+		{1025, 1024, 512, 0, "[[512 512]]"},
+		{1027, 513, 512, 0, "[[513 256] [256 128]]"},
+		{512, 512, 512, 0, "[]"},
+		{513, 100, 512, 0, "[[256 50]]"},
+		{10980, 10980, 512, 0, "[[5490 5490] [2745 2745] [1372 1372] [686 686] [343 343]]"},
+		{2047, 3, 256, 0, "[[1023 1] [511 1] [255 1]]"},
+		{6000, 7, 512, 0, "[[3000 3] [1500 1] [750 1] [375 1]]"},
+		{1300, 1307, 256, 0, "[[650 653] [325 326] [162 163]]"},
+		{70, 60, 512, 3, "[[35 30] [17 15] [8 7]]"},
+	} {
+		if got := fmt.Sprint(overviewSizes(c.w, c.h, c.block, c.count)); got != c.want {
+			t.Errorf("%d×%d block %d count %d: %s, GDAL makes %s", c.w, c.h, c.block, c.count, got, c.want)
+		}
+	}
+}
