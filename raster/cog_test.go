@@ -754,7 +754,7 @@ func toU16(v []uint8) []uint16 {
 func TestOverviewSizes(t *testing.T) {
 	for _, c := range []struct {
 		w, h, block, count int
-		want             string
+		want               string
 	}{
 		{1299, 1301, 512, 0, "[[649 650] [324 325]]"},
 		{1303, 1305, 512, 0, "[[651 652] [325 326]]"},
