@@ -6,6 +6,7 @@ require (
 	github.com/airbusgeo/godal v0.0.18
 	github.com/ebitengine/purego v0.9.1
 	github.com/hashicorp/go-retryablehttp v0.7.8
+	github.com/klauspost/compress v1.18.0
 	github.com/planetlabs/go-stac v0.36.0
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
 	github.com/schollz/progressbar/v3 v3.19.1

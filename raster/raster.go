@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/airbusgeo/godal"
 	"github.com/lulc/lulc/internal/atomicfs"
@@ -47,7 +48,21 @@ func (g Grid) Bounds() [4]float64 {
 // Pixels is the element type of a single-band raster lulc writes.
 type Pixels interface{ ~uint8 | ~uint16 }
 
-// COGOptions says how WriteCOG lays out a Cloud-Optimized GeoTIFF.
+// COGOptions says how WriteCOG and Writer lay out a Cloud-Optimized
+// GeoTIFF.
+//
+// lulc's Go encoder writes the file when it supports the options: DEFLATE,
+// ZSTD or NONE compression, NEAREST, AVERAGE or MODE overviews, one or more
+// UInt8 or UInt16 bands on a north-up grid (see planCOG for the rest); GDAL's
+// COG driver writes it otherwise. The Go encoder makes the files GDAL's
+// driver makes, but for the compressed bytes (lower compression levels)
+// and the overview pixels, which follow this rule: each level is half the
+// size of the one above it, rounded down, and its pixel (x, y) is computed
+// from the 2×2 window at (2x, 2y) of the level above, leaving out nodata
+// pixels (a window of nodata only gives nodata). NEAREST takes the first
+// pixel of the window in the order top-left, top-right, bottom-left,
+// bottom-right; AVERAGE the mean rounded half up, (sum + n/2) / n; MODE the
+// most frequent value, the smallest one among equally frequent values.
 type COGOptions struct {
 	BlockSize          int    // internal tile size: 256, 512 or 1024
 	Compress           string // DEFLATE, ZSTD, LZW or NONE
@@ -61,7 +76,9 @@ type COGOptions struct {
 	Classes            *landcover.Scheme // colour table and category names
 }
 
-// WriteCOG writes a single-band raster as a COG at path. It writes to a
+// WriteCOG writes a single-band raster as a COG at path, with lulc's Go
+// encoder when it supports the options (see planCOG) and GDAL's COG
+// driver otherwise. It writes to a
 // temporary file beside path and renames it when complete, so path either
 // does not exist or holds a whole file. With Classes set it also writes the
 // colour table into the COG and the category names into the GDAL sidecar
@@ -80,6 +97,10 @@ func WriteCOG[T Pixels](path string, g Grid, data []T, opt COGOptions) error {
 		dtype = godal.UInt16
 	default:
 		return fmt.Errorf("write %s: unsupported pixel type %T", path, data)
+	}
+	var zero T
+	if p, _ := planCOG(g, int(unsafe.Sizeof(zero)), []BandInfo{{Description: opt.Description}}, opt); p != nil {
+		return writeGoCOG(path, p, data, opt.Classes)
 	}
 	mem, err := godal.Create(godal.Memory, "", 1, dtype, g.Width, g.Height)
 	if err != nil {

@@ -3,6 +3,7 @@ package raster
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/airbusgeo/godal"
@@ -11,19 +12,23 @@ import (
 )
 
 // Writer builds a multi-band raster window by window and turns it into a
-// COG when closed. Windows land in an uncompressed tiled GeoTIFF beside the
-// target (GDAL's COG driver can only copy a finished dataset); Close
-// encodes the COG to a hidden temporary name and renames it into place, so
-// the target path only ever holds a complete file. Write is safe for
+// COG when closed. When the Go encoder applies (see planCOG), windows are
+// kept in Go memory, or for rasters over 1 GiB in a mapped temporary file
+// beside the target, and Close encodes them; otherwise they land in an
+// uncompressed tiled GeoTIFF beside the target (GDAL's COG driver can only
+// copy a finished dataset) and Close has GDAL encode it. Either way the COG
+// is written to a hidden temporary name and renamed into place, so the
+// target path only ever holds a complete file. Write is safe for
 // concurrent use.
 type Writer struct {
 	path    string
 	staging string
 	grid    Grid
 	opt     COGOptions
-	mu      sync.Mutex
+	stage   goStage // the Go encoder's staging; nil when GDAL stages
+	mu      sync.RWMutex
 	ds      *godal.Dataset
-	closed  bool // ds is closed: by Close, or by Abort
+	closed  bool // staging released: by Close, or by Abort
 }
 
 // BandInfo describes one band of a Writer's output.
@@ -42,6 +47,26 @@ func NewWriter(path string, g Grid, dtype string, bands []BandInfo, opt COGOptio
 		return nil, fmt.Errorf("write %s: unsupported type %q", path, dtype)
 	}
 	w := &Writer{path: path, staging: atomicfs.TempName(path) + ".gtiff", grid: g, opt: opt}
+	// Band 1's description is opt's unless the band has its own, as
+	// describe then the loop below set them for GDAL.
+	infos := slices.Clone(bands)
+	if len(infos) > 0 && infos[0].Description == "" {
+		infos[0].Description = opt.Description
+	}
+	bytesPer := map[string]int{"uint8": 1, "uint16": 2}[dtype]
+	if p, _ := planCOG(g, bytesPer, infos, opt); p != nil {
+		var err error
+		if bytesPer == 1 {
+			w.stage, err = newStage[uint8](path, p)
+		} else {
+			w.stage, err = newStage[uint16](path, p)
+		}
+		// Where the staging file cannot be mapped, GDAL stages instead.
+		if err == nil {
+			return w, nil
+		}
+		w.stage = nil
+	}
 	ds, err := godal.Create(godal.GTiff, w.staging, len(bands), dt, g.Width, g.Height,
 		godal.CreationOption("TILED=YES", "BLOCKXSIZE=512", "BLOCKYSIZE=512", "BIGTIFF=IF_SAFER", "INTERLEAVE=BAND"))
 	if err != nil {
@@ -73,10 +98,27 @@ func NewWriter(path string, g Grid, dtype string, bands []BandInfo, opt COGOptio
 	return w, nil
 }
 
-// Write stores a window of band (0-based) at pixel offset (x, y).
+// Write stores a window of band (0-based) at pixel offset (x, y). buf is a
+// []uint8 or []uint16 of width×height values, row by row.
 func (w *Writer) Write(band, x, y, width, height int, buf any) error {
+	if w.stage != nil {
+		// Windows do not overlap, so writers only share the lock with
+		// Close and Abort, which release the staging.
+		w.mu.RLock()
+		defer w.mu.RUnlock()
+		if w.closed {
+			return fmt.Errorf("write %s: band %d window (%d, %d): writer closed", w.path, band+1, x, y)
+		}
+		if err := w.stage.write(band, x, y, width, height, buf); err != nil {
+			return fmt.Errorf("write %s: band %d window (%d, %d): %w", w.path, band+1, x, y, err)
+		}
+		return nil
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return fmt.Errorf("write %s: band %d window (%d, %d): writer closed", w.path, band+1, x, y)
+	}
 	if err := w.ds.Bands()[band].Write(x, y, buf, width, height); err != nil {
 		return fmt.Errorf("write %s: band %d window (%d, %d): %w", w.path, band+1, x, y, err)
 	}
@@ -85,11 +127,20 @@ func (w *Writer) Write(band, x, y, width, height int, buf any) error {
 
 // Close encodes the COG and renames it into place.
 func (w *Writer) Close() error {
-	defer os.Remove(w.staging)
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.closed {
 		return fmt.Errorf("write %s: closed twice", w.path)
 	}
 	w.closed = true
+	if w.stage != nil {
+		err := w.stage.encode(w.path, w.opt.Classes)
+		if rerr := w.stage.release(); err == nil && rerr != nil {
+			err = fmt.Errorf("write %s: %w", w.path, rerr)
+		}
+		return err
+	}
+	defer os.Remove(w.staging)
 	if err := w.ds.Close(); err != nil {
 		return fmt.Errorf("write %s: close staging raster: %w", w.path, err)
 	}
@@ -103,11 +154,19 @@ func (w *Writer) Close() error {
 
 // Abort discards the raster; after a failed Close too.
 func (w *Writer) Abort() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if !w.closed {
 		w.closed = true
-		w.ds.Close()
+		if w.stage != nil {
+			w.stage.release()
+		} else {
+			w.ds.Close()
+		}
 	}
-	os.Remove(w.staging)
+	if w.stage == nil {
+		os.Remove(w.staging)
+	}
 }
 
 // translateCOG encodes src as a COG at path via a hidden temporary file.

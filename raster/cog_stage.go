@@ -1,0 +1,174 @@
+package raster
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/landcover"
+)
+
+// stageInMemoryMax is the largest raw size (all bands at full resolution)
+// a Writer stages in Go memory; larger rasters are staged in a mapped
+// temporary file. A variable so that tests can exercise both.
+var stageInMemoryMax int64 = 1 << 30
+
+// goStage holds a Writer's windows until Close when the Go encoder
+// applies.
+type goStage interface {
+	write(band, x, y, width, height int, buf any) error
+	encode(path string, classes *landcover.Scheme) error
+	release() error
+}
+
+// stageOf keeps every band as a full-resolution plane, in Go memory or,
+// above stageInMemoryMax, in a temporary file beside the output mapped
+// into memory, which also holds the overview levels: the kernel then pages
+// them to disk as needed, so memory stays bounded. The file is unlinked as
+// soon as it is mapped, so nothing is left behind whatever happens.
+type stageOf[T Pixels] struct {
+	plan   *cogPlan
+	levels [][][]T // level → band → plane; overviews allocated by encode in memory
+	mapped []byte  // the mapping, nil in memory
+}
+
+func newStage[T Pixels](path string, p *cogPlan) (*stageOf[T], error) {
+	s := &stageOf[T]{plan: p, levels: make([][][]T, len(p.levels))}
+	var zero T
+	size := int64(unsafe.Sizeof(zero))
+	l0 := p.levels[0]
+	defer s.fillNoData()
+	if int64(l0.width)*int64(l0.height)*int64(p.bands)*size <= stageInMemoryMax {
+		s.levels[0] = make([][]T, p.bands)
+		for b := range s.levels[0] {
+			s.levels[0][b] = make([]T, l0.width*l0.height)
+		}
+		return s, nil
+	}
+	var total int64
+	for _, lv := range p.levels {
+		total += int64(lv.width) * int64(lv.height) * int64(p.bands) * size
+	}
+	mem, err := mapTemp(atomicfs.TempName(path)+".raw", total)
+	if err != nil {
+		return nil, fmt.Errorf("stage %s: %w", path, err)
+	}
+	s.mapped = mem
+	var at int64
+	for l, lv := range p.levels {
+		s.levels[l] = make([][]T, p.bands)
+		n := lv.width * lv.height
+		for b := range s.levels[l] {
+			s.levels[l][b] = unsafe.Slice((*T)(unsafe.Pointer(&mem[at])), n)
+			at += int64(n) * size
+		}
+	}
+	return s, nil
+}
+
+// fillNoData sets every full-resolution pixel to nodata, as GDAL reads
+// the pixels of windows never written to its staging raster.
+func (s *stageOf[T]) fillNoData() {
+	if s.plan.nodata == nil || *s.plan.nodata == 0 || s.levels[0] == nil {
+		return
+	}
+	nd := T(*s.plan.nodata)
+	for _, plane := range s.levels[0] {
+		for i := range plane {
+			plane[i] = nd
+		}
+	}
+}
+
+func (s *stageOf[T]) write(band, x, y, width, height int, buf any) error {
+	l0 := s.plan.levels[0]
+	if band < 0 || band >= s.plan.bands {
+		return fmt.Errorf("no band %d", band+1)
+	}
+	if x < 0 || y < 0 || width < 0 || height < 0 || x+width > l0.width || y+height > l0.height {
+		return fmt.Errorf("window %d×%d outside the %d×%d raster", width, height, l0.width, l0.height)
+	}
+	plane := s.levels[0][band]
+	switch v := buf.(type) {
+	case []T:
+		if len(v) < width*height {
+			return fmt.Errorf("%d values for a %d×%d window", len(v), width, height)
+		}
+		for r := range height {
+			copy(plane[(y+r)*l0.width+x:][:width], v[r*width:][:width])
+		}
+		return nil
+	case []uint8:
+		return copyWindow(plane, l0.width, x, y, width, height, v)
+	case []uint16:
+		return copyWindow(plane, l0.width, x, y, width, height, v)
+	}
+	return fmt.Errorf("unsupported buffer type %T", buf)
+}
+
+// copyWindow copies a width×height window into a plane dstW pixels wide at
+// (x, y), clamping values the plane's type cannot hold, as GDAL does.
+func copyWindow[T, S Pixels](dst []T, dstW, x, y, width, height int, src []S) error {
+	if len(src) < width*height {
+		return fmt.Errorf("%d values for a %d×%d window", len(src), width, height)
+	}
+	maxT := uint64(^T(0))
+	for r := range height {
+		out := dst[(y+r)*dstW+x:][:width]
+		in := src[r*width:][:width]
+		if unsafe.Sizeof(T(0)) >= unsafe.Sizeof(S(0)) {
+			for i, v := range in {
+				out[i] = T(v)
+			}
+			continue
+		}
+		for i, v := range in {
+			out[i] = T(min(uint64(v), maxT))
+		}
+	}
+	return nil
+}
+
+func (s *stageOf[T]) encode(path string, classes *landcover.Scheme) error {
+	for l := 1; l < len(s.levels); l++ {
+		if s.levels[l] == nil {
+			lv := s.plan.levels[l]
+			s.levels[l] = make([][]T, s.plan.bands)
+			for b := range s.levels[l] {
+				s.levels[l][b] = make([]T, lv.width*lv.height)
+			}
+		}
+	}
+	return encodeLevels(path, s.plan, s.levels, classes)
+}
+
+func (s *stageOf[T]) release() error {
+	s.levels = nil
+	if s.mapped == nil {
+		return nil
+	}
+	m := s.mapped
+	s.mapped = nil
+	return unmap(m)
+}
+
+// encodeLevels writes the category names sidecar, as translateCOG does,
+// then the COG.
+func encodeLevels[T Pixels](path string, p *cogPlan, levels [][][]T, classes *landcover.Scheme) error {
+	if classes != nil {
+		if err := writeCategories(path+".aux.xml", *classes); err != nil {
+			return err
+		}
+	}
+	return encodeCOG(path, p, levels)
+}
+
+// writeGoCOG encodes one band held in memory, with overviews in memory.
+func writeGoCOG[T Pixels](path string, p *cogPlan, data []T, classes *landcover.Scheme) error {
+	levels := make([][][]T, len(p.levels))
+	levels[0] = [][]T{data}
+	for l := 1; l < len(levels); l++ {
+		levels[l] = [][]T{make([]T, p.levels[l].width*p.levels[l].height)}
+	}
+	return encodeLevels(path, p, levels, classes)
+}
