@@ -305,7 +305,7 @@ func (p *predicted) finish(opt Options) error {
 		return nil
 	}
 	t0 := time.Now()
-	// The two COGs are encoded at once: each encoder is mostly one thread.
+	// The two COGs are encoded at once.
 	var confErr error
 	var wg sync.WaitGroup
 	if p.confW != nil {

@@ -32,6 +32,8 @@ func Grid(it catalog.Item, band string) (raster.Grid, error) {
 
 // Reflectance reads band of it onto g, resampled with alg (nearest,
 // bilinear, cubic), as reflectance with NaN where the file holds nodata.
+// Bands that nest in g are upsampled by lulc's own rule, as ingest does
+// (raster.Source.Upsample).
 func Reflectance(it catalog.Item, band string, g raster.Grid, alg string) ([]float32, error) {
 	src, a, err := open(it, band)
 	if err != nil {
@@ -39,7 +41,7 @@ func Reflectance(it catalog.Item, band string, g raster.Grid, alg string) ([]flo
 	}
 	defer src.Close()
 	dn := make([]uint16, g.Width*g.Height)
-	if err := src.Read(g, alg, dn); err != nil {
+	if err := src.Upsample(g, alg, dn, nil); err != nil {
 		return nil, fmt.Errorf("%s of %s: %w", band, it.ID, err)
 	}
 	// The file's nodata is the truth; catalogs may omit it.

@@ -58,8 +58,8 @@ func TestIngestSurvivesKill(t *testing.T) {
 	}
 
 	out := filepath.Join(dir, "out")
-	// Kill once windows are being written.
-	killWhen(t, filepath.Join(dir, ".out.partial", "31TEJ", ".stack.tif.tmp.gtiff"), 100*time.Millisecond, args(out)...)
+	// Kill once the stack COG is being encoded.
+	killWhen(t, filepath.Join(dir, ".out.partial", "31TEJ", ".stack.tif.tmp"), 0, args(out)...)
 	if fileExists(out) {
 		t.Log("the process finished before it was killed; the rerun below proves less")
 	}
@@ -115,7 +115,7 @@ func demoRun(t *testing.T, dir string) (stack, model string) {
 	return stack, filepath.Join(run, "model.lulcrf")
 }
 
-// TestPredictDiskFull runs lulc predict where files may not exceed 30 kB:
+// TestPredictDiskFull runs lulc predict where files may not exceed 3 kB:
 // the write fails, lulc exits non-zero naming the problem, and no class map
 // is left at the final path.
 func TestPredictDiskFull(t *testing.T) {
@@ -123,12 +123,12 @@ func TestPredictDiskFull(t *testing.T) {
 	stack, model := demoRun(t, dir)
 	out := filepath.Join(dir, "pred")
 	cmd := exec.Command(os.Args[0], "predict", "-q", "--model", model, "--input", stack, "--out", out)
-	cmd.Env = append(os.Environ(), "LULC_TEST_MAIN=1", "LULC_TEST_FSIZE=30000")
+	cmd.Env = append(os.Environ(), "LULC_TEST_MAIN=1", "LULC_TEST_FSIZE=3000")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	if err == nil {
-		t.Fatal("predict succeeded with a 30 kB file size limit")
+		t.Fatal("predict succeeded with a 3 kB file size limit")
 	}
 	if !strings.Contains(strings.ToLower(stderr.String()), "too large") && !strings.Contains(stderr.String(), "write") {
 		t.Errorf("error does not say what failed: %q", stderr.String())
@@ -191,8 +191,8 @@ func TestRunSurvivesKill(t *testing.T) {
 		t.Fatal(stderr)
 	}
 	out := filepath.Join(dir, "out")
-	// Kill once the map is being written: the model is trained by then.
-	killWhen(t, filepath.Join(dir, ".out.partial", "31TEJ", ".class.tif.tmp.gtiff"), 0, args(out)...)
+	// Kill while it maps: shortly after the trained model is staged.
+	killWhen(t, filepath.Join(dir, ".out.partial", "model", "model.lulcrf"), 50*time.Millisecond, args(out)...)
 	if fileExists(out) {
 		t.Log("the process finished before it was killed; the rerun below proves less")
 	}
