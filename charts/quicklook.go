@@ -63,7 +63,10 @@ func Quicklook(path string, codes []uint8, width, height, maxSide int, scheme la
 	if err != nil {
 		return fmt.Errorf("quicklook %s: %w", path, err)
 	}
-	if err := png.Encode(f, img); err != nil {
+	// The fastest deflate level: the quicklook is written at the end of
+	// every tile, and its size matters less than the job's wall time.
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(f, img); err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return fmt.Errorf("quicklook %s: %w", path, err)

@@ -156,9 +156,10 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 		"GDAL_HTTP_TIMEOUT":                "60",
 		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.TIF,.TIFF",
 		// GDAL's block cache defaults to 5 % of RAM (6.4 GB on a 128 GB
-		// host); windows follow the tile's block lattice, so neighbouring
-		// windows need little more than the blocks they share.
-		"GDAL_CACHEMAX": "1024",
+		// host). Windows follow the tile's block lattice and the halos of
+		// upsampled bands come from lulc's own BlockCache, so GDAL's
+		// serves little more than the label rasters' neighbouring blocks.
+		"GDAL_CACHEMAX": "256",
 	}
 	for k, v := range cfg.Source.GDAL {
 		gdalOpts[k] = v
@@ -528,7 +529,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 	}
 	job := &windowJob{cfg: cfg, grid: plan.grid, dates: make([]windowDate, len(plan.dates)), drop: drop,
 		labels: plan.labels, sinks: sinks, windows: len(plan.windows), engine: opt.engine(),
-		cache: raster.NewBlockCache(blockCacheBytes)}
+		cache: raster.NewBlockCache(blockCacheBudget(plan))}
 	for i, d := range plan.dates {
 		job.dates[i] = windowDate{bands: d.bands, scale: d.scale, offset: d.offset, scl: d.scl}
 	}
@@ -704,11 +705,19 @@ func sourceZoom(s *raster.Source, w raster.Grid) int {
 	return max(1, int(math.Round(k*k)))
 }
 
-// blockCacheBytes bounds the decoded source blocks a tile's workers share
-// (see raster.BlockCache). The halo rows of the windows being read need a
-// few block rows per upsampled file: about 120 MB per date for a 10980²
-// tile with 512-pixel blocks.
-const blockCacheBytes = 1 << 30
+// blockCacheBudget bounds the decoded source blocks a tile's workers
+// share (see raster.BlockCache): the windows in flight, with their halos,
+// touch about four block rows of each upsampled file. That is 4 × 512 rows
+// of a 20 m band, width/2 pixels of 2 bytes, for each band of each date (an
+// upper bound: 10 m bands never enter the cache), and at most 1 GiB.
+func blockCacheBudget(p *tilePlan) int64 {
+	bands := 0
+	for _, d := range p.dates {
+		bands += len(d.bands)
+	}
+	perBand := int64(4 * 512 * p.grid.Width)
+	return max(64<<20, min(1<<30, int64(bands)*perBand))
+}
 
 // windowJob is the per-window work of one tile, shared by its workers.
 type windowJob struct {

@@ -47,8 +47,13 @@ func (s *Set) N() int { return len(s.Y) }
 // Subset returns the rows of one split as a new matrix and labels.
 func (s *Set) Subset(split uint8) ([]float32, []uint8) {
 	nf := len(s.Features)
-	var x []float32
-	var y []uint8
+	n := 0
+	for _, sp := range s.Split {
+		if sp == split {
+			n++
+		}
+	}
+	x, y := make([]float32, 0, n*nf), make([]uint8, 0, n)
 	for i, sp := range s.Split {
 		if sp == split {
 			x = append(x, s.X[i*nf:(i+1)*nf]...)
