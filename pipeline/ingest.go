@@ -747,86 +747,17 @@ type windowDate struct {
 func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, error)) error {
 	n := w.Width * w.Height
 	t0 := time.Now()
-	cdates := make([]composite.Date, len(j.dates))
-	var readNs, labelNs, resampleNs int64
-	read := func(href, alg string, buf any, bytesPerPixel int) (*raster.Source, error) {
-		t := time.Now()
-		defer func() { readNs += int64(time.Since(t)) }()
-		s, err := open(href)
-		if err != nil {
-			return nil, err
-		}
-		if bytesPerPixel == 0 {
-			// Labels keep GDAL's resampling (mode, or nearest).
-			err = s.Read(w, alg, buf)
-			labelNs += int64(time.Since(t))
-		} else {
-			err = s.Upsample(w, alg, buf, nil)
-		}
-		if err != nil {
-			return nil, err
-		}
-		j.decoded.Add(int64(bytesPerPixel * n / sourceZoom(s, w)))
-		return s, nil
+	r := &windowReader{job: j, w: w, n: n, open: open}
+	cdates, err := r.dates()
+	if err != nil {
+		return err
 	}
-	// band reads one reflectance band: a bilinear band that nests at a
-	// coarser resolution as its plane, resampled by the composite (on the
-	// engine); any other at the window's resolution.
-	band := func(href string) (*raster.Source, []uint16, *resample.Coarse, error) {
-		if j.cfg.Resampling.Reflectance == "bilinear" {
-			t := time.Now()
-			s, err := open(href)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			// Bilinear windows overlap by a halo: the shared cache decodes
-			// each source block once for all of them.
-			c, err := s.Coarse(w, j.cache)
-			readNs += int64(time.Since(t))
-			if err != nil || c != nil {
-				j.decoded.Add(int64(2 * len(c.Plane.Pix)))
-				return s, nil, c, err
-			}
-		}
-		dn := make([]uint16, n)
-		s, err := read(href, j.cfg.Resampling.Reflectance, dn, 2)
-		return s, dn, nil, err
+	labels, err := r.labels()
+	if err != nil {
+		return err
 	}
-	for di, d := range j.dates {
-		cd := composite.Date{SCL: make([]uint8, n), Scale: d.scale, Offset: d.offset, Coarse: make([]*resample.Coarse, len(d.bands))}
-		if _, err := read(d.scl.Href, "nearest", cd.SCL, 1); err != nil {
-			return err
-		}
-		for b, a := range d.bands {
-			src, dn, c, err := band(a.Href)
-			if err != nil {
-				return err
-			}
-			// The file's nodata is the truth; catalogs may omit it.
-			nodata := uint16(0)
-			if src.NoData != nil {
-				nodata = uint16(*src.NoData)
-			}
-			cd.DN, cd.NoData, cd.Coarse[b] = append(cd.DN, dn), append(cd.NoData, nodata), c
-		}
-		cdates[di] = cd
-	}
-	labels := make([]uint8, n)
-	buf := make([]uint8, n)
-	for _, a := range j.labels {
-		if _, err := read(a.Href, j.cfg.Resampling.Labels, buf, 0); err != nil {
-			return err
-		}
-		// Where several label rasters cover a pixel the first (by item id)
-		// wins.
-		for i, v := range buf {
-			if labels[i] == 0 {
-				labels[i] = v
-			}
-		}
-	}
-	j.readNs.Add(readNs)
-	j.labelNs.Add(labelNs)
+	j.readNs.Add(r.readNs)
+	j.labelNs.Add(r.labelNs)
 
 	t1 := time.Now()
 	meds := make([][]uint16, len(j.cfg.Bands))
@@ -835,7 +766,6 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 	}
 	count := make([]uint8, n)
 	resampled, err := j.engine.composite(cdates, j.drop, meds, count)
-	resampleNs += int64(resampled)
 	if err != nil {
 		return err
 	}
@@ -847,8 +777,8 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 	}
 	j.empty.Add(zeros)
 	t2 := time.Now()
-	j.compositeNs.Add(int64(t2.Sub(t1)) + int64(t1.Sub(t0)) - readNs - resampleNs)
-	j.resampleNs.Add(resampleNs)
+	j.compositeNs.Add(int64(t2.Sub(t1)) + int64(t1.Sub(t0)) - r.readNs - int64(resampled))
+	j.resampleNs.Add(int64(resampled))
 
 	x := int(math.Round((w.Transform[0] - j.grid.Transform[0]) / j.grid.Transform[1]))
 	y := int(math.Round((w.Transform[3] - j.grid.Transform[3]) / j.grid.Transform[5]))
@@ -859,6 +789,109 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 	}
 	j.writeNs.Add(int64(time.Since(t2)))
 	return nil
+}
+
+// windowReader reads one window's sources with a worker's own handles,
+// adding up where the time goes.
+type windowReader struct {
+	job             *windowJob
+	w               raster.Grid
+	n               int
+	open            func(string) (*raster.Source, error)
+	readNs, labelNs int64
+}
+
+// dates reads every date's SCL and bands over the window.
+func (r *windowReader) dates() ([]composite.Date, error) {
+	cdates := make([]composite.Date, len(r.job.dates))
+	for di, d := range r.job.dates {
+		cd := composite.Date{SCL: make([]uint8, r.n), Scale: d.scale, Offset: d.offset, Coarse: make([]*resample.Coarse, len(d.bands))}
+		if _, err := r.read(d.scl.Href, "nearest", cd.SCL, 1); err != nil {
+			return nil, err
+		}
+		for b, a := range d.bands {
+			src, dn, c, err := r.band(a.Href)
+			if err != nil {
+				return nil, err
+			}
+			// The file's nodata is the truth; catalogs may omit it.
+			nodata := uint16(0)
+			if src.NoData != nil {
+				nodata = uint16(*src.NoData)
+			}
+			cd.DN, cd.NoData, cd.Coarse[b] = append(cd.DN, dn), append(cd.NoData, nodata), c
+		}
+		cdates[di] = cd
+	}
+	return cdates, nil
+}
+
+// labels reads the label rasters over the window; where several cover a
+// pixel the first (by item id) wins.
+func (r *windowReader) labels() ([]uint8, error) {
+	labels := make([]uint8, r.n)
+	buf := make([]uint8, r.n)
+	for _, a := range r.job.labels {
+		if _, err := r.read(a.Href, r.job.cfg.Resampling.Labels, buf, 0); err != nil {
+			return nil, err
+		}
+		for i, v := range buf {
+			if labels[i] == 0 {
+				labels[i] = v
+			}
+		}
+	}
+	return labels, nil
+}
+
+// read fills buf from href over the window: labels (bytesPerPixel 0)
+// with GDAL's resampling, anything else with Upsample.
+func (r *windowReader) read(href, alg string, buf any, bytesPerPixel int) (*raster.Source, error) {
+	t := time.Now()
+	defer func() { r.readNs += int64(time.Since(t)) }()
+	s, err := r.open(href)
+	if err != nil {
+		return nil, err
+	}
+	if bytesPerPixel == 0 {
+		// Labels keep GDAL's resampling (mode, or nearest).
+		err = s.Read(r.w, alg, buf)
+		r.labelNs += int64(time.Since(t))
+	} else {
+		err = s.Upsample(r.w, alg, buf, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.job.decoded.Add(int64(bytesPerPixel * r.n / sourceZoom(s, r.w)))
+	return s, nil
+}
+
+// band reads one reflectance band: a bilinear band that nests at a
+// coarser resolution as its plane, resampled by the composite (on the
+// engine); any other at the window's resolution.
+func (r *windowReader) band(href string) (*raster.Source, []uint16, *resample.Coarse, error) {
+	if r.job.cfg.Resampling.Reflectance == "bilinear" {
+		t := time.Now()
+		s, err := r.open(href)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		// Bilinear windows overlap by a halo: the shared cache decodes each
+		// source block once for all of them.
+		c, err := s.Coarse(r.w, r.job.cache)
+		r.readNs += int64(time.Since(t))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if c != nil {
+			r.job.decoded.Add(int64(2 * len(c.Plane.Pix)))
+			return s, nil, c, nil
+		}
+	}
+	dn := make([]uint16, r.n)
+	s, err := r.read(href, r.job.cfg.Resampling.Reflectance, dn, 2)
+	return s, dn, nil, err
 }
 
 // pixels is the tile's pixel count.
