@@ -199,43 +199,9 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 		return o
 	}
 
-	catalog := bc.Catalog
-	if bc.Synth != "" {
-		sc, err := loadConfig("synth", bc.Synth, synth.ParseConfig)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := synth.Run(ctx, sc, synth.Options{Out: filepath.Join(stage, "scene"), Log: opt.Log}); err != nil {
-			return nil, err
-		}
-		catalog = filepath.Join(stage, "scene", "catalog.json")
-	}
-	icfg, err := loadConfig("ingest", bc.Ingest, pipeline.ParseIngestConfig)
+	icfg, tcfg, err := prepare(ctx, bc, opt, stage, rep)
 	if err != nil {
 		return nil, err
-	}
-	if catalog != "" {
-		if len(icfg.Source.Rasters) > 0 {
-			return nil, fmt.Errorf("ingest %s reads source.rasters: a bench over raster pairs takes neither synth nor catalog", bc.Ingest)
-		}
-		icfg.Source.Catalog, icfg.Source.API = catalog, ""
-	}
-	tcfg, err := loadConfig("train", bc.Train, pipeline.ParseTrainConfig)
-	if err != nil {
-		return nil, err
-	}
-	if err := atomicfs.CheckInputs(opt.Out, append(icfg.Inputs(), tcfg.Inputs()...)...); err != nil {
-		return nil, err
-	}
-	if catalog != "" {
-		rep.Inputs = describeInputs(catalog, icfg)
-	}
-	if len(icfg.Source.Rasters) > 0 {
-		// Fails before any run when a file is missing (../shared/data
-		// absent, say).
-		if rep.Inputs, err = describeRasterInputs(ctx, icfg, opt); err != nil {
-			return nil, fmt.Errorf("ingest %s: %w", bc.Ingest, err)
-		}
 	}
 
 	var gpu *cuda.Device
@@ -254,72 +220,10 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 		if e == "gpu" {
 			cuda.ResetPeakMemory()
 		}
-		for r := range bc.Repeat {
-			// Every run, of every engine, happens in the same directory and
-			// is moved aside after, so paths recorded in outputs (config
-			// hashes, sample sources) are the same and runs and engines can
-			// be compared byte for byte.
-			work := "work"
-			times, err := runOnce(ctx, e, icfg, tcfg, sub, work, gpu, &er)
-			if err != nil {
-				return nil, fmt.Errorf("engine %s, run %d: %w", e, r+1, err)
-			}
-			if err := os.MkdirAll(filepath.Join(stage, e), 0o755); err != nil {
-				return nil, err
-			}
-			if err := os.Rename(filepath.Join(stage, work), filepath.Join(stage, e, fmt.Sprintf("run%d", r+1))); err != nil {
-				return nil, err
-			}
-			er.Runs = append(er.Runs, times)
-			if e == "golearn" {
-				continue
-			}
-			onePass, err := runOnePass(ctx, e, icfg, tcfg, sub, work, gpu)
-			if err != nil {
-				return nil, fmt.Errorf("engine %s, one-pass run %d: %w", e, r+1, err)
-			}
-			if err := os.Rename(filepath.Join(stage, work), filepath.Join(stage, e, fmt.Sprintf("onepass%d", r+1))); err != nil {
-				return nil, err
-			}
-			er.addOnePass(onePass)
+		if err := runEngine(ctx, bc, e, icfg, tcfg, sub, stage, gpu, &er); err != nil {
+			return nil, err
 		}
-		er.summariseOnePass(bc.PricePerHour[e])
-		for si, s := range Stages {
-			var v []float64
-			for _, run := range er.Runs {
-				v = append(v, run[si])
-			}
-			er.Stages[s] = median(v)
-		}
-		var totals []float64
-		for _, run := range er.Runs {
-			t := 0.0
-			for _, x := range run {
-				t += x
-			}
-			totals = append(totals, t)
-		}
-		er.Total = median(totals)
-		if er.Pixels > 0 {
-			er.PixelsPerSec = float64(er.Pixels) / (er.Stages["ingest"] + er.Stages["predict"])
-		}
-		if er.tiles > 0 && er.Total > 0 {
-			er.TilesPerSec = float64(er.tiles) / er.Total
-		}
-		if s := er.Stages["ingest"]; s > 0 {
-			er.MBPerSec = float64(er.BytesRead) / 1e6 / s
-		}
-		if p := bc.PricePerHour[e]; p > 0 && er.tiles > 0 {
-			er.CostPerTile = p * er.Total / 3600 / float64(er.tiles)
-			if rep.Inputs.Bytes > 0 {
-				er.CostPer100GB = p * er.Total / 3600 * 100e9 / float64(rep.Inputs.Bytes)
-			}
-		}
-		if bc.Repeat >= 2 {
-			diffs := compareRuns(filepath.Join(stage, e, "run1"), filepath.Join(stage, e, "run2"))
-			same := len(diffs) == 0
-			er.Reproducible, er.Differences = &same, diffs
-		}
+		er.summarise(bc, rep, stage)
 		if e == "gpu" {
 			_, rep.PeakGPU = cuda.DeviceMemory()
 		}
@@ -349,6 +253,130 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 	}
 	done = true
 	return rep, nil
+}
+
+// prepare makes the bench's scene when it has a synth config, loads the
+// ingest and train configs (pointed at the scene or catalog), checks their
+// inputs against the output and describes the inputs in rep.
+func prepare(ctx context.Context, bc Config, opt pipeline.Options, stage string, rep *Report) (pipeline.IngestConfig, pipeline.TrainConfig, error) {
+	catalog := bc.Catalog
+	if bc.Synth != "" {
+		sc, err := loadConfig("synth", bc.Synth, synth.ParseConfig)
+		if err != nil {
+			return pipeline.IngestConfig{}, pipeline.TrainConfig{}, err
+		}
+		if _, err := synth.Run(ctx, sc, synth.Options{Out: filepath.Join(stage, "scene"), Log: opt.Log}); err != nil {
+			return pipeline.IngestConfig{}, pipeline.TrainConfig{}, err
+		}
+		catalog = filepath.Join(stage, "scene", "catalog.json")
+	}
+	icfg, err := loadConfig("ingest", bc.Ingest, pipeline.ParseIngestConfig)
+	if err != nil {
+		return pipeline.IngestConfig{}, pipeline.TrainConfig{}, err
+	}
+	if catalog != "" {
+		if len(icfg.Source.Rasters) > 0 {
+			return pipeline.IngestConfig{}, pipeline.TrainConfig{}, fmt.Errorf("ingest %s reads source.rasters: a bench over raster pairs takes neither synth nor catalog", bc.Ingest)
+		}
+		icfg.Source.Catalog, icfg.Source.API = catalog, ""
+	}
+	tcfg, err := loadConfig("train", bc.Train, pipeline.ParseTrainConfig)
+	if err != nil {
+		return pipeline.IngestConfig{}, pipeline.TrainConfig{}, err
+	}
+	if err := atomicfs.CheckInputs(opt.Out, append(icfg.Inputs(), tcfg.Inputs()...)...); err != nil {
+		return pipeline.IngestConfig{}, pipeline.TrainConfig{}, err
+	}
+	if catalog != "" {
+		rep.Inputs = describeInputs(catalog, icfg)
+	}
+	if len(icfg.Source.Rasters) > 0 {
+		// Fails before any run when a file is missing (../shared/data
+		// absent, say).
+		if rep.Inputs, err = describeRasterInputs(ctx, icfg, opt); err != nil {
+			return pipeline.IngestConfig{}, pipeline.TrainConfig{}, fmt.Errorf("ingest %s: %w", bc.Ingest, err)
+		}
+	}
+	return icfg, tcfg, nil
+}
+
+// runEngine runs the job bc.Repeat times with one engine, command by
+// command and (but for golearn) in one pass, keeping each run's outputs
+// under stage/ENGINE for comparison.
+func runEngine(ctx context.Context, bc Config, e string, icfg pipeline.IngestConfig, tcfg pipeline.TrainConfig,
+	sub func(string) pipeline.Options, stage string, gpu *cuda.Device, er *EngineReport) error {
+	for r := range bc.Repeat {
+		// Every run, of every engine, happens in the same directory and
+		// is moved aside after, so paths recorded in outputs (config
+		// hashes, sample sources) are the same and runs and engines can
+		// be compared byte for byte.
+		work := "work"
+		times, err := runOnce(ctx, e, icfg, tcfg, sub, work, gpu, er)
+		if err != nil {
+			return fmt.Errorf("engine %s, run %d: %w", e, r+1, err)
+		}
+		if err := os.MkdirAll(filepath.Join(stage, e), 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(filepath.Join(stage, work), filepath.Join(stage, e, fmt.Sprintf("run%d", r+1))); err != nil {
+			return err
+		}
+		er.Runs = append(er.Runs, times)
+		if e == "golearn" {
+			continue
+		}
+		onePass, err := runOnePass(ctx, e, icfg, tcfg, sub, work, gpu)
+		if err != nil {
+			return fmt.Errorf("engine %s, one-pass run %d: %w", e, r+1, err)
+		}
+		if err := os.Rename(filepath.Join(stage, work), filepath.Join(stage, e, fmt.Sprintf("onepass%d", r+1))); err != nil {
+			return err
+		}
+		er.addOnePass(onePass)
+	}
+	return nil
+}
+
+// summarise turns an engine's runs into its report: medians, rates,
+// cost, reproducibility.
+func (er *EngineReport) summarise(bc Config, rep *Report, stage string) {
+	er.summariseOnePass(bc.PricePerHour[er.Engine])
+	for si, s := range Stages {
+		var v []float64
+		for _, run := range er.Runs {
+			v = append(v, run[si])
+		}
+		er.Stages[s] = median(v)
+	}
+	var totals []float64
+	for _, run := range er.Runs {
+		t := 0.0
+		for _, x := range run {
+			t += x
+		}
+		totals = append(totals, t)
+	}
+	er.Total = median(totals)
+	if er.Pixels > 0 {
+		er.PixelsPerSec = float64(er.Pixels) / (er.Stages["ingest"] + er.Stages["predict"])
+	}
+	if er.tiles > 0 && er.Total > 0 {
+		er.TilesPerSec = float64(er.tiles) / er.Total
+	}
+	if s := er.Stages["ingest"]; s > 0 {
+		er.MBPerSec = float64(er.BytesRead) / 1e6 / s
+	}
+	if p := bc.PricePerHour[er.Engine]; p > 0 && er.tiles > 0 {
+		er.CostPerTile = p * er.Total / 3600 / float64(er.tiles)
+		if rep.Inputs.Bytes > 0 {
+			er.CostPer100GB = p * er.Total / 3600 * 100e9 / float64(rep.Inputs.Bytes)
+		}
+	}
+	if bc.Repeat >= 2 {
+		diffs := compareRuns(filepath.Join(stage, er.Engine, "run1"), filepath.Join(stage, er.Engine, "run2"))
+		same := len(diffs) == 0
+		er.Reproducible, er.Differences = &same, diffs
+	}
 }
 
 // runOnePass runs the job as lulc run does, in one pass per tile, into
