@@ -199,127 +199,19 @@ func Forest(ctx context.Context, bc ForestConfig, cfg pipeline.TrainConfig, comm
 		}
 		return atomicfs.WriteFile(stage.Path("report.md"), []byte(forestMarkdown(rep)))
 	}
+	fr := &forestRun{bc: bc, cfg: cfg, opt: opt, classes: len(scheme.Classes), nf: nf,
+		xval: xval, yval: yval, npyDir: npyDir, valX: valX, valY: valY}
 	for _, size := range bc.Sizes {
 		if err := flush(); err != nil {
 			return nil, err
 		}
 		n := min(size, len(yt))
 		x, y := gather(xt, yt, nf, perm[:n])
-		var binned *forest.Binned
-		var bins *forest.Bins
-		var binSec float64
-		binOnce := func() error {
-			if binned != nil {
-				return nil
-			}
-			t := time.Now()
-			var err error
-			if bins, err = forest.QuantileBins(x, nf, cfg.Forest.Bins, 200_000, cfg.Forest.Seed); err != nil {
-				return err
-			}
-			if binned, err = bins.Bin(x, nf); err != nil {
-				return err
-			}
-			binSec = time.Since(t).Seconds()
-			return nil
+		fits, err := fr.size(ctx, x, y)
+		if err != nil {
+			return nil, err
 		}
-		var cpuForest, gpuForest *forest.Forest
-		for _, e := range bc.Engines {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			fit := ForestFit{Engine: e, Rows: n}
-			switch e {
-			case "gpu", "cpu":
-				if e == "gpu" && opt.GPU == nil {
-					fit.Skipped = "no usable GPU"
-					break
-				}
-				if e == "cpu" && bc.CPUMaxRows > 0 && n > bc.CPUMaxRows {
-					fit.Skipped = fmt.Sprintf("above cpu_max_rows (%d)", bc.CPUMaxRows)
-					break
-				}
-				if err := binOnce(); err != nil {
-					return nil, err
-				}
-				t := time.Now()
-				var f *forest.Forest
-				var err error
-				if e == "gpu" {
-					f, err = cuda.Train(opt.GPU, binned, y, len(scheme.Classes), cfg.Forest, func(format string, args ...any) {
-						opt.Log.Info(fmt.Sprintf(format, args...))
-					})
-					gpuForest = f
-				} else {
-					f, err = forest.Train(binned, y, len(scheme.Classes), cfg.Forest, opt.Workers)
-					cpuForest = f
-				}
-				if err != nil {
-					fit.Skipped = err.Error()
-					break
-				}
-				fit.FitSec, fit.BinSec = time.Since(t).Seconds(), binSec
-				// Prediction of the validation rows, binning included: on
-				// the device for the GPU engine, on all cores for the CPU.
-				t = time.Now()
-				var pred []uint8
-				if e == "gpu" {
-					pred, err = gpuClassify(opt.GPU, bins, f, xval, nf)
-				} else {
-					var vb *forest.Binned
-					if vb, err = bins.Bin(xval, nf); err == nil {
-						pred, _, err = f.Compile().Classify(vb)
-					}
-				}
-				if err != nil {
-					return nil, err
-				}
-				fit.PredictSec = time.Since(t).Seconds()
-				fit.Accuracy = accuracyOf(pred, yval)
-				fit.Nodes, _ = f.Nodes()
-			case "golearn":
-				if bc.GolearnMaxRows > 0 && n > bc.GolearnMaxRows {
-					fit.Skipped = fmt.Sprintf("above golearn_max_rows (%d)", bc.GolearnMaxRows)
-					break
-				}
-				t := time.Now()
-				f, err := baseline.Train(x, nf, y, len(scheme.Classes), bc.Golearn.Trees, bc.Golearn.FeaturesPerTree, int64(cfg.Forest.Seed))
-				if err != nil {
-					fit.Skipped = err.Error()
-					break
-				}
-				fit.FitSec = time.Since(t).Seconds()
-				t = time.Now()
-				pred, err := f.Predict(xval, nf)
-				if err != nil {
-					return nil, err
-				}
-				fit.PredictSec = time.Since(t).Seconds()
-				fit.Accuracy = accuracyOf(pred, yval)
-			case "sklearn":
-				if bc.SklearnMaxRows > 0 && n > bc.SklearnMaxRows {
-					fit.Skipped = fmt.Sprintf("above sklearn_max_rows (%d)", bc.SklearnMaxRows)
-					break
-				}
-				if err := runSklearn(ctx, bc, cfg.Forest, npyDir, x, y, nf, valX, valY, &fit); err != nil {
-					fit.Skipped = err.Error()
-				}
-			}
-			if fit.Skipped != "" {
-				opt.Log.Info("forest bench: skipped", "engine", e, "rows", n, "why", fit.Skipped)
-			} else {
-				opt.Log.Info("forest bench: fitted", "engine", e, "rows", n, "seconds", fit.FitSec, "accuracy", fit.Accuracy)
-			}
-			rep.Fits = append(rep.Fits, fit)
-		}
-		if cpuForest != nil && gpuForest != nil {
-			same := reflect.DeepEqual(cpuForest, gpuForest)
-			for i := range rep.Fits {
-				if rep.Fits[i].Engine == "gpu" && rep.Fits[i].Rows == n {
-					rep.Fits[i].SameAsCPU = &same
-				}
-			}
-		}
+		rep.Fits = append(rep.Fits, fits...)
 	}
 	os.RemoveAll(npyDir) // gigabytes, and the report says how they were made
 	if err := flush(); err != nil {
@@ -329,6 +221,156 @@ func Forest(ctx context.Context, bc ForestConfig, cfg pipeline.TrainConfig, comm
 		return nil, err
 	}
 	return rep, nil
+}
+
+// forestRun is what every size of a forest bench shares: the configs,
+// the engine's device, the validation rows and the scikit-learn files.
+type forestRun struct {
+	bc                 ForestConfig
+	cfg                pipeline.TrainConfig
+	opt                pipeline.Options
+	classes, nf        int
+	xval               []float32
+	yval               []uint8
+	npyDir, valX, valY string
+}
+
+// size fits every engine on the n rows x, y and says whether lulc's CPU
+// and GPU forests came out identical.
+func (fr *forestRun) size(ctx context.Context, x []float32, y []uint8) ([]ForestFit, error) {
+	n, nf := len(y), fr.nf
+	var binned *forest.Binned
+	var bins *forest.Bins
+	var binSec float64
+	binOnce := func() error {
+		if binned != nil {
+			return nil
+		}
+		t := time.Now()
+		var err error
+		if bins, err = forest.QuantileBins(x, nf, fr.cfg.Forest.Bins, 200_000, fr.cfg.Forest.Seed); err != nil {
+			return err
+		}
+		if binned, err = bins.Bin(x, nf); err != nil {
+			return err
+		}
+		binSec = time.Since(t).Seconds()
+		return nil
+	}
+	var fits []ForestFit
+	forests := map[string]*forest.Forest{}
+	for _, e := range fr.bc.Engines {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fit := ForestFit{Engine: e, Rows: n}
+		var err error
+		switch e {
+		case "gpu", "cpu":
+			if err := binOnce(); err != nil {
+				return nil, err
+			}
+			if forests[e], err = fr.ours(e, bins, binned, y, &fit); fit.Skipped == "" {
+				fit.BinSec = binSec
+			}
+		case "golearn":
+			err = fr.golearn(x, y, &fit)
+		case "sklearn":
+			if fr.bc.SklearnMaxRows > 0 && n > fr.bc.SklearnMaxRows {
+				fit.Skipped = fmt.Sprintf("above sklearn_max_rows (%d)", fr.bc.SklearnMaxRows)
+			} else if err := runSklearn(ctx, fr.bc, fr.cfg.Forest, fr.npyDir, x, y, nf, fr.valX, fr.valY, &fit); err != nil {
+				fit.Skipped = err.Error()
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if fit.Skipped != "" {
+			fr.opt.Log.Info("forest bench: skipped", "engine", e, "rows", n, "why", fit.Skipped)
+		} else {
+			fr.opt.Log.Info("forest bench: fitted", "engine", e, "rows", n, "seconds", fit.FitSec, "accuracy", fit.Accuracy)
+		}
+		fits = append(fits, fit)
+	}
+	if forests["cpu"] != nil && forests["gpu"] != nil {
+		same := reflect.DeepEqual(forests["cpu"], forests["gpu"])
+		for i := range fits {
+			if fits[i].Engine == "gpu" {
+				fits[i].SameAsCPU = &same
+			}
+		}
+	}
+	return fits, nil
+}
+
+// ours fits lulc's forest on the engine e ("gpu" or "cpu") and predicts
+// the validation rows, binning included: on the device for the GPU, on
+// all cores for the CPU. A fit that fails is recorded as skipped; the
+// error returned is a prediction's.
+func (fr *forestRun) ours(e string, bins *forest.Bins, binned *forest.Binned, y []uint8, fit *ForestFit) (*forest.Forest, error) {
+	if e == "gpu" && fr.opt.GPU == nil {
+		fit.Skipped = "no usable GPU"
+		return nil, nil
+	}
+	if e == "cpu" && fr.bc.CPUMaxRows > 0 && len(y) > fr.bc.CPUMaxRows {
+		fit.Skipped = fmt.Sprintf("above cpu_max_rows (%d)", fr.bc.CPUMaxRows)
+		return nil, nil
+	}
+	t := time.Now()
+	var f *forest.Forest
+	var err error
+	if e == "gpu" {
+		f, err = cuda.Train(fr.opt.GPU, binned, y, fr.classes, fr.cfg.Forest, func(format string, args ...any) {
+			fr.opt.Log.Info(fmt.Sprintf(format, args...))
+		})
+	} else {
+		f, err = forest.Train(binned, y, fr.classes, fr.cfg.Forest, fr.opt.Workers)
+	}
+	if err != nil {
+		fit.Skipped = err.Error()
+		return nil, nil
+	}
+	fit.FitSec = time.Since(t).Seconds()
+	t = time.Now()
+	var pred []uint8
+	if e == "gpu" {
+		pred, err = gpuClassify(fr.opt.GPU, bins, f, fr.xval, fr.nf)
+	} else {
+		var vb *forest.Binned
+		if vb, err = bins.Bin(fr.xval, fr.nf); err == nil {
+			pred, _, err = f.Compile().Classify(vb)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	fit.PredictSec = time.Since(t).Seconds()
+	fit.Accuracy = accuracyOf(pred, fr.yval)
+	fit.Nodes, _ = f.Nodes()
+	return f, nil
+}
+
+// golearn fits the golearn baseline and predicts the validation rows.
+func (fr *forestRun) golearn(x []float32, y []uint8, fit *ForestFit) error {
+	if fr.bc.GolearnMaxRows > 0 && len(y) > fr.bc.GolearnMaxRows {
+		fit.Skipped = fmt.Sprintf("above golearn_max_rows (%d)", fr.bc.GolearnMaxRows)
+		return nil
+	}
+	t := time.Now()
+	f, err := baseline.Train(x, fr.nf, y, fr.classes, fr.bc.Golearn.Trees, fr.bc.Golearn.FeaturesPerTree, int64(fr.cfg.Forest.Seed))
+	if err != nil {
+		fit.Skipped = err.Error()
+		return nil
+	}
+	fit.FitSec = time.Since(t).Seconds()
+	t = time.Now()
+	pred, err := f.Predict(fr.xval, fr.nf)
+	if err != nil {
+		return err
+	}
+	fit.PredictSec = time.Since(t).Seconds()
+	fit.Accuracy = accuracyOf(pred, fr.yval)
+	return nil
 }
 
 // gpuClassify predicts row-major rows with the GPU predictor.
