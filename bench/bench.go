@@ -176,6 +176,11 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 	if err := atomicfs.CheckInputs(opt.Out, inputs...); err != nil {
 		return nil, err
 	}
+	lock, err := atomicfs.Lock(atomicfs.LockPath(opt.Out), opt.BreakLock)
+	if err != nil {
+		return nil, fmt.Errorf("output %s: %w", opt.Out, err)
+	}
+	defer lock.Release()
 	stage, err := os.MkdirTemp(filepath.Dir(filepath.Clean(opt.Out)), "."+filepath.Base(opt.Out)+".bench-")
 	if err != nil {
 		return nil, fmt.Errorf("output directory %s is not writable: %w", filepath.Dir(opt.Out), err)

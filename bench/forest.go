@@ -137,10 +137,11 @@ func Forest(ctx context.Context, bc ForestConfig, cfg pipeline.TrainConfig, comm
 	if err != nil {
 		return nil, err
 	}
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, "forest bench")
+	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, "forest bench")
 	if err != nil {
 		return nil, err
 	}
+	defer stage.Release()
 	rep := &ForestReport{Command: command, Host: hostInfo(opt.Version), Features: cfg.Features, Classes: len(scheme.Classes), Params: cfg.Forest}
 
 	// Every labelled pixel, features computed on the GPU when one is given.

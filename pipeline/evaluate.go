@@ -82,10 +82,11 @@ func Evaluate(prediction, labels, alg string, opt Options) (EvaluateResult, erro
 	for _, c := range scheme.Classes {
 		res.Names = append(res.Names, c.Name)
 	}
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, fmt.Sprintf("evaluate %s %s %s", prediction, labels, alg))
+	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, fmt.Sprintf("evaluate %s %s %s", prediction, labels, alg))
 	if err != nil {
 		return res, err
 	}
+	defer stage.Release()
 	body, _ := json.MarshalIndent(struct {
 		forest.Metrics
 		Names      []string `json:"class_names"`

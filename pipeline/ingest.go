@@ -30,12 +30,15 @@ import (
 
 // Options are what every stage run shares.
 type Options struct {
-	Out     string // final output directory
-	Force   bool
-	Log     *slog.Logger
-	NewBar  progress.NewBar
-	Version string // lulc version, recorded in manifests
-	Workers int    // windows processed at once (0: one per CPU)
+	Out   string // final output directory
+	Force bool
+	// BreakLock takes over the output's lock whoever holds it (see
+	// atomicfs.Lock): for a writer on another host known to be gone.
+	BreakLock bool
+	Log       *slog.Logger
+	NewBar    progress.NewBar
+	Version   string // lulc version, recorded in manifests
+	Workers   int    // windows processed at once (0: one per CPU)
 	// HTTP is the client for STAC APIs and asset sizes (nil: default).
 	HTTP *http.Client
 	// GPU, when set, runs the GPU twins (composite, features, binning);
@@ -122,10 +125,11 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 	if err != nil {
 		return IngestResult{}, err
 	}
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, "ingest "+cfg.Hash())
+	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, "ingest "+cfg.Hash())
 	if err != nil {
 		return IngestResult{}, err
 	}
+	defer stage.Release()
 	res := IngestResult{Dir: stage.Final, Resumed: stage.Resumed}
 	for _, t := range tiles {
 		tr, decoded, err := ingestOne(ctx, cfg, opt, stage, t)

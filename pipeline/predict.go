@@ -147,13 +147,17 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 		}
 		key += fmt.Sprintf(" %x", sha(raw))
 	}
-	if !pc.Resume {
-		// Without --resume an interrupted run's staging is discarded.
-		os.RemoveAll(atomicfs.StagingDir(opt.Out))
-	}
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, key)
+	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, key)
 	if err != nil {
 		return PredictResult{}, err
+	}
+	defer stage.Release()
+	if stage.Resumed && !pc.Resume {
+		// Without --resume an interrupted run's staging is discarded (under
+		// the lock: never another writer's).
+		if err := stage.Restart(); err != nil {
+			return PredictResult{}, err
+		}
 	}
 	res := PredictResult{Dir: stage.Final}
 	for i, m := range manifests {

@@ -181,10 +181,11 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	if err != nil {
 		return RunResult{}, err
 	}
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, "run "+job.hash(modelBody))
+	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, "run "+job.hash(modelBody))
 	if err != nil {
 		return RunResult{}, err
 	}
+	defer stage.Release()
 	r := &runner{job: job, opt: opt, stage: stage, model: model, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}}
 	res := RunResult{Dir: stage.Final, Model: job.Model, GPU: opt.GPU != nil}
 	busy0 := opt.engine().busy()

@@ -76,10 +76,11 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 	if err != nil {
 		return TrainResult{}, err
 	}
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, "train "+cfg.Hash())
+	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, "train "+cfg.Hash())
 	if err != nil {
 		return TrainResult{}, err
 	}
+	defer stage.Release()
 	// A training that fails leaves nothing behind; one that is interrupted
 	// keeps its samples for the rerun.
 	defer func() {

@@ -42,7 +42,9 @@ const modelVersion = 3
 type Options struct {
 	Out   string // final output directory
 	Force bool   // replace an existing output
-	Log   *slog.Logger
+	// BreakLock takes over the output's lock whoever holds it.
+	BreakLock bool
+	Log       *slog.Logger
 	// NewBar makes a progress bar; nil shows none.
 	NewBar progress.NewBar
 	// Writers is the number of COGs compressed at once (0: automatic).
@@ -78,10 +80,11 @@ func Run(ctx context.Context, cfg Config, opt Options) (Result, error) {
 			cfg.Size, cfg.Size, len(cfg.Dates), float64(need)/1e9, float64(avail)/1e9)
 	}
 
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, fmt.Sprintf("synth v%d %s", modelVersion, cfg.Hash()))
+	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, fmt.Sprintf("synth v%d %s", modelVersion, cfg.Hash()))
 	if err != nil {
 		return Result{}, err
 	}
+	defer stage.Release()
 	res := Result{Dir: stage.Final, Resumed: stage.Resumed}
 	if stage.Resumed {
 		log.Info("resuming interrupted run", "staging", stage.Dir)

@@ -45,7 +45,7 @@ whether repeats and CPU/GPU outputs are byte-identical, the hardware and cost.`,
 				cfg.Repeat = repeat
 			}
 			raw := redact.String(fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " ")))
-			rep, err := bench.Run(cmd.Context(), cfg, raw, pipeline.Options{Out: out, Inputs: []string{cfgPath}, Force: force, Log: a.log, Version: lulcVersion()})
+			rep, err := bench.Run(cmd.Context(), cfg, raw, pipeline.Options{Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
 			if err != nil {
 				return fmt.Errorf("bench: %w", err)
 			}
@@ -134,7 +134,7 @@ report.md: fit times, validation accuracy, speed-ups and whether GPU and CPU tre
 			}
 			defer dev.Close()
 			cmdline := redact.String(fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " ")))
-			rep, err := bench.Forest(cmd.Context(), cfg, tcfg, cmdline, pipeline.Options{GPU: dev, Out: out, Inputs: []string{cfgPath, cfg.Train}, Force: force, Log: a.log, Version: lulcVersion()})
+			rep, err := bench.Forest(cmd.Context(), cfg, tcfg, cmdline, pipeline.Options{GPU: dev, Out: out, Inputs: []string{cfgPath, cfg.Train}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
 			if err != nil {
 				return fmt.Errorf("bench forest: %w", err)
 			}

@@ -43,7 +43,7 @@ Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 			}
 			defer dev.Close()
 			res, err := pipeline.Ingest(cmd.Context(), cfg, pipeline.Options{GPU: dev,
-				Out: out, Inputs: []string{cfgPath}, Force: force, Log: a.log, Version: lulcVersion(),
+				Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(),
 				NewBar: a.newBar,
 			})
 			if err != nil {

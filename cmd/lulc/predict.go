@@ -85,7 +85,7 @@ ingest into OUT.stack and predicts from that stack.`,
 						return err
 					}
 				}
-				if _, err := pipeline.Ingest(cmd.Context(), icfg, pipeline.Options{GPU: dev, Out: pc.Input, Force: true, Inputs: []string{cfgPath, ingestCfg, pc.Model}, Log: a.log, Version: lulcVersion(), NewBar: a.newBar}); err != nil {
+				if _, err := pipeline.Ingest(cmd.Context(), icfg, pipeline.Options{GPU: dev, Out: pc.Input, Force: true, BreakLock: a.breakLock, Inputs: []string{cfgPath, ingestCfg, pc.Model}, Log: a.log, Version: lulcVersion(), NewBar: a.newBar}); err != nil {
 					return fmt.Errorf("predict: ingest: %w", err)
 				}
 				a.log.Info("stack ingested for prediction", "stack", pc.Input)
@@ -93,7 +93,7 @@ ingest into OUT.stack and predicts from that stack.`,
 			if pc.Model == "" || pc.Input == "" {
 				return usagef("--model and --input (or a --config naming them, or --ingest-config/--catalog) are required")
 			}
-			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{GPU: dev, Out: out, Inputs: []string{cfgPath}, Force: force, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{GPU: dev, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
 				return fmt.Errorf("predict: %w", err)
 			}
@@ -139,7 +139,7 @@ func newEvaluateCmd(a *app) *cobra.Command {
 			if alg != "mode" && alg != "nearest" {
 				return usagef("--resampling: %q is not mode or nearest", alg)
 			}
-			res, err := pipeline.Evaluate(prediction, labels, alg, pipeline.Options{Out: out, Force: force, Log: a.log})
+			res, err := pipeline.Evaluate(prediction, labels, alg, pipeline.Options{Out: out, Force: force, BreakLock: a.breakLock, Log: a.log})
 			if err != nil {
 				return fmt.Errorf("evaluate: %w", err)
 			}

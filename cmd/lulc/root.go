@@ -20,6 +20,7 @@ import (
 type app struct {
 	stdout, stderr io.Writer
 	quiet, verbose bool
+	breakLock      bool
 	log            *slog.Logger
 }
 
@@ -48,6 +49,7 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "log errors only and show no progress bars")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log debug detail")
+	root.PersistentFlags().BoolVar(&a.breakLock, "break-lock", false, "take over the output's lock even if another writer holds it (for one known to be gone, on another host)")
 	root.MarkFlagsMutuallyExclusive("quiet", "verbose")
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(newVersionCmd(a), newSynthCmd(a), newIngestCmd(a), newTrainCmd(a), newPredictCmd(a), newEvaluateCmd(a), newRunCmd(a), newDoctorCmd(a), newBenchCmd(a))

@@ -79,7 +79,7 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 				return err
 			}
 			defer dev.Close()
-			res, err := pipeline.Run(cmd.Context(), job, pipeline.Options{GPU: dev, Out: out, Force: force, Inputs: inputs,
+			res, err := pipeline.Run(cmd.Context(), job, pipeline.Options{GPU: dev, Out: out, Force: force, BreakLock: a.breakLock, Inputs: inputs,
 				Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
 				return fmt.Errorf("run: %w", err)

@@ -36,7 +36,7 @@ Without --config it uses the embedded ` + defaultSynthConfig + `.`,
 				return err
 			}
 			res, err := synth.Run(cmd.Context(), cfg, synth.Options{
-				Out: out, Force: force, Log: a.log,
+				Out: out, Force: force, BreakLock: a.breakLock, Log: a.log,
 				NewBar: a.newBar,
 			})
 			if err != nil {

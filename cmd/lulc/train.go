@@ -47,7 +47,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 				return err
 			}
 			defer dev.Close()
-			res, err := pipeline.Train(cmd.Context(), cfg, pipeline.Options{GPU: dev, Out: out, Inputs: []string{cfgPath}, Force: force, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+			res, err := pipeline.Train(cmd.Context(), cfg, pipeline.Options{GPU: dev, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
 				return fmt.Errorf("train: %w", err)
 			}

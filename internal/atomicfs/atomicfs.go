@@ -53,20 +53,61 @@ type Stage struct {
 	Final   string // where the output lands on Commit
 	Dir     string // where it is assembled
 	Resumed bool   // Dir held a previous, interrupted run with the same key
+	lock    *LockFile
 }
 
 const keyFile = ".lulc-stage"
 
-// Begin prepares the staging directory for final. An existing final is an
-// error unless force is set (it is then replaced on Commit, not before). A
-// staging directory left with the same key is resumed: files already renamed
-// into it are complete and may be kept. One with another key is discarded.
-func Begin(final string, force bool, key string) (*Stage, error) {
+// Begin locks final (see Lock: a second writer of the same output fails
+// at once, naming the first; breakLock takes over a lock whose holder is
+// known to be gone) and prepares its staging directory. An existing final
+// is an error unless force is set (it is then replaced on Commit, not
+// before). A staging directory left with the same key is resumed: files
+// already renamed into it are complete and may be kept. One with another
+// key is discarded. Commit or Release gives the lock back; callers defer
+// Release so that every exit path does.
+func Begin(final string, force, breakLock bool, key string) (*Stage, error) {
 	final = filepath.Clean(final)
 	parent := filepath.Dir(final)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("output directory %s is not writable: %w", parent, err)
 	}
+	lock, err := Lock(LockPath(final), breakLock)
+	if err != nil {
+		return nil, fmt.Errorf("output %s: %w", final, err)
+	}
+	s, err := begin(final, force, key)
+	if err != nil {
+		lock.Release()
+		return nil, err
+	}
+	s.lock = lock
+	return s, nil
+}
+
+// Restart discards what a resumed staging directory holds and starts it
+// afresh with the same key.
+func (s *Stage) Restart() error {
+	key, err := os.ReadFile(filepath.Join(s.Dir, keyFile))
+	if err != nil {
+		return fmt.Errorf("restart %s: %w", s.Dir, err)
+	}
+	if err := os.RemoveAll(s.Dir); err != nil {
+		return fmt.Errorf("restart %s: %w", s.Dir, err)
+	}
+	if err := os.Mkdir(s.Dir, 0o755); err != nil {
+		return fmt.Errorf("restart %s: %w", s.Dir, err)
+	}
+	s.Resumed = false
+	return WriteFile(filepath.Join(s.Dir, keyFile), key)
+}
+
+// Release gives the output's lock back (Commit does too). The staging
+// directory stays, for a rerun to resume.
+func (s *Stage) Release() { s.lock.Release() }
+
+func begin(final string, force bool, key string) (*Stage, error) {
+	parent := filepath.Dir(final)
 	if _, err := os.Stat(final); err == nil && !force {
 		return nil, fmt.Errorf("output %s already exists (use --force to replace it)", final)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -98,6 +139,7 @@ func (s *Stage) Path(elem ...string) string {
 // Commit moves the finished output to its final path, replacing an
 // existing one (Begin refused that unless forced).
 func (s *Stage) Commit() error {
+	defer s.Release()
 	if err := os.Remove(filepath.Join(s.Dir, keyFile)); err != nil {
 		return fmt.Errorf("commit %s: %w", s.Final, err)
 	}

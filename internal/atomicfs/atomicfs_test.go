@@ -11,7 +11,7 @@ import (
 
 func TestStageCommitAndResume(t *testing.T) {
 	final := filepath.Join(t.TempDir(), "out")
-	s, err := Begin(final, false, "k1")
+	s, err := Begin(final, false, false, "k1")
 	if err != nil || s.Resumed {
 		t.Fatalf("begin: %v, resumed %v", err, s != nil && s.Resumed)
 	}
@@ -22,12 +22,15 @@ func TestStageCommitAndResume(t *testing.T) {
 		t.Fatal("final path exists before commit")
 	}
 
-	// Interrupted: a run with the same key resumes, another key restarts.
-	s2, err := Begin(final, false, "k1")
+	// Interrupted (its process gone, its lock with it): a run with the same
+	// key resumes, another key restarts.
+	s.Release()
+	s2, err := Begin(final, false, false, "k1")
 	if err != nil || !s2.Resumed || !Exists(s2.Path("a.txt")) {
 		t.Fatalf("same key: %v, resumed %v", err, s2.Resumed)
 	}
-	s3, err := Begin(final, false, "k2")
+	s2.Release()
+	s3, err := Begin(final, false, false, "k2")
 	if err != nil || s3.Resumed || Exists(s3.Path("a.txt")) {
 		t.Fatalf("other key: %v, resumed %v", err, s3.Resumed)
 	}
@@ -43,10 +46,10 @@ func TestStageCommitAndResume(t *testing.T) {
 	}
 
 	// An existing output needs force, and is replaced only on commit.
-	if _, err := Begin(final, false, "k3"); err == nil || !strings.Contains(err.Error(), "already exists") {
+	if _, err := Begin(final, false, false, "k3"); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("existing output: %v", err)
 	}
-	s4, err := Begin(final, true, "k3")
+	s4, err := Begin(final, true, false, "k3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +83,7 @@ func TestWriteFileLeavesNoTemporary(t *testing.T) {
 func TestUnwritableParent(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(file, nil, 0o644)
-	_, err := Begin(filepath.Join(file, "out"), false, "k")
+	_, err := Begin(filepath.Join(file, "out"), false, false, "k")
 	if err == nil || !strings.Contains(err.Error(), "not writable") {
 		t.Fatalf("got %v", err)
 	}
