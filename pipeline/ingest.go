@@ -366,11 +366,12 @@ func groupByTile(items []catalog.Item) []tileItems {
 // pixel is read: each date's assets, the label assets, the output grid and
 // its windows.
 type tilePlan struct {
-	tile    string
-	dates   []planDate
-	labels  []catalog.Asset
-	grid    raster.Grid
-	windows []raster.Grid
+	tile      string
+	bandNames []string // the config's bands, in the order of planDate.bands
+	dates     []planDate
+	labels    []catalog.Asset
+	grid      raster.Grid
+	windows   []raster.Grid
 }
 
 type planDate struct {
@@ -384,7 +385,7 @@ type planDate struct {
 // planTile resolves a tile's assets and grid, so that a missing band or
 // labels that miss the grid fail before any pixel is read.
 func planTile(cfg IngestConfig, t tileItems, labelItems []catalog.Item, area [4]float64) (*tilePlan, error) {
-	p := &tilePlan{tile: t.tile, dates: make([]planDate, len(t.items))}
+	p := &tilePlan{tile: t.tile, bandNames: cfg.Bands, dates: make([]planDate, len(t.items))}
 	for i, it := range t.items {
 		d := planDate{item: it}
 		for _, b := range cfg.Bands {
@@ -515,6 +516,9 @@ func (t *stacTile) plan(cfg IngestConfig) (raster.Grid, error) {
 
 func (t *stacTile) composite(ctx context.Context, cfg IngestConfig, opt Options, sinks ...tileSink) (tileStats, error) {
 	job, err := compositeTile(ctx, cfg, opt, t.p, sinks...)
+	if job == nil {
+		return tileStats{}, err
+	}
 	return tileStats{timings: job.timings(opt.Workers), decoded: job.decoded.Load(), pixels: job.pixels(), noValid: job.noValidFrac()}, err
 }
 
@@ -527,6 +531,12 @@ func (t *stacTile) manifest(ctx context.Context, cfg IngestConfig, opt Options, 
 func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *tilePlan, sinks ...tileSink) (*windowJob, error) {
 	opt.Log.Info("ingesting tile", "tile", plan.tile, "dates", len(plan.dates), "grid",
 		fmt.Sprintf("%d×%d EPSG:%d", plan.grid.Width, plan.grid.Height, plan.grid.EPSG), "windows", len(plan.windows))
+	if short, err := plan.shortBands(); err != nil {
+		return nil, err
+	} else if len(short) > 0 {
+		opt.Log.Warn(fmt.Sprintf("tile %s: %d of %d band rasters do not cover the whole grid; outside them those dates are nodata for that band: %s",
+			plan.tile, len(short), len(plan.dates)*(len(plan.dates[0].bands)+1), strings.Join(short[:min(len(short), 10)], "; ")))
+	}
 	drop := make([]uint8, len(cfg.Mask.DropSCL))
 	for i, v := range cfg.Mask.DropSCL {
 		drop[i] = uint8(v)
@@ -1018,6 +1028,66 @@ func tileWindows(grid, tile raster.Grid, size int) []raster.Grid {
 		}
 	}
 	return out
+}
+
+// shortBands names the band and SCL rasters of the plan's dates that cover
+// less than the whole grid (a raster smaller than the others, or on
+// another CRS whose footprint misses part of the tile), with the share
+// they cover: outside them, the composite has no observation of that date.
+func (p *tilePlan) shortBands() ([]string, error) {
+	gb := p.grid.Bounds()
+	area := (gb[2] - gb[0]) * (gb[3] - gb[1])
+	var short []string
+	for _, d := range p.dates {
+		for i, a := range append(append([]catalog.Asset{}, d.bands...), d.scl) {
+			s, err := raster.Open(a.Href)
+			if err != nil {
+				return nil, err
+			}
+			b, epsg := s.Bounds(), s.EPSG
+			s.Close()
+			if epsg != p.grid.EPSG {
+				if b, err = reproject(b, epsg, p.grid.EPSG); err != nil {
+					return nil, err
+				}
+			}
+			w := max(0, min(b[2], gb[2])-max(b[0], gb[0]))
+			h := max(0, min(b[3], gb[3])-max(b[1], gb[1]))
+			if share := w * h / area; share < 0.9999 {
+				name := "SCL"
+				if i < len(d.bands) {
+					name = p.bandName(i)
+				}
+				short = append(short, fmt.Sprintf("%s %s covers %.1f %%", d.item.ID, name, 100*share))
+			}
+		}
+	}
+	return short, nil
+}
+
+// bandName is the config's name of band i (the asset's key otherwise).
+func (p *tilePlan) bandName(i int) string {
+	if i < len(p.bandNames) {
+		return p.bandNames[i]
+	}
+	return fmt.Sprint("band ", i+1)
+}
+
+// reproject returns the bounding box, in EPSG:dst, of bounds in EPSG:src
+// (corners and edge midpoints transformed).
+func reproject(b [4]float64, src, dst int) ([4]float64, error) {
+	tr, err := raster.NewTransformer(src, dst)
+	if err != nil {
+		return b, err
+	}
+	defer tr.Close()
+	mx, my := (b[0]+b[2])/2, (b[1]+b[3])/2
+	xs := []float64{b[0], b[2], b[0], b[2], mx, mx, b[0], b[2]}
+	ys := []float64{b[1], b[1], b[3], b[3], b[1], b[3], my, my}
+	if err := tr.Transform(xs, ys); err != nil {
+		return b, err
+	}
+	return [4]float64{slices.Min(xs), slices.Min(ys), slices.Max(xs), slices.Max(ys)}, nil
 }
 
 // checkLabelsOverlap fails when no label raster covers any of the grid.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -595,5 +596,51 @@ func TestIngestUserGrid(t *testing.T) {
 	}
 	if valid < len(red)/2 {
 		t.Errorf("only %d of %d pixels valid on the user grid", valid, len(red))
+	}
+}
+
+// TestIngestWarnsOfShortBands replaces one date's B05 by a raster that
+// covers only the top half of the tile: ingest still succeeds and says
+// which band of which date covers how much; a whole scene is not warned
+// about.
+func TestIngestWarnsOfShortBands(t *testing.T) {
+	scene := makeScene(t, "tiny", synthConfig(t))
+	moved := filepath.Join(t.TempDir(), "scene")
+	if err := os.CopyFS(moved, os.DirFS(scene)); err != nil {
+		t.Fatal(err)
+	}
+	bands, _ := filepath.Glob(filepath.Join(moved, "sentinel-2-l2a", "*", "B05.tif"))
+	slices.Sort(bands)
+	src, g, err := raster.ReadBand[uint16](bands[0], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := raster.Open(bands[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := s.Grid
+	s.Close()
+	half.Height = g.Height / 2
+	os.Remove(bands[0])
+	if err := raster.WriteCOG(bands[0], half, src[:half.Width*half.Height], raster.COGOptions{NoData: ptr(0.0)}); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	cfg := ingestConfig(t, filepath.Join(moved, "catalog.json"))
+	if _, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "o"), Log: log}); err != nil {
+		t.Fatal(err)
+	}
+	item := filepath.Base(filepath.Dir(bands[0]))
+	if !strings.Contains(logs.String(), "do not cover the whole grid") || !strings.Contains(logs.String(), item+" B05 covers 50.0 %") {
+		t.Fatalf("no warning naming %s B05 and its share: %s", item, logs.String())
+	}
+	logs.Reset()
+	if _, err := Ingest(context.Background(), ingestConfig(t, filepath.Join(scene, "catalog.json")), Options{Out: filepath.Join(t.TempDir(), "o"), Log: log}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "do not cover") {
+		t.Fatalf("a whole scene was warned about: %s", logs.String())
 	}
 }
