@@ -1,13 +1,52 @@
 package forest
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
 
+// Codes are class codes. In JSON they are a list of numbers ([10, 20,
+// …]); a plain []uint8 would be a base64 string, which no reader of a
+// metrics file expects. Lists and the base64 strings of older files are
+// both read.
+type Codes []uint8
+
+// MarshalJSON writes the codes as a list of numbers.
+func (c Codes) MarshalJSON() ([]byte, error) {
+	ints := make([]int, len(c))
+	for i, v := range c {
+		ints[i] = int(v)
+	}
+	return json.Marshal(ints)
+}
+
+// UnmarshalJSON reads a list of codes, or the base64 string older lulc
+// versions wrote.
+func (c *Codes) UnmarshalJSON(b []byte) error {
+	var ints []int
+	if err := json.Unmarshal(b, &ints); err != nil {
+		var raw []byte
+		if err2 := json.Unmarshal(b, &raw); err2 != nil {
+			return fmt.Errorf("class codes: %w", err)
+		}
+		*c = raw
+		return nil
+	}
+	out := make(Codes, len(ints))
+	for i, v := range ints {
+		if v < 0 || v > 255 {
+			return fmt.Errorf("class codes: %d is not a code (0–255)", v)
+		}
+		out[i] = uint8(v)
+	}
+	*c = out
+	return nil
+}
+
 // Metrics summarise predictions against reference labels.
 type Metrics struct {
-	Classes   []uint8   `json:"classes"`   // class codes, in matrix order
+	Classes   Codes     `json:"classes"`   // class codes, in matrix order
 	Confusion [][]int64 `json:"confusion"` // [reference][predicted]
 	Total     int64     `json:"total"`
 	Accuracy  float64   `json:"overall_accuracy"`

@@ -1,7 +1,9 @@
 package forest
 
 import (
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -49,5 +51,32 @@ func TestMetricsByHand(t *testing.T) {
 	}
 	if _, err := Evaluate([]uint8{0}, []uint8{0, 1}, []uint8{1}); err == nil {
 		t.Error("length mismatch accepted")
+	}
+}
+
+// TestMetricsJSONCodes: metrics files list class codes as numbers, and
+// the base64 strings of older files still read.
+func TestMetricsJSONCodes(t *testing.T) {
+	m, err := Evaluate([]uint8{0, 1, 1}, []uint8{0, 1, 0}, []uint8{10, 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), `"classes":[10,80]`) {
+		t.Fatalf("classes not a list of codes: %s", body)
+	}
+	var back Metrics
+	if err := json.Unmarshal(body, &back); err != nil || len(back.Classes) != 2 || back.Classes[1] != 80 {
+		t.Fatalf("round trip: %v %v", back.Classes, err)
+	}
+	var old Metrics
+	if err := json.Unmarshal([]byte(`{"classes":"ClA="}`), &old); err != nil || len(old.Classes) != 2 || old.Classes[0] != 10 || old.Classes[1] != 80 {
+		t.Fatalf("older base64 codes: %v %v", old.Classes, err)
+	}
+	if err := json.Unmarshal([]byte(`{"classes":[300]}`), &old); err == nil {
+		t.Fatal("a code above 255 was read")
 	}
 }
