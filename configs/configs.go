@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -57,11 +58,93 @@ func DecodeStrict(raw []byte, v any) error {
 		}
 		var te *yaml.TypeError
 		if !errors.As(err, &te) {
-			return fmt.Errorf("parse: %w", locateSyntaxError(raw, err))
+			// Errors from a field's own decoder (a time that does not
+			// parse, say) carry no position: name the line that holds
+			// the offending value when it can be found.
+			return fmt.Errorf("parse: %w", locateValueError(raw, locateSyntaxError(raw, err)))
 		}
-		return fmt.Errorf("parse: %w", err)
+		return fmt.Errorf("parse: %s", describeTypeErrors(raw, te))
 	}
 	return nil
+}
+
+// typeLine matches one of yaml's type errors: its line and what it says.
+var typeLine = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+var (
+	// unmarshalErr is a value of the wrong type: "cannot unmarshal !!str
+	// `abc` into int".
+	unmarshalErr = regexp.MustCompile("^cannot unmarshal !!(\\w+) `(.*)` into (.+)$")
+	// unknownField is a key the config has no place for: "field sede not
+	// found in type synth.Config".
+	unknownField = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+)
+
+// goTypes says in words what a Go type a config value decodes into wants.
+var goTypes = map[string]string{
+	"int": "a whole number", "int64": "a whole number", "uint64": "a whole number", "uint8": "a whole number from 0 to 255",
+	"float64": "a number", "float32": "a number", "bool": "true or false", "string": "a string",
+	"time.Time": "a time such as 2024-04-18T10:56:29Z",
+}
+
+// describeTypeErrors rewrites yaml's type errors for people: each with its
+// line and the text there, an unknown key named as such, and a value of
+// the wrong type said in words rather than as a Go type.
+func describeTypeErrors(raw []byte, te *yaml.TypeError) string {
+	lines := strings.Split(string(raw), "\n")
+	var out []string
+	for _, e := range te.Errors {
+		m := typeLine.FindStringSubmatch(e)
+		if m == nil {
+			out = append(out, e)
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		at := ""
+		if n >= 1 && n <= len(lines) {
+			at = fmt.Sprintf(" (%s)", strings.TrimSpace(lines[n-1]))
+		}
+		what := m[2]
+		if u := unknownField.FindStringSubmatch(what); u != nil {
+			what = fmt.Sprintf("unknown key %q", u[1])
+		} else if u := unmarshalErr.FindStringSubmatch(what); u != nil {
+			want := goTypes[u[3]]
+			if want == "" {
+				want = "a " + strings.TrimPrefix(strings.TrimPrefix(u[3], "[]"), "map[string]")
+				if strings.HasPrefix(u[3], "[]") {
+					want = "a list"
+				} else if strings.HasPrefix(u[3], "map[") {
+					want = "a mapping"
+				}
+			}
+			what = fmt.Sprintf("%q is not %s", u[2], want)
+		}
+		out = append(out, fmt.Sprintf("line %d%s: %s", n, at, what))
+	}
+	return strings.Join(out, "; ")
+}
+
+// locateValueError adds the line of a value the error quotes ("parsing
+// time \"yesterday\"…") when exactly one line of the config holds it.
+func locateValueError(raw []byte, err error) error {
+	msg := err.Error()
+	i := strings.IndexByte(msg, '"')
+	j := strings.IndexByte(msg[i+1:], '"')
+	if i < 0 || j <= 0 || strings.HasPrefix(msg, "yaml: line") || strings.Contains(msg, "line ") {
+		return err
+	}
+	quoted := msg[i+1 : i+1+j]
+	var found []int
+	for k, l := range strings.Split(string(raw), "\n") {
+		if strings.Contains(l, quoted) {
+			found = append(found, k)
+		}
+	}
+	if len(found) != 1 {
+		return err
+	}
+	line := strings.TrimSpace(strings.Split(string(raw), "\n")[found[0]])
+	return fmt.Errorf("line %d (%s): %w", found[0]+1, line, err)
 }
 
 // syntaxLine matches the position the YAML parser puts in front of a

@@ -178,12 +178,22 @@ func (c TrainConfig) validateTraining() error {
 			return fmt.Errorf("forest.%w", err)
 		}
 	case "golearn":
-		g := c.Golearn
-		if g.Trees < 1 || g.FeaturesPerTree < 1 || g.FeaturesPerTree > len(c.Features) || g.MaxSamples < 1 {
-			return fmt.Errorf("golearn: trees %d, features_per_tree %d (of %d features), max_samples %d must be positive and fit", g.Trees, g.FeaturesPerTree, len(c.Features), g.MaxSamples)
-		}
 	default:
 		return fmt.Errorf("engine: %q is not lulc or golearn", c.Engine)
+	}
+	// A golearn block is checked whenever it is there, used or not: a bad
+	// value waiting for the day the engine is switched is still bad.
+	if g := c.Golearn; c.Engine == "golearn" || g.Trees != 0 || g.FeaturesPerTree != 0 || g.MaxSamples != 0 {
+		switch {
+		case g.Trees < 1:
+			return fmt.Errorf("golearn.trees: %d is below 1", g.Trees)
+		case g.FeaturesPerTree < 1:
+			return fmt.Errorf("golearn.features_per_tree: %d is below 1", g.FeaturesPerTree)
+		case c.Engine == "golearn" && g.FeaturesPerTree > len(c.Features):
+			return fmt.Errorf("golearn.features_per_tree: %d is more than the %d features", g.FeaturesPerTree, len(c.Features))
+		case g.MaxSamples < 1:
+			return fmt.Errorf("golearn.max_samples: %d is below 1", g.MaxSamples)
+		}
 	}
 	return nil
 }
