@@ -82,6 +82,9 @@ func ParseItem(body []byte, location string) (Item, error) {
 		return Item{}, fmt.Errorf("parse item %s: not a STAC item (type %q, id %q)", location, r.Type, r.ID)
 	}
 	it := Item{ID: r.ID, Collection: r.Collection, Location: location, Assets: map[string]Asset{}}
+	if n := len(r.BBox); n != 0 && n != 4 && n != 6 {
+		return Item{}, fmt.Errorf("item %s: bbox has %d numbers (STAC wants 4, or 6 in 3-D)", r.ID, n)
+	}
 	if len(r.BBox) >= 4 {
 		if len(r.BBox) == 6 { // 3-D bbox: minx, miny, minz, maxx, maxy, maxz
 			it.BBox = [4]float64{r.BBox[0], r.BBox[1], r.BBox[3], r.BBox[4]}
