@@ -101,7 +101,7 @@ func TestSynthBadInput(t *testing.T) {
 		out    string
 		want   []string
 	}{
-		{"unknown key", writeConfig(t, "seed:", "colour: red\nseed:"), "", []string{"field colour not found"}},
+		{"unknown key", writeConfig(t, "seed:", "colour: red\nseed:"), "", []string{`unknown key "colour"`, "line 3"}},
 		{"misspelt key", writeConfig(t, "label_noise:", "label_nosie:"), "", []string{"label_nosie"}},
 		{"zero size", writeConfig(t, "size: 252", "size: 0"), "", []string{"size", "0"}},
 		{"negative size", writeConfig(t, "size: 252", "size: -252"), "", []string{"size", "-252"}},
