@@ -32,8 +32,22 @@ func TestHelpListsWorkingCommands(t *testing.T) {
 			t.Errorf("--help does not list %s:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "completion") {
-		t.Errorf("--help lists the completion command:\n%s", out)
+	if !strings.Contains(out, "  completion ") {
+		t.Errorf("--help does not list the completion command:\n%s", out)
+	}
+}
+
+// TestCompletionAndVersionFlag: shells get a completion script that
+// knows lulc's commands, and --version says what `lulc version` starts
+// with.
+func TestCompletionAndVersionFlag(t *testing.T) {
+	code, out, stderr := lulc(t, "completion", "bash")
+	if code != 0 || !strings.Contains(out, "__start_lulc") {
+		t.Fatalf("completion bash: exit %d, %s%s", code, out[:min(len(out), 200)], stderr)
+	}
+	code, out, _ = lulc(t, "--version")
+	if code != 0 || out != "lulc "+lulcVersion()+"\n" {
+		t.Fatalf("--version: exit %d, %q", code, out)
 	}
 }
 

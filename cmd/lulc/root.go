@@ -51,7 +51,10 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log debug detail")
 	root.PersistentFlags().BoolVar(&a.breakLock, "break-lock", false, "take over the output's lock even if another writer holds it (for one known to be gone, on another host)")
 	root.MarkFlagsMutuallyExclusive("quiet", "verbose")
-	root.CompletionOptions.DisableDefaultCmd = true
+	// `lulc completion bash|zsh|fish|powershell` prints a shell completion
+	// script; --version prints the version line.
+	root.Version = lulcVersion()
+	root.SetVersionTemplate("lulc {{.Version}}\n")
 	root.AddCommand(newVersionCmd(a), newSynthCmd(a), newIngestCmd(a), newTrainCmd(a), newPredictCmd(a), newEvaluateCmd(a), newRunCmd(a), newDoctorCmd(a), newBenchCmd(a))
 	return root
 }
