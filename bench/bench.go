@@ -176,6 +176,10 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 	if err := atomicfs.CheckInputs(opt.Out, inputs...); err != nil {
 		return nil, err
 	}
+	// A missing parent is made, as every other command makes it.
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(opt.Out)), 0o755); err != nil {
+		return nil, fmt.Errorf("output directory %s is not writable: %w", filepath.Dir(opt.Out), err)
+	}
 	lock, err := atomicfs.Lock(atomicfs.LockPath(opt.Out), opt.BreakLock)
 	if err != nil {
 		return nil, fmt.Errorf("output %s: %w", opt.Out, err)

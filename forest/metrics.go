@@ -64,7 +64,7 @@ type Metrics struct {
 // averages over classes present in the reference.
 func Evaluate(ref, pred []uint8, codes []uint8) (Metrics, error) {
 	if len(ref) != len(pred) {
-		return Metrics{}, fmt.Errorf("evaluate: %d references, %d predictions", len(ref), len(pred))
+		return Metrics{}, fmt.Errorf("metrics: %d references, %d predictions", len(ref), len(pred))
 	}
 	k := len(codes)
 	m := Metrics{Classes: codes, Confusion: make([][]int64, k)}
@@ -73,7 +73,7 @@ func Evaluate(ref, pred []uint8, codes []uint8) (Metrics, error) {
 	}
 	for i := range ref {
 		if int(ref[i]) >= k || int(pred[i]) >= k {
-			return Metrics{}, fmt.Errorf("evaluate: class index %d/%d beyond %d classes", ref[i], pred[i], k)
+			return Metrics{}, fmt.Errorf("metrics: class index %d/%d beyond %d classes", ref[i], pred[i], k)
 		}
 		m.Confusion[ref[i]][pred[i]]++
 	}
@@ -86,19 +86,19 @@ func Evaluate(ref, pred []uint8, codes []uint8) (Metrics, error) {
 func FromConfusion(conf [][]int64, codes []uint8) (Metrics, error) {
 	k := len(codes)
 	if len(conf) != k {
-		return Metrics{}, fmt.Errorf("evaluate: confusion matrix of %d rows for %d classes", len(conf), k)
+		return Metrics{}, fmt.Errorf("metrics: confusion matrix of %d rows for %d classes", len(conf), k)
 	}
 	m := Metrics{Classes: codes, Confusion: conf}
 	for _, row := range conf {
 		if len(row) != k {
-			return Metrics{}, fmt.Errorf("evaluate: confusion row of %d counts for %d classes", len(row), k)
+			return Metrics{}, fmt.Errorf("metrics: confusion row of %d counts for %d classes", len(row), k)
 		}
 		for _, v := range row {
 			m.Total += v
 		}
 	}
 	if m.Total == 0 {
-		return Metrics{}, fmt.Errorf("evaluate: no samples")
+		return Metrics{}, fmt.Errorf("metrics: no samples")
 	}
 	rows, cols := make([]int64, k), make([]int64, k)
 	var diag int64

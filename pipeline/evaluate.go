@@ -72,7 +72,7 @@ func Evaluate(prediction, labels, alg string, opt Options) (EvaluateResult, erro
 		}
 	}
 	if len(ref) == 0 {
-		return EvaluateResult{}, fmt.Errorf("evaluate: no pixel of %s has a known class in both the prediction and the labels (%s)", prediction, labels)
+		return EvaluateResult{}, fmt.Errorf("no pixel of %s has a known class in both the prediction and the labels (%s)", prediction, labels)
 	}
 	m, err := forest.Evaluate(ref, got, scheme.Codes())
 	if err != nil {

@@ -403,10 +403,13 @@ func (c IngestConfig) validateRasters() error {
 			return fmt.Errorf("source.rasters[%d]: tile %q is also rasters[%d]'s (set tile to tell them apart)", i, name, j)
 		}
 		tiles[name] = i
-		if p.Datetime != "" {
-			if _, err := parseDatetime(p.Datetime); err != nil {
-				return fmt.Errorf("source.rasters[%d].datetime: %q is not RFC 3339 or YYYY-MM-DD", i, p.Datetime)
-			}
+		if p.Datetime == "" {
+			// Without it the manifest and the STAC items would carry no
+			// date (or the epoch), which readers take for a real one.
+			return fmt.Errorf("source.rasters[%d].datetime: missing: give the acquisition time (RFC 3339 or YYYY-MM-DD)", i)
+		}
+		if _, err := parseDatetime(p.Datetime); err != nil {
+			return fmt.Errorf("source.rasters[%d].datetime: %q is not RFC 3339 or YYYY-MM-DD", i, p.Datetime)
 		}
 	}
 	return c.validateOutput()

@@ -59,7 +59,7 @@ func checkRasterPair(cfg IngestConfig, i int, p RasterPair) (rasterTile, error) 
 		return t, fmt.Errorf("%s.image %s: the grid is not north-up (pixel height %g)", key, p.Image, g.Transform[5])
 	}
 	if r := cfg.Grid.Resolution; r != 0 && (!near(g.Transform[1], r, 1e-9*r) || !near(-g.Transform[5], r, 1e-9*r)) {
-		return t, fmt.Errorf("%s.image %s has %g×%g pixels, not grid.resolution %g: raster sources are stacked on their own grid",
+		return t, fmt.Errorf("%s.image %s has %g×%g-unit pixels, but grid.resolution is %g: raster sources are stacked on their own grid (set grid.resolution to their pixel size, or leave it out)",
 			key, p.Image, g.Transform[1], -g.Transform[5], r)
 	}
 	for _, b := range cfg.Bands {

@@ -192,7 +192,7 @@ func rasterConfig(t *testing.T, image, labels string) IngestConfig {
 	cfg, err := ParseIngestConfig([]byte(`
 source:
   rasters:
-    - {image: ` + image + `, labels: ` + labels + `, tile: T1}
+    - {image: ` + image + `, labels: ` + labels + `, tile: T1, datetime: 2021-07-23}
   bands: [B02, B03, B04, B08]
   scale: 0.0001
   offset: -0.1
@@ -320,7 +320,7 @@ func TestIngestRastersBadInput(t *testing.T) {
 		{"band count", func(c *IngestConfig) { c.Source.Bands = append(c.Source.Bands, "B11") }, []string{"image.tif has 4 bands but source.bands names 5"}},
 		{"labels on another grid", func(c *IngestConfig) { c.Source.Rasters[0].Labels = offGrid }, []string{"source.rasters[0].labels", "another grid", "500010.000"}},
 		{"labels not Byte", func(c *IngestConfig) { c.Source.Rasters[0].Labels = int16Labels }, []string{"labels16.tif", "UInt16"}},
-		{"resolution", func(c *IngestConfig) { c.Grid.Resolution = 20 }, []string{"not grid.resolution 20"}},
+		{"resolution", func(c *IngestConfig) { c.Grid.Resolution = 20 }, []string{"but grid.resolution is 20"}},
 		{"catalog and rasters", func(c *IngestConfig) { c.Source.Catalog = "catalog.json" }, []string{"source: set exactly one of catalog"}},
 	}
 	for _, c := range cases {
@@ -351,6 +351,7 @@ func TestIngestRastersConfigErrors(t *testing.T) {
 		{"tile: 637U_59R_1_3", "tile: 282D_485L_3_3", "also rasters[0]'s"},
 		{"tile: 637U_59R_1_3", "tile: ../x", "tile: \"../x\" is not a usable directory name"},
 		{"datetime: 2017-10-30T10:41:51Z", "datetime: yesterday", "source.rasters[1].datetime"},
+		{"      datetime: 2017-10-30T10:41:51Z\n", "", "source.rasters[1].datetime: missing"},
 		{"      labels: ../shared/data/terramind-s2-lulc/LULC/637U_59R_1_3.tif\n", "", "source.rasters[1]: image and labels are both required"},
 	} {
 		edited := strings.Replace(string(raw), c.old, c.new, 1)

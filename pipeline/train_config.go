@@ -144,6 +144,11 @@ func (c TrainConfig) validateInput() error {
 	case in.Stack != "" && (len(in.Bands) > 0 || in.Scale != 0):
 		return errors.New("input: bands and scale come from the stack's manifest; set them only for rasters")
 	}
+	// The names ingest accepts, and no others: a model must name bands a
+	// stack can have.
+	if err := checkBandNames("input.bands", in.Bands); err != nil {
+		return err
+	}
 	for i, r := range in.Rasters {
 		if r.Image == "" || r.Labels == "" {
 			return fmt.Errorf("input.rasters[%d]: image and labels are both required", i)

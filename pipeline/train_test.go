@@ -328,3 +328,20 @@ func TestTrainWarnsOfUnknownCodes(t *testing.T) {
 	}
 	t.Errorf("warnings %q lack %q", res.Warnings, want)
 }
+
+// TestTrainRejectsUnknownBands: input.bands takes the names ingest
+// accepts, and nothing else.
+func TestTrainRejectsUnknownBands(t *testing.T) {
+	raw, err := configs.Read("train-demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(raw), "  stack: runs/demo/stack\n",
+		"  rasters: [{image: a.tif, labels: b.tif}]\n  bands: [B02, FOO, B04]\n  scale: 0.0001\n", 1)
+	if bad == string(raw) {
+		t.Fatal("train-demo.yaml has no input.stack line")
+	}
+	if _, err := ParseTrainConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), `"FOO"`) || !strings.Contains(err.Error(), "input.bands") {
+		t.Fatalf("got %v", err)
+	}
+}

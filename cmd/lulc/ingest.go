@@ -24,6 +24,10 @@ band to one grid, masks clouds with SCL, and writes per tile a median composite
 (stack.tif), ESA WorldCover labels on the same grid (labels.tif), the number of
 valid observations (valid_count.tif) and a manifest.
 
+With source.rasters instead of a catalog it stacks analysis-ready rasters
+(an image and its labels per tile, on their own grid: no search, mask or
+resampling); see docs/ingest.md, "Analysis-ready rasters".
+
 Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -320,3 +320,20 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainGolearnSaysNoModel: golearn's run says plainly that it writes
+// no model, and writes none.
+func TestTrainGolearnSaysNoModel(t *testing.T) {
+	w := hostileWorld(t)
+	out := filepath.Join(t.TempDir(), "gl")
+	code, stdout, stderr := lulc(t, "train", "--engine", "golearn", "--stack", w.stack, "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "golearn writes no model") || strings.Contains(stdout, "model.lulcrf") {
+		t.Errorf("the summary does not say that no model is written:\n%s", stdout)
+	}
+	if _, err := os.Stat(filepath.Join(out, "model.lulcrf")); err == nil {
+		t.Error("a golearn run wrote model.lulcrf")
+	}
+}

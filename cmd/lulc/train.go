@@ -58,7 +58,13 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 				fmt.Fprintf(a.stdout, "engine %s: %d training / %d validation samples, sampled in %s, fitted in %s\n",
 					res.Engine, res.Samples, res.Validation, res.Sample.Round(1e6), res.Fit.Round(1e6))
 				fmt.Fprint(a.stdout, res.Metrics.Table(res.ClassNames))
-				fmt.Fprintf(a.stdout, "run: %s (model.lulcrf, metrics.json, confusion.png, importance.png)\n", res.Dir)
+				if res.Engine == "golearn" {
+					// golearn's forest has no file format lulc can predict
+					// with: the run measures it against lulc's, nothing more.
+					fmt.Fprintf(a.stdout, "run: %s (metrics.json, confusion.png; golearn writes no model: predict needs --engine lulc)\n", res.Dir)
+				} else {
+					fmt.Fprintf(a.stdout, "run: %s (model.lulcrf, metrics.json, confusion.png, importance.png)\n", res.Dir)
+				}
 			}
 			return nil
 		},
