@@ -337,3 +337,28 @@ func TestTrainGolearnSaysNoModel(t *testing.T) {
 		t.Error("a golearn run wrote model.lulcrf")
 	}
 }
+
+// TestFlagsFromEnvironment: LULC_<FLAG> sets a flag the command line does
+// not give; the command line wins; a bad value is a usage error naming
+// the variable.
+func TestFlagsFromEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("LULC_OUT", filepath.Join(dir, "from-env"))
+	t.Setenv("LULC_QUIET", "true")
+	if code, stdout, stderr := lulc(t, "synth"); code != 0 || stdout != "" || stderr != "" {
+		t.Fatalf("synth with LULC_OUT and LULC_QUIET: exit %d, %q, %q", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "from-env", "catalog.json")); err != nil {
+		t.Fatal("LULC_OUT was not used")
+	}
+	if code, _, stderr := lulc(t, "synth", "--out", filepath.Join(dir, "from-flag")); code != 0 {
+		t.Fatalf("flag over environment: %s", stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "from-flag", "catalog.json")); err != nil {
+		t.Fatal("the --out flag did not win over LULC_OUT")
+	}
+	t.Setenv("LULC_FORCE", "maybe")
+	if code, _, stderr := lulc(t, "synth"); code != exitUsage || !strings.Contains(stderr, "LULC_FORCE") {
+		t.Fatalf("bad LULC_FORCE: exit %d, %q", code, stderr)
+	}
+}

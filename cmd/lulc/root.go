@@ -1,13 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/lulc/lulc/configs"
@@ -33,7 +36,10 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 Each stage is a subcommand driven by a checked-in YAML config.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(*cobra.Command, []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := flagsFromEnv(cmd); err != nil {
+				return usageError{err}
+			}
 			level := slog.LevelInfo
 			switch {
 			case a.quiet:
@@ -42,6 +48,7 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 				level = slog.LevelDebug
 			}
 			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: redactAttr}))
+			return nil
 		},
 	}
 	root.SetOut(stdout)
@@ -57,6 +64,29 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 	root.SetVersionTemplate("lulc {{.Version}}\n")
 	root.AddCommand(newVersionCmd(a), newSynthCmd(a), newIngestCmd(a), newTrainCmd(a), newPredictCmd(a), newEvaluateCmd(a), newRunCmd(a), newDoctorCmd(a), newBenchCmd(a))
 	return root
+}
+
+// flagsFromEnv sets every flag of cmd not given on the command line from
+// the environment variable LULC_<NAME> (upper case, dashes as
+// underscores), when it is set: LULC_DEVICE=gpu, LULC_OUT=…, LULC_QUIET=1.
+// The command line wins over the environment, the environment over the
+// config's defaults.
+func flagsFromEnv(cmd *cobra.Command) error {
+	var errs []error
+	set := func(f *pflag.Flag) {
+		if f.Changed {
+			return
+		}
+		name := "LULC_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q for --%s: %w", name, v, f.Name, err))
+			}
+		}
+	}
+	cmd.Flags().VisitAll(set)
+	cmd.InheritedFlags().VisitAll(set)
+	return errors.Join(errs...)
 }
 
 // redactAttr keeps credentials out of log lines: messages, string values
