@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"sort"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette/moreland"
@@ -26,6 +27,9 @@ func (g confusionGrid) Y(r int) float64    { return float64(r) }
 // Confusion writes a heat map of the confusion matrix (each reference row
 // normalised to its recall shares) with counts in the cells.
 func Confusion(path string, conf [][]int64, names []string, title string) error {
+	// Classes absent from both the reference and the predictions would
+	// only add empty rows and columns: they are left out.
+	conf, names = presentClasses(conf, names)
 	k := len(conf)
 	if k == 0 {
 		return fmt.Errorf("chart %s: empty confusion matrix", path)
@@ -43,6 +47,7 @@ func Confusion(path string, conf [][]int64, names []string, title string) error 
 			}
 		}
 	}
+	title += " (share of each reference row, %)"
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "predicted"
@@ -57,7 +62,7 @@ func Confusion(path string, conf [][]int64, names []string, title string) error 
 	for a := range k {
 		for b := range k {
 			labels.XYs = append(labels.XYs, plotter.XY{X: float64(b), Y: float64(k - 1 - a)})
-			labels.Labels = append(labels.Labels, fmt.Sprint(conf[a][b]))
+			labels.Labels = append(labels.Labels, fmt.Sprintf("%.0f", 100*norm[a][b]))
 		}
 	}
 	if l, err := plotter.NewLabels(labels); err == nil {
@@ -89,11 +94,49 @@ func Confusion(path string, conf [][]int64, names []string, title string) error 
 	return nil
 }
 
+// presentClasses keeps the classes with a reference or a prediction.
+func presentClasses(conf [][]int64, names []string) ([][]int64, []string) {
+	var keep []int
+	for a := range conf {
+		var n int64
+		for b := range conf {
+			n += conf[a][b] + conf[b][a]
+		}
+		if n > 0 {
+			keep = append(keep, a)
+		}
+	}
+	out := make([][]int64, len(keep))
+	var kept []string
+	for i, a := range keep {
+		out[i] = make([]int64, len(keep))
+		for j, b := range keep {
+			out[i][j] = conf[a][b]
+		}
+		if a < len(names) {
+			kept = append(kept, names[a])
+		}
+	}
+	return out, kept
+}
+
 // Importance writes a horizontal bar chart of feature importances.
 func Importance(path string, names []string, values []float64, title string) error {
 	if len(names) != len(values) || len(names) == 0 {
 		return fmt.Errorf("chart %s: %d names for %d values", path, len(names), len(values))
 	}
+	// Largest at the top: bars go bottom to top, so in ascending order (a
+	// stable sort keeps ties in feature order).
+	order := make([]int, len(values))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return values[order[i]] < values[order[j]] })
+	sn, sv := make([]string, len(order)), make([]float64, len(order))
+	for i, o := range order {
+		sn[i], sv[i] = names[o], values[o]
+	}
+	names, values = sn, sv
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "share of impurity decrease"

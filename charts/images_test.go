@@ -134,3 +134,22 @@ func TestTitledAndRowLayout(t *testing.T) {
 		t.Errorf("titled bounds %v", titled.Bounds())
 	}
 }
+
+// TestPresentClasses: classes with neither a reference nor a prediction
+// leave the confusion chart; the others keep their counts.
+func TestPresentClasses(t *testing.T) {
+	conf := [][]int64{
+		{5, 0, 1},
+		{0, 0, 0}, // class B: absent
+		{2, 0, 7},
+	}
+	got, names := presentClasses(conf, []string{"A", "B", "C"})
+	if len(got) != 2 || len(names) != 2 || names[0] != "A" || names[1] != "C" || got[0][1] != 1 || got[1][0] != 2 || got[1][1] != 7 {
+		t.Fatalf("got %v %v", got, names)
+	}
+	// Predicted but never in the reference: kept.
+	conf[0][1] = 3
+	if got, _ := presentClasses(conf, []string{"A", "B", "C"}); len(got) != 3 {
+		t.Fatalf("a predicted class was dropped: %v", got)
+	}
+}
