@@ -47,10 +47,9 @@ func Confusion(path string, conf [][]int64, names []string, title string) error 
 			}
 		}
 	}
-	title += " (share of each reference row, %)"
 	p := plot.New()
 	p.Title.Text = title
-	p.X.Label.Text = "predicted"
+	p.X.Label.Text = "predicted (each cell: % of its reference row)"
 	p.Y.Label.Text = "reference"
 	pal := moreland.SmoothBlueRed()
 	pal.SetMin(0)
