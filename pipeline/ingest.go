@@ -396,11 +396,16 @@ func planTile(cfg IngestConfig, t tileItems, labelItems []catalog.Item, area [4]
 			s, o := it.ScaleOffset(a)
 			d.bands, d.scale, d.offset = append(d.bands, a), append(d.scale, s), append(d.offset, o)
 		}
-		scl, err := it.Asset("SCL", cfg.Source.Assets)
-		if err != nil {
-			return nil, err
+		// With nothing to drop (mask.drop_scl: []) the scene classes are
+		// not read: products without SCL (re-exports, harmonised series)
+		// are then welcome.
+		if len(cfg.Mask.DropSCL) > 0 {
+			scl, err := it.Asset("SCL", cfg.Source.Assets)
+			if err != nil {
+				return nil, err
+			}
+			d.scl = scl
 		}
-		d.scl = scl
 		p.dates[i] = d
 	}
 	for _, li := range labelItems {
@@ -535,7 +540,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 		return nil, err
 	} else if len(short) > 0 {
 		opt.Log.Warn(fmt.Sprintf("tile %s: %d of %d band rasters do not cover the whole grid; outside them those dates are nodata for that band: %s",
-			plan.tile, len(short), len(plan.dates)*(len(plan.dates[0].bands)+1), strings.Join(short[:min(len(short), 10)], "; ")))
+			plan.tile, len(short), plan.rasters(), strings.Join(short[:min(len(short), 10)], "; ")))
 	}
 	drop := make([]uint8, len(cfg.Mask.DropSCL))
 	for i, v := range cfg.Mask.DropSCL {
@@ -615,7 +620,9 @@ func (p *tilePlan) manifest(ctx context.Context, cfg IngestConfig, opt Options, 
 		for bi, a := range d.bands {
 			src.Assets[cfg.Bands[bi]] = describeAsset(ctx, opt.HTTP, a, d.scale[bi], d.offset[bi])
 		}
-		src.Assets["SCL"] = describeAsset(ctx, opt.HTTP, d.scl, 0, 0)
+		if d.scl.Href != "" {
+			src.Assets["SCL"] = describeAsset(ctx, opt.HTTP, d.scl, 0, 0)
+		}
 		m.Sources = append(m.Sources, src)
 	}
 	for i, li := range labelItems {
@@ -820,8 +827,10 @@ func (r *windowReader) dates() ([]composite.Date, error) {
 	cdates := make([]composite.Date, len(r.job.dates))
 	for di, d := range r.job.dates {
 		cd := composite.Date{SCL: make([]uint8, r.n), Scale: d.scale, Offset: d.offset, Coarse: make([]*resample.Coarse, len(d.bands))}
-		if _, err := r.read(d.scl.Href, "nearest", cd.SCL, 1); err != nil {
-			return nil, err
+		if d.scl.Href != "" {
+			if _, err := r.read(d.scl.Href, "nearest", cd.SCL, 1); err != nil {
+				return nil, err
+			}
 		}
 		for b, a := range d.bands {
 			src, dn, c, err := r.band(a.Href)
@@ -1039,7 +1048,11 @@ func (p *tilePlan) shortBands() ([]string, error) {
 	area := (gb[2] - gb[0]) * (gb[3] - gb[1])
 	var short []string
 	for _, d := range p.dates {
-		for i, a := range append(append([]catalog.Asset{}, d.bands...), d.scl) {
+		assets := append([]catalog.Asset{}, d.bands...)
+		if d.scl.Href != "" {
+			assets = append(assets, d.scl)
+		}
+		for i, a := range assets {
 			s, err := raster.Open(a.Href)
 			if err != nil {
 				return nil, err
@@ -1063,6 +1076,18 @@ func (p *tilePlan) shortBands() ([]string, error) {
 		}
 	}
 	return short, nil
+}
+
+// rasters counts the plan's band and SCL rasters.
+func (p *tilePlan) rasters() int {
+	n := 0
+	for _, d := range p.dates {
+		n += len(d.bands)
+		if d.scl.Href != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // bandName is the config's name of band i (the asset's key otherwise).

@@ -644,3 +644,49 @@ func TestIngestWarnsOfShortBands(t *testing.T) {
 		t.Fatalf("a whole scene was warned about: %s", logs.String())
 	}
 }
+
+// TestIngestWithoutSCL: with mask.drop_scl: [] the scene classes are not
+// needed; a scene whose items have no SCL ingests, and gives the stack of
+// the same scene with SCL present (nothing to drop either way).
+func TestIngestWithoutSCL(t *testing.T) {
+	scene := makeScene(t, "tiny", synthConfig(t))
+	moved := filepath.Join(t.TempDir(), "scene")
+	if err := os.CopyFS(moved, os.DirFS(scene)); err != nil {
+		t.Fatal(err)
+	}
+	items, _ := filepath.Glob(filepath.Join(moved, "sentinel-2-l2a", "*", "*_L2A.json"))
+	for _, p := range items {
+		body, _ := os.ReadFile(p)
+		var it map[string]any
+		if err := json.Unmarshal(body, &it); err != nil {
+			t.Fatal(err)
+		}
+		delete(it["assets"].(map[string]any), "scl")
+		body, _ = json.Marshal(it)
+		os.WriteFile(p, body, 0o644)
+		os.Remove(filepath.Join(filepath.Dir(p), "SCL.tif"))
+	}
+	cfg := ingestConfig(t, filepath.Join(moved, "catalog.json"))
+	if _, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "o")}); err == nil || !strings.Contains(err.Error(), "SCL") {
+		t.Fatalf("with the default mask, a scene without SCL: %v", err)
+	}
+	// As a user writes it: mask.drop_scl: [] in the YAML.
+	raw, err := configs.Read("ingest-tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = ParseIngestConfig([]byte(strings.Replace(string(raw), "drop_scl: [0, 1, 3, 8, 9, 10]", "drop_scl: []", 1)))
+	if err != nil || cfg.Mask.DropSCL == nil || len(cfg.Mask.DropSCL) != 0 {
+		t.Fatalf("drop_scl: [] parsed as %v (%v)", cfg.Mask.DropSCL, err)
+	}
+	cfg.Source.Catalog = filepath.Join(moved, "catalog.json")
+	_, without := ingest(t, cfg)
+	with := ingestConfig(t, filepath.Join(scene, "catalog.json"))
+	with.Mask.DropSCL = []int{}
+	_, withSCL := ingest(t, with)
+	a, _ := readU16(t, filepath.Join(without, "31TEJ", "stack.tif"), 1)
+	b, _ := readU16(t, filepath.Join(withSCL, "31TEJ", "stack.tif"), 1)
+	if !slices.Equal(a, b) {
+		t.Fatal("the stack without SCL differs from the one with SCL and nothing dropped")
+	}
+}
