@@ -1,6 +1,7 @@
 // Package stacx adds to github.com/planetlabs/go-stac the STAC extensions
-// lulc writes and go-stac has no types for (projection, view and
-// classification), and the extension URIs lulc declares.
+// lulc writes and go-stac has no types for (projection and
+// classification), and the extension URIs lulc declares. The view
+// extension is go-stac's own (extensions/view/v1).
 package stacx
 
 import (
@@ -11,7 +12,6 @@ import (
 // declare.
 const (
 	ProjectionURI     = "https://stac-extensions.github.io/projection/v1.1.0/schema.json"
-	ViewURI           = "https://stac-extensions.github.io/view/v1.0.0/schema.json"
 	ClassificationURI = "https://stac-extensions.github.io/classification/v1.0.0/schema.json"
 )
 
@@ -51,25 +51,6 @@ func (e *ProjectionAsset) Encode(assetMap map[string]any) error {
 // Decode implements stac.Extension.
 func (e *ProjectionAsset) Decode(assetMap map[string]any) error {
 	return stac.DecodeExtendedMap(e, assetMap, "proj")
-}
-
-// View holds the illumination geometry of an acquisition.
-type View struct {
-	SunAzimuth   float64 `json:"view:sun_azimuth"`
-	SunElevation float64 `json:"view:sun_elevation"`
-}
-
-// URI implements stac.Extension.
-func (*View) URI() string { return ViewURI }
-
-// Encode implements stac.Extension.
-func (e *View) Encode(itemMap map[string]any) error {
-	return stac.EncodeExtendedItemProperties(e, itemMap)
-}
-
-// Decode implements stac.Extension.
-func (e *View) Decode(itemMap map[string]any) error {
-	return stac.DecodeExtendedItemProperties(e, itemMap)
 }
 
 // Class is one entry of classification:classes.

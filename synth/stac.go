@@ -9,6 +9,7 @@ import (
 	"github.com/planetlabs/go-stac"
 	"github.com/planetlabs/go-stac/extensions/eo/v1"
 	"github.com/planetlabs/go-stac/extensions/raster/v1"
+	view "github.com/planetlabs/go-stac/extensions/view/v1"
 
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/internal/atomicfs"
@@ -152,7 +153,7 @@ func s2Item(cfg Config, a *acquisition, geo *geometry, footprint [][2]float64, n
 		Extensions: []stac.Extension{
 			&eo.Item{CloudCover: ptr(stats.cloudCover)},
 			&stacx.ProjectionItem{EPSG: cfg.EPSG},
-			&stacx.View{SunAzimuth: a.sunAz, SunElevation: round9(a.sunEl)},
+			&view.Item{SunAzimuth: ptr(a.sunAz), SunElevation: ptr(round9(a.sunEl))},
 		},
 	}
 }
