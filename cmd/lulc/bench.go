@@ -49,7 +49,7 @@ whether repeats and CPU/GPU outputs are byte-identical, the hardware and cost.`,
 			if err != nil {
 				return fmt.Errorf("bench: %w", err)
 			}
-			if !a.quiet {
+			if a.summary(rep) {
 				for _, e := range rep.Engines {
 					if e.Skipped != "" {
 						fmt.Fprintf(a.stdout, "%-8s skipped: %s\n", e.Engine, e.Skipped)
@@ -138,7 +138,7 @@ report.md: fit times, validation accuracy, speed-ups and whether GPU and CPU tre
 			if err != nil {
 				return fmt.Errorf("bench forest: %w", err)
 			}
-			if !a.quiet {
+			if a.summary(rep) {
 				for _, f := range rep.Fits {
 					if f.Skipped != "" {
 						fmt.Fprintf(a.stdout, "%10d %-8s not run: %s\n", f.Rows, f.Engine, f.Skipped)

@@ -53,7 +53,7 @@ Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 			if err != nil {
 				return fmt.Errorf("ingest: %w", err)
 			}
-			if !a.quiet {
+			if a.summary(res) {
 				secs := res.Elapsed.Seconds()
 				fmt.Fprintf(a.stdout, "ingested %d tile(s) into %s in %s (%.0f MB decoded, %.1f MB/s)\n",
 					len(res.Tiles), res.Dir, res.Elapsed.Round(time.Millisecond), float64(res.DecodedBytes)/1e6, float64(res.DecodedBytes)/1e6/secs)

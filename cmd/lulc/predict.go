@@ -97,7 +97,7 @@ ingest into OUT.stack and predicts from that stack.`,
 			if err != nil {
 				return fmt.Errorf("predict: %w", err)
 			}
-			if !a.quiet {
+			if a.summary(res) {
 				var px int64
 				for _, t := range res.Tiles {
 					px += t.Pixels
@@ -143,7 +143,7 @@ func newEvaluateCmd(a *app) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("evaluate: %w", err)
 			}
-			if !a.quiet {
+			if a.summary(res) {
 				fmt.Fprint(a.stdout, res.Metrics.Table(res.Names))
 				fmt.Fprintf(a.stdout, "metrics: %s/metrics.json, chart: %s/confusion.png\n", res.Dir, res.Dir)
 			}

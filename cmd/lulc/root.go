@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,7 +25,23 @@ type app struct {
 	stdout, stderr io.Writer
 	quiet, verbose bool
 	breakLock      bool
+	json           bool
 	log            *slog.Logger
+}
+
+// summary prints a command's result as JSON on stdout with --json, and
+// says whether the command should print its text summary instead (not
+// with --quiet or --json). Durations are in nanoseconds.
+func (a *app) summary(result any) bool {
+	if !a.json {
+		return !a.quiet
+	}
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(result); err != nil {
+		a.log.Error("summary as JSON", "err", err)
+	}
+	return false
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -56,6 +73,7 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "log errors only and show no progress bars")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log debug detail")
+	root.PersistentFlags().BoolVar(&a.json, "json", false, "print the command's result as JSON on stdout (durations in nanoseconds) instead of the text summary")
 	root.PersistentFlags().BoolVar(&a.breakLock, "break-lock", false, "take over the output's lock even if another writer holds it (for one known to be gone, on another host)")
 	root.MarkFlagsMutuallyExclusive("quiet", "verbose")
 	// `lulc completion bash|zsh|fish|powershell` prints a shell completion

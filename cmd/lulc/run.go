@@ -84,7 +84,7 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
 			}
-			if !a.quiet {
+			if a.summary(res) {
 				fmt.Fprintf(a.stdout, "mapped %d tile(s) into %s in %s with %s\n", len(res.Tiles), res.Dir, res.Elapsed.Round(time.Millisecond), res.Model)
 				if res.Train != nil {
 					fmt.Fprintf(a.stdout, "model: %d training / %d validation samples, OA %.3f, fitted in %s\n",

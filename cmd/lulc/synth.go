@@ -42,7 +42,7 @@ Without --config it uses the embedded ` + defaultSynthConfig + `.`,
 			if err != nil {
 				return fmt.Errorf("synth: %w", err)
 			}
-			if !a.quiet {
+			if a.summary(res) {
 				fmt.Fprintf(a.stdout, "scene %s: %d acquisitions + labels, %d rasters (%.1f MB), generated in %s, encoded in %s\ncatalog: %s/catalog.json\n",
 					res.Dir, len(res.ItemIDs), res.Files, float64(res.OutBytes)/1e6,
 					res.Generate.Round(time.Millisecond), res.Write.Round(time.Millisecond), res.Dir)

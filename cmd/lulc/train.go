@@ -54,7 +54,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 			for _, w := range res.Warnings {
 				a.log.Warn(w)
 			}
-			if !a.quiet {
+			if a.summary(res) {
 				fmt.Fprintf(a.stdout, "engine %s: %d training / %d validation samples, sampled in %s, fitted in %s\n",
 					res.Engine, res.Samples, res.Validation, res.Sample.Round(1e6), res.Fit.Round(1e6))
 				fmt.Fprint(a.stdout, res.Metrics.Table(res.ClassNames))
