@@ -2,7 +2,9 @@
 // exist or holds complete content: files are written beside their target
 // and renamed, and multi-file outputs are assembled in a staging directory
 // that is renamed into place when complete. A staging directory left by an
-// interrupted run is picked up again by a run with the same key.
+// interrupted run is picked up again by a run with the same key. Each
+// output has one writer at a time: Begin takes the output's lock (Lock),
+// which Commit and Release give back.
 package atomicfs
 
 import (
