@@ -134,8 +134,9 @@ func locateValueError(raw []byte, err error) error {
 		return err
 	}
 	quoted := msg[i+1 : i+1+j]
+	lines := strings.Split(string(raw), "\n")
 	var found []int
-	for k, l := range strings.Split(string(raw), "\n") {
+	for k, l := range lines {
 		if strings.Contains(l, quoted) {
 			found = append(found, k)
 		}
@@ -143,8 +144,7 @@ func locateValueError(raw []byte, err error) error {
 	if len(found) != 1 {
 		return err
 	}
-	line := strings.TrimSpace(strings.Split(string(raw), "\n")[found[0]])
-	return fmt.Errorf("line %d (%s): %w", found[0]+1, line, err)
+	return fmt.Errorf("line %d (%s): %w", found[0]+1, strings.TrimSpace(lines[found[0]]), err)
 }
 
 // syntaxLine matches the position the YAML parser puts in front of a

@@ -1117,18 +1117,10 @@ func reproject(b [4]float64, src, dst int) ([4]float64, error) {
 
 // checkLabelsOverlap fails when no label raster covers any of the grid.
 func checkLabelsOverlap(assets []catalog.Asset, grid raster.Grid) error {
-	b := grid.Bounds()
-	tr, err := raster.NewTransformer(grid.EPSG, 4326)
+	gb, err := reproject(grid.Bounds(), grid.EPSG, 4326)
 	if err != nil {
 		return err
 	}
-	defer tr.Close()
-	xs := []float64{b[0], b[2], b[0], b[2]}
-	ys := []float64{b[1], b[1], b[3], b[3]}
-	if err := tr.Transform(xs, ys); err != nil {
-		return err
-	}
-	gb := [4]float64{slices.Min(xs), slices.Min(ys), slices.Max(xs), slices.Max(ys)}
 	var hrefs []string
 	for _, a := range assets {
 		s, err := raster.Open(a.Href)

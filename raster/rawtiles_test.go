@@ -46,40 +46,36 @@ func checkRawTiles(t *testing.T, path string, limit int) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bw, bh := l.Block[0], l.Block[1]
 	for k, i := range idx {
 		tx, ty := i%l.TilesX, i/l.TilesX
-		w, h := min(bw, l.Width-tx*bw), min(bh, l.Height-ty*bh)
 		if l.DataType == "UInt16" {
-			got, want := make([]uint16, bw*bh), make([]uint16, w*h)
-			if err := decode.Tile(got, raw[k], l.Compression, l.Predictor, l.BigEndian, bw, bh); err != nil {
-				t.Fatalf("%s tile %d: %v", path, i, err)
-			}
-			if err := ReadBandWindowInto(s, 1, tx*bw, ty*bh, w, h, want); err != nil {
-				t.Fatal(err)
-			}
-			for r := range h {
-				if !slices.Equal(got[r*bw:r*bw+w], want[r*w:(r+1)*w]) {
-					t.Fatalf("%s tile (%d, %d) row %d differs from GDAL", path, tx, ty, r)
-				}
-			}
+			compareTile[uint16](t, s, l, raw[k], tx, ty)
 		} else {
-			got, want := make([]uint8, bw*bh), make([]uint8, w*h)
-			if err := decode.Tile(got, raw[k], l.Compression, l.Predictor, l.BigEndian, bw, bh); err != nil {
-				t.Fatalf("%s tile %d: %v", path, i, err)
-			}
-			if err := ReadBandWindowInto(s, 1, tx*bw, ty*bh, w, h, want); err != nil {
-				t.Fatal(err)
-			}
-			for r := range h {
-				if !slices.Equal(got[r*bw:r*bw+w], want[r*w:(r+1)*w]) {
-					t.Fatalf("%s tile (%d, %d) row %d differs from GDAL", path, tx, ty, r)
-				}
-			}
+			compareTile[uint8](t, s, l, raw[k], tx, ty)
 		}
 	}
 	t.Logf("%s: %d tiles (%s, predictor %d, %s) equal GDAL's", filepath.Base(path), len(idx), l.Compression, l.Predictor, l.DataType)
 	return true
+}
+
+// compareTile decodes tile (tx, ty)'s bytes with package decode and
+// compares its pixels inside the raster with GDAL's read of them.
+func compareTile[T uint8 | uint16](t *testing.T, s *Source, l TileLayout, raw []byte, tx, ty int) {
+	t.Helper()
+	bw, bh := l.Block[0], l.Block[1]
+	w, h := min(bw, l.Width-tx*bw), min(bh, l.Height-ty*bh)
+	got, want := make([]T, bw*bh), make([]T, w*h)
+	if err := decode.Tile(got, raw, l.Compression, l.Predictor, l.BigEndian, bw, bh); err != nil {
+		t.Fatalf("%s tile (%d, %d): %v", s.Href, tx, ty, err)
+	}
+	if err := ReadBandWindowInto(s, 1, tx*bw, ty*bh, w, h, want); err != nil {
+		t.Fatal(err)
+	}
+	for r := range h {
+		if !slices.Equal(got[r*bw:r*bw+w], want[r*w:(r+1)*w]) {
+			t.Fatalf("%s tile (%d, %d) row %d differs from GDAL", s.Href, tx, ty, r)
+		}
+	}
 }
 
 // TestRawTilesSynthetic writes COGs with lulc's encoder and with GDAL's,

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -62,7 +63,7 @@ func TestLockHolders(t *testing.T) {
 
 	writeHolder(holder.Process.Pid)
 	code, _, stderr := lulc(t, args...)
-	if code != 1 || !strings.Contains(stderr, "pid "+itoa(holder.Process.Pid)) || !strings.Contains(stderr, host) {
+	if code != 1 || !strings.Contains(stderr, "pid "+strconv.Itoa(holder.Process.Pid)) || !strings.Contains(stderr, host) {
 		t.Fatalf("live holder: exit %d, %q", code, stderr)
 	}
 	if fileExists(out) || fileExists(atomicfs.StagingDir(out)) {
@@ -81,9 +82,4 @@ func TestLockHolders(t *testing.T) {
 	if fileExists(atomicfs.LockPath(out)) {
 		t.Fatal("lock left after a successful run")
 	}
-}
-
-func itoa(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
 }

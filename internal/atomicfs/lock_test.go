@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -24,7 +25,7 @@ func TestSecondWriterRefused(t *testing.T) {
 		t.Fatalf("second writer: %v", err)
 	}
 	host, _ := os.Hostname()
-	for _, want := range []string{host, "pid " + itoa(os.Getpid()), "--break-lock", final} {
+	for _, want := range []string{host, "pid " + strconv.Itoa(os.Getpid()), "--break-lock", final} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
@@ -102,11 +103,6 @@ func writeLock(t *testing.T, path string, h Holder) {
 	if err := os.WriteFile(path, body, 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func itoa(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
 }
 
 // TestRestart empties a resumed staging directory and keeps its key, so
