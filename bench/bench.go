@@ -393,7 +393,7 @@ func (er *EngineReport) summarise(bc Config, rep *Report, stage string) {
 func runOnePass(ctx context.Context, engine string, icfg pipeline.IngestConfig, tcfg pipeline.TrainConfig, sub func(string) pipeline.Options, dir string, gpu *cuda.Device) (pipeline.RunResult, error) {
 	o := sub(dir)
 	if engine == "gpu" {
-		o.GPU = gpu
+		o.GPUs = []*cuda.Device{gpu}
 	}
 	tc := tcfg
 	tc.Engine = "lulc"
@@ -440,7 +440,7 @@ func runOnce(ctx context.Context, engine string, icfg pipeline.IngestConfig, tcf
 	times := make([]float64, len(Stages))
 	o := sub(dir + "/stack")
 	if engine == "gpu" {
-		o.GPU = gpu
+		o.GPUs = []*cuda.Device{gpu}
 	}
 	t0 := time.Now()
 	ir, err := pipeline.Ingest(ctx, icfg, o)
@@ -464,7 +464,7 @@ func runOnce(ctx context.Context, engine string, icfg pipeline.IngestConfig, tcf
 	}
 	o = sub(dir + "/train")
 	if engine == "gpu" {
-		o.GPU = gpu
+		o.GPUs = []*cuda.Device{gpu}
 	}
 	model := filepath.Join(o.Out, pipeline.ModelFile)
 	t0 = time.Now()
@@ -481,7 +481,7 @@ func runOnce(ctx context.Context, engine string, icfg pipeline.IngestConfig, tcf
 
 	o = sub(dir + "/predict")
 	if engine == "gpu" {
-		o.GPU = gpu
+		o.GPUs = []*cuda.Device{gpu}
 	}
 	t0 = time.Now()
 	pr, err := pipeline.Predict(ctx, pipeline.PredictConfig{Model: model, Input: stack}, o)

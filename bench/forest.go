@@ -36,7 +36,7 @@ type ForestConfig struct {
 	Sizes              []int    `yaml:"sizes"`    // training rows per fit
 	ValidationFraction float64  `yaml:"validation_fraction"`
 	ValidationRows     int      `yaml:"validation_rows"` // a seeded subset of the validation pixels
-	Engines            []string `yaml:"engines"`         // gpu, cpu, golearn, sklearn
+	Engines            []string `yaml:"engines"`         // gpu, gpu1, cpu, golearn, sklearn
 	CPUMaxRows         int      `yaml:"cpu_max_rows"`    // larger sizes skip the engine
 	GolearnMaxRows     int      `yaml:"golearn_max_rows"`
 	SklearnMaxRows     int      `yaml:"sklearn_max_rows"`
@@ -66,7 +66,7 @@ func ParseForestConfig(raw []byte) (ForestConfig, error) {
 	case c.ValidationRows < 1:
 		return c, fmt.Errorf("validation_rows: %d is below 1", c.ValidationRows)
 	case len(c.Engines) == 0:
-		return c, errors.New("engines: none given (gpu, cpu, golearn, sklearn)")
+		return c, errors.New("engines: none given (gpu, gpu1, cpu, golearn, sklearn)")
 	}
 	for _, n := range c.Sizes {
 		if n < 2 {
@@ -74,8 +74,8 @@ func ParseForestConfig(raw []byte) (ForestConfig, error) {
 		}
 	}
 	for _, e := range c.Engines {
-		if e != "gpu" && e != "cpu" && e != "golearn" && e != "sklearn" {
-			return c, fmt.Errorf("engines: %q is not gpu, cpu, golearn or sklearn", e)
+		if e != "gpu" && e != "gpu1" && e != "cpu" && e != "golearn" && e != "sklearn" {
+			return c, fmt.Errorf("engines: %q is not gpu, gpu1, cpu, golearn or sklearn", e)
 		}
 	}
 	if c.Sklearn.Python == "" {
@@ -95,8 +95,13 @@ type ForestFit struct {
 	PredictSec float64 `json:"predict_seconds,omitempty"`
 	Accuracy   float64 `json:"validation_accuracy,omitempty"`
 	Nodes      int     `json:"nodes,omitempty"`
-	// SameAsCPU says whether the GPU forest equals the CPU forest.
-	SameAsCPU *bool `json:"same_as_cpu,omitempty"`
+	// SameAsCPU says whether the GPU forest equals the CPU forest, and
+	// SameAsOneGPU whether the forest grown on every device equals the
+	// one grown on the first alone.
+	SameAsCPU    *bool `json:"same_as_cpu,omitempty"`
+	SameAsOneGPU *bool `json:"same_as_one_gpu,omitempty"`
+	// GPUs is the number of devices that grew the trees.
+	GPUs int `json:"gpus,omitempty"`
 }
 
 // ForestReport is the training benchmark's outcome.
@@ -149,7 +154,7 @@ func Forest(ctx context.Context, bc ForestConfig, cfg pipeline.TrainConfig, comm
 	nf := len(cfg.Features)
 	var xt, xv []float32
 	var yt, yv []uint8
-	err = pixels.Run(ctx, opt.GPU, func(px pipeline.Pixel) {
+	err = pixels.Run(ctx, opt.GPU(), func(px pipeline.Pixel) {
 		if px.Validation() {
 			xv = px.AppendFeatures(xv)
 			yv = append(yv, uint8(px.Class()))
@@ -267,7 +272,7 @@ func (fr *forestRun) size(ctx context.Context, x []float32, y []uint8) ([]Forest
 		fit := ForestFit{Engine: e, Rows: n}
 		var err error
 		switch e {
-		case "gpu", "cpu":
+		case "gpu", "gpu1", "cpu":
 			if err := binOnce(); err != nil {
 				return nil, err
 			}
@@ -293,23 +298,33 @@ func (fr *forestRun) size(ctx context.Context, x []float32, y []uint8) ([]Forest
 		}
 		fits = append(fits, fit)
 	}
-	if forests["cpu"] != nil && forests["gpu"] != nil {
-		same := reflect.DeepEqual(forests["cpu"], forests["gpu"])
-		for i := range fits {
-			if fits[i].Engine == "gpu" {
-				fits[i].SameAsCPU = &same
-			}
+	for i := range fits {
+		if fits[i].Engine != "gpu" || forests["gpu"] == nil {
+			continue
+		}
+		if forests["cpu"] != nil {
+			same := reflect.DeepEqual(forests["cpu"], forests["gpu"])
+			fits[i].SameAsCPU = &same
+		}
+		if forests["gpu1"] != nil {
+			same := reflect.DeepEqual(forests["gpu1"], forests["gpu"])
+			fits[i].SameAsOneGPU = &same
 		}
 	}
 	return fits, nil
 }
 
-// ours fits lulc's forest on the engine e ("gpu" or "cpu") and predicts
-// the validation rows, binning included: on the device for the GPU, on
-// all cores for the CPU. A fit that fails is recorded as skipped; the
-// error returned is a prediction's.
+// ours fits lulc's forest on the engine e ("gpu": every device given,
+// "gpu1": the first alone, "cpu": all cores) and predicts the validation
+// rows, binning included: on the first device for the GPU, on all cores
+// for the CPU. A fit that fails is recorded as skipped; the error
+// returned is a prediction's.
 func (fr *forestRun) ours(e string, bins *forest.Bins, binned *forest.Binned, y []uint8, fit *ForestFit) (*forest.Forest, error) {
-	if e == "gpu" && fr.opt.GPU == nil {
+	devs := fr.opt.GPUs
+	if e == "gpu1" {
+		devs = devs[:min(1, len(devs))]
+	}
+	if e != "cpu" && len(devs) == 0 {
 		fit.Skipped = "no usable GPU"
 		return nil, nil
 	}
@@ -320,8 +335,9 @@ func (fr *forestRun) ours(e string, bins *forest.Bins, binned *forest.Binned, y 
 	t := time.Now()
 	var f *forest.Forest
 	var err error
-	if e == "gpu" {
-		f, err = cuda.Train(fr.opt.GPU, binned, y, fr.classes, fr.cfg.Forest, func(format string, args ...any) {
+	if e != "cpu" {
+		fit.GPUs = len(devs)
+		f, err = cuda.Train(devs, binned, y, fr.classes, fr.cfg.Forest, func(format string, args ...any) {
 			fr.opt.Log.Info(fmt.Sprintf(format, args...))
 		})
 	} else {
@@ -334,8 +350,8 @@ func (fr *forestRun) ours(e string, bins *forest.Bins, binned *forest.Binned, y 
 	fit.FitSec = time.Since(t).Seconds()
 	t = time.Now()
 	var pred []uint8
-	if e == "gpu" {
-		pred, err = gpuClassify(fr.opt.GPU, bins, f, fr.xval, fr.nf)
+	if e != "cpu" {
+		pred, err = gpuClassify(devs[0], bins, f, fr.xval, fr.nf)
 	} else {
 		var vb *forest.Binned
 		if vb, err = bins.Bin(fr.xval, fr.nf); err == nil {
@@ -507,13 +523,13 @@ func forestMarkdown(r *ForestReport) string {
 		r.Pixels, r.TrainPool, len(r.Features), r.Classes, r.Validation, r.Params.Trees, r.Params.MaxDepth,
 		mtryText(r.Params, len(r.Features)), r.Params.MinSamplesLeaf, r.Params.Bootstrap, r.Params.Bins, r.ScanSec)
 	fmt.Fprintf(&b, "Host: %s, %d CPUs, %.0f GB RAM; GPU: %s; lulc %s, %s.\n\n", r.Host.CPU, r.Host.Cores, float64(r.Host.RAM)/1e9, orNone(r.Host.GPU), r.Host.Lulc, r.Host.Go)
-	fmt.Fprintf(&b, "| rows | engine | fit (s) | binning (s) | predict %d rows (s) | validation accuracy | nodes | vs sklearn | vs lulc CPU | same trees as CPU |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n", r.Validation)
+	fmt.Fprintf(&b, "| rows | engine | fit (s) | binning (s) | predict %d rows (s) | validation accuracy | nodes | vs sklearn | vs lulc CPU | vs one GPU | same trees as CPU | same trees as one GPU |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n", r.Validation)
 	for _, f := range r.Fits {
 		if f.Skipped != "" {
-			fmt.Fprintf(&b, "| %d | %s | not run: %s | | | | | | | |\n", f.Rows, f.Engine, f.Skipped)
+			fmt.Fprintf(&b, "| %d | %s | not run: %s | | | | | | | | | |\n", f.Rows, f.Engine, f.Skipped)
 			continue
 		}
-		var sk, cpu float64
+		var sk, cpu, gpu1 float64
 		for _, o := range r.Fits {
 			if o.Rows == f.Rows && o.Skipped == "" {
 				switch o.Engine {
@@ -521,12 +537,21 @@ func forestMarkdown(r *ForestReport) string {
 					sk = o.FitSec
 				case "cpu":
 					cpu = o.FitSec
+				case "gpu1":
+					gpu1 = o.FitSec
 				}
 			}
 		}
-		same := ""
+		same, sameOne := "", ""
 		if f.SameAsCPU != nil {
 			same = fmt.Sprint(*f.SameAsCPU)
+		}
+		if f.SameAsOneGPU != nil {
+			sameOne = fmt.Sprint(*f.SameAsOneGPU)
+		}
+		engine := f.Engine
+		if f.GPUs > 1 {
+			engine = fmt.Sprintf("%s (%d GPUs)", f.Engine, f.GPUs)
 		}
 		bin := ""
 		if f.BinSec > 0 {
@@ -536,8 +561,12 @@ func forestMarkdown(r *ForestReport) string {
 		if f.Nodes > 0 {
 			nodes = fmt.Sprint(f.Nodes)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %.2f | %s | %.3f | %.4f | %s | %s | %s | %s |\n", f.Rows, f.Engine, f.FitSec, bin, f.PredictSec, f.Accuracy, nodes,
-			ratio(sk, f.FitSec), ratio(cpu, f.FitSec), same)
+		vsOne := ""
+		if f.Engine == "gpu" {
+			vsOne = ratio(gpu1, f.FitSec)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %.2f | %s | %.3f | %.4f | %s | %s | %s | %s | %s | %s |\n", f.Rows, engine, f.FitSec, bin, f.PredictSec, f.Accuracy, nodes,
+			ratio(sk, f.FitSec), ratio(cpu, f.FitSec), vsOne, same, sameOne)
 	}
 	fmt.Fprintf(&b, "\nReproduce: `%s`\n", r.Command)
 	return b.String()

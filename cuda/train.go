@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,11 +27,18 @@ const (
 // tests lower it to exercise batching.
 var maxBatch = 0
 
-// Train grows a forest on the GPU: the same trees, bit for bit, as
-// forest.Train on the same data and parameters. Trees are grown level by
-// level in batches as large as device memory allows; logf (may be nil)
-// hears about batching and about retries after running out of memory.
-func Train(dev *Device, x *forest.Binned, y []uint8, classes int, p forest.Params, logf func(format string, args ...any)) (*forest.Forest, error) {
+// Train grows a forest on the GPUs: the same trees, bit for bit, as
+// forest.Train on the same data and parameters. The trees are shared out
+// over the devices in contiguous ranges of tree ids (each tree's bootstrap
+// and feature draws depend only on its id, so where it grows changes
+// nothing), and the forest lists them in id order. On each device trees
+// are grown level by level in batches as large as its memory allows;
+// logf (may be nil) hears about batching and about retries after running
+// out of memory.
+func Train(devs []*Device, x *forest.Binned, y []uint8, classes int, p forest.Params, logf func(format string, args ...any)) (*forest.Forest, error) {
+	if len(devs) == 0 {
+		return nil, errors.New("gpu train: no device")
+	}
 	if err := forest.CheckData(x, y, classes, p); err != nil {
 		return nil, err
 	}
@@ -43,71 +51,93 @@ func Train(dev *Device, x *forest.Binned, y []uint8, classes int, p forest.Param
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	e := &engine{dev: dev, x: x, classes: classes, p: p, mtry: p.Mtry(x.F), nbins: maxCode(x.Codes) + 1, mem: pool{},
+	nbins := maxCode(x.Codes) + 1
+	n := min(len(devs), p.Trees)
+	trees := make([][]forest.Tree, n)
+	imp := make([][][]float64, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for k := range n {
+		ids := make([]uint64, 0, (k+1)*p.Trees/n-k*p.Trees/n)
+		for t := k * p.Trees / n; t < (k+1)*p.Trees/n; t++ {
+			ids = append(ids, uint64(t))
+		}
+		wg.Go(func() {
+			trees[k], imp[k], errs[k] = trainOn(devs[k], x, y, classes, nbins, p, ids, logf)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return forest.NewForest(classes, x.F, slices.Concat(trees...), slices.Concat(imp...)), nil
+}
+
+// trainOn grows the trees ids on one device.
+func trainOn(dev *Device, x *forest.Binned, y []uint8, classes, nbins int, p forest.Params, ids []uint64, logf func(format string, args ...any)) ([]forest.Tree, [][]float64, error) {
+	e := &engine{dev: dev, x: x, classes: classes, p: p, mtry: p.Mtry(x.F), nbins: nbins, mem: pool{},
 		profile: os.Getenv("LULC_TRAIN_PROFILE") == "1", prof: map[string]time.Duration{}}
 	if err := dev.Do(func() error {
 		var err error
 		if e.codes, err = upload(x.Codes); err != nil {
-			return fmt.Errorf("gpu train: upload %d×%d codes: %w", x.N, x.F, err)
+			return fmt.Errorf("gpu train: upload %d×%d codes to GPU %d: %w", x.N, x.F, dev.Index, err)
 		}
 		if e.y, err = upload(y); err != nil {
-			return fmt.Errorf("gpu train: upload labels: %w", err)
+			return fmt.Errorf("gpu train: upload labels to GPU %d: %w", dev.Index, err)
 		}
 		return nil
 	}); err != nil {
 		e.close()
-		return nil, err
+		return nil, nil, err
 	}
 	defer e.close()
 
 	free, _, err := dev.MemInfo()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Each tree of a batch needs its weights and two row lists (12 bytes
 	// a row); keep a quarter of the free memory for histograms and tables.
 	perTree := 12 * uint64(x.N)
-	batch := min(p.Trees, int(free*3/4/perTree))
+	batch := min(len(ids), int(free*3/4/perTree))
 	if maxBatch > 0 {
 		batch = min(batch, maxBatch)
 	}
 	if batch < 1 {
-		return nil, fmt.Errorf("gpu train: one tree over %d rows needs %.1f GB of device memory, %.1f GB are free", x.N, float64(perTree)/1e9, float64(free)/1e9)
+		return nil, nil, fmt.Errorf("gpu train: one tree over %d rows needs %.1f GB of memory on GPU %d, %.1f GB are free", x.N, float64(perTree)/1e9, dev.Index, float64(free)/1e9)
 	}
-	if batch < p.Trees {
-		logf("gpu train: growing %d trees in batches of %d (device memory)", p.Trees, batch)
+	if batch < len(ids) {
+		logf("gpu train: GPU %d grows %d trees in batches of %d (device memory)", dev.Index, len(ids), batch)
 	}
 	start := time.Now()
-	trees := make([]forest.Tree, 0, p.Trees)
-	imp := make([][]float64, 0, p.Trees)
-	for t0 := 0; t0 < p.Trees; {
-		n := min(batch, p.Trees-t0)
-		ids := make([]uint64, n)
-		for k := range ids {
-			ids[k] = uint64(t0 + k)
-		}
-		tr, ti, err := forest.Grow(e, ids, classes, x.F, p)
+	trees := make([]forest.Tree, 0, len(ids))
+	imp := make([][]float64, 0, len(ids))
+	for t0 := 0; t0 < len(ids); {
+		n := min(batch, len(ids)-t0)
+		tr, ti, err := forest.Grow(e, ids[t0:t0+n], classes, x.F, p)
 		if err != nil {
 			if errors.Is(err, ErrorOutOfMemory) && n > 1 {
 				batch = n / 2
-				logf("gpu train: out of device memory with %d trees at once; retrying with %d", n, batch)
+				logf("gpu train: out of memory on GPU %d with %d trees at once; retrying with %d", dev.Index, n, batch)
 				e.freeBatch()
 				continue
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		trees, imp = append(trees, tr...), append(imp, ti...)
 		t0 += n
 	}
-	f := forest.NewForest(classes, x.F, trees, imp)
-	nodes, _ := f.Nodes()
-	logf("gpu train: %d nodes in %.2f s over %d levels: splits %.2f s, partitions %.2f s, tree building on the host %.2f s",
-		nodes, time.Since(start).Seconds(), e.levels, e.splitTime.Seconds(), e.partTime.Seconds(),
+	nodes := 0
+	for _, t := range trees {
+		nodes += len(t.Feature)
+	}
+	logf("gpu train: GPU %d grew trees %d–%d, %d nodes in %.2f s over %d levels: splits %.2f s, partitions %.2f s, tree building on the host %.2f s",
+		dev.Index, ids[0], ids[len(ids)-1], nodes, time.Since(start).Seconds(), e.levels, e.splitTime.Seconds(), e.partTime.Seconds(),
 		(time.Since(start) - e.splitTime - e.partTime).Seconds())
 	if e.profile {
-		logf("gpu train profile: %v", e.prof)
+		logf("gpu train profile, GPU %d: %v", dev.Index, e.prof)
 	}
-	return f, nil
+	return trees, imp, nil
 }
 
 // maxCode returns the largest code in a binned matrix.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,7 +99,7 @@ func TestTrainSameModel(t *testing.T) {
 			defer func(m int) { maxBatch = m }(maxBatch)
 			maxBatch = c.batch
 			before, _ := DeviceMemory()
-			g, err := Train(d, xb, y, c.k, c.p, t.Logf)
+			g, err := Train([]*Device{d}, xb, y, c.k, c.p, t.Logf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,10 +128,78 @@ func TestTrainSameModel(t *testing.T) {
 	}
 }
 
+// every opens every GPU the driver sees. With one, the list holds it
+// twice: two engines on one device share the trees out just as two
+// devices do, so the multi-device path is tested on any GPU host.
+func every(t *testing.T) []*Device {
+	t.Helper()
+	first := gpu(t)
+	devs := []*Device{first}
+	infos, err := Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(infos); i++ {
+		d, err := Open(i)
+		if err != nil {
+			t.Fatalf("GPU %d: %v", i, err)
+		}
+		devs = append(devs, d)
+	}
+	if len(devs) == 1 {
+		devs = append(devs, first)
+	}
+	t.Cleanup(func() {
+		for _, d := range devs[:len(infos)] {
+			d.Close()
+		}
+	})
+	return devs
+}
+
+// TestTrainSeveralDevices checks that trees shared out over several
+// devices make the CPU's model byte for byte: with more trees than
+// devices, fewer, and in batches on each device.
+func TestTrainSeveralDevices(t *testing.T) {
+	devs := every(t)
+	t.Logf("%d devices (%d distinct)", len(devs), len(slices.Compact(slices.Clone(devs))))
+	cases := []struct {
+		n, nf, k int
+		p        forest.Params
+		batch    int
+	}{
+		{30000, 16, 11, forest.Params{Trees: 9, MaxDepth: 16, MinSamplesLeaf: 1, Bins: 128, Bootstrap: true, Seed: 3}, 0},
+		{20000, 8, 5, forest.Params{Trees: 7, MaxDepth: 12, MinSamplesLeaf: 2, Bins: 64, Bootstrap: true, Seed: 7}, 2},
+		{5000, 6, 3, forest.Params{Trees: 1, MaxDepth: 8, MinSamplesLeaf: 1, Bins: 32, Bootstrap: true, Seed: 8}, 0},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("trees%d_batch%d", c.p.Trees, c.batch), func(t *testing.T) {
+			xb, b, y := blobs(c.n, c.nf, c.k, c.p.Bins, c.p.Seed)
+			cpu, err := forest.Train(xb, y, c.k, c.p, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func(m int) { maxBatch = m }(maxBatch)
+			maxBatch = c.batch
+			g, err := Train(devs, xb, y, c.k, c.p, t.Logf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(modelBytes(t, cpu, b, c.p, c.n), modelBytes(t, g, b, c.p, c.n)) {
+				t.Fatalf("model from %d devices differs from the CPU's", len(devs))
+			}
+		})
+	}
+	if _, err := Train(nil, &forest.Binned{N: 1, F: 1, Codes: []uint8{0}}, []uint8{0}, 1, forest.Params{Trees: 1, MaxDepth: 1, MinSamplesLeaf: 1, Bins: 2}, nil); err == nil {
+		t.Error("training on no device: no error")
+	}
+}
+
 // TestGPUTrainSpeed times GPU training against the CPU forest on all
 // cores over synthetic blobs (LULC_TRAIN_BENCH=1; sizes in
 // LULC_TRAIN_SIZES, default 1000000; the CPU runs only up to
-// LULC_TRAIN_CPU_MAX rows, default 1000000).
+// LULC_TRAIN_CPU_MAX rows, default 1000000). With LULC_TRAIN_DEVICES=all
+// it also times every GPU together against the first alone.
 func TestGPUTrainSpeed(t *testing.T) {
 	if os.Getenv("LULC_TRAIN_BENCH") != "1" {
 		t.Skip("set LULC_TRAIN_BENCH=1 to measure")
@@ -156,7 +225,7 @@ func TestGPUTrainSpeed(t *testing.T) {
 	for _, n := range sizes {
 		xb, _, y := blobs(n, 16, 11, 128, 9)
 		t0 := time.Now()
-		g, err := Train(d, xb, y, 11, p, t.Logf)
+		g, err := Train([]*Device{d}, xb, y, 11, p, t.Logf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +278,7 @@ func TestGPUTrainLarge(t *testing.T) {
 	p := forest.Params{Trees: 100, MaxDepth: 16, MinSamplesLeaf: 1, Bins: 128, Bootstrap: true, Seed: 1}
 	ResetPeakMemory()
 	t0 := time.Now()
-	f, err := Train(d, x, y, k, p, t.Logf)
+	f, err := Train([]*Device{d}, x, y, k, p, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

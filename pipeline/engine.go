@@ -17,12 +17,13 @@ import (
 // (the cuda package's tests compare them), so the stages above never ask
 // which engine runs them.
 type engine struct {
-	gpu     *cuda.Device
+	gpu     *cuda.Device   // the device of per-window twins; nil: the CPU
+	gpus    []*cuda.Device // every device, for training
 	workers int
 }
 
 // engine returns the options' engine.
-func (o Options) engine() engine { return engine{gpu: o.GPU, workers: o.Workers} }
+func (o Options) engine() engine { return engine{gpu: o.GPU(), gpus: o.GPUs, workers: o.Workers} }
 
 // composite resamples a window's coarse bands, masks and composites it
 // (composite.Resample and composite.Window, or cuda.Composite), and says
@@ -71,7 +72,7 @@ func (e engine) predictor(set *features.Set, model *forest.Model) (features.Comp
 // fit grows the forest on binned samples.
 func (e engine) fit(xb *forest.Binned, y []uint8, classes int, p forest.Params, logf func(string, ...any)) (*forest.Forest, error) {
 	if e.gpu != nil {
-		return cuda.Train(e.gpu, xb, y, classes, p, logf)
+		return cuda.Train(e.gpus, xb, y, classes, p, logf)
 	}
 	return forest.Train(xb, y, classes, p, e.workers)
 }
@@ -112,11 +113,12 @@ func (e engine) classify(model *forest.Model, x []float32, nf int) ([]uint8, err
 	return cls, errors.Join(errs...)
 }
 
-// busy is the device's busy time so far (0 on the CPU): differences of it
-// say how much of a stage kept the device busy.
+// busy is the devices' busy time so far, summed (0 on the CPU):
+// differences of it say how much of a stage kept the devices busy.
 func (e engine) busy() time.Duration {
-	if e.gpu == nil {
-		return 0
+	var b time.Duration
+	for _, d := range e.gpus {
+		b += d.Busy()
 	}
-	return e.gpu.Busy()
+	return b
 }

@@ -41,12 +41,23 @@ type Options struct {
 	Workers   int    // windows processed at once (0: one per CPU)
 	// HTTP is the client for STAC APIs and asset sizes (nil: default).
 	HTTP *http.Client
-	// GPU, when set, runs the GPU twins (composite, features, binning);
-	// nil computes on the CPU.
-	GPU *cuda.Device
+	// GPUs, when set, run the GPU twins (composite, features, binning,
+	// training, prediction); none computes on the CPU. A stage over one
+	// tile uses the first; lulc run maps tiles on all of them at once,
+	// and training shares its trees out over them.
+	GPUs []*cuda.Device
 	// Inputs are files the caller read besides those the stage's config
 	// names (the config file itself): the output must not touch them.
 	Inputs []string
+}
+
+// GPU is the device of single-device stages: the first of GPUs, or nil
+// for the CPU.
+func (o Options) GPU() *cuda.Device {
+	if len(o.GPUs) == 0 {
+		return nil
+	}
+	return o.GPUs[0]
 }
 
 // Fill sets the options left unset to their defaults: a logger that

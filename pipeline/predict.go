@@ -337,7 +337,7 @@ func (p *predicted) finish(opt Options) error {
 	tm := p.pt.Timings
 	opt.Log.Info("tile predicted", "tile", p.m.Tile, "pixels", p.pt.Pixels, "read_worker_s", tm.Read.Seconds(), "features_worker_s", tm.Features.Seconds(),
 		"predict_worker_s", tm.Predict.Seconds(), "write_s", tm.Write.Seconds(), "encode_s", p.pt.Encode.Seconds())
-	if opt.GPU != nil {
+	if len(opt.GPUs) > 0 {
 		opt.Log.Info("device use", "tile", p.m.Tile, "streaming_s", p.pt.Stream.Seconds(), "device_busy_s", p.pt.DeviceBusy.Seconds(),
 			"busy_percent", math.Round(100*p.pt.DeviceBusy.Seconds()/p.pt.Stream.Seconds()))
 	}

@@ -14,7 +14,10 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/landcover"
@@ -41,15 +44,19 @@ type RunConfig struct {
 	// MemoryGB bounds the composites held in memory while training waits
 	// for every tile's samples (default 4); beyond it tiles are spilled
 	// raw to disk and read back once. lulc run also asks Go's collector to
-	// keep the heap within MemoryGB + 3 GB (GOMEMLIMIT overrides).
+	// keep the heap within MemoryGB + 3 GB per tile mapped at once
+	// (GOMEMLIMIT overrides).
 	MemoryGB float64 `yaml:"memory_gb"`
 }
 
-// HeapLimit is the soft limit on Go's heap a run asks for: the held
-// composites' budget and 3 GB for the windows in flight. Without it the
+// HeapLimit is the soft limit on Go's heap a run asks for when it maps
+// lanes tiles at once (one per GPU): the held composites' budget and 3 GB
+// for each tile's windows in flight and composite. Without it the
 // collector lets the heap grow to twice what is live, and a full tile's
 // run peaks near 14 GB instead of 8.
-func (c RunConfig) HeapLimit() int64 { return int64((c.MemoryGB + 3) * (1 << 30)) }
+func (c RunConfig) HeapLimit(lanes int) int64 {
+	return int64((c.MemoryGB + 3*float64(max(1, lanes))) * (1 << 30))
+}
 
 // ParseRunConfig decodes a run config strictly and fills its defaults.
 func ParseRunConfig(raw []byte) (RunConfig, error) {
@@ -119,9 +126,11 @@ type RunResult struct {
 	Train   *TrainResult // when the job trained
 	Tiles   []RunTile
 	Elapsed time.Duration
-	// DeviceBusy is the time the GPU's goroutine computed (composite,
-	// features, training, prediction) over the whole job.
+	// DeviceBusy is the time the GPUs' goroutines computed (composite,
+	// features, training, prediction) over the whole job, summed over the
+	// GPUs; Devices says it per GPU.
 	DeviceBusy time.Duration
+	Devices    []DeviceUse
 	GPU        bool
 	// PeakRSS is the process's peak resident memory when the run ended.
 	PeakRSS int64
@@ -130,14 +139,23 @@ type RunResult struct {
 	Fit, Wait time.Duration
 }
 
+// DeviceUse is how long one GPU computed during a run.
+type DeviceUse struct {
+	Index int
+	Name  string
+	Busy  time.Duration
+}
+
 // RunTile is one tile's outcome and where its time went. Times summed over
 // workers say so; the others are wall time.
 type RunTile struct {
-	Tile    string     `json:"tile"`
-	Skipped bool       `json:"skipped,omitempty"` // finished by an earlier run and verified
-	Dates   int        `json:"dates"`
-	Pixels  int64      `json:"pixels"`
-	Ingest  StageTimes `json:"-"`
+	Tile    string `json:"tile"`
+	Skipped bool   `json:"skipped,omitempty"` // finished by an earlier run and verified
+	Dates   int    `json:"dates"`
+	Pixels  int64  `json:"pixels"`
+	// Device mapped the tile: "cpu" or "gpu:N".
+	Device string     `json:"device,omitempty"`
+	Ingest StageTimes `json:"-"`
 	// Composite is the wall time of reading and compositing the tile.
 	Composite time.Duration      `json:"-"`
 	Predict   PredictTile        `json:"-"`
@@ -187,8 +205,12 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	}
 	defer stage.Release()
 	r := &runner{job: job, opt: opt, stage: stage, model: model, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}}
-	res := RunResult{Dir: stage.Final, Model: job.Model, GPU: opt.GPU != nil}
-	busy0 := opt.engine().busy()
+	res := RunResult{Dir: stage.Final, Model: job.Model, GPU: len(opt.GPUs) > 0}
+	busy0 := make([]time.Duration, len(opt.GPUs))
+	for i, d := range opt.GPUs {
+		busy0[i] = d.Busy()
+	}
+	busyAll := opt.engine().busy()
 	err = r.run(ctx, tiles, &res)
 	t0 := time.Now()
 	if werr := r.wait(); err == nil {
@@ -199,7 +221,10 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 		res.Tiles[i].Seconds = res.Tiles[i].stageSeconds()
 	}
 	res.PeakRSS, res.Fit = PeakRSS(), r.fitWall
-	res.DeviceBusy = opt.engine().busy() - busy0
+	res.DeviceBusy = opt.engine().busy() - busyAll
+	for i, d := range opt.GPUs {
+		res.Devices = append(res.Devices, DeviceUse{Index: d.Index, Name: d.Name, Busy: d.Busy() - busy0[i]})
+	}
 	r.dropSpills()
 	if err != nil {
 		return res, err
@@ -242,15 +267,18 @@ func (j Job) validate() error {
 // runner carries a run's state: the tiles held between phases and the
 // outputs still being encoded in the background.
 type runner struct {
-	job       Job
-	opt       Options
-	stage     *atomicfs.Stage
+	job     Job
+	opt     Options
+	stage   *atomicfs.Stage
+	fitWall time.Duration
+	model   *forest.Model // the given model; nil until trained otherwise
+
+	// mu guards what lanes computing tiles at once share.
+	mu        sync.Mutex
 	held      map[string]*stack.Tile // composites kept for the map phase
 	heldBytes int64
 	spilled   []string
 	manifests map[string]manifest
-	fitWall   time.Duration
-	model     *forest.Model // the given model; nil until trained otherwise
 
 	bg     sync.WaitGroup
 	bgMu   sync.Mutex
@@ -288,18 +316,80 @@ func (r *runner) run(ctx context.Context, tiles []sourceTile, res *RunResult) er
 	if modelHref == "" {
 		modelHref = filepath.Join("..", "model", ModelFile)
 	}
-	for i, t := range tiles {
-		if err := r.mapTile(ctx, t, model, modelHref, scheme, &res.Tiles[i]); err != nil {
-			return fmt.Errorf("tile %s: %w", t.name(), err)
+	return r.eachTile(ctx, tiles, func(ctx context.Context, lane Options, i int) error {
+		return r.mapTile(ctx, lane, tiles[i], model, modelHref, scheme, &res.Tiles[i])
+	})
+}
+
+// cpuLanes is how many tiles the CPU computes at once. One: a tile's
+// windows already keep every core busy. Tests raise it to run the lanes'
+// concurrency without a GPU.
+var cpuLanes = 1
+
+// lanes are the options tiles are computed with at once: one lane per
+// GPU, each holding that device alone, or cpuLanes on the CPU. Progress
+// bars are left out when several lanes would draw over each other.
+func (r *runner) lanes() []Options {
+	var out []Options
+	for _, d := range r.opt.GPUs {
+		o := r.opt
+		o.GPUs = []*cuda.Device{d}
+		out = append(out, o)
+	}
+	if len(out) == 0 {
+		for range cpuLanes {
+			out = append(out, r.opt)
 		}
 	}
-	return nil
+	if len(out) > 1 {
+		for i := range out {
+			out[i].NewBar = nil
+			out[i].Fill()
+		}
+	}
+	return out
+}
+
+// laneName names a lane's engine in the report: "cpu" or "gpu:N".
+func laneName(o Options) string {
+	if d := o.GPU(); d != nil {
+		return fmt.Sprintf("gpu:%d", d.Index)
+	}
+	return "cpu"
+}
+
+// eachTile calls f on every tile index, as many at once as there are
+// lanes, each call with a lane to itself. The first error stops the
+// tiles not yet begun and is returned, naming its tile.
+func (r *runner) eachTile(ctx context.Context, tiles []sourceTile, f func(ctx context.Context, lane Options, i int) error) error {
+	lanes := r.lanes()
+	free := make(chan Options, len(lanes))
+	for _, l := range lanes {
+		free <- l
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for i, t := range tiles {
+		var lane Options
+		select {
+		case lane = <-free:
+		case <-gctx.Done():
+			return g.Wait()
+		}
+		g.Go(func() error {
+			defer func() { free <- lane }()
+			if err := f(gctx, lane, i); err != nil {
+				return fmt.Errorf("tile %s: %w", t.name(), err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // composite reads and composites a tile once into memory, writing its
 // stack COGs beside it when the job asks for them (encoded in the
 // background, so that compute goes on).
-func (r *runner) composite(ctx context.Context, t sourceTile, rt *RunTile) (*stack.Tile, error) {
+func (r *runner) composite(ctx context.Context, opt Options, t sourceTile, rt *RunTile) (*stack.Tile, error) {
 	cfg := r.job.Ingest
 	grid, err := t.plan(cfg)
 	if err != nil {
@@ -319,7 +409,7 @@ func (r *runner) composite(ctx context.Context, t sourceTile, rt *RunTile) (*sta
 		sinks = append(sinks, tw)
 	}
 	t0 := time.Now()
-	stats, err := t.composite(ctx, cfg, r.opt, sinks...)
+	stats, err := t.composite(ctx, cfg, opt, sinks...)
 	rt.Ingest, rt.Pixels, rt.Composite = stats.timings, int64(stats.pixels), rt.Composite+time.Since(t0)
 	if err != nil {
 		if tw != nil {
@@ -327,11 +417,13 @@ func (r *runner) composite(ctx context.Context, t sourceTile, rt *RunTile) (*sta
 		}
 		return nil, err
 	}
-	m, err := t.manifest(ctx, cfg, r.opt, stats.noValid)
+	m, err := t.manifest(ctx, cfg, opt, stats.noValid)
 	if err != nil {
 		return nil, err
 	}
+	r.mu.Lock()
 	r.manifests[t.name()] = m
+	r.mu.Unlock()
 	if tw != nil {
 		r.background(func() error {
 			if err := tw.close(); err != nil {
@@ -379,24 +471,25 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 	sp := newSampler(cfg, scheme, r.opt.engine())
 	var ins []trainInput
 	t0 := time.Now()
-	zero := 0.0
-	for i, t := range tiles {
-		mem, err := r.composite(ctx, t, &rts[i])
+	// The lanes composite a group of tiles at once; the samples are then
+	// drawn tile after tile, in the tiles' order, which fixes the sample
+	// set whatever the lanes.
+	nl := len(r.lanes())
+	for g0 := 0; g0 < len(tiles); g0 += nl {
+		group := tiles[g0:min(g0+nl, len(tiles))]
+		mems := make([]*stack.Tile, len(group))
+		err := r.eachTile(ctx, group, func(ctx context.Context, lane Options, k int) error {
+			var err error
+			mems[k], err = r.composite(ctx, lane, group[k], &rts[g0+k])
+			return err
+		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("tile %s: %w", t.name(), err)
-		}
-		in := trainInput{image: t.name(), labels: t.name(), bands: mem.Bands, scale: mem.Scale, offset: mem.Offset, nodata: &zero, mem: mem, inMemory: true}
-		ts := time.Now()
-		if err := sp.add(in); err != nil {
-			return nil, nil, fmt.Errorf("tile %s: %w", t.name(), err)
-		}
-		rts[i].Sample = time.Since(ts)
-		// The samples are drawn: fitting needs none of the pixels, and a
-		// spilled tile must not stay referenced.
-		in.mem = nil
-		ins = append(ins, in)
-		if err := r.hold(mem); err != nil {
 			return nil, nil, err
+		}
+		for k, mem := range mems {
+			if err := r.sampleAndHold(sp, &ins, mem, &rts[g0+k]); err != nil {
+				return nil, nil, fmt.Errorf("tile %s: %w", group[k].name(), err)
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -446,9 +539,28 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 	return res, model, nil
 }
 
+// sampleAndHold draws a tile's samples from its composite and holds the
+// composite for the map phase.
+func (r *runner) sampleAndHold(sp *sampler, ins *[]trainInput, mem *stack.Tile, rt *RunTile) error {
+	zero := 0.0
+	in := trainInput{image: mem.Name, labels: mem.Name, bands: mem.Bands, scale: mem.Scale, offset: mem.Offset, nodata: &zero, mem: mem, inMemory: true}
+	ts := time.Now()
+	if err := sp.add(in); err != nil {
+		return err
+	}
+	rt.Sample = time.Since(ts)
+	// The samples are drawn: fitting needs none of the pixels, and a
+	// spilled tile must not stay referenced.
+	in.mem = nil
+	*ins = append(*ins, in)
+	return r.hold(mem)
+}
+
 // hold keeps a composite for the map phase: in memory while the held
 // tiles fit in memory_gb, else spilled raw into the staging directory.
 func (r *runner) hold(t *stack.Tile) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.heldBytes+t.Bytes() <= int64(r.job.Config.MemoryGB*(1<<30)) {
 		r.held[t.Name] = t
 		r.heldBytes += t.Bytes()
@@ -468,6 +580,8 @@ func (r *runner) spillPath(tile string) string { return r.stage.Path(".spill", t
 // take returns a held composite (from memory, or read back from its spill
 // file), or nil when the tile must be composited again.
 func (r *runner) take(tile string) (*stack.Tile, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if t, ok := r.held[tile]; ok {
 		delete(r.held, tile)
 		r.heldBytes -= t.Bytes()
@@ -487,12 +601,12 @@ func (r *runner) dropSpills() {
 // mapTile predicts a tile from its composite, counts the map against the
 // labels as it is made, and leaves the outputs' encoding to the
 // background.
-func (r *runner) mapTile(ctx context.Context, t sourceTile, model *forest.Model, modelPath string, scheme landcover.Scheme, rt *RunTile) error {
+func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *forest.Model, modelPath string, scheme landcover.Scheme, rt *RunTile) error {
 	dir := r.stage.Path(t.name())
 	if verified(dir) && atomicfs.Exists(filepath.Join(dir, RunMetricsFile)) &&
 		(!r.job.Config.Outputs.Stack || atomicfs.Exists(filepath.Join(dir, "manifest.json"))) {
 		rt.Skipped = true
-		r.opt.Log.Info("tile already mapped and verified", "tile", t.name())
+		opt.Log.Info("tile already mapped and verified", "tile", t.name())
 		return nil
 	}
 	mem, err := r.take(t.name())
@@ -500,15 +614,18 @@ func (r *runner) mapTile(ctx context.Context, t sourceTile, model *forest.Model,
 		return err
 	}
 	if mem == nil {
-		if mem, err = r.composite(ctx, t, rt); err != nil {
+		if mem, err = r.composite(ctx, opt, t, rt); err != nil {
 			return err
 		}
 	}
 	// Every composite this process holds, in memory or spilled, was made
 	// by r.composite, which recorded its manifest.
+	r.mu.Lock()
 	m := r.manifests[t.name()]
+	r.mu.Unlock()
+	rt.Device = laneName(opt)
 	pc := PredictConfig{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress}
-	p, err := streamTile(ctx, pc, r.opt, dir, model, modelPath, scheme, m, predictInput{mem: mem})
+	p, err := streamTile(ctx, pc, opt, dir, model, modelPath, scheme, m, predictInput{mem: mem})
 	if err != nil {
 		return err
 	}
@@ -523,10 +640,10 @@ func (r *runner) mapTile(ctx context.Context, t sourceTile, model *forest.Model,
 			return err
 		}
 	} else {
-		r.opt.Log.Warn("tile has no labelled pixel with a prediction: no metrics", "tile", t.name())
+		opt.Log.Warn("tile has no labelled pixel with a prediction: no metrics", "tile", t.name())
 	}
 	r.background(func() error {
-		err := p.finish(r.opt)
+		err := p.finish(opt)
 		rt.Predict.Encode = p.pt.Encode
 		return err
 	})
@@ -555,6 +672,10 @@ func (r *runner) writeJob(res RunResult) error {
 		return err
 	}
 	rep := runReport{Model: res.Model, GPU: res.GPU, Seconds: res.Elapsed.Seconds(), DeviceBusy: res.DeviceBusy.Seconds(), PeakRSS: res.PeakRSS}
+	for _, d := range res.Devices {
+		rep.Devices = append(rep.Devices, deviceReport{Device: fmt.Sprintf("gpu:%d", d.Index), Name: d.Name, Busy: d.Busy.Seconds(),
+			Share: d.Busy.Seconds() / res.Elapsed.Seconds()})
+	}
 	rep.Tiles = res.Tiles
 	rep.Fit, rep.Wait = res.Fit.Seconds(), res.Wait.Seconds()
 	body, _ := json.MarshalIndent(rep, "", "  ")
@@ -564,14 +685,24 @@ func (r *runner) writeJob(res RunResult) error {
 // runReport is report.json: the job's time, per tile where it went, and
 // the maps' accuracy.
 type runReport struct {
-	Model      string    `json:"model"`
-	GPU        bool      `json:"gpu"`
-	Seconds    float64   `json:"seconds"`
-	DeviceBusy float64   `json:"device_busy_seconds,omitempty"`
-	Fit        float64   `json:"fit_seconds,omitempty"` // binning, fit and validation, wall
-	Wait       float64   `json:"wait_seconds"`          // the end's wait for outputs still encoding
-	PeakRSS    int64     `json:"peak_rss_bytes"`
-	Tiles      []RunTile `json:"tiles"`
+	Model      string         `json:"model"`
+	GPU        bool           `json:"gpu"`
+	Seconds    float64        `json:"seconds"`
+	DeviceBusy float64        `json:"device_busy_seconds,omitempty"` // summed over the GPUs
+	Devices    []deviceReport `json:"devices,omitempty"`
+	Fit        float64        `json:"fit_seconds,omitempty"` // binning, fit and validation, wall
+	Wait       float64        `json:"wait_seconds"`          // the end's wait for outputs still encoding
+	PeakRSS    int64          `json:"peak_rss_bytes"`
+	Tiles      []RunTile      `json:"tiles"`
+}
+
+// deviceReport is one GPU's use in report.json: how long it computed and
+// that time's share of the job's wall time.
+type deviceReport struct {
+	Device string  `json:"device"`
+	Name   string  `json:"name"`
+	Busy   float64 `json:"busy_seconds"`
+	Share  float64 `json:"busy_share"`
 }
 
 // PeakRSS is the process's peak resident memory so far, in bytes.

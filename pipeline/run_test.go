@@ -199,3 +199,46 @@ func TestRunBadInput(t *testing.T) {
 		t.Error("a refused run wrote its output")
 	}
 }
+
+// TestRunLanes maps the real sample's tiles, and the first again under
+// another name, two lanes at once (as two GPUs do, here on the CPU), and
+// checks every output against the single-lane run: lanes change only
+// when the work happens, never its bytes.
+func TestRunLanes(t *testing.T) {
+	ic := realSampleConfig(t)
+	third := ic.Source.Rasters[0]
+	third.Tile = "again"
+	ic.Source.Rasters = append(ic.Source.Rasters, third)
+	rc := DefaultRunConfig()
+	tc := trainConfig(t, "train-real-sample.yaml", "")
+	job := Job{Config: rc, Ingest: ic, Train: &tc}
+	one := filepath.Join(t.TempDir(), "one")
+	a := runJob(t, job, one, Options{})
+
+	defer func(n int) { cpuLanes = n }(cpuLanes)
+	cpuLanes = 2
+	two := filepath.Join(t.TempDir(), "two")
+	b := runJob(t, job, two, Options{})
+	if len(b.Tiles) != 3 || b.Tiles[2].Tile != "again" {
+		t.Fatalf("tiles %+v", b.Tiles)
+	}
+	for i := range a.Tiles {
+		if !reflect.DeepEqual(a.Tiles[i].Metrics, b.Tiles[i].Metrics) || b.Tiles[i].Device != "cpu" {
+			t.Errorf("tile %s: metrics %v on %q with two lanes, %v with one", a.Tiles[i].Tile, b.Tiles[i].Metrics, b.Tiles[i].Device, a.Tiles[i].Metrics)
+		}
+	}
+	for _, rel := range diffTrees(t, one, two) {
+		if rel != "report.json" && rel != filepath.Join("model", "run.json") {
+			t.Errorf("%s differs between one lane and two", rel)
+		}
+	}
+
+	// With a model, two lanes map the tiles from scratch alike.
+	job.Train, job.Model = nil, filepath.Join(one, "model", ModelFile)
+	mapped := filepath.Join(t.TempDir(), "mapped")
+	runJob(t, job, mapped, Options{})
+	for _, tile := range []string{"282D_485L_3_3", "637U_59R_1_3", "again"} {
+		sameFile(t, filepath.Join(mapped, tile, ClassFile), filepath.Join(one, tile, ClassFile))
+	}
+	sameFile(t, filepath.Join(mapped, "again", ClassFile), filepath.Join(mapped, "282D_485L_3_3", ClassFile))
+}

@@ -128,13 +128,13 @@ report.md: fit times, validation accuracy, speed-ups and whether GPU and CPU tre
 			if stack != "" {
 				tcfg.Input.Stack = stack
 			}
-			dev, err := a.openDevice(device)
+			devs, err := a.openDevice(device)
 			if err != nil {
 				return err
 			}
-			defer dev.Close()
+			defer devs.Close()
 			cmdline := redact.String(fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " ")))
-			rep, err := bench.Forest(cmd.Context(), cfg, tcfg, cmdline, pipeline.Options{GPU: dev, Out: out, Inputs: []string{cfgPath, cfg.Train}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
+			rep, err := bench.Forest(cmd.Context(), cfg, tcfg, cmdline, pipeline.Options{GPUs: devs, Out: out, Inputs: []string{cfgPath, cfg.Train}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
 			if err != nil {
 				return fmt.Errorf("bench forest: %w", err)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,13 +13,25 @@ import (
 
 // addDeviceFlag registers --device on a command that computes.
 func addDeviceFlag(cmd *cobra.Command, dst *string) {
-	cmd.Flags().StringVar(dst, "device", "auto", "where to compute: auto (a usable GPU, else the CPU), cpu, gpu or gpu:N")
+	cmd.Flags().StringVar(dst, "device", "auto", "where to compute: auto (a usable GPU, else the CPU), cpu, gpu (the first GPU), gpu:N, gpu:N,M,… or gpu:all")
 }
 
-// openDevice resolves --device: nil means the CPU (and its Close is a
-// no-op, so callers defer it unconditionally). auto falls back to the
-// CPU with a one-line notice; gpu fails when no GPU is usable, saying why.
-func (a *app) openDevice(spec string) (*cuda.Device, error) {
+// devices are the GPUs a command computes on; none is the CPU.
+type devices []*cuda.Device
+
+// Close releases every device.
+func (ds devices) Close() {
+	for _, d := range ds {
+		d.Close()
+	}
+}
+
+// openDevice resolves --device: no device means the CPU (and Close is a
+// no-op, so callers defer it unconditionally). auto falls back to the CPU
+// with a one-line notice; gpu… fails when a GPU it names is not usable,
+// saying why. gpu:all opens every GPU the driver sees, gpu:0,2 the ones
+// listed, in that order.
+func (a *app) openDevice(spec string) (devices, error) {
 	switch {
 	case spec == "cpu":
 		return nil, nil
@@ -29,23 +42,59 @@ func (a *app) openDevice(spec string) (*cuda.Device, error) {
 			return nil, nil
 		}
 		a.log.Info("computing on the GPU", "device", d.Name)
-		return d, nil
+		return devices{d}, nil
 	case spec == "gpu" || strings.HasPrefix(spec, "gpu:"):
-		index := 0
-		if rest, ok := strings.CutPrefix(spec, "gpu:"); ok {
-			n, err := strconv.Atoi(rest)
-			if err != nil || n < 0 {
-				return nil, usagef("--device %s: not gpu:N with N a GPU index", spec)
-			}
-			index = n
+		indices, err := deviceIndices(spec)
+		if err != nil {
+			return nil, err
 		}
-		d, err := cuda.Open(index)
+		var ds devices
+		for _, i := range indices {
+			d, err := cuda.Open(i)
+			if err != nil {
+				ds.Close()
+				return nil, fmt.Errorf("--device %s: no usable GPU %d: %w (lulc doctor says more)", spec, i, err)
+			}
+			ds = append(ds, d)
+		}
+		if len(ds) > 1 {
+			a.log.Info("computing on several GPUs", "devices", len(ds), "model", ds[0].Name)
+		}
+		return ds, nil
+	}
+	return nil, usagef("--device %q is not auto, cpu, gpu, gpu:N, gpu:N,M,… or gpu:all", spec)
+}
+
+// deviceIndices lists the GPU indices a gpu… device spec names; gpu:all
+// asks the driver how many there are.
+func deviceIndices(spec string) ([]int, error) {
+	rest, ok := strings.CutPrefix(spec, "gpu:")
+	if !ok {
+		return []int{0}, nil
+	}
+	if rest == "all" {
+		infos, err := cuda.Devices()
 		if err != nil {
 			return nil, fmt.Errorf("--device %s: no usable GPU: %w (lulc doctor says more)", spec, err)
 		}
-		return d, nil
+		out := make([]int, len(infos))
+		for i := range out {
+			out[i] = i
+		}
+		return out, nil
 	}
-	return nil, usagef("--device %q is not auto, cpu, gpu or gpu:N", spec)
+	var out []int
+	for _, f := range strings.Split(rest, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, usagef("--device %s: %q is not a GPU index (gpu:N, gpu:N,M,… or gpu:all)", spec, f)
+		}
+		if slices.Contains(out, n) {
+			return nil, usagef("--device %s: GPU %d is named twice", spec, n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func newDoctorCmd(a *app) *cobra.Command {

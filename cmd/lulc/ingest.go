@@ -41,12 +41,12 @@ Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 			if catalogOverride != "" {
 				cfg.Source.Catalog, cfg.Source.API = catalogOverride, ""
 			}
-			dev, err := a.openDevice(device)
+			devs, err := a.openDevice(device)
 			if err != nil {
 				return err
 			}
-			defer dev.Close()
-			res, err := pipeline.Ingest(cmd.Context(), cfg, pipeline.Options{GPU: dev,
+			defer devs.Close()
+			res, err := pipeline.Ingest(cmd.Context(), cfg, pipeline.Options{GPUs: devs,
 				Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(),
 				NewBar: a.newBar,
 			})

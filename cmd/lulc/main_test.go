@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -290,6 +291,21 @@ func TestDeviceFlagAndDoctor(t *testing.T) {
 	code, _, stderr := lulc(t, "predict", "-q", "--device", "tpu", "--model", "m", "--input", "i", "--out", filepath.Join(t.TempDir(), "o"))
 	if code == 0 || !strings.Contains(stderr, `--device "tpu"`) {
 		t.Errorf("bad device: exit %d, %q", code, stderr)
+	}
+	for spec, want := range map[string]string{"gpu:1,1": "GPU 1 is named twice", "gpu:0,x": `"x" is not a GPU index`, "gpu:": `"" is not a GPU index`, "gpu:-1": `"-1" is not a GPU index`} {
+		code, _, stderr := lulc(t, "run", "-q", "--device", spec, "--out", filepath.Join(t.TempDir(), "o"))
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("--device %s: exit %d, %q (want %q)", spec, code, stderr, want)
+		}
+	}
+}
+
+func TestDeviceIndices(t *testing.T) {
+	for spec, want := range map[string][]int{"gpu": {0}, "gpu:0": {0}, "gpu:2,0": {2, 0}, "gpu:0,1,3": {0, 1, 3}} {
+		got, err := deviceIndices(spec)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: %v, %v; want %v", spec, got, err, want)
+		}
 	}
 }
 

@@ -58,11 +58,11 @@ ingest into OUT.stack and predicts from that stack.`,
 				}
 				pc.Window, pc.Confidence, pc.Compress = f.Window, pc.Confidence || f.Confidence, f.Compress
 			}
-			dev, err := a.openDevice(device)
+			devs, err := a.openDevice(device)
 			if err != nil {
 				return err
 			}
-			defer dev.Close()
+			defer devs.Close()
 			if ingestCfg != "" || catalogOverride != "" {
 				// STAC input: ingest first into a stack beside the output,
 				// then predict from it.
@@ -85,7 +85,7 @@ ingest into OUT.stack and predicts from that stack.`,
 						return err
 					}
 				}
-				if _, err := pipeline.Ingest(cmd.Context(), icfg, pipeline.Options{GPU: dev, Out: pc.Input, Force: true, BreakLock: a.breakLock, Inputs: []string{cfgPath, ingestCfg, pc.Model}, Log: a.log, Version: lulcVersion(), NewBar: a.newBar}); err != nil {
+				if _, err := pipeline.Ingest(cmd.Context(), icfg, pipeline.Options{GPUs: devs, Out: pc.Input, Force: true, BreakLock: a.breakLock, Inputs: []string{cfgPath, ingestCfg, pc.Model}, Log: a.log, Version: lulcVersion(), NewBar: a.newBar}); err != nil {
 					return fmt.Errorf("predict: ingest: %w", err)
 				}
 				a.log.Info("stack ingested for prediction", "stack", pc.Input)
@@ -93,7 +93,7 @@ ingest into OUT.stack and predicts from that stack.`,
 			if pc.Model == "" || pc.Input == "" {
 				return usagef("--model and --input (or a --config naming them, or --ingest-config/--catalog) are required")
 			}
-			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{GPU: dev, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
 				return fmt.Errorf("predict: %w", err)
 			}

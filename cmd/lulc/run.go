@@ -71,15 +71,15 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 				job.Train = &tc
 				inputs = append(inputs, rc.Train)
 			}
-			if os.Getenv("GOMEMLIMIT") == "" {
-				debug.SetMemoryLimit(rc.HeapLimit())
-			}
-			dev, err := a.openDevice(device)
+			devs, err := a.openDevice(device)
 			if err != nil {
 				return err
 			}
-			defer dev.Close()
-			res, err := pipeline.Run(cmd.Context(), job, pipeline.Options{GPU: dev, Out: out, Force: force, BreakLock: a.breakLock, Inputs: inputs,
+			defer devs.Close()
+			if os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(rc.HeapLimit(len(devs)))
+			}
+			res, err := pipeline.Run(cmd.Context(), job, pipeline.Options{GPUs: devs, Out: out, Force: force, BreakLock: a.breakLock, Inputs: inputs,
 				Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
@@ -99,10 +99,13 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 					if t.Skipped {
 						state = " (kept from an earlier run)"
 					}
+					if len(res.Devices) > 1 && t.Device != "" {
+						state += " on " + t.Device
+					}
 					fmt.Fprintf(a.stdout, "  %s: %d dates, %d pixels, %s%s\n", t.Tile, t.Dates, t.Pixels, oa, state)
 				}
-				if res.GPU {
-					fmt.Fprintf(a.stdout, "device busy %.1f s of %.1f s\n", res.DeviceBusy.Seconds(), res.Elapsed.Seconds())
+				for _, d := range res.Devices {
+					fmt.Fprintf(a.stdout, "GPU %d (%s) busy %.1f s of %.1f s\n", d.Index, d.Name, d.Busy.Seconds(), res.Elapsed.Seconds())
 				}
 			}
 			return nil

@@ -42,12 +42,12 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			dev, err := a.openDevice(device)
+			devs, err := a.openDevice(device)
 			if err != nil {
 				return err
 			}
-			defer dev.Close()
-			res, err := pipeline.Train(cmd.Context(), cfg, pipeline.Options{GPU: dev, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+			defer devs.Close()
+			res, err := pipeline.Train(cmd.Context(), cfg, pipeline.Options{GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
 				return fmt.Errorf("train: %w", err)
 			}
