@@ -567,16 +567,20 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 	defer bar.Finish()
 	tileStart := time.Now()
 	return job, eachWindow(ctx, plan.windows, opt.Workers, func() (func(raster.Grid) error, func(), error) {
-		// Each worker keeps its own GDAL handles, opened on first use.
+		// Each worker keeps its own GDAL handles, opened on first use; the
+		// CRS of each source is read by the first worker to open it.
 		sources := map[string]*raster.Source{}
 		open := func(href string) (*raster.Source, error) {
 			if s, ok := sources[href]; ok {
 				return s, nil
 			}
-			s, err := raster.Open(href)
+			epsg, _ := job.crs.Load(href)
+			e, _ := epsg.(int)
+			s, err := raster.OpenKnownCRS(href, e)
 			if err != nil {
 				return nil, err
 			}
+			job.crs.Store(href, s.EPSG)
 			sources[href] = s
 			return s, nil
 		}
@@ -762,6 +766,7 @@ type windowJob struct {
 	windows int
 	engine  engine
 	cache   *raster.BlockCache
+	crs     sync.Map // href → EPSG code, read by the first worker to open it
 
 	decoded, empty               atomic.Int64 // source bytes read; pixels with no valid observation
 	readNs, compositeNs, writeNs atomic.Int64 // summed over workers

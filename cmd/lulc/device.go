@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -19,7 +21,7 @@ func addDeviceFlag(cmd *cobra.Command, dst *string) {
 // devices are the GPUs a command computes on; none is the CPU.
 type devices []*cuda.Device
 
-// Close releases every device.
+// Close releases every device (nil entries too: a failed open).
 func (ds devices) Close() {
 	for _, d := range ds {
 		d.Close()
@@ -48,14 +50,21 @@ func (a *app) openDevice(spec string) (devices, error) {
 		if err != nil {
 			return nil, err
 		}
-		var ds devices
-		for _, i := range indices {
-			d, err := cuda.Open(i)
-			if err != nil {
-				ds.Close()
-				return nil, fmt.Errorf("--device %s: no usable GPU %d: %w (lulc doctor says more)", spec, i, err)
-			}
-			ds = append(ds, d)
+		// Each open JIT-compiles the kernels (about a second): at once.
+		ds := make(devices, len(indices))
+		errs := make([]error, len(indices))
+		var wg sync.WaitGroup
+		for k, i := range indices {
+			wg.Go(func() {
+				if ds[k], errs[k] = cuda.Open(i); errs[k] != nil {
+					errs[k] = fmt.Errorf("--device %s: no usable GPU %d: %w (lulc doctor says more)", spec, i, errs[k])
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			ds.Close()
+			return nil, err
 		}
 		if len(ds) > 1 {
 			a.log.Info("computing on several GPUs", "devices", len(ds), "model", ds[0].Name)
