@@ -47,15 +47,20 @@ type RunConfig struct {
 	// keep the heap within MemoryGB + 3 GB per tile mapped at once
 	// (GOMEMLIMIT overrides).
 	MemoryGB float64 `yaml:"memory_gb"`
+	// TilesPerGPU is how many tiles each GPU works on at once (default
+	// 1): with 2, one tile is read and composited on the CPU while
+	// another is predicted on the device, at twice the host memory.
+	TilesPerGPU int `yaml:"tiles_per_gpu"`
 }
 
-// HeapLimit is the soft limit on Go's heap a run asks for when it maps
-// lanes tiles at once (one per GPU): the held composites' budget and 3 GB
-// for each tile's windows in flight and composite. Without it the
-// collector lets the heap grow to twice what is live, and a full tile's
-// run peaks near 14 GB instead of 8.
-func (c RunConfig) HeapLimit(lanes int) int64 {
-	return int64((c.MemoryGB + 3*float64(max(1, lanes))) * (1 << 30))
+// HeapLimit is the soft limit on Go's heap a run on gpus GPUs (0: the
+// CPU) asks for: the held composites' budget and 3 GB for each tile
+// worked on at once (its windows in flight and its composite). Without it
+// the collector lets the heap grow to twice what is live, and a full
+// tile's run peaks near 14 GB instead of 8.
+func (c RunConfig) HeapLimit(gpus int) int64 {
+	tiles := max(1, gpus*c.TilesPerGPU)
+	return int64((c.MemoryGB + 3*float64(tiles)) * (1 << 30))
 }
 
 // ParseRunConfig decodes a run config strictly and fills its defaults.
@@ -69,6 +74,9 @@ func ParseRunConfig(raw []byte) (RunConfig, error) {
 	}
 	if c.MemoryGB < 0 {
 		return c, fmt.Errorf("memory_gb: %g is negative", c.MemoryGB)
+	}
+	if c.TilesPerGPU < 0 || c.TilesPerGPU > 8 {
+		return c, fmt.Errorf("tiles_per_gpu: %d is not between 1 and 8", c.TilesPerGPU)
 	}
 	c.fillDefaults()
 	return c, nil
@@ -91,6 +99,9 @@ func (c *RunConfig) fillDefaults() {
 	}
 	if c.MemoryGB == 0 {
 		c.MemoryGB = 4
+	}
+	if c.TilesPerGPU == 0 {
+		c.TilesPerGPU = 1
 	}
 }
 
@@ -279,6 +290,7 @@ type runner struct {
 	heldBytes int64
 	spilled   []string
 	manifests map[string]manifest
+	steps     map[string]*sync.Mutex // per engine and step of mapping a tile
 
 	bg     sync.WaitGroup
 	bgMu   sync.Mutex
@@ -326,15 +338,19 @@ func (r *runner) run(ctx context.Context, tiles []sourceTile, res *RunResult) er
 // concurrency without a GPU.
 var cpuLanes = 1
 
-// lanes are the options tiles are computed with at once: one lane per
-// GPU, each holding that device alone, or cpuLanes on the CPU. Progress
-// bars are left out when several lanes would draw over each other.
+// lanes are the options tiles are computed with at once: tiles_per_gpu
+// lanes per GPU, each holding that device alone (in turn over the GPUs,
+// so that the first tiles go to different ones), or cpuLanes on the CPU.
+// Progress bars are left out when several lanes would draw over each
+// other.
 func (r *runner) lanes() []Options {
 	var out []Options
-	for _, d := range r.opt.GPUs {
-		o := r.opt
-		o.GPUs = []*cuda.Device{d}
-		out = append(out, o)
+	for range max(1, r.job.Config.TilesPerGPU) {
+		for _, d := range r.opt.GPUs {
+			o := r.opt
+			o.GPUs = []*cuda.Device{d}
+			out = append(out, o)
+		}
 	}
 	if len(out) == 0 {
 		for range cpuLanes {
@@ -348,6 +364,24 @@ func (r *runner) lanes() []Options {
 		}
 	}
 	return out
+}
+
+// step takes the lane's engine's turn at a step of mapping a tile (one
+// lane of an engine at a time per step), returning its release.
+func (r *runner) step(lane Options, name string) func() {
+	key := laneName(lane) + " " + name
+	r.mu.Lock()
+	if r.steps == nil {
+		r.steps = map[string]*sync.Mutex{}
+	}
+	m, ok := r.steps[key]
+	if !ok {
+		m = &sync.Mutex{}
+		r.steps[key] = m
+	}
+	r.mu.Unlock()
+	m.Lock()
+	return m.Unlock
 }
 
 // laneName names a lane's engine in the report: "cpu" or "gpu:N".
@@ -609,14 +643,16 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 		opt.Log.Info("tile already mapped and verified", "tile", t.name())
 		return nil
 	}
+	// A GPU's lanes take turns at each step, so that with two tiles per
+	// GPU one is read and composited while the other is predicted.
+	unlock := r.step(opt, "composite")
 	mem, err := r.take(t.name())
+	if err == nil && mem == nil {
+		mem, err = r.composite(ctx, opt, t, rt)
+	}
+	unlock()
 	if err != nil {
 		return err
-	}
-	if mem == nil {
-		if mem, err = r.composite(ctx, opt, t, rt); err != nil {
-			return err
-		}
 	}
 	// Every composite this process holds, in memory or spilled, was made
 	// by r.composite, which recorded its manifest.
@@ -625,7 +661,9 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 	r.mu.Unlock()
 	rt.Device = laneName(opt)
 	pc := PredictConfig{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress}
+	unlock = r.step(opt, "predict")
 	p, err := streamTile(ctx, pc, opt, dir, model, modelPath, scheme, m, predictInput{mem: mem})
+	unlock()
 	if err != nil {
 		return err
 	}

@@ -242,3 +242,22 @@ func TestRunLanes(t *testing.T) {
 	}
 	sameFile(t, filepath.Join(mapped, "again", ClassFile), filepath.Join(mapped, "282D_485L_3_3", ClassFile))
 }
+
+func TestRunConfigTilesPerGPU(t *testing.T) {
+	c, err := ParseRunConfig([]byte("ingest: x.yaml\n"))
+	if err != nil || c.TilesPerGPU != 1 {
+		t.Fatalf("default: %d, %v", c.TilesPerGPU, err)
+	}
+	if c.HeapLimit(0) != c.HeapLimit(1) || c.HeapLimit(2) != c.HeapLimit(1)+3<<30 {
+		t.Errorf("heap limits %d, %d, %d", c.HeapLimit(0), c.HeapLimit(1), c.HeapLimit(2))
+	}
+	c, err = ParseRunConfig([]byte("ingest: x.yaml\ntiles_per_gpu: 2\n"))
+	if err != nil || c.HeapLimit(2) != int64((4+3*4)*(1<<30)) {
+		t.Errorf("two tiles per GPU on two GPUs: %d, %v", c.HeapLimit(2), err)
+	}
+	for _, bad := range []string{"-1", "9"} {
+		if _, err := ParseRunConfig([]byte("ingest: x.yaml\ntiles_per_gpu: " + bad + "\n")); err == nil || !strings.Contains(err.Error(), "tiles_per_gpu") {
+			t.Errorf("tiles_per_gpu %s: %v", bad, err)
+		}
+	}
+}
