@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,7 +106,7 @@ func TestPredictMatchesForest(t *testing.T) {
 			if conf[i] != 0 {
 				t.Fatalf("pixel %d: nodata with confidence %d", i, conf[i])
 			}
-		} else if c := int(prob[i]*100 + 0.5); int(conf[i]) != max(1, c) {
+		} else if c := int(math.Round(float64(prob[i]) * 100)); int(conf[i]) != max(1, c) {
 			t.Fatalf("pixel %d: confidence %d, want %d", i, conf[i], c)
 		}
 		if got[i] != want {

@@ -32,6 +32,10 @@ type Source struct {
 	NoData    *float64
 	ds        *godal.Dataset
 	dtype     godal.DataType
+	// toSource maps EPSG:toSourceFrom into the source's CRS, for
+	// reprojecting class rasters; made on first use.
+	toSource     *Transformer
+	toSourceFrom int
 }
 
 // Open opens the raster at href (see GDALPath) and reads its grid.
@@ -81,7 +85,12 @@ func OpenKnownCRS(href string, epsg int) (*Source, error) {
 }
 
 // Close releases the dataset.
-func (s *Source) Close() error { return s.ds.Close() }
+func (s *Source) Close() error {
+	if s.toSource != nil {
+		s.toSource.Close()
+	}
+	return s.ds.Close()
+}
 
 // readEPSG reads the dataset's CRS, which must have an EPSG code.
 func (s *Source) readEPSG() error {
@@ -111,7 +120,9 @@ var resamplings = map[string]godal.ResamplingAlg{
 // When dst has the source's CRS and each source pixel covers a whole number
 // of dst pixels at an integer offset (Sentinel-2's 10/20/60 m grids), this
 // is a single windowed RasterIO with GDAL's resampling: no warper. Other
-// grids go through GDAL's warper into an in-memory dataset.
+// grids take lulc's own rule for class rasters (uint8 with nearest or
+// mode: see reprojectClasses), and GDAL's warper into an in-memory
+// dataset for the rest.
 func (s *Source) Read(dst Grid, alg string, buf any) error {
 	ra, ok := resamplings[alg]
 	if !ok {
@@ -125,6 +136,9 @@ func (s *Source) Read(dst Grid, alg string, buf any) error {
 			return fmt.Errorf("read %s: %w", s.Href, err)
 		}
 		return nil
+	}
+	if classRule(buf, alg) {
+		return s.reprojectClasses(dst, alg, buf.([]uint8))
 	}
 	return s.warp(dst, alg, buf)
 }
