@@ -21,6 +21,7 @@ import (
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/shard"
 	"github.com/lulc/lulc/stack"
 )
 
@@ -112,6 +113,9 @@ type Job struct {
 	Ingest IngestConfig
 	Train  *TrainConfig // nil when Model is set
 	Model  string       // a model file: the job maps tiles without training
+	// Shard, when its Count is set, makes this process one task of an
+	// array job: it maps only the tiles shard.Assign gives its Index.
+	Shard shard.Spec
 }
 
 // hash identifies the job's resolved configs and the given model's bytes
@@ -126,6 +130,9 @@ func (j Job) hash(modelBody []byte) string {
 	}
 	if modelBody != nil {
 		h.Write(sha(modelBody))
+	}
+	if j.Shard.Count > 0 {
+		h.Write([]byte("shard " + j.Shard.String()))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -210,6 +217,9 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	if err != nil {
 		return RunResult{}, err
 	}
+	if job.Shard.Count > 0 {
+		tiles = job.shardTiles(tiles, opt)
+	}
 	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, "run "+job.hash(modelBody))
 	if err != nil {
 		return RunResult{}, err
@@ -250,12 +260,32 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	return res, nil
 }
 
+// shardTiles keeps the tiles that the job's shard maps.
+func (j Job) shardTiles(tiles []sourceTile, opt Options) []sourceTile {
+	all := make([]shard.Tile, len(tiles))
+	for i, t := range tiles {
+		all[i] = shard.Tile{Name: t.name(), Scenes: t.dates()}
+	}
+	mine := shard.Assign(all, j.Shard.Count)[j.Shard.Index]
+	var out []sourceTile
+	for _, t := range tiles {
+		if slices.Contains(mine, t.name()) {
+			out = append(out, t)
+		}
+	}
+	opt.Log.Info("this task's tiles", "shard", j.Shard.String(), "tiles", len(out), "of", len(tiles), "names", mine)
+	return out
+}
+
 func (j Job) validate() error {
 	if err := j.Ingest.Validate(); err != nil {
 		return fmt.Errorf("ingest config: %w", err)
 	}
 	if (j.Train == nil) == (j.Model == "") {
 		return errors.New("a run trains (a train config) or maps with a model (--model), not both or neither")
+	}
+	if j.Shard.Count > 0 && j.Model == "" {
+		return fmt.Errorf("shard %s: a sharded run maps with a model (--model); train it first in one task (lulc run or lulc train)", j.Shard)
 	}
 	if j.Train != nil {
 		if err := j.Train.validateTraining(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/progress"
+	"github.com/lulc/lulc/shard"
 )
 
 // demoJob is the embedded demo run over the tiny scene, with the test
@@ -259,5 +260,51 @@ func TestRunConfigTilesPerGPU(t *testing.T) {
 		if _, err := ParseRunConfig([]byte("ingest: x.yaml\ntiles_per_gpu: " + bad + "\n")); err == nil || !strings.Contains(err.Error(), "tiles_per_gpu") {
 			t.Errorf("tiles_per_gpu %s: %v", bad, err)
 		}
+	}
+}
+
+// TestRunShards maps the real sample's tiles (and the first again under
+// another name) as two tasks of an array job and checks that the tasks'
+// tiles are disjoint, cover the job, and equal the single run's bytes.
+func TestRunShards(t *testing.T) {
+	ic := realSampleConfig(t)
+	third := ic.Source.Rasters[0]
+	third.Tile = "again"
+	ic.Source.Rasters = append(ic.Source.Rasters, third)
+	tc := trainConfig(t, "train-real-sample.yaml", "")
+	job := Job{Config: DefaultRunConfig(), Ingest: ic, Train: &tc}
+	one := filepath.Join(t.TempDir(), "one")
+	runJob(t, job, one, Options{})
+
+	// The maps of one unsharded task with the model are what the shards
+	// must give (the items link the given model, not the run's own).
+	job.Train, job.Model = nil, filepath.Join(one, "model", ModelFile)
+	one = filepath.Join(t.TempDir(), "mapped")
+	runJob(t, job, one, Options{})
+	seen := map[string]bool{}
+	for i := range 2 {
+		job.Shard = shard.Spec{Index: i, Count: 2}
+		out := filepath.Join(t.TempDir(), "shard")
+		res := runJob(t, job, out, Options{})
+		if len(res.Tiles) == 0 {
+			t.Errorf("task %d of 2 mapped no tile", i)
+		}
+		for _, rt := range res.Tiles {
+			if seen[rt.Tile] {
+				t.Errorf("tile %s mapped by two tasks", rt.Tile)
+			}
+			seen[rt.Tile] = true
+			for _, rel := range diffTrees(t, filepath.Join(one, rt.Tile), filepath.Join(out, rt.Tile)) {
+				t.Errorf("task %d: %s/%s differs from the single run's", i, rt.Tile, rel)
+			}
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("the tasks mapped %d of 3 tiles", len(seen))
+	}
+
+	job.Train, job.Model = &tc, ""
+	if _, err := Run(context.Background(), job, Options{Out: filepath.Join(t.TempDir(), "x")}); err == nil || !strings.Contains(err.Error(), "--model") {
+		t.Errorf("a sharded run that trains: %v", err)
 	}
 }

@@ -406,3 +406,33 @@ func TestJSONSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestRunShardFlags: the task comes from --shard or an array job's
+// variables; malformed or conflicting ones are usage errors, and a
+// sharded run needs a model.
+func TestRunShardFlags(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o")
+	code, _, stderr := lulc(t, "run", "-q", "--shard", "3", "--out", out)
+	if code != exitUsage || !strings.Contains(stderr, "not i/n") {
+		t.Errorf("--shard 3: exit %d, %q", code, stderr)
+	}
+	t.Setenv("SLURM_ARRAY_TASK_ID", "1")
+	t.Setenv("SLURM_ARRAY_TASK_COUNT", "4")
+	code, _, stderr = lulc(t, "run", "-q", "--shard", "2/4", "--out", out)
+	if code != exitUsage || !strings.Contains(stderr, "disagree") {
+		t.Errorf("--shard 2/4 in Slurm task 1: exit %d, %q", code, stderr)
+	}
+	t.Setenv("JOB_COMPLETION_INDEX", "1")
+	code, _, stderr = lulc(t, "run", "-q", "--out", out)
+	if code != exitUsage || !strings.Contains(stderr, "several array-job engines") {
+		t.Errorf("Slurm and Kubernetes variables: exit %d, %q", code, stderr)
+	}
+	t.Setenv("JOB_COMPLETION_INDEX", "")
+	code, _, stderr = lulc(t, "run", "-q", "--out", out)
+	if code != 1 || !strings.Contains(stderr, "--model") {
+		t.Errorf("a sharded run without a model: exit %d, %q", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "shards", "1-of-4")); err == nil {
+		t.Error("a refused task wrote its run directory")
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -10,13 +11,15 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/shard"
 )
 
 const defaultRunConfig = "run-demo.yaml"
 
 func newRunCmd(a *app) *cobra.Command {
-	var cfgPath, out, model, catalogOverride, device string
+	var cfgPath, out, model, catalogOverride, device, shardFlag string
 	var force, writeStack bool
+	var shardCount int
 	cmd := &cobra.Command{
 		Use:   "run --out DIR [--config configs/run-<name>.yaml] [--model M] [--catalog CATALOG]",
 		Short: "Map tiles in one pass: ingest, sample, train, predict and evaluate without stacks on disk",
@@ -25,7 +28,10 @@ confidence, per-tile metrics, STAC items and a job report in one pass over the p
 Each tile is read and composited once into memory; sampling, prediction and evaluation
 read that composite. Without --model it first samples every tile and trains a model
 into OUT/model (holding the composites in memory up to memory_gb, spilling the rest
-raw), then maps each tile. With --model it ingests and maps tile after tile. The
+raw), then maps each tile. With --model it ingests and maps tile after tile. As one task of an array job
+(--shard i/n, or SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX or
+COILED_BATCH_TASK_ID with the task count) it maps only its share of the tiles, balanced
+by scene count, into OUT/shards/i-of-n; sharded runs need --model. The
 stages are those of ingest, train, predict and evaluate, so the maps are theirs.
 Outputs per tile land in OUT/<tile>/; outputs.stack (or --stack) also writes the
 analysis-ready stack, encoded in the background.
@@ -44,6 +50,19 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 				rc.Outputs.Stack = true
 			}
 			job := pipeline.Job{Config: rc, Model: model}
+			spec, sharded, err := shard.Resolve(shardFlag, shardCount, os.Getenv)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			if sharded {
+				// Each task owns a run directory of its own under OUT, so
+				// that tasks never write the same file.
+				job.Shard = spec
+				out = filepath.Join(out, "shards", fmt.Sprintf("%d-of-%d", spec.Index, spec.Count))
+				if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+					return err
+				}
+			}
 			inputs := []string{cfgPath}
 			raw, err := configs.Find(rc.Ingest)
 			if err != nil {
@@ -116,6 +135,8 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 	cmd.Flags().StringVar(&model, "model", "", "map with this model (model.lulcrf) instead of training one")
 	cmd.Flags().StringVar(&catalogOverride, "catalog", "", "static STAC catalog to read instead of the ingest config's source")
 	cmd.Flags().BoolVar(&writeStack, "stack", false, "also write each tile's analysis-ready stack (outputs.stack)")
+	cmd.Flags().StringVar(&shardFlag, "shard", "", "map only task i of n's tiles (i/n) into OUT/shards/i-of-n; default from the array job's variables (Slurm, Kubernetes, AWS Batch, Coiled)")
+	cmd.Flags().IntVar(&shardCount, "shard-count", 0, "the array job's task count, where its engine exports none (Kubernetes, Coiled)")
 	addDeviceFlag(cmd, &device)
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")
 	return cmd
