@@ -217,15 +217,25 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	if err != nil {
 		return RunResult{}, err
 	}
+	hash := job.hash(modelBody)
 	if job.Shard.Count > 0 {
 		tiles = job.shardTiles(tiles, opt)
+		// An array task may run again after it finished (a retry, a
+		// requeue): a complete, intact output of the same task is kept.
+		if !opt.Force {
+			res, done, err := completedTask(opt.Out, hash, tiles, opt)
+			if err != nil || done {
+				return res, err
+			}
+			opt.Force = atomicfs.Exists(opt.Out)
+		}
 	}
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, "run "+job.hash(modelBody))
+	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, "run "+hash)
 	if err != nil {
 		return RunResult{}, err
 	}
 	defer stage.Release()
-	r := &runner{job: job, opt: opt, stage: stage, model: model, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}}
+	r := &runner{job: job, hash: hash, opt: opt, stage: stage, model: model, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}}
 	res := RunResult{Dir: stage.Final, Model: job.Model, GPU: len(opt.GPUs) > 0}
 	busy0 := make([]time.Duration, len(opt.GPUs))
 	for i, d := range opt.GPUs {
@@ -258,6 +268,44 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// completedTask looks at an array task's existing output dir: done when
+// it holds this job's report and every tile it lists is intact (the
+// result then lists them as skipped); not done, with no error, when
+// something is missing or damaged, so that the task maps again from
+// scratch; an error when the directory holds another job's output.
+func completedTask(dir, hash string, tiles []sourceTile, opt Options) (RunResult, bool, error) {
+	if !atomicfs.Exists(dir) {
+		return RunResult{}, false, nil
+	}
+	body, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		opt.Log.Warn("the task's output has no report: mapping again", "dir", dir)
+		return RunResult{}, false, nil
+	}
+	var rep runReport
+	if err := json.Unmarshal(body, &rep); err != nil || rep.Job == "" {
+		opt.Log.Warn("the task's report is unreadable: mapping again", "dir", dir)
+		return RunResult{}, false, nil
+	}
+	if rep.Job != hash || !rep.Shard {
+		return RunResult{}, false, fmt.Errorf("output %s holds another job's run (use --force to replace it)", dir)
+	}
+	res := RunResult{Dir: dir, Model: rep.Model, GPU: rep.GPU}
+	for _, t := range tiles {
+		tdir := filepath.Join(dir, t.name())
+		if !verified(tdir) || !atomicfs.Exists(filepath.Join(tdir, RunMetricsFile)) {
+			opt.Log.Warn("a tile of the finished task is missing or damaged: mapping the task again", "tile", t.name())
+			return RunResult{}, false, nil
+		}
+	}
+	for _, rt := range rep.Tiles {
+		rt.Skipped = true
+		res.Tiles = append(res.Tiles, rt)
+	}
+	opt.Log.Info("task already complete: its tiles are intact", "dir", dir, "tiles", len(res.Tiles))
+	return res, true, nil
 }
 
 // shardTiles keeps the tiles that the job's shard maps.
@@ -309,6 +357,7 @@ func (j Job) validate() error {
 // outputs still being encoded in the background.
 type runner struct {
 	job     Job
+	hash    string // the job's, recorded in report.json
 	opt     Options
 	stage   *atomicfs.Stage
 	fitWall time.Duration
@@ -739,7 +788,7 @@ func (r *runner) writeJob(res RunResult) error {
 	if err := writeResolvedConfig(r.stage.Path(IngestConfigFile), r.job.Ingest.Redacted()); err != nil {
 		return err
 	}
-	rep := runReport{Model: res.Model, GPU: res.GPU, Seconds: res.Elapsed.Seconds(), DeviceBusy: res.DeviceBusy.Seconds(), PeakRSS: res.PeakRSS}
+	rep := runReport{Job: r.hash, Shard: r.job.Shard.Count > 0, Model: res.Model, GPU: res.GPU, Seconds: res.Elapsed.Seconds(), DeviceBusy: res.DeviceBusy.Seconds(), PeakRSS: res.PeakRSS}
 	for _, d := range res.Devices {
 		rep.Devices = append(rep.Devices, deviceReport{Device: fmt.Sprintf("gpu:%d", d.Index), Name: d.Name, Busy: d.Busy.Seconds(),
 			Share: d.Busy.Seconds() / res.Elapsed.Seconds()})
@@ -753,6 +802,9 @@ func (r *runner) writeJob(res RunResult) error {
 // runReport is report.json: the job's time, per tile where it went, and
 // the maps' accuracy.
 type runReport struct {
+	// Job identifies the resolved configs, the model and the shard.
+	Job        string         `json:"job"`
+	Shard      bool           `json:"shard,omitempty"`
 	Model      string         `json:"model"`
 	GPU        bool           `json:"gpu"`
 	Seconds    float64        `json:"seconds"`

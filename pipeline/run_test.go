@@ -282,9 +282,11 @@ func TestRunShards(t *testing.T) {
 	one = filepath.Join(t.TempDir(), "mapped")
 	runJob(t, job, one, Options{})
 	seen := map[string]bool{}
+	outs := make([]string, 2)
 	for i := range 2 {
 		job.Shard = shard.Spec{Index: i, Count: 2}
 		out := filepath.Join(t.TempDir(), "shard")
+		outs[i] = out
 		res := runJob(t, job, out, Options{})
 		if len(res.Tiles) == 0 {
 			t.Errorf("task %d of 2 mapped no tile", i)
@@ -301,6 +303,36 @@ func TestRunShards(t *testing.T) {
 	}
 	if len(seen) != 3 {
 		t.Errorf("the tasks mapped %d of 3 tiles", len(seen))
+	}
+
+	// At least once: a finished task run again keeps its output; one with
+	// a damaged tile maps again to the same bytes; another job's output
+	// is refused.
+	job.Shard = shard.Spec{Index: 0, Count: 2}
+	res := runJob(t, job, outs[0], Options{})
+	if len(res.Tiles) == 0 {
+		t.Fatal("the rerun of a finished task lists no tile")
+	}
+	for _, rt := range res.Tiles {
+		if !rt.Skipped {
+			t.Errorf("the rerun of a finished task mapped %s again", rt.Tile)
+		}
+	}
+	tile := res.Tiles[0].Tile
+	if err := os.WriteFile(filepath.Join(outs[0], tile, ClassFile), []byte("damaged"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res = runJob(t, job, outs[0], Options{})
+	if res.Tiles[0].Skipped {
+		t.Error("a damaged task was kept")
+	}
+	for _, rel := range diffTrees(t, filepath.Join(one, tile), filepath.Join(outs[0], tile)) {
+		t.Errorf("remapped %s/%s differs from the single run's", tile, rel)
+	}
+	other := job
+	other.Config.Predict.Confidence = !other.Config.Predict.Confidence
+	if _, err := Run(context.Background(), other, Options{Out: outs[0]}); err == nil || !strings.Contains(err.Error(), "another job") {
+		t.Errorf("another job into a finished task's output: %v", err)
 	}
 
 	job.Train, job.Model = &tc, ""
