@@ -131,8 +131,10 @@ func (j Job) hash(modelBody []byte) string {
 	if modelBody != nil {
 		h.Write(sha(modelBody))
 	}
+	// The task count, not the index: every task of a job has one hash,
+	// which lulc collect checks.
 	if j.Shard.Count > 0 {
-		h.Write([]byte("shard " + j.Shard.String()))
+		h.Write([]byte(fmt.Sprintf("shards %d", j.Shard.Count)))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

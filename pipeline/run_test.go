@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"github.com/lulc/lulc/raster"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -273,6 +275,7 @@ func TestRunShards(t *testing.T) {
 	ic.Source.Rasters = append(ic.Source.Rasters, third)
 	tc := trainConfig(t, "train-real-sample.yaml", "")
 	job := Job{Config: DefaultRunConfig(), Ingest: ic, Train: &tc}
+	job.Config.Predict.Confidence = true
 	one := filepath.Join(t.TempDir(), "one")
 	runJob(t, job, one, Options{})
 
@@ -283,9 +286,10 @@ func TestRunShards(t *testing.T) {
 	runJob(t, job, one, Options{})
 	seen := map[string]bool{}
 	outs := make([]string, 2)
+	root := filepath.Join(t.TempDir(), "job")
 	for i := range 2 {
 		job.Shard = shard.Spec{Index: i, Count: 2}
-		out := filepath.Join(t.TempDir(), "shard")
+		out := filepath.Join(root, "shards", fmt.Sprintf("%d-of-2", i))
 		outs[i] = out
 		res := runJob(t, job, out, Options{})
 		if len(res.Tiles) == 0 {
@@ -303,6 +307,38 @@ func TestRunShards(t *testing.T) {
 	}
 	if len(seen) != 3 {
 		t.Errorf("the tasks mapped %d of 3 tiles", len(seen))
+	}
+
+	col, err := Collect(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(col.Tiles) != 3 || len(col.Mosaics) != 4 {
+		t.Errorf("collected %d tiles and mosaics %v (two CRSs: class and confidence each)", len(col.Tiles), col.Mosaics)
+	}
+	for _, m := range col.Mosaics {
+		if _, _, err := raster.ReadBand[uint8](filepath.Join(col.Dir, m), 1); err != nil {
+			t.Errorf("mosaic %s: %v", m, err)
+		}
+	}
+	var c struct {
+		Links []struct{ Rel, Href string }
+	}
+	body, _ := os.ReadFile(filepath.Join(col.Dir, "collection.json"))
+	if err := json.Unmarshal(body, &c); err != nil {
+		t.Fatal(err)
+	}
+	items := 0
+	for _, l := range c.Links {
+		if l.Rel == "item" {
+			items++
+			if !atomicExists(filepath.Join(col.Dir, l.Href)) {
+				t.Errorf("item link %s leads nowhere", l.Href)
+			}
+		}
+	}
+	if items != 3 {
+		t.Errorf("collection links %d items", items)
 	}
 
 	// At least once: a finished task run again keeps its output; one with
@@ -328,6 +364,13 @@ func TestRunShards(t *testing.T) {
 	}
 	for _, rel := range diffTrees(t, filepath.Join(one, tile), filepath.Join(outs[0], tile)) {
 		t.Errorf("remapped %s/%s differs from the single run's", tile, rel)
+	}
+	// Without a task's output, collect names it and how to redo it.
+	if err := os.Rename(outs[1], filepath.Join(root, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Collect(root, Options{}); err == nil || !strings.Contains(err.Error(), "task 1 of 2: no output") || !strings.Contains(err.Error(), "--shard 1/2") {
+		t.Errorf("collect without task 1: %v", err)
 	}
 	other := job
 	other.Config.Predict.Confidence = !other.Config.Predict.Confidence

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lulc/lulc/pipeline"
+)
+
+func newCollectCmd(a *app) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "collect --out DIR",
+		Short: "Gather an array job's tasks into one STAC collection, mosaics and a job report",
+		Long: `collect reads the tasks that lulc run --shard i/n wrote under DIR/shards/i-of-n and
+checks that every task of the job left a complete output of the same job, with every
+tile's files matching their checksums. It then writes DIR/collection: collection.json
+(a STAC collection linking every tile's item), VRT mosaics of the class maps and
+confidences per CRS (class-<EPSG>.vrt, confidence-<EPSG>.vrt; where neighbouring tiles
+overlap, the later in name order wins), and report.json and report.md (per tile: task,
+device, accuracy, stage times). A missing task or a damaged tile fails it, each named
+with the --shard that redoes it.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return usagef("--out: the job's output directory (the one the tasks were given)")
+			}
+			res, err := pipeline.Collect(out, pipeline.Options{Log: a.log, BreakLock: a.breakLock})
+			if err != nil {
+				return err
+			}
+			if a.summary(res) {
+				fmt.Fprintf(a.stdout, "collected %d tile(s) from %d task(s) into %s; mosaics: %v\n", len(res.Tiles), res.Shards, res.Dir, res.Mosaics)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "the job's output directory, holding shards/i-of-n")
+	return cmd
+}

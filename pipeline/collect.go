@@ -1,0 +1,266 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/planetlabs/go-stac"
+
+	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/raster"
+)
+
+// CollectDir is where lulc collect writes, under the job's output.
+const CollectDir = "collection"
+
+// CollectResult summarises lulc collect.
+type CollectResult struct {
+	Dir     string
+	Shards  int
+	Tiles   []CollectTile
+	Mosaics []string // the VRT files, relative to Dir
+}
+
+// CollectTile is one tile of a collected job.
+type CollectTile struct {
+	Tile    string             `json:"tile"`
+	Shard   string             `json:"shard"` // "i-of-n"
+	Device  string             `json:"device,omitempty"`
+	EPSG    int                `json:"epsg"`
+	Dates   int                `json:"dates"`
+	Pixels  int64              `json:"pixels"`
+	Metrics *forest.Metrics    `json:"metrics,omitempty"`
+	Seconds map[string]float64 `json:"seconds,omitempty"`
+}
+
+// Collect gathers an array job's tasks (OUT/shards/i-of-n, written by
+// lulc run --shard) into OUT/collection: it checks that every task of
+// the job left a complete output of the same job with every tile intact,
+// then writes a STAC collection linking every tile's item, VRT mosaics of
+// the class maps and confidences per CRS (Sentinel-2 tiles of different
+// UTM zones share no grid; where tiles overlap, the later in name order
+// wins), and the job's report. A missing task or a damaged tile fails it,
+// naming each and how to redo it.
+func Collect(out string, opt Options) (CollectResult, error) {
+	opt.Fill()
+	shards, count, err := listShards(out)
+	if err != nil {
+		return CollectResult{}, err
+	}
+	var problems []string
+	redo := func(i int, why string) {
+		problems = append(problems, fmt.Sprintf("task %d of %d: %s; redo it: lulc run … --model … --shard %d/%d --out %s", i, count, why, i, count, out))
+	}
+	job := ""
+	var tiles []CollectTile
+	seen := map[string]string{}
+	for i := range count {
+		dir, ok := shards[i]
+		if !ok {
+			redo(i, "no output")
+			continue
+		}
+		var rep runReport
+		body, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		if err == nil {
+			err = json.Unmarshal(body, &rep)
+		}
+		if err != nil || rep.Job == "" {
+			redo(i, "no readable report.json")
+			continue
+		}
+		if job == "" {
+			job = rep.Job
+		} else if rep.Job != job {
+			return CollectResult{}, fmt.Errorf("collect %s: %s holds another job's task than the others (its configs, model or task count differ)", out, dir)
+		}
+		name := filepath.Base(dir)
+		for _, rt := range rep.Tiles {
+			if other, dup := seen[rt.Tile]; dup {
+				return CollectResult{}, fmt.Errorf("collect %s: tile %s was mapped by two tasks (%s and %s)", out, rt.Tile, other, name)
+			}
+			seen[rt.Tile] = name
+			tdir := filepath.Join(dir, rt.Tile)
+			if !verified(tdir) {
+				redo(i, fmt.Sprintf("tile %s is missing or damaged", rt.Tile))
+				continue
+			}
+			info, err := raster.Inspect(filepath.Join(tdir, ClassFile))
+			if err != nil {
+				redo(i, fmt.Sprintf("tile %s: %v", rt.Tile, err))
+				continue
+			}
+			tiles = append(tiles, CollectTile{Tile: rt.Tile, Shard: name, Device: rt.Device, EPSG: info.EPSG, Dates: rt.Dates,
+				Pixels: rt.Pixels, Metrics: rt.Metrics, Seconds: rt.Seconds})
+		}
+	}
+	if len(problems) > 0 {
+		return CollectResult{}, fmt.Errorf("collect %s: the job is not complete:\n  %s", out, strings.Join(problems, "\n  "))
+	}
+	if len(tiles) == 0 {
+		return CollectResult{}, fmt.Errorf("collect %s: the job's tasks mapped no tile", out)
+	}
+	slices.SortFunc(tiles, func(a, b CollectTile) int { return strings.Compare(a.Tile, b.Tile) })
+
+	stage, err := atomicfs.Begin(filepath.Join(out, CollectDir), true, opt.BreakLock, "collect "+job)
+	if err != nil {
+		return CollectResult{}, err
+	}
+	defer stage.Release()
+	res := CollectResult{Dir: stage.Final, Shards: count, Tiles: tiles}
+	byEPSG := map[int][]CollectTile{}
+	for _, t := range tiles {
+		byEPSG[t.EPSG] = append(byEPSG[t.EPSG], t)
+	}
+	epsgs := make([]int, 0, len(byEPSG))
+	for e := range byEPSG {
+		epsgs = append(epsgs, e)
+	}
+	slices.Sort(epsgs)
+	for _, e := range epsgs {
+		for _, file := range []string{ClassFile, ConfidenceFile} {
+			var srcs []string
+			for _, t := range byEPSG[e] {
+				// The staging directory and the collection are both
+				// children of OUT: source names relative to one hold for
+				// the other.
+				if p := filepath.Join(out, "shards", t.Shard, t.Tile, file); atomicfs.Exists(p) {
+					srcs = append(srcs, p)
+				}
+			}
+			if len(srcs) == 0 {
+				continue
+			}
+			name := fmt.Sprintf("%s-%d.vrt", strings.TrimSuffix(file, ".tif"), e)
+			if err := raster.BuildVRT(stage.Path(name), srcs); err != nil {
+				return res, err
+			}
+			res.Mosaics = append(res.Mosaics, name)
+		}
+	}
+	if err := writeCollection(stage, out, job, tiles); err != nil {
+		return res, err
+	}
+	body, _ := json.MarshalIndent(struct {
+		Job     string        `json:"job"`
+		Shards  int           `json:"shards"`
+		Mosaics []string      `json:"mosaics"`
+		Tiles   []CollectTile `json:"tiles"`
+	}{job, count, res.Mosaics, tiles}, "", "  ")
+	if err := atomicfs.WriteFile(stage.Path("report.json"), append(body, '\n')); err != nil {
+		return res, err
+	}
+	if err := atomicfs.WriteFile(stage.Path("report.md"), []byte(collectMarkdown(res))); err != nil {
+		return res, err
+	}
+	return res, stage.Commit()
+}
+
+// listShards finds OUT/shards/i-of-n directories; every one must have the
+// same n.
+func listShards(out string) (map[int]string, int, error) {
+	entries, err := os.ReadDir(filepath.Join(out, "shards"))
+	if err != nil {
+		return nil, 0, fmt.Errorf("collect %s: no task outputs (OUT/shards/i-of-n, from lulc run --shard): %w", out, err)
+	}
+	shards := map[int]string{}
+	count := 0
+	for _, e := range entries {
+		var i, n int
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if _, err := fmt.Sscanf(e.Name(), "%d-of-%d", &i, &n); err != nil || fmt.Sprintf("%d-of-%d", i, n) != e.Name() || n < 1 || i < 0 || i >= n {
+			return nil, 0, fmt.Errorf("collect %s: shards/%s is not a task output (i-of-n)", out, e.Name())
+		}
+		if count != 0 && n != count {
+			return nil, 0, fmt.Errorf("collect %s: tasks of %d and of %d under shards/: one job has one task count", out, count, n)
+		}
+		count = n
+		shards[i] = filepath.Join(out, "shards", e.Name())
+	}
+	if count == 0 {
+		return nil, 0, fmt.Errorf("collect %s: no task outputs under %s", out, filepath.Join(out, "shards"))
+	}
+	return shards, count, nil
+}
+
+// writeCollection writes collection.json: a STAC collection whose item
+// links point at each tile's item in its task's directory, with the
+// items' spatial and temporal extent.
+func writeCollection(stage *atomicfs.Stage, out, job string, tiles []CollectTile) error {
+	bbox := []float64{180, 90, -180, -90}
+	var start, end time.Time
+	links := []*stac.Link{
+		{Href: "./collection.json", Rel: "self", Type: "application/json"},
+		{Href: "./collection.json", Rel: "root", Type: "application/json"},
+	}
+	for _, t := range tiles {
+		item := filepath.Join(out, "shards", t.Shard, t.Tile, ItemFile)
+		var it struct {
+			BBox       []float64 `json:"bbox"`
+			Properties struct {
+				Datetime *time.Time `json:"datetime"`
+				Start    *time.Time `json:"start_datetime"`
+				End      *time.Time `json:"end_datetime"`
+			} `json:"properties"`
+		}
+		body, err := os.ReadFile(item)
+		if err == nil {
+			err = json.Unmarshal(body, &it)
+		}
+		if err != nil {
+			return fmt.Errorf("collect: item %s: %w", item, err)
+		}
+		if len(it.BBox) == 4 {
+			bbox = []float64{min(bbox[0], it.BBox[0]), min(bbox[1], it.BBox[1]), max(bbox[2], it.BBox[2]), max(bbox[3], it.BBox[3])}
+		}
+		for _, tm := range []*time.Time{it.Properties.Datetime, it.Properties.Start, it.Properties.End} {
+			if tm == nil {
+				continue
+			}
+			if start.IsZero() || tm.Before(start) {
+				start = *tm
+			}
+			if end.IsZero() || tm.After(end) {
+				end = *tm
+			}
+		}
+		links = append(links, &stac.Link{Href: filepath.ToSlash(filepath.Join("..", "shards", t.Shard, t.Tile, ItemFile)), Rel: "item", Type: "application/geo+json"})
+	}
+	interval := []any{nil, nil}
+	if !start.IsZero() {
+		interval = []any{start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339)}
+	}
+	c := &stac.Collection{Version: "1.0.0", Id: "lulc-" + job[:12], Description: fmt.Sprintf("Land-cover maps of %d tiles by lulc (job %s).", len(tiles), job[:12]),
+		License: "proprietary", Extent: &stac.Extent{Spatial: &stac.SpatialExtent{Bbox: [][]float64{bbox}}, Temporal: &stac.TemporalExtent{Interval: [][]any{interval}}},
+		Links: links}
+	body, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfs.WriteFile(stage.Path("collection.json"), append(body, '\n'))
+}
+
+// collectMarkdown is report.md: per tile, its task, device, accuracy and
+// time.
+func collectMarkdown(r CollectResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# lulc job: %d tiles from %d tasks\n\n", len(r.Tiles), r.Shards)
+	fmt.Fprintf(&b, "Mosaics: %s\n\n", strings.Join(r.Mosaics, ", "))
+	b.WriteString("| tile | task | device | EPSG | dates | overall accuracy | kappa | composite (s) | predict stream (s) |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, t := range r.Tiles {
+		oa, kappa := "–", "–"
+		if t.Metrics != nil {
+			oa, kappa = fmt.Sprintf("%.4f", t.Metrics.Accuracy), fmt.Sprintf("%.4f", t.Metrics.Kappa)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %.2f | %.2f |\n", t.Tile, t.Shard, t.Device, t.EPSG, t.Dates, oa, kappa, t.Seconds["composite"], t.Seconds["stream"])
+	}
+	return b.String()
+}
