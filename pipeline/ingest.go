@@ -164,23 +164,8 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 // in order: the raster pairs, each checked, or the STAC items grouped by
 // tile with the label items over the area.
 func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, error) {
-	gdalOpts := map[string]string{
-		"GDAL_DISABLE_READDIR_ON_OPEN":     "EMPTY_DIR",
-		"GDAL_HTTP_MAX_RETRY":              "4",
-		"GDAL_HTTP_RETRY_DELAY":            "1",
-		"GDAL_HTTP_TIMEOUT":                "60",
-		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.TIF,.TIFF",
-		// GDAL's block cache defaults to 5 % of RAM (6.4 GB on a 128 GB
-		// host). Windows follow the tile's block lattice and the halos of
-		// upsampled bands come from lulc's own BlockCache, so GDAL's
-		// serves little more than the label rasters' neighbouring blocks.
-		"GDAL_CACHEMAX": "256",
-	}
-	for k, v := range cfg.Source.GDAL {
-		gdalOpts[k] = v
-	}
-	if err := raster.SetConfig(gdalOpts); err != nil {
-		return nil, fmt.Errorf("source.gdal: %w", err)
+	if err := configureGDAL(cfg); err != nil {
+		return nil, err
 	}
 	var tiles []sourceTile
 	if len(cfg.Source.Rasters) > 0 {
@@ -200,8 +185,11 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 	if err != nil {
 		return nil, err
 	}
-	items, labelItems, err := search(ctx, cfg, opt, area, intersects)
+	items, labelItems, err := searchItems(ctx, cfg, opt, area, intersects)
 	if err != nil {
+		return nil, err
+	}
+	if err := signItems(ctx, cfg, opt, items, labelItems); err != nil {
 		return nil, err
 	}
 	groups := groupByTile(items)
@@ -212,9 +200,32 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 	return tiles, nil
 }
 
-// search finds the scene and label items over the area and signs their
-// hrefs where the source needs it.
-func search(ctx context.Context, cfg IngestConfig, opt Options, area [4]float64, intersects json.RawMessage) (items, labelItems []catalog.Item, err error) {
+// configureGDAL sets GDAL's options for reading the sources: lulc's
+// defaults, then the config's source.gdal.
+func configureGDAL(cfg IngestConfig) error {
+	gdalOpts := map[string]string{
+		"GDAL_DISABLE_READDIR_ON_OPEN":     "EMPTY_DIR",
+		"GDAL_HTTP_MAX_RETRY":              "4",
+		"GDAL_HTTP_RETRY_DELAY":            "1",
+		"GDAL_HTTP_TIMEOUT":                "60",
+		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.TIF,.TIFF",
+		// GDAL's block cache defaults to 5 % of RAM (6.4 GB on a 128 GB
+		// host). Windows follow the tile's block lattice and the halos of
+		// upsampled bands come from lulc's own BlockCache, so GDAL's
+		// serves little more than the label rasters' neighbouring blocks.
+		"GDAL_CACHEMAX": "256",
+	}
+	for k, v := range cfg.Source.GDAL {
+		gdalOpts[k] = v
+	}
+	if err := raster.SetConfig(gdalOpts); err != nil {
+		return fmt.Errorf("source.gdal: %w", err)
+	}
+	return nil
+}
+
+// searchItems finds the scene and label items over the area, unsigned.
+func searchItems(ctx context.Context, cfg IngestConfig, opt Options, area [4]float64, intersects json.RawMessage) (items, labelItems []catalog.Item, err error) {
 	startT, endT, _ := cfg.dateRange()
 	client := catalog.NewClient(opt.Log)
 	client.HTTP = opt.HTTP
@@ -247,14 +258,23 @@ func search(ctx context.Context, cfg IngestConfig, opt Options, area [4]float64,
 	if len(labelItems) == 0 {
 		return nil, nil, fmt.Errorf("no %s label items overlap the area %v", cfg.Source.LabelCollection, area)
 	}
+	return items, labelItems, nil
+}
+
+// signItems signs the items' hrefs where the source needs it (Planetary
+// Computer's SAS tokens), in place.
+func signItems(ctx context.Context, cfg IngestConfig, opt Options, items, labelItems []catalog.Item) error {
+	client := catalog.NewClient(opt.Log)
+	client.HTTP = opt.HTTP
+	client.Policy = catalog.HrefPolicy{Allow: cfg.Source.AllowHrefs}
+	if cfg.Source.RequestTimeout > 0 {
+		client.Timeout = cfg.Source.RequestTimeout
+	}
 	signer := &catalog.Signer{Token: cfg.Source.SASToken, TokenURL: cfg.Source.SASTokenURL, Client: client}
 	if err := signer.Sign(ctx, items); err != nil {
-		return nil, nil, err
+		return err
 	}
-	if err := signer.Sign(ctx, labelItems); err != nil {
-		return nil, nil, err
-	}
-	return items, labelItems, nil
+	return signer.Sign(ctx, labelItems)
 }
 
 // find runs the query against the configured static catalog or API.

@@ -116,6 +116,9 @@ type Job struct {
 	// Shard, when its Count is set, makes this process one task of an
 	// array job: it maps only the tiles shard.Assign gives its Index.
 	Shard shard.Spec
+	// Plan, when set, gives the tiles and their scenes instead of a
+	// search of the ingest config's source (lulc plan).
+	Plan *JobPlan
 }
 
 // hash identifies the job's resolved configs and the given model's bytes
@@ -135,6 +138,9 @@ func (j Job) hash(modelBody []byte) string {
 	// which lulc collect checks.
 	if j.Shard.Count > 0 {
 		h.Write([]byte(fmt.Sprintf("shards %d", j.Shard.Count)))
+	}
+	if j.Plan != nil {
+		h.Write([]byte("plan " + j.Plan.Digest))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -215,7 +221,13 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 			return RunResult{}, err
 		}
 	}
-	tiles, err := locate(ctx, job.Ingest, opt)
+	var tiles []sourceTile
+	var err error
+	if job.Plan != nil {
+		tiles, err = job.Plan.tiles(ctx, job.Ingest, opt)
+	} else {
+		tiles, err = locate(ctx, job.Ingest, opt)
+	}
 	if err != nil {
 		return RunResult{}, err
 	}

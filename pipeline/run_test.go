@@ -383,3 +383,54 @@ func TestRunShards(t *testing.T) {
 		t.Errorf("a sharded run that trains: %v", err)
 	}
 }
+
+// TestRunPlan plans the demo job once, then maps it from the plan after
+// the catalog is gone: the same outputs as a run that searched. Plans
+// edited by hand or made for another ingest config are refused.
+func TestRunPlan(t *testing.T) {
+	job := demoJob(t)
+	p, err := MakePlan(context.Background(), job.Ingest, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Tiles) != 1 || p.Scenes() == 0 || len(p.Labels) == 0 || len(p.Digest) != 64 {
+		t.Fatalf("plan %d tiles, %d scenes, %d label items, digest %q", len(p.Tiles), p.Scenes(), len(p.Labels), p.Digest)
+	}
+	path := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(path, p.Encode(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	searched := filepath.Join(t.TempDir(), "searched")
+	runJob(t, job, searched, Options{})
+
+	read, err := ReadPlan(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The catalog's root goes: only the plan knows the scenes now.
+	catalog := job.Ingest.Source.Catalog
+	if err := os.Rename(catalog, catalog+".gone"); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Rename(catalog+".gone", catalog)
+	job.Plan = &read
+	planned := filepath.Join(t.TempDir(), "planned")
+	runJob(t, job, planned, Options{})
+	for _, rel := range diffTrees(t, searched, planned) {
+		if rel != "report.json" && rel != filepath.Join("model", "run.json") {
+			t.Errorf("%s differs between the searched and the planned run", rel)
+		}
+	}
+
+	body, _ := os.ReadFile(path)
+	edited := filepath.Join(t.TempDir(), "edited.json")
+	os.WriteFile(edited, []byte(strings.Replace(string(body), `"tile": "31TEJ"`, `"tile": "31TEK"`, 1)), 0o644)
+	if _, err := ReadPlan(edited); err == nil || !strings.Contains(err.Error(), "digest") {
+		t.Errorf("an edited plan: %v", err)
+	}
+	other := job
+	other.Ingest.Window = 512
+	if _, err := Run(context.Background(), other, Options{Out: filepath.Join(t.TempDir(), "x")}); err == nil || !strings.Contains(err.Error(), "another ingest config") {
+		t.Errorf("a plan for another ingest config: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/shard"
 )
@@ -17,7 +18,7 @@ import (
 const defaultRunConfig = "run-demo.yaml"
 
 func newRunCmd(a *app) *cobra.Command {
-	var cfgPath, out, model, catalogOverride, device, shardFlag string
+	var cfgPath, out, model, catalogOverride, device, shardFlag, planPath string
 	var force, writeStack bool
 	var shardCount int
 	cmd := &cobra.Command{
@@ -63,17 +64,17 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 					return err
 				}
 			}
-			inputs := []string{cfgPath}
-			raw, err := configs.Find(rc.Ingest)
-			if err != nil {
-				return fmt.Errorf("ingest config %s: %w", rc.Ingest, err)
+			inputs := []string{cfgPath, rc.Ingest}
+			if job.Ingest, err = runIngestConfig(rc, catalogOverride); err != nil {
+				return err
 			}
-			if job.Ingest, err = pipeline.ParseIngestConfig(raw); err != nil {
-				return fmt.Errorf("ingest config %s: %w", rc.Ingest, err)
-			}
-			inputs = append(inputs, rc.Ingest)
-			if catalogOverride != "" {
-				job.Ingest.Source.Catalog, job.Ingest.Source.API = catalogOverride, ""
+			if planPath != "" {
+				p, err := pipeline.ReadPlan(planPath)
+				if err != nil {
+					return err
+				}
+				job.Plan = &p
+				inputs = append(inputs, planPath)
 			}
 			if model == "" {
 				if rc.Train == "" {
@@ -135,9 +136,76 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 	cmd.Flags().StringVar(&model, "model", "", "map with this model (model.lulcrf) instead of training one")
 	cmd.Flags().StringVar(&catalogOverride, "catalog", "", "static STAC catalog to read instead of the ingest config's source")
 	cmd.Flags().BoolVar(&writeStack, "stack", false, "also write each tile's analysis-ready stack (outputs.stack)")
+	cmd.Flags().StringVar(&planPath, "plan", "", "take the tiles and their scenes from this plan (lulc plan) instead of searching the source")
 	cmd.Flags().StringVar(&shardFlag, "shard", "", "map only task i of n's tiles (i/n) into OUT/shards/i-of-n; default from the array job's variables (Slurm, Kubernetes, AWS Batch, Coiled)")
 	cmd.Flags().IntVar(&shardCount, "shard-count", 0, "the array job's task count, where its engine exports none (Kubernetes, Coiled)")
 	addDeviceFlag(cmd, &device)
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")
+	return cmd
+}
+
+// runIngestConfig reads the ingest config a run config names, with the
+// catalog given on the command line, if any, in place of its source.
+func runIngestConfig(rc pipeline.RunConfig, catalogOverride string) (pipeline.IngestConfig, error) {
+	raw, err := configs.Find(rc.Ingest)
+	if err != nil {
+		return pipeline.IngestConfig{}, fmt.Errorf("ingest config %s: %w", rc.Ingest, err)
+	}
+	cfg, err := pipeline.ParseIngestConfig(raw)
+	if err != nil {
+		return cfg, fmt.Errorf("ingest config %s: %w", rc.Ingest, err)
+	}
+	if catalogOverride != "" {
+		cfg.Source.Catalog, cfg.Source.API = catalogOverride, ""
+	}
+	return cfg, nil
+}
+
+func newPlanCmd(a *app) *cobra.Command {
+	var cfgPath, out, catalogOverride string
+	cmd := &cobra.Command{
+		Use:   "plan --out plan.json [--config configs/run-<name>.yaml] [--catalog CATALOG]",
+		Short: "Resolve a job's tiles and their scenes once, into a plan file every task reads",
+		Long: `plan searches the run config's ingest source (a STAC catalog or API) over its area and
+dates once and writes the tiles and each tile's scenes, with the label items, to a plan
+file (JSON, hrefs unsigned) whose digest identifies the job. lulc run --plan maps exactly
+those tiles from those scenes, even if the catalog changes while an array job runs, and
+refuses a plan made with another ingest config or edited by hand.
+
+Without --config it uses the embedded ` + defaultRunConfig + `.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return usagef("--out: the plan file to write")
+			}
+			rc, err := loadConfig(cfgPath, defaultRunConfig, pipeline.ParseRunConfig)
+			if err != nil {
+				return err
+			}
+			icfg, err := runIngestConfig(rc, catalogOverride)
+			if err != nil {
+				return err
+			}
+			p, err := pipeline.MakePlan(cmd.Context(), icfg, pipeline.Options{Log: a.log})
+			if err != nil {
+				return fmt.Errorf("plan: %w", err)
+			}
+			if err := atomicfs.WriteFile(out, p.Encode()); err != nil {
+				return err
+			}
+			if a.summary(struct {
+				Plan   string `json:"plan"`
+				Digest string `json:"digest"`
+				Tiles  int    `json:"tiles"`
+				Scenes int    `json:"scenes"`
+			}{out, p.Digest, len(p.Tiles), p.Scenes()}) {
+				fmt.Fprintf(a.stdout, "plan %s: %d tile(s), %d scene(s), digest %s\n", out, len(p.Tiles), p.Scenes(), p.Digest)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "run config (default: embedded "+defaultRunConfig+")")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "the plan file to write")
+	cmd.Flags().StringVar(&catalogOverride, "catalog", "", "static STAC catalog to read instead of the ingest config's source")
 	return cmd
 }

@@ -1,0 +1,151 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/lulc/lulc/catalog"
+)
+
+// PlanVersion is the plan format lulc writes and reads.
+const PlanVersion = 1
+
+// JobPlan is a job's tiles and the scenes of each, resolved once from the
+// ingest config's area, dates and STAC source (lulc plan), so that every
+// task of an array job maps the same tiles from the same scenes even if
+// the catalog changes while the job runs. Hrefs are stored unsigned;
+// runs sign them when they read the plan. Digest identifies the plan.
+type JobPlan struct {
+	Version int `json:"version"`
+	// IngestConfig is the hash of the ingest config the plan was made
+	// with: a run with another config refuses the plan.
+	IngestConfig string         `json:"ingest_config"`
+	Area         [4]float64     `json:"area"`
+	Tiles        []PlanTile     `json:"tiles"`
+	Labels       []catalog.Item `json:"label_items"`
+	Digest       string         `json:"digest"` // SHA-256 of the plan with this field empty
+}
+
+// PlanTile is one tile of a plan: its scenes, one per acquisition day.
+type PlanTile struct {
+	Tile  string         `json:"tile"`
+	Items []catalog.Item `json:"items"`
+}
+
+// Scenes counts the plan's scenes over all tiles.
+func (p JobPlan) Scenes() int {
+	n := 0
+	for _, t := range p.Tiles {
+		n += len(t.Items)
+	}
+	return n
+}
+
+// MakePlan searches the ingest config's source once and returns the plan.
+func MakePlan(ctx context.Context, cfg IngestConfig, opt Options) (JobPlan, error) {
+	opt.Fill()
+	if err := cfg.Validate(); err != nil {
+		return JobPlan{}, fmt.Errorf("ingest config: %w", err)
+	}
+	if len(cfg.Source.Rasters) > 0 {
+		return JobPlan{}, errors.New("source.rasters lists its tiles already: a plan is for STAC sources")
+	}
+	area, intersects, err := cfg.area()
+	if err != nil {
+		return JobPlan{}, err
+	}
+	items, labels, err := searchItems(ctx, cfg, opt, area, intersects)
+	if err != nil {
+		return JobPlan{}, err
+	}
+	p := JobPlan{Version: PlanVersion, IngestConfig: cfg.Hash(), Area: area, Labels: labels}
+	for _, g := range groupByTile(items) {
+		p.Tiles = append(p.Tiles, PlanTile{Tile: g.tile, Items: g.items})
+	}
+	p.Digest = p.digest()
+	return p, nil
+}
+
+// digest hashes the plan's JSON with the digest left out.
+func (p JobPlan) digest() string {
+	p.Digest = ""
+	body, _ := json.Marshal(p)
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
+// Encode is the plan file's bytes.
+func (p JobPlan) Encode() []byte {
+	body, _ := json.MarshalIndent(p, "", "  ")
+	return append(body, '\n')
+}
+
+// ReadPlan reads a plan file and checks its version and digest: a plan
+// edited by hand or cut short is refused.
+func ReadPlan(path string) (JobPlan, error) {
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return JobPlan{}, fmt.Errorf("plan %s: %w", path, err)
+	}
+	var p JobPlan
+	if err := json.Unmarshal(body, &p); err != nil {
+		return JobPlan{}, fmt.Errorf("plan %s: not a plan file: %w", path, err)
+	}
+	if p.Version != PlanVersion {
+		return JobPlan{}, fmt.Errorf("plan %s: version %d, this lulc reads version %d", path, p.Version, PlanVersion)
+	}
+	if p.Digest != p.digest() {
+		return JobPlan{}, fmt.Errorf("plan %s: its digest does not match its content (edited or damaged): make it again with lulc plan", path)
+	}
+	if len(p.Tiles) == 0 {
+		return JobPlan{}, fmt.Errorf("plan %s: no tiles", path)
+	}
+	return p, nil
+}
+
+// tiles are the plan's tiles to composite, with hrefs signed as the
+// source needs, for an ingest config that must be the plan's.
+func (p JobPlan) tiles(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, error) {
+	if p.IngestConfig != cfg.Hash() {
+		return nil, fmt.Errorf("plan %s was made with another ingest config than this run's: make it again with lulc plan", p.Digest[:12])
+	}
+	if err := configureGDAL(cfg); err != nil {
+		return nil, err
+	}
+	// Signing writes into the items' asset maps: sign copies.
+	labels := cloneItems(p.Labels)
+	var all []catalog.Item
+	for _, t := range p.Tiles {
+		all = append(all, cloneItems(t.Items)...)
+	}
+	if err := signItems(ctx, cfg, opt, all, labels); err != nil {
+		return nil, err
+	}
+	var out []sourceTile
+	k := 0
+	for _, t := range p.Tiles {
+		items := all[k : k+len(t.Items)]
+		k += len(t.Items)
+		out = append(out, &stacTile{items: tileItems{tile: t.Tile, items: items}, labelItems: labels, area: p.Area})
+	}
+	opt.Log.Info("tiles from the plan", "plan", p.Digest[:12], "tiles", len(out), "scenes", p.Scenes())
+	return out, nil
+}
+
+func cloneItems(items []catalog.Item) []catalog.Item {
+	out := slices.Clone(items)
+	for i := range out {
+		assets := make(map[string]catalog.Asset, len(out[i].Assets))
+		for k, a := range out[i].Assets {
+			assets[k] = a
+		}
+		out[i].Assets = assets
+	}
+	return out
+}
