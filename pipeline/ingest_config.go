@@ -1,9 +1,11 @@
 // Package pipeline runs lulc's stages from their configs: Ingest, Train,
 // Predict and Evaluate, and Run, which composes the same stages in one pass
-// per tile with the composite in memory. It finds inputs, orders the
-// work, owns run directories, manifests and resumption, refuses outputs
-// that would touch an input, and computes no pixels itself (composite,
-// raster, features, forest, inference and cuda do).
+// per tile with the composite in memory, on one lane of tiles per GPU. For
+// array jobs, MakePlan resolves a job's tiles once, Run maps one task's
+// share (Job.Shard) and Collect gathers the tasks. It finds inputs, orders
+// the work, owns run directories, manifests and resumption, refuses
+// outputs that would touch an input, and computes no pixels itself
+// (composite, raster, features, forest, inference and cuda do).
 package pipeline
 
 import (
