@@ -66,12 +66,8 @@ func Collect(out string, opt Options) (CollectResult, error) {
 			redo(i, "no output")
 			continue
 		}
-		var rep runReport
-		body, err := os.ReadFile(filepath.Join(dir, "report.json"))
-		if err == nil {
-			err = json.Unmarshal(body, &rep)
-		}
-		if err != nil || rep.Job == "" {
+		rep, err := readRunReport(dir)
+		if err != nil {
 			redo(i, "no readable report.json")
 			continue
 		}

@@ -227,14 +227,7 @@ func configureGDAL(cfg IngestConfig) error {
 // searchItems finds the scene and label items over the area, unsigned.
 func searchItems(ctx context.Context, cfg IngestConfig, opt Options, area [4]float64, intersects json.RawMessage) (items, labelItems []catalog.Item, err error) {
 	startT, endT, _ := cfg.dateRange()
-	client := catalog.NewClient(opt.Log)
-	client.HTTP = opt.HTTP
-	s := cfg.Source
-	client.Policy = catalog.HrefPolicy{Allow: s.AllowHrefs}
-	client.MaxPages, client.MaxItems, client.SearchTimeout = s.MaxPages, s.MaxItems, s.SearchTimeout
-	if s.RequestTimeout > 0 {
-		client.Timeout = s.RequestTimeout
-	}
+	client := sourceClient(cfg, opt)
 	q := catalog.Query{
 		Collections: []string{cfg.Source.Collection}, BBox: area, Intersects: intersects,
 		Start: startT, End: endT, Limit: cfg.Source.Limit, CloudFilter: cfg.Source.CloudFilter,
@@ -261,16 +254,24 @@ func searchItems(ctx context.Context, cfg IngestConfig, opt Options, area [4]flo
 	return items, labelItems, nil
 }
 
+// sourceClient is the STAC client for the config's source: its href
+// policy, paging limits and timeouts.
+func sourceClient(cfg IngestConfig, opt Options) *catalog.Client {
+	s := cfg.Source
+	client := catalog.NewClient(opt.Log)
+	client.HTTP = opt.HTTP
+	client.Policy = catalog.HrefPolicy{Allow: s.AllowHrefs}
+	client.MaxPages, client.MaxItems, client.SearchTimeout = s.MaxPages, s.MaxItems, s.SearchTimeout
+	if s.RequestTimeout > 0 {
+		client.Timeout = s.RequestTimeout
+	}
+	return client
+}
+
 // signItems signs the items' hrefs where the source needs it (Planetary
 // Computer's SAS tokens), in place.
 func signItems(ctx context.Context, cfg IngestConfig, opt Options, items, labelItems []catalog.Item) error {
-	client := catalog.NewClient(opt.Log)
-	client.HTTP = opt.HTTP
-	client.Policy = catalog.HrefPolicy{Allow: cfg.Source.AllowHrefs}
-	if cfg.Source.RequestTimeout > 0 {
-		client.Timeout = cfg.Source.RequestTimeout
-	}
-	signer := &catalog.Signer{Token: cfg.Source.SASToken, TokenURL: cfg.Source.SASTokenURL, Client: client}
+	signer := &catalog.Signer{Token: cfg.Source.SASToken, TokenURL: cfg.Source.SASTokenURL, Client: sourceClient(cfg, opt)}
 	if err := signer.Sign(ctx, items); err != nil {
 		return err
 	}

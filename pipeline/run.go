@@ -249,13 +249,12 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 		return RunResult{}, err
 	}
 	defer stage.Release()
-	r := &runner{job: job, hash: hash, opt: opt, stage: stage, model: model, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}}
+	r := &runner{job: job, hash: hash, opt: opt, stage: stage, model: model, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}, steps: map[string]*sync.Mutex{}}
 	res := RunResult{Dir: stage.Final, Model: job.Model, GPU: len(opt.GPUs) > 0}
 	busy0 := make([]time.Duration, len(opt.GPUs))
 	for i, d := range opt.GPUs {
 		busy0[i] = d.Busy()
 	}
-	busyAll := opt.engine().busy()
 	err = r.run(ctx, tiles, &res)
 	t0 := time.Now()
 	if werr := r.wait(); err == nil {
@@ -266,9 +265,10 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 		res.Tiles[i].Seconds = res.Tiles[i].stageSeconds()
 	}
 	res.PeakRSS, res.Fit = PeakRSS(), r.fitWall
-	res.DeviceBusy = opt.engine().busy() - busyAll
 	for i, d := range opt.GPUs {
-		res.Devices = append(res.Devices, DeviceUse{Index: d.Index, Name: d.Name, Busy: d.Busy() - busy0[i]})
+		use := DeviceUse{Index: d.Index, Name: d.Name, Busy: d.Busy() - busy0[i]}
+		res.Devices = append(res.Devices, use)
+		res.DeviceBusy += use.Busy
 	}
 	r.dropSpills()
 	if err != nil {
@@ -293,14 +293,9 @@ func completedTask(dir, hash string, tiles []sourceTile, opt Options) (RunResult
 	if !atomicfs.Exists(dir) {
 		return RunResult{}, false, nil
 	}
-	body, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	rep, err := readRunReport(dir)
 	if err != nil {
-		opt.Log.Warn("the task's output has no report: mapping again", "dir", dir)
-		return RunResult{}, false, nil
-	}
-	var rep runReport
-	if err := json.Unmarshal(body, &rep); err != nil || rep.Job == "" {
-		opt.Log.Warn("the task's report is unreadable: mapping again", "dir", dir)
+		opt.Log.Warn("the task's output has no readable report: mapping again", "dir", dir, "why", err)
 		return RunResult{}, false, nil
 	}
 	if rep.Job != hash || !rep.Shard {
@@ -308,8 +303,7 @@ func completedTask(dir, hash string, tiles []sourceTile, opt Options) (RunResult
 	}
 	res := RunResult{Dir: dir, Model: rep.Model, GPU: rep.GPU}
 	for _, t := range tiles {
-		tdir := filepath.Join(dir, t.name())
-		if !verified(tdir) || !atomicfs.Exists(filepath.Join(tdir, RunMetricsFile)) {
+		if !tileMapped(filepath.Join(dir, t.name())) {
 			opt.Log.Warn("a tile of the finished task is missing or damaged: mapping the task again", "tile", t.name())
 			return RunResult{}, false, nil
 		}
@@ -320,6 +314,26 @@ func completedTask(dir, hash string, tiles []sourceTile, opt Options) (RunResult
 	}
 	opt.Log.Info("task already complete: its tiles are intact", "dir", dir, "tiles", len(res.Tiles))
 	return res, true, nil
+}
+
+// readRunReport reads a run directory's report.json; one without a job
+// hash (cut short, or written by an older lulc) is refused.
+func readRunReport(dir string) (runReport, error) {
+	var rep runReport
+	body, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err == nil {
+		err = json.Unmarshal(body, &rep)
+	}
+	if err == nil && rep.Job == "" {
+		err = fmt.Errorf("%s: no job hash", filepath.Join(dir, "report.json"))
+	}
+	return rep, err
+}
+
+// tileMapped reports whether a run's tile directory holds an intact map
+// (its files match the item's checksums) and the map's metrics.
+func tileMapped(dir string) bool {
+	return verified(dir) && atomicfs.Exists(filepath.Join(dir, RunMetricsFile))
 }
 
 // shardTiles keeps the tiles that the job's shard maps.
@@ -464,9 +478,6 @@ func (r *runner) lanes() []Options {
 func (r *runner) step(lane Options, name string) func() {
 	key := laneName(lane) + " " + name
 	r.mu.Lock()
-	if r.steps == nil {
-		r.steps = map[string]*sync.Mutex{}
-	}
 	m, ok := r.steps[key]
 	if !ok {
 		m = &sync.Mutex{}
@@ -730,8 +741,7 @@ func (r *runner) dropSpills() {
 // background.
 func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *forest.Model, modelPath string, scheme landcover.Scheme, rt *RunTile) error {
 	dir := r.stage.Path(t.name())
-	if verified(dir) && atomicfs.Exists(filepath.Join(dir, RunMetricsFile)) &&
-		(!r.job.Config.Outputs.Stack || atomicfs.Exists(filepath.Join(dir, "manifest.json"))) {
+	if tileMapped(dir) && (!r.job.Config.Outputs.Stack || atomicfs.Exists(filepath.Join(dir, "manifest.json"))) {
 		rt.Skipped = true
 		opt.Log.Info("tile already mapped and verified", "tile", t.name())
 		return nil

@@ -50,9 +50,11 @@ func TestNestedReadsHaveNoSeams(t *testing.T) {
 	}
 }
 
-// TestWarpRealWorldCover warps the real WorldCover crop (EPSG:4326) onto a
-// UTM grid and checks classes against a direct lookup at pixel centres.
-func TestWarpRealWorldCover(t *testing.T) {
+// worldCoverCrop opens the real WorldCover crop (EPSG:4326) of the shared
+// data, skipping without it: its classes, grid and an open source, closed
+// when the test ends.
+func worldCoverCrop(t testing.TB) ([]uint8, Grid, *Source) {
+	t.Helper()
 	path := "../../shared/data/worldcover-N00E006/derived_crops/WorldCover_2021_v200_SaoTome_crop.tif"
 	if _, err := os.Stat(path); err != nil {
 		t.Skipf("real sample data not available: %v", err)
@@ -65,7 +67,14 @@ func TestWarpRealWorldCover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return src, sg, s
+}
+
+// TestWarpRealWorldCover warps the real WorldCover crop (EPSG:4326) onto a
+// UTM grid and checks classes against a direct lookup at pixel centres.
+func TestWarpRealWorldCover(t *testing.T) {
+	src, sg, s := worldCoverCrop(t)
 	if s.EPSG != 4326 || s.BlockSize != [2]int{512, 512} {
 		t.Errorf("source %+v", s.Grid)
 	}

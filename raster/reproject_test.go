@@ -1,7 +1,6 @@
 package raster
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 )
@@ -80,19 +79,7 @@ func TestReprojectClassesExact(t *testing.T) {
 // centres, mode agrees with GDAL's warper at nearly every pixel, and a
 // grid read whole or in four windows gives the same classes.
 func TestReprojectClassesRealWorldCover(t *testing.T) {
-	path := "../../shared/data/worldcover-N00E006/derived_crops/WorldCover_2021_v200_SaoTome_crop.tif"
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("real sample data not available: %v", err)
-	}
-	src, sg, err := ReadBand[uint8](path, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	src, sg, s := worldCoverCrop(t)
 	dst := Grid{EPSG: 32632, Width: 600, Height: 600, Transform: [6]float64{240000, 10, 0, 38000, 0, -10}}
 	n := dst.Width * dst.Height
 	near := make([]uint8, n)
@@ -169,12 +156,7 @@ func TestReprojectClassesRealWorldCover(t *testing.T) {
 // BenchmarkReadClasses reads a 1024² UTM window of the real WorldCover
 // crop in mode by lulc's rule and by GDAL's warper.
 func BenchmarkReadClasses(b *testing.B) {
-	path := "../../shared/data/worldcover-N00E006/derived_crops/WorldCover_2021_v200_SaoTome_crop.tif"
-	s, err := Open(path)
-	if err != nil {
-		b.Skipf("real sample data not available: %v", err)
-	}
-	defer s.Close()
+	_, _, s := worldCoverCrop(b)
 	dst := Grid{EPSG: 32632, Width: 1024, Height: 1024, Transform: [6]float64{236000, 10, 0, 40000, 0, -10}}
 	buf := make([]uint8, 1024*1024)
 	b.Run("lulc", func(b *testing.B) {
