@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/lulc/lulc/bench"
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/redact"
 	"github.com/lulc/lulc/pipeline"
 )
@@ -71,7 +74,83 @@ whether repeats and CPU/GPU outputs are byte-identical, the hardware and cost.`,
 	cmd.Flags().StringVar(&engines, "engines", "", "comma-separated engines, overriding the config (cpu, golearn, gpu)")
 	cmd.Flags().IntVar(&repeat, "repeat", 0, "repeats per engine, overriding the config")
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing report directory")
-	cmd.AddCommand(newBenchForestCmd(a))
+	cmd.AddCommand(newBenchForestCmd(a), newBenchDecodeCmd(a))
+	return cmd
+}
+
+func newBenchDecodeCmd(a *app) *cobra.Command {
+	var out, device string
+	var threads int
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "decode DIR --out DIR [--threads N] [--device gpu]",
+		Short: "Time decoding every compressed tile of the GeoTIFFs under a directory: GDAL, lulc's Go decoder and the GPU",
+		Long: `bench decode reads the compressed tiles of every tiled single-band GeoTIFF under DIR (a
+synthetic scene from lulc synth, or downloaded COGs) and decodes each full-resolution tile:
+through GDAL on --threads threads (each with its own handles), through lulc's Go decoder
+(package decode) on as many, and, with --device gpu, with lulc's CUDA kernels at 1, 2, 4
+and 8 tiles a block, then with the transfers. The device's samples are compared with the Go
+decoder's byte for byte. It writes report.json and report.md.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usagef("--out: no output directory given")
+			}
+			if threads < 0 {
+				return usagef("--threads: %d is negative", threads)
+			}
+			if err := atomicfs.CheckInputs(out, args[0]); err != nil {
+				return usageError{err}
+			}
+			devs, err := a.openDevice(device)
+			if err != nil {
+				return err
+			}
+			defer devs.Close()
+			stage, err := atomicfs.Begin(out, force, a.breakLock, "decode bench")
+			if err != nil {
+				return err
+			}
+			defer stage.Release()
+			cmdline := redact.String(fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " ")))
+			var dev *cuda.Device
+			if len(devs) > 0 {
+				dev = devs[0]
+			}
+			rep, err := bench.Decode(cmd.Context(), args[0], threads, dev, cmdline, lulcVersion())
+			if err != nil {
+				return err
+			}
+			body, _ := json.MarshalIndent(rep, "", "  ")
+			if err := atomicfs.WriteFile(stage.Path("report.json"), append(body, '\n')); err != nil {
+				return err
+			}
+			if err := atomicfs.WriteFile(stage.Path("report.md"), []byte(bench.DecodeMarkdown(rep))); err != nil {
+				return err
+			}
+			if err := stage.Commit(); err != nil {
+				return err
+			}
+			if a.summary(rep) {
+				fmt.Fprintf(a.stdout, "%d tiles, %.2f GB decoded\n", rep.Tiles, float64(rep.Decoded)/1e9)
+				for _, r := range rep.Runs {
+					fmt.Fprintf(a.stdout, "%-32s %8.3f s  %6.2f GB/s\n", r.Engine, r.Seconds, r.GBps)
+				}
+				if rep.GPUSameAsTwin != nil {
+					fmt.Fprintf(a.stdout, "device identical to the Go decoder: %v\n", *rep.GPUSameAsTwin)
+				}
+				fmt.Fprintf(a.stdout, "report: %s/report.md\n", out)
+			}
+			if rep.GPUSameAsTwin != nil && !*rep.GPUSameAsTwin {
+				return fmt.Errorf("bench decode: the device's samples differ from the Go decoder's (report in %s)", out)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "report directory")
+	cmd.Flags().IntVar(&threads, "threads", 0, "host threads for GDAL and the Go decoder (default: every CPU)")
+	addDeviceFlag(cmd, &device)
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing report directory")
 	return cmd
 }
 

@@ -664,3 +664,374 @@ extern "C" __global__ void upsample_bilinear(const unsigned short* __restrict__ 
         out[i] = w == 0 ? (unsigned short)nodata : (unsigned short)((2 * s + w) / (2 * w));
     }
 }
+
+// ---- Decoding compressed GeoTIFF tiles (decode.Tile on the device) ----
+//
+// inflate decodes zlib-wrapped DEFLATE streams (RFC 1950/1951), one warp
+// per stream. DEFLATE is sequential in its symbols, so the 32 lanes decode
+// every symbol together, redundantly, and keep one control flow; they
+// share the work that is parallel: filling the Huffman lookup tables,
+// copying stored blocks and copying matches. A match of length L at
+// distance D < L repeats its last D bytes, so byte i of it is byte i mod D
+// of the source and the lanes copy it in one pass without waiting on each
+// other. Lane 0 writes literals; __syncwarp orders every write before the
+// next match reads it.
+//
+// Each stream is decoded up to want bytes and no further, as the Go twin
+// reads exactly a tile's bytes: what follows in the stream (its Adler-32)
+// is not read. status[i] says how stream i ended (INFLATE_OK or the first
+// error met).
+
+#define INFLATE_OK 0
+#define INFLATE_BAD_HEADER 1
+#define INFLATE_BAD_BLOCK 2
+#define INFLATE_BAD_CODE 3
+#define INFLATE_BAD_DISTANCE 4
+#define INFLATE_OVERRUN 5
+#define INFLATE_SHORT 6
+
+#define LIT_FAST 10
+#define DIST_FAST 8
+
+// A Huffman code: a direct table on the first fast bits of the stream
+// (entry = symbol << 4 | code length, 0 when the code is longer), and
+// the canonical description for longer codes: how many codes each length
+// has and the symbols in code order.
+struct HuffTables {
+    unsigned short lit[1 << LIT_FAST];
+    unsigned short dist[1 << DIST_FAST];
+    unsigned short lsorted[288];
+    unsigned short dsorted[32];
+    unsigned short lcount[16];
+    unsigned short dcount[16];
+    unsigned short start[16];
+    unsigned short first[16];
+    unsigned char lens[320];
+    unsigned char clens[19];
+};
+
+__constant__ unsigned short len_base[29] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31,
+                                            35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
+__constant__ unsigned char len_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2,
+                                            3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+__constant__ unsigned short dist_base[30] = {1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129,
+                                             193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097,
+                                             6145, 8193, 12289, 16385, 24577};
+__constant__ unsigned char dist_extra[30] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6,
+                                             6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
+__constant__ unsigned char clen_order[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
+
+// BitReader holds the stream's next cnt bits in buf, least significant
+// first, refilled a 32-bit word at a time (streams start 4-byte aligned and
+// are followed by padding, so a word read past the end is harmless).
+struct BitReader {
+    const unsigned int* p;
+    const unsigned int* end;  // one word past the stream's last whole or partial word
+    unsigned long long buf;
+    int cnt;
+    bool overrun;
+};
+
+__device__ __forceinline__ void bits_need32(BitReader& br) {
+    if (br.cnt < 32) {
+        if (br.p > br.end) br.overrun = true;
+        br.buf |= (unsigned long long)(br.overrun ? 0u : *br.p) << br.cnt;
+        br.p++;
+        br.cnt += 32;
+    }
+}
+
+__device__ __forceinline__ unsigned int bits_take(BitReader& br, int n) {
+    unsigned int v = (unsigned int)(br.buf & ((1ull << n) - 1));
+    br.buf >>= n;
+    br.cnt -= n;
+    return v;
+}
+
+// huff_build fills a table from n code lengths: lane 0 counts and sorts
+// (at most 320 symbols), then the lanes fill the direct table together.
+// It returns false for an over-subscribed code; an incomplete one is
+// allowed (a single distance code) and fails only if a missing code is
+// met.
+__device__ bool huff_build(const unsigned char* lens, int n, int fast, unsigned short* table, unsigned short* count,
+                           unsigned short* sorted, HuffTables& t, unsigned int lane) {
+    __shared__ int ok_flag[32];
+    unsigned int warp = threadIdx.x >> 5;
+    if (lane == 0) {
+        for (int l = 0; l < 16; l++) count[l] = 0;
+        for (int s = 0; s < n; s++) count[lens[s]]++;
+        count[0] = 0;
+        int left = 1, ok = 1;
+        for (int l = 1; l < 16; l++) {
+            left = (left << 1) - count[l];
+            if (left < 0) ok = 0;
+        }
+        unsigned int code = 0, at = 0;
+        for (int l = 1; l < 16; l++) {
+            t.start[l] = (unsigned short)at;
+            t.first[l] = (unsigned short)code;
+            at += count[l];
+            code = (code + count[l]) << 1;
+        }
+        unsigned short next[16];
+        for (int l = 1; l < 16; l++) next[l] = t.start[l];
+        for (int s = 0; s < n; s++)
+            if (lens[s]) sorted[next[lens[s]]++] = (unsigned short)s;
+        ok_flag[warp] = ok;
+    }
+    for (int e = lane; e < (1 << fast); e += 32) table[e] = 0;
+    __syncwarp();
+    int used = t.start[15] + count[15];
+    for (int i = lane; i < used; i += 32) {
+        int s = sorted[i], l = lens[s];
+        if (l > fast) continue;
+        unsigned int code = t.first[l] + (i - t.start[l]);
+        unsigned int rev = __brev(code) >> (32 - l);
+        for (unsigned int e = rev; e < (1u << fast); e += 1u << l) table[e] = (unsigned short)(s << 4 | l);
+    }
+    __syncwarp();
+    return ok_flag[warp] != 0;
+}
+
+// huff_decode reads one symbol (the reader holds at least 15 bits), or
+// returns -1 for a code the table does not have.
+__device__ __forceinline__ int huff_decode(BitReader& br, const unsigned short* table, int fast,
+                                           const unsigned short* count, const unsigned short* sorted) {
+    unsigned int e = table[br.buf & ((1u << fast) - 1)];
+    if (e & 15) {
+        bits_take(br, e & 15);
+        return (int)(e >> 4);
+    }
+    // A code longer than the table: walk the canonical code bit by bit.
+    int code = 0, first = 0, index = 0;
+    for (int l = 1; l < 16; l++) {
+        code |= (int)((br.buf >> (l - 1)) & 1);
+        int c = count[l];
+        if (code - c < first) {
+            bits_take(br, l);
+            return sorted[index + (code - first)];
+        }
+        index += c;
+        first = (first + c) << 1;
+        code <<= 1;
+    }
+    return -1;
+}
+
+// inflate_dynamic_lengths reads a dynamic block's code lengths into t.lens
+// (hlit literal/length then hdist distance lengths).
+__device__ int inflate_dynamic_lengths(BitReader& br, HuffTables& t, unsigned int lane, int& hlit, int& hdist) {
+    bits_need32(br);
+    hlit = (int)bits_take(br, 5) + 257;
+    hdist = (int)bits_take(br, 5) + 1;
+    int hclen = (int)bits_take(br, 4) + 4;
+    if (hlit > 286 || hdist > 30) return INFLATE_BAD_BLOCK;
+    for (int i = 0; i < 19; i++) {
+        bits_need32(br);
+        unsigned int v = i < hclen ? bits_take(br, 3) : 0;
+        if (lane == 0) t.clens[clen_order[i]] = (unsigned char)v;
+    }
+    __syncwarp();
+    if (!huff_build(t.clens, 19, 7, t.lit, t.lcount, t.lsorted, t, lane)) return INFLATE_BAD_CODE;
+    int total = hlit + hdist, i = 0;
+    unsigned char prev = 0;
+    while (i < total) {
+        bits_need32(br);
+        int s = huff_decode(br, t.lit, 7, t.lcount, t.lsorted);
+        if (s < 0) return INFLATE_BAD_CODE;
+        int rep = 1;
+        unsigned char v = (unsigned char)s;
+        if (s == 16) {
+            if (i == 0) return INFLATE_BAD_CODE;
+            v = prev;
+            rep = 3 + (int)bits_take(br, 2);
+        } else if (s == 17) {
+            v = 0;
+            rep = 3 + (int)bits_take(br, 3);
+        } else if (s == 18) {
+            v = 0;
+            rep = 11 + (int)bits_take(br, 7);
+        }
+        if (i + rep > total) return INFLATE_BAD_CODE;
+        for (int k = lane; k < rep; k += 32) t.lens[i + k] = v;
+        i += rep;
+        prev = v;
+    }
+    __syncwarp();
+    if (t.lens[256] == 0) return INFLATE_BAD_CODE;  // no end-of-block code
+    return INFLATE_OK;
+}
+
+extern "C" __global__ void inflate(const unsigned char* __restrict__ src, const unsigned long long* __restrict__ src_off,
+                                   const unsigned int* __restrict__ src_len, unsigned char* __restrict__ dst,
+                                   const unsigned long long* __restrict__ dst_off, unsigned int want, int n,
+                                   int* __restrict__ status) {
+    extern __shared__ HuffTables tables[];
+    unsigned int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int tile = blockIdx.x * (blockDim.x >> 5) + warp;
+    if (tile >= n) return;  // whole warps leave together
+    HuffTables& t = tables[warp];
+    unsigned char* out = dst + dst_off[tile];
+    const unsigned char* in = src + src_off[tile];
+    unsigned int inlen = src_len[tile];
+    int st = INFLATE_OK;
+    if (inlen < 2) {
+        st = INFLATE_BAD_HEADER;
+    } else {
+        unsigned int cmf = in[0], flg = in[1];
+        if ((cmf & 15) != 8 || (cmf >> 4) > 7 || (cmf * 256 + flg) % 31 != 0 || (flg & 0x20)) st = INFLATE_BAD_HEADER;
+    }
+    BitReader br;
+    br.p = (const unsigned int*)in;
+    br.end = (const unsigned int*)(in + ((inlen + 3) & ~3u));
+    br.buf = 0;
+    br.cnt = 0;
+    br.overrun = false;
+    bits_need32(br);
+    bits_take(br, 16);  // the zlib header
+    unsigned int pos = 0;
+    bool last = false;
+    while (st == INFLATE_OK && !last && pos < want) {
+        bits_need32(br);
+        last = bits_take(br, 1);
+        unsigned int type = bits_take(br, 2);
+        if (type == 0) {
+            // A stored block: whole bytes from the next byte boundary.
+            bits_take(br, br.cnt & 7);
+            bits_need32(br);
+            unsigned int len = bits_take(br, 16), nlen = bits_take(br, 16);
+            if (len != (~nlen & 0xffffu)) {
+                st = INFLATE_BAD_BLOCK;
+                break;
+            }
+            len = min(len, want - pos);
+            while (len > 0 && br.cnt >= 8) {
+                unsigned int b = bits_take(br, 8);
+                if (lane == 0) out[pos] = (unsigned char)b;
+                pos++;
+                len--;
+            }
+            if (len > 0) {
+                const unsigned char* q = (const unsigned char*)br.p;
+                if (q + len > in + inlen) {
+                    st = INFLATE_OVERRUN;
+                    break;
+                }
+                for (unsigned int i = lane; i < len; i += 32) out[pos + i] = q[i];
+                pos += len;
+                q += len;
+                unsigned int a = (unsigned int)((unsigned long long)q & 3);
+                br.p = (const unsigned int*)(q - a);
+                br.buf = 0;
+                br.cnt = 0;
+                if (a) {
+                    br.buf = *br.p++ >> (8 * a);
+                    br.cnt = 32 - 8 * a;
+                }
+            }
+            __syncwarp();
+            continue;
+        }
+        if (type == 3) {
+            st = INFLATE_BAD_BLOCK;
+            break;
+        }
+        int hlit = 288, hdist = 30;
+        if (type == 1) {
+            // Fixed codes (RFC 1951 3.2.6).
+            for (int s = lane; s < 320; s += 32) {
+                unsigned char l;
+                if (s < 288) l = s < 144 ? 8 : s < 256 ? 9 : s < 280 ? 7 : 8;
+                else l = 5;
+                t.lens[s] = l;
+            }
+            hdist = 32;
+            __syncwarp();
+        } else {
+            st = inflate_dynamic_lengths(br, t, lane, hlit, hdist);
+            if (st != INFLATE_OK) break;
+        }
+        if (!huff_build(t.lens, hlit, LIT_FAST, t.lit, t.lcount, t.lsorted, t, lane) ||
+            !huff_build(t.lens + hlit, hdist, DIST_FAST, t.dist, t.dcount, t.dsorted, t, lane)) {
+            st = INFLATE_BAD_CODE;
+            break;
+        }
+        for (;;) {
+            bits_need32(br);
+            int s = huff_decode(br, t.lit, LIT_FAST, t.lcount, t.lsorted);
+            if (s < 256) {
+                if (s < 0) {
+                    st = INFLATE_BAD_CODE;
+                    break;
+                }
+                if (lane == 0) out[pos] = (unsigned char)s;
+                if (++pos == want) break;
+                continue;
+            }
+            if (s == 256) break;
+            s -= 257;
+            if (s >= 29) {
+                st = INFLATE_BAD_CODE;
+                break;
+            }
+            unsigned int len = len_base[s] + bits_take(br, len_extra[s]);
+            bits_need32(br);
+            int d = huff_decode(br, t.dist, DIST_FAST, t.dcount, t.dsorted);
+            if (d < 0 || d >= 30) {
+                st = INFLATE_BAD_CODE;
+                break;
+            }
+            unsigned int dist = dist_base[d] + bits_take(br, dist_extra[d]);
+            if (dist > pos) {
+                st = INFLATE_BAD_DISTANCE;
+                break;
+            }
+            len = min(len, want - pos);
+            __syncwarp();
+            const unsigned char* from = out + pos - dist;
+            if (dist >= len) {
+                for (unsigned int i = lane; i < len; i += 32) out[pos + i] = from[i];
+            } else {
+                for (unsigned int i = lane; i < len; i += 32) out[pos + i] = from[i % dist];
+            }
+            __syncwarp();
+            pos += len;
+            if (pos == want) break;
+        }
+        if (br.overrun && st == INFLATE_OK) st = INFLATE_OVERRUN;
+    }
+    // Bits read past the stream's end (zero padding) are an overrun even
+    // when they decoded into something.
+    long long used = (long long)(br.p - (const unsigned int*)in) * 32 - br.cnt;
+    if (st == INFLATE_OK && (br.overrun || used > (long long)inlen * 8)) st = INFLATE_OVERRUN;
+    if (st == INFLATE_OK && pos < want) st = INFLATE_SHORT;
+    if (lane == 0) status[tile] = st;
+}
+
+// tiff_unpack turns decoded tile bytes into samples, one thread per row of
+// w samples (rows tiles × h of them, tile i at byte offset off[i]): 16-bit
+// samples swapped from big-endian when big_endian, then TIFF predictor 2
+// undone by summing each row left to right modulo 2⁸ or 2¹⁶.
+extern "C" __global__ void tiff_unpack(unsigned char* __restrict__ data, const unsigned long long* __restrict__ off,
+                                       int tiles, int w, int h, int sample_bytes, int big_endian, int predictor) {
+    long long n = (long long)tiles * h;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < n; r += stride) {
+        unsigned char* row = data + off[r / h] + (r % h) * (long long)w * sample_bytes;
+        if (sample_bytes == 1) {
+            if (predictor == 2) {
+                unsigned char acc = row[0];
+                for (int i = 1; i < w; i++) row[i] = acc = (unsigned char)(acc + row[i]);
+            }
+            continue;
+        }
+        unsigned short* s = (unsigned short*)row;
+        unsigned short acc = 0;
+        for (int i = 0; i < w; i++) {
+            unsigned short v = s[i];
+            if (big_endian) v = (unsigned short)(v >> 8 | v << 8);
+            if (predictor == 2 && i > 0) v = (unsigned short)(acc + v);
+            s[i] = acc = v;
+        }
+    }
+}

@@ -1,0 +1,233 @@
+package cuda
+
+import (
+	"fmt"
+	"time"
+)
+
+// TileFormat is how the tiles of one batch are stored: what decode.Tile
+// takes besides their bytes.
+type TileFormat struct {
+	Compression string // GDAL's name; the device decodes DEFLATE and NONE
+	Predictor   int    // 1 none, 2 horizontal differencing
+	BigEndian   bool
+	SampleBytes int // 1 (Byte) or 2 (UInt16)
+	W, H        int // samples per tile row, rows per tile
+}
+
+// Decodable says whether the device decodes tiles of format f. Others
+// (ZSTD, LZW, JPEG, floating-point predictor, other sample sizes) are
+// decoded on the host.
+func Decodable(f TileFormat) bool {
+	return (f.Compression == "DEFLATE" || f.Compression == "NONE") && (f.Predictor == 1 || f.Predictor == 2) &&
+		(f.SampleBytes == 1 || f.SampleBytes == 2) && f.W > 0 && f.H > 0
+}
+
+func (f TileFormat) tileBytes() int { return f.W * f.H * f.SampleBytes }
+
+// inflateWarps is how many warps, one per tile, a block of the inflate
+// kernel holds; inflateShared is the shared memory each warp's Huffman
+// tables take (sizeof(HuffTables) in lulc.cu, rounded up).
+const inflateWarps = 4
+
+const inflateShared = 3712
+
+// inflateStatus names the inflate kernel's status codes.
+var inflateStatus = []string{"ok", "bad zlib header", "bad block", "bad Huffman code", "distance beyond the start",
+	"stream ends early", "stream ends before the tile"}
+
+// packedTiles is a batch of compressed tiles laid out for the device: each
+// starts 4-byte aligned, and 8 zero bytes follow the last, so that the
+// kernel's word reads never leave the buffer.
+type packedTiles struct {
+	data []byte
+	off  []uint64
+	size []uint32
+}
+
+func packTiles(tiles [][]byte) (packedTiles, error) {
+	p := packedTiles{off: make([]uint64, len(tiles)), size: make([]uint32, len(tiles))}
+	total := 0
+	for i, t := range tiles {
+		if len(t) >= 1<<32 {
+			return p, fmt.Errorf("cuda decode: tile %d has %d bytes", i, len(t))
+		}
+		p.off[i] = uint64(total)
+		p.size[i] = uint32(len(t))
+		total += (len(t) + 3) &^ 3
+	}
+	p.data = make([]byte, total+8)
+	for i, t := range tiles {
+		copy(p.data[p.off[i]:], t)
+	}
+	return p, nil
+}
+
+// DecodeTiles decodes a batch of tiles of one format on the device and
+// returns their samples in host byte order, tile after tile (f.W × f.H
+// samples of f.SampleBytes each). Its bytes equal decode.Tile's for every
+// tile; a tile the device cannot decode is an error that names it.
+func DecodeTiles(dev *Device, tiles [][]byte, f TileFormat) ([]byte, error) {
+	if !Decodable(f) {
+		return nil, fmt.Errorf("cuda decode: %s with predictor %d and %d-byte samples is not decoded on the device", f.Compression, f.Predictor, f.SampleBytes)
+	}
+	packed, err := packTiles(tiles)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(tiles)*f.tileBytes())
+	err = dev.Do(func() error {
+		b, err := dev.decodeTiles(packed, f)
+		if err != nil {
+			return err
+		}
+		return download(out, b)
+	})
+	return out, err
+}
+
+// DecodeTimes is how long decoding a batch took on the device: copying
+// the compressed bytes in, the kernels, and copying the samples out.
+type DecodeTimes struct {
+	In, Kernels, Out time.Duration
+	Compressed       int64 // bytes that crossed to the device
+	Decoded          int64 // bytes of samples
+}
+
+// TimeDecodeTiles decodes the batch reps times after a warm-up and returns
+// the median of each part, timed with CUDA events, with warps tiles to a
+// block of the inflate kernel (1–12: their Huffman tables share 48 KiB).
+func TimeDecodeTiles(dev *Device, tiles [][]byte, f TileFormat, reps, warps int) (DecodeTimes, error) {
+	if !Decodable(f) {
+		return DecodeTimes{}, fmt.Errorf("cuda decode: %s is not decoded on the device", f.Compression)
+	}
+	if warps < 1 || warps > 12 {
+		return DecodeTimes{}, fmt.Errorf("cuda decode: %d warps a block (1–12)", warps)
+	}
+	packed, err := packTiles(tiles)
+	if err != nil {
+		return DecodeTimes{}, err
+	}
+	out := make([]byte, len(tiles)*f.tileBytes())
+	t := DecodeTimes{Compressed: int64(len(packed.data)), Decoded: int64(len(out))}
+	err = dev.Do(func() error {
+		var s stagedTiles
+		in, err := dev.timeIt(reps, func() error {
+			s, err = dev.stageTiles(packed, f)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		var b Buffer
+		kern, err := dev.timeIt(reps, func() error {
+			b, err = dev.runDecode(s, f, warps)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		o, err := dev.timeIt(reps, func() error { return download(out, b) })
+		t.In, t.Kernels, t.Out = ms(in), ms(kern), ms(o)
+		return err
+	})
+	return t, err
+}
+
+func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+
+// stagedTiles is a batch on the device, ready for runDecode: the
+// compressed bytes, their offsets and sizes, and each tile's place in the
+// output buffer ("decode.out", which holds the tiles themselves when they
+// are not compressed).
+type stagedTiles struct {
+	n                          int
+	src, srcOff, srcSize, dOff uint64
+	out                        Buffer
+}
+
+// decodeTiles stages and decodes a packed batch (on the owner goroutine).
+func (d *Device) decodeTiles(p packedTiles, f TileFormat) (Buffer, error) {
+	s, err := d.stageTiles(p, f)
+	if err != nil {
+		return Buffer{}, err
+	}
+	return d.runDecode(s, f, inflateWarps)
+}
+
+// stageTiles copies a packed batch to the device.
+func (d *Device) stageTiles(p packedTiles, f TileFormat) (stagedTiles, error) {
+	n := len(p.off)
+	tb := uint64(f.tileBytes())
+	m := d.mem
+	var st staging
+	s := stagedTiles{n: n}
+	s.out = st.buf(m.get("decode.out", uint64(n)*tb))
+	dstOff := make([]uint64, n)
+	for i := range dstOff {
+		dstOff[i] = uint64(i) * tb
+	}
+	s.dOff = st.ptr(put(m, "decode.dstoff", dstOff))
+	if st.err != nil || n == 0 {
+		return s, st.err
+	}
+	if f.Compression == "NONE" {
+		for i, o := range p.off {
+			if uint64(p.size[i]) < tb {
+				return s, fmt.Errorf("cuda decode: tile %d has %d bytes, not %d", i, p.size[i], tb)
+			}
+			if err := putAt(s.out.ptr+dstOff[i], p.data[o:o+tb]); err != nil {
+				return s, err
+			}
+		}
+		return s, nil
+	}
+	s.src = st.ptr(put(m, "decode.src", p.data))
+	s.srcOff = st.ptr(put(m, "decode.srcoff", p.off))
+	s.srcSize = st.ptr(put(m, "decode.srcsize", p.size))
+	return s, st.err
+}
+
+// runDecode inflates a staged batch, warps tiles to a block, into its
+// output buffer, checks every tile's status, and turns the bytes into samples (byte order, predictor).
+func (d *Device) runDecode(s stagedTiles, f TileFormat, warps int) (Buffer, error) {
+	if s.n == 0 {
+		return s.out, nil
+	}
+	tb := f.tileBytes()
+	if f.Compression != "NONE" {
+		status, err := d.mem.get("decode.status", uint64(4*s.n))
+		if err != nil {
+			return Buffer{}, err
+		}
+		w := warps
+		if err := d.launchGrid(0, "inflate", uint32((s.n+w-1)/w), 1, uint32(32*w), uint32(w*inflateShared),
+			s.src, s.srcOff, s.srcSize, s.out.ptr, s.dOff, int32(tb), int32(s.n), status.ptr); err != nil {
+			return Buffer{}, err
+		}
+		codes := make([]int32, s.n)
+		if err := download(codes, status); err != nil {
+			return Buffer{}, err
+		}
+		for i, c := range codes {
+			if c != 0 {
+				what := fmt.Sprintf("status %d", c)
+				if int(c) < len(inflateStatus) {
+					what = inflateStatus[c]
+				}
+				return Buffer{}, fmt.Errorf("cuda decode: tile %d: %s", i, what)
+			}
+		}
+	}
+	if f.Predictor == 2 || f.BigEndian && f.SampleBytes == 2 {
+		big := int32(0)
+		if f.BigEndian {
+			big = 1
+		}
+		if err := d.launch("tiff_unpack", int64(s.n*f.H), s.out.ptr, s.dOff, int32(s.n), int32(f.W), int32(f.H),
+			int32(f.SampleBytes), big, int32(f.Predictor)); err != nil {
+			return Buffer{}, err
+		}
+	}
+	return s.out, nil
+}
