@@ -54,12 +54,12 @@ type decodeFile struct {
 	tiles  [][]byte // in layout order; nil for tiles never written
 }
 
-func (f *decodeFile) format() cuda.TileFormat {
+func (f *decodeFile) format() decode.Format {
 	sb := 2
 	if f.layout.DataType == "Byte" {
 		sb = 1
 	}
-	return cuda.TileFormat{Compression: f.layout.Compression, Predictor: f.layout.Predictor, BigEndian: f.layout.BigEndian,
+	return decode.Format{Compression: f.layout.Compression, Predictor: f.layout.Predictor, BigEndian: f.layout.BigEndian,
 		SampleBytes: sb, W: f.layout.Block[0], H: f.layout.Block[1]}
 }
 
@@ -293,12 +293,12 @@ func decodeTwin(files []*decodeFile, threads int, sink func(file, tile int, b []
 // against the Go twin's.
 func decodeGPU(rep *DecodeReport, files []*decodeFile, threads int, dev *cuda.Device) error {
 	type group struct {
-		f      cuda.TileFormat
+		f      decode.Format
 		tiles  [][]byte
 		origin [][2]int // file, tile
 	}
-	groups := map[cuda.TileFormat]*group{}
-	var order []cuda.TileFormat
+	groups := map[decode.Format]*group{}
+	var order []decode.Format
 	for fi, f := range files {
 		fm := f.format()
 		if !cuda.Decodable(fm) {

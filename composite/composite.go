@@ -14,8 +14,10 @@
 //     first, then halved exactly). With k = 0 the result is NaN.
 //   - Values that compare equal (−0 and +0) keep their date order (a stable
 //     sort), so even their sign is reproducible.
-//   - Bands that arrive at a coarser resolution (Date.Coarse) are resampled
-//     by package resample's integer bilinear rule before anything else.
+//   - Bands that arrive compressed (Date.Raw) are decoded by package decode,
+//     then bands that arrive at a coarser resolution (Date.Coarse) are
+//     resampled by package resample's integer bilinear rule, before
+//     anything else.
 package composite
 
 import (
@@ -24,6 +26,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/lulc/lulc/decode"
 	"github.com/lulc/lulc/resample"
 )
 
@@ -196,11 +199,46 @@ type Date struct {
 	// Resample fills DN from them on the CPU; the GPU twin resamples them
 	// on the device.
 	Coarse []*resample.Coarse
+	// Raw, when set, holds bands not yet decoded (band → the compressed
+	// tiles of the band's rectangle, nil for bands already decoded): a
+	// coarse band's plane (Coarse[b] then has the plane's geometry and no
+	// pixels) or the window itself (DN[b] is then nil). Resample decodes
+	// them with package decode on the CPU; the GPU twin decodes them on the
+	// device.
+	Raw []*decode.Rect
 }
 
-// Resample fills every date's DN from its coarse bands with
-// resample.Bilinear and clears Coarse, leaving dates Window can take.
+// Decode fills every date's DN and coarse planes from its raw bands with
+// package decode and clears Raw.
+func Decode(dates []Date) error {
+	for di := range dates {
+		d := &dates[di]
+		for b, r := range d.Raw {
+			if r == nil {
+				continue
+			}
+			px, err := r.Uint16()
+			if err != nil {
+				return fmt.Errorf("composite: date %d band %d: %w", di, b, err)
+			}
+			if d.Coarse != nil && d.Coarse[b] != nil {
+				d.Coarse[b].Plane.Pix = px
+			} else {
+				d.DN[b] = px
+			}
+		}
+		d.Raw = nil
+	}
+	return nil
+}
+
+// Resample decodes every date's raw bands (Decode), fills DN from its
+// coarse bands with resample.Bilinear and clears Coarse, leaving dates
+// Window can take.
 func Resample(dates []Date) error {
+	if err := Decode(dates); err != nil {
+		return err
+	}
 	for di := range dates {
 		d := &dates[di]
 		for b, c := range d.Coarse {
@@ -237,8 +275,8 @@ func Window(dates []Date, drop []uint8, qscale, qoffset float64, out [][]uint16,
 		if len(d.DN) != nb || len(d.NoData) != nb || len(d.Scale) != nb || len(d.Offset) != nb {
 			return fmt.Errorf("composite: date %d has %d bands, want %d", di, len(d.DN), nb)
 		}
-		if d.Coarse != nil {
-			return fmt.Errorf("composite: date %d has coarse bands: Resample them first", di)
+		if d.Coarse != nil || d.Raw != nil {
+			return fmt.Errorf("composite: date %d has coarse or raw bands: Resample them first", di)
 		}
 		bands := make([][]float32, nb)
 		for b := range nb {

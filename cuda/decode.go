@@ -3,27 +3,17 @@ package cuda
 import (
 	"fmt"
 	"time"
-)
 
-// TileFormat is how the tiles of one batch are stored: what decode.Tile
-// takes besides their bytes.
-type TileFormat struct {
-	Compression string // GDAL's name; the device decodes DEFLATE and NONE
-	Predictor   int    // 1 none, 2 horizontal differencing
-	BigEndian   bool
-	SampleBytes int // 1 (Byte) or 2 (UInt16)
-	W, H        int // samples per tile row, rows per tile
-}
+	"github.com/lulc/lulc/decode"
+)
 
 // Decodable says whether the device decodes tiles of format f. Others
 // (ZSTD, LZW, JPEG, floating-point predictor, other sample sizes) are
 // decoded on the host.
-func Decodable(f TileFormat) bool {
+func Decodable(f decode.Format) bool {
 	return (f.Compression == "DEFLATE" || f.Compression == "NONE") && (f.Predictor == 1 || f.Predictor == 2) &&
 		(f.SampleBytes == 1 || f.SampleBytes == 2) && f.W > 0 && f.H > 0
 }
-
-func (f TileFormat) tileBytes() int { return f.W * f.H * f.SampleBytes }
 
 // inflateWarps is how many warps, one per tile, a block of the inflate
 // kernel holds; inflateShared is the shared memory each warp's Huffman
@@ -67,7 +57,7 @@ func packTiles(tiles [][]byte) (packedTiles, error) {
 // returns their samples in host byte order, tile after tile (f.W × f.H
 // samples of f.SampleBytes each). Its bytes equal decode.Tile's for every
 // tile; a tile the device cannot decode is an error that names it.
-func DecodeTiles(dev *Device, tiles [][]byte, f TileFormat) ([]byte, error) {
+func DecodeTiles(dev *Device, tiles [][]byte, f decode.Format) ([]byte, error) {
 	if !Decodable(f) {
 		return nil, fmt.Errorf("cuda decode: %s with predictor %d and %d-byte samples is not decoded on the device", f.Compression, f.Predictor, f.SampleBytes)
 	}
@@ -75,7 +65,7 @@ func DecodeTiles(dev *Device, tiles [][]byte, f TileFormat) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, len(tiles)*f.tileBytes())
+	out := make([]byte, len(tiles)*f.TileBytes())
 	err = dev.Do(func() error {
 		b, err := dev.decodeTiles(packed, f)
 		if err != nil {
@@ -97,7 +87,7 @@ type DecodeTimes struct {
 // TimeDecodeTiles decodes the batch reps times after a warm-up and returns
 // the median of each part, timed with CUDA events, with warps tiles to a
 // block of the inflate kernel (1–12: their Huffman tables share 48 KiB).
-func TimeDecodeTiles(dev *Device, tiles [][]byte, f TileFormat, reps, warps int) (DecodeTimes, error) {
+func TimeDecodeTiles(dev *Device, tiles [][]byte, f decode.Format, reps, warps int) (DecodeTimes, error) {
 	if !Decodable(f) {
 		return DecodeTimes{}, fmt.Errorf("cuda decode: %s is not decoded on the device", f.Compression)
 	}
@@ -108,22 +98,26 @@ func TimeDecodeTiles(dev *Device, tiles [][]byte, f TileFormat, reps, warps int)
 	if err != nil {
 		return DecodeTimes{}, err
 	}
-	out := make([]byte, len(tiles)*f.tileBytes())
+	out := make([]byte, len(tiles)*f.TileBytes())
 	t := DecodeTimes{Compressed: int64(len(packed.data)), Decoded: int64(len(out))}
 	err = dev.Do(func() error {
+		b, err := dev.mem.get("decode.out", uint64(len(out)))
+		if err != nil {
+			return err
+		}
+		dst := make([]uint64, len(tiles))
+		for i := range dst {
+			dst[i] = b.ptr + uint64(i*f.TileBytes())
+		}
 		var s stagedTiles
 		in, err := dev.timeIt(reps, func() error {
-			s, err = dev.stageTiles(packed, f)
+			s, err = dev.stageTiles(packed, f, dst)
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		var b Buffer
-		kern, err := dev.timeIt(reps, func() error {
-			b, err = dev.runDecode(s, f, warps)
-			return err
-		})
+		kern, err := dev.timeIt(reps, func() error { return dev.runDecode(s, f, warps) })
 		if err != nil {
 			return err
 		}
@@ -137,37 +131,42 @@ func TimeDecodeTiles(dev *Device, tiles [][]byte, f TileFormat, reps, warps int)
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
 // stagedTiles is a batch on the device, ready for runDecode: the
-// compressed bytes, their offsets and sizes, and each tile's place in the
-// output buffer ("decode.out", which holds the tiles themselves when they
-// are not compressed).
+// compressed bytes, their offsets and sizes, and where each tile's samples
+// go (an array of device pointers: a tile may land in a scratch buffer or
+// in a slot of the tile cache).
 type stagedTiles struct {
-	n                          int
-	src, srcOff, srcSize, dOff uint64
-	out                        Buffer
+	n                         int
+	src, srcOff, srcSize, dst uint64
 }
 
-// decodeTiles stages and decodes a packed batch (on the owner goroutine).
-func (d *Device) decodeTiles(p packedTiles, f TileFormat) (Buffer, error) {
-	s, err := d.stageTiles(p, f)
+// decodeTiles stages and decodes a packed batch into the pool's
+// "decode.out" buffer, tile after tile (on the owner goroutine).
+func (d *Device) decodeTiles(p packedTiles, f decode.Format) (Buffer, error) {
+	tb := uint64(f.TileBytes())
+	out, err := d.mem.get("decode.out", uint64(len(p.off))*tb)
 	if err != nil {
 		return Buffer{}, err
 	}
-	return d.runDecode(s, f, inflateWarps)
+	dst := make([]uint64, len(p.off))
+	for i := range dst {
+		dst[i] = out.ptr + uint64(i)*tb
+	}
+	s, err := d.stageTiles(p, f, dst)
+	if err != nil {
+		return Buffer{}, err
+	}
+	return out, d.runDecode(s, f, inflateWarps)
 }
 
-// stageTiles copies a packed batch to the device.
-func (d *Device) stageTiles(p packedTiles, f TileFormat) (stagedTiles, error) {
+// stageTiles copies a packed batch to the device, tile i to be decoded
+// into device address dst[i].
+func (d *Device) stageTiles(p packedTiles, f decode.Format, dst []uint64) (stagedTiles, error) {
 	n := len(p.off)
-	tb := uint64(f.tileBytes())
+	tb := uint64(f.TileBytes())
 	m := d.mem
 	var st staging
 	s := stagedTiles{n: n}
-	s.out = st.buf(m.get("decode.out", uint64(n)*tb))
-	dstOff := make([]uint64, n)
-	for i := range dstOff {
-		dstOff[i] = uint64(i) * tb
-	}
-	s.dOff = st.ptr(put(m, "decode.dstoff", dstOff))
+	s.dst = st.ptr(put(m, "decode.dst", dst))
 	if st.err != nil || n == 0 {
 		return s, st.err
 	}
@@ -176,7 +175,7 @@ func (d *Device) stageTiles(p packedTiles, f TileFormat) (stagedTiles, error) {
 			if uint64(p.size[i]) < tb {
 				return s, fmt.Errorf("cuda decode: tile %d has %d bytes, not %d", i, p.size[i], tb)
 			}
-			if err := putAt(s.out.ptr+dstOff[i], p.data[o:o+tb]); err != nil {
+			if err := putAt(dst[i], p.data[o:o+tb]); err != nil {
 				return s, err
 			}
 		}
@@ -188,26 +187,24 @@ func (d *Device) stageTiles(p packedTiles, f TileFormat) (stagedTiles, error) {
 	return s, st.err
 }
 
-// runDecode inflates a staged batch, warps tiles to a block, into its
-// output buffer, checks every tile's status, and turns the bytes into samples (byte order, predictor).
-func (d *Device) runDecode(s stagedTiles, f TileFormat, warps int) (Buffer, error) {
+// runDecode inflates a staged batch, warps tiles to a block, checks every
+// tile's status, and turns the bytes into samples (byte order, predictor).
+func (d *Device) runDecode(s stagedTiles, f decode.Format, warps int) error {
 	if s.n == 0 {
-		return s.out, nil
+		return nil
 	}
-	tb := f.tileBytes()
 	if f.Compression != "NONE" {
 		status, err := d.mem.get("decode.status", uint64(4*s.n))
 		if err != nil {
-			return Buffer{}, err
+			return err
 		}
-		w := warps
-		if err := d.launchGrid(0, "inflate", uint32((s.n+w-1)/w), 1, uint32(32*w), uint32(w*inflateShared),
-			s.src, s.srcOff, s.srcSize, s.out.ptr, s.dOff, int32(tb), int32(s.n), status.ptr); err != nil {
-			return Buffer{}, err
+		if err := d.launchGrid(0, "inflate", uint32((s.n+warps-1)/warps), 1, uint32(32*warps), uint32(warps*inflateShared),
+			s.src, s.srcOff, s.srcSize, s.dst, int32(f.TileBytes()), int32(s.n), status.ptr); err != nil {
+			return err
 		}
 		codes := make([]int32, s.n)
 		if err := download(codes, status); err != nil {
-			return Buffer{}, err
+			return err
 		}
 		for i, c := range codes {
 			if c != 0 {
@@ -215,7 +212,7 @@ func (d *Device) runDecode(s stagedTiles, f TileFormat, warps int) (Buffer, erro
 				if int(c) < len(inflateStatus) {
 					what = inflateStatus[c]
 				}
-				return Buffer{}, fmt.Errorf("cuda decode: tile %d: %s", i, what)
+				return fmt.Errorf("cuda decode: tile %d: %s", i, what)
 			}
 		}
 	}
@@ -224,10 +221,8 @@ func (d *Device) runDecode(s stagedTiles, f TileFormat, warps int) (Buffer, erro
 		if f.BigEndian {
 			big = 1
 		}
-		if err := d.launch("tiff_unpack", int64(s.n*f.H), s.out.ptr, s.dOff, int32(s.n), int32(f.W), int32(f.H),
-			int32(f.SampleBytes), big, int32(f.Predictor)); err != nil {
-			return Buffer{}, err
-		}
+		return d.launch("tiff_unpack", int64(s.n*f.H), s.dst, int32(s.n), int32(f.W), int32(f.H),
+			int32(f.SampleBytes), big, int32(f.Predictor))
 	}
-	return s.out, nil
+	return nil
 }

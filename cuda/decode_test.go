@@ -13,15 +13,17 @@ import (
 
 	kzlib "github.com/klauspost/compress/zlib"
 
+	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/decode"
+	"github.com/lulc/lulc/resample"
 )
 
 // twinBytes decodes tiles with the Go twin (decode.Tile) into the layout
 // DecodeTiles returns: samples in host (little-endian) order, tile after
 // tile.
-func twinBytes(t *testing.T, tiles [][]byte, f TileFormat) []byte {
+func twinBytes(t *testing.T, tiles [][]byte, f decode.Format) []byte {
 	t.Helper()
-	out := make([]byte, 0, len(tiles)*f.tileBytes())
+	out := make([]byte, 0, len(tiles)*f.TileBytes())
 	for i, raw := range tiles {
 		if f.SampleBytes == 1 {
 			px := make([]uint8, f.W*f.H)
@@ -46,7 +48,7 @@ func twinBytes(t *testing.T, tiles [][]byte, f TileFormat) []byte {
 // differences along each row, the byte order, then zlib at a level (or
 // with klauspost's encoder, whose blocks differ from the standard
 // library's).
-func encodeTile(px []uint16, f TileFormat, level int, klaus bool) []byte {
+func encodeTile(px []uint16, f decode.Format, level int, klaus bool) []byte {
 	v := append([]uint16(nil), px...)
 	if f.Predictor == 2 {
 		for r := range f.H {
@@ -116,7 +118,7 @@ func TestDecodeTilesBitExact(t *testing.T) {
 	dev := gpu(t)
 	defer dev.Close()
 	r := rand.New(rand.NewPCG(11, 12))
-	formats := []TileFormat{
+	formats := []decode.Format{
 		{Compression: "DEFLATE", Predictor: 1, SampleBytes: 2, W: 64, H: 48},
 		{Compression: "DEFLATE", Predictor: 2, SampleBytes: 2, W: 64, H: 48},
 		{Compression: "DEFLATE", Predictor: 2, SampleBytes: 2, BigEndian: true, W: 40, H: 40},
@@ -147,7 +149,7 @@ func TestDecodeTilesBitExact(t *testing.T) {
 			}
 			want := twinBytes(t, tiles, f)
 			if i := firstDiff(got, want); i >= 0 {
-				tb := f.tileBytes()
+				tb := f.TileBytes()
 				t.Fatalf("tile %d byte %d: device %d, twin %d", i/tb, i%tb, got[i], want[i])
 			}
 		})
@@ -171,14 +173,14 @@ func firstDiff(a, b []byte) int {
 func TestDecodeTilesErrors(t *testing.T) {
 	dev := gpu(t)
 	defer dev.Close()
-	f := TileFormat{Compression: "DEFLATE", Predictor: 1, SampleBytes: 2, W: 64, H: 64}
+	f := decode.Format{Compression: "DEFLATE", Predictor: 1, SampleBytes: 2, W: 64, H: 64}
 	good := encodeTile(tileContent(rand.New(rand.NewPCG(1, 2)), 0, 64, 64, 0xffff), f, 6, false)
 	cases := map[string][]byte{
 		"truncated":  good[:len(good)/2],
 		"bad header": append([]byte{0x78, 0x00}, good[2:]...),
 		"empty":      {},
 		"block type": {0x78, 0x9c, 0x07, 0, 0, 0},
-		"short":      encodeTile(make([]uint16, 10), TileFormat{Compression: "DEFLATE", Predictor: 1, SampleBytes: 2, W: 10, H: 1}, 6, false),
+		"short":      encodeTile(make([]uint16, 10), decode.Format{Compression: "DEFLATE", Predictor: 1, SampleBytes: 2, W: 10, H: 1}, 6, false),
 	}
 	for name, bad := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -236,7 +238,7 @@ func TestDecodeTilesReal(t *testing.T) {
 		}
 		want := twinBytes(t, tiles, f)
 		if i := firstDiff(got, want); i >= 0 {
-			t.Fatalf("%s: tile %d byte %d differs", p, i/f.tileBytes(), i%f.tileBytes())
+			t.Fatalf("%s: tile %d byte %d differs", p, i/f.TileBytes(), i%f.TileBytes())
 		}
 		decoded++
 		t.Logf("%s: %d tiles of %d×%d, %s, predictor %d: identical", p, len(tiles), f.W, f.H, f.Compression, f.Predictor)
@@ -248,16 +250,16 @@ func TestDecodeTilesReal(t *testing.T) {
 
 // readTIFFTiles reads the tiles of a single-sample tiled TIFF's first
 // image, as they lie in the file (tiles never written are left out).
-func readTIFFTiles(path string) ([][]byte, TileFormat, error) {
+func readTIFFTiles(path string) ([][]byte, decode.Format, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, TileFormat{}, err
+		return nil, decode.Format{}, err
 	}
 	if len(b) < 16 {
-		return nil, TileFormat{}, fmt.Errorf("not a TIFF")
+		return nil, decode.Format{}, fmt.Errorf("not a TIFF")
 	}
 	var o binary.ByteOrder = binary.LittleEndian
-	f := TileFormat{Predictor: 1}
+	f := decode.Format{Predictor: 1}
 	switch string(b[:2]) {
 	case "II":
 	case "MM":
@@ -339,4 +341,123 @@ func readTIFFTiles(path string) ([][]byte, TileFormat, error) {
 		tiles = append(tiles, b[offs[i]:offs[i]+sizes[i]])
 	}
 	return tiles, f, nil
+}
+
+// testBand is a band stored as tiles, for building compressed rectangles.
+type testBand struct {
+	file  string
+	w, h  int
+	f     decode.Format
+	tiles [][]byte // nil: never written
+	fill  uint16
+}
+
+// newTestBand tiles a w×h band of random reflectances (zeros here and
+// there: nodata) and compresses each tile; every seventh tile is left
+// unwritten.
+func newTestBand(r *rand.Rand, file string, w, h int, f decode.Format) *testBand {
+	b := &testBand{file: file, w: w, h: h, f: f}
+	tx, ty := (w+f.W-1)/f.W, (h+f.H-1)/f.H
+	for j := range ty {
+		for i := range tx {
+			if (j*tx+i)%7 == 3 {
+				b.tiles = append(b.tiles, nil)
+				continue
+			}
+			px := make([]uint16, f.W*f.H)
+			for k := range px {
+				if x, y := i*f.W+k%f.W, j*f.H+k/f.W; x < w && y < h && r.IntN(12) > 0 {
+					px[k] = uint16(200 + x + 2*y + r.IntN(3000))
+				}
+			}
+			b.tiles = append(b.tiles, encodeTile(px, f, 6, false))
+		}
+	}
+	return b
+}
+
+// rect returns the compressed rectangle (x, y, w, h) of the band.
+func (b *testBand) rect(x, y, w, h int) *decode.Rect {
+	f := b.f
+	tilesX := (b.w + f.W - 1) / f.W
+	r := &decode.Rect{X: x, Y: y, W: w, H: h, Format: f, File: b.file, TilesX: tilesX, Fill: b.fill,
+		TX0: x / f.W, TY0: y / f.H}
+	r.TW, r.TH = (x+w-1)/f.W-r.TX0+1, (y+h-1)/f.H-r.TY0+1
+	for j := range r.TH {
+		for i := range r.TW {
+			r.Tiles = append(r.Tiles, b.tiles[r.Tile(i, j)])
+		}
+	}
+	return r
+}
+
+// TestCompositeRawBitExact composites windows whose bands arrive
+// compressed (a band at the window's resolution, and a coarse band with its
+// bilinear halo, whose tiles the device keeps between windows) beside a
+// host plane, on the device and on the CPU (composite.Resample decodes with
+// the Go twin), over windows that share tiles, at the rasters' edges too.
+func TestCompositeRawBitExact(t *testing.T) {
+	d := gpu(t)
+	defer d.Close()
+	r := rand.New(rand.NewPCG(31, 32))
+	const rw, rh, k = 300, 260, 2
+	fine := decode.Format{Compression: "DEFLATE", Predictor: 1, SampleBytes: 2, W: 64, H: 64}
+	coarse := decode.Format{Compression: "DEFLATE", Predictor: 2, SampleBytes: 2, W: 32, H: 32}
+	nd := 3
+	var fines, coarses []*testBand
+	for di := range nd {
+		fines = append(fines, newTestBand(r, fmt.Sprintf("fine-%d.tif", di), rw, rh, fine))
+		cb := newTestBand(r, fmt.Sprintf("coarse-%d.tif", di), rw/k, rh/k, coarse)
+		cb.fill = 7
+		coarses = append(coarses, cb)
+	}
+	for _, w := range [][4]int{{0, 0, 128, 128}, {128, 0, 128, 128}, {0, 128, 128, 128}, {128, 128, 128, 128}, {256, 128, 44, 132}, {64, 64, 100, 60}} {
+		n := w[2] * w[3]
+		win := resample.Window{X: w[0], Y: w[1], W: w[2], H: w[3], K: k, RasterW: rw / k, RasterH: rh / k}
+		cpu, dev := make([]composite.Date, nd), make([]composite.Date, nd)
+		for di := range nd {
+			mk := func() composite.Date {
+				cd := composite.Date{SCL: make([]uint8, n), NoData: []uint16{0, 0, 0}, Scale: []float64{1e-4, 1e-4, 1e-4},
+					Offset: []float64{-0.1, -0.1, -0.1}, Coarse: make([]*resample.Coarse, 3), Raw: make([]*decode.Rect, 3), DN: make([][]uint16, 3)}
+				for i := range cd.SCL {
+					cd.SCL[i] = uint8((i*7 + di) % 12)
+				}
+				cd.Raw[0] = fines[di].rect(w[0], w[1], w[2], w[3])
+				px, py, pw, ph := win.Need(true)
+				cd.Raw[1] = coarses[di].rect(px, py, pw, ph)
+				cd.Coarse[1] = &resample.Coarse{Window: win, Plane: resample.Plane[uint16]{X0: px, Y0: py, W: pw, H: ph}, HasNoData: true}
+				host := make([]uint16, n)
+				for i := range host {
+					host[i] = uint16(500 + (i*31+di*17)%4000)
+				}
+				cd.DN[2] = host
+				return cd
+			}
+			cpu[di], dev[di] = mk(), mk()
+		}
+		want, got := [][]uint16{make([]uint16, n), make([]uint16, n), make([]uint16, n)}, [][]uint16{make([]uint16, n), make([]uint16, n), make([]uint16, n)}
+		wc, gc := make([]uint8, n), make([]uint8, n)
+		if err := composite.Resample(cpu); err != nil {
+			t.Fatal(err)
+		}
+		if err := composite.Window(cpu, composite.DefaultDropSCL, 1e-4, -0.1, want, wc); err != nil {
+			t.Fatal(err)
+		}
+		if err := Composite(d, dev, composite.DefaultDropSCL, 1e-4, -0.1, got, gc); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if wc[i] != gc[i] {
+				t.Fatalf("window %v pixel %d: count CPU %d, GPU %d", w, i, wc[i], gc[i])
+			}
+			for b := range 3 {
+				if want[b][i] != got[b][i] {
+					t.Fatalf("window %v pixel %d band %d: CPU %d, GPU %d", w, i, b, want[b][i], got[b][i])
+				}
+			}
+		}
+	}
+	if d.tiles == nil || len(d.tiles.slot) == 0 {
+		t.Fatal("the coarse bands' tiles were not kept on the device")
+	}
 }

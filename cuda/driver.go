@@ -228,6 +228,10 @@ type Device struct {
 	// median, binning): a window's buffers are reused by the next window
 	// instead of being allocated and freed each time.
 	mem pool
+	// tiles keeps decoded source tiles between windows (decodeRects);
+	// tileCall counts its calls.
+	tiles    *tileCache
+	tileCall uint64
 }
 
 // Open retains device index's primary context on a new owner goroutine
@@ -305,6 +309,7 @@ func (d *Device) Close() {
 	if d != nil && !d.closed {
 		d.Do(func() error {
 			d.mem.release()
+			d.tiles.release()
 			api.memFreeHost(d.params)
 			return nil
 		})
@@ -327,7 +332,7 @@ func (d *Device) loadModule() error {
 	if r != 0 {
 		return fmt.Errorf("load lulc kernels (PTX %s): %w: %s", ptxVersion(), Result(r), cString(&logBuf[0]))
 	}
-	for _, name := range []string{"features", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear", "inflate", "tiff_unpack"} {
+	for _, name := range []string{"features", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear", "inflate", "tiff_unpack", "gather_tiles"} {
 		var f uintptr
 		cname := append([]byte(name), 0)
 		if err := check(api.moduleGetFunc(&f, d.module, &cname[0]), "cuModuleGetFunction "+name); err != nil {

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/decode"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/resample"
@@ -413,50 +414,109 @@ type fullBand struct {
 	slot int
 }
 
+// rawBand is a band that goes up compressed (composite.Date.Raw), to be
+// decoded into element at of the planes buffer (a coarse band's plane,
+// whose tiles the next windows share) or into element slot of the DN
+// buffer.
+type rawBand struct {
+	r        *decode.Rect
+	coarse   bool
+	at, slot int
+}
+
+// compositeInputs sorts a window's bands by how they go up: host planes at
+// the window's resolution, coarse planes (host ones first in the planes
+// buffer, then those decoded on the device) and compressed rectangles.
+type compositeInputs struct {
+	full   []fullBand
+	planes []uint16 // the host coarse planes, concatenated
+	coarse []coarseBand
+	raw    []rawBand
+	rawAt  int // elements of the planes buffer that decoded planes take
+	scl    []uint8
+	scale  []float32
+	offset []float32
+	nodata []uint16
+}
+
+func gatherInputs(dates []composite.Date, nb, n int) (*compositeInputs, error) {
+	in := &compositeInputs{full: make([]fullBand, 0, len(dates)*nb), scl: make([]uint8, 0, len(dates)*n)}
+	for di, d := range dates {
+		if len(d.DN) != nb || len(d.NoData) != nb || len(d.Scale) != nb || len(d.Offset) != nb || len(d.SCL) != n ||
+			(d.Coarse != nil && len(d.Coarse) != nb) || (d.Raw != nil && len(d.Raw) != nb) {
+			return nil, fmt.Errorf("cuda composite: date %d has %d bands and %d classes, want %d and %d", di, len(d.DN), len(d.SCL), nb, n)
+		}
+		for b, v := range d.DN {
+			slot := (di*nb + b) * n
+			var r *decode.Rect
+			if d.Raw != nil {
+				r = d.Raw[b]
+			}
+			switch {
+			case d.Coarse != nil && d.Coarse[b] != nil:
+				c := d.Coarse[b]
+				if c.Window.W*c.Window.H != n {
+					return nil, fmt.Errorf("cuda composite: date %d band %d: a %d×%d window for %d pixels", di, b, c.Window.W, c.Window.H, n)
+				}
+				p := c.Plane
+				if r != nil {
+					if r.X != p.X0 || r.Y != p.Y0 || r.W != p.W || r.H != p.H {
+						return nil, fmt.Errorf("cuda composite: date %d band %d: compressed rectangle %d,%d %d×%d for plane %d,%d %d×%d", di, b, r.X, r.Y, r.W, r.H, p.X0, p.Y0, p.W, p.H)
+					}
+					in.raw = append(in.raw, rawBand{r: r, coarse: true, at: in.rawAt})
+					in.coarse = append(in.coarse, coarseBand{c: c, at: -1 - in.rawAt, slot: slot})
+					in.rawAt += p.W * p.H
+					break
+				}
+				if len(p.Pix) != p.W*p.H {
+					return nil, fmt.Errorf("cuda composite: date %d band %d: a %d×%d plane of %d pixels", di, b, p.W, p.H, len(p.Pix))
+				}
+				in.coarse = append(in.coarse, coarseBand{c: c, at: len(in.planes), slot: slot})
+				in.planes = append(in.planes, p.Pix...)
+			case r != nil:
+				if r.W*r.H != n {
+					return nil, fmt.Errorf("cuda composite: date %d band %d: a %d×%d rectangle for %d pixels", di, b, r.W, r.H, n)
+				}
+				in.raw = append(in.raw, rawBand{r: r, slot: slot})
+			default:
+				if len(v) != n {
+					return nil, fmt.Errorf("cuda composite: date %d band %d has %d pixels, want %d", di, b, len(v), n)
+				}
+				in.full = append(in.full, fullBand{v, slot})
+			}
+			in.scale, in.offset = append(in.scale, float32(d.Scale[b])), append(in.offset, float32(d.Offset[b]))
+		}
+		in.nodata = append(in.nodata, d.NoData...)
+		in.scl = append(in.scl, d.SCL...)
+	}
+	// Decoded planes follow the host ones in the planes buffer.
+	for i := range in.coarse {
+		if in.coarse[i].at < 0 {
+			in.coarse[i].at = len(in.planes) - 1 - in.coarse[i].at
+		}
+	}
+	for i := range in.raw {
+		if in.raw[i].coarse {
+			in.raw[i].at += len(in.planes)
+		}
+	}
+	return in, nil
+}
+
 // Composite is composite.Resample and composite.Window on the GPU, with
-// the same bytes: masking by
-// scene class and nodata, reflectance, the per-band median over the valid
-// dates, quantisation and the valid counts, in one kernel. The digital
-// numbers go up as uint16 (half the bytes of reflectances) and only the
-// quantised medians and counts come back.
+// the same bytes: decoding of compressed bands, upsampling of coarse ones,
+// masking by scene class and nodata, reflectance, the per-band median over
+// the valid dates, quantisation and the valid counts. The digital numbers
+// go up as uint16 (half the bytes of reflectances), or compressed, and
+// only the quantised medians and counts come back.
 func Composite(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffset float64, out [][]uint16, count []uint8) error {
 	nd, nb, n := len(dates), len(out), len(count)
 	if nd == 0 || nd > 64 {
 		return fmt.Errorf("cuda composite: %d dates (1–64)", nd)
 	}
-	// Full-resolution bands go straight into their slot of one device
-	// buffer; coarse ones (Date.Coarse) go up as their planes, in another,
-	// and are resampled into their slot on the device.
-	full := make([]fullBand, 0, nd*nb)
-	var planes []uint16
-	var coarse []coarseBand
-	scl := make([]uint8, 0, nd*n)
-	var scale, offset []float32
-	var nodata []uint16
-	for di, d := range dates {
-		if len(d.DN) != nb || len(d.NoData) != nb || len(d.Scale) != nb || len(d.Offset) != nb || len(d.SCL) != n ||
-			(d.Coarse != nil && len(d.Coarse) != nb) {
-			return fmt.Errorf("cuda composite: date %d has %d bands and %d classes, want %d and %d", di, len(d.DN), len(d.SCL), nb, n)
-		}
-		for b, v := range d.DN {
-			slot := (di*nb + b) * n
-			if d.Coarse != nil && d.Coarse[b] != nil {
-				c := d.Coarse[b]
-				if c.Window.W*c.Window.H != n || len(c.Plane.Pix) != c.Plane.W*c.Plane.H {
-					return fmt.Errorf("cuda composite: date %d band %d: a %d×%d window for %d pixels", di, b, c.Window.W, c.Window.H, n)
-				}
-				coarse = append(coarse, coarseBand{c: c, at: len(planes), slot: slot})
-				planes = append(planes, c.Plane.Pix...)
-			} else {
-				if len(v) != n {
-					return fmt.Errorf("cuda composite: date %d band %d has %d pixels, want %d", di, b, len(v), n)
-				}
-				full = append(full, fullBand{v, slot})
-			}
-			scale, offset = append(scale, float32(d.Scale[b])), append(offset, float32(d.Offset[b]))
-		}
-		nodata = append(nodata, d.NoData...)
-		scl = append(scl, d.SCL...)
+	in, err := gatherInputs(dates, nb, n)
+	if err != nil {
+		return err
 	}
 	for b := range out {
 		if len(out[b]) != n {
@@ -468,28 +528,41 @@ func Composite(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffse
 		dropped[c>>5] |= 1 << (c & 31)
 	}
 	flat := make([]uint16, nb*n)
-	err := dev.Do(func() error {
+	err = dev.Do(func() error {
 		m := dev.mem
 		var st staging
 		bdn := st.buf(m.get("composite.dn", uint64(nd*nb*n)*2))
 		pdn := bdn.ptr
-		pplanes := st.ptr(put(m, "composite.planes", planes))
-		pscl := st.ptr(put(m, "composite.scl", scl))
+		pplanes := st.buf(m.get("composite.planes", uint64(len(in.planes)+in.rawAt)*2)).ptr
+		pscl := st.ptr(put(m, "composite.scl", in.scl))
 		pdrop := st.ptr(put(m, "composite.drop", dropped[:]))
-		psc := st.ptr(put(m, "composite.scale", scale))
-		pof := st.ptr(put(m, "composite.offset", offset))
-		pnd := st.ptr(put(m, "composite.nodata", nodata))
+		psc := st.ptr(put(m, "composite.scale", in.scale))
+		pof := st.ptr(put(m, "composite.offset", in.offset))
+		pnd := st.ptr(put(m, "composite.nodata", in.nodata))
 		pout := st.buf(m.get("composite.out", uint64(nb*n)*2))
 		pcount := st.buf(m.get("composite.count", uint64(n)))
 		if st.err != nil {
 			return st.err
 		}
-		for _, fb := range full {
+		if err := putAt(pplanes, in.planes); err != nil {
+			return err
+		}
+		for _, fb := range in.full {
 			if err := putAt(pdn+uint64(2*fb.slot), fb.dn); err != nil {
 				return err
 			}
 		}
-		for _, cb := range coarse {
+		rects := make([]rectOut, len(in.raw))
+		for i, rb := range in.raw {
+			rects[i] = rectOut{r: rb.r, dst: pdn + uint64(2*rb.slot), cache: rb.coarse}
+			if rb.coarse {
+				rects[i].dst = pplanes + uint64(2*rb.at)
+			}
+		}
+		if err := dev.decodeRects(rects); err != nil {
+			return err
+		}
+		for _, cb := range in.coarse {
 			c := cb.c
 			hasND := int32(0)
 			if c.HasNoData {

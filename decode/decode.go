@@ -113,3 +113,68 @@ func unsafeSize[T uint8 | uint16]() uintptr {
 	}
 	return 1
 }
+
+// Format is how a band's tiles are stored: what Tile takes besides their
+// bytes.
+type Format struct {
+	Compression string // GDAL's name: DEFLATE, ZSTD, NONE, …
+	Predictor   int    // 1 none, 2 horizontal differencing
+	BigEndian   bool
+	SampleBytes int // 1 (Byte) or 2 (UInt16)
+	W, H        int // samples per tile row, rows per tile
+}
+
+// TileBytes is the size of one decoded tile.
+func (f Format) TileBytes() int { return f.W * f.H * f.SampleBytes }
+
+// Rect is a rectangle of a tiled band held as the compressed tiles that
+// cover it, not yet decoded: what a window of a composite needs from one
+// band, for a decoder on the host (Uint16) or on the device.
+type Rect struct {
+	X, Y, W, H int    // the rectangle, in the band's pixels
+	Format     Format // of every tile
+	// File names the band (its path): File and a tile's index in the
+	// band identify the tile, so that decoders may keep decoded tiles.
+	File     string
+	TilesX   int      // tiles across the whole band
+	TX0, TY0 int      // the first tile of the span covering the rectangle
+	TW, TH   int      // the span, in tiles
+	Tiles    [][]byte // TW×TH compressed tiles, row-major; nil: never written
+	Fill     uint16   // the value of pixels of tiles never written
+}
+
+// Tile returns the band-wide index of tile (i, j) of the span.
+func (r *Rect) Tile(i, j int) int { return (r.TY0+j)*r.TilesX + r.TX0 + i }
+
+// Uint16 decodes the tiles and returns the rectangle's samples, row-major.
+func (r *Rect) Uint16() ([]uint16, error) {
+	f := r.Format
+	if f.SampleBytes != 2 {
+		return nil, fmt.Errorf("decode %s: %d-byte samples, not 2", r.File, f.SampleBytes)
+	}
+	if len(r.Tiles) != r.TW*r.TH {
+		return nil, fmt.Errorf("decode %s: %d tiles for a span of %d×%d", r.File, len(r.Tiles), r.TW, r.TH)
+	}
+	out := make([]uint16, r.W*r.H)
+	tile := make([]uint16, f.W*f.H)
+	for j := range r.TH {
+		for i := range r.TW {
+			raw := r.Tiles[j*r.TW+i]
+			if raw == nil {
+				for k := range tile {
+					tile[k] = r.Fill
+				}
+			} else if err := Tile(tile, raw, f.Compression, f.Predictor, f.BigEndian, f.W, f.H); err != nil {
+				return nil, fmt.Errorf("decode %s tile %d: %w", r.File, r.Tile(i, j), err)
+			}
+			// The part of the tile inside the rectangle, in band pixels.
+			tx, ty := (r.TX0+i)*f.W, (r.TY0+j)*f.H
+			x0, x1 := max(tx, r.X), min(tx+f.W, r.X+r.W)
+			y0, y1 := max(ty, r.Y), min(ty+f.H, r.Y+r.H)
+			for y := y0; y < y1; y++ {
+				copy(out[(y-r.Y)*r.W+x0-r.X:(y-r.Y)*r.W+x1-r.X], tile[(y-ty)*f.W+x0-tx:(y-ty)*f.W+x1-tx])
+			}
+		}
+	}
+	return out, nil
+}

@@ -2,11 +2,14 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/decode"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/inference"
@@ -20,10 +23,46 @@ type engine struct {
 	gpu     *cuda.Device   // the device of per-window twins; nil: the CPU
 	gpus    []*cuda.Device // every device, for training
 	workers int
+	// hostDecode keeps decoding on the host with a device
+	// (LULC_DEVICE_DECODE=off: for comparing both ways on one machine).
+	hostDecode bool
 }
 
 // engine returns the options' engine.
-func (o Options) engine() engine { return engine{gpu: o.GPU(), gpus: o.GPUs, workers: o.Workers} }
+func (o Options) engine() engine {
+	return engine{gpu: o.GPU(), gpus: o.GPUs, workers: o.Workers, hostDecode: os.Getenv("LULC_DEVICE_DECODE") == "off"}
+}
+
+// rawOnCPU makes the CPU engine take bands compressed too, decoded by
+// package decode in composite.Resample: a test hook that runs the path of
+// a device that decodes (reading ahead included) without one.
+var rawOnCPU = false
+
+// rawBands says whether bands go to the composite still compressed (the
+// engine decodes them itself): on the device. The CPU's bands are decoded
+// by GDAL as they are read.
+func (e engine) rawBands() bool { return (e.gpu != nil || rawOnCPU) && !e.hostDecode }
+
+// decodes says whether the engine decodes tiles of format f itself, and
+// why not.
+func (e engine) decodes(f decode.Format) (bool, string) {
+	switch {
+	case !e.rawBands():
+		return false, "decoded on the host"
+	case !cuda.Decodable(f):
+		return false, fmt.Sprintf("%s tiles with predictor %d are not decoded on the device", f.Compression, f.Predictor)
+	}
+	return true, ""
+}
+
+// decodeAhead decodes the tiles of rects on the device and keeps them for
+// the windows (nothing to do on the CPU, which decodes per window).
+func (e engine) decodeAhead(rects []*decode.Rect) error {
+	if e.gpu == nil {
+		return nil
+	}
+	return cuda.DecodeAhead(e.gpu, rects)
+}
 
 // composite resamples a window's coarse bands, masks and composites it
 // (composite.Resample and composite.Window, or cuda.Composite), and says

@@ -20,6 +20,7 @@ import (
 	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/decode"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/internal/redact"
@@ -92,6 +93,7 @@ type IngestResult struct {
 	DecodedBytes int64 // source pixels read, at their stored size
 	Elapsed      time.Duration
 	Resumed      bool
+	DeviceBusy   time.Duration // summed over the GPUs: how long they ran lulc's work
 }
 
 // StageTimes splits a tile's time by stage. Read, Composite and Write are
@@ -105,6 +107,10 @@ type StageTimes struct {
 	// Composite (on the GPU path it is inside the device's composite).
 	Resample, Labels time.Duration
 	Workers          int
+	// RawRects counts the band rectangles that went to the composite
+	// still compressed, decoded by the engine (on the device) rather than
+	// by GDAL.
+	RawRects int64
 }
 
 // TileResult is one tile's output.
@@ -142,6 +148,7 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 	}
 	defer stage.Release()
 	res := IngestResult{Dir: stage.Final, Resumed: stage.Resumed}
+	busy := opt.engine().busy()
 	for _, t := range tiles {
 		tr, decoded, err := ingestOne(ctx, cfg, opt, stage, t)
 		res.DecodedBytes += decoded
@@ -157,6 +164,7 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 		return res, err
 	}
 	res.Elapsed = time.Since(start)
+	res.DeviceBusy = opt.engine().busy() - busy
 	return res, nil
 }
 
@@ -579,13 +587,17 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 		drop[i] = uint8(v)
 	}
 	job := &windowJob{cfg: cfg, grid: plan.grid, dates: make([]windowDate, len(plan.dates)), drop: drop,
-		labels: plan.labels, sinks: sinks, windows: len(plan.windows), engine: opt.engine(),
+		labels: plan.labels, sinks: sinks, windows: len(plan.windows), engine: opt.engine(), log: opt.Log,
 		cache: raster.NewBlockCache(blockCacheBudget(plan))}
 	for i, d := range plan.dates {
 		job.dates[i] = windowDate{bands: d.bands, scale: d.scale, offset: d.offset, scl: d.scl}
 	}
 	bar := opt.NewBar(int64(len(plan.windows)), "ingest "+plan.tile+" windows")
 	defer bar.Finish()
+	if job.engine.rawBands() {
+		job.ahead = newDecodeAhead(job, plan.windows)
+		defer func() { job.readNs.Add(int64(job.ahead.close())) }()
+	}
 	tileStart := time.Now()
 	return job, eachWindow(ctx, plan.windows, opt.Workers, func() (func(raster.Grid) error, func(), error) {
 		// Each worker keeps its own GDAL handles, opened on first use; the
@@ -623,7 +635,8 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 func logTileStages(ctx context.Context, opt Options, tile string, tr TileResult) {
 	opt.Log.Info("tile stages", "tile", tile, "read_worker_s", tr.Timings.Read.Seconds(),
 		"resample_worker_s", tr.Timings.Resample.Seconds(), "labels_worker_s", tr.Timings.Labels.Seconds(), "composite_worker_s", tr.Timings.Composite.Seconds(),
-		"write_worker_s", tr.Timings.Write.Seconds(), "encode_s", tr.Timings.Encode.Seconds(), "workers", tr.Timings.Workers)
+		"write_worker_s", tr.Timings.Write.Seconds(), "encode_s", tr.Timings.Encode.Seconds(), "workers", tr.Timings.Workers,
+		"raw_rects", tr.Timings.RawRects)
 	if tr.NoValidFrac > 0 {
 		level := slog.LevelInfo
 		if tr.NoValidFrac > 0.5 {
@@ -788,8 +801,12 @@ type windowJob struct {
 	engine  engine
 	cache   *raster.BlockCache
 	crs     sync.Map // href → EPSG code, read by the first worker to open it
+	layouts sync.Map // href → *raster.TileLayout of bands the engine decodes (nil: it does not)
+	log     *slog.Logger
+	ahead   *decodeAhead // with a device that decodes: the compressed tiles, read and decoded ahead
 
 	decoded, empty               atomic.Int64 // source bytes read; pixels with no valid observation
+	rawRects                     atomic.Int64 // band rectangles that went to the composite compressed
 	readNs, compositeNs, writeNs atomic.Int64 // summed over workers
 	labelNs, resampleNs          atomic.Int64 // parts of readNs
 }
@@ -803,6 +820,9 @@ type windowDate struct {
 // window reads every date's bands and SCL over w, masks, composites, and
 // writes the stack, count and labels windows.
 func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, error)) error {
+	if j.ahead != nil {
+		defer j.ahead.done(w)
+	}
 	n := w.Width * w.Height
 	t0 := time.Now()
 	r := &windowReader{job: j, w: w, n: n, open: open}
@@ -863,17 +883,19 @@ type windowReader struct {
 func (r *windowReader) dates() ([]composite.Date, error) {
 	cdates := make([]composite.Date, len(r.job.dates))
 	for di, d := range r.job.dates {
-		cd := composite.Date{SCL: make([]uint8, r.n), Scale: d.scale, Offset: d.offset, Coarse: make([]*resample.Coarse, len(d.bands))}
+		cd := composite.Date{SCL: make([]uint8, r.n), Scale: d.scale, Offset: d.offset, Coarse: make([]*resample.Coarse, len(d.bands)),
+			Raw: make([]*decode.Rect, len(d.bands))}
 		if d.scl.Href != "" {
 			if _, err := r.read(d.scl.Href, "nearest", cd.SCL, 1); err != nil {
 				return nil, err
 			}
 		}
 		for b, a := range d.bands {
-			src, dn, c, err := r.band(a.Href)
+			src, dn, c, raw, err := r.band(a.Href)
 			if err != nil {
 				return nil, err
 			}
+			cd.Raw[b] = raw
 			// The file's nodata is the truth; catalogs may omit it.
 			nodata := uint16(0)
 			if src.NoData != nil {
@@ -927,31 +949,91 @@ func (r *windowReader) read(href, alg string, buf any, bytesPerPixel int) (*rast
 	return s, nil
 }
 
-// band reads one reflectance band: a bilinear band that nests at a
+// band reads one reflectance band: still compressed when the engine
+// decodes its tiles (rawBand); else a bilinear band that nests at a
 // coarser resolution as its plane, resampled by the composite (on the
 // engine); any other at the window's resolution.
-func (r *windowReader) band(href string) (*raster.Source, []uint16, *resample.Coarse, error) {
+func (r *windowReader) band(href string) (*raster.Source, []uint16, *resample.Coarse, *decode.Rect, error) {
+	if s, c, raw, err := r.rawBand(href); err != nil || raw != nil {
+		return s, nil, c, raw, err
+	}
 	if r.job.cfg.Resampling.Reflectance == "bilinear" {
 		t := time.Now()
 		s, err := r.open(href)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		// Bilinear windows overlap by a halo: the shared cache decodes each
 		// source block once for all of them.
 		c, err := s.Coarse(r.w, r.job.cache)
 		r.readNs += int64(time.Since(t))
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		if c != nil {
 			r.job.decoded.Add(int64(2 * len(c.Plane.Pix)))
-			return s, nil, c, nil
+			return s, nil, c, nil, nil
 		}
 	}
 	dn := make([]uint16, r.n)
 	s, err := r.read(href, r.job.cfg.Resampling.Reflectance, dn, 2)
-	return s, dn, nil, err
+	return s, dn, nil, nil, err
+}
+
+// rawBand reads the compressed tiles a window needs from a band whose
+// tiles the engine decodes (with the plane's geometry for a coarse band);
+// nil for any other band.
+func (r *windowReader) rawBand(href string) (*raster.Source, *resample.Coarse, *decode.Rect, error) {
+	if !r.job.engine.rawBands() {
+		return nil, nil, nil, nil
+	}
+	if a := r.job.ahead; a != nil {
+		if s, raw, c, ok := a.take(r.w, href); ok {
+			r.job.decoded.Add(int64(2 * raw.W * raw.H))
+			r.job.rawRects.Add(1)
+			return s, c, raw, nil
+		}
+	}
+	t := time.Now()
+	defer func() { r.readNs += int64(time.Since(t)) }()
+	s, err := r.open(href)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	l := r.job.layout(s)
+	if l == nil {
+		return s, nil, nil, nil
+	}
+	raw, c, err := s.RawWindow(r.w, l, r.job.cfg.Resampling.Reflectance == "bilinear")
+	if err != nil || raw == nil {
+		return s, nil, nil, err
+	}
+	r.job.decoded.Add(int64(2 * raw.W * raw.H))
+	r.job.rawRects.Add(1)
+	return s, c, raw, nil
+}
+
+// layout returns the tile layout of a band the engine decodes, read once
+// per tile job, or nil (with a debug line saying why, once) when GDAL
+// decodes it.
+func (j *windowJob) layout(s *raster.Source) *raster.TileLayout {
+	if v, ok := j.layouts.Load(s.Href); ok {
+		return v.(*raster.TileLayout)
+	}
+	var l *raster.TileLayout
+	why := ""
+	if got, err := s.Layout(); err != nil {
+		why = err.Error()
+	} else if ok, w := j.engine.decodes(got.Format()); !ok {
+		why = w
+	} else {
+		l = &got
+	}
+	v, loaded := j.layouts.LoadOrStore(s.Href, l)
+	if !loaded && why != "" && j.log != nil {
+		j.log.Debug("band decoded by GDAL", "href", redact.String(s.Href), "why", why)
+	}
+	return v.(*raster.TileLayout)
 }
 
 // pixels is the tile's pixel count.
@@ -965,7 +1047,7 @@ func (j *windowJob) noValidFrac() float64 { return float64(j.empty.Load()) / flo
 func (j *windowJob) timings(workers int) StageTimes {
 	return StageTimes{Read: time.Duration(j.readNs.Load()), Composite: time.Duration(j.compositeNs.Load()),
 		Write: time.Duration(j.writeNs.Load()), Resample: time.Duration(j.resampleNs.Load()),
-		Labels: time.Duration(j.labelNs.Load()), Workers: min(workers, j.windows)}
+		Labels: time.Duration(j.labelNs.Load()), Workers: min(workers, j.windows), RawRects: j.rawRects.Load()}
 }
 
 // outputGrid returns the stack's grid and the tile's own grid at the

@@ -6,11 +6,16 @@ package raster
 import "C"
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"unsafe"
 
 	"github.com/airbusgeo/godal"
+
+	"github.com/lulc/lulc/decode"
+	"github.com/lulc/lulc/resample"
 )
 
 // TileLayout is how band 1 of a tiled GeoTIFF lies in its file: tiles of
@@ -29,6 +34,51 @@ type TileLayout struct {
 	Predictor      int    // 1 none, 2 horizontal differencing, 3 floating point
 	BigEndian      bool
 	Offsets, Sizes []uint64
+	// ID identifies the file's tiles: its path and a digest of where its
+	// tiles lie, so that a file rewritten in place gets another.
+	ID string
+}
+
+// Format is how the layout's tiles are stored, for package decode.
+func (l *TileLayout) Format() decode.Format {
+	sb := 2
+	if l.DataType == "Byte" {
+		sb = 1
+	}
+	return decode.Format{Compression: l.Compression, Predictor: l.Predictor, BigEndian: l.BigEndian, SampleBytes: sb, W: l.Block[0], H: l.Block[1]}
+}
+
+// Rect reads the compressed tiles that cover the rectangle (x, y, w, h)
+// of the band, with one batched read; tiles never written come back nil,
+// to be filled with the band's nodata (0 without one), as GDAL does.
+func (l *TileLayout) Rect(x, y, w, h int, nodata *float64) (*decode.Rect, error) {
+	if w <= 0 || h <= 0 || x < 0 || y < 0 || x+w > l.Width || y+h > l.Height {
+		return nil, fmt.Errorf("read %s: rectangle %d,%d %d×%d outside its %d×%d pixels", l.Path, x, y, w, h, l.Width, l.Height)
+	}
+	bw, bh := l.Block[0], l.Block[1]
+	r := &decode.Rect{X: x, Y: y, W: w, H: h, Format: l.Format(), File: l.ID, TilesX: l.TilesX, TX0: x / bw, TY0: y / bh}
+	r.TW, r.TH = (x+w-1)/bw-r.TX0+1, (y+h-1)/bh-r.TY0+1
+	if nodata != nil {
+		r.Fill = uint16(*nodata)
+	}
+	r.Tiles = make([][]byte, r.TW*r.TH)
+	var offs, sizes []uint64
+	var at []int
+	for j := range r.TH {
+		for i := range r.TW {
+			if t := r.Tile(i, j); l.Sizes[t] > 0 {
+				offs, sizes, at = append(offs, l.Offsets[t]), append(sizes, l.Sizes[t]), append(at, j*r.TW+i)
+			}
+		}
+	}
+	raw, err := ReadRanges(l.Path, offs, sizes)
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range at {
+		r.Tiles[i] = raw[k]
+	}
+	return r, nil
 }
 
 // Layout describes the source's band 1 for raw tile reads. Rasters that
@@ -77,6 +127,10 @@ func (s *Source) Layout() (TileLayout, error) {
 			}
 		}
 	}
+	h := fnv.New64a()
+	binary.Write(h, binary.LittleEndian, l.Offsets)
+	binary.Write(h, binary.LittleEndian, l.Sizes)
+	l.ID = fmt.Sprintf("%s#%016x", l.Path, h.Sum64())
 	head, err := ReadRanges(l.Path, []uint64{0}, []uint64{2})
 	if err != nil {
 		return TileLayout{}, err
@@ -142,4 +196,34 @@ func ReadRanges(path string, offsets, sizes []uint64) ([][]byte, error) {
 		at += sizes[i]
 	}
 	return out, nil
+}
+
+// RawWindow returns what a window over dst needs from the band, still
+// compressed (l is the band's layout): for a band on dst's grid, the
+// window's own rectangle, and c nil; for a band that nests in dst k > 1
+// times coarser, when bilinear, the plane that Coarse would read, with its
+// geometry in c (and no pixels). Both are nil when the band is neither
+// (another grid, not aligned, or a resampling lulc leaves to GDAL).
+func (s *Source) RawWindow(dst Grid, l *TileLayout, bilinear bool) (*decode.Rect, *resample.Coarse, error) {
+	if l.DataType != "UInt16" || !s.ownResampling("nearest", []uint16(nil)) {
+		return nil, nil, nil
+	}
+	if x, y, w, h, ok := s.nested(dst); ok && w == dst.Width && h == dst.Height {
+		r, err := l.Rect(x, y, w, h, s.NoData)
+		return r, nil, err
+	}
+	win, ok := s.zoomed(dst)
+	if !ok || !bilinear {
+		return nil, nil, nil
+	}
+	px, py, pw, ph := win.Need(true)
+	c := &resample.Coarse{Window: win, Plane: resample.Plane[uint16]{X0: px, Y0: py, W: pw, H: ph}}
+	if s.NoData != nil {
+		c.NoData, c.HasNoData = uint16(*s.NoData), true
+	}
+	r, err := l.Rect(px, py, pw, ph, s.NoData)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, c, nil
 }

@@ -140,3 +140,97 @@ func TestRawTilesReal(t *testing.T) {
 		t.Fatal("no file in the sample data was decoded by lulc")
 	}
 }
+
+// TestRawWindow reads windows of a 10 m and a 20 m band still compressed
+// (RawWindow), decodes them with package decode, and compares them with
+// GDAL's read of the 10 m window and with the plane Coarse reads for the
+// 20 m band, at the rasters' edges and with a tile never written.
+func TestRawWindow(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	dir := t.TempDir()
+	const w, h = 700, 530
+	fine, coarse := make([]uint16, w*h), make([]uint16, (w/2)*(h/2))
+	for i := range fine {
+		fine[i] = uint16(800 + (i%w)*3 + r.IntN(400))
+	}
+	for i := range coarse {
+		coarse[i] = uint16(600 + (i%(w/2))*2 + r.IntN(900))
+	}
+	g10 := Grid{EPSG: 32631, Width: w, Height: h, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
+	g20 := Grid{EPSG: 32631, Width: w / 2, Height: h / 2, Transform: [6]float64{500000, 20, 0, 5000000, 0, -20}}
+	nd := 0.0
+	if err := WriteCOG(filepath.Join(dir, "b10.tif"), g10, fine, COGOptions{BlockSize: 128, Compress: "DEFLATE", NoData: &nd}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCOG(filepath.Join(dir, "b20.tif"), g20, coarse, COGOptions{BlockSize: 128, Compress: "DEFLATE", Predictor: true, NoData: &nd}); err != nil {
+		t.Fatal(err)
+	}
+	s10, err := Open(filepath.Join(dir, "b10.tif"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s10.Close()
+	s20, err := Open(filepath.Join(dir, "b20.tif"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s20.Close()
+	l10, err := s10.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l20, err := s20.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l10.ID == l20.ID || !strings.HasPrefix(l10.ID, l10.Path+"#") {
+		t.Fatalf("layout IDs %q and %q", l10.ID, l20.ID)
+	}
+	for _, win := range [][4]int{{0, 0, 256, 256}, {256, 256, 256, 256}, {512, 384, 188, 146}, {100, 60, 300, 200}} {
+		x, y, ww, wh := win[0], win[1], win[2], win[3]
+		dst := Grid{EPSG: 32631, Width: ww, Height: wh, Transform: [6]float64{500000 + 10*float64(x), 10, 0, 5000000 - 10*float64(y), 0, -10}}
+		raw, c, err := s10.RawWindow(dst, &l10, true)
+		if err != nil || raw == nil || c != nil {
+			t.Fatalf("window %v, 10 m: %v, %v, %v", win, raw, c, err)
+		}
+		got, err := raw.Uint16()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]uint16, ww*wh)
+		if err := s10.Read(dst, "bilinear", want); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("window %v: 10 m pixels differ from GDAL's", win)
+		}
+		if ww%2 != 0 || wh%2 != 0 {
+			continue
+		}
+		raw, c, err = s20.RawWindow(dst, &l20, true)
+		if err != nil || raw == nil || c == nil {
+			t.Fatalf("window %v, 20 m: %v, %v, %v", win, raw, c, err)
+		}
+		ref, err := s20.Coarse(dst, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Window != ref.Window || c.Plane.X0 != ref.Plane.X0 || c.Plane.W != ref.Plane.W || c.Plane.H != ref.Plane.H || c.NoData != ref.NoData || !c.HasNoData {
+			t.Fatalf("window %v: coarse geometry %+v, want %+v", win, c, ref)
+		}
+		if got, err = raw.Uint16(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, ref.Plane.Pix) {
+			t.Fatalf("window %v: 20 m plane differs from Coarse's", win)
+		}
+		if _, _, err := s20.RawWindow(dst, &l20, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A window off the band's grid is not for raw reads.
+	off := Grid{EPSG: 32631, Width: 64, Height: 64, Transform: [6]float64{500005, 10, 0, 5000000, 0, -10}}
+	if raw, c, err := s10.RawWindow(off, &l10, true); raw != nil || c != nil || err != nil {
+		t.Fatalf("off-grid window: %v %v %v", raw, c, err)
+	}
+}

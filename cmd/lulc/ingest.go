@@ -57,6 +57,9 @@ Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 				secs := res.Elapsed.Seconds()
 				fmt.Fprintf(a.stdout, "ingested %d tile(s) into %s in %s (%.0f MB decoded, %.1f MB/s)\n",
 					len(res.Tiles), res.Dir, res.Elapsed.Round(time.Millisecond), float64(res.DecodedBytes)/1e6, float64(res.DecodedBytes)/1e6/secs)
+				if len(devs) > 0 {
+					fmt.Fprintf(a.stdout, "  device busy %.2f s (%.0f %% of the wall time)\n", res.DeviceBusy.Seconds(), 100*res.DeviceBusy.Seconds()/secs)
+				}
 				for _, t := range res.Tiles {
 					fmt.Fprintf(a.stdout, "  %s: %d dates, %d pixels, %.1f %% without a valid observation: %s/stack.tif\n",
 						t.Tile, t.Dates, t.Pixels, 100*t.NoValidFrac, t.Dir)

@@ -677,7 +677,7 @@ extern "C" __global__ void upsample_bilinear(const unsigned short* __restrict__ 
 // other. Lane 0 writes literals; __syncwarp orders every write before the
 // next match reads it.
 //
-// Each stream is decoded up to want bytes and no further, as the Go twin
+// Stream i is decoded into dst[i], up to want bytes and no further, as the Go twin
 // reads exactly a tile's bytes: what follows in the stream (its Adler-32)
 // is not read. status[i] says how stream i ended (INFLATE_OK or the first
 // error met).
@@ -863,15 +863,14 @@ __device__ int inflate_dynamic_lengths(BitReader& br, HuffTables& t, unsigned in
 }
 
 extern "C" __global__ void inflate(const unsigned char* __restrict__ src, const unsigned long long* __restrict__ src_off,
-                                   const unsigned int* __restrict__ src_len, unsigned char* __restrict__ dst,
-                                   const unsigned long long* __restrict__ dst_off, unsigned int want, int n,
-                                   int* __restrict__ status) {
+                                   const unsigned int* __restrict__ src_len, unsigned char* const* __restrict__ dst,
+                                   unsigned int want, int n, int* __restrict__ status) {
     extern __shared__ HuffTables tables[];
     unsigned int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int tile = blockIdx.x * (blockDim.x >> 5) + warp;
     if (tile >= n) return;  // whole warps leave together
     HuffTables& t = tables[warp];
-    unsigned char* out = dst + dst_off[tile];
+    unsigned char* out = dst[tile];
     const unsigned char* in = src + src_off[tile];
     unsigned int inlen = src_len[tile];
     int st = INFLATE_OK;
@@ -1009,15 +1008,15 @@ extern "C" __global__ void inflate(const unsigned char* __restrict__ src, const 
 }
 
 // tiff_unpack turns decoded tile bytes into samples, one thread per row of
-// w samples (rows tiles × h of them, tile i at byte offset off[i]): 16-bit
+// w samples (tiles × h of them, tile i at tile[i]): 16-bit
 // samples swapped from big-endian when big_endian, then TIFF predictor 2
 // undone by summing each row left to right modulo 2⁸ or 2¹⁶.
-extern "C" __global__ void tiff_unpack(unsigned char* __restrict__ data, const unsigned long long* __restrict__ off,
-                                       int tiles, int w, int h, int sample_bytes, int big_endian, int predictor) {
+extern "C" __global__ void tiff_unpack(unsigned char* const* __restrict__ tile, int tiles, int w, int h,
+                                       int sample_bytes, int big_endian, int predictor) {
     long long n = (long long)tiles * h;
     long long stride = (long long)gridDim.x * blockDim.x;
     for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < n; r += stride) {
-        unsigned char* row = data + off[r / h] + (r % h) * (long long)w * sample_bytes;
+        unsigned char* row = tile[r / h] + (r % h) * (long long)w * sample_bytes;
         if (sample_bytes == 1) {
             if (predictor == 2) {
                 unsigned char acc = row[0];
@@ -1033,5 +1032,21 @@ extern "C" __global__ void tiff_unpack(unsigned char* __restrict__ data, const u
             if (predictor == 2 && i > 0) v = (unsigned short)(acc + v);
             s[i] = acc = v;
         }
+    }
+}
+
+// gather_tiles copies the rectangle (x, y, w, h) of a band out of its
+// decoded tiles of bw × bh 16-bit samples: tiles[j × tw + i] points at
+// tile (tx0 + i, ty0 + j), or is 0 for a tile never written, whose pixels
+// are fill. One thread per output pixel, rows of out are w long.
+extern "C" __global__ void gather_tiles(const unsigned long long* __restrict__ tiles, int tx0, int ty0, int tw,
+                                        int bw, int bh, int x, int y, int w, int h, int fill,
+                                        unsigned short* __restrict__ out) {
+    long long n = (long long)w * h;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        int px = x + (int)(i % w), py = y + (int)(i / w);
+        const unsigned short* t = (const unsigned short*)tiles[(py / bh - ty0) * tw + (px / bw - tx0)];
+        out[i] = t ? t[(py % bh) * bw + px % bw] : (unsigned short)fill;
     }
 }

@@ -1,0 +1,71 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/synth"
+)
+
+// TestIngestRawBandsSameBytes ingests the small scene (4×4 tiles of 512
+// px a band, four dates) in 512-pixel windows twice on the CPU: as always,
+// and taking the bands compressed, read a row of windows ahead
+// (decodeAhead) and decoded by package decode, as a device that decodes
+// does. The stacks, labels and counts must be the same bytes, and the
+// compressed path must have been taken.
+func TestIngestRawBandsSameBytes(t *testing.T) {
+	raw, err := configs.Read("synth-small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scfg, err := synth.ParseConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scene := makeScene(t, "small", scfg)
+	raw, err = configs.Read("ingest-full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseIngestConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Source.Catalog = filepath.Join(scene, "catalog.json")
+	cfg.Window = 512
+	run := func(name string, rawBands bool) (string, string) {
+		rawOnCPU = rawBands
+		defer func() { rawOnCPU = false }()
+		var logs bytes.Buffer
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		out := filepath.Join(t.TempDir(), name)
+		if _, err := Ingest(context.Background(), cfg, Options{Out: out, Version: "test", Log: log}); err != nil {
+			t.Fatal(err)
+		}
+		return out, logs.String()
+	}
+	gdal, _ := run("gdal", false)
+	lulc, logs := run("raw", true)
+	if !strings.Contains(logs, "raw_rects=") || strings.Contains(logs, "raw_rects=0 ") {
+		t.Fatalf("the compressed path was not taken:\n%s", logs)
+	}
+	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif"} {
+		a, err := os.ReadFile(filepath.Join(gdal, "31TEJ", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(lulc, "31TEJ", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs between GDAL's decoding and lulc's", f)
+		}
+	}
+}
