@@ -1,7 +1,9 @@
 package cuda
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/lulc/lulc/decode"
@@ -26,6 +28,7 @@ type tileCache struct {
 	slot      map[string]int // key → slot
 	key       []string       // slot → key, "" when free
 	used      []uint64       // slot → the call that last used it
+	free      []int
 	call      uint64
 }
 
@@ -42,7 +45,11 @@ func newTileCache(slotBytes uint64) (*tileCache, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tileCache{slab: b, slotBytes: slotBytes, slot: map[string]int{}, key: make([]string, n), used: make([]uint64, n)}, nil
+	c := &tileCache{slab: b, slotBytes: slotBytes, slot: map[string]int{}, key: make([]string, n), used: make([]uint64, n), free: make([]int, n)}
+	for i := range c.free {
+		c.free[i] = n - 1 - i
+	}
+	return c, nil
 }
 
 // lookup returns the address of the decoded tile key, marking it used by
@@ -56,27 +63,33 @@ func (c *tileCache) lookup(key string) (uint64, bool) {
 	return c.slab.ptr + uint64(i)*c.slotBytes, true
 }
 
-// claim returns a slot for tile key, evicting the least recently used tile
-// that the current call does not use; false when every slot is in use.
+// claim returns a slot for tile key; false when every slot holds a tile
+// the current call uses. When none is free, the least recently used
+// quarter of the tiles is evicted at once (a sort, not a scan per claim).
 func (c *tileCache) claim(key string) (uint64, bool) {
-	best := -1
-	for i, k := range c.key {
-		if k == "" {
-			best = i
-			break
+	if len(c.free) == 0 {
+		var old []int
+		for i, u := range c.used {
+			if u < c.call {
+				old = append(old, i)
+			}
 		}
-		if c.used[i] < c.call && (best < 0 || c.used[i] < c.used[best]) {
-			best = i
+		slices.SortFunc(old, func(a, b int) int { return cmp.Compare(c.used[a], c.used[b]) })
+		old = old[:min(len(old), max(1, len(c.key)/4))]
+		for _, i := range old {
+			delete(c.slot, c.key[i])
+			c.key[i], c.used[i] = "", 0
 		}
+		slices.Reverse(old)
+		c.free = old
 	}
-	if best < 0 {
+	if len(c.free) == 0 {
 		return 0, false
 	}
-	if old := c.key[best]; old != "" {
-		delete(c.slot, old)
-	}
-	c.key[best], c.slot[key], c.used[best] = key, best, c.call
-	return c.slab.ptr + uint64(best)*c.slotBytes, true
+	i := c.free[len(c.free)-1]
+	c.free = c.free[:len(c.free)-1]
+	c.key[i], c.slot[key], c.used[i] = key, i, c.call
+	return c.slab.ptr + uint64(i)*c.slotBytes, true
 }
 
 // forget drops a tile whose decoding failed.
@@ -84,6 +97,7 @@ func (c *tileCache) forget(key string) {
 	if i, ok := c.slot[key]; ok {
 		delete(c.slot, key)
 		c.key[i], c.used[i] = "", 0
+		c.free = append(c.free, i)
 	}
 }
 
@@ -138,7 +152,7 @@ func (d *Device) decodeRects(rects []rectOut) error {
 				if raw == nil {
 					continue // never written: gather_tiles fills it
 				}
-				key := r.File + "#" + strconv.Itoa(r.Tile(i, j))
+				key := tileKey(r, i, j)
 				if _, ok := where[key]; !ok {
 					if p, ok := d.tiles.lookupIf(d.tiles != nil && d.tiles.slotBytes == uint64(f.TileBytes()), key); ok {
 						where[key] = p
@@ -219,7 +233,7 @@ func (d *Device) gatherRects(rects []rectOut, tables [][]uint64, where map[strin
 				if r.Tiles[j*r.TW+i] == nil {
 					continue
 				}
-				at := where[r.File+"#"+strconv.Itoa(r.Tile(i, j))]
+				at := where[tileKey(r, i, j)]
 				if at&scratchMark != 0 {
 					at = base[r.Format] + (at&^scratchMark)*uint64(r.Format.TileBytes())
 				}
@@ -270,15 +284,148 @@ func (c *tileCache) lookupIf(use bool, key string) (uint64, bool) {
 	return c.lookup(key)
 }
 
-// DecodeAhead decodes the tiles of rects on the device and keeps them for
-// the windows that will need them (Composite finds them there), in one
-// batch: one warp decodes a tile, at a few MB/s, so the device reaches its
-// throughput only with thousands of tiles in flight. Tiles that do not fit
-// in the cache are decoded again when a window needs them.
-func DecodeAhead(dev *Device, rects []*decode.Rect) error {
-	outs := make([]rectOut, len(rects))
-	for i, r := range rects {
-		outs[i] = rectOut{r: r, cache: true}
+// tileKey identifies tile (i, j) of a rectangle's span across calls.
+func tileKey(r *decode.Rect, i, j int) string { return r.File + "#" + strconv.Itoa(r.Tile(i, j)) }
+
+// AheadBatch is the tiles of many rectangles packed for DecodeAhead, each
+// tile once, by format: the host's part of decoding ahead, done away from
+// the device's goroutine.
+type AheadBatch struct {
+	formats []decode.Format
+	keys    map[decode.Format][]string
+	packed  map[decode.Format]packedTiles
+}
+
+// PackAhead packs the written tiles of rects that are for the device,
+// leaving out those skip says it holds already (nil: none).
+func PackAhead(rects []*decode.Rect, skip func(key string) bool) (*AheadBatch, error) {
+	b := NewAheadBatch()
+	tiles := map[decode.Format][][]byte{}
+	keys := map[decode.Format][]string{}
+	var formats []decode.Format
+	seen := map[string]bool{}
+	for _, r := range rects {
+		f := r.Format
+		if f.SampleBytes != 2 || !Decodable(f) || len(r.Tiles) != r.TW*r.TH {
+			continue
+		}
+		for j := range r.TH {
+			for i := range r.TW {
+				raw := r.Tiles[j*r.TW+i]
+				key := tileKey(r, i, j)
+				if raw == nil || seen[key] || skip != nil && skip(key) {
+					continue
+				}
+				seen[key] = true
+				if _, ok := tiles[f]; !ok {
+					formats = append(formats, f)
+				}
+				tiles[f], keys[f] = append(tiles[f], raw), append(keys[f], key)
+			}
+		}
 	}
-	return dev.Do(func() error { return dev.decodeRects(outs) })
+	for _, f := range formats {
+		p, err := packTiles(tiles[f])
+		if err != nil {
+			return nil, err
+		}
+		if err := b.Add(f, p.data, p.off, p.size, keys[f]); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// NewAheadBatch returns an empty batch, for tiles a caller packs itself
+// (Add).
+func NewAheadBatch() *AheadBatch {
+	return &AheadBatch{keys: map[decode.Format][]string{}, packed: map[decode.Format]packedTiles{}}
+}
+
+// Add puts tiles of format f that the caller has packed into the batch:
+// tile k's size[k] bytes at off[k] of data, a multiple of 4, with at least
+// 8 bytes after the last (the decoder reads whole words), keys[k] naming
+// it as Composite's rectangles do (the rectangle's File, "#", the tile's
+// index in the band).
+func (b *AheadBatch) Add(f decode.Format, data []byte, off []uint64, size []uint32, keys []string) error {
+	if len(off) != len(size) || len(off) != len(keys) {
+		return fmt.Errorf("cuda decode ahead: %d offsets, %d sizes, %d keys", len(off), len(size), len(keys))
+	}
+	for k := range off {
+		if off[k]%4 != 0 || off[k]+uint64(size[k])+8 > uint64(len(data)) {
+			return fmt.Errorf("cuda decode ahead: tile %s at %d of %d bytes, in %d", keys[k], off[k], size[k], len(data))
+		}
+	}
+	if _, ok := b.packed[f]; ok {
+		return fmt.Errorf("cuda decode ahead: a second batch of %s tiles", f.Compression)
+	}
+	b.formats = append(b.formats, f)
+	b.keys[f], b.packed[f] = keys, packedTiles{data: data, off: off, size: size}
+	return nil
+}
+
+// TileKey names tile (i, j) of a rectangle's span as the device's tile
+// cache does.
+func TileKey(r *decode.Rect, i, j int) string { return tileKey(r, i, j) }
+
+// Keys lists the batch's tiles.
+func (b *AheadBatch) Keys() []string {
+	var all []string
+	for _, f := range b.formats {
+		all = append(all, b.keys[f]...)
+	}
+	return all
+}
+
+// DecodeAhead decodes a batch's tiles on the device and keeps them for
+// the windows that will need them (Composite finds them there), in one
+// launch per format: one warp decodes a tile, at a few MB/s, so the device
+// reaches its throughput only with thousands of tiles in flight. Tiles
+// that do not fit in the cache are decoded again when a window needs them.
+func DecodeAhead(dev *Device, b *AheadBatch) error {
+	return dev.Do(func() error {
+		for _, f := range b.formats {
+			if err := dev.decodeAhead(f, b.keys[f], b.packed[f]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles) error {
+	d.tileCall++
+	if !d.cacheFor(uint64(f.TileBytes())) {
+		return nil
+	}
+	d.tiles.call = d.tileCall
+	// Only the tiles the cache has room for and does not hold yet.
+	var sel packedTiles
+	var dst []uint64
+	var claimed []string
+	for i, key := range keys {
+		if _, ok := d.tiles.lookup(key); ok {
+			continue
+		}
+		at, ok := d.tiles.claim(key)
+		if !ok {
+			break
+		}
+		sel.off, sel.size = append(sel.off, p.off[i]), append(sel.size, p.size[i])
+		dst, claimed = append(dst, at), append(claimed, key)
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	sel.data = p.data
+	s, err := d.stageTiles(sel, f, dst)
+	if err == nil {
+		err = d.runDecode(s, f, inflateWarps)
+	}
+	if err != nil {
+		for _, key := range claimed {
+			d.tiles.forget(key)
+		}
+	}
+	return err
 }

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/decode"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/resample"
@@ -38,6 +39,9 @@ type decodeAhead struct {
 	err      error // the first failure: windows then read for themselves
 	srcs     map[string]*raster.Source
 	readNs   int64 // reading the compressed tiles, summed over readers
+	// The bytes of the tiles read for the previous row and for this one
+	// (the reader's own): a coarse band's halo reaches one row back.
+	prevBytes, rowBytes map[string][]byte
 }
 
 type aheadKey struct {
@@ -54,7 +58,7 @@ type aheadRect struct {
 // workers take them); close must be called when the windows are done.
 func newDecodeAhead(j *windowJob, windows []raster.Grid) *decodeAhead {
 	a := &decodeAhead{job: j, row: map[[2]float64]int{}, stop: make(chan struct{}),
-		rects: map[aheadKey]aheadRect{}, srcs: map[string]*raster.Source{}, exited: make(chan struct{})}
+		rects: map[aheadKey]aheadRect{}, srcs: map[string]*raster.Source{}, prevBytes: map[string][]byte{}, rowBytes: map[string][]byte{}, exited: make(chan struct{})}
 	a.finished = sync.NewCond(&a.mu)
 	for _, w := range windows {
 		o := origin(w)
@@ -113,8 +117,11 @@ func (a *decodeAhead) waitRow(i int) bool {
 	return true
 }
 
-// readRow reads the rectangles of every band of every date over the
-// row's windows, then decodes their tiles on the device.
+// readRow plans the rectangles of every band of every date over the
+// row's windows, reads each tile not read for the row before (the halo of
+// coarse bands reaches into the previous row's tiles) once, straight into
+// one buffer per tile format laid out for the device, then decodes them
+// there in one batch.
 func (a *decodeAhead) readRow(row []raster.Grid) error {
 	type job struct {
 		w    raster.Grid
@@ -129,35 +136,43 @@ func (a *decodeAhead) readRow(row []raster.Grid) error {
 		}
 	}
 	got := make([]aheadRect, len(jobs))
+	layouts := make([]*raster.TileLayout, len(jobs))
 	var g errgroup.Group
 	g.SetLimit(aheadReaders)
 	for i, jb := range jobs {
 		g.Go(func() error {
-			t := time.Now()
-			defer func() {
-				a.mu.Lock()
-				a.readNs += int64(time.Since(t))
-				a.mu.Unlock()
-			}()
 			s, l, err := a.source(jb.href)
 			if err != nil || l == nil {
 				return err
 			}
-			raw, c, err := s.RawWindow(jb.w, l, a.job.cfg.Resampling.Reflectance == "bilinear")
-			got[i] = aheadRect{raw, c}
+			raw, c, err := s.RawWindowPlan(jb.w, l, a.job.cfg.Resampling.Reflectance == "bilinear")
+			got[i], layouts[i] = aheadRect{raw, c}, l
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	var rects []*decode.Rect
-	for _, r := range got {
-		if r.raw != nil {
-			rects = append(rects, r.raw)
-		}
+	reads, batch, err := a.layOut(got, layouts)
+	if err != nil {
+		return err
 	}
-	if err := a.job.engine.decodeAhead(rects); err != nil {
+	g = errgroup.Group{}
+	g.SetLimit(aheadReaders)
+	for _, rd := range reads {
+		g.Go(func() error {
+			t := time.Now()
+			err := raster.ReadRangesInto(rd.path, rd.offs, rd.sizes, rd.dst)
+			a.mu.Lock()
+			a.readNs += int64(time.Since(t))
+			a.mu.Unlock()
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := a.job.engine.decodeAhead(batch); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -168,6 +183,113 @@ func (a *decodeAhead) readRow(row []raster.Grid) error {
 		}
 	}
 	return nil
+}
+
+// fileReads is what one reader reads from one file: ranges into buffers.
+type fileReads struct {
+	path        string
+	offs, sizes []uint64
+	dst         [][]byte
+}
+
+// layOut gives every tile of the rectangles its bytes: those read for the
+// previous row again, the others a place in this row's buffer of their
+// format (each once), listed by file for the readers; and the batch of the
+// new ones for the device.
+func (a *decodeAhead) layOut(rects []aheadRect, layouts []*raster.TileLayout) ([]*fileReads, *cuda.AheadBatch, error) {
+	type place struct {
+		f    decode.Format
+		at   uint64
+		size uint32
+	}
+	places := map[string]place{}
+	end := map[decode.Format]uint64{}
+	var formats []decode.Format
+	type tileRef struct {
+		r         *decode.Rect
+		i         int
+		key, path string
+	}
+	var refs []tileRef
+	byFile := map[string]*fileReads{}
+	var reads []*fileReads
+	keys := map[decode.Format][]string{}
+	offs := map[decode.Format][]uint64{}
+	sizes := map[decode.Format][]uint32{}
+	for k, ar := range rects {
+		r, l := ar.raw, layouts[k]
+		if r == nil {
+			continue
+		}
+		for j := range r.TH {
+			for i := range r.TW {
+				t := r.Tile(i, j)
+				if l.Sizes[t] == 0 {
+					continue
+				}
+				key := cuda.TileKey(r, i, j)
+				if b, ok := a.prevBytes[key]; ok {
+					r.Tiles[j*r.TW+i] = b
+					a.rowBytes[key] = b
+					continue
+				}
+				refs = append(refs, tileRef{r, j*r.TW + i, key, l.Path})
+				if _, ok := places[key]; ok {
+					continue
+				}
+				f := r.Format
+				if _, ok := end[f]; !ok {
+					formats = append(formats, f)
+				}
+				p := place{f, end[f], uint32(l.Sizes[t])}
+				places[key] = p
+				end[f] += (l.Sizes[t] + 3) &^ 3
+				keys[f], offs[f], sizes[f] = append(keys[f], key), append(offs[f], p.at), append(sizes[f], p.size)
+				fr := byFile[l.Path]
+				if fr == nil {
+					fr = &fileReads{path: l.Path}
+					byFile[l.Path] = fr
+					reads = append(reads, fr)
+				}
+				fr.offs, fr.sizes = append(fr.offs, l.Offsets[t]), append(fr.sizes, l.Sizes[t])
+			}
+		}
+	}
+	bufs := map[decode.Format][]byte{}
+	for _, f := range formats {
+		bufs[f] = make([]byte, end[f]+8)
+	}
+	for _, ref := range refs {
+		p := places[ref.key]
+		b := bufs[p.f][p.at : p.at+uint64(p.size) : p.at+uint64(p.size)]
+		ref.r.Tiles[ref.i] = b
+		a.rowBytes[ref.key] = b
+	}
+	// The readers' destinations, in each file's order.
+	for _, fr := range reads {
+		fr.dst = make([][]byte, len(fr.offs))
+	}
+	seen := map[string]bool{}
+	at := map[string]int{}
+	for _, ref := range refs {
+		if seen[ref.key] {
+			continue
+		}
+		seen[ref.key] = true
+		p := places[ref.key]
+		fr := byFile[ref.path]
+		fr.dst[at[fr.path]] = bufs[p.f][p.at : p.at+uint64(p.size)]
+		at[fr.path]++
+	}
+	batch := cuda.NewAheadBatch()
+	for _, f := range formats {
+		if err := batch.Add(f, bufs[f], offs[f], sizes[f], keys[f]); err != nil {
+			return nil, nil, err
+		}
+	}
+	// Tiles read for this row may serve the next one; older ones not.
+	a.prevBytes, a.rowBytes = a.rowBytes, map[string][]byte{}
+	return reads, batch, nil
 }
 
 // source returns the band's source (its geometry only: safe to share

@@ -55,13 +55,13 @@ func (e engine) decodes(f decode.Format) (bool, string) {
 	return true, ""
 }
 
-// decodeAhead decodes the tiles of rects on the device and keeps them for
+// decodeAhead has the device decode a batch of tiles and keep them for
 // the windows (nothing to do on the CPU, which decodes per window).
-func (e engine) decodeAhead(rects []*decode.Rect) error {
+func (e engine) decodeAhead(b *cuda.AheadBatch) error {
 	if e.gpu == nil {
 		return nil
 	}
-	return cuda.DecodeAhead(e.gpu, rects)
+	return cuda.DecodeAhead(e.gpu, b)
 }
 
 // composite resamples a window's coarse bands, masks and composites it

@@ -1,6 +1,7 @@
 package raster
 
 // #cgo pkg-config: gdal
+// #include <stdio.h>
 // #include <stdlib.h>
 // #include <cpl_vsi.h>
 import "C"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/airbusgeo/godal"
@@ -52,16 +54,10 @@ func (l *TileLayout) Format() decode.Format {
 // of the band, with one batched read; tiles never written come back nil,
 // to be filled with the band's nodata (0 without one), as GDAL does.
 func (l *TileLayout) Rect(x, y, w, h int, nodata *float64) (*decode.Rect, error) {
-	if w <= 0 || h <= 0 || x < 0 || y < 0 || x+w > l.Width || y+h > l.Height {
-		return nil, fmt.Errorf("read %s: rectangle %d,%d %d×%d outside its %d×%d pixels", l.Path, x, y, w, h, l.Width, l.Height)
+	r, err := l.RectPlan(x, y, w, h, nodata)
+	if err != nil {
+		return nil, err
 	}
-	bw, bh := l.Block[0], l.Block[1]
-	r := &decode.Rect{X: x, Y: y, W: w, H: h, Format: l.Format(), File: l.ID, TilesX: l.TilesX, TX0: x / bw, TY0: y / bh}
-	r.TW, r.TH = (x+w-1)/bw-r.TX0+1, (y+h-1)/bh-r.TY0+1
-	if nodata != nil {
-		r.Fill = uint16(*nodata)
-	}
-	r.Tiles = make([][]byte, r.TW*r.TH)
 	var offs, sizes []uint64
 	var at []int
 	for j := range r.TH {
@@ -78,6 +74,23 @@ func (l *TileLayout) Rect(x, y, w, h int, nodata *float64) (*decode.Rect, error)
 	for k, i := range at {
 		r.Tiles[i] = raw[k]
 	}
+	return r, nil
+}
+
+// RectPlan is Rect without the reading: the rectangle's span of tiles,
+// with Tiles allocated but empty, for a caller that reads them itself
+// (ReadRangesInto, with each tile's place in the file from the layout).
+func (l *TileLayout) RectPlan(x, y, w, h int, nodata *float64) (*decode.Rect, error) {
+	if w <= 0 || h <= 0 || x < 0 || y < 0 || x+w > l.Width || y+h > l.Height {
+		return nil, fmt.Errorf("read %s: rectangle %d,%d %d×%d outside its %d×%d pixels", l.Path, x, y, w, h, l.Width, l.Height)
+	}
+	bw, bh := l.Block[0], l.Block[1]
+	r := &decode.Rect{X: x, Y: y, W: w, H: h, Format: l.Format(), File: l.ID, TilesX: l.TilesX, TX0: x / bw, TY0: y / bh}
+	r.TW, r.TH = (x+w-1)/bw-r.TX0+1, (y+h-1)/bh-r.TY0+1
+	if nodata != nil {
+		r.Fill = uint16(*nodata)
+	}
+	r.Tiles = make([][]byte, r.TW*r.TH)
 	return r, nil
 }
 
@@ -205,11 +218,20 @@ func ReadRanges(path string, offsets, sizes []uint64) ([][]byte, error) {
 // geometry in c (and no pixels). Both are nil when the band is neither
 // (another grid, not aligned, or a resampling lulc leaves to GDAL).
 func (s *Source) RawWindow(dst Grid, l *TileLayout, bilinear bool) (*decode.Rect, *resample.Coarse, error) {
+	return s.rawWindow(dst, l, bilinear, l.Rect)
+}
+
+// RawWindowPlan is RawWindow without reading the tiles (see RectPlan).
+func (s *Source) RawWindowPlan(dst Grid, l *TileLayout, bilinear bool) (*decode.Rect, *resample.Coarse, error) {
+	return s.rawWindow(dst, l, bilinear, l.RectPlan)
+}
+
+func (s *Source) rawWindow(dst Grid, l *TileLayout, bilinear bool, rect func(x, y, w, h int, nodata *float64) (*decode.Rect, error)) (*decode.Rect, *resample.Coarse, error) {
 	if l.DataType != "UInt16" || !s.ownResampling("nearest", []uint16(nil)) {
 		return nil, nil, nil
 	}
 	if x, y, w, h, ok := s.nested(dst); ok && w == dst.Width && h == dst.Height {
-		r, err := l.Rect(x, y, w, h, s.NoData)
+		r, err := rect(x, y, w, h, s.NoData)
 		return r, nil, err
 	}
 	win, ok := s.zoomed(dst)
@@ -221,9 +243,55 @@ func (s *Source) RawWindow(dst Grid, l *TileLayout, bilinear bool) (*decode.Rect
 	if s.NoData != nil {
 		c.NoData, c.HasNoData = uint16(*s.NoData), true
 	}
-	r, err := l.Rect(px, py, pw, ph, s.NoData)
+	r, err := rect(px, py, pw, ph, s.NoData)
 	if err != nil {
 		return nil, nil, err
 	}
 	return r, c, nil
+}
+
+// ReadRangesInto reads byte ranges of a file into dst (dst[i] holds
+// sizes[i] bytes): local files range by range straight into dst, files
+// behind GDAL's network filesystems (/vsicurl/, /vsis3/, …) in one batched
+// read that merges neighbouring ranges, then copied.
+func ReadRangesInto(path string, offsets, sizes []uint64, dst [][]byte) error {
+	if len(offsets) != len(sizes) || len(dst) != len(sizes) {
+		return fmt.Errorf("read %s: %d offsets, %d sizes, %d buffers", path, len(offsets), len(sizes), len(dst))
+	}
+	for i := range dst {
+		if uint64(len(dst[i])) != sizes[i] {
+			return fmt.Errorf("read %s: a buffer of %d bytes for %d", path, len(dst[i]), sizes[i])
+		}
+	}
+	if strings.HasPrefix(path, "/vsi") {
+		raw, err := ReadRanges(path, offsets, sizes)
+		if err != nil {
+			return err
+		}
+		for i := range raw {
+			copy(dst[i], raw[i])
+		}
+		return nil
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	mode := C.CString("rb")
+	defer C.free(unsafe.Pointer(mode))
+	fp := C.VSIFOpenL(cpath, mode)
+	if fp == nil {
+		return fmt.Errorf("read %s: cannot open", path)
+	}
+	defer C.VSIFCloseL(fp)
+	for i, off := range offsets {
+		if sizes[i] == 0 {
+			continue
+		}
+		// A Go pointer may be passed to C directly: the bytes hold no
+		// pointers, and C keeps none.
+		if C.VSIFSeekL(fp, C.vsi_l_offset(off), C.SEEK_SET) != 0 ||
+			uint64(C.VSIFReadL(unsafe.Pointer(&dst[i][0]), 1, C.size_t(sizes[i]), fp)) != sizes[i] {
+			return fmt.Errorf("read %s: %d bytes at %d: short read", path, sizes[i], off)
+		}
+	}
+	return nil
 }
