@@ -4,8 +4,10 @@
 // times, throughput, accuracy, reproducibility and cost (report.json,
 // report.md, report.html, stages.png). Forest times forest training alone
 // per engine (lulc's GPU and CPU forests, golearn, scikit-learn) at several
-// sample sizes on the same pixels (report.json, report.md). They are what
-// `lulc bench` and `lulc bench forest` run.
+// sample sizes on the same pixels (report.json, report.md). Decode times
+// the decoding of every tile of a directory's GeoTIFFs by GDAL, lulc's Go
+// decoder and the GPU's kernels. They are what `lulc bench`, `lulc bench
+// forest` and `lulc bench decode` run.
 package bench
 
 import (

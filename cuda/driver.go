@@ -2,7 +2,8 @@
 // time with purego (no cgo, no CUDA toolkit at build time: the package
 // builds with CGO_ENABLED=0 and only the driver's libcuda is needed to run).
 // It holds the GPU twins of lulc's compute stages, each behind the same
-// interface as its CPU reference and tested against it bit for bit.
+// interface as its CPU reference and tested against it bit for bit,
+// decoding of compressed GeoTIFF tiles (package decode's twin) included.
 //
 // A Device is owned by one goroutine locked to its OS thread, which holds
 // the device's primary context; work is handed to it, so any number of

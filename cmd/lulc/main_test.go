@@ -436,3 +436,52 @@ func TestRunShardFlags(t *testing.T) {
 		t.Error("a refused task wrote its run directory")
 	}
 }
+
+// TestBenchDecodeCommand times decoding the real Earth Search COGs (GDAL
+// and lulc's Go decoder; the GPU where there is one) and checks the
+// report, then the usage errors.
+func TestBenchDecodeCommand(t *testing.T) {
+	dir := "../../../shared/data/earthsearch-s2-l2a-29RKH-2020-02-19"
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("real sample data not available: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "decode")
+	code, stdout, stderr := lulc(t, "bench", "decode", dir, "--out", out, "--threads", "2", "--device", "cpu")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Tiles   int   `json:"tiles"`
+		Decoded int64 `json:"decoded_bytes"`
+		Runs    []struct {
+			Engine string  `json:"engine"`
+			GBps   float64 `json:"decoded_gb_per_s"`
+		} `json:"runs"`
+		Skipped []string `json:"skipped"`
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	// 13 single-band COGs (TCI and the preview have three bands).
+	if rep.Tiles < 50 || rep.Decoded <= 0 || len(rep.Runs) != 2 || len(rep.Skipped) != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, r := range rep.Runs {
+		if r.GBps <= 0 {
+			t.Errorf("%s: %v GB/s", r.Engine, r.GBps)
+		}
+	}
+	if !strings.Contains(stdout, "go twin, 2 threads") {
+		t.Errorf("stdout: %s", stdout)
+	}
+	if code, _, stderr := lulc(t, "bench", "decode", dir); code != 2 || !strings.Contains(stderr, "--out") {
+		t.Errorf("no --out: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := lulc(t, "bench", "decode", t.TempDir(), "--out", filepath.Join(t.TempDir(), "x")); code == 0 || !strings.Contains(stderr, "no .tif files") {
+		t.Errorf("empty directory: exit %d, %s", code, stderr)
+	}
+}
