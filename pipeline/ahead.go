@@ -39,6 +39,11 @@ type decodeAhead struct {
 	err      error // the first failure: windows then read for themselves
 	srcs     map[string]*raster.Source
 	readNs   int64 // reading the compressed tiles, summed over readers
+	// Where the reader's and the windows' time goes (logged at close):
+	// whole rows (wall), laying out and reading (wall), the device's
+	// decoding (wall), the reader held back by earlier rows, and windows
+	// waiting for their row (summed over windows).
+	planNs, fetchNs, decodeNs, heldNs, waitNs int64
 	// The bytes of the tiles read for the previous row and for this one
 	// (the reader's own): a coarse band's halo reaches one row back.
 	prevBytes, rowBytes map[string][]byte
@@ -86,9 +91,13 @@ func (a *decodeAhead) run() {
 	defer close(a.exited)
 	i := 0
 	for ; i < len(a.rows); i++ {
+		t := time.Now()
 		if i >= 2 && !a.waitRow(i-2) {
 			break
 		}
+		a.mu.Lock()
+		a.heldNs += int64(time.Since(t))
+		a.mu.Unlock()
 		if a.failed() == nil {
 			if err := a.readRow(a.rows[i]); err != nil {
 				a.fail(err)
@@ -123,6 +132,12 @@ func (a *decodeAhead) waitRow(i int) bool {
 // one buffer per tile format laid out for the device, then decodes them
 // there in one batch.
 func (a *decodeAhead) readRow(row []raster.Grid) error {
+	start := time.Now()
+	defer func() {
+		a.mu.Lock()
+		a.planNs += int64(time.Since(start))
+		a.mu.Unlock()
+	}()
 	type job struct {
 		w    raster.Grid
 		href string
@@ -153,6 +168,7 @@ func (a *decodeAhead) readRow(row []raster.Grid) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	t0 := time.Now()
 	reads, batch, err := a.layOut(got, layouts)
 	if err != nil {
 		return err
@@ -172,11 +188,14 @@ func (a *decodeAhead) readRow(row []raster.Grid) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	t1 := time.Now()
 	if err := a.job.engine.decodeAhead(batch); err != nil {
 		return err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.fetchNs += int64(t1.Sub(t0))
+	a.decodeNs += int64(time.Since(t1))
 	for i, jb := range jobs {
 		if got[i].raw != nil {
 			a.rects[aheadKey{origin(jb.w), jb.href}] = got[i]
@@ -328,9 +347,11 @@ func (a *decodeAhead) take(w raster.Grid, href string) (*raster.Source, *decode.
 	if !ok {
 		return nil, nil, nil, false
 	}
+	t := time.Now()
 	<-a.ready[i]
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.waitNs += int64(time.Since(t))
 	k := aheadKey{o, href}
 	r, ok := a.rects[k]
 	delete(a.rects, k)
@@ -375,5 +396,8 @@ func (a *decodeAhead) close() time.Duration {
 	for _, s := range a.srcs {
 		s.Close()
 	}
+	sec := func(ns int64) float64 { return time.Duration(ns).Seconds() }
+	a.job.log.Info("read ahead", "rows", len(a.rows), "row_s", sec(a.planNs), "fetch_s", sec(a.fetchNs),
+		"read_worker_s", sec(a.readNs), "device_decode_s", sec(a.decodeNs), "held_s", sec(a.heldNs), "windows_waiting_worker_s", sec(a.waitNs))
 	return time.Duration(a.readNs)
 }
