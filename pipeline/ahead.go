@@ -40,10 +40,10 @@ type decodeAhead struct {
 	srcs     map[string]*raster.Source
 	readNs   int64 // reading the compressed tiles, summed over readers
 	// Where the reader's and the windows' time goes (logged at close):
-	// whole rows (wall), laying out and reading (wall), the device's
+	// fetching rows (wall: planning, laying out, reading), the device's
 	// decoding (wall), the reader held back by earlier rows, and windows
 	// waiting for their row (summed over windows).
-	planNs, fetchNs, decodeNs, heldNs, waitNs int64
+	fetchNs, decodeNs, heldNs, waitNs int64
 	// The bytes of the tiles read for the previous row and for this one
 	// (the reader's own): a coarse band's halo reaches one row back.
 	prevBytes, rowBytes map[string][]byte
@@ -85,29 +85,69 @@ func newDecodeAhead(j *windowJob, windows []raster.Grid) *decodeAhead {
 
 func origin(w raster.Grid) [2]float64 { return [2]float64{w.Transform[0], w.Transform[3]} }
 
-// run reads and decodes row after row. Stopped, it releases the windows
-// still waiting (they then read for themselves).
+// run reads row after row and has the device decode each row while the
+// next is read: a reader goroutine fetches rows into batches, this one
+// decodes them and releases their windows, in order. Stopped, it releases
+// the windows still waiting (they then read for themselves).
 func (a *decodeAhead) run() {
 	defer close(a.exited)
-	i := 0
-	for ; i < len(a.rows); i++ {
-		t := time.Now()
-		if i >= 2 && !a.waitRow(i-2) {
-			break
-		}
-		a.mu.Lock()
-		a.heldNs += int64(time.Since(t))
-		a.mu.Unlock()
-		if a.failed() == nil {
-			if err := a.readRow(a.rows[i]); err != nil {
-				a.fail(err)
+	rows := make(chan *fetchedRow, 1)
+	go func() {
+		defer close(rows)
+		for i := range a.rows {
+			t := time.Now()
+			if i >= 2 && !a.waitRow(i-2) {
+				return
+			}
+			a.mu.Lock()
+			a.heldNs += int64(time.Since(t))
+			a.mu.Unlock()
+			f := &fetchedRow{i: i}
+			if a.failed() == nil {
+				f.err = a.fetchRow(f, a.rows[i])
+			}
+			select {
+			case rows <- f:
+			case <-a.stop:
+				return
 			}
 		}
-		close(a.ready[i])
+	}()
+	next := 0
+	for f := range rows {
+		if f.err == nil && f.batch != nil {
+			t := time.Now()
+			f.err = a.job.engine.decodeAhead(f.batch)
+			a.mu.Lock()
+			a.decodeNs += int64(time.Since(t))
+			a.mu.Unlock()
+		}
+		if f.err != nil {
+			a.fail(f.err)
+		} else {
+			a.store(f)
+		}
+		close(a.ready[f.i])
+		next = f.i + 1
 	}
-	for ; i < len(a.rows); i++ {
-		close(a.ready[i])
+	for ; next < len(a.rows); next++ {
+		close(a.ready[next])
 	}
+}
+
+// fetchedRow is a row read and laid out, waiting for the device: each
+// window's band and its rectangle, and the batch of new tiles.
+type fetchedRow struct {
+	i     int
+	jobs  []aheadJob
+	got   []aheadRect
+	batch *cuda.AheadBatch
+	err   error
+}
+
+type aheadJob struct {
+	w    raster.Grid
+	href string
 }
 
 // waitRow waits until every window of row i has finished, or the reader
@@ -126,50 +166,43 @@ func (a *decodeAhead) waitRow(i int) bool {
 	return true
 }
 
-// readRow plans the rectangles of every band of every date over the
-// row's windows, reads each tile not read for the row before (the halo of
-// coarse bands reaches into the previous row's tiles) once, straight into
-// one buffer per tile format laid out for the device, then decodes them
-// there in one batch.
-func (a *decodeAhead) readRow(row []raster.Grid) error {
+// fetchRow plans the rectangles of every band of every date over the
+// row's windows and reads each tile not read for the row before (the halo
+// of coarse bands reaches into the previous row's tiles) once, straight
+// into one buffer per tile format laid out for the device.
+func (a *decodeAhead) fetchRow(f *fetchedRow, row []raster.Grid) error {
 	start := time.Now()
 	defer func() {
 		a.mu.Lock()
-		a.planNs += int64(time.Since(start))
+		a.fetchNs += int64(time.Since(start))
 		a.mu.Unlock()
 	}()
-	type job struct {
-		w    raster.Grid
-		href string
-	}
-	var jobs []job
 	for _, w := range row {
 		for _, d := range a.job.dates {
 			for _, b := range d.bands {
-				jobs = append(jobs, job{w, b.Href})
+				f.jobs = append(f.jobs, aheadJob{w, b.Href})
 			}
 		}
 	}
-	got := make([]aheadRect, len(jobs))
-	layouts := make([]*raster.TileLayout, len(jobs))
+	f.got = make([]aheadRect, len(f.jobs))
+	layouts := make([]*raster.TileLayout, len(f.jobs))
 	var g errgroup.Group
 	g.SetLimit(aheadReaders)
-	for i, jb := range jobs {
+	for i, jb := range f.jobs {
 		g.Go(func() error {
 			s, l, err := a.source(jb.href)
 			if err != nil || l == nil {
 				return err
 			}
 			raw, c, err := s.RawWindowPlan(jb.w, l, a.job.cfg.Resampling.Reflectance == "bilinear")
-			got[i], layouts[i] = aheadRect{raw, c}, l
+			f.got[i], layouts[i] = aheadRect{raw, c}, l
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	t0 := time.Now()
-	reads, batch, err := a.layOut(got, layouts)
+	reads, batch, err := a.layOut(f.got, layouts)
 	if err != nil {
 		return err
 	}
@@ -188,20 +221,19 @@ func (a *decodeAhead) readRow(row []raster.Grid) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	t1 := time.Now()
-	if err := a.job.engine.decodeAhead(batch); err != nil {
-		return err
-	}
+	f.batch = batch
+	return nil
+}
+
+// store makes a decoded row's rectangles available to its windows.
+func (a *decodeAhead) store(f *fetchedRow) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.fetchNs += int64(t1.Sub(t0))
-	a.decodeNs += int64(time.Since(t1))
-	for i, jb := range jobs {
-		if got[i].raw != nil {
-			a.rects[aheadKey{origin(jb.w), jb.href}] = got[i]
+	for i, jb := range f.jobs {
+		if f.got[i].raw != nil {
+			a.rects[aheadKey{origin(jb.w), jb.href}] = f.got[i]
 		}
 	}
-	return nil
 }
 
 // fileReads is what one reader reads from one file: ranges into buffers.
@@ -397,7 +429,7 @@ func (a *decodeAhead) close() time.Duration {
 		s.Close()
 	}
 	sec := func(ns int64) float64 { return time.Duration(ns).Seconds() }
-	a.job.log.Info("read ahead", "rows", len(a.rows), "row_s", sec(a.planNs), "fetch_s", sec(a.fetchNs),
+	a.job.log.Info("read ahead", "rows", len(a.rows), "fetch_s", sec(a.fetchNs),
 		"read_worker_s", sec(a.readNs), "device_decode_s", sec(a.decodeNs), "held_s", sec(a.heldNs), "windows_waiting_worker_s", sec(a.waitNs))
 	return time.Duration(a.readNs)
 }
