@@ -54,15 +54,6 @@ type decodeFile struct {
 	tiles  [][]byte // in layout order; nil for tiles never written
 }
 
-func (f *decodeFile) format() decode.Format {
-	sb := 2
-	if f.layout.DataType == "Byte" {
-		sb = 1
-	}
-	return decode.Format{Compression: f.layout.Compression, Predictor: f.layout.Predictor, BigEndian: f.layout.BigEndian,
-		SampleBytes: sb, W: f.layout.Block[0], H: f.layout.Block[1]}
-}
-
 // Decode measures tile decoding on the GeoTIFFs under dir with threads
 // host threads (0: every CPU), on dev too when it is not nil.
 func Decode(ctx context.Context, dir string, threads int, dev *cuda.Device, command, version string) (*DecodeReport, error) {
@@ -97,7 +88,7 @@ func Decode(ctx context.Context, dir string, threads int, dev *cuda.Device, comm
 			continue
 		}
 		files = append(files, f)
-		fm := f.format()
+		fm := f.layout.Format()
 		formats[fmt.Sprintf("%s predictor %d, %d-bit, %d×%d tiles", fm.Compression, fm.Predictor, 8*fm.SampleBytes, fm.W, fm.H)] = true
 		for _, raw := range f.tiles {
 			if raw != nil {
@@ -157,25 +148,15 @@ func readDecodeFile(path string) (*decodeFile, error) {
 	if l.DataType != "Byte" && l.DataType != "UInt16" {
 		return nil, fmt.Errorf("%s samples", l.DataType)
 	}
-	f := &decodeFile{layout: l, tiles: make([][]byte, len(l.Offsets))}
 	if !decode.Supported(l.Compression, l.Predictor) {
 		return nil, fmt.Errorf("%s with predictor %d: %w", l.Compression, l.Predictor, decode.ErrUnsupported)
 	}
-	var offs, sizes []uint64
-	var at []int
-	for i, n := range l.Sizes {
-		if n > 0 {
-			offs, sizes, at = append(offs, l.Offsets[i]), append(sizes, n), append(at, i)
-		}
-	}
-	raw, err := raster.ReadRanges(l.Path, offs, sizes)
+	// The whole band as one rectangle: every tile, in layout order.
+	r, err := l.Rect(0, 0, l.Width, l.Height, nil)
 	if err != nil {
 		return nil, err
 	}
-	for k, i := range at {
-		f.tiles[i] = raw[k]
-	}
-	return f, nil
+	return &decodeFile{layout: l, tiles: r.Tiles}, nil
 }
 
 type tileJob struct {
@@ -261,7 +242,7 @@ func decodeGDAL(files []*decodeFile, threads int) error {
 // tile's samples (as little-endian bytes) go to it.
 func decodeTwin(files []*decodeFile, threads int, sink func(file, tile int, b []byte)) error {
 	return eachTileJob(files, threads, func(w int, j tileJob) error {
-		fm := j.f.format()
+		fm := j.f.layout.Format()
 		var b []byte
 		if fm.SampleBytes == 1 {
 			px := make([]uint8, fm.W*fm.H)
@@ -300,7 +281,7 @@ func decodeGPU(rep *DecodeReport, files []*decodeFile, threads int, dev *cuda.De
 	groups := map[decode.Format]*group{}
 	var order []decode.Format
 	for fi, f := range files {
-		fm := f.format()
+		fm := f.layout.Format()
 		if !cuda.Decodable(fm) {
 			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: %s not decoded on the device", f.layout.Path, fm.Compression))
 			continue

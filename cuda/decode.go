@@ -101,13 +101,9 @@ func TimeDecodeTiles(dev *Device, tiles [][]byte, f decode.Format, reps, warps i
 	out := make([]byte, len(tiles)*f.TileBytes())
 	t := DecodeTimes{Compressed: int64(len(packed.data)), Decoded: int64(len(out))}
 	err = dev.Do(func() error {
-		b, err := dev.mem.get("decode.out", uint64(len(out)))
+		b, dst, err := dev.outTiles(len(tiles), f)
 		if err != nil {
 			return err
-		}
-		dst := make([]uint64, len(tiles))
-		for i := range dst {
-			dst[i] = b.ptr + uint64(i*f.TileBytes())
 		}
 		var s stagedTiles
 		in, err := dev.timeIt(reps, func() error {
@@ -142,20 +138,30 @@ type stagedTiles struct {
 // decodeTiles stages and decodes a packed batch into the pool's
 // "decode.out" buffer, tile after tile (on the owner goroutine).
 func (d *Device) decodeTiles(p packedTiles, f decode.Format) (Buffer, error) {
-	tb := uint64(f.TileBytes())
-	out, err := d.mem.get("decode.out", uint64(len(p.off))*tb)
+	out, dst, err := d.outTiles(len(p.off), f)
 	if err != nil {
 		return Buffer{}, err
-	}
-	dst := make([]uint64, len(p.off))
-	for i := range dst {
-		dst[i] = out.ptr + uint64(i)*tb
 	}
 	s, err := d.stageTiles(p, f, dst)
 	if err != nil {
 		return Buffer{}, err
 	}
 	return out, d.runDecode(s, f, inflateWarps)
+}
+
+// outTiles returns the pool's "decode.out" buffer sized for n tiles of
+// format f, and each tile's address in it.
+func (d *Device) outTiles(n int, f decode.Format) (Buffer, []uint64, error) {
+	tb := uint64(f.TileBytes())
+	out, err := d.mem.get("decode.out", uint64(n)*tb)
+	if err != nil {
+		return Buffer{}, nil, err
+	}
+	dst := make([]uint64, n)
+	for i := range dst {
+		dst[i] = out.ptr + uint64(i)*tb
+	}
+	return out, dst, nil
 }
 
 // stageTiles copies a packed batch to the device, tile i to be decoded

@@ -63,6 +63,15 @@ func (c *tileCache) lookup(key string) (uint64, bool) {
 	return c.slab.ptr + uint64(i)*c.slotBytes, true
 }
 
+// find returns the address of decoded tile key when the cache holds it
+// (tiles of tb bytes only; a nil cache holds none), marking it used.
+func (c *tileCache) find(key string, tb uint64) (uint64, bool) {
+	if c == nil || c.slotBytes != tb {
+		return 0, false
+	}
+	return c.lookup(key)
+}
+
 // claim returns a slot for tile key; false when every slot holds a tile
 // the current call uses. When none is free, the least recently used
 // quarter of the tiles is evicted at once (a sort, not a scan per claim).
@@ -108,8 +117,8 @@ func (c *tileCache) release() {
 }
 
 // rectOut is a rectangle to decode on the device into dst (16-bit
-// samples, W×H; 0: only decode its tiles); cache says whether its tiles
-// are worth keeping for later calls.
+// samples, W×H); cache says whether its tiles are worth keeping for later
+// calls.
 type rectOut struct {
 	r     *decode.Rect
 	dst   uint64
@@ -128,76 +137,79 @@ func (d *Device) decodeRects(rects []rectOut) error {
 	if d.tiles != nil {
 		d.tiles.call = d.tileCall
 	}
-	type pending struct {
-		raw   [][]byte
-		keys  []string
-		dst   []uint64 // cache slot, or 1 + scratch index until scratch exists
-		cache []bool
-	}
-	batches := map[decode.Format]*pending{}
+	// Scratch for the tiles the cache does not keep, sized for the worst
+	// case (every tile of its format), so that addresses are known at once.
+	tiles := map[decode.Format]int{}
 	var formats []decode.Format
-	where := map[string]uint64{} // tile key → its decoded address (or scratch marker)
-	tables := make([][]uint64, len(rects))
-	scratch := map[decode.Format]int{}
-	for ri, ro := range rects {
+	for _, ro := range rects {
 		r, f := ro.r, ro.r.Format
 		if f.SampleBytes != 2 || !Decodable(f) || len(r.Tiles) != r.TW*r.TH {
 			return fmt.Errorf("cuda decode %s: %s %d-byte tiles, %d for a %d×%d span", r.File, f.Compression, f.SampleBytes, len(r.Tiles), r.TW, r.TH)
 		}
-		useCache := ro.cache && d.cacheFor(uint64(f.TileBytes()))
-		tables[ri] = make([]uint64, len(r.Tiles))
+		if _, ok := tiles[f]; !ok {
+			formats = append(formats, f)
+		}
+		tiles[f] += len(r.Tiles)
+	}
+	scratch := map[decode.Format]uint64{}
+	for k, f := range formats {
+		b, err := d.mem.get("decode.scratch."+strconv.Itoa(k), uint64(tiles[f]*f.TileBytes()))
+		if err != nil {
+			return err
+		}
+		scratch[f] = b.ptr
+	}
+	type pending struct {
+		raw    [][]byte
+		keys   []string
+		dst    []uint64
+		cached []bool
+	}
+	batches := map[decode.Format]*pending{}
+	where := map[string]uint64{} // tile key → its decoded address
+	used := map[decode.Format]int{}
+	tables := make([][]uint64, len(rects))
+	for ri, ro := range rects {
+		r, f := ro.r, ro.r.Format
+		tb := uint64(f.TileBytes())
+		keep := ro.cache && d.cacheFor(tb)
+		tables[ri] = make([]uint64, len(r.Tiles)) // 0: never written, gather_tiles fills it
 		for j := range r.TH {
 			for i := range r.TW {
 				raw := r.Tiles[j*r.TW+i]
 				if raw == nil {
-					continue // never written: gather_tiles fills it
+					continue
 				}
-				key := tileKey(r, i, j)
-				if _, ok := where[key]; !ok {
-					if p, ok := d.tiles.lookupIf(d.tiles != nil && d.tiles.slotBytes == uint64(f.TileBytes()), key); ok {
-						where[key] = p
-					} else {
-						b := batches[f]
-						if b == nil {
-							b = &pending{}
-							batches[f] = b
-							formats = append(formats, f)
-						}
-						var at uint64
-						var cached bool
-						if useCache {
-							at, cached = d.tiles.claim(key)
-						}
-						if !cached && ro.dst == 0 {
-							continue // decoding ahead, and no room to keep it
-						}
-						if !cached {
-							// Scratch addresses are known once the batch is
-							// counted: mark the index for now.
-							at = scratchMark | uint64(scratch[f])
-							scratch[f]++
-						}
-						b.raw, b.keys, b.dst, b.cache = append(b.raw, raw), append(b.keys, key), append(b.dst, at), append(b.cache, cached)
-						where[key] = at
+				key := TileKey(r, i, j)
+				at, ok := where[key]
+				if !ok {
+					at, ok = d.tiles.find(key, tb)
+				}
+				if !ok {
+					cached := false
+					if keep {
+						at, cached = d.tiles.claim(key)
 					}
+					if !cached {
+						at = scratch[f] + uint64(used[f])*tb
+						used[f]++
+					}
+					b := batches[f]
+					if b == nil {
+						b = &pending{}
+						batches[f] = b
+					}
+					b.raw, b.keys, b.dst, b.cached = append(b.raw, raw), append(b.keys, key), append(b.dst, at), append(b.cached, cached)
 				}
+				where[key] = at
+				tables[ri][j*r.TW+i] = at
 			}
 		}
 	}
-	base := map[decode.Format]uint64{}
 	for _, f := range formats {
 		b := batches[f]
-		if n := scratch[f]; n > 0 {
-			buf, err := d.mem.get("decode.scratch."+strconv.Itoa(f.TileBytes()), uint64(n*f.TileBytes()))
-			if err != nil {
-				return err
-			}
-			base[f] = buf.ptr
-		}
-		for k, at := range b.dst {
-			if at&scratchMark != 0 {
-				b.dst[k] = base[f] + (at&^scratchMark)*uint64(f.TileBytes())
-			}
+		if b == nil {
+			continue
 		}
 		packed, err := packTiles(b.raw)
 		if err != nil {
@@ -209,38 +221,22 @@ func (d *Device) decodeRects(rects []rectOut) error {
 		}
 		if err != nil {
 			for k, key := range b.keys {
-				if b.cache[k] {
+				if b.cached[k] {
 					d.tiles.forget(key)
 				}
 			}
 			return err
 		}
 	}
-	return d.gatherRects(rects, tables, where, base)
+	return d.gatherRects(rects, tables)
 }
 
-// scratchMark flags an address that is still an index into the scratch
-// buffer of its batch.
-const scratchMark = 1 << 63
-
-// gatherRects copies each rectangle out of its decoded tiles.
-func (d *Device) gatherRects(rects []rectOut, tables [][]uint64, where map[string]uint64, base map[decode.Format]uint64) error {
+// gatherRects copies each rectangle out of its decoded tiles, whose
+// addresses tables lists per rectangle.
+func (d *Device) gatherRects(rects []rectOut, tables [][]uint64) error {
 	var all []uint64
-	for ri, ro := range rects {
-		r := ro.r
-		for j := range r.TH {
-			for i := range r.TW {
-				if r.Tiles[j*r.TW+i] == nil {
-					continue
-				}
-				at := where[tileKey(r, i, j)]
-				if at&scratchMark != 0 {
-					at = base[r.Format] + (at&^scratchMark)*uint64(r.Format.TileBytes())
-				}
-				tables[ri][j*r.TW+i] = at
-			}
-		}
-		all = append(all, tables[ri]...)
+	for _, t := range tables {
+		all = append(all, t...)
 	}
 	ptab, err := put(d.mem, "decode.tables", all)
 	if err != nil {
@@ -249,10 +245,6 @@ func (d *Device) gatherRects(rects []rectOut, tables [][]uint64, where map[strin
 	at := uint64(0)
 	for ri, ro := range rects {
 		r := ro.r
-		if ro.dst == 0 {
-			at += uint64(len(tables[ri]))
-			continue
-		}
 		if err := d.launchAsync(0, "gather_tiles", int64(r.W*r.H), ptab+8*at, int32(r.TX0), int32(r.TY0), int32(r.TW),
 			int32(r.Format.W), int32(r.Format.H), int32(r.X), int32(r.Y), int32(r.W), int32(r.H), int32(r.Fill), ro.dst); err != nil {
 			return err
@@ -276,16 +268,10 @@ func (d *Device) cacheFor(tb uint64) bool {
 	return d.tiles.slotBytes == tb
 }
 
-// lookupIf looks key up when use is set.
-func (c *tileCache) lookupIf(use bool, key string) (uint64, bool) {
-	if !use || c == nil {
-		return 0, false
-	}
-	return c.lookup(key)
-}
-
-// tileKey identifies tile (i, j) of a rectangle's span across calls.
-func tileKey(r *decode.Rect, i, j int) string { return r.File + "#" + strconv.Itoa(r.Tile(i, j)) }
+// TileKey names tile (i, j) of a rectangle's span across calls, as the
+// device's tile cache keys it: the rectangle's File, "#", the tile's index
+// in the band.
+func TileKey(r *decode.Rect, i, j int) string { return r.File + "#" + strconv.Itoa(r.Tile(i, j)) }
 
 // AheadBatch is the tiles of many rectangles packed for DecodeAhead, each
 // tile once, by format: the host's part of decoding ahead, done away from
@@ -294,46 +280,6 @@ type AheadBatch struct {
 	formats []decode.Format
 	keys    map[decode.Format][]string
 	packed  map[decode.Format]packedTiles
-}
-
-// PackAhead packs the written tiles of rects that are for the device,
-// leaving out those skip says it holds already (nil: none).
-func PackAhead(rects []*decode.Rect, skip func(key string) bool) (*AheadBatch, error) {
-	b := NewAheadBatch()
-	tiles := map[decode.Format][][]byte{}
-	keys := map[decode.Format][]string{}
-	var formats []decode.Format
-	seen := map[string]bool{}
-	for _, r := range rects {
-		f := r.Format
-		if f.SampleBytes != 2 || !Decodable(f) || len(r.Tiles) != r.TW*r.TH {
-			continue
-		}
-		for j := range r.TH {
-			for i := range r.TW {
-				raw := r.Tiles[j*r.TW+i]
-				key := tileKey(r, i, j)
-				if raw == nil || seen[key] || skip != nil && skip(key) {
-					continue
-				}
-				seen[key] = true
-				if _, ok := tiles[f]; !ok {
-					formats = append(formats, f)
-				}
-				tiles[f], keys[f] = append(tiles[f], raw), append(keys[f], key)
-			}
-		}
-	}
-	for _, f := range formats {
-		p, err := packTiles(tiles[f])
-		if err != nil {
-			return nil, err
-		}
-		if err := b.Add(f, p.data, p.off, p.size, keys[f]); err != nil {
-			return nil, err
-		}
-	}
-	return b, nil
 }
 
 // NewAheadBatch returns an empty batch, for tiles a caller packs itself
@@ -345,8 +291,7 @@ func NewAheadBatch() *AheadBatch {
 // Add puts tiles of format f that the caller has packed into the batch:
 // tile k's size[k] bytes at off[k] of data, a multiple of 4, with at least
 // 8 bytes after the last (the decoder reads whole words), keys[k] naming
-// it as Composite's rectangles do (the rectangle's File, "#", the tile's
-// index in the band).
+// it as TileKey does.
 func (b *AheadBatch) Add(f decode.Format, data []byte, off []uint64, size []uint32, keys []string) error {
 	if len(off) != len(size) || len(off) != len(keys) {
 		return fmt.Errorf("cuda decode ahead: %d offsets, %d sizes, %d keys", len(off), len(size), len(keys))
@@ -362,19 +307,6 @@ func (b *AheadBatch) Add(f decode.Format, data []byte, off []uint64, size []uint
 	b.formats = append(b.formats, f)
 	b.keys[f], b.packed[f] = keys, packedTiles{data: data, off: off, size: size}
 	return nil
-}
-
-// TileKey names tile (i, j) of a rectangle's span as the device's tile
-// cache does.
-func TileKey(r *decode.Rect, i, j int) string { return tileKey(r, i, j) }
-
-// Keys lists the batch's tiles.
-func (b *AheadBatch) Keys() []string {
-	var all []string
-	for _, f := range b.formats {
-		all = append(all, b.keys[f]...)
-	}
-	return all
 }
 
 // DecodeAhead decodes a batch's tiles on the device and keeps them for

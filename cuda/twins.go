@@ -400,11 +400,13 @@ func (f *Forest) Close() {
 }
 
 // coarseBand is a band that goes up at its source resolution: its plane
-// starts at element at of the planes buffer and is resampled into element
-// slot of the DN buffer.
+// starts at element at of the planes buffer (of the part decoded on the
+// device when decoded is set) and is resampled into element slot of the
+// DN buffer.
 type coarseBand struct {
 	c        *resample.Coarse
 	at, slot int
+	decoded  bool
 }
 
 // fullBand is a band at the window's resolution, for element slot of the
@@ -464,7 +466,7 @@ func gatherInputs(dates []composite.Date, nb, n int) (*compositeInputs, error) {
 						return nil, fmt.Errorf("cuda composite: date %d band %d: compressed rectangle %d,%d %d×%d for plane %d,%d %d×%d", di, b, r.X, r.Y, r.W, r.H, p.X0, p.Y0, p.W, p.H)
 					}
 					in.raw = append(in.raw, rawBand{r: r, coarse: true, at: in.rawAt})
-					in.coarse = append(in.coarse, coarseBand{c: c, at: -1 - in.rawAt, slot: slot})
+					in.coarse = append(in.coarse, coarseBand{c: c, at: in.rawAt, slot: slot, decoded: true})
 					in.rawAt += p.W * p.H
 					break
 				}
@@ -491,8 +493,8 @@ func gatherInputs(dates []composite.Date, nb, n int) (*compositeInputs, error) {
 	}
 	// Decoded planes follow the host ones in the planes buffer.
 	for i := range in.coarse {
-		if in.coarse[i].at < 0 {
-			in.coarse[i].at = len(in.planes) - 1 - in.coarse[i].at
+		if in.coarse[i].decoded {
+			in.coarse[i].at += len(in.planes)
 		}
 	}
 	for i := range in.raw {

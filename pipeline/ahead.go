@@ -248,18 +248,21 @@ type fileReads struct {
 // format (each once), listed by file for the readers; and the batch of the
 // new ones for the device.
 func (a *decodeAhead) layOut(rects []aheadRect, layouts []*raster.TileLayout) ([]*fileReads, *cuda.AheadBatch, error) {
+	// A tile's place in its format's buffer, and the reader that fills it.
 	type place struct {
 		f    decode.Format
 		at   uint64
 		size uint32
+		fr   *fileReads
+		k    int // its range in fr
 	}
-	places := map[string]place{}
+	places := map[string]*place{}
 	end := map[decode.Format]uint64{}
 	var formats []decode.Format
 	type tileRef struct {
-		r         *decode.Rect
-		i         int
-		key, path string
+		r   *decode.Rect
+		i   int
+		key string
 	}
 	var refs []tileRef
 	byFile := map[string]*fileReads{}
@@ -284,7 +287,7 @@ func (a *decodeAhead) layOut(rects []aheadRect, layouts []*raster.TileLayout) ([
 					a.rowBytes[key] = b
 					continue
 				}
-				refs = append(refs, tileRef{r, j*r.TW + i, key, l.Path})
+				refs = append(refs, tileRef{r, j*r.TW + i, key})
 				if _, ok := places[key]; ok {
 					continue
 				}
@@ -292,16 +295,16 @@ func (a *decodeAhead) layOut(rects []aheadRect, layouts []*raster.TileLayout) ([
 				if _, ok := end[f]; !ok {
 					formats = append(formats, f)
 				}
-				p := place{f, end[f], uint32(l.Sizes[t])}
-				places[key] = p
-				end[f] += (l.Sizes[t] + 3) &^ 3
-				keys[f], offs[f], sizes[f] = append(keys[f], key), append(offs[f], p.at), append(sizes[f], p.size)
 				fr := byFile[l.Path]
 				if fr == nil {
 					fr = &fileReads{path: l.Path}
 					byFile[l.Path] = fr
 					reads = append(reads, fr)
 				}
+				p := &place{f, end[f], uint32(l.Sizes[t]), fr, len(fr.offs)}
+				places[key] = p
+				end[f] += (l.Sizes[t] + 3) &^ 3
+				keys[f], offs[f], sizes[f] = append(keys[f], key), append(offs[f], p.at), append(sizes[f], p.size)
 				fr.offs, fr.sizes = append(fr.offs, l.Offsets[t]), append(fr.sizes, l.Sizes[t])
 			}
 		}
@@ -310,27 +313,16 @@ func (a *decodeAhead) layOut(rects []aheadRect, layouts []*raster.TileLayout) ([
 	for _, f := range formats {
 		bufs[f] = make([]byte, end[f]+8)
 	}
-	for _, ref := range refs {
-		p := places[ref.key]
-		b := bufs[p.f][p.at : p.at+uint64(p.size) : p.at+uint64(p.size)]
-		ref.r.Tiles[ref.i] = b
-		a.rowBytes[ref.key] = b
-	}
-	// The readers' destinations, in each file's order.
 	for _, fr := range reads {
 		fr.dst = make([][]byte, len(fr.offs))
 	}
-	seen := map[string]bool{}
-	at := map[string]int{}
+	for key, p := range places {
+		b := bufs[p.f][p.at : p.at+uint64(p.size) : p.at+uint64(p.size)]
+		p.fr.dst[p.k] = b
+		a.rowBytes[key] = b
+	}
 	for _, ref := range refs {
-		if seen[ref.key] {
-			continue
-		}
-		seen[ref.key] = true
-		p := places[ref.key]
-		fr := byFile[ref.path]
-		fr.dst[at[fr.path]] = bufs[p.f][p.at : p.at+uint64(p.size)]
-		at[fr.path]++
+		ref.r.Tiles[ref.i] = a.rowBytes[ref.key]
 	}
 	batch := cuda.NewAheadBatch()
 	for _, f := range formats {
@@ -351,13 +343,10 @@ func (a *decodeAhead) source(href string) (*raster.Source, *raster.TileLayout, e
 	s, ok := a.srcs[href]
 	a.mu.Unlock()
 	if !ok {
-		epsg, _ := a.job.crs.Load(href)
-		e, _ := epsg.(int)
 		var err error
-		if s, err = raster.OpenKnownCRS(href, e); err != nil {
+		if s, err = a.job.openSource(href); err != nil {
 			return nil, nil, err
 		}
-		a.job.crs.Store(href, s.EPSG)
 		a.mu.Lock()
 		if old, ok := a.srcs[href]; ok {
 			s.Close()

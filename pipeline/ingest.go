@@ -607,13 +607,10 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 			if s, ok := sources[href]; ok {
 				return s, nil
 			}
-			epsg, _ := job.crs.Load(href)
-			e, _ := epsg.(int)
-			s, err := raster.OpenKnownCRS(href, e)
+			s, err := job.openSource(href)
 			if err != nil {
 				return nil, err
 			}
-			job.crs.Store(href, s.EPSG)
 			sources[href] = s
 			return s, nil
 		}
@@ -869,6 +866,19 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 	return nil
 }
 
+// openSource opens a new handle on href, reading its CRS only if no
+// handle of the job has read it yet.
+func (j *windowJob) openSource(href string) (*raster.Source, error) {
+	epsg, _ := j.crs.Load(href)
+	e, _ := epsg.(int)
+	s, err := raster.OpenKnownCRS(href, e)
+	if err != nil {
+		return nil, err
+	}
+	j.crs.Store(href, s.EPSG)
+	return s, nil
+}
+
 // windowReader reads one window's sources with a worker's own handles,
 // adding up where the time goes.
 type windowReader struct {
@@ -1030,7 +1040,7 @@ func (j *windowJob) layout(s *raster.Source) *raster.TileLayout {
 		l = &got
 	}
 	v, loaded := j.layouts.LoadOrStore(s.Href, l)
-	if !loaded && why != "" && j.log != nil {
+	if !loaded && why != "" {
 		j.log.Debug("band decoded by GDAL", "href", redact.String(s.Href), "why", why)
 	}
 	return v.(*raster.TileLayout)

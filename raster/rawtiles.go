@@ -158,6 +158,20 @@ func (s *Source) Layout() (TileLayout, error) {
 	return l, nil
 }
 
+// openVSI opens a file for reading through GDAL's virtual file layer; the
+// caller closes it with VSIFCloseL.
+func openVSI(path string) (*C.VSILFILE, error) {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	mode := C.CString("rb")
+	defer C.free(unsafe.Pointer(mode))
+	fp := C.VSIFOpenL(cpath, mode)
+	if fp == nil {
+		return nil, fmt.Errorf("read %s: cannot open", path)
+	}
+	return fp, nil
+}
+
 // ReadRanges reads byte ranges of a file through GDAL's virtual file
 // layer (local paths, /vsicurl/, /vsis3/, …) in one batched call, which
 // merges neighbouring ranges into one request on network filesystems.
@@ -169,13 +183,9 @@ func ReadRanges(path string, offsets, sizes []uint64) ([][]byte, error) {
 	if len(offsets) == 0 {
 		return out, nil
 	}
-	cpath := C.CString(path)
-	defer C.free(unsafe.Pointer(cpath))
-	mode := C.CString("rb")
-	defer C.free(unsafe.Pointer(mode))
-	fp := C.VSIFOpenL(cpath, mode)
-	if fp == nil {
-		return nil, fmt.Errorf("read %s: cannot open", path)
+	fp, err := openVSI(path)
+	if err != nil {
+		return nil, err
 	}
 	defer C.VSIFCloseL(fp)
 	// The C arrays live in C memory: cgo forbids passing Go pointers to
@@ -273,13 +283,9 @@ func ReadRangesInto(path string, offsets, sizes []uint64, dst [][]byte) error {
 		}
 		return nil
 	}
-	cpath := C.CString(path)
-	defer C.free(unsafe.Pointer(cpath))
-	mode := C.CString("rb")
-	defer C.free(unsafe.Pointer(mode))
-	fp := C.VSIFOpenL(cpath, mode)
-	if fp == nil {
-		return fmt.Errorf("read %s: cannot open", path)
+	fp, err := openVSI(path)
+	if err != nil {
+		return err
 	}
 	defer C.VSIFCloseL(fp)
 	for i, off := range offsets {
