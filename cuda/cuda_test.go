@@ -109,20 +109,26 @@ func TestFeaturesBitExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Several chunks of an odd size, so both streams and the tail run.
-	defer func(c int) { featureChunk = c }(featureChunk)
-	featureChunk = 100_003
-	if err := g.Compute(gpuOut, src); err != nil {
-		t.Fatal(err)
-	}
 	defer g.Close()
-	for f := range names {
-		if i := sameBits(cpu[f], gpuOut[f]); i >= 0 {
-			var in []float32
-			for _, p := range set.Inputs(f) {
-				in = append(in, src[p][i])
+	// Several chunks of an odd size, so both streams and the tail run;
+	// then one batch (the pooled, unstaged path).
+	defer func(c int) { featureChunk = c }(featureChunk)
+	for _, chunk := range []int{100_003, n} {
+		featureChunk = chunk
+		for f := range gpuOut {
+			clear(gpuOut[f])
+		}
+		if err := g.Compute(gpuOut, src); err != nil {
+			t.Fatal(err)
+		}
+		for f := range names {
+			if i := sameBits(cpu[f], gpuOut[f]); i >= 0 {
+				var in []float32
+				for _, p := range set.Inputs(f) {
+					in = append(in, src[p][i])
+				}
+				t.Errorf("chunks of %d: %s differs at %d: CPU %v (%08x), GPU %v (%08x), inputs %v", chunk, names[f], i, cpu[f][i], math.Float32bits(cpu[f][i]), gpuOut[f][i], math.Float32bits(gpuOut[f][i]), in)
 			}
-			t.Errorf("%s differs at %d: CPU %v (%08x), GPU %v (%08x), inputs %v", names[f], i, cpu[f][i], math.Float32bits(cpu[f][i]), gpuOut[f][i], math.Float32bits(gpuOut[f][i]), in)
 		}
 	}
 }
@@ -322,16 +328,21 @@ func TestPredictorBitExact(t *testing.T) {
 	}
 	defer g.Close()
 	defer func(c int) { predictChunk = c }(predictChunk)
-	predictChunk = 3001 // several chunks of an odd size on both streams
-	cls, conf := make([]uint8, n), make([]float32, n)
-	if err := g.Predict(planes, cls, conf); err != nil {
-		t.Fatal(err)
-	}
-	for i := range wantCls {
-		if wantCls[i] != cls[i] || math.Float32bits(wantConf[i]) != math.Float32bits(conf[i]) {
-			t.Fatalf("row %d: CPU %d/%v, GPU %d/%v", i, wantCls[i], wantConf[i], cls[i], conf[i])
+	// Several chunks of an odd size on both streams, then one batch (the
+	// pooled, unstaged path).
+	for _, chunk := range []int{3001, n} {
+		predictChunk = chunk
+		cls, conf := make([]uint8, n), make([]float32, n)
+		if err := g.Predict(planes, cls, conf); err != nil {
+			t.Fatal(err)
+		}
+		for i := range wantCls {
+			if wantCls[i] != cls[i] || math.Float32bits(wantConf[i]) != math.Float32bits(conf[i]) {
+				t.Fatalf("chunks of %d, row %d: CPU %d/%v, GPU %d/%v", chunk, i, wantCls[i], wantConf[i], cls[i], conf[i])
+			}
 		}
 	}
+	cls, conf := make([]uint8, n), make([]float32, n)
 	if err := g.Predict(planes[:nf-1], cls, conf); err == nil {
 		t.Error("a missing feature plane was accepted")
 	}
@@ -479,11 +490,12 @@ func TestCompositeCoarseBitExact(t *testing.T) {
 	}
 }
 
-// TestPredictBandsBitExact checks the one-pass predictor (band planes up;
-// features, codes and the forest walk on the device) against the CPU's
-// features, binning and walk, over several chunks on both streams, with
-// NaN (nodata) bands and vanishing index denominators.
-func TestPredictBandsBitExact(t *testing.T) {
+// TestPredictDNBitExact checks the one-pass predictor (digital numbers
+// up; reflectance, features, codes and the forest walk on the device)
+// against the CPU's reflectance, features, binning and walk, over several
+// chunks on both streams and in one, with nodata DNs and vanishing index
+// denominators.
+func TestPredictDNBitExact(t *testing.T) {
 	d := gpu(t)
 	defer d.Close()
 	bands := []string{"B02", "B03", "B04", "B08", "B11"}
@@ -494,10 +506,21 @@ func TestPredictBandsBitExact(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(31, 32))
 	const n, k = 40_000, 6
-	src := randomPlanes(r, len(bands), n)
+	const scale, offset = float32(1e-4), float32(-0.1)
+	dn := make([][]uint16, len(bands))
+	for b := range dn {
+		dn[b] = make([]uint16, n)
+		for i := range dn[b] {
+			dn[b][i] = uint16(r.IntN(12000))
+		}
+	}
 	for i := 0; i < n; i += 53 {
-		src[i%len(bands)][i] = float32(math.NaN())
-		src[3][(i+7)%n] = -src[2][(i+7)%n]
+		dn[i%len(bands)][i] = 0 // nodata
+		dn[3][(i+7)%n] = dn[2][(i+7)%n]
+	}
+	src := make([][]float32, len(bands))
+	for b := range src {
+		src[b] = composite.Reflectance(dn[b], 0, scale, offset)
 	}
 	feats := make([][]float32, len(names))
 	for f := range feats {
@@ -534,17 +557,19 @@ func TestPredictBandsBitExact(t *testing.T) {
 	}
 	defer fe.Close()
 	defer func(c int) { predictChunk = c }(predictChunk)
-	predictChunk = 7001
-	cls, conf := make([]uint8, n), make([]float32, n)
-	if err := g.PredictBands(fe, src, cls, conf); err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		if cls[i] != wantCls[i] || math.Float32bits(conf[i]) != math.Float32bits(wantConf[i]) {
-			t.Fatalf("pixel %d: CPU %d/%v, GPU %d/%v", i, wantCls[i], wantConf[i], cls[i], conf[i])
+	for _, chunk := range []int{7001, n} {
+		predictChunk = chunk
+		cls, conf := make([]uint8, n), make([]float32, n)
+		if err := g.PredictDN(fe, dn, 0, scale, offset, cls, conf); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := g.PredictBands(fe, src[:4], cls, conf); err == nil {
-		t.Error("a missing band plane was accepted")
+		for i := range n {
+			if cls[i] != wantCls[i] || math.Float32bits(conf[i]) != math.Float32bits(wantConf[i]) {
+				t.Fatalf("chunks of %d, pixel %d: CPU %d/%v, GPU %d/%v", chunk, i, wantCls[i], wantConf[i], cls[i], conf[i])
+			}
+		}
+		if err := g.PredictDN(fe, dn[:4], 0, scale, offset, cls, conf); err == nil {
+			t.Error("a missing band plane was accepted")
+		}
 	}
 }

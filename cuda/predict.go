@@ -23,16 +23,17 @@ type Predictor struct {
 	nf     int
 	// bin edges, back to back, with each feature's offset and length
 	edges, offsets, lengths Buffer
-	// two slots: pinned staging, device buffers and a stream each
+	// two slots: device buffers, pinned buffers and a stream each; hostIn
+	// (feature staging) only once Predict has streamed
 	hostIn, hostCls, hostConf [2]unsafe.Pointer
 	dIn, dCodes, dCls, dConf  [2]Buffer
 	streams                   [2]uintptr
 	chunk                     int
-	// band planes for PredictBands: pinned staging and device input, nb
-	// planes of chunk pixels per slot
-	hostBands [2]unsafe.Pointer
-	dBands    [2]Buffer
-	bandBytes uint64
+	// digital-number planes for PredictDN: pinned staging, device DNs and
+	// device reflectance, nb planes of chunk pixels per slot
+	hostDN      [2]unsafe.Pointer
+	dDN, dBands [2]Buffer
+	bandPixels  uint64
 }
 
 // NewPredictor uploads a model's forest and bin edges.
@@ -88,13 +89,16 @@ func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) erro
 	if n == 0 {
 		return nil
 	}
-	chunk := min(n, predictChunk)
+	if n <= predictChunk {
+		return p.predictOnce(feats, cls, conf)
+	}
+	chunk := predictChunk
 	nf := p.nf
 	return p.Dev.Do(func() error {
 		// Out of device memory, the chunks halve: more round trips, the
 		// same result.
 		for {
-			err := p.reserve(chunk)
+			err := p.reserve(chunk, true)
 			if err == nil {
 				break
 			}
@@ -104,26 +108,14 @@ func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) erro
 			p.freeSlots()
 			chunk /= 2
 		}
-		f := p.forest
 		return streamChunks(p.streams, n, chunk, func(s, lo, hi int) error {
 			m := hi - lo
 			in := unsafe.Slice((*float32)(p.hostIn[s]), nf*chunk)
 			parallelPlanes(nf, func(i int) { copy(in[i*m:(i+1)*m], feats[i][lo:hi]) })
-			st := p.streams[s]
-			if err := check(api.memcpyHtoDAsync(p.dIn[s].ptr, p.hostIn[s], uint64(m)*4*uint64(nf), st), "cuMemcpyHtoDAsync"); err != nil {
+			if err := check(api.memcpyHtoDAsync(p.dIn[s].ptr, p.hostIn[s], uint64(m)*4*uint64(nf), p.streams[s]), "cuMemcpyHtoDAsync"); err != nil {
 				return err
 			}
-			if err := p.Dev.launchAsync(st, "bin", int64(m), p.dIn[s].ptr, int32(nf), int64(m), p.edges.ptr, p.offsets.ptr, p.lengths.ptr, p.dCodes[s].ptr); err != nil {
-				return err
-			}
-			if err := p.Dev.launchAsync(st, "forest_predict", int64(m), p.dCodes[s].ptr, int32(nf), int64(m), f.nodes.ptr, f.nodeOff.ptr, int32(1),
-				f.probs.ptr, f.probOff.ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), p.dCls[s].ptr, p.dConf[s].ptr); err != nil {
-				return err
-			}
-			if err := check(api.memcpyDtoHAsync(p.hostCls[s], p.dCls[s].ptr, uint64(m), st), "cuMemcpyDtoHAsync"); err != nil {
-				return err
-			}
-			return check(api.memcpyDtoHAsync(p.hostConf[s], p.dConf[s].ptr, uint64(m)*4, st), "cuMemcpyDtoHAsync")
+			return p.walk(s, m)
 		}, func(s, lo, hi int) {
 			copy(cls[lo:hi], unsafe.Slice((*uint8)(p.hostCls[s]), hi-lo))
 			copy(conf[lo:hi], unsafe.Slice((*float32)(p.hostConf[s]), hi-lo))
@@ -131,14 +123,51 @@ func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) erro
 	})
 }
 
-// PredictBands is Features.Compute and Predict in one pass on the device:
-// band planes go up, features, bin codes and the forest walk stay on the
-// device, and only classes and confidences come back (a fifth of the
-// bytes a window's bands are, where feature planes would cross the bus
-// twice). The results are those of Compute then Predict, bit for bit: the
-// same kernels on the same values.
-func (p *Predictor) PredictBands(fe *Features, bands [][]float32, cls []uint8, conf []float32) error {
-	nb, nf := len(bands), p.nf
+// predictOnce is Predict for a batch of at most one chunk (a training
+// run's validation rows): the planes are copied from Go memory straight
+// into the device's pooled buffers and the results straight back, with
+// no pinned staging to allocate, which for a single batch costs more than
+// it saves.
+func (p *Predictor) predictOnce(feats [][]float32, cls []uint8, conf []float32) error {
+	n, nf, f := len(cls), p.nf, p.forest
+	return p.Dev.Do(func() error {
+		m := p.Dev.mem
+		var st staging
+		in := st.buf(m.get("predict.in", uint64(n*nf)*4))
+		codes := st.buf(m.get("predict.codes", uint64(n*nf)))
+		dcls := st.buf(m.get("predict.cls", uint64(n)))
+		dconf := st.buf(m.get("predict.conf", uint64(n)*4))
+		if st.err != nil {
+			return st.err
+		}
+		for i, plane := range feats {
+			if err := putAt(in.ptr+uint64(i*n*4), plane); err != nil {
+				return err
+			}
+		}
+		if err := p.Dev.launchAsync(0, "bin", int64(n), in.ptr, int32(nf), int64(n), p.edges.ptr, p.offsets.ptr, p.lengths.ptr, codes.ptr); err != nil {
+			return err
+		}
+		if err := p.Dev.launch("forest_predict", int64(n), codes.ptr, int32(nf), int64(n), f.nodes.ptr, f.nodeOff.ptr, int32(1),
+			f.probs.ptr, f.probOff.ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), dcls.ptr, dconf.ptr); err != nil {
+			return err
+		}
+		if err := download(cls, dcls); err != nil {
+			return err
+		}
+		return download(conf, dconf)
+	})
+}
+
+// PredictDN is composite.Reflectance, Features.Compute and Predict in one
+// pass on the device: a window's digital-number planes go up (two bytes a
+// band and pixel, half what reflectance would be), reflectance, features,
+// bin codes and the forest walk stay on the device, and only classes and
+// confidences come back. The results are those of the CPU's reflectance,
+// features and walk, bit for bit: the same arithmetic on the same values.
+// DNs equal to nodata become NaN reflectance.
+func (p *Predictor) PredictDN(fe *Features, dn [][]uint16, nodata uint16, scale, offset float32, cls []uint8, conf []float32) error {
+	nb, nf := len(dn), p.nf
 	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf {
 		return fmt.Errorf("cuda predict: %d band planes for %d bands, %d features for a model of %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
 	}
@@ -149,7 +178,7 @@ func (p *Predictor) PredictBands(fe *Features, bands [][]float32, cls []uint8, c
 	if len(conf) != n {
 		return fmt.Errorf("cuda predict: %d classes and %d confidences", n, len(conf))
 	}
-	for _, b := range bands {
+	for _, b := range dn {
 		if len(b) != n {
 			return fmt.Errorf("cuda predict: band planes of %d and %d pixels", n, len(b))
 		}
@@ -160,7 +189,7 @@ func (p *Predictor) PredictBands(fe *Features, bands [][]float32, cls []uint8, c
 	chunk := min(n, predictChunk)
 	return p.Dev.Do(func() error {
 		for {
-			err := p.reserve(chunk)
+			err := p.reserve(chunk, false)
 			if err == nil {
 				err = p.reserveBands(chunk, nb)
 			}
@@ -177,29 +206,21 @@ func (p *Predictor) PredictBands(fe *Features, bands [][]float32, cls []uint8, c
 		if err != nil {
 			return err
 		}
-		f := p.forest
 		return streamChunks(p.streams, n, chunk, func(s, lo, hi int) error {
 			m := hi - lo
-			in := unsafe.Slice((*float32)(p.hostBands[s]), nb*chunk)
-			parallelPlanes(nb, func(b int) { copy(in[b*m:(b+1)*m], bands[b][lo:hi]) })
+			in := unsafe.Slice((*uint16)(p.hostDN[s]), nb*chunk)
+			parallelPlanes(nb, func(b int) { copy(in[b*m:(b+1)*m], dn[b][lo:hi]) })
 			st := p.streams[s]
-			if err := check(api.memcpyHtoDAsync(p.dBands[s].ptr, p.hostBands[s], uint64(m)*4*uint64(nb), st), "cuMemcpyHtoDAsync"); err != nil {
+			if err := check(api.memcpyHtoDAsync(p.dDN[s].ptr, p.hostDN[s], uint64(m)*2*uint64(nb), st), "cuMemcpyHtoDAsync"); err != nil {
+				return err
+			}
+			if err := p.Dev.launchAsync(st, "reflectance", int64(m*nb), p.dDN[s].ptr, int64(m*nb), int32(nodata), scale, offset, p.dBands[s].ptr); err != nil {
 				return err
 			}
 			if err := p.Dev.launchAsync(st, "features", int64(m), p.dBands[s].ptr, int32(nb), int64(m), prog, int32(nf), p.dIn[s].ptr); err != nil {
 				return err
 			}
-			if err := p.Dev.launchAsync(st, "bin", int64(m), p.dIn[s].ptr, int32(nf), int64(m), p.edges.ptr, p.offsets.ptr, p.lengths.ptr, p.dCodes[s].ptr); err != nil {
-				return err
-			}
-			if err := p.Dev.launchAsync(st, "forest_predict", int64(m), p.dCodes[s].ptr, int32(nf), int64(m), f.nodes.ptr, f.nodeOff.ptr, int32(1),
-				f.probs.ptr, f.probOff.ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), p.dCls[s].ptr, p.dConf[s].ptr); err != nil {
-				return err
-			}
-			if err := check(api.memcpyDtoHAsync(p.hostCls[s], p.dCls[s].ptr, uint64(m), st), "cuMemcpyDtoHAsync"); err != nil {
-				return err
-			}
-			return check(api.memcpyDtoHAsync(p.hostConf[s], p.dConf[s].ptr, uint64(m)*4, st), "cuMemcpyDtoHAsync")
+			return p.walk(s, m)
 		}, func(s, lo, hi int) {
 			copy(cls[lo:hi], unsafe.Slice((*uint8)(p.hostCls[s]), hi-lo))
 			copy(conf[lo:hi], unsafe.Slice((*float32)(p.hostConf[s]), hi-lo))
@@ -207,44 +228,69 @@ func (p *Predictor) PredictBands(fe *Features, bands [][]float32, cls []uint8, c
 	})
 }
 
-// reserveBands makes the band buffers hold nb planes of chunk pixels
-// (owner goroutine; reserve has sized the rest).
+// walk queues, on slot s's stream, the binning of m pixels' features in
+// dIn[s], the forest walk and the copies of the classes and confidences
+// into the slot's pinned buffers.
+func (p *Predictor) walk(s, m int) error {
+	st, f, nf := p.streams[s], p.forest, p.nf
+	if err := p.Dev.launchAsync(st, "bin", int64(m), p.dIn[s].ptr, int32(nf), int64(m), p.edges.ptr, p.offsets.ptr, p.lengths.ptr, p.dCodes[s].ptr); err != nil {
+		return err
+	}
+	if err := p.Dev.launchAsync(st, "forest_predict", int64(m), p.dCodes[s].ptr, int32(nf), int64(m), f.nodes.ptr, f.nodeOff.ptr, int32(1),
+		f.probs.ptr, f.probOff.ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), p.dCls[s].ptr, p.dConf[s].ptr); err != nil {
+		return err
+	}
+	if err := check(api.memcpyDtoHAsync(p.hostCls[s], p.dCls[s].ptr, uint64(m), st), "cuMemcpyDtoHAsync"); err != nil {
+		return err
+	}
+	return check(api.memcpyDtoHAsync(p.hostConf[s], p.dConf[s].ptr, uint64(m)*4, st), "cuMemcpyDtoHAsync")
+}
+
+// reserveBands makes the band buffers hold nb planes of chunk pixels:
+// pinned DN staging, device DNs and device reflectance (owner goroutine;
+// reserve has sized the rest).
 func (p *Predictor) reserveBands(chunk, nb int) error {
-	bytes := uint64(chunk) * 4 * uint64(nb)
-	if bytes <= p.bandBytes {
+	px := uint64(chunk) * uint64(nb)
+	if px <= p.bandPixels {
 		return nil
 	}
 	p.freeBands()
 	for s := range 2 {
 		var err error
-		if p.dBands[s], err = alloc(bytes); err != nil {
+		if p.dBands[s], err = alloc(px * 4); err != nil {
 			return err
 		}
-		if err := check(api.memAllocHost(&p.hostBands[s], bytes), "cuMemAllocHost"); err != nil {
+		if p.dDN[s], err = alloc(px * 2); err != nil {
+			return err
+		}
+		if err := check(api.memAllocHost(&p.hostDN[s], px*2), "cuMemAllocHost"); err != nil {
 			return err
 		}
 	}
-	p.bandBytes = bytes
+	p.bandPixels = px
 	return nil
 }
 
 func (p *Predictor) freeBands() {
 	for s := range 2 {
-		if p.dBands[s].ptr != 0 {
-			p.dBands[s].free()
-			p.dBands[s] = Buffer{}
+		for _, b := range []*Buffer{&p.dBands[s], &p.dDN[s]} {
+			if b.ptr != 0 {
+				b.free()
+				*b = Buffer{}
+			}
 		}
-		if p.hostBands[s] != nil {
-			api.memFreeHost(p.hostBands[s])
-			p.hostBands[s] = nil
+		if p.hostDN[s] != nil {
+			api.memFreeHost(p.hostDN[s])
+			p.hostDN[s] = nil
 		}
 	}
-	p.bandBytes = 0
+	p.bandPixels = 0
 }
 
 // reserve makes the per-slot buffers hold chunk pixels and creates the
-// streams (owner goroutine).
-func (p *Predictor) reserve(chunk int) error {
+// streams (owner goroutine); with staging, also the pinned buffers that
+// stage feature planes (Predict's, not PredictDN's).
+func (p *Predictor) reserve(chunk int, staging bool) error {
 	for s := range 2 {
 		if p.streams[s] == 0 {
 			// CU_STREAM_NON_BLOCKING (1): no implicit sync with stream 0.
@@ -253,31 +299,39 @@ func (p *Predictor) reserve(chunk int) error {
 			}
 		}
 	}
-	if chunk <= p.chunk {
-		return nil
-	}
-	p.freeSlots()
 	m, nf := uint64(chunk), uint64(p.nf)
-	for s := range 2 {
-		for _, b := range []struct {
-			buf   *Buffer
-			bytes uint64
-		}{{&p.dIn[s], m * 4 * nf}, {&p.dCodes[s], m * nf}, {&p.dCls[s], m}, {&p.dConf[s], m * 4}} {
-			var err error
-			if *b.buf, err = alloc(b.bytes); err != nil {
-				return err
+	if chunk > p.chunk {
+		p.freeSlots()
+		for s := range 2 {
+			for _, b := range []struct {
+				buf   *Buffer
+				bytes uint64
+			}{{&p.dIn[s], m * 4 * nf}, {&p.dCodes[s], m * nf}, {&p.dCls[s], m}, {&p.dConf[s], m * 4}} {
+				var err error
+				if *b.buf, err = alloc(b.bytes); err != nil {
+					return err
+				}
+			}
+			for _, h := range []struct {
+				ptr   *unsafe.Pointer
+				bytes uint64
+			}{{&p.hostCls[s], m}, {&p.hostConf[s], m * 4}} {
+				if err := check(api.memAllocHost(h.ptr, h.bytes), "cuMemAllocHost"); err != nil {
+					return err
+				}
 			}
 		}
-		for _, h := range []struct {
-			ptr   *unsafe.Pointer
-			bytes uint64
-		}{{&p.hostIn[s], m * 4 * nf}, {&p.hostCls[s], m}, {&p.hostConf[s], m * 4}} {
-			if err := check(api.memAllocHost(h.ptr, h.bytes), "cuMemAllocHost"); err != nil {
-				return err
+		p.chunk = chunk
+	}
+	if staging {
+		for s := range 2 {
+			if p.hostIn[s] == nil {
+				if err := check(api.memAllocHost(&p.hostIn[s], uint64(p.chunk)*4*nf), "cuMemAllocHost"); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	p.chunk = chunk
 	return nil
 }
 

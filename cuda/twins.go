@@ -79,7 +79,10 @@ func (f *Features) Compute(dst, src [][]float32) error {
 	if n == 0 {
 		return nil
 	}
-	chunk := min(n, featureChunk)
+	if n <= featureChunk {
+		return f.computeOnce(dst, src)
+	}
+	chunk := featureChunk
 	nb, nf := len(src), len(dst)
 	return f.Dev.Do(func() error {
 		if err := f.reserve(uint64(chunk)*4*uint64(nb), uint64(chunk)*4*uint64(nf)); err != nil {
@@ -103,6 +106,41 @@ func (f *Features) Compute(dst, src [][]float32) error {
 			out := unsafe.Slice((*float32)(f.hostOut[s]), nf*chunk)
 			parallelPlanes(nf, func(i int) { copy(dst[i][lo:hi], out[i*m:(i+1)*m]) })
 		})
+	})
+}
+
+// computeOnce is Compute for at most one chunk of pixels (a training
+// run's samples): planes are copied from Go memory straight into the
+// device's pooled buffers and the features straight back, with no pinned
+// staging to allocate, which for a single batch costs more than it saves.
+func (f *Features) computeOnce(dst, src [][]float32) error {
+	n, nb, nf := len(src[0]), len(src), len(dst)
+	return f.Dev.Do(func() error {
+		prog, err := f.program()
+		if err != nil {
+			return err
+		}
+		m := f.Dev.mem
+		var st staging
+		in := st.buf(m.get("features.in", uint64(n*nb)*4))
+		out := st.buf(m.get("features.out", uint64(n*nf)*4))
+		if st.err != nil {
+			return st.err
+		}
+		for b, plane := range src {
+			if err := putAt(in.ptr+uint64(b*n*4), plane); err != nil {
+				return err
+			}
+		}
+		if err := f.Dev.launch("features", int64(n), in.ptr, int32(nb), int64(n), prog, int32(nf), out.ptr); err != nil {
+			return err
+		}
+		for i, plane := range dst {
+			if err := download(plane, Buffer{ptr: out.ptr + uint64(i*n*4), bytes: uint64(n) * 4}); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -529,8 +567,7 @@ func Composite(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffse
 	for _, c := range drop {
 		dropped[c>>5] |= 1 << (c & 31)
 	}
-	flat := make([]uint16, nb*n)
-	err = dev.Do(func() error {
+	return dev.Do(func() error {
 		m := dev.mem
 		var st staging
 		bdn := st.buf(m.get("composite.dn", uint64(nd*nb*n)*2))
@@ -581,16 +618,12 @@ func Composite(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffse
 			math.Float64bits(qscale), math.Float64bits(qoffset), pout.ptr, pcount.ptr); err != nil {
 			return err
 		}
-		if err := download(flat, pout); err != nil {
-			return err
+		// Each band comes straight into its output plane.
+		for b := range out {
+			if err := download(out[b], Buffer{ptr: pout.ptr + uint64(2*b*n), bytes: uint64(2 * n)}); err != nil {
+				return err
+			}
 		}
 		return download(count, pcount)
 	})
-	if err != nil {
-		return err
-	}
-	for b := range out {
-		copy(out[b], flat[b*n:(b+1)*n])
-	}
-	return nil
 }

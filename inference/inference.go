@@ -19,6 +19,7 @@ import (
 	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/internal/bufpool"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/stack"
@@ -62,13 +63,14 @@ func (p *CPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float
 	return nil
 }
 
-// BandPredictor is a Predictor that can also take a window's band planes
-// and compute the features itself, in the same pass (the GPU's, where the
-// features never leave the device). Run uses it when the predictor offers
-// it; the classes are those of the features computer then Predict.
-type BandPredictor interface {
+// DNPredictor is a Predictor that can also take a window's digital-number
+// planes (nodata 0) and compute reflectance and features itself, in the
+// same pass (the GPU's, where neither leaves the device). Run uses it when
+// the predictor offers it; the classes are those of composite.Reflectance,
+// the features computer, then Predict.
+type DNPredictor interface {
 	Predictor
-	PredictBands(bands [][]float32, cls []uint8, conf []float32) error
+	PredictDN(dn [][]uint16, scale, offset float32, cls []uint8, conf []float32) error
 }
 
 // GPU bins features and walks the forest on the GPU (cuda.Predictor: the
@@ -87,26 +89,26 @@ func NewGPU(dev *cuda.Device, m *forest.Model) (*GPU, error) {
 	return &GPU{p: p}, nil
 }
 
-// GPUBands is the GPU predictor computing features on the device too
-// (cuda.Predictor.PredictBands): a window's bands go up and only its
-// classes and confidences come back.
-type GPUBands struct {
+// GPUDN is the GPU predictor computing reflectance and features on the
+// device too (cuda.Predictor.PredictDN): a window's digital numbers go up
+// and only its classes and confidences come back.
+type GPUDN struct {
 	GPU
 	fe *cuda.Features
 }
 
-// NewGPUBands uploads the model once; fe computes the model's features.
-func NewGPUBands(dev *cuda.Device, m *forest.Model, fe *cuda.Features) (*GPUBands, error) {
+// NewGPUDN uploads the model once; fe computes the model's features.
+func NewGPUDN(dev *cuda.Device, m *forest.Model, fe *cuda.Features) (*GPUDN, error) {
 	g, err := NewGPU(dev, m)
 	if err != nil {
 		return nil, err
 	}
-	return &GPUBands{GPU: *g, fe: fe}, nil
+	return &GPUDN{GPU: *g, fe: fe}, nil
 }
 
-// PredictBands implements BandPredictor.
-func (p *GPUBands) PredictBands(bands [][]float32, cls []uint8, conf []float32) error {
-	return p.p.PredictBands(p.fe, bands, cls, conf)
+// PredictDN implements DNPredictor.
+func (p *GPUDN) PredictDN(dn [][]uint16, scale, offset float32, cls []uint8, conf []float32) error {
+	return p.p.PredictDN(p.fe, dn, 0, scale, offset, cls, conf)
 }
 
 // Close frees the forest on the device.
@@ -157,10 +159,19 @@ type Timings struct {
 type window struct {
 	g      raster.Grid
 	x, y   int
-	planes [][]float32
+	planes [][]float32 // reflectance, for a Predictor
+	dn     [][]uint16  // digital numbers, for a DNPredictor
 	valid  []bool
 	cls    []uint8
 	conf   []uint8
+}
+
+// buffers recycles a tile's per-window slices between windows.
+type buffers struct {
+	dn    bufpool.Pool[uint16]
+	valid bufpool.Pool[bool]
+	bytes bufpool.Pool[uint8]
+	f32   bufpool.Pool[float32]
 }
 
 // Run streams the tile through read → features → predict → write.
@@ -195,8 +206,10 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 	read := make(chan window, 2*readers)
 	var next atomic.Int64
 	var rg sync.WaitGroup
+	var bufs buffers
+	_, dnMode := pred.(DNPredictor)
 	for range readers {
-		rg.Go(func() { readWindows(ctx, t, set, wins, &next, read, &readNs, fail) })
+		rg.Go(func() { readWindows(ctx, t, set, wins, dnMode, &bufs, &next, read, &readNs, fail) })
 	}
 	go func() { rg.Wait(); close(read) }()
 
@@ -210,7 +223,7 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 				comp = t.Features
 			}
 			for w := range read {
-				featSec, predSec, err := t.classify(&w, comp, pred, len(set.Features))
+				featSec, predSec, err := t.classify(&w, comp, pred, len(set.Features), &bufs)
 				if err != nil {
 					fail(err)
 					return
@@ -245,6 +258,10 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 		}
 		writeNs.Add(int64(time.Since(t0)))
 		tm.Pixels += int64(len(w.cls))
+		// The writers copied the window: its slices serve the next ones.
+		bufs.bytes.Put(w.cls)
+		bufs.bytes.Put(w.conf)
+		bufs.valid.Put(w.valid)
 		bar.Add(1)
 		bar.Describe(fmt.Sprintf("predict: %.1f Mpx/s, windows", float64(tm.Pixels)/1e6/time.Since(start).Seconds()))
 	}
@@ -260,17 +277,24 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 // classify computes a window's features and predictions and turns them
 // into class codes and confidence percentages (0 where the window has no
 // valid pixel). It returns the time each step took.
-func (t Tile) classify(w *window, comp features.Computer, pred Predictor, nf int) (time.Duration, time.Duration, error) {
+func (t Tile) classify(w *window, comp features.Computer, pred Predictor, nf int, bufs *buffers) (time.Duration, time.Duration, error) {
 	n := len(w.valid)
 	t0 := time.Now()
-	cls := make([]uint8, n)
-	conf := make([]float32, n)
+	cls := bufs.bytes.Get(n)
+	conf := bufs.f32.Get(n)
+	defer bufs.bytes.Put(cls)
+	defer bufs.f32.Put(conf)
 	t1 := t0
-	if bp, ok := pred.(BandPredictor); ok {
-		// Features and prediction in one pass: the time is prediction's.
-		if err := bp.PredictBands(w.planes, cls, conf); err != nil {
+	if dp, ok := pred.(DNPredictor); ok && w.dn != nil {
+		// Reflectance, features and prediction in one pass: the time is
+		// prediction's.
+		if err := dp.PredictDN(w.dn, float32(t.Scale), float32(t.Offset), cls, conf); err != nil {
 			return 0, 0, err
 		}
+		for _, p := range w.dn {
+			bufs.dn.Put(p)
+		}
+		w.dn = nil
 	} else {
 		feats := make([][]float32, nf)
 		for f := range feats {
@@ -284,7 +308,9 @@ func (t Tile) classify(w *window, comp features.Computer, pred Predictor, nf int
 			return 0, 0, err
 		}
 	}
-	w.cls, w.conf = make([]uint8, n), make([]uint8, n)
+	w.cls, w.conf = bufs.bytes.Get(n), bufs.bytes.Get(n)
+	clear(w.cls)
+	clear(w.conf)
 	for i := range n {
 		if w.valid[i] {
 			w.cls[i] = t.Codes[cls[i]]
@@ -335,7 +361,9 @@ func (t Tile) keep(w window, index [256]int) {
 // readWindows reads windows, taking the next unread one from next, until
 // none is left or ctx ends; each reader has its own GDAL handle, or copies
 // from the stack in memory.
-func readWindows(ctx context.Context, t Tile, set *features.Set, wins []window, next *atomic.Int64, read chan<- window, readNs *atomic.Int64, fail func(error)) {
+// With dnMode the windows keep their digital numbers (for a DNPredictor)
+// instead of reflectance.
+func readWindows(ctx context.Context, t Tile, set *features.Set, wins []window, dnMode bool, bufs *buffers, next *atomic.Int64, read chan<- window, readNs *atomic.Int64, fail func(error)) {
 	readBand := func(b, x, y, w, h int, dn []uint16) error {
 		t.Memory.ReadBand(b, x, y, w, h, dn)
 		return nil
@@ -360,22 +388,33 @@ func readWindows(ctx context.Context, t Tile, set *features.Set, wins []window, 
 		w := wins[k]
 		t0 := time.Now()
 		n := w.g.Width * w.g.Height
-		w.planes = make([][]float32, bands)
-		w.valid = make([]bool, n)
+		w.valid = bufs.valid.Get(n)
 		for i := range w.valid {
 			w.valid[i] = true
 		}
-		dn := make([]uint16, n)
+		if dnMode {
+			w.dn = make([][]uint16, bands)
+		} else {
+			w.planes = make([][]float32, bands)
+		}
 		for b := range bands {
+			dn := bufs.dn.Get(n)
 			if err := readBand(b, w.x, w.y, w.g.Width, w.g.Height, dn); err != nil {
 				fail(err)
 				return
 			}
-			w.planes[b] = composite.Reflectance(dn, 0, float32(t.Scale), float32(t.Offset))
+			if dnMode {
+				w.dn[b] = dn
+			} else {
+				w.planes[b] = composite.Reflectance(dn, 0, float32(t.Scale), float32(t.Offset))
+			}
 			for i, v := range dn {
 				if v == 0 {
 					w.valid[i] = false
 				}
+			}
+			if !dnMode {
+				bufs.dn.Put(dn)
 			}
 		}
 		readNs.Add(int64(time.Since(t0)))

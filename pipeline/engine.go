@@ -100,7 +100,7 @@ func (e engine) predictor(set *features.Set, model *forest.Model) (features.Comp
 	if err != nil || e.gpu == nil {
 		return comp, inference.NewCPU(model), closeComp, err
 	}
-	gp, err := inference.NewGPUBands(e.gpu, model, comp.(*cuda.Features))
+	gp, err := inference.NewGPUDN(e.gpu, model, comp.(*cuda.Features))
 	if err != nil {
 		closeComp()
 		return nil, nil, nil, err

@@ -22,6 +22,7 @@ import (
 	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/decode"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/bufpool"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/internal/redact"
 	"github.com/lulc/lulc/landcover"
@@ -801,6 +802,10 @@ type windowJob struct {
 	layouts sync.Map // href → *raster.TileLayout of bands the engine decodes (nil: it does not)
 	log     *slog.Logger
 	ahead   *decodeAhead // with a device that decodes: the compressed tiles, read and decoded ahead
+	// out recycles the composite's output planes between windows: the
+	// sinks copy what they keep.
+	out      bufpool.Pool[uint16]
+	outCount bufpool.Pool[uint8]
 
 	decoded, empty               atomic.Int64 // source bytes read; pixels with no valid observation
 	rawRects                     atomic.Int64 // band rectangles that went to the composite compressed
@@ -835,11 +840,14 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 	j.labelNs.Add(r.labelNs)
 
 	t1 := time.Now()
+	// The composite writes every pixel of its outputs.
 	meds := make([][]uint16, len(j.cfg.Bands))
 	for bi := range meds {
-		meds[bi] = make([]uint16, n)
+		meds[bi] = j.out.Get(n)
+		defer j.out.Put(meds[bi])
 	}
-	count := make([]uint8, n)
+	count := j.outCount.Get(n)
+	defer j.outCount.Put(count)
 	resampled, err := j.engine.composite(cdates, j.drop, meds, count)
 	if err != nil {
 		return err

@@ -229,6 +229,7 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, dir string, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return p, fmt.Errorf("output directory %s is not writable: %w", dir, err)
 	}
+	setupStart := time.Now()
 	p.grid = lraster.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
 	if _, err := lraster.NewTransformer(p.grid.EPSG, 4326); err != nil {
 		return p, fmt.Errorf("grid CRS EPSG:%d is unusable: %w", p.grid.EPSG, err)
@@ -259,6 +260,7 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, dir string, 
 	}
 	busy0 := opt.engine().busy()
 	runStart := time.Now()
+	opt.Log.Debug("predict: writers and predictor ready", "tile", m.Tile, "s", runStart.Sub(setupStart).Seconds())
 	windows := (p.grid.Width + pc.Window - 1) / pc.Window * ((p.grid.Height + pc.Window - 1) / pc.Window)
 	bar := opt.NewBar(int64(windows), "predict "+m.Tile)
 	p.pt.Timings, err = inference.Run(ctx, tile, set, pred, bar)
@@ -309,23 +311,33 @@ func (p *predicted) finish(opt Options) error {
 		return nil
 	}
 	t0 := time.Now()
-	// The two COGs are encoded at once.
-	var confErr error
+	// The two COGs are encoded and the quicklook drawn at once.
+	var confErr, lookErr error
+	var lookTime, confTime time.Duration
 	var wg sync.WaitGroup
 	if p.confW != nil {
-		wg.Go(func() { confErr = p.confW.Close() })
+		wg.Go(func() {
+			confErr = p.confW.Close()
+			confTime = time.Since(t0)
+		})
 	}
+	wg.Go(func() {
+		lookErr = charts.Quicklook(p.pt.Quicklook, p.classes, p.grid.Width, p.grid.Height, 1024, p.scheme)
+		lookTime = time.Since(t0)
+	})
 	classErr := p.classW.Close()
+	p.pt.Encode = time.Since(t0)
 	wg.Wait()
+	p.pt.Encode = max(p.pt.Encode, confTime)
 	if err := errors.Join(classErr, confErr); err != nil {
 		p.abort()
 		return err
 	}
-	p.pt.Encode = time.Since(t0)
-	if err := charts.Quicklook(p.pt.Quicklook, p.classes, p.grid.Width, p.grid.Height, 1024, p.scheme); err != nil {
-		return err
+	if lookErr != nil {
+		return lookErr
 	}
 	p.classes = nil
+	t1 := time.Now()
 	item, err := predictionItem(p.m, p.grid, p.scheme, p.dir, p.modelPath, p.confidence)
 	if err != nil {
 		return err
@@ -333,6 +345,7 @@ func (p *predicted) finish(opt Options) error {
 	if err := writeItem(p.pt.Item, item); err != nil {
 		return err
 	}
+	opt.Log.Debug("predict: outputs finished", "tile", p.m.Tile, "encode_s", p.pt.Encode.Seconds(), "quicklook_s", lookTime.Seconds(), "item_s", time.Since(t1).Seconds())
 	p.finished = true
 	tm := p.pt.Timings
 	opt.Log.Info("tile predicted", "tile", p.m.Tile, "pixels", p.pt.Pixels, "read_worker_s", tm.Read.Seconds(), "features_worker_s", tm.Features.Seconds(),

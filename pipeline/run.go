@@ -45,7 +45,7 @@ type RunConfig struct {
 	// MemoryGB bounds the composites held in memory while training waits
 	// for every tile's samples (default 4); beyond it tiles are spilled
 	// raw to disk and read back once. lulc run also asks Go's collector to
-	// keep the heap within MemoryGB + 3 GB per tile mapped at once
+	// keep the heap within MemoryGB + 2 GB per tile mapped at once
 	// (GOMEMLIMIT overrides).
 	MemoryGB float64 `yaml:"memory_gb"`
 	// TilesPerGPU is how many tiles each GPU works on at once (default
@@ -55,13 +55,14 @@ type RunConfig struct {
 }
 
 // HeapLimit is the soft limit on Go's heap a run on gpus GPUs (0: the
-// CPU) asks for: the held composites' budget and 3 GB for each tile
-// worked on at once (its windows in flight and its composite). Without it
-// the collector lets the heap grow to twice what is live, and a full
-// tile's run peaks near 14 GB instead of 8.
+// CPU) asks for: the held composites' budget and 2 GB for each tile
+// worked on at once (its windows in flight, its outputs' staging, the
+// samples). Without it the collector lets the heap grow to twice what is
+// live, and a full tile's run peaks near 14 GB of RSS; with 3 GB a tile,
+// near 8; with 2, the windows' slices recycled, about 7.
 func (c RunConfig) HeapLimit(gpus int) int64 {
 	tiles := max(1, gpus*c.TilesPerGPU)
-	return int64((c.MemoryGB + 3*float64(tiles)) * (1 << 30))
+	return int64((c.MemoryGB + 2*float64(tiles)) * (1 << 30))
 }
 
 // ParseRunConfig decodes a run config strictly and fills its defaults.
@@ -249,7 +250,7 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 		return RunResult{}, err
 	}
 	defer stage.Release()
-	r := &runner{job: job, hash: hash, opt: opt, stage: stage, model: model, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}, steps: map[string]*sync.Mutex{}}
+	r := &runner{start: start, job: job, hash: hash, opt: opt, stage: stage, model: model, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}, steps: map[string]*sync.Mutex{}}
 	res := RunResult{Dir: stage.Final, Model: job.Model, GPU: len(opt.GPUs) > 0}
 	busy0 := make([]time.Duration, len(opt.GPUs))
 	for i, d := range opt.GPUs {
@@ -261,6 +262,7 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 		err = werr
 	}
 	res.Wait = time.Since(t0)
+	r.mark("background work finished", "")
 	for i := range res.Tiles {
 		res.Tiles[i].Seconds = res.Tiles[i].stageSeconds()
 	}
@@ -389,6 +391,7 @@ type runner struct {
 	opt     Options
 	stage   *atomicfs.Stage
 	fitWall time.Duration
+	start   time.Time     // the run's start, for the timeline's debug lines
 	model   *forest.Model // the given model; nil until trained otherwise
 
 	// mu guards what lanes computing tiles at once share.
@@ -549,6 +552,7 @@ func (r *runner) composite(ctx context.Context, opt Options, t sourceTile, rt *R
 	t0 := time.Now()
 	stats, err := t.composite(ctx, cfg, opt, sinks...)
 	rt.Ingest, rt.Pixels, rt.Composite = stats.timings, int64(stats.pixels), rt.Composite+time.Since(t0)
+	r.mark("composited", t.name())
 	if err != nil {
 		if tw != nil {
 			tw.abort()
@@ -583,6 +587,12 @@ func (r *runner) background(f func() error) {
 			r.bgMu.Unlock()
 		}
 	})
+}
+
+// mark logs, at debug level, a step of the run's timeline: seconds since
+// the run began, to find where a tile's wall time goes.
+func (r *runner) mark(step, tile string) {
+	r.opt.Log.Debug("run timeline", "step", step, "tile", tile, "at_s", time.Since(r.start).Seconds())
 }
 
 func (r *runner) wait() error {
@@ -637,6 +647,7 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 	if err != nil {
 		return nil, nil, err
 	}
+	r.mark("samples drawn, features computed", "")
 	set.Config = cfg.sampleKey()
 	res := &TrainResult{Dir: filepath.Join(r.stage.Final, "model"), Engine: cfg.Engine, Sample: time.Since(t0), Warnings: sp.warnings()}
 	for _, c := range scheme.Classes {
@@ -648,6 +659,7 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 		return nil, nil, err
 	}
 	r.fitWall = time.Since(t1)
+	r.mark("fitted and validated", "")
 	for _, w := range res.Warnings {
 		r.opt.Log.Warn(w)
 	}
@@ -687,6 +699,7 @@ func (r *runner) sampleAndHold(sp *sampler, ins *[]trainInput, mem *stack.Tile, 
 		return err
 	}
 	rt.Sample = time.Since(ts)
+	r.mark("candidates drawn", mem.Name)
 	// The samples are drawn: fitting needs none of the pixels, and a
 	// spilled tile must not stay referenced.
 	in.mem = nil
@@ -764,6 +777,7 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 	r.mu.Unlock()
 	rt.Device = laneName(opt)
 	pc := PredictConfig{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress}
+	r.mark("composite taken", t.name())
 	unlock = r.step(opt, "predict")
 	p, err := streamTile(ctx, pc, opt, dir, model, modelPath, scheme, m, predictInput{mem: mem})
 	unlock()
@@ -771,6 +785,7 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 		return err
 	}
 	rt.Predict = p.pt
+	r.mark("predicted", t.name())
 	if rt.Pixels == 0 {
 		rt.Pixels = p.pt.Pixels
 	}
@@ -786,6 +801,7 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 	r.background(func() error {
 		err := p.finish(opt)
 		rt.Predict.Encode = p.pt.Encode
+		r.mark("outputs written", t.name())
 		return err
 	})
 	return nil

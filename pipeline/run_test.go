@@ -251,11 +251,11 @@ func TestRunConfigTilesPerGPU(t *testing.T) {
 	if err != nil || c.TilesPerGPU != 1 {
 		t.Fatalf("default: %d, %v", c.TilesPerGPU, err)
 	}
-	if c.HeapLimit(0) != c.HeapLimit(1) || c.HeapLimit(2) != c.HeapLimit(1)+3<<30 {
+	if c.HeapLimit(0) != c.HeapLimit(1) || c.HeapLimit(2) != c.HeapLimit(1)+2<<30 {
 		t.Errorf("heap limits %d, %d, %d", c.HeapLimit(0), c.HeapLimit(1), c.HeapLimit(2))
 	}
 	c, err = ParseRunConfig([]byte("ingest: x.yaml\ntiles_per_gpu: 2\n"))
-	if err != nil || c.HeapLimit(2) != int64((4+3*4)*(1<<30)) {
+	if err != nil || c.HeapLimit(2) != int64((4+2*4)*(1<<30)) {
 		t.Errorf("two tiles per GPU on two GPUs: %d, %v", c.HeapLimit(2), err)
 	}
 	for _, bad := range []string{"-1", "9"} {

@@ -194,6 +194,7 @@ func fit(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, in trainInp
 	if err != nil {
 		return nil, nil, err
 	}
+	opt.Log.Debug("fit: features binned", "s", time.Since(t1).Seconds())
 	f, err := opt.engine().fit(xb, yt, len(scheme.Classes), cfg.Forest, func(format string, args ...any) {
 		opt.Log.Info(fmt.Sprintf(format, args...))
 	})
@@ -206,7 +207,9 @@ func fit(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, in trainInp
 	for _, c := range scheme.Classes {
 		model.Classes = append(model.Classes, forest.Class{Code: c.Code, Name: c.Name, Color: fmt.Sprintf("#%02x%02x%02x", c.Color.R, c.Color.G, c.Color.B)})
 	}
+	t2 := time.Now()
 	pred, err := opt.engine().classify(model, xv, nf)
+	opt.Log.Debug("fit: validation rows classified", "rows", len(xv)/max(1, nf), "s", time.Since(t2).Seconds())
 	return model, pred, err
 }
 

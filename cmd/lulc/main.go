@@ -21,6 +21,7 @@ func main() {
 	stopProfile := startProfile(os.Getenv("LULC_CPUPROFILE"))
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stopProfile()
+	writeHeapProfile(os.Getenv("LULC_MEMPROFILE"))
 	stop()
 	os.Exit(code)
 }
@@ -44,6 +45,26 @@ func startProfile(path string) (stop func()) {
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+	}
+}
+
+// writeHeapProfile writes Go's heap profile to path when it is set
+// (LULC_MEMPROFILE, beside LULC_CPUPROFILE): `go tool pprof
+// -sample_index=alloc_space` shows where the command allocated, which is
+// what makes the collector run and the heap grow toward its limit.
+func writeHeapProfile(path string) {
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("heap").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lulc: LULC_MEMPROFILE: %v\n", err)
 	}
 }
 

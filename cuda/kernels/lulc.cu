@@ -92,6 +92,19 @@ extern "C" __global__ void __launch_bounds__(FEATURE_BLOCK) features(const float
     }
 }
 
+// reflectance turns n digital numbers into reflectance as
+// composite.Reflectance does: float32(dn) × scale rounded, then + offset
+// rounded (two roundings, never a fused multiply-add), and the canonical
+// NaN where dn is nodata.
+extern "C" __global__ void reflectance(const unsigned short* __restrict__ dn, long long n, unsigned int nodata,
+                                       float scale, float offset, float* __restrict__ out) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        unsigned int v = dn[i];
+        out[i] = v == nodata ? __int_as_float(0x7fc00000) : __fadd_rn(__fmul_rn((float)v, scale), offset);
+    }
+}
+
 // median writes per pixel the median of the non-NaN values over ndates
 // planes (dates[d * n + i]) and their count. Values keep date order among
 // equals (a stable insertion sort), as composite.Median does.
