@@ -23,6 +23,7 @@ import (
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/sampling"
 )
 
 // ForestConfig sets up the training benchmark: every labelled pixel
@@ -154,7 +155,7 @@ func Forest(ctx context.Context, bc ForestConfig, cfg pipeline.TrainConfig, comm
 	nf := len(cfg.Features)
 	var xt, xv []float32
 	var yt, yv []uint8
-	err = pixels.Run(ctx, opt.GPU(), func(px pipeline.Pixel) {
+	err = pixels.Run(ctx, opt.GPU(), func(px sampling.Pixel) {
 		if px.Validation() {
 			xv = px.AppendFeatures(xv)
 			yv = append(yv, uint8(px.Class()))

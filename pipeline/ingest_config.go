@@ -5,7 +5,7 @@
 // share (Job.Shard) and Collect gathers the tasks. It finds inputs, orders
 // the work, owns run directories, manifests and resumption, refuses
 // outputs that would touch an input, and computes no pixels itself
-// (composite, raster, features, forest, inference and cuda do).
+// (composite, raster, features, sampling, forest, inference and cuda do).
 package pipeline
 
 import (

@@ -21,6 +21,7 @@ import (
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/sampling"
 	"github.com/lulc/lulc/shard"
 	"github.com/lulc/lulc/stack"
 )
@@ -616,7 +617,7 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 	}
 	cfg.Input.Stack, cfg.Input.Rasters = "", nil
 	scheme, _ := cfg.Scheme()
-	sp := newSampler(cfg, scheme, r.opt.engine())
+	sp := sampling.New(cfg.Sampling, cfg.Features, scheme, r.opt.engine().features)
 	var ins []trainInput
 	t0 := time.Now()
 	// The lanes composite a group of tiles at once; the samples are then
@@ -643,13 +644,13 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 			return nil, nil, err
 		}
 	}
-	set, _, err := sp.finish()
+	set, _, err := sp.Finish()
 	if err != nil {
 		return nil, nil, err
 	}
 	r.mark("samples drawn, features computed", "")
 	set.Config = cfg.sampleKey()
-	res := &TrainResult{Dir: filepath.Join(r.stage.Final, "model"), Engine: cfg.Engine, Sample: time.Since(t0), Warnings: sp.warnings()}
+	res := &TrainResult{Dir: filepath.Join(r.stage.Final, "model"), Engine: cfg.Engine, Sample: time.Since(t0), Warnings: sp.Warnings()}
 	for _, c := range scheme.Classes {
 		res.ClassNames = append(res.ClassNames, c.Name)
 	}
@@ -691,11 +692,15 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 
 // sampleAndHold draws a tile's samples from its composite and holds the
 // composite for the map phase.
-func (r *runner) sampleAndHold(sp *sampler, ins *[]trainInput, mem *stack.Tile, rt *RunTile) error {
+func (r *runner) sampleAndHold(sp *sampling.Sampler, ins *[]trainInput, mem *stack.Tile, rt *RunTile) error {
 	zero := 0.0
 	in := trainInput{image: mem.Name, labels: mem.Name, bands: mem.Bands, scale: mem.Scale, offset: mem.Offset, nodata: &zero, mem: mem, inMemory: true}
 	ts := time.Now()
-	if err := sp.add(in); err != nil {
+	si, err := in.sampleInput()
+	if err != nil {
+		return err
+	}
+	if err := sp.Add(si); err != nil {
 		return err
 	}
 	rt.Sample = time.Since(ts)

@@ -11,6 +11,7 @@ import (
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/sampling"
 	"github.com/lulc/lulc/stack"
 )
 
@@ -105,18 +106,22 @@ func BenchmarkSampleTile(b *testing.B) {
 	zero := 0.0
 	in := trainInput{image: tile.Name, labels: tile.Name, bands: tile.Bands, scale: tile.Scale, offset: tile.Offset,
 		nodata: &zero, mem: tile, inMemory: true}
+	si, err := in.sampleInput()
+	if err != nil {
+		b.Fatal(err)
+	}
 	// CPU time as well as wall time: on a shared host the wall time
 	// depends on the neighbours.
 	var add, finish, addCPU, finishCPU time.Duration
 	n := 0
 	for b.Loop() {
 		t0, c0 := time.Now(), cpuTime()
-		sp := newSampler(cfg, scheme, engine{})
-		if err := sp.add(in); err != nil {
+		sp := sampling.New(cfg.Sampling, cfg.Features, scheme, engine{}.features)
+		if err := sp.Add(si); err != nil {
 			b.Fatal(err)
 		}
 		t1, c1 := time.Now(), cpuTime()
-		set, _, err := sp.finish()
+		set, _, err := sp.Finish()
 		if err != nil {
 			b.Fatal(err)
 		}

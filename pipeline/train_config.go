@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lulc/lulc/sampling"
 	"regexp"
 
 	"github.com/lulc/lulc/configs"
@@ -23,16 +24,8 @@ func (c TrainConfig) Inputs() []string {
 	return in
 }
 
-// SamplingConfig says how labelled pixels are drawn: a stratified,
-// seeded sample per class and split, the split by spatial blocks.
-type SamplingConfig struct {
-	MaxPerClass        int     `yaml:"max_per_class"` // per class and split
-	Balance            bool    `yaml:"balance"`       // cap every class at the rarest's count
-	BlockSize          int     `yaml:"block_size"`    // pixels; blocks go wholly to one split
-	ValidationFraction float64 `yaml:"validation_fraction"`
-	MinPerClass        int     `yaml:"min_per_class"` // refuse a present class with fewer training samples
-	Seed               uint64  `yaml:"seed"`
-}
+// SamplingConfig says how labelled pixels are drawn (sampling.Config).
+type SamplingConfig = sampling.Config
 
 // TrainConfig describes a training run: where the labelled imagery is,
 // which features, the class scheme, how to sample, and the forest.

@@ -1,4 +1,4 @@
-package pipeline
+package sampling
 
 import (
 	"cmp"
@@ -517,23 +517,23 @@ func cmpEntry(a, b entry) int {
 
 // reflectanceTable is every DN's reflectance for an input in memory:
 // the bits inputReflectance gives a DN read as float32 (NaN at nodata).
-func reflectanceTable(in trainInput) *[65536]float32 {
+func reflectanceTable(in Input) *[65536]float32 {
 	var t [65536]float32
 	for v := range t {
 		t[v] = float32(v)
 	}
-	inputReflectance(t[:], in)
+	in.Reflectance(t[:])
 	return &t
 }
 
 // addTile draws from an input in memory (see drawInput) and merges its
 // candidates into the reservoirs, which hold what earlier inputs kept.
-func (sp *sampler) addTile(in trainInput, ii uint64) error {
-	t := in.mem
-	if len(t.DN) != len(in.bands) {
-		return fmt.Errorf("%s has %d bands, the input lists %d", in.image, len(t.DN), len(in.bands))
+func (sp *Sampler) addTile(in Input, ii uint64) error {
+	t := in.Tile
+	if len(t.DN) != len(in.Bands) {
+		return fmt.Errorf("%s has %d bands, the input lists %d", in.Name, len(t.DN), len(in.Bands))
 	}
-	s := sp.cfg.Sampling
+	s := sp.cfg
 	refl := reflectanceTable(in)
 	rule := &drawRule{nres: len(sp.res), seed: s.Seed, input: ii, block: s.BlockSize, valFrac: s.ValidationFraction,
 		bad: newDNTest(refl), refl: refl, bits: drawBits(len(sp.res))}
@@ -550,7 +550,7 @@ func (sp *sampler) addTile(in trainInput, ii uint64) error {
 	tile := drawTile{width: t.Grid.Width, height: t.Grid.Height, labels: t.Labels, dn: t.DN}
 	out, bands, off, err := drawInput(tile, rule, limit, s.MaxPerClass)
 	if err != nil {
-		return fmt.Errorf("%s: %w", in.image, err)
+		return fmt.Errorf("%s: %w", in.Name, err)
 	}
 	// Every pixel but the unlabelled (code 0) is labelled.
 	sp.labelled += int64(tile.width)*int64(tile.height) - off[0]

@@ -1,4 +1,4 @@
-package pipeline
+package sampling
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
@@ -25,26 +24,26 @@ import (
 // of them are sorted by (key, id) and the first max_per_class kept; with
 // balancing, every class of a split is cut to the rarest present class's
 // count; the rows go training split first, class by class, by key.
-func referenceSamples(t *testing.T, cfg TrainConfig, scheme landcover.Scheme, ins []trainInput) (*samples.Set, []string) {
+func referenceSamples(t *testing.T, cfg Config, names []string, scheme landcover.Scheme, ins []Input) (*samples.Set, []string) {
 	t.Helper()
-	s := cfg.Sampling
+	s := cfg
 	type pixel struct {
 		key, id uint64
 		bands   []float32
 	}
 	k := len(scheme.Classes)
 	res := make([][]pixel, 2*k)
-	ref := newSampler(cfg, scheme, engine{}) // for its warnings and features only
+	ref := New(cfg, names, scheme, cpu) // for its warnings only
 	var sources []string
 	var set *features.Set
 	for ii, in := range ins {
-		fs, err := features.NewSet(cfg.Features, in.bands)
+		fs, err := features.NewSet(names, in.Bands)
 		if err != nil {
 			t.Fatal(err)
 		}
 		set = fs
-		sources = append(sources, in.image)
-		tile := in.mem
+		sources = append(sources, in.Name)
+		tile := in.Tile
 		w, h := tile.Grid.Width, tile.Grid.Height
 		for row := range h {
 			for col := range w {
@@ -64,7 +63,7 @@ func referenceSamples(t *testing.T, cfg TrainConfig, scheme landcover.Scheme, in
 				missing := false
 				for b := range bands {
 					v := []float32{float32(tile.DN[b][i])}
-					inputReflectance(v, in)
+					in.Reflectance(v)
 					bands[b] = v[0]
 					missing = missing || math.IsNaN(float64(v[0]))
 				}
@@ -131,14 +130,15 @@ func referenceSamples(t *testing.T, cfg TrainConfig, scheme landcover.Scheme, in
 			out.X = append(out.X, feats[f][i])
 		}
 	}
-	return out, ref.warnings()
+	return out, ref.Warnings()
 }
 
 // drawCase is one randomized sampling problem.
 type drawCase struct {
-	cfg    TrainConfig
+	cfg    Config
+	names  []string
 	scheme landcover.Scheme
-	ins    []trainInput
+	ins    []Input
 }
 
 // randomDrawCase makes tiles (small, or up to 400² when big) with patchy
@@ -150,19 +150,18 @@ func randomDrawCase(t *testing.T, seed uint64, big bool) drawCase {
 	r := rand.New(rand.NewPCG(seed, 99))
 	scheme := landcover.WorldCover
 	bands := []string{"B02", "B03", "B04", "B08"}
-	var cfg TrainConfig
-	cfg.Features = []string{"B02", "B04", "B08", "ndvi", "ndwi"}
+	names := []string{"B02", "B04", "B08", "ndvi", "ndwi"}
 	side, most := 70, 60
 	if big {
 		// Many pixels per histogram bin: the bound falls inside one.
 		side, most = 400, 5000
 	}
-	cfg.Sampling = SamplingConfig{MaxPerClass: 1 + r.IntN(most), Balance: r.IntN(2) == 0, BlockSize: 1 + r.IntN(12),
+	cfg := Config{MaxPerClass: 1 + r.IntN(most), Balance: r.IntN(2) == 0, BlockSize: 1 + r.IntN(12),
 		ValidationFraction: r.Float64() * 0.6, Seed: r.Uint64()}
 	// Scaling and nodata: the stack's, none, a nodata DN that is not 0,
 	// and a scale that also makes DN 0 NaN (0 × Inf), so that two DNs are
 	// missing.
-	scale, offset, nodata := StackScale, StackOffset, ptr(0.0)
+	scale, offset, nodata := 1e-4, -0.1, ptr(0.0)
 	switch r.IntN(4) {
 	case 1:
 		nodata = nil
@@ -176,7 +175,7 @@ func randomDrawCase(t *testing.T, seed uint64, big bool) drawCase {
 	for _, c := range r.Perm(len(scheme.Classes))[:1+r.IntN(5)] {
 		codes = append(codes, scheme.Classes[c].Code)
 	}
-	var ins []trainInput
+	var ins []Input
 	for ii := range 1 + r.IntN(3) {
 		w, h := 1+r.IntN(side), 1+r.IntN(side)
 		tile := stack.New(fmt.Sprintf("tile%d", ii), raster.Grid{EPSG: 32631, Width: w, Height: h,
@@ -209,23 +208,22 @@ func randomDrawCase(t *testing.T, seed uint64, big bool) drawCase {
 				}
 			}
 		}
-		ins = append(ins, trainInput{image: tile.Name, labels: tile.Name, bands: bands, scale: scale, offset: offset,
-			nodata: nodata, mem: tile, inMemory: true})
+		ins = append(ins, Input{Name: tile.Name, Bands: bands, Scale: scale, Offset: offset, NoData: nodata, Tile: tile})
 	}
-	return drawCase{cfg, scheme, ins}
+	return drawCase{cfg, names, scheme, ins}
 }
 
 // drawSamples runs the sampler over the inputs and returns the samples
 // file's bytes and the warnings.
-func drawSamples(t *testing.T, c drawCase, ins []trainInput) ([]byte, []string) {
+func drawSamples(t *testing.T, c drawCase, ins []Input) ([]byte, []string) {
 	t.Helper()
-	sp := newSampler(c.cfg, c.scheme, engine{})
+	sp := New(c.cfg, c.names, c.scheme, cpu)
 	for _, in := range ins {
-		if err := sp.add(in); err != nil {
+		if err := sp.Add(in); err != nil {
 			t.Fatal(err)
 		}
 	}
-	set, _, err := sp.finish()
+	set, _, err := sp.Finish()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,54 +231,46 @@ func drawSamples(t *testing.T, c drawCase, ins []trainInput) ([]byte, []string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, sp.warnings()
+	return b, sp.Warnings()
 }
 
-// writeDrawInputs writes tiles in memory as a stack and labels on disk,
-// for the strip path.
-func writeDrawInputs(t *testing.T, ins []trainInput) []trainInput {
-	t.Helper()
-	dir := t.TempDir()
-	var out []trainInput
+// stripInputs are the inputs read strip by strip (the path of inputs in
+// files), from the same tiles.
+func stripInputs(ins []Input) []Input {
+	var out []Input
 	for _, in := range ins {
-		tile := in.mem
-		img, lab := filepath.Join(dir, tile.Name+".tif"), filepath.Join(dir, tile.Name+"-labels.tif")
-		w, err := raster.NewWriter(img, tile.Grid, "uint16", make([]raster.BandInfo, len(tile.DN)), raster.COGOptions{BlockSize: 256, Compress: "NONE"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for b, plane := range tile.DN {
-			if err := w.Write(b, 0, 0, tile.Grid.Width, tile.Grid.Height, plane); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := raster.WriteCOG(lab, tile.Grid, tile.Labels, raster.COGOptions{BlockSize: 256, Compress: "NONE"}); err != nil {
-			t.Fatal(err)
-		}
+		tile := in.Tile
+		read := func(r0, h int) Strip { return memStrip(in, tile, r0, h) }
 		f := in
-		f.image, f.labels, f.mem, f.inMemory = img, lab, nil, false
+		f.Tile = nil
+		f.Source = Source{Width: tile.Grid.Width, Height: tile.Grid.Height, Open: func() (func(int, int) Strip, func(), error) { return read, func() {}, nil }}
 		out = append(out, f)
 	}
 	return out
 }
 
+// cpu computes features on the CPU.
+func cpu(set *features.Set) (features.Computer, func(), error) {
+	return features.CPU{Set: set}, func() {}, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
 // TestDrawMatchesReference checks that the draw from memory gives the
 // reference's samples file, byte for byte, on randomized inputs, whatever
-// GOMAXPROCS is, and that the strip path (from files) gives the same.
+// GOMAXPROCS is, and that the strip path (that of inputs in files) gives
+// the same.
 func TestDrawMatchesReference(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for trial := range uint64(44) {
 		c := randomDrawCase(t, trial, trial >= 40)
-		want, wantWarn := referenceSamples(t, c.cfg, c.scheme, c.ins)
+		want, wantWarn := referenceSamples(t, c.cfg, c.names, c.scheme, c.ins)
 		wantBytes, err := want.Encode()
 		if err != nil {
 			t.Fatal(err)
 		}
 		name := fmt.Sprintf("trial %d (%d inputs, max_per_class %d, balance %v, %d samples)", trial, len(c.ins),
-			c.cfg.Sampling.MaxPerClass, c.cfg.Sampling.Balance, want.N())
+			c.cfg.MaxPerClass, c.cfg.Balance, want.N())
 		for _, procs := range []int{1, 4} {
 			runtime.GOMAXPROCS(procs)
 			got, warn := drawSamples(t, c, c.ins)
@@ -291,17 +281,17 @@ func TestDrawMatchesReference(t *testing.T) {
 				t.Errorf("%s, GOMAXPROCS %d: warnings %q, the reference's %q", name, procs, warn, wantWarn)
 			}
 		}
-		if trial%8 == 0 {
-			got, _ := drawSamples(t, c, writeDrawInputs(t, c.ins))
-			if !bytes.Equal(withSources(t, got, want.Sources), wantBytes) {
-				t.Errorf("%s: samples from files differ from the reference", name)
+		if trial%4 == 0 {
+			got, _ := drawSamples(t, c, stripInputs(c.ins))
+			if !bytes.Equal(got, wantBytes) {
+				t.Errorf("%s: samples drawn strip by strip differ from the reference", name)
 			}
 		}
 	}
 }
 
 // TestDrawKeepsEarlierInputs checks the merge with what earlier inputs
-// kept: a tile drawn from memory after one drawn from files, and the
+// kept: a tile drawn from memory after one drawn strip by strip, and the
 // other way round, as the reference.
 func TestDrawKeepsEarlierInputs(t *testing.T) {
 	for trial := range uint64(6) {
@@ -309,9 +299,9 @@ func TestDrawKeepsEarlierInputs(t *testing.T) {
 		if len(c.ins) < 2 {
 			continue
 		}
-		want, _ := referenceSamples(t, c.cfg, c.scheme, c.ins)
+		want, _ := referenceSamples(t, c.cfg, c.names, c.scheme, c.ins)
 		wantBytes, _ := want.Encode()
-		files := writeDrawInputs(t, c.ins)
+		files := stripInputs(c.ins)
 		mixed := slices.Clone(c.ins)
 		for i := range mixed {
 			if (i+int(trial))%2 == 0 {
@@ -319,26 +309,10 @@ func TestDrawKeepsEarlierInputs(t *testing.T) {
 			}
 		}
 		got, _ := drawSamples(t, c, mixed)
-		if !bytes.Equal(withSources(t, got, want.Sources), wantBytes) {
+		if !bytes.Equal(got, wantBytes) {
 			t.Errorf("trial %d: samples from mixed inputs differ from the reference", trial)
 		}
 	}
-}
-
-// withSources is a samples file with other sources: a file input's source
-// is its path, a tile's its name.
-func withSources(t *testing.T, file []byte, sources []string) []byte {
-	t.Helper()
-	set, err := samples.Decode(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set.Sources = sources
-	b, err := set.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // TestSortCandidates checks the radix sort against a comparison sort, with

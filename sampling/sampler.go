@@ -1,0 +1,371 @@
+package sampling
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/internal/rng"
+	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/samples"
+)
+
+// Sampler draws stratified samples input by input: for every class and
+// split, the pixels with the smallest seeded hashes (a uniform sample
+// without replacement, independent of read order), up to max_per_class.
+// Validation pixels are those whose block_size×block_size block hashes
+// below the validation fraction, so that neighbours never straddle the
+// split. Inputs are numbered in the order they are added, which makes the
+// draw the same whether they come from files or from memory.
+type Sampler struct {
+	cfg        Config
+	names      []string // the configured features
+	scheme     landcover.Scheme
+	compute    Computers
+	classIndex map[uint8]int
+	res        []*reservoir // class*2 + split
+	set        *features.Set
+	sources    []string
+	// labelled counts the pixels with a label (code not 0); outside those
+	// whose code is not in the scheme, by code: they are never sampled,
+	// and the user is told.
+	labelled int64
+	outside  [256]int64
+}
+
+// New starts a draw of the named features' samples, by cfg, over scheme's
+// classes; compute makes the features computer (the CPU's or a GPU's).
+func New(cfg Config, names []string, scheme landcover.Scheme, compute Computers) *Sampler {
+	sp := &Sampler{cfg: cfg, names: names, scheme: scheme, compute: compute, classIndex: map[uint8]int{}, res: make([]*reservoir, 2*len(scheme.Classes))}
+	for i := range sp.res {
+		sp.res[i] = newReservoir()
+	}
+	for i, c := range scheme.Classes {
+		sp.classIndex[c.Code] = i
+	}
+	return sp
+}
+
+// Add scans one input and keeps its candidates: per class and split, the
+// max_per_class pixels with the smallest seeded keys (ties, which 64-bit
+// hashes all but never make, go to the pixel scanned first). A tile in
+// memory is drawn from its DNs in two data-parallel passes (addTile). From
+// files, each strip's pixels are screened on every core against the
+// reservoirs' limits, and each reservoir takes its survivors on a core of
+// its own, in raster order. Both keep the same pixels. Features are not
+// computed here: Finish computes them for the kept pixels only.
+func (sp *Sampler) Add(in Input) error {
+	fs, err := features.NewSet(sp.names, in.Bands)
+	if err != nil {
+		return fmt.Errorf("%s: %w", in.Name, err)
+	}
+	if sp.set != nil && !slices.Equal(sp.set.Bands, fs.Bands) {
+		return fmt.Errorf("%s: bands [%s] differ from the first input's [%s]", in.Name, strings.Join(fs.Bands, ", "), strings.Join(sp.set.Bands, ", "))
+	}
+	sp.set = fs
+	ii := uint64(len(sp.sources))
+	sp.sources = append(sp.sources, in.Name)
+	if in.Tile != nil && !sp.scheme.Has(0) {
+		return sp.addTile(in, ii)
+	}
+	src, err := in.source()
+	if err != nil {
+		return err
+	}
+	var class [256]int
+	for i := range class {
+		class[i] = -1
+	}
+	for code, c := range sp.classIndex {
+		class[code] = c
+	}
+	s := sp.cfg
+	strips := (src.Height + stripRows - 1) / stripRows
+	slots, wait := readStrips(src, nil, nil, strips)
+	defer wait()
+	limits := make([]uint64, len(sp.res))
+	for k := range strips {
+		st := <-slots[k].strips
+		if st.Err != nil {
+			return st.Err
+		}
+		for r, res := range sp.res {
+			limits[r] = res.limit
+		}
+		found, counts := screenStrip(st, src.Width, k*stripRows, ii, class, limits, s)
+		sp.labelled += counts.labelled
+		for code, n := range counts.outside {
+			sp.outside[code] += n
+		}
+		var wg sync.WaitGroup
+		for r, res := range sp.res {
+			wg.Go(func() {
+				bands := make([]float32, len(st.Planes))
+				for _, part := range found {
+					for _, px := range part[r] {
+						for b := range bands {
+							bands[b] = st.Planes[b][px.i]
+						}
+						res.add(px.key, px.id, bands, s.MaxPerClass)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		slots[k].done()
+	}
+	return nil
+}
+
+// labelCounts are a strip's labelled pixels and, by code, those whose
+// code is not in the scheme.
+type labelCounts struct {
+	labelled int64
+	outside  [256]int64
+}
+
+// Warnings says how many labelled pixels carry codes outside the scheme,
+// by code, when any do.
+func (sp *Sampler) Warnings() []string {
+	var total int64
+	var codes []string
+	for code, n := range sp.outside {
+		if n > 0 {
+			total += n
+			codes = append(codes, fmt.Sprintf("%d (%d)", code, n))
+		}
+	}
+	if total == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("labels: %.1f %% of the labelled pixels (%d of %d) have codes outside the scheme %s and are not sampled: %s",
+		100*float64(total)/float64(sp.labelled), total, sp.labelled, sp.scheme.Name, strings.Join(codes, ", "))}
+}
+
+// survivor is a screened pixel: its key, id and index in the strip.
+type survivor struct {
+	key, id uint64
+	i       int
+}
+
+// screenStrip returns, per part of the strip's rows (in order) and per
+// reservoir, the labelled pixels with every band present whose key is
+// below the reservoir's limit, in raster order. Parts run on every core.
+func screenStrip(st Strip, w, r0 int, ii uint64, class [256]int, limits []uint64, s Config) ([][][]survivor, labelCounts) {
+	h := len(st.Labels) / w
+	parts := max(1, min(h, runtime.GOMAXPROCS(0)))
+	found := make([][][]survivor, parts)
+	counts := make([]labelCounts, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		found[p] = make([][]survivor, len(limits))
+		wg.Go(func() {
+			var splits []int
+			var splitRow uint64 = math.MaxUint64
+			for r := p * h / parts; r < (p+1)*h/parts; r++ {
+				row := uint64(r0 + r)
+				if blk := row / uint64(s.BlockSize); blk != splitRow {
+					splits, splitRow = blockSplits(s, ii, blk, w), blk
+				}
+				for col := range w {
+					i := r*w + col
+					code := st.Labels[i]
+					c := class[code]
+					if code != 0 {
+						counts[p].labelled++
+						if c < 0 {
+							counts[p].outside[code]++
+						}
+					}
+					if c < 0 || missingBand(st.Planes, i) {
+						continue
+					}
+					res := c*2 + splits[col/s.BlockSize]
+					key := rng.Hash(s.Seed, 0x5a4, ii, row, uint64(col))
+					if key >= limits[res] {
+						continue
+					}
+					found[p][res] = append(found[p][res], survivor{key: key, id: ii<<40 | row<<20 | uint64(col), i: i})
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var total labelCounts
+	for _, c := range counts {
+		total.labelled += c.labelled
+		for code, n := range c.outside {
+			total.outside[code] += n
+		}
+	}
+	return found, total
+}
+
+// blockSplits gives each block of a block row its split: 1 (validation)
+// for a fraction of blocks, by seeded hash.
+func blockSplits(s Config, ii, blockRow uint64, w int) []int {
+	splits := make([]int, (w+s.BlockSize-1)/s.BlockSize)
+	for b := range splits {
+		if rng.Unit(rng.Hash(s.Seed, 0x7a1, ii, blockRow, uint64(b))) < s.ValidationFraction {
+			splits[b] = 1
+		}
+	}
+	return splits
+}
+
+// missingBand reports whether any band is NaN (nodata) at pixel i.
+func missingBand(planes [][]float32, i int) bool {
+	for _, p := range planes {
+		if p[i] != p[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// Finish balances the classes if asked and returns the samples, training
+// split first, each class's rows by key.
+func (sp *Sampler) Finish() (*samples.Set, *features.Set, error) {
+	if sp.set == nil {
+		return nil, nil, errors.New("no input to sample")
+	}
+	k := len(sp.scheme.Classes)
+	s := sp.cfg
+	for _, r := range sp.res {
+		r.keep(s.MaxPerClass)
+	}
+	// Optional balancing: every class at the rarest present class's count
+	// (the largest keys go).
+	if s.Balance {
+		for split := range 2 {
+			least := math.MaxInt
+			for c := range k {
+				if n := len(sp.res[c*2+split].entries); n > 0 {
+					least = min(least, n)
+				}
+			}
+			for c := range k {
+				sp.res[c*2+split].keep(least)
+			}
+		}
+	}
+	out := &samples.Set{Header: samples.Header{Features: sp.set.Names(), Classes: sp.scheme.Codes(), Sources: sp.sources, Seed: s.Seed}}
+	n := 0
+	for _, r := range sp.res {
+		n += len(r.entries)
+	}
+	out.Y, out.Split, out.Pixel = make([]uint8, 0, n), make([]uint8, 0, n), make([]uint64, 0, n)
+	bands := make([]float32, 0, n*len(sp.set.Bands))
+	for split := range 2 {
+		for c := range k {
+			r := sp.res[c*2+split]
+			for _, e := range r.entries {
+				out.Y = append(out.Y, uint8(c))
+				out.Split = append(out.Split, uint8(split))
+				out.Pixel = append(out.Pixel, e.id)
+			}
+			bands = append(bands, r.bands...)
+		}
+	}
+	x, err := sp.features(bands, len(out.Y))
+	if err != nil {
+		return nil, nil, err
+	}
+	out.X = x
+	return out, sp.set, nil
+}
+
+// features computes the kept pixels' features in one batch from their
+// band reflectances (nb per pixel), rows in the order given. The features
+// are per-pixel functions of the bands, so a batch of scattered pixels
+// gives the bits a whole strip would.
+func (sp *Sampler) features(bands []float32, n int) ([]float32, error) {
+	nb, nf := len(sp.set.Bands), len(sp.set.Features)
+	planes := features.Columns(bands, nb)
+	feats := make([][]float32, nf)
+	for f := range feats {
+		feats[f] = make([]float32, n)
+	}
+	comp, closeComp, err := sp.compute(sp.set)
+	if err != nil {
+		return nil, err
+	}
+	defer closeComp()
+	if n > 0 {
+		if err := comp.Compute(feats, planes); err != nil {
+			return nil, err
+		}
+	}
+	x := make([]float32, n*nf)
+	for i := range n {
+		for f := range nf {
+			x[i*nf+f] = feats[f][i]
+		}
+	}
+	return x, nil
+}
+
+// reservoir holds one class and split's candidates: the pixels with the
+// smallest (key, id) seen so far, at most twice the cap between
+// compactions, each with its band reflectances (features are computed once
+// the draw is over).
+type reservoir struct {
+	entries []entry
+	bands   []float32 // nb per entry, at entry.at
+	nb      int       // bands per entry
+	// limit is the largest kept key after a compaction: a later pixel
+	// (larger id) at or above it can never be kept.
+	limit uint64
+}
+
+// entry is a candidate's key, id and place in the reservoir's bands.
+type entry struct {
+	key, id uint64
+	at      int
+}
+
+func newReservoir() *reservoir { return &reservoir{limit: math.MaxUint64} }
+
+// add appends a candidate and compacts when twice the cap is held.
+func (r *reservoir) add(key, id uint64, bands []float32, capacity int) {
+	if key >= r.limit {
+		return
+	}
+	if r.entries == nil {
+		// Room for a full buffer: appends never reallocate.
+		r.entries, r.bands = make([]entry, 0, 2*capacity), make([]float32, 0, 2*capacity*len(bands))
+	}
+	r.nb = len(bands)
+	r.entries = append(r.entries, entry{key, id, len(r.bands)})
+	r.bands = append(r.bands, bands...)
+	if len(r.entries) >= 2*capacity {
+		r.keep(capacity)
+		r.limit = r.entries[len(r.entries)-1].key
+	}
+}
+
+// keep sorts the candidates by (key, id) and keeps the first n.
+func (r *reservoir) keep(n int) {
+	nb := r.nb
+	slices.SortFunc(r.entries, func(a, b entry) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	r.entries = r.entries[:min(n, len(r.entries))]
+	// The kept bands move to a new array of the old capacity, so the
+	// buffer refills without reallocating.
+	bands := make([]float32, 0, cap(r.bands))
+	for j, e := range r.entries {
+		bands = append(bands, r.bands[e.at:e.at+nb]...)
+		r.entries[j].at = j * nb
+	}
+	r.bands = bands
+}

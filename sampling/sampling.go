@@ -1,0 +1,88 @@
+// Package sampling draws the labelled pixels a forest is trained and
+// validated on: a stratified, block-split draw (for every class and split,
+// the pixels with the smallest seeded hashes, up to a cap) from tiles in
+// memory or from strips read out of files, and the features of the pixels
+// it keeps. A tile in memory is drawn from its digital numbers in two
+// data-parallel passes (draw.go); strips from files are screened on every
+// core (sampler.go). Both keep the same pixels, bit for bit. Scan visits
+// every labelled pixel instead, for benchmarks that need them all.
+//
+// The package computes; it reads no files. Strips from files come through
+// a Source its caller builds (pipeline, with GDAL behind raster).
+package sampling
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/stack"
+)
+
+// Config says how labelled pixels are drawn: a stratified, block-split
+// draw, reproducible from its seed.
+type Config struct {
+	MaxPerClass        int     `yaml:"max_per_class"` // per class and split
+	Balance            bool    `yaml:"balance"`       // cap every class at the rarest's count
+	BlockSize          int     `yaml:"block_size"`    // pixels; blocks go wholly to one split
+	ValidationFraction float64 `yaml:"validation_fraction"`
+	MinPerClass        int     `yaml:"min_per_class"` // refuse a present class with fewer training samples
+	Seed               uint64  `yaml:"seed"`
+}
+
+// Computers makes a features computer for a feature set (the CPU's, or a
+// GPU's) and its release.
+type Computers func(set *features.Set) (features.Computer, func(), error)
+
+// Input is one labelled image to draw from: a tile in memory, or strips
+// from a Source.
+type Input struct {
+	Name          string   // for messages and the samples' sources
+	Bands         []string // the image's bands, in order
+	Scale, Offset float64  // reflectance = value × Scale + Offset
+	NoData        *float64 // the stored value that means no data, if any
+	// Tile, when set, is the input in memory: it is drawn from its DNs.
+	Tile *stack.Tile
+	// Source gives the strips of an input in files (Tile nil).
+	Source Source
+}
+
+// Source reads an input strip by strip: its size, and a reader per
+// worker (GDAL handles are not shared between threads).
+type Source struct {
+	Width, Height int
+	Open          func() (read func(r0, h int) Strip, close func(), err error)
+}
+
+// Strip is h rows of an input from row r0: labels and reflectance planes
+// (NaN at nodata), or the error that reading them met.
+type Strip struct {
+	Labels []uint8
+	Planes [][]float32
+	Err    error
+	feats  [][]float32 // computed by readStrips when a scan asks
+}
+
+// source is the input's strips: from the tile in memory, or its Source.
+func (in Input) source() (Source, error) {
+	if t := in.Tile; t != nil {
+		read := func(r0, h int) Strip { return memStrip(in, t, r0, h) }
+		return Source{t.Grid.Width, t.Grid.Height, func() (func(int, int) Strip, func(), error) { return read, func() {}, nil }}, nil
+	}
+	if in.Source.Open == nil {
+		return Source{}, fmt.Errorf("%s: an input with neither a tile nor a source", in.Name)
+	}
+	return in.Source, nil
+}
+
+// Reflectance turns an input's stored values into reflectance in place,
+// NaN at its nodata: float32(v) × scale rounded, then + offset.
+func (in Input) Reflectance(vals []float32) {
+	for i, v := range vals {
+		if in.NoData != nil && float64(v) == *in.NoData {
+			vals[i] = float32(math.NaN())
+		} else {
+			vals[i] = float32(float32(v)*float32(in.Scale)) + float32(in.Offset)
+		}
+	}
+}

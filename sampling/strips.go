@@ -1,0 +1,194 @@
+package sampling
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/internal/rng"
+	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/stack"
+)
+
+// stripRows is how many image rows sampling reads at once: small enough
+// that the strips in flight stay a few hundred MB on a full tile.
+const stripRows = 128
+
+// Pixel is one labelled pixel with all bands present, as a scan visits
+// it: its class index, split (0 training, 1 validation), sampling key and
+// id, and its features at feats[f][i]. It is valid only during the visit:
+// the features belong to the strip being scanned.
+type Pixel struct {
+	class, split int
+	key, id      uint64
+	feats        [][]float32
+	i            int
+}
+
+// Class is the pixel's class: its index in the train config's scheme.
+func (px Pixel) Class() int { return px.class }
+
+// Validation reports whether the pixel lies in a validation block.
+func (px Pixel) Validation() bool { return px.split == 1 }
+
+// AppendFeatures appends the pixel's features, in the config's order, to
+// dst.
+func (px Pixel) AppendFeatures(dst []float32) []float32 {
+	for f := range px.feats {
+		dst = append(dst, px.feats[f][px.i])
+	}
+	return dst
+}
+
+// Scan computes the features of input number ii strip by strip and
+// visits every pixel whose label is one of scheme's codes and whose bands
+// are all present, in raster order, with its class, its split and its key
+// as the draw gives them: splits go by blocks of cfg.BlockSize pixels (a
+// fraction cfg.ValidationFraction of them to validation), keys are the
+// pixel's hash seeded by cfg.Seed. Strips are read and their features
+// computed by several workers a few strips ahead of the visits.
+func Scan(ii uint64, in Input, set *features.Set, comp features.Computer, scheme landcover.Scheme, cfg Config, visit func(Pixel)) error {
+	src, err := in.source()
+	if err != nil {
+		return err
+	}
+	seed, block, valFrac := cfg.Seed, cfg.BlockSize, cfg.ValidationFraction
+	var class [256]int
+	for i := range class {
+		class[i] = -1
+	}
+	for i, c := range scheme.Classes {
+		class[c.Code] = i
+	}
+	w, nb := src.Width, len(set.Bands)
+	strips := (src.Height + stripRows - 1) / stripRows
+	results, wait := readStrips(src, set, comp, strips)
+	defer wait()
+	for k := range strips {
+		st := <-results[k].strips
+		if st.Err != nil {
+			return st.Err
+		}
+		r0, h := k*stripRows, len(st.Labels)/w
+		splits := make([]int, (w+block-1)/block)
+		for r := range h {
+			row := uint64(r0 + r)
+			if r == 0 || row%uint64(block) == 0 {
+				for b := range splits {
+					splits[b] = 0
+					if rng.Unit(rng.Hash(seed, 0x7a1, ii, row/uint64(block), uint64(b))) < valFrac {
+						splits[b] = 1
+					}
+				}
+			}
+			for col := range w {
+				i := r*w + col
+				c := class[st.Labels[i]]
+				if c < 0 {
+					continue
+				}
+				missing := false
+				for b := range nb {
+					if st.Planes[b][i] != st.Planes[b][i] {
+						missing = true
+					}
+				}
+				if missing {
+					continue
+				}
+				visit(Pixel{class: c, split: splits[col/block], key: rng.Hash(seed, 0x5a4, ii, row, uint64(col)), id: ii<<40 | row<<20 | uint64(col), feats: st.feats, i: i})
+			}
+		}
+		results[k].done()
+	}
+	return nil
+}
+
+// stripSlot delivers one strip; done frees its place in the read-ahead.
+type stripSlot struct {
+	strips chan Strip
+	done   func()
+}
+
+// readStrips starts workers that read strips in order, a bounded number
+// ahead of the consumer, and, when comp is not nil, compute their features
+// (one strip at a time per Computer). wait stops the workers and waits for them: they use comp,
+// which the caller closes after.
+func readStrips(src Source, set *features.Set, comp features.Computer, strips int) ([]stripSlot, func()) {
+	workers := max(1, min(strips, runtime.GOMAXPROCS(0)/2, 8))
+	// tokens bound the strips in flight: a worker takes one before reading
+	// a strip, the consumer returns it when done with the strip.
+	tokens := make(chan struct{}, workers+1)
+	slots := make([]stripSlot, strips)
+	for k := range slots {
+		slots[k] = stripSlot{strips: make(chan Strip, 1), done: func() { <-tokens }}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	var compute sync.Mutex
+	for range workers {
+		wg.Go(func() {
+			var read func(r0, h int) Strip
+			closeFn := func() {}
+			defer func() { closeFn() }()
+			for {
+				select {
+				case tokens <- struct{}{}:
+				case <-stop:
+					return
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := int(next.Add(1) - 1)
+				if k >= strips {
+					return
+				}
+				var st Strip
+				if read == nil {
+					read, closeFn, st.Err = src.Open()
+				}
+				if st.Err == nil {
+					r0 := k * stripRows
+					st = read(r0, min(stripRows, src.Height-r0))
+				}
+				if st.Err == nil && comp != nil {
+					st.feats = make([][]float32, len(set.Features))
+					for f := range st.feats {
+						st.feats[f] = make([]float32, len(st.Labels))
+					}
+					compute.Lock()
+					st.Err = comp.Compute(st.feats, st.Planes)
+					compute.Unlock()
+				}
+				slots[k].strips <- st
+				if st.Err != nil {
+					return
+				}
+			}
+		})
+	}
+	return slots, func() { close(stop); wg.Wait() }
+}
+
+// memStrip takes the h rows from r0 of a tile in memory. DNs become float32
+// exactly, as GDAL converts them when reading the stack file, so the
+// planes are the same bits as strips read from the files (pipeline's).
+func memStrip(in Input, t *stack.Tile, r0, h int) Strip {
+	w := t.Grid.Width
+	st := Strip{Labels: make([]uint8, w*h), Planes: make([][]float32, len(t.DN))}
+	t.ReadLabels(0, r0, w, h, st.Labels)
+	for b, plane := range t.DN {
+		vals := make([]float32, w*h)
+		for i, v := range plane[r0*w : (r0+h)*w] {
+			vals[i] = float32(v)
+		}
+		in.Reflectance(vals)
+		st.Planes[b] = vals
+	}
+	return st
+}
