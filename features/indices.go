@@ -247,9 +247,43 @@ func Columns(x []float32, width int) [][]float32 {
 	planes := make([][]float32, width)
 	for c := range planes {
 		planes[c] = make([]float32, n)
-		for i := range n {
-			planes[c][i] = x[i*width+c]
-		}
 	}
+	byRows(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := x[i*width : (i+1)*width]
+			for c, v := range row {
+				planes[c][i] = v
+			}
+		}
+	})
 	return planes
+}
+
+// Rows is Columns' inverse: planes of n values each become n rows of
+// len(planes) values, row-major.
+func Rows(planes [][]float32) []float32 {
+	if len(planes) == 0 {
+		return nil
+	}
+	width, n := len(planes), len(planes[0])
+	x := make([]float32, n*width)
+	byRows(n, func(lo, hi int) {
+		for c, p := range planes {
+			for i := lo; i < hi; i++ {
+				x[i*width+c] = p[i]
+			}
+		}
+	})
+	return x
+}
+
+// byRows runs f over n rows split into a range per core: transposing
+// samples is bound by memory, which one core cannot keep busy.
+func byRows(n int, f func(lo, hi int)) {
+	parts := max(1, min(runtime.GOMAXPROCS(0), n/4096))
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Go(func() { f(k*n/parts, (k+1)*n/parts) })
+	}
+	wg.Wait()
 }

@@ -77,3 +77,32 @@ func TestFeatureErrors(t *testing.T) {
 		t.Error("duplicate feature accepted")
 	}
 }
+
+// TestColumnsRows checks that Columns and Rows transpose samples both
+// ways, on sizes that split unevenly over the cores.
+func TestColumnsRows(t *testing.T) {
+	for _, n := range []int{0, 1, 4095, 70_001} {
+		const width = 7
+		x := make([]float32, n*width)
+		for i := range x {
+			x[i] = float32(i)
+		}
+		planes := Columns(x, width)
+		for c := range width {
+			for i := range n {
+				if planes[c][i] != x[i*width+c] {
+					t.Fatalf("n %d: plane %d row %d is %v, want %v", n, c, i, planes[c][i], x[i*width+c])
+				}
+			}
+		}
+		back := Rows(planes)
+		if len(back) != len(x) {
+			t.Fatalf("n %d: %d values back, want %d", n, len(back), len(x))
+		}
+		for i := range x {
+			if back[i] != x[i] {
+				t.Fatalf("n %d: value %d is %v back, want %v", n, i, back[i], x[i])
+			}
+		}
+	}
+}

@@ -42,6 +42,12 @@ func (f *Forest) Compile() *Compiled {
 // kernel reads), each tree's first node index, the leaf probabilities back
 // to back and each tree's first probability index.
 func (f *Compiled) Packed() (nodes []byte, nodeOff []int32, probs []float32, probOff []int32) {
+	var nn, np int
+	for ti, t := range f.trees {
+		nn, np = nn+len(t), np+len(f.probs[ti])
+	}
+	nodes, probs = make([]byte, 0, 8*nn), make([]float32, 0, np)
+	nodeOff, probOff = make([]int32, 0, len(f.trees)), make([]int32, 0, len(f.trees))
 	for ti, t := range f.trees {
 		nodeOff = append(nodeOff, int32(len(nodes)/8))
 		probOff = append(probOff, int32(len(probs)))

@@ -302,13 +302,7 @@ func (sp *Sampler) features(bands []float32, n int) ([]float32, error) {
 			return nil, err
 		}
 	}
-	x := make([]float32, n*nf)
-	for i := range n {
-		for f := range nf {
-			x[i*nf+f] = feats[f][i]
-		}
-	}
-	return x, nil
+	return features.Rows(feats), nil
 }
 
 // reservoir holds one class and split's candidates: the pixels with the
