@@ -800,8 +800,10 @@ type windowJob struct {
 	cache   *raster.BlockCache
 	crs     sync.Map // href → EPSG code, read by the first worker to open it
 	layouts sync.Map // href → *raster.TileLayout of bands the engine decodes (nil: it does not)
-	log     *slog.Logger
-	ahead   *decodeAhead // with a device that decodes: the compressed tiles, read and decoded ahead
+	// layoutMu serialises reading layouts (see layout).
+	layoutMu sync.Mutex
+	log      *slog.Logger
+	ahead    *decodeAhead // with a device that decodes: the compressed tiles, read and decoded ahead
 	// out recycles the composite's output planes between windows: the
 	// sinks copy what they keep.
 	out      bufpool.Pool[uint16]
@@ -1038,6 +1040,15 @@ func (j *windowJob) layout(s *raster.Source) *raster.TileLayout {
 	if v, ok := j.layouts.Load(s.Href); ok {
 		return v.(*raster.TileLayout)
 	}
+	// One reader at a time: the read-ahead's goroutines share a band's
+	// handle, and GDAL handles are not safe for concurrent use. Two calls
+	// reading BLOCK_OFFSET/BLOCK_SIZE through one handle at once once gave
+	// a tile a size larger than its file.
+	j.layoutMu.Lock()
+	defer j.layoutMu.Unlock()
+	if v, ok := j.layouts.Load(s.Href); ok {
+		return v.(*raster.TileLayout)
+	}
 	var l *raster.TileLayout
 	why := ""
 	if got, err := s.Layout(); err != nil {
@@ -1047,11 +1058,11 @@ func (j *windowJob) layout(s *raster.Source) *raster.TileLayout {
 	} else {
 		l = &got
 	}
-	v, loaded := j.layouts.LoadOrStore(s.Href, l)
-	if !loaded && why != "" {
+	j.layouts.Store(s.Href, l)
+	if why != "" {
 		j.log.Debug("band decoded by GDAL", "href", redact.String(s.Href), "why", why)
 	}
-	return v.(*raster.TileLayout)
+	return l
 }
 
 // pixels is the tile's pixel count.
