@@ -21,6 +21,7 @@ import (
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/samples"
 	"github.com/lulc/lulc/sampling"
 	"github.com/lulc/lulc/shard"
 	"github.com/lulc/lulc/stack"
@@ -121,7 +122,19 @@ type Job struct {
 	// Plan, when set, gives the tiles and their scenes instead of a
 	// search of the ingest config's source (lulc plan).
 	Plan *JobPlan
+	// Phase PhaseSample makes the run the sample phase of a job that
+	// trains over many tasks: it composites its tiles and writes their
+	// draw (DrawFile), which lulc train merges with the other tasks'; it
+	// trains and maps nothing. "" is the whole job.
+	Phase string
 }
+
+// PhaseSample is the sample phase of a sharded job (Job.Phase).
+const PhaseSample = "sample"
+
+// DrawFile is a sample phase's output: the draw of its tiles (a samples
+// file marked as a draw, see samples.Draw).
+const DrawFile = "draw.lulcd"
 
 // hash identifies the job's resolved configs and the given model's bytes
 // (modelBody, nil when the job trains), keying resumption.
@@ -143,6 +156,9 @@ func (j Job) hash(modelBody []byte) string {
 	}
 	if j.Plan != nil {
 		h.Write([]byte("plan " + j.Plan.Digest))
+	}
+	if j.Phase != "" {
+		h.Write([]byte("phase " + j.Phase))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -234,12 +250,15 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 		return RunResult{}, err
 	}
 	hash := job.hash(modelBody)
+	// The job's tiles, before sharding: their order numbers the inputs of
+	// the draw, whichever task draws them.
+	all := tiles
 	if job.Shard.Count > 0 {
 		tiles = job.shardTiles(tiles, opt)
 		// An array task may run again after it finished (a retry, a
 		// requeue): a complete, intact output of the same task is kept.
 		if !opt.Force {
-			res, done, err := completedTask(opt.Out, hash, tiles, opt)
+			res, done, err := completedTask(opt.Out, hash, job.Phase, tiles, opt)
 			if err != nil || done {
 				return res, err
 			}
@@ -257,7 +276,11 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	for i, d := range opt.GPUs {
 		busy0[i] = d.Busy()
 	}
-	err = r.run(ctx, tiles, &res)
+	if job.Phase == PhaseSample {
+		err = r.draw(ctx, all, tiles, &res)
+	} else {
+		err = r.run(ctx, tiles, &res)
+	}
 	t0 := time.Now()
 	if werr := r.wait(); err == nil {
 		err = werr
@@ -292,7 +315,7 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 // result then lists them as skipped); not done, with no error, when
 // something is missing or damaged, so that the task maps again from
 // scratch; an error when the directory holds another job's output.
-func completedTask(dir, hash string, tiles []sourceTile, opt Options) (RunResult, bool, error) {
+func completedTask(dir, hash, phase string, tiles []sourceTile, opt Options) (RunResult, bool, error) {
 	if !atomicfs.Exists(dir) {
 		return RunResult{}, false, nil
 	}
@@ -305,7 +328,16 @@ func completedTask(dir, hash string, tiles []sourceTile, opt Options) (RunResult
 		return RunResult{}, false, fmt.Errorf("output %s holds another job's run (use --force to replace it)", dir)
 	}
 	res := RunResult{Dir: dir, Model: rep.Model, GPU: rep.GPU}
+	if phase == PhaseSample {
+		if _, err := readDraw(filepath.Join(dir, DrawFile)); err != nil {
+			opt.Log.Warn("the task's draw is missing or damaged: drawing again", "dir", dir, "why", err)
+			return RunResult{}, false, nil
+		}
+	}
 	for _, t := range tiles {
+		if phase == PhaseSample {
+			break
+		}
 		if !tileMapped(filepath.Join(dir, t.name())) {
 			opt.Log.Warn("a tile of the finished task is missing or damaged: mapping the task again", "tile", t.name())
 			return RunResult{}, false, nil
@@ -363,8 +395,14 @@ func (j Job) validate() error {
 	if (j.Train == nil) == (j.Model == "") {
 		return errors.New("a run trains (a train config) or maps with a model (--model), not both or neither")
 	}
-	if j.Shard.Count > 0 && j.Model == "" {
-		return fmt.Errorf("shard %s: a sharded run maps with a model (--model); train it first in one task (lulc run or lulc train)", j.Shard)
+	if j.Phase != "" && j.Phase != PhaseSample {
+		return fmt.Errorf("phase %q: the only phase is %s (without one, a run is the whole job)", j.Phase, PhaseSample)
+	}
+	if j.Phase == PhaseSample && j.Train == nil {
+		return errors.New("phase sample: the sample phase draws for a train config, not with a model")
+	}
+	if j.Shard.Count > 0 && j.Model == "" && j.Phase == "" {
+		return fmt.Errorf("shard %s: a sharded run maps with a model (--model), or draws samples (--phase sample) for lulc train to merge", j.Shard)
 	}
 	if j.Train != nil {
 		if err := j.Train.validateTraining(); err != nil {
@@ -605,44 +643,26 @@ func (r *runner) wait() error {
 // map phase, and fits the model into OUT/model. A model left complete by
 // an interrupted run of the same job is kept.
 func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (*TrainResult, *forest.Model, error) {
-	cfg := *r.job.Train
+	cfg := r.job.trainConfig()
 	dir := r.stage.Path("model")
 	if atomicfs.Exists(filepath.Join(dir, "run.json")) {
 		r.opt.Log.Info("model already trained by an interrupted run", "dir", dir)
 		model, _, err := LoadModel(filepath.Join(dir, ModelFile))
 		return nil, model, err
 	}
-	if cfg.Input.Stack != "" || len(cfg.Input.Rasters) > 0 {
+	if r.job.Train.Input.Stack != "" || len(r.job.Train.Input.Rasters) > 0 {
 		r.opt.Log.Info("the train config's input is not used: lulc run trains on its own tiles")
 	}
-	cfg.Input.Stack, cfg.Input.Rasters = "", nil
 	scheme, _ := cfg.Scheme()
 	sp := sampling.New(cfg.Sampling, cfg.Features, scheme, r.opt.engine().features)
-	var ins []trainInput
 	t0 := time.Now()
-	// The lanes composite a group of tiles at once; the samples are then
-	// drawn tile after tile, in the tiles' order, which fixes the sample
-	// set whatever the lanes.
-	nl := len(r.lanes())
-	for g0 := 0; g0 < len(tiles); g0 += nl {
-		group := tiles[g0:min(g0+nl, len(tiles))]
-		mems := make([]*stack.Tile, len(group))
-		err := r.eachTile(ctx, group, func(ctx context.Context, lane Options, k int) error {
-			var err error
-			mems[k], err = r.composite(ctx, lane, group[k], &rts[g0+k])
-			return err
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		for k, mem := range mems {
-			if err := r.sampleAndHold(sp, &ins, mem, &rts[g0+k]); err != nil {
-				return nil, nil, fmt.Errorf("tile %s: %w", group[k].name(), err)
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
+	index := make([]int, len(tiles))
+	for i := range index {
+		index[i] = i
+	}
+	ins, err := r.sampleTiles(ctx, tiles, rts, index, sp, true)
+	if err != nil {
+		return nil, nil, err
 	}
 	set, _, err := sp.Finish()
 	if err != nil {
@@ -690,26 +710,119 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 	return res, model, nil
 }
 
-// sampleAndHold draws a tile's samples from its composite and holds the
-// composite for the map phase.
-func (r *runner) sampleAndHold(sp *sampling.Sampler, ins *[]trainInput, mem *stack.Tile, rt *RunTile) error {
+// sampleTiles composites the tiles, as many at once as there are lanes,
+// and adds each to sp as the job's input index[i], in the tiles' order
+// (which fixes the sample set whatever the lanes). With hold the
+// composites are kept for the map phase.
+func (r *runner) sampleTiles(ctx context.Context, tiles []sourceTile, rts []RunTile, index []int, sp *sampling.Sampler, hold bool) ([]trainInput, error) {
+	var ins []trainInput
+	nl := len(r.lanes())
+	for g0 := 0; g0 < len(tiles); g0 += nl {
+		group := tiles[g0:min(g0+nl, len(tiles))]
+		mems := make([]*stack.Tile, len(group))
+		err := r.eachTile(ctx, group, func(ctx context.Context, lane Options, k int) error {
+			var err error
+			mems[k], err = r.composite(ctx, lane, group[k], &rts[g0+k])
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for k, mem := range mems {
+			in, err := r.sampleTile(sp, mem, index[g0+k], &rts[g0+k])
+			if err == nil && hold {
+				err = r.hold(mem)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("tile %s: %w", group[k].name(), err)
+			}
+			ins = append(ins, in)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return ins, nil
+}
+
+// sampleTile draws a tile's samples from its composite, as the job's
+// input number index.
+func (r *runner) sampleTile(sp *sampling.Sampler, mem *stack.Tile, index int, rt *RunTile) (trainInput, error) {
 	zero := 0.0
 	in := trainInput{image: mem.Name, labels: mem.Name, bands: mem.Bands, scale: mem.Scale, offset: mem.Offset, nodata: &zero, mem: mem, inMemory: true}
 	ts := time.Now()
 	si, err := in.sampleInput()
 	if err != nil {
-		return err
+		return in, err
 	}
-	if err := sp.Add(si); err != nil {
-		return err
+	if err := sp.AddAt(si, index); err != nil {
+		return in, err
 	}
 	rt.Sample = time.Since(ts)
 	r.mark("candidates drawn", mem.Name)
 	// The samples are drawn: fitting needs none of the pixels, and a
 	// spilled tile must not stay referenced.
 	in.mem = nil
-	*ins = append(*ins, in)
-	return r.hold(mem)
+	return in, nil
+}
+
+// draw is the sample phase (PhaseSample): it composites this task's tiles
+// (mine, of the job's all) and writes their draw into DrawFile, each tile
+// numbered by its place among all, for lulc train to merge with the
+// other tasks' draws.
+func (r *runner) draw(ctx context.Context, all, mine []sourceTile, res *RunResult) error {
+	res.Tiles = make([]RunTile, len(mine))
+	index := make([]int, len(mine))
+	for i, t := range mine {
+		res.Tiles[i] = RunTile{Tile: t.name(), Dates: t.dates(), Seconds: map[string]float64{}}
+		index[i] = slices.IndexFunc(all, func(a sourceTile) bool { return a.name() == t.name() })
+	}
+	cfg := r.job.trainConfig()
+	scheme, _ := cfg.Scheme()
+	sp := sampling.New(cfg.Sampling, cfg.Features, scheme, r.opt.engine().features)
+	if _, err := r.sampleTiles(ctx, mine, res.Tiles, index, sp, false); err != nil {
+		return fmt.Errorf("sample: %w", err)
+	}
+	zero := 0.0
+	d, err := sp.Draw(len(all), StackScale, StackOffset, &zero)
+	if err != nil {
+		return fmt.Errorf("sample: %w", err)
+	}
+	d.Config = cfg.sampleKey()
+	body, err := d.Encode()
+	if err != nil {
+		return err
+	}
+	for _, w := range sp.Warnings() {
+		r.opt.Log.Warn(w)
+	}
+	return atomicfs.WriteFile(r.stage.Path(DrawFile), body)
+}
+
+// readDraw reads a sample phase's draw, refusing a damaged file or a
+// training set.
+func readDraw(path string) (*samples.Set, error) {
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	d, err := samples.Decode(body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if d.Draw == nil {
+		return nil, fmt.Errorf("%s: a training set, not a sample phase's draw", path)
+	}
+	return d, nil
+}
+
+// trainConfig is the job's train config as the run trains with it: its
+// input section's sources cleared (the run trains on its own tiles), so
+// that the model is the same whichever tasks drew the samples.
+func (j Job) trainConfig() TrainConfig {
+	cfg := *j.Train
+	cfg.Input.Stack, cfg.Input.Rasters, cfg.Input.Samples = "", nil, nil
+	return cfg
 }
 
 // hold keeps a composite for the map phase: in memory while the held

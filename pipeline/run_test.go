@@ -434,3 +434,65 @@ func TestRunPlan(t *testing.T) {
 		t.Errorf("a plan for another ingest config: %v", err)
 	}
 }
+
+// TestRunSamplePhase checks training spread over an array job: each task
+// of the sample phase draws its share of the tiles (--phase sample
+// --shard i/n), lulc train merges the draws, and the model and samples
+// are byte for byte those of one process training over every tile. A
+// finished task run again keeps its draw; a damaged draw is drawn again;
+// a draw missing from the merge is named.
+func TestRunSamplePhase(t *testing.T) {
+	ic := realSampleConfig(t)
+	third := ic.Source.Rasters[0]
+	third.Tile = "again"
+	ic.Source.Rasters = append(ic.Source.Rasters, third)
+	tc := trainConfig(t, "train-real-sample.yaml", "")
+	job := Job{Config: DefaultRunConfig(), Ingest: ic, Train: &tc}
+	one := filepath.Join(t.TempDir(), "one")
+	runJob(t, job, one, Options{})
+
+	root := t.TempDir()
+	job.Phase = PhaseSample
+	var draws []string
+	for i := range 3 {
+		job.Shard = shard.Spec{Index: i, Count: 3}
+		out := filepath.Join(root, "draws", fmt.Sprintf("%d-of-3", i))
+		res := runJob(t, job, out, Options{})
+		if len(res.Tiles) != 1 {
+			t.Errorf("task %d of 3 drew %d tiles", i, len(res.Tiles))
+		}
+		draws = append(draws, filepath.Join(out, DrawFile))
+	}
+	merged := tc
+	merged.Input.Stack, merged.Input.Samples = "", []string{filepath.Join(root, "draws")}
+	trained := filepath.Join(root, "model")
+	if _, err := Train(context.Background(), merged, Options{Out: trained}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{ModelFile, SamplesFile} {
+		sameFile(t, filepath.Join(one, "model", f), filepath.Join(trained, f))
+	}
+
+	// A rerun of a finished task keeps its draw; one whose draw is damaged
+	// draws again, the same bytes.
+	job.Shard = shard.Spec{Index: 1, Count: 3}
+	out := filepath.Join(root, "draws", "1-of-3")
+	if res := runJob(t, job, out, Options{}); len(res.Tiles) != 1 || !res.Tiles[0].Skipped {
+		t.Errorf("a finished sample task was not kept: %+v", res.Tiles)
+	}
+	want, _ := os.ReadFile(draws[1])
+	if err := os.WriteFile(draws[1], want[:len(want)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, job, out, Options{})
+	if got, _ := os.ReadFile(draws[1]); !bytes.Equal(got, want) {
+		t.Error("the damaged draw was not drawn again as before")
+	}
+
+	// Two draws of three are not a job's samples.
+	merged.Input.Samples = draws[:2]
+	_, err := Train(context.Background(), merged, Options{Out: filepath.Join(root, "partial")})
+	if err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("training on two draws of three gave %v", err)
+	}
+}

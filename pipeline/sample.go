@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,11 +30,17 @@ type trainInput struct {
 	// inMemory says the input was sampled from memory, with no files to
 	// checksum (mem is dropped once the samples are drawn).
 	inMemory bool
+	// draw, when set, is a sample phase's draw (image and labels both name
+	// its file), merged rather than sampled.
+	draw *samples.Set
 }
 
 // inputs resolves the config's input section into images with their band
 // order and scaling.
 func (c TrainConfig) inputs() ([]trainInput, error) {
+	if len(c.Input.Samples) > 0 {
+		return c.drawInputs()
+	}
 	if c.Input.Stack == "" {
 		var out []trainInput
 		for _, r := range c.Input.Rasters {
@@ -65,11 +72,62 @@ func (c TrainConfig) inputs() ([]trainInput, error) {
 	return out, nil
 }
 
+// drawInputs finds the draws that input.samples names (draw files, or
+// directories searched for them), in path order, and reads them.
+func (c TrainConfig) drawInputs() ([]trainInput, error) {
+	var paths []string
+	for _, p := range c.Input.Samples {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("input.samples: %w", err)
+		}
+		if !info.IsDir() {
+			paths = append(paths, p)
+			continue
+		}
+		n := len(paths)
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && d.Name() == DrawFile {
+				paths = append(paths, path)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("input.samples: %w", err)
+		}
+		if len(paths) == n {
+			return nil, fmt.Errorf("input.samples: %s holds no %s: is it the output of lulc run --phase sample?", p, DrawFile)
+		}
+	}
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	var out []trainInput
+	for _, p := range paths {
+		d, err := readDraw(p)
+		if err != nil {
+			return nil, fmt.Errorf("input.samples: %w", err)
+		}
+		out = append(out, trainInput{image: p, labels: p, bands: d.Features, scale: d.Draw.Scale, offset: d.Draw.Offset, nodata: d.Draw.NoData, draw: d})
+	}
+	return out, nil
+}
+
 // sample draws stratified samples from every input (see sampling.Sampler)
-// and returns what the draw has to say about the labels.
+// and returns what the draw has to say about the labels. Draws (a job's
+// sample phase) are merged, after checking that they were drawn for this
+// config.
 func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, e engine) (*samples.Set, []string, error) {
 	sp := sampling.New(cfg.Sampling, cfg.Features, scheme, e.features)
 	for _, in := range ins {
+		if in.draw != nil {
+			if in.draw.Config != cfg.sampleKey() {
+				return nil, nil, fmt.Errorf("%s: drawn for another train config (features, classes, sampling or input scaling differ)", in.image)
+			}
+			if err := sp.Merge(in.draw); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", in.image, err)
+			}
+			continue
+		}
 		si, err := in.sampleInput()
 		if err != nil {
 			return nil, nil, err

@@ -76,6 +76,10 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 	if err != nil {
 		return TrainResult{}, err
 	}
+	// A job's draws train the model its one-process lulc run would: with
+	// the config as that run trains with it, its input sources cleared.
+	fitCfg := cfg
+	fitCfg.Input.Samples = nil
 	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, "train "+cfg.Hash())
 	if err != nil {
 		return TrainResult{}, err
@@ -97,7 +101,7 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 	t0 := time.Now()
 	var set *samples.Set
 	if body, err := os.ReadFile(stage.Path(SamplesFile)); err == nil && stage.Resumed {
-		if set, err = samples.Decode(body); err == nil && set.Config == cfg.sampleKey() {
+		if set, err = samples.Decode(body); err == nil && set.Config == fitCfg.sampleKey() {
 			res.Reused = true
 		} else {
 			set = nil
@@ -105,12 +109,12 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 	}
 	if set == nil {
 		var warnings []string
-		set, warnings, err = sample(cfg, ins, scheme, opt.engine())
+		set, warnings, err = sample(fitCfg, ins, scheme, opt.engine())
 		if err != nil {
 			return res, err
 		}
 		res.Warnings = append(res.Warnings, warnings...)
-		set.Config = cfg.sampleKey()
+		set.Config = fitCfg.sampleKey()
 		body, err := set.Encode()
 		if err != nil {
 			return res, err
@@ -124,7 +128,7 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 		return res, err
 	}
 
-	if err := fitAndWrite(ctx, cfg, scheme, set, ins, opt, stage.Dir, &res); err != nil {
+	if err := fitAndWrite(ctx, fitCfg, scheme, set, ins, opt, stage.Dir, &res); err != nil {
 		return res, err
 	}
 	if err := stage.Commit(); err != nil {

@@ -17,7 +17,7 @@ import (
 // Inputs lists the local files and directories training reads, which its
 // output must not touch.
 func (c TrainConfig) Inputs() []string {
-	in := []string{c.Input.Stack}
+	in := append([]string{c.Input.Stack}, c.Input.Samples...)
 	for _, r := range c.Input.Rasters {
 		in = append(in, r.Image, r.Labels)
 	}
@@ -41,10 +41,15 @@ type TrainConfig struct {
 			Image  string `yaml:"image"`
 			Labels string `yaml:"labels"`
 		} `yaml:"rasters"`
-		Bands  []string `yaml:"bands"`
-		Scale  float64  `yaml:"scale"`
-		Offset float64  `yaml:"offset"`
-		NoData *float64 `yaml:"nodata"` // image value marking missing pixels, if any
+		// Samples are the draws of a job's sample phase (lulc run --phase
+		// sample: draw.lulcd files, or directories holding them), merged
+		// into the samples one process would have drawn. The hash leaves
+		// them out when empty, so that configs without them keep theirs.
+		Samples []string `yaml:"samples" json:",omitempty"`
+		Bands   []string `yaml:"bands"`
+		Scale   float64  `yaml:"scale"`
+		Offset  float64  `yaml:"offset"`
+		NoData  *float64 `yaml:"nodata"` // image value marking missing pixels, if any
 	} `yaml:"input"`
 	Features []string `yaml:"features"`
 	Classes  struct {
@@ -128,8 +133,14 @@ func (c TrainConfig) Validate() error {
 func (c TrainConfig) validateInput() error {
 	in := c.Input
 	switch {
+	case len(in.Samples) > 0 && (in.Stack != "" || len(in.Rasters) > 0):
+		return errors.New("input: set exactly one of stack, rasters and samples")
+	case len(in.Samples) > 0 && (len(in.Bands) > 0 || in.Scale != 0):
+		return errors.New("input: bands and scale come from the samples' draws; set them only for rasters")
+	case len(in.Samples) > 0:
+		return nil
 	case (in.Stack == "") == (len(in.Rasters) == 0):
-		return errors.New("input: set exactly one of stack and rasters")
+		return errors.New("input: set exactly one of stack, rasters and samples")
 	case len(in.Rasters) > 0 && len(in.Bands) == 0:
 		return errors.New("input.bands: rasters need their band order")
 	case len(in.Rasters) > 0 && in.Scale == 0:

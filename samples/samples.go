@@ -30,6 +30,29 @@ type Header struct {
 	Sources  []string `json:"sources"` // inputs, by index
 	Seed     uint64   `json:"seed"`
 	Config   string   `json:"config_sha256"`
+	// Draw is set on one shard's draw rather than a training set.
+	Draw *Draw `json:"draw,omitempty"`
+}
+
+// Draw marks a samples file as one shard's draw (lulc run --phase
+// sample): per class and split, the candidates with the smallest keys
+// among its inputs (at most the cap each, not balanced), X holding their
+// band reflectances with Features naming the bands. Training merges the
+// shards' draws into the samples one process would have drawn.
+type Draw struct {
+	// Inputs are the job's index of each of Sources: pixel ids carry it.
+	// Total is how many inputs the job has, over all its shards.
+	Inputs []int `json:"inputs"`
+	Total  int   `json:"total"`
+	// Labelled counts the inputs' labelled pixels; Outside, by code, those
+	// whose code is outside the scheme.
+	Labelled int64           `json:"labelled"`
+	Outside  map[uint8]int64 `json:"outside,omitempty"`
+	// Scale, Offset and NoData say how the inputs' values became the
+	// reflectances in X.
+	Scale  float64  `json:"scale"`
+	Offset float64  `json:"offset"`
+	NoData *float64 `json:"nodata,omitempty"`
 }
 
 // Set is a table of samples.

@@ -31,7 +31,8 @@ type Sampler struct {
 	classIndex map[uint8]int
 	res        []*reservoir // class*2 + split
 	set        *features.Set
-	sources    []string
+	sources    []string // by the job's input index ("" not drawn here)
+	total      int      // the job's input count, from merged draws (0: unknown)
 	// labelled counts the pixels with a label (code not 0); outside those
 	// whose code is not in the scheme, by code: they are never sampled,
 	// and the user is told.
@@ -60,7 +61,12 @@ func New(cfg Config, names []string, scheme landcover.Scheme, compute Computers)
 // reservoirs' limits, and each reservoir takes its survivors on a core of
 // its own, in raster order. Both keep the same pixels. Features are not
 // computed here: Finish computes them for the kept pixels only.
-func (sp *Sampler) Add(in Input) error {
+func (sp *Sampler) Add(in Input) error { return sp.AddAt(in, len(sp.sources)) }
+
+// AddAt is Add with the input's index in the job given rather than the
+// next one: keys, splits and pixel ids derive from it, so that shards
+// drawing disjoint inputs of one job number them as one process would.
+func (sp *Sampler) AddAt(in Input, index int) error {
 	fs, err := features.NewSet(sp.names, in.Bands)
 	if err != nil {
 		return fmt.Errorf("%s: %w", in.Name, err)
@@ -68,9 +74,11 @@ func (sp *Sampler) Add(in Input) error {
 	if sp.set != nil && !slices.Equal(sp.set.Bands, fs.Bands) {
 		return fmt.Errorf("%s: bands [%s] differ from the first input's [%s]", in.Name, strings.Join(fs.Bands, ", "), strings.Join(sp.set.Bands, ", "))
 	}
+	if err := sp.claim(index, in.Name); err != nil {
+		return err
+	}
 	sp.set = fs
-	ii := uint64(len(sp.sources))
-	sp.sources = append(sp.sources, in.Name)
+	ii := uint64(index)
 	if in.Tile != nil && !sp.scheme.Has(0) {
 		return sp.addTile(in, ii)
 	}
@@ -253,6 +261,11 @@ func (sp *Sampler) Finish() (*samples.Set, *features.Set, error) {
 			for c := range k {
 				sp.res[c*2+split].keep(least)
 			}
+		}
+	}
+	for i := range max(sp.total, len(sp.sources)) {
+		if i >= len(sp.sources) || sp.sources[i] == "" {
+			return nil, nil, fmt.Errorf("input %d of the job's %d is missing: no draw or input covers it", i, max(sp.total, len(sp.sources)))
 		}
 	}
 	out := &samples.Set{Header: samples.Header{Features: sp.set.Names(), Classes: sp.scheme.Codes(), Sources: sp.sources, Seed: s.Seed}}

@@ -18,7 +18,7 @@ import (
 const defaultRunConfig = "run-demo.yaml"
 
 func newRunCmd(a *app) *cobra.Command {
-	var cfgPath, out, model, catalogOverride, device, shardFlag, planPath string
+	var cfgPath, out, model, catalogOverride, device, shardFlag, planPath, phase string
 	var force, writeStack bool
 	var shardCount int
 	cmd := &cobra.Command{
@@ -32,7 +32,10 @@ into OUT/model (holding the composites in memory up to memory_gb, spilling the r
 raw), then maps each tile. With --model it ingests and maps tile after tile. As one task of an array job
 (--shard i/n, or SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX or
 COILED_BATCH_TASK_ID with the task count) it maps only its share of the tiles, balanced
-by scene count, into OUT/shards/i-of-n; sharded runs need --model. The
+by scene count, into OUT/shards/i-of-n; sharded runs need --model, or --phase sample:
+the sample phase of a job that trains over many tasks, which only composites its
+tiles and writes their draw into OUT/draws/i-of-n/draw.lulcd for lulc train --samples
+OUT/draws to merge (the model is then byte for byte the one-process run's). The
 stages are those of ingest, train, predict and evaluate, so the maps are theirs.
 Outputs per tile land in OUT/<tile>/; outputs.stack (or --stack) also writes the
 analysis-ready stack, encoded in the background.
@@ -50,7 +53,10 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			if writeStack {
 				rc.Outputs.Stack = true
 			}
-			job := pipeline.Job{Config: rc, Model: model}
+			if phase != "" && phase != pipeline.PhaseSample {
+				return usagef("--phase %q: the only phase is %s (without --phase, a run is the whole job)", phase, pipeline.PhaseSample)
+			}
+			job := pipeline.Job{Config: rc, Model: model, Phase: phase}
 			spec, sharded, err := shard.Resolve(shardFlag, shardCount, os.Getenv)
 			if err != nil {
 				return usagef("%v", err)
@@ -59,7 +65,11 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 				// Each task owns a run directory of its own under OUT, so
 				// that tasks never write the same file.
 				job.Shard = spec
-				out = filepath.Join(out, "shards", fmt.Sprintf("%d-of-%d", spec.Index, spec.Count))
+				sub := "shards"
+				if phase == pipeline.PhaseSample {
+					sub = "draws"
+				}
+				out = filepath.Join(out, sub, fmt.Sprintf("%d-of-%d", spec.Index, spec.Count))
 				if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 					return err
 				}
@@ -104,6 +114,10 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
 			}
+			if phase == pipeline.PhaseSample && a.summary(res) {
+				fmt.Fprintf(a.stdout, "drew %d tile(s) into %s in %s\n", len(res.Tiles), filepath.Join(res.Dir, pipeline.DrawFile), res.Elapsed.Round(time.Millisecond))
+				return nil
+			}
 			if a.summary(res) {
 				fmt.Fprintf(a.stdout, "mapped %d tile(s) into %s in %s with %s\n", len(res.Tiles), res.Dir, res.Elapsed.Round(time.Millisecond), res.Model)
 				if res.Train != nil {
@@ -138,6 +152,7 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 	cmd.Flags().BoolVar(&writeStack, "stack", false, "also write each tile's analysis-ready stack (outputs.stack)")
 	cmd.Flags().StringVar(&planPath, "plan", "", "take the tiles and their scenes from this plan (lulc plan) instead of searching the source")
 	cmd.Flags().StringVar(&shardFlag, "shard", "", "map only task i of n's tiles (i/n) into OUT/shards/i-of-n; default from the array job's variables (Slurm, Kubernetes, AWS Batch, Coiled)")
+	cmd.Flags().StringVar(&phase, "phase", "", "sample: only draw this task's tiles' samples into OUT/draws/i-of-n (the sample phase of a job trained with lulc train --samples)")
 	cmd.Flags().IntVar(&shardCount, "shard-count", 0, "the array job's task count, where its engine exports none (Kubernetes, Coiled)")
 	addDeviceFlag(cmd, &device)
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")

@@ -14,14 +14,20 @@ func newTrainCmd(a *app) *cobra.Command {
 	var cfgPath, out, engine, stack string
 	var force bool
 	var device string
+	var draws []string
 	cmd := &cobra.Command{
-		Use:   "train --out DIR [--config configs/train-<name>.yaml] [--engine lulc|golearn] [--stack DIR]",
+		Use:   "train --out DIR [--config configs/train-<name>.yaml] [--engine lulc|golearn] [--stack DIR | --samples DRAWS...]",
 		Short: "Sample labelled pixels, train a random forest and measure it on a held-out split",
 		Long: `train computes the configured features from an ingest stack (or image/label rasters),
 draws stratified samples with a spatially blocked train/validation split, fits lulc's
 histogram forest (or golearn's, with --engine golearn), and writes a run directory:
 the model, samples, metrics (JSON), a confusion-matrix and a feature-importance chart,
 the resolved config and the versions and input checksums.
+
+With --samples (input.samples) it trains on the draws of a job's sample phase
+(lulc run --phase sample --shard i/n writes OUT/draws/i-of-n/draw.lulcd): draw files,
+or directories searched for them. It merges them into the samples one process
+would have drawn over every tile, and fits the model that process's lulc run would.
 
 Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 		Args: noArgs,
@@ -38,6 +44,14 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 			}
 			if stack != "" {
 				cfg.Input.Stack = stack
+			}
+			if len(draws) > 0 {
+				// The draws replace the config's input: its stack or
+				// rasters are what the sample phase read.
+				cfg.Input.Stack, cfg.Input.Rasters, cfg.Input.Samples = "", nil, draws
+				if stack != "" {
+					return usagef("--stack and --samples: give one input")
+				}
 			}
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -73,6 +87,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 	cmd.Flags().StringVarP(&out, "out", "o", "", "run directory (must not exist unless --force)")
 	cmd.Flags().StringVar(&engine, "engine", "", "lulc (default) or golearn, overriding the config")
 	cmd.Flags().StringVar(&stack, "stack", "", "ingest output to train on, overriding input.stack")
+	cmd.Flags().StringSliceVar(&draws, "samples", nil, "sample-phase draws to merge and train on (draw.lulcd files or directories of them), overriding the config's input")
 	addDeviceFlag(cmd, &device)
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing run directory")
 	return cmd

@@ -1,0 +1,123 @@
+package sampling
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/internal/rng"
+	"github.com/lulc/lulc/samples"
+)
+
+// claim records the job's input number index as name, refusing an index
+// already drawn.
+func (sp *Sampler) claim(index int, name string) error {
+	if index < 0 || index >= 1<<24 {
+		return fmt.Errorf("%s: input index %d is out of range", name, index)
+	}
+	if name == "" {
+		return fmt.Errorf("input %d has no name", index)
+	}
+	for len(sp.sources) <= index {
+		sp.sources = append(sp.sources, "")
+	}
+	if sp.sources[index] != "" {
+		return fmt.Errorf("%s: input %d was already drawn (as %s)", name, index, sp.sources[index])
+	}
+	sp.sources[index] = name
+	return nil
+}
+
+// Draw returns what the sampler holds as one shard's draw of a job of
+// total inputs: per class and split its candidates with the smallest
+// keys, at most max_per_class each and not balanced, with their band
+// reflectances in X (samples.Draw says which inputs they come from and
+// how their values were scaled). Merged in any order, the draws of a
+// job's shards give the sampler one process adding every input would
+// have.
+func (sp *Sampler) Draw(total int, scale, offset float64, nodata *float64) (*samples.Set, error) {
+	if sp.set == nil {
+		return nil, fmt.Errorf("draw: no input")
+	}
+	if total < len(sp.sources) {
+		return nil, fmt.Errorf("draw: input %d of a job of %d", len(sp.sources)-1, total)
+	}
+	d := &samples.Draw{Total: total, Labelled: sp.labelled, Scale: scale, Offset: offset, NoData: nodata}
+	var names []string
+	for i, name := range sp.sources {
+		if name != "" {
+			d.Inputs, names = append(d.Inputs, i), append(names, name)
+		}
+	}
+	for code, n := range sp.outside {
+		if n > 0 {
+			if d.Outside == nil {
+				d.Outside = map[uint8]int64{}
+			}
+			d.Outside[uint8(code)] = n
+		}
+	}
+	out := &samples.Set{Header: samples.Header{Features: sp.set.Bands, Classes: sp.scheme.Codes(), Sources: names, Seed: sp.cfg.Seed, Draw: d}}
+	for r, res := range sp.res {
+		res.keep(sp.cfg.MaxPerClass)
+		for _, e := range res.entries {
+			out.Y = append(out.Y, uint8(r/2))
+			out.Split = append(out.Split, uint8(r%2))
+			out.Pixel = append(out.Pixel, e.id)
+		}
+		out.X = append(out.X, res.bands...)
+	}
+	return out, nil
+}
+
+// Merge adds one shard's draw (Draw's output, from the same config) as if
+// its inputs had been added here: its inputs take their indices, its
+// candidates join the reservoirs (keys recomputed from their ids and the
+// seed), its label counts add up.
+func (sp *Sampler) Merge(d *samples.Set) error {
+	if d.Draw == nil {
+		return fmt.Errorf("merge: a training set, not a shard's draw")
+	}
+	if d.Seed != sp.cfg.Seed || !slices.Equal(d.Classes, sp.scheme.Codes()) {
+		return fmt.Errorf("merge: drawn with seed %d over classes %v, this job has seed %d over %v", d.Seed, d.Classes, sp.cfg.Seed, sp.scheme.Codes())
+	}
+	if len(d.Draw.Inputs) != len(d.Sources) {
+		return fmt.Errorf("merge: %d input indices for %d sources", len(d.Draw.Inputs), len(d.Sources))
+	}
+	if sp.total != 0 && d.Draw.Total != sp.total || d.Draw.Total <= 0 {
+		return fmt.Errorf("merge: a draw of a job of %d inputs, others are of %d", d.Draw.Total, sp.total)
+	}
+	sp.total = d.Draw.Total
+	fs, err := features.NewSet(sp.names, d.Features)
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	if sp.set != nil && !slices.Equal(sp.set.Bands, fs.Bands) {
+		return fmt.Errorf("merge: bands %v differ from %v", fs.Bands, sp.set.Bands)
+	}
+	for j, index := range d.Draw.Inputs {
+		if err := sp.claim(index, d.Sources[j]); err != nil {
+			return fmt.Errorf("merge: %w", err)
+		}
+	}
+	sp.set = fs
+	sp.labelled += d.Draw.Labelled
+	for _, code := range slices.Sorted(maps.Keys(d.Draw.Outside)) {
+		sp.outside[code] += d.Draw.Outside[code]
+	}
+	nb := len(d.Features)
+	cands := make([][]entry, len(sp.res))
+	bands := make([][]float32, len(sp.res))
+	for i, id := range d.Pixel {
+		r := int(d.Y[i])*2 + int(d.Split[i])
+		key := rng.Hash(sp.cfg.Seed, 0x5a4, id>>40, id>>20&(1<<20-1), id&(1<<20-1))
+		cands[r] = append(cands[r], entry{key: key, id: id, at: len(bands[r])})
+		bands[r] = append(bands[r], d.X[i*nb:(i+1)*nb]...)
+	}
+	for r, c := range cands {
+		slices.SortFunc(c, cmpEntry)
+		sp.res[r].merge(c, bands[r], nb, sp.cfg.MaxPerClass)
+	}
+	return nil
+}
