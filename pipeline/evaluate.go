@@ -1,12 +1,15 @@
 package pipeline
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/lulc/lulc/charts"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
 )
@@ -17,6 +20,29 @@ type EvaluateResult struct {
 	Metrics forest.Metrics
 	Names   []string
 	Pixels  int // compared pixels (both sides labelled with a known class)
+	// Area is the accuracy and class areas estimated from a sample of the
+	// compared pixels stratified by map class (EvaluateConfig), with 95 %
+	// intervals; nil when a mapped class has fewer than two labelled
+	// pixels to sample (AreaSkipped says why).
+	Area        *forest.AreaEstimate
+	AreaSkipped string
+}
+
+// EvaluateConfig says how a map is compared with labels: how the labels
+// are resampled onto the map's grid (mode or nearest), and the stratified
+// sample the area-adjusted estimates come from: per map class, the
+// SamplePerClass labelled pixels with the smallest hashes seeded by Seed
+// (every labelled pixel when SamplePerClass is 0).
+type EvaluateConfig struct {
+	Resampling     string
+	SamplePerClass int
+	Seed           uint64
+}
+
+// DefaultEvaluateConfig is lulc evaluate's: mode resampling, 1,000 sample
+// pixels per map class.
+func DefaultEvaluateConfig() EvaluateConfig {
+	return EvaluateConfig{Resampling: "mode", SamplePerClass: 1000, Seed: 1}
 }
 
 // Evaluate compares a class map with a label raster, warping the labels
@@ -25,8 +51,9 @@ type EvaluateResult struct {
 // names), else WorldCover's. Pixels where either side is 0 or a code
 // outside the classes are left out. It writes metrics.json and
 // confusion.png into opt.Out.
-func Evaluate(prediction, labels, alg string, opt Options) (EvaluateResult, error) {
+func Evaluate(prediction, labels string, ec EvaluateConfig, opt Options) (EvaluateResult, error) {
 	opt.Fill()
+	alg := ec.Resampling
 	if err := atomicfs.CheckInputs(opt.Out, append([]string{prediction, labels}, opt.Inputs...)...); err != nil {
 		return EvaluateResult{}, err
 	}
@@ -79,6 +106,13 @@ func Evaluate(prediction, labels, alg string, opt Options) (EvaluateResult, erro
 		return EvaluateResult{}, err
 	}
 	res := EvaluateResult{Dir: opt.Out, Metrics: m, Pixels: len(ref)}
+	area, err := areaEstimate(p, l, index, pred.Width, len(scheme.Classes), ec)
+	if err != nil {
+		res.AreaSkipped = err.Error()
+		opt.Log.Warn("no area-adjusted estimate", "why", err)
+	} else {
+		res.Area = &area
+	}
 	for _, c := range scheme.Classes {
 		res.Names = append(res.Names, c.Name)
 	}
@@ -87,13 +121,20 @@ func Evaluate(prediction, labels, alg string, opt Options) (EvaluateResult, erro
 		return res, err
 	}
 	defer stage.Release()
-	body, _ := json.MarshalIndent(struct {
+	body, err := json.MarshalIndent(struct {
 		forest.Metrics
-		Names      []string `json:"class_names"`
-		Prediction string   `json:"prediction"`
-		Labels     string   `json:"labels"`
-		Resampling string   `json:"label_resampling"`
-	}{m, res.Names, prediction, labels, alg}, "", "  ")
+		Names       []string             `json:"class_names"`
+		Prediction  string               `json:"prediction"`
+		Labels      string               `json:"labels"`
+		Resampling  string               `json:"label_resampling"`
+		Area        *forest.AreaEstimate `json:"area_estimate,omitempty"`
+		AreaSample  int                  `json:"area_sample_per_class"`
+		AreaSeed    uint64               `json:"area_sample_seed"`
+		AreaSkipped string               `json:"area_estimate_skipped,omitempty"`
+	}{m, res.Names, prediction, labels, alg, res.Area, ec.SamplePerClass, ec.Seed, res.AreaSkipped}, "", "  ")
+	if err != nil {
+		return res, err
+	}
 	if err := atomicfs.WriteFile(stage.Path(MetricsFile), append(body, '\n')); err != nil {
 		return res, err
 	}
@@ -102,4 +143,48 @@ func Evaluate(prediction, labels, alg string, opt Options) (EvaluateResult, erro
 		return res, err
 	}
 	return res, stage.Commit()
+}
+
+// areaEstimate draws the stratified sample of EvaluateConfig from the
+// pixels both the map (pred) and the labels (lab) give a known class
+// (index maps codes to class indices), counts every mapped pixel per
+// class, and estimates accuracy and areas from them. The sample is, per
+// map class, the pixels with the smallest hashes of (seed, row, column):
+// a seeded simple random sample without replacement within each stratum,
+// the same whatever order the pixels are visited in.
+func areaEstimate(pred, lab []uint8, index map[uint8]uint8, width, k int, ec EvaluateConfig) (forest.AreaEstimate, error) {
+	mapped := make([]int64, k)
+	type cand struct {
+		key       uint64
+		pos       int
+		ref, mapd uint8
+	}
+	strata := make([][]cand, k)
+	for i, p := range pred {
+		pi, ok := index[p]
+		if !ok {
+			continue
+		}
+		mapped[pi]++
+		ri, ok := index[lab[i]]
+		if !ok {
+			continue
+		}
+		key := rng.Hash(ec.Seed, 0xa4ea, uint64(i/width), uint64(i%width))
+		strata[pi] = append(strata[pi], cand{key, i, ri, pi})
+	}
+	sample := make([][]int64, k)
+	for j := range sample {
+		sample[j] = make([]int64, k)
+	}
+	for _, st := range strata {
+		if ec.SamplePerClass > 0 && len(st) > ec.SamplePerClass {
+			slices.SortFunc(st, func(a, b cand) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.pos, b.pos)) })
+			st = st[:ec.SamplePerClass]
+		}
+		for _, c := range st {
+			sample[c.ref][c.mapd]++
+		}
+	}
+	return forest.EstimateAreas(sample, mapped)
 }

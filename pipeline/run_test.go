@@ -114,7 +114,7 @@ func TestRunMatchesSeparateStages(t *testing.T) {
 	for _, f := range []string{ClassFile, ConfidenceFile, QuicklookFile} {
 		sameFile(t, filepath.Join(out, "31TEJ", f), filepath.Join(pred, "31TEJ", f))
 	}
-	ev, err := Evaluate(filepath.Join(pred, "31TEJ", ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), "mode", Options{Out: filepath.Join(t.TempDir(), "eval")})
+	ev, err := Evaluate(filepath.Join(pred, "31TEJ", ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), DefaultEvaluateConfig(), Options{Out: filepath.Join(t.TempDir(), "eval")})
 	if err != nil {
 		t.Fatal(err)
 	}
