@@ -1,16 +1,12 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	_ "embed"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -24,6 +20,7 @@ import (
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/sampling"
+	"github.com/lulc/lulc/sklearn"
 )
 
 // ForestConfig sets up the training benchmark: every labelled pixel
@@ -119,9 +116,6 @@ type ForestReport struct {
 	Fits       []ForestFit   `json:"fits"`
 }
 
-//go:embed sklearn_rf.py
-var sklearnScript []byte
-
 // Forest runs the training benchmark into opt.Out (report.json and
 // report.md) with cfg, the train config bc names, as loaded by the caller.
 func Forest(ctx context.Context, bc ForestConfig, cfg pipeline.TrainConfig, command string, opt pipeline.Options) (*ForestReport, error) {
@@ -190,10 +184,10 @@ func Forest(ctx context.Context, bc ForestConfig, cfg pipeline.TrainConfig, comm
 		if err := os.MkdirAll(npyDir, 0o755); err != nil {
 			return nil, err
 		}
-		if err := writeNpy(valX, xval, []int{len(yval), nf}); err != nil {
+		if err := sklearn.WriteNpy(valX, xval, []int{len(yval), nf}); err != nil {
 			return nil, err
 		}
-		if err := writeNpy(valY, yval, []int{len(yval)}); err != nil {
+		if err := sklearn.WriteNpy(valY, yval, []int{len(yval)}); err != nil {
 			return nil, err
 		}
 	}
@@ -285,8 +279,10 @@ func (fr *forestRun) size(ctx context.Context, x []float32, y []uint8) ([]Forest
 		case "sklearn":
 			if fr.bc.SklearnMaxRows > 0 && n > fr.bc.SklearnMaxRows {
 				fit.Skipped = fmt.Sprintf("above sklearn_max_rows (%d)", fr.bc.SklearnMaxRows)
-			} else if err := runSklearn(ctx, fr.bc, fr.cfg.Forest, fr.npyDir, x, y, nf, fr.valX, fr.valY, &fit); err != nil {
+			} else if res, err := (sklearn.Runner{Python: fr.bc.Sklearn.Python, Jobs: fr.bc.Sklearn.Jobs, Dir: fr.npyDir}).Fit(ctx, fr.cfg.Forest, x, y, nf, fr.valX, fr.valY); err != nil {
 				fit.Skipped = err.Error()
+			} else {
+				fit.FitSec, fit.PredictSec, fit.Accuracy, fit.Nodes = res.Fit, res.Predict, res.Accuracy, res.Nodes
 			}
 		}
 		if err != nil {
@@ -423,95 +419,6 @@ func accuracyOf(pred, truth []uint8) float64 {
 		}
 	}
 	return float64(ok) / float64(len(truth))
-}
-
-// runSklearn fits scikit-learn's RandomForestClassifier with the forest's
-// parameters in a python3 child, fed through .npy files.
-func runSklearn(ctx context.Context, bc ForestConfig, p forest.Params, dir string, x []float32, y []uint8, nf int, valX, valY string, fit *ForestFit) error {
-	tx, ty := filepath.Join(dir, "train_x.npy"), filepath.Join(dir, "train_y.npy")
-	if err := writeNpy(tx, x, []int{len(y), nf}); err != nil {
-		return err
-	}
-	if err := writeNpy(ty, y, []int{len(y)}); err != nil {
-		return err
-	}
-	defer os.Remove(tx)
-	defer os.Remove(ty)
-	script := filepath.Join(dir, "sklearn_rf.py")
-	if err := os.WriteFile(script, sklearnScript, 0o644); err != nil {
-		return err
-	}
-	maxFeatures := "sqrt"
-	if p.MaxFeatures > 0 {
-		maxFeatures = fmt.Sprint(p.MaxFeatures)
-	}
-	args := []string{script, tx, ty, valX, valY, fmt.Sprint(p.Trees), fmt.Sprint(p.MaxDepth), maxFeatures,
-		fmt.Sprint(p.MinSamplesLeaf), fmt.Sprint(p.Bootstrap), fmt.Sprint(bc.Sklearn.Jobs), fmt.Sprint(p.Seed)}
-	out, err := exec.CommandContext(ctx, bc.Sklearn.Python, args...).Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return fmt.Errorf("sklearn: %s: %s", err, strings.TrimSpace(lastLine(string(ee.Stderr))))
-		}
-		return fmt.Errorf("sklearn: %w", err)
-	}
-	var res struct {
-		Fit      float64 `json:"fit_seconds"`
-		Predict  float64 `json:"predict_seconds"`
-		Accuracy float64 `json:"accuracy"`
-		Nodes    int     `json:"nodes"`
-	}
-	if err := json.Unmarshal([]byte(lastLine(string(out))), &res); err != nil {
-		return fmt.Errorf("sklearn: output %q: %w", lastLine(string(out)), err)
-	}
-	fit.FitSec, fit.PredictSec, fit.Accuracy, fit.Nodes = res.Fit, res.Predict, res.Accuracy, res.Nodes
-	return nil
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
-}
-
-// writeNpy writes a little-endian float32 or uint8 array as a NumPy .npy
-// (format 1.0) file.
-func writeNpy[T float32 | uint8](path string, data []T, shape []int) error {
-	descr := "<f4"
-	if _, ok := any(data).([]uint8); ok {
-		descr = "|u1"
-	}
-	dims := make([]string, len(shape))
-	for i, d := range shape {
-		dims[i] = fmt.Sprint(d)
-	}
-	tuple := strings.Join(dims, ", ")
-	if len(shape) == 1 {
-		tuple += ","
-	}
-	header := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, tuple)
-	// Magic (6) + version (2) + length (2) + header + '\n', padded to 64.
-	pad := 64 - (10+len(header)+1)%64
-	header += strings.Repeat(" ", pad%64) + "\n"
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	w.WriteString("\x93NUMPY\x01\x00")
-	binary.Write(w, binary.LittleEndian, uint16(len(header)))
-	w.WriteString(header)
-	if err := binary.Write(w, binary.LittleEndian, data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // forestMarkdown renders the report as a table per size.

@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -151,35 +149,6 @@ func TestForest(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-func TestWriteNpy(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "a.npy")
-	if err := writeNpy(path, []float32{1, 2, 3, 4, 5, 6}, []int{3, 2}); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(path)
-	if !bytes.HasPrefix(b, []byte("\x93NUMPY\x01\x00")) {
-		t.Fatalf("magic %q", b[:8])
-	}
-	hl := int(binary.LittleEndian.Uint16(b[8:10]))
-	if (10+hl)%64 != 0 || b[10+hl-1] != '\n' {
-		t.Fatalf("header of %d bytes is not padded to 64 with a newline", hl)
-	}
-	header := string(b[10 : 10+hl])
-	if !strings.Contains(header, "'descr': '<f4'") || !strings.Contains(header, "'shape': (3, 2)") {
-		t.Fatalf("header %q", header)
-	}
-	if len(b) != 10+hl+24 || binary.LittleEndian.Uint32(b[10+hl+20:]) != 0x40c00000 { // 6.0
-		t.Fatalf("data: %d bytes", len(b)-10-hl)
-	}
-	if err := writeNpy(path, []uint8{1, 2}, []int{2}); err != nil {
-		t.Fatal(err)
-	}
-	b, _ = os.ReadFile(path)
-	if !strings.Contains(string(b), "'descr': '|u1'") || !strings.Contains(string(b), "'shape': (2,)") {
-		t.Fatalf("uint8 header: %q", b[:80])
-	}
-}
 
 func TestParseForestConfig(t *testing.T) {
 	for bad, want := range map[string]string{

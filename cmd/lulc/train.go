@@ -15,6 +15,7 @@ func newTrainCmd(a *app) *cobra.Command {
 	var force bool
 	var device string
 	var draws []string
+	var compare string
 	cmd := &cobra.Command{
 		Use:   "train --out DIR [--config configs/train-<name>.yaml] [--engine lulc|golearn] [--stack DIR | --samples DRAWS...]",
 		Short: "Sample labelled pixels, train a random forest and measure it on a held-out split",
@@ -22,7 +23,10 @@ func newTrainCmd(a *app) *cobra.Command {
 draws stratified samples with a spatially blocked train/validation split, fits lulc's
 histogram forest (or golearn's, with --engine golearn), and writes a run directory:
 the model, samples, metrics (JSON), a confusion-matrix and a feature-importance chart,
-the resolved config and the versions and input checksums.
+the resolved config and the versions and input checksums. With --compare sklearn it
+also fits scikit-learn's RandomForestClassifier (python3 with sklearn) on the same
+samples with the same trees, depth, features per split, leaf size, bootstrap and seed,
+and reports both validation accuracies (compare-sklearn.json in the run directory).
 
 With --samples (input.samples) it trains on the draws of a job's sample phase
 (lulc run --phase sample --shard i/n writes OUT/draws/i-of-n/draw.lulcd): draw files,
@@ -53,6 +57,9 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 					return usagef("--stack and --samples: give one input")
 				}
 			}
+			if compare != "" && compare != "sklearn" {
+				return usagef("--compare: %q is not sklearn", compare)
+			}
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
@@ -68,6 +75,14 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 			for _, w := range res.Warnings {
 				a.log.Warn(w)
 			}
+			var cmp *pipeline.Comparison
+			if compare != "" {
+				c, err := pipeline.CompareSklearn(cmd.Context(), res.Dir, cfg, res.Metrics.Accuracy, "")
+				if err != nil {
+					return fmt.Errorf("train: %w", err)
+				}
+				cmp = &c
+			}
 			if a.summary(res) {
 				fmt.Fprintf(a.stdout, "engine %s: %d training / %d validation samples, sampled in %s, fitted in %s\n",
 					res.Engine, res.Samples, res.Validation, res.Sample.Round(1e6), res.Fit.Round(1e6))
@@ -79,6 +94,10 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 				} else {
 					fmt.Fprintf(a.stdout, "run: %s (model.lulcrf, metrics.json, confusion.png, importance.png)\n", res.Dir)
 				}
+				if cmp != nil {
+					fmt.Fprintf(a.stdout, "validation accuracy: %s %.4f, scikit-learn %s %.4f (%+.2f points; scikit-learn fitted in %.2f s)\n",
+						res.Engine, cmp.Lulc, cmp.SklearnVersion, cmp.Sklearn, cmp.Difference, cmp.SklearnFit)
+				}
 			}
 			return nil
 		},
@@ -87,6 +106,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 	cmd.Flags().StringVarP(&out, "out", "o", "", "run directory (must not exist unless --force)")
 	cmd.Flags().StringVar(&engine, "engine", "", "lulc (default) or golearn, overriding the config")
 	cmd.Flags().StringVar(&stack, "stack", "", "ingest output to train on, overriding input.stack")
+	cmd.Flags().StringVar(&compare, "compare", "", "sklearn: also fit scikit-learn's random forest on the same samples and compare accuracies")
 	cmd.Flags().StringSliceVar(&draws, "samples", nil, "sample-phase draws to merge and train on (draw.lulcd files or directories of them), overriding the config's input")
 	addDeviceFlag(cmd, &device)
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing run directory")

@@ -3,14 +3,16 @@
 Usage: sklearn_rf.py TRAIN_X TRAIN_Y VAL_X VAL_Y TREES MAX_DEPTH MAX_FEATURES
        MIN_SAMPLES_LEAF BOOTSTRAP JOBS SEED
 
-The arrays are .npy files written by `lulc bench forest`. Prints one JSON line:
-the fit's and the validation prediction's wall times, the validation accuracy and the total node count.
+The arrays are .npy files written by lulc (package sklearn). Prints one JSON line:
+the fit's and the validation prediction's wall times, the validation accuracy, the
+total node count and scikit-learn's version.
 """
 import json
 import sys
 import time
 
 import numpy as np
+import sklearn
 from sklearn.ensemble import RandomForestClassifier
 
 
@@ -31,7 +33,8 @@ def main(argv):
     predict = time.perf_counter() - t0
     acc = float((pred == vy).mean())
     nodes = int(sum(e.tree_.node_count for e in rf.estimators_))
-    print(json.dumps({"fit_seconds": fit, "predict_seconds": predict, "accuracy": acc, "nodes": nodes}))
+    print(json.dumps({"fit_seconds": fit, "predict_seconds": predict, "accuracy": acc, "nodes": nodes,
+                      "version": sklearn.__version__}))
 
 
 if __name__ == "__main__":

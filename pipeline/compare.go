@@ -1,0 +1,67 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/samples"
+	"github.com/lulc/lulc/sklearn"
+)
+
+// CompareFile is where lulc train --compare sklearn writes its comparison.
+const CompareFile = "compare-sklearn.json"
+
+// Comparison is lulc's forest against scikit-learn's on one training run's
+// samples: the same training and validation rows, the same trees, depth,
+// features per split, leaf size, bootstrap and seed.
+type Comparison struct {
+	Rows           int     `json:"training_rows"`
+	ValidationRows int     `json:"validation_rows"`
+	Lulc           float64 `json:"lulc_accuracy"`
+	Sklearn        float64 `json:"sklearn_accuracy"`
+	SklearnVersion string  `json:"sklearn_version"`
+	SklearnFit     float64 `json:"sklearn_fit_seconds"`
+	Difference     float64 `json:"difference_points"` // (lulc − scikit-learn) × 100
+}
+
+// CompareSklearn fits scikit-learn on the samples of the training run in
+// dir (its samples.lulcs) with cfg's forest parameters, compares its
+// validation accuracy with lulc's (the run's, lulcAccuracy) and writes
+// CompareFile into dir. python is the interpreter (python3 when empty).
+func CompareSklearn(ctx context.Context, dir string, cfg TrainConfig, lulcAccuracy float64, python string) (Comparison, error) {
+	body, err := os.ReadFile(filepath.Join(dir, SamplesFile))
+	if err != nil {
+		return Comparison{}, fmt.Errorf("compare: %w", err)
+	}
+	set, err := samples.Decode(body)
+	if err != nil {
+		return Comparison{}, fmt.Errorf("compare: %s: %w", SamplesFile, err)
+	}
+	nf := len(set.Features)
+	xt, yt := set.Subset(0)
+	xv, yv := set.Subset(1)
+	tmp, err := os.MkdirTemp("", "lulc-sklearn-")
+	if err != nil {
+		return Comparison{}, err
+	}
+	defer os.RemoveAll(tmp)
+	vx, vy := filepath.Join(tmp, "val_x.npy"), filepath.Join(tmp, "val_y.npy")
+	if err := sklearn.WriteNpy(vx, xv, []int{len(yv), nf}); err != nil {
+		return Comparison{}, err
+	}
+	if err := sklearn.WriteNpy(vy, yv, []int{len(yv)}); err != nil {
+		return Comparison{}, err
+	}
+	res, err := sklearn.Runner{Python: python, Dir: tmp}.Fit(ctx, cfg.Forest, xt, yt, nf, vx, vy)
+	if err != nil {
+		return Comparison{}, fmt.Errorf("compare: %w", err)
+	}
+	c := Comparison{Rows: len(yt), ValidationRows: len(yv), Lulc: lulcAccuracy, Sklearn: res.Accuracy,
+		SklearnVersion: res.Version, SklearnFit: res.Fit, Difference: 100 * (lulcAccuracy - res.Accuracy)}
+	out, _ := json.MarshalIndent(c, "", "  ")
+	return c, atomicfs.WriteFile(filepath.Join(dir, CompareFile), append(out, '\n'))
+}

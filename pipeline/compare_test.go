@@ -1,0 +1,52 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lulc/lulc/sklearn"
+)
+
+// TestCompareSklearn trains lulc's forest on each real TerraMind patch and
+// has scikit-learn fit the same samples with the same parameters: the
+// validation accuracies must agree within one point, and the comparison
+// lands in the run directory. It needs python3 with scikit-learn.
+func TestCompareSklearn(t *testing.T) {
+	if _, err := os.Stat(terramindDir); err != nil {
+		t.Skipf("real sample data not available: %v", err)
+	}
+	if _, err := sklearn.Python(context.Background(), ""); err != nil {
+		t.Skip(err)
+	}
+	base := trainConfig(t, "train-real.yaml", "")
+	for _, r := range base.Input.Rasters {
+		cfg := base
+		r.Image, r.Labels = filepath.Join("..", r.Image), filepath.Join("..", r.Labels)
+		cfg.Input.Rasters = append(cfg.Input.Rasters[:0:0], r)
+		dir := filepath.Join(t.TempDir(), "run")
+		res, err := Train(context.Background(), cfg, Options{Out: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := CompareSklearn(context.Background(), dir, cfg, res.Metrics.Accuracy, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: lulc %.4f, scikit-learn %s %.4f", filepath.Base(r.Image), c.Lulc, c.SklearnVersion, c.Sklearn)
+		if math.Abs(c.Difference) > 1 || c.ValidationRows == 0 || c.SklearnVersion == "" {
+			t.Errorf("%s: lulc %.4f against scikit-learn %.4f on %d rows", r.Image, c.Lulc, c.Sklearn, c.ValidationRows)
+		}
+		var back Comparison
+		body, err := os.ReadFile(filepath.Join(dir, CompareFile))
+		if err == nil {
+			err = json.Unmarshal(body, &back)
+		}
+		if err != nil || back != c {
+			t.Errorf("%s: %v, %+v", CompareFile, err, back)
+		}
+	}
+}
