@@ -437,10 +437,17 @@ func planTile(cfg IngestConfig, t tileItems, labelItems []catalog.Item, area [4]
 			s, o := it.ScaleOffset(a)
 			d.bands, d.scale, d.offset = append(d.bands, a), append(d.scale, s), append(d.offset, o)
 		}
-		// With nothing to drop (mask.drop_scl: []) the scene classes are
-		// not read: products without SCL (re-exports, harmonised series)
-		// are then welcome.
-		if len(cfg.Mask.DropSCL) > 0 {
+		// With nothing to drop (mask: none) the scene classes are not
+		// read: products without SCL (re-exports, harmonised series) are
+		// then welcome. A mask band takes SCL's place.
+		switch {
+		case cfg.Mask.Band != "":
+			m, err := maskAsset(it, cfg.Mask.Band, cfg.Source.Assets)
+			if err != nil {
+				return nil, err
+			}
+			d.scl = m
+		case len(cfg.Mask.DropSCL) > 0:
 			scl, err := it.Asset("SCL", cfg.Source.Assets)
 			if err != nil {
 				return nil, err
@@ -584,6 +591,14 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 			plan.tile, len(short), plan.rasters(), strings.Join(short[:min(len(short), 10)], "; ")))
 	}
 	drop := make([]uint8, len(cfg.Mask.DropSCL))
+	if cfg.Mask.Band != "" {
+		// A mask band is read where SCL would be: every nonzero value
+		// drops the pixel.
+		drop = drop[:0]
+		for v := 1; v < 256; v++ {
+			drop = append(drop, uint8(v))
+		}
+	}
 	for i, v := range cfg.Mask.DropSCL {
 		drop[i] = uint8(v)
 	}
@@ -653,7 +668,7 @@ func (p *tilePlan) manifest(ctx context.Context, cfg IngestConfig, opt Options, 
 		Grid:  manifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
 		Bands: cfg.Bands, DataType: "uint16", Scale: StackScale, Offset: StackOffset, NoData: 0,
 		Composite:  "per-pixel temporal median of valid observations (composite package rules)",
-		Mask:       manifestMask{DropSCL: cfg.Mask.DropSCL, NoData: "any band at its nodata value"},
+		Mask:       manifestMask{DropSCL: cfg.Mask.DropSCL, Band: cfg.Mask.Band, NoData: "any band at its nodata value"},
 		Resampling: cfg.Resampling.Reflectance, LabelResampling: cfg.Resampling.Labels,
 		NoValidFraction: noValid,
 	}
@@ -668,7 +683,11 @@ func (p *tilePlan) manifest(ctx context.Context, cfg IngestConfig, opt Options, 
 			src.Assets[cfg.Bands[bi]] = describeAsset(ctx, opt.HTTP, a, d.scale[bi], d.offset[bi])
 		}
 		if d.scl.Href != "" {
-			src.Assets["SCL"] = describeAsset(ctx, opt.HTTP, d.scl, 0, 0)
+			name := "SCL"
+			if cfg.Mask.Band != "" {
+				name = cfg.Mask.Band
+			}
+			src.Assets[name] = describeAsset(ctx, opt.HTTP, d.scl, 0, 0)
 		}
 		m.Sources = append(m.Sources, src)
 	}
@@ -819,6 +838,20 @@ type windowDate struct {
 	bands         []catalog.Asset
 	scale, offset []float64
 	scl           catalog.Asset
+}
+
+// maskAsset is an item's mask band: the asset the config's assets map
+// name to, else the asset keyed name.
+func maskAsset(it catalog.Item, name string, overrides map[string]string) (catalog.Asset, error) {
+	key := name
+	if k, ok := overrides[name]; ok {
+		key = k
+	}
+	a, ok := it.Assets[key]
+	if !ok || a.Href == "" {
+		return catalog.Asset{}, fmt.Errorf("item %s has no mask asset %s (mask: %s)", it.ID, key, name)
+	}
+	return a, nil
 }
 
 // window reads every date's bands and SCL over w, masks, composites, and

@@ -26,6 +26,7 @@ import (
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/redact"
+	"go.yaml.in/yaml/v3"
 )
 
 // IngestConfig describes an ingest: where to find scenes, which area and
@@ -104,10 +105,8 @@ type IngestConfig struct {
 		Reflectance string `yaml:"reflectance"` // bilinear or cubic (nearest allowed)
 		Labels      string `yaml:"labels"`      // mode or nearest
 	} `yaml:"resampling"`
-	Mask struct {
-		DropSCL []int `yaml:"drop_scl"`
-	} `yaml:"mask"`
-	Window int `yaml:"window"` // window side in output pixels, a multiple of 512
+	Mask   MaskConfig `yaml:"mask"`
+	Window int        `yaml:"window"` // window side in output pixels, a multiple of 512
 	Output struct {
 		Compress  string `yaml:"compress"`
 		BlockSize int    `yaml:"blocksize"`
@@ -207,7 +206,7 @@ func (c *IngestConfig) defaults() {
 	if c.Resampling.Labels == "" {
 		c.Resampling.Labels = "mode"
 	}
-	if c.Mask.DropSCL == nil {
+	if c.Mask.DropSCL == nil && c.Mask.Band == "" {
 		for _, v := range composite.DefaultDropSCL {
 			c.Mask.DropSCL = append(c.Mask.DropSCL, int(v))
 		}
@@ -312,6 +311,12 @@ func (c IngestConfig) Validate() error {
 			return fmt.Errorf("mask.drop_scl: %d is not an SCL class (0–11)", v)
 		}
 	}
+	if c.Mask.Band != "" && len(c.Mask.DropSCL) > 0 {
+		return errors.New("mask: a mask band and drop_scl exclude each other (the band's nonzero pixels are dropped)")
+	}
+	if slices.Contains(c.Bands, c.Mask.Band) {
+		return fmt.Errorf("mask.band: %s is one of the stacked bands, not a mask", c.Mask.Band)
+	}
 	return c.validateOutput()
 }
 
@@ -365,7 +370,7 @@ func (c IngestConfig) validateRasters() error {
 		{"max_cloud_cover", c.MaxCloudCover != 0},
 		{"grid.epsg and grid.bounds", c.Grid.EPSG != 0 || len(c.Grid.Bounds) > 0},
 		{"resampling", c.Resampling.Reflectance != "" || c.Resampling.Labels != ""},
-		{"mask.drop_scl", c.Mask.DropSCL != nil},
+		{"mask", c.Mask.DropSCL != nil || c.Mask.Band != ""},
 	}
 	for _, k := range stacOnly {
 		if k.set {
@@ -465,4 +470,53 @@ func (c IngestConfig) Hash() string {
 	b, _ := json.Marshal(c)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// MaskConfig says which pixels of a scene are dropped before compositing.
+// In YAML it is a word or a mapping:
+//
+//	mask: scl                 # the scene classification, default classes dropped
+//	mask: {drop_scl: [3, 8]}  # the scene classification, these classes dropped
+//	mask: none                # nothing dropped: SCL is not read
+//	mask: CLM                 # a mask asset (its key): nonzero pixels dropped
+//	mask: {band: CLM}         # the same
+//
+// Products without SCL (re-exports, harmonised series) take none or a band
+// of their own.
+type MaskConfig struct {
+	DropSCL []int  `yaml:"drop_scl"`
+	Band    string `yaml:"band"`
+}
+
+// UnmarshalYAML reads the word form (scl, none or a band) or the mapping.
+func (m *MaskConfig) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		switch n.Value {
+		case "scl":
+			*m = MaskConfig{}
+		case "none":
+			*m = MaskConfig{DropSCL: []int{}}
+		case "":
+			return fmt.Errorf("line %d: mask: empty (scl, none, a mask asset's key, or a mapping)", n.Line)
+		default:
+			*m = MaskConfig{Band: n.Value}
+		}
+		return nil
+	}
+	var plain struct {
+		DropSCL []int  `yaml:"drop_scl"`
+		Band    string `yaml:"band"`
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i].Value; k != "drop_scl" && k != "band" {
+				return fmt.Errorf("line %d: mask: unknown key %q (drop_scl or band)", n.Content[i].Line, k)
+			}
+		}
+	}
+	if err := n.Decode(&plain); err != nil {
+		return err
+	}
+	*m = MaskConfig(plain)
+	return nil
 }

@@ -343,7 +343,7 @@ func TestIngestRastersConfigErrors(t *testing.T) {
 		{"bands: [B02, B03, B04, B08,", "bands: [B02, B03, B04, B08, B10,", "bands: \"B10\""},
 		{"[B01, B02, B03, B04, B05, B06, B07, B08, B8A, B09, B11, B12]", "[B01, B02, B03, B04, B05, B06, B07, B08, B8A, B09, B11, B01]", "source.bands: B01 listed twice"},
 		{"bands: [B02, B03, B04, B08,", "bands: [B02, B03, B04, B08, B01,", ""}, // B01 is among the images' bands
-		{"window: 1024", "window: 1024\nmask:\n  drop_scl: [3]", "mask.drop_scl: not used with source.rasters"},
+		{"window: 1024", "window: 1024\nmask:\n  drop_scl: [3]", "mask: not used with source.rasters"},
 		{"window: 1024", "window: 1024\narea:\n  bbox: [0, 0, 1, 1]", "area: not used with source.rasters"},
 		{"window: 1024", "window: 1024\ndates:\n  start: 2024-01-01", "dates: not used"},
 		{"resolution: 10", "resolution: 10\n  epsg: 32632", "grid.epsg and grid.bounds: not used"},

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -688,5 +689,57 @@ func TestIngestWithoutSCL(t *testing.T) {
 	b, _ := readU16(t, filepath.Join(withSCL, "31TEJ", "stack.tif"), 1)
 	if !slices.Equal(a, b) {
 		t.Fatal("the stack without SCL differs from the one with SCL and nothing dropped")
+	}
+}
+
+// TestIngestMaskBand checks mask as a band: the scene's SCL raster named
+// as a mask asset drops every nonzero pixel, which is what dropping SCL
+// classes 1–11 does; and the word forms of mask parse as documented.
+func TestIngestMaskBand(t *testing.T) {
+	scene := makeScene(t, "tiny", synthConfig(t))
+	band := ingestConfig(t, filepath.Join(scene, "catalog.json"))
+	band.Mask = MaskConfig{Band: "scl"} // the asset's key
+	_, byBand := ingest(t, band)
+	classes := ingestConfig(t, filepath.Join(scene, "catalog.json"))
+	classes.Mask = MaskConfig{DropSCL: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}
+	_, bySCL := ingest(t, classes)
+	for _, f := range []string{"stack.tif", "valid_count.tif"} {
+		a, _ := os.ReadFile(filepath.Join(byBand, "31TEJ", f))
+		b, _ := os.ReadFile(filepath.Join(bySCL, "31TEJ", f))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s: the mask band's output differs from dropping SCL 1–11", f)
+		}
+	}
+	raw, err := configs.Read("ingest-tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for yaml, want := range map[string]MaskConfig{
+		"mask: none":               {DropSCL: []int{}},
+		"mask: CLM":                {Band: "CLM"},
+		"mask: {band: CLM}":        {Band: "CLM"},
+		"mask: {drop_scl: [3]}":    {DropSCL: []int{3}},
+		"mask: scl":                {DropSCL: []int{0, 1, 3, 8, 9, 10}},
+		"mask:\n  drop_scl: [8]\n": {DropSCL: []int{8}},
+	} {
+		text := regexp.MustCompile(`(?m)^mask:\n(  .*\n)+`).ReplaceAllString(string(raw), yaml+"\n")
+		cfg, err := ParseIngestConfig([]byte(text))
+		if err != nil {
+			t.Errorf("%q: %v", yaml, err)
+			continue
+		}
+		if cfg.Mask.Band != want.Band || !slices.Equal(cfg.Mask.DropSCL, want.DropSCL) || (cfg.Mask.DropSCL == nil) != (want.DropSCL == nil) {
+			t.Errorf("%q parsed as %+v, want %+v", yaml, cfg.Mask, want)
+		}
+	}
+	for yaml, want := range map[string]string{
+		"mask: {band: CLM, drop_scl: [3]}": "exclude each other",
+		"mask: {bnd: CLM}":                 "unknown key",
+		"mask: B04":                        "one of the stacked bands",
+	} {
+		text := regexp.MustCompile(`(?m)^mask:\n(  .*\n)+`).ReplaceAllString(string(raw), yaml+"\n")
+		if _, err := ParseIngestConfig([]byte(text)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error saying %q", yaml, err, want)
+		}
 	}
 }

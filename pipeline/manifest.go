@@ -74,6 +74,7 @@ type manifestGrid struct {
 
 type manifestMask struct {
 	DropSCL []int  `json:"drop_scl"`
+	Band    string `json:"band,omitempty"` // a mask band whose nonzero pixels are dropped
 	NoData  string `json:"nodata"`
 }
 
