@@ -1,10 +1,8 @@
 package pipeline
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/lulc/lulc/charts"
 	"github.com/lulc/lulc/forest"
@@ -46,8 +44,8 @@ func DefaultEvaluateConfig() EvaluateConfig {
 }
 
 // Evaluate compares a class map with a label raster, warping the labels
-// onto the class map's grid with alg (mode or nearest) when the grids
-// differ. Classes are the class map's categories (from its GDAL category
+// onto the class map's grid with ec.Resampling (mode or nearest) when
+// the grids differ. Classes are the class map's categories (from its GDAL category
 // names), else WorldCover's. Pixels where either side is 0 or a code
 // outside the classes are left out. It writes metrics.json and
 // confusion.png into opt.Out.
@@ -151,15 +149,16 @@ func Evaluate(prediction, labels string, ec EvaluateConfig, opt Options) (Evalua
 // class, and estimates accuracy and areas from them. The sample is, per
 // map class, the pixels with the smallest hashes of (seed, row, column):
 // a seeded simple random sample without replacement within each stratum,
-// the same whatever order the pixels are visited in.
+// the same whatever order the pixels are visited in. Each stratum keeps
+// only its sample_per_class smallest so far (a bounded max-heap), so
+// memory does not grow with the map.
 func areaEstimate(pred, lab []uint8, index map[uint8]uint8, width, k int, ec EvaluateConfig) (forest.AreaEstimate, error) {
 	mapped := make([]int64, k)
-	type cand struct {
-		key       uint64
-		pos       int
-		ref, mapd uint8
+	sample := make([][]int64, k)
+	for j := range sample {
+		sample[j] = make([]int64, k)
 	}
-	strata := make([][]cand, k)
+	strata := make([]stratumSample, k)
 	for i, p := range pred {
 		pi, ok := index[p]
 		if !ok {
@@ -170,21 +169,74 @@ func areaEstimate(pred, lab []uint8, index map[uint8]uint8, width, k int, ec Eva
 		if !ok {
 			continue
 		}
-		key := rng.Hash(ec.Seed, 0xa4ea, uint64(i/width), uint64(i%width))
-		strata[pi] = append(strata[pi], cand{key, i, ri, pi})
-	}
-	sample := make([][]int64, k)
-	for j := range sample {
-		sample[j] = make([]int64, k)
-	}
-	for _, st := range strata {
-		if ec.SamplePerClass > 0 && len(st) > ec.SamplePerClass {
-			slices.SortFunc(st, func(a, b cand) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.pos, b.pos)) })
-			st = st[:ec.SamplePerClass]
+		if ec.SamplePerClass <= 0 {
+			// Every pixel is in the sample: no draw to keep.
+			sample[ri][pi]++
+			continue
 		}
+		key := rng.Hash(ec.Seed, 0xa4ea, uint64(i/width), uint64(i%width))
+		strata[pi].offer(areaCand{key, i, ri}, ec.SamplePerClass)
+	}
+	for pi, st := range strata {
 		for _, c := range st {
-			sample[c.ref][c.mapd]++
+			sample[c.ref][pi]++
 		}
 	}
 	return forest.EstimateAreas(sample, mapped)
+}
+
+// areaCand is a pixel that may be in the area estimate's sample: its key,
+// its place in the map (ties), and its reference class.
+type areaCand struct {
+	key uint64
+	pos int
+	ref uint8
+}
+
+// less orders candidates by (key, pos).
+func (a areaCand) less(b areaCand) bool {
+	return a.key < b.key || a.key == b.key && a.pos < b.pos
+}
+
+// stratumSample holds a stratum's smallest candidates so far, at most a
+// cap, as a max-heap: the largest at [0].
+type stratumSample []areaCand
+
+// offer adds c when the stratum has fewer than max candidates or c is
+// smaller than its largest, which then goes.
+func (h *stratumSample) offer(c areaCand, max int) {
+	s := *h
+	if len(s) < max {
+		s = append(s, c)
+		// Sift up.
+		for i := len(s) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !s[p].less(s[i]) {
+				break
+			}
+			s[p], s[i] = s[i], s[p]
+			i = p
+		}
+		*h = s
+		return
+	}
+	if !c.less(s[0]) {
+		return
+	}
+	s[0] = c
+	// Sift down.
+	for i := 0; ; {
+		l, big := 2*i+1, i
+		if l < len(s) && s[big].less(s[l]) {
+			big = l
+		}
+		if r := l + 1; r < len(s) && s[big].less(s[r]) {
+			big = r
+		}
+		if big == i {
+			return
+		}
+		s[i], s[big] = s[big], s[i]
+		i = big
+	}
 }

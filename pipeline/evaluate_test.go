@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -76,5 +78,32 @@ func TestAreaEstimateSample(t *testing.T) {
 	}
 	if want := int64(w * h / 2); sampled != want { // the odd pixels; pixel 0 is even
 		t.Errorf("%d pixels sampled from %d labelled", sampled, want)
+	}
+}
+
+// TestStratumSampleKeepsSmallest checks the bounded heap behind the area
+// sample against sorting all the candidates: the same ones are kept,
+// ties on the key broken by position, whatever the cap.
+func TestStratumSampleKeepsSmallest(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, capacity := range []int{1, 2, 7, 100, 5000} {
+		all := make([]areaCand, 3000)
+		var h stratumSample
+		for i := range all {
+			// Few distinct keys, so that ties are common.
+			all[i] = areaCand{key: r.Uint64N(500), pos: i, ref: uint8(r.IntN(3))}
+			h.offer(all[i], capacity)
+		}
+		slices.SortFunc(all, func(a, b areaCand) int {
+			return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.pos, b.pos))
+		})
+		want := all[:min(capacity, len(all))]
+		got := slices.Clone([]areaCand(h))
+		slices.SortFunc(got, func(a, b areaCand) int {
+			return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.pos, b.pos))
+		})
+		if !slices.Equal(got, want) {
+			t.Errorf("cap %d: the heap kept %d candidates, not the %d smallest", capacity, len(got), len(want))
+		}
 	}
 }

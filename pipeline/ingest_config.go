@@ -484,8 +484,10 @@ func (c IngestConfig) Hash() string {
 // Products without SCL (re-exports, harmonised series) take none or a band
 // of their own.
 type MaskConfig struct {
-	DropSCL []int  `yaml:"drop_scl"`
-	Band    string `yaml:"band"`
+	DropSCL []int `yaml:"drop_scl"`
+	// Band is left out of the config's hash when empty, so that configs
+	// written before it keep their hash (their plans and runs resume).
+	Band string `yaml:"band" json:",omitempty"`
 }
 
 // UnmarshalYAML reads the word form (scl, none or a band) or the mapping.
@@ -501,7 +503,7 @@ func (m *MaskConfig) UnmarshalYAML(n *yaml.Node) error {
 		default:
 			*m = MaskConfig{Band: n.Value}
 		}
-		return nil
+		return m.checkBand(n.Line)
 	}
 	var plain struct {
 		DropSCL []int  `yaml:"drop_scl"`
@@ -518,5 +520,14 @@ func (m *MaskConfig) UnmarshalYAML(n *yaml.Node) error {
 		return err
 	}
 	*m = MaskConfig(plain)
+	return m.checkBand(n.Line)
+}
+
+// checkBand refuses a mask band that reads as a misspelt word form (SCL,
+// None): the words are lowercase, and no asset is named after them.
+func (m MaskConfig) checkBand(line int) error {
+	if w := strings.ToLower(m.Band); w == "scl" || w == "none" {
+		return fmt.Errorf("line %d: mask: %q: write the word form %s in lowercase (mask: %s), or name a mask asset other than %s", line, m.Band, w, w, w)
+	}
 	return nil
 }

@@ -695,6 +695,27 @@ func TestIngestWithoutSCL(t *testing.T) {
 // TestIngestMaskBand checks mask as a band: the scene's SCL raster named
 // as a mask asset drops every nonzero pixel, which is what dropping SCL
 // classes 1–11 does; and the word forms of mask parse as documented.
+// TestMaskHashUnchanged checks that a config without a mask band hashes
+// as before the band existed, so that its plans and runs still resume:
+// the band is left out of the hashed JSON when empty, drop_scl is not
+// (none, [], differs from the default, null).
+func TestMaskHashUnchanged(t *testing.T) {
+	for _, m := range []MaskConfig{{}, {DropSCL: []int{}}, {DropSCL: []int{3}}} {
+		body, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(body, []byte("Band")) || !bytes.Contains(body, []byte("DropSCL")) {
+			t.Errorf("mask %+v hashes as %s", m, body)
+		}
+	}
+	a, _ := json.Marshal(MaskConfig{})
+	b, _ := json.Marshal(MaskConfig{DropSCL: []int{}})
+	if bytes.Equal(a, b) {
+		t.Error("mask: none hashes as the default")
+	}
+}
+
 func TestIngestMaskBand(t *testing.T) {
 	scene := makeScene(t, "tiny", synthConfig(t))
 	band := ingestConfig(t, filepath.Join(scene, "catalog.json"))
@@ -736,6 +757,8 @@ func TestIngestMaskBand(t *testing.T) {
 		"mask: {band: CLM, drop_scl: [3]}": "exclude each other",
 		"mask: {bnd: CLM}":                 "unknown key",
 		"mask: B04":                        "one of the stacked bands",
+		"mask: SCL":                        "lowercase",
+		"mask: {band: none}":               "lowercase",
 	} {
 		text := regexp.MustCompile(`(?m)^mask:\n(  .*\n)+`).ReplaceAllString(string(raw), yaml+"\n")
 		if _, err := ParseIngestConfig([]byte(text)); err == nil || !strings.Contains(err.Error(), want) {

@@ -258,7 +258,7 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 		// An array task may run again after it finished (a retry, a
 		// requeue): a complete, intact output of the same task is kept.
 		if !opt.Force {
-			res, done, err := completedTask(opt.Out, hash, job.Phase, tiles, opt)
+			res, done, err := completedTask(opt.Out, hash, job.Phase, all, tiles, opt)
 			if err != nil || done {
 				return res, err
 			}
@@ -314,8 +314,10 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 // it holds this job's report and every tile it lists is intact (the
 // result then lists them as skipped); not done, with no error, when
 // something is missing or damaged, so that the task maps again from
-// scratch; an error when the directory holds another job's output.
-func completedTask(dir, hash, phase string, tiles []sourceTile, opt Options) (RunResult, bool, error) {
+// scratch; an error when the directory holds another job's output. A
+// sample phase's task is done when its draw is intact and drew exactly
+// its tiles (mine, of the job's all).
+func completedTask(dir, hash, phase string, all, tiles []sourceTile, opt Options) (RunResult, bool, error) {
 	if !atomicfs.Exists(dir) {
 		return RunResult{}, false, nil
 	}
@@ -329,8 +331,12 @@ func completedTask(dir, hash, phase string, tiles []sourceTile, opt Options) (Ru
 	}
 	res := RunResult{Dir: dir, Model: rep.Model, GPU: rep.GPU}
 	if phase == PhaseSample {
-		if _, err := readDraw(filepath.Join(dir, DrawFile)); err != nil {
-			opt.Log.Warn("the task's draw is missing or damaged: drawing again", "dir", dir, "why", err)
+		d, err := readDraw(filepath.Join(dir, DrawFile))
+		if err == nil {
+			err = drewTiles(d, all, tiles)
+		}
+		if err != nil {
+			opt.Log.Warn("the task's draw is missing, damaged or of other tiles: drawing again", "dir", dir, "why", err)
 			return RunResult{}, false, nil
 		}
 	}
@@ -349,6 +355,25 @@ func completedTask(dir, hash, phase string, tiles []sourceTile, opt Options) (Ru
 	}
 	opt.Log.Info("task already complete: its tiles are intact", "dir", dir, "tiles", len(res.Tiles))
 	return res, true, nil
+}
+
+// drewTiles checks that a draw is of the tiles mine of the job's all: the
+// same inputs, numbered by their places among all.
+func drewTiles(d *samples.Set, all, mine []sourceTile) error {
+	if d.Draw.Total != len(all) {
+		return fmt.Errorf("a draw of a job of %d tiles, this one has %d", d.Draw.Total, len(all))
+	}
+	var want []int
+	var names []string
+	for i, t := range all {
+		if slices.ContainsFunc(mine, func(m sourceTile) bool { return m.name() == t.name() }) {
+			want, names = append(want, i), append(names, t.name())
+		}
+	}
+	if !slices.Equal(d.Draw.Inputs, want) || !slices.Equal(d.Sources, names) {
+		return fmt.Errorf("drew tiles %v (%v), the task has %v (%v)", d.Sources, d.Draw.Inputs, names, want)
+	}
+	return nil
 }
 
 // readRunReport reads a run directory's report.json; one without a job
@@ -817,11 +842,12 @@ func readDraw(path string) (*samples.Set, error) {
 }
 
 // trainConfig is the job's train config as the run trains with it: its
-// input section's sources cleared (the run trains on its own tiles), so
-// that the model is the same whichever tasks drew the samples.
+// input section cleared (the run trains on its own tiles, with the
+// stack's bands and scaling), so that the model is the same whichever
+// tasks drew the samples.
 func (j Job) trainConfig() TrainConfig {
 	cfg := *j.Train
-	cfg.Input.Stack, cfg.Input.Rasters, cfg.Input.Samples = "", nil, nil
+	cfg.Input = TrainConfig{}.Input
 	return cfg
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -447,24 +448,43 @@ func TestRunSamplePhase(t *testing.T) {
 	third.Tile = "again"
 	ic.Source.Rasters = append(ic.Source.Rasters, third)
 	tc := trainConfig(t, "train-real-sample.yaml", "")
+	// The train config of a job may keep the input section it has for
+	// lulc train (here a rasters input's band order and scaling): the run
+	// trains on its own tiles whatever it says.
+	tc.Input.Stack, tc.Input.Bands, tc.Input.Scale = "", []string{"B02", "B03"}, 1e-4
 	job := Job{Config: DefaultRunConfig(), Ingest: ic, Train: &tc}
 	one := filepath.Join(t.TempDir(), "one")
 	runJob(t, job, one, Options{})
 
+	// Four tasks for three tiles: one task draws nothing, and says so
+	// with an empty draw.
 	root := t.TempDir()
 	job.Phase = PhaseSample
 	var draws []string
-	for i := range 3 {
-		job.Shard = shard.Spec{Index: i, Count: 3}
-		out := filepath.Join(root, "draws", fmt.Sprintf("%d-of-3", i))
+	drawn := 0
+	for i := range 4 {
+		job.Shard = shard.Spec{Index: i, Count: 4}
+		out := filepath.Join(root, "draws", fmt.Sprintf("%d-of-4", i))
 		res := runJob(t, job, out, Options{})
-		if len(res.Tiles) != 1 {
-			t.Errorf("task %d of 3 drew %d tiles", i, len(res.Tiles))
-		}
+		drawn += len(res.Tiles)
 		draws = append(draws, filepath.Join(out, DrawFile))
 	}
-	merged := tc
-	merged.Input.Stack, merged.Input.Samples = "", []string{filepath.Join(root, "draws")}
+	if drawn != 3 {
+		t.Errorf("four tasks drew %d tiles, the job has 3", drawn)
+	}
+	// A staging directory's draw is no task's: the walk skips it.
+	stale := filepath.Join(root, "draws", ".partial-x")
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := os.ReadFile(draws[0])
+	if err := os.WriteFile(filepath.Join(stale, DrawFile), body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var merged TrainConfig
+	merged = tc
+	merged.Input = TrainConfig{}.Input
+	merged.Input.Samples = []string{filepath.Join(root, "draws")}
 	trained := filepath.Join(root, "model")
 	if _, err := Train(context.Background(), merged, Options{Out: trained}); err != nil {
 		t.Fatal(err)
@@ -473,19 +493,46 @@ func TestRunSamplePhase(t *testing.T) {
 		sameFile(t, filepath.Join(one, "model", f), filepath.Join(trained, f))
 	}
 
+	// A finished task's directory holding another task's draw (a copy
+	// gone wrong) is drawn again.
+	var empty, full string
+	for _, d := range draws {
+		if s, err := readDraw(d); err != nil {
+			t.Fatal(err)
+		} else if len(s.Draw.Inputs) == 0 {
+			empty = d
+		} else {
+			full = d
+		}
+	}
+	if empty == "" {
+		t.Fatal("no task drew an empty draw")
+	}
+	want, _ := os.ReadFile(empty)
+	other, _ := os.ReadFile(full)
+	if err := os.WriteFile(empty, other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job.Shard = shard.Spec{Index: slices.Index(draws, empty), Count: 4}
+	runJob(t, job, filepath.Dir(empty), Options{})
+	if got, _ := os.ReadFile(empty); !bytes.Equal(got, want) {
+		t.Error("a task's directory with another task's draw was not drawn again")
+	}
+	draws = slices.DeleteFunc(draws, func(d string) bool { return d == empty })
+
 	// A rerun of a finished task keeps its draw; one whose draw is damaged
 	// draws again, the same bytes.
-	job.Shard = shard.Spec{Index: 1, Count: 3}
-	out := filepath.Join(root, "draws", "1-of-3")
+	job.Shard = shard.Spec{Index: slices.Index(draws, full), Count: 4}
+	out := filepath.Dir(full)
 	if res := runJob(t, job, out, Options{}); len(res.Tiles) != 1 || !res.Tiles[0].Skipped {
 		t.Errorf("a finished sample task was not kept: %+v", res.Tiles)
 	}
-	want, _ := os.ReadFile(draws[1])
-	if err := os.WriteFile(draws[1], want[:len(want)/2], 0o644); err != nil {
+	want, _ = os.ReadFile(full)
+	if err := os.WriteFile(full, want[:len(want)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	runJob(t, job, out, Options{})
-	if got, _ := os.ReadFile(draws[1]); !bytes.Equal(got, want) {
+	if got, _ := os.ReadFile(full); !bytes.Equal(got, want) {
 		t.Error("the damaged draw was not drawn again as before")
 	}
 

@@ -87,6 +87,11 @@ func (c TrainConfig) drawInputs() ([]trainInput, error) {
 		}
 		n := len(paths)
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			// Staging (.partial) and replaced (.old) outputs hold draws
+			// that are not, or no longer, a task's.
+			if err == nil && d.IsDir() && path != p && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
 			if err == nil && !d.IsDir() && d.Name() == DrawFile {
 				paths = append(paths, path)
 			}

@@ -77,9 +77,12 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 		return TrainResult{}, err
 	}
 	// A job's draws train the model its one-process lulc run would: with
-	// the config as that run trains with it, its input sources cleared.
+	// the config as that run trains with it, its input section cleared
+	// (see Job.trainConfig).
 	fitCfg := cfg
-	fitCfg.Input.Samples = nil
+	if len(cfg.Input.Samples) > 0 {
+		fitCfg.Input = TrainConfig{}.Input
+	}
 	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, "train "+cfg.Hash())
 	if err != nil {
 		return TrainResult{}, err
@@ -161,7 +164,13 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 		return nil, err
 	}
 	opt.Log.Info("samples", "training", len(yt), "validation", len(yv), "features", len(set.Features), "classes", len(scheme.Classes))
-	model, pred, err := fit(cfg, scheme, set, ins[0], opt, res)
+	// The model takes its bands and scaling from the inputs, which share
+	// them; an empty shard's draw names none.
+	in := ins[0]
+	if i := slices.IndexFunc(ins, func(in trainInput) bool { return len(in.bands) > 0 }); i >= 0 {
+		in = ins[i]
+	}
+	model, pred, err := fit(cfg, scheme, set, in, opt, res)
 	if err != nil {
 		return nil, err
 	}

@@ -138,7 +138,8 @@ func Decode(data []byte) (*Set, error) {
 	n := binary.LittleEndian.Uint64(p)
 	p = p[8:]
 	nf := uint64(len(s.Features))
-	if nf == 0 || n > uint64(len(p)) || uint64(len(p)) != n*(4*nf+2+8) {
+	// Only an empty shard's draw (no input) names no features.
+	if nf == 0 && (n > 0 || s.Draw == nil) || n > uint64(len(p)) || uint64(len(p)) != n*(4*nf+2+8) {
 		return nil, fmt.Errorf("samples file: %d bytes for %d rows × %d features", len(p), n, nf)
 	}
 	s.X = make([]float32, n*nf)

@@ -35,12 +35,10 @@ func (sp *Sampler) claim(index int, name string) error {
 // reflectances in X (samples.Draw says which inputs they come from and
 // how their values were scaled). Merged in any order, the draws of a
 // job's shards give the sampler one process adding every input would
-// have.
+// have. A shard with no input (an array of more tasks than the job has
+// tiles) draws an empty set: no inputs, no features, no candidates.
 func (sp *Sampler) Draw(total int, scale, offset float64, nodata *float64) (*samples.Set, error) {
-	if sp.set == nil {
-		return nil, fmt.Errorf("draw: no input")
-	}
-	if total < len(sp.sources) {
+	if total <= 0 || total < len(sp.sources) {
 		return nil, fmt.Errorf("draw: input %d of a job of %d", len(sp.sources)-1, total)
 	}
 	d := &samples.Draw{Total: total, Labelled: sp.labelled, Scale: scale, Offset: offset, NoData: nodata}
@@ -58,7 +56,11 @@ func (sp *Sampler) Draw(total int, scale, offset float64, nodata *float64) (*sam
 			d.Outside[uint8(code)] = n
 		}
 	}
-	out := &samples.Set{Header: samples.Header{Features: sp.set.Bands, Classes: sp.scheme.Codes(), Sources: names, Seed: sp.cfg.Seed, Draw: d}}
+	var bands []string
+	if sp.set != nil {
+		bands = sp.set.Bands
+	}
+	out := &samples.Set{Header: samples.Header{Features: bands, Classes: sp.scheme.Codes(), Sources: names, Seed: sp.cfg.Seed, Draw: d}}
 	for r, res := range sp.res {
 		res.keep(sp.cfg.MaxPerClass)
 		for _, e := range res.entries {
@@ -89,6 +91,13 @@ func (sp *Sampler) Merge(d *samples.Set) error {
 		return fmt.Errorf("merge: a draw of a job of %d inputs, others are of %d", d.Draw.Total, sp.total)
 	}
 	sp.total = d.Draw.Total
+	if len(d.Draw.Inputs) == 0 {
+		// An empty shard's draw: it adds no input, and names no bands.
+		if d.N() > 0 || d.Draw.Labelled != 0 {
+			return fmt.Errorf("merge: a draw of no input holds %d candidates and %d labelled pixels", d.N(), d.Draw.Labelled)
+		}
+		return nil
+	}
 	fs, err := features.NewSet(sp.names, d.Features)
 	if err != nil {
 		return fmt.Errorf("merge: %w", err)

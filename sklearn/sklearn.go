@@ -75,7 +75,7 @@ func (r Runner) Fit(ctx context.Context, p forest.Params, x []float32, y []uint8
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return Result{}, fmt.Errorf("sklearn: %s: %s", err, strings.TrimSpace(lastLine(string(ee.Stderr))))
+			return Result{}, fmt.Errorf("sklearn: %w: %s", err, strings.TrimSpace(lastLine(string(ee.Stderr))))
 		}
 		return Result{}, fmt.Errorf("sklearn: %w", err)
 	}

@@ -51,8 +51,10 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 			}
 			if len(draws) > 0 {
 				// The draws replace the config's input: its stack or
-				// rasters are what the sample phase read.
-				cfg.Input.Stack, cfg.Input.Rasters, cfg.Input.Samples = "", nil, draws
+				// rasters, and their bands and scaling, are what the
+				// sample phase read.
+				cfg.Input = pipeline.TrainConfig{}.Input
+				cfg.Input.Samples = draws
 				if stack != "" {
 					return usagef("--stack and --samples: give one input")
 				}
