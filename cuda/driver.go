@@ -3,7 +3,9 @@
 // builds with CGO_ENABLED=0 and only the driver's libcuda is needed to run).
 // It holds the GPU twins of lulc's compute stages, each behind the same
 // interface as its CPU reference and tested against it bit for bit,
-// decoding of compressed GeoTIFF tiles (package decode's twin) included.
+// decoding of compressed GeoTIFF tiles (package decode's twin) and the
+// two passes of package sampling's draw over a tile kept in device memory
+// (Mirror) included.
 //
 // A Device is owned by one goroutine locked to its OS thread, which holds
 // the device's primary context; work is handed to it, so any number of
@@ -333,7 +335,8 @@ func (d *Device) loadModule() error {
 	if r != 0 {
 		return fmt.Errorf("load lulc kernels (PTX %s): %w: %s", ptxVersion(), Result(r), cString(&logBuf[0]))
 	}
-	for _, name := range []string{"features", "reflectance", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear", "inflate", "tiff_unpack", "gather_tiles"} {
+	for _, name := range []string{"features", "reflectance", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear", "inflate", "tiff_unpack", "gather_tiles",
+		"draw_count", "draw_collect", "place_u16", "place_u8"} {
 		var f uintptr
 		cname := append([]byte(name), 0)
 		if err := check(api.moduleGetFunc(&f, d.module, &cname[0]), "cuModuleGetFunction "+name); err != nil {

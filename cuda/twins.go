@@ -550,7 +550,19 @@ func gatherInputs(dates []composite.Date, nb, n int) (*compositeInputs, error) {
 // go up as uint16 (half the bytes of reflectances), or compressed, and
 // only the quantised medians and counts come back.
 func Composite(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffset float64, out [][]uint16, count []uint8) error {
+	return CompositeMirrored(dev, dates, drop, qscale, qoffset, out, count, nil, 0)
+}
+
+// CompositeMirrored is Composite that also places the window's composite
+// and labels into a tile's mirror in device memory (into, when not nil;
+// width is the window's width), from the device's own output: the
+// composite crosses the bus once, downwards.
+func CompositeMirrored(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffset float64, out [][]uint16, count []uint8,
+	into *MirrorWindow, width int) error {
 	nd, nb, n := len(dates), len(out), len(count)
+	if into != nil && into.Mirror.bands != nb {
+		return fmt.Errorf("cuda composite: %d bands into a mirror of %d", nb, into.Mirror.bands)
+	}
 	if nd == 0 || nd > 64 {
 		return fmt.Errorf("cuda composite: %d dates (1–64)", nd)
 	}
@@ -617,6 +629,11 @@ func Composite(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffse
 		if err := dev.launch("composite", int64(n), pdn, pscl, int32(nd), int32(nb), int64(n), pdrop, psc, pof, pnd,
 			math.Float64bits(qscale), math.Float64bits(qoffset), pout.ptr, pcount.ptr); err != nil {
 			return err
+		}
+		if into != nil {
+			if err := into.place(pout.ptr, width, n); err != nil {
+				return err
+			}
 		}
 		// Each band comes straight into its output plane.
 		for b := range out {

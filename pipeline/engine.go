@@ -13,6 +13,8 @@ import (
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/inference"
+	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/sampling"
 )
 
 // engine is the one place where a stage's twin is chosen: the GPU's when
@@ -26,11 +28,15 @@ type engine struct {
 	// hostDecode keeps decoding on the host with a device
 	// (LULC_DEVICE_DECODE=off: for comparing both ways on one machine).
 	hostDecode bool
+	// hostDraw keeps the draw of samples on the host with a device
+	// (LULC_DEVICE_DRAW=off), for the same comparison.
+	hostDraw bool
 }
 
 // engine returns the options' engine.
 func (o Options) engine() engine {
-	return engine{gpu: o.GPU(), gpus: o.GPUs, workers: o.Workers, hostDecode: os.Getenv("LULC_DEVICE_DECODE") == "off"}
+	return engine{gpu: o.GPU(), gpus: o.GPUs, workers: o.Workers, hostDecode: os.Getenv("LULC_DEVICE_DECODE") == "off",
+		hostDraw: os.Getenv("LULC_DEVICE_DRAW") == "off"}
 }
 
 // rawOnCPU makes the CPU engine take bands compressed too, decoded by
@@ -67,10 +73,14 @@ func (e engine) decodeAhead(b *cuda.AheadBatch) error {
 // composite resamples a window's coarse bands, masks and composites it
 // (composite.Resample and composite.Window, or cuda.Composite), and says
 // how long the CPU spent resampling (on the GPU that is part of the
-// device's composite).
-func (e engine) composite(dates []composite.Date, drop []uint8, out [][]uint16, count []uint8) (time.Duration, error) {
+// device's composite). On the GPU, into (when not nil) is where the
+// window goes in its tile's mirror, width its width.
+func (e engine) composite(dates []composite.Date, drop []uint8, out [][]uint16, count []uint8, into *cuda.MirrorWindow, width int) (time.Duration, error) {
 	if e.gpu != nil {
-		return 0, cuda.Composite(e.gpu, dates, drop, StackScale, StackOffset, out, count)
+		return 0, cuda.CompositeMirrored(e.gpu, dates, drop, StackScale, StackOffset, out, count, into, width)
+	}
+	if into != nil {
+		return 0, errors.New("composite: a device mirror on the CPU")
 	}
 	t := time.Now()
 	if err := composite.Resample(dates); err != nil {
@@ -78,6 +88,40 @@ func (e engine) composite(dates []composite.Date, drop []uint8, out [][]uint16, 
 	}
 	resample := time.Since(t)
 	return resample, composite.Window(dates, drop, StackScale, StackOffset, out, count)
+}
+
+// mirror keeps a tile's composite in device memory too, for the draw of
+// its samples on the device; nil on the CPU, which draws from the host's
+// copy.
+func (e engine) mirror(grid raster.Grid, bands int) (*cuda.Mirror, error) {
+	if e.gpu == nil || e.hostDraw {
+		return nil, nil
+	}
+	return cuda.NewMirror(e.gpu, grid.Width, grid.Height, bands)
+}
+
+// mirrorSink is a tile's device mirror as a sink of its composite: a
+// window composited on the host goes up to it; the device composite
+// places its own windows (windowJob.window) and skips it.
+type mirrorSink struct{ m *cuda.Mirror }
+
+// Write implements tileSink.
+func (s mirrorSink) Write(x, y, w, h int, stack [][]uint16, _, labels []uint8) error {
+	return s.m.Write(x, y, w, h, stack, labels)
+}
+
+// devicePasses run a draw's passes on the device over a tile's mirror.
+type devicePasses struct{ m *cuda.Mirror }
+
+// Count implements sampling.Passes.
+func (p devicePasses) Count(r *sampling.DeviceRule, nres int, hist []uint32, off *[256]int64) error {
+	return p.m.DrawCount((*cuda.DrawRule)(r), nres, hist, off)
+}
+
+// Collect implements sampling.Passes.
+func (p devicePasses) Collect(r *sampling.DeviceRule, bound []uint64, count []int) (sampling.Collected, error) {
+	d, err := p.m.DrawCollect((*cuda.DrawRule)(r), bound, count)
+	return sampling.Collected(d), err
 }
 
 // features returns the features computer.

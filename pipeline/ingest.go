@@ -605,6 +605,13 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 	job := &windowJob{cfg: cfg, grid: plan.grid, dates: make([]windowDate, len(plan.dates)), drop: drop,
 		labels: plan.labels, sinks: sinks, windows: len(plan.windows), engine: opt.engine(), log: opt.Log,
 		cache: raster.NewBlockCache(blockCacheBudget(plan))}
+	for _, s := range sinks {
+		if m, ok := s.(mirrorSink); ok && job.engine.gpu != nil {
+			// The device composites the windows: it places them in the
+			// mirror from its own memory.
+			job.mirror = m.m
+		}
+	}
 	for i, d := range plan.dates {
 		job.dates[i] = windowDate{bands: d.bands, scale: d.scale, offset: d.offset, scl: d.scl}
 	}
@@ -823,6 +830,9 @@ type windowJob struct {
 	layoutMu sync.Mutex
 	log      *slog.Logger
 	ahead    *decodeAhead // with a device that decodes: the compressed tiles, read and decoded ahead
+	// mirror is the tile's composite in device memory, which the device
+	// composite fills (nil: none, or filled through its sink).
+	mirror *cuda.Mirror
 	// out recycles the composite's output planes between windows: the
 	// sinks copy what they keep.
 	out      bufpool.Pool[uint16]
@@ -883,7 +893,13 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 	}
 	count := j.outCount.Get(n)
 	defer j.outCount.Put(count)
-	resampled, err := j.engine.composite(cdates, j.drop, meds, count)
+	x := int(math.Round((w.Transform[0] - j.grid.Transform[0]) / j.grid.Transform[1]))
+	y := int(math.Round((w.Transform[3] - j.grid.Transform[3]) / j.grid.Transform[5]))
+	var into *cuda.MirrorWindow
+	if j.mirror != nil {
+		into = &cuda.MirrorWindow{Mirror: j.mirror, X: x, Y: y, Labels: labels}
+	}
+	resampled, err := j.engine.composite(cdates, j.drop, meds, count, into, w.Width)
 	if err != nil {
 		return err
 	}
@@ -898,9 +914,10 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 	j.compositeNs.Add(int64(t2.Sub(t1)) + int64(t1.Sub(t0)) - r.readNs - int64(resampled))
 	j.resampleNs.Add(int64(resampled))
 
-	x := int(math.Round((w.Transform[0] - j.grid.Transform[0]) / j.grid.Transform[1]))
-	y := int(math.Round((w.Transform[3] - j.grid.Transform[3]) / j.grid.Transform[5]))
 	for _, sink := range j.sinks {
+		if m, ok := sink.(mirrorSink); ok && m.m == j.mirror {
+			continue // the device composite placed the window itself
+		}
 		if err := sink.Write(x, y, w.Width, w.Height, meds, count, labels); err != nil {
 			return err
 		}

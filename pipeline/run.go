@@ -595,21 +595,42 @@ func (r *runner) eachTile(ctx context.Context, tiles []sourceTile, f func(ctx co
 // stack COGs beside it when the job asks for them (encoded in the
 // background, so that compute goes on).
 func (r *runner) composite(ctx context.Context, opt Options, t sourceTile, rt *RunTile) (*stack.Tile, error) {
+	mem, _, err := r.compositeMirrored(ctx, opt, t, rt, false)
+	return mem, err
+}
+
+// compositeMirrored is composite that, with mirror and a device, keeps the
+// composite in the device's memory too (a cuda.Mirror, for the draw of
+// the tile's samples on the device; the caller closes it).
+func (r *runner) compositeMirrored(ctx context.Context, opt Options, t sourceTile, rt *RunTile, mirror bool) (mem *stack.Tile, dm *cuda.Mirror, err error) {
 	cfg := r.job.Ingest
 	grid, err := t.plan(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	mem := stack.New(t.name(), grid, cfg.Bands, StackScale, StackOffset)
+	mem = stack.New(t.name(), grid, cfg.Bands, StackScale, StackOffset)
 	sinks := []tileSink{mem}
+	if mirror {
+		if dm, err = opt.engine().mirror(grid, len(cfg.Bands)); err != nil {
+			return nil, nil, err
+		}
+		if m := dm; m != nil {
+			sinks = append(sinks, mirrorSink{m})
+			defer func() {
+				if err != nil {
+					m.Close()
+				}
+			}()
+		}
+	}
 	dir := r.stage.Path(t.name())
 	var tw *tileWriters
 	if r.job.Config.Outputs.Stack && !atomicfs.Exists(filepath.Join(dir, "manifest.json")) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if tw, err = newTileWriters(dir, grid, cfg, labelScheme(cfg)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sinks = append(sinks, tw)
 	}
@@ -621,11 +642,11 @@ func (r *runner) composite(ctx context.Context, opt Options, t sourceTile, rt *R
 		if tw != nil {
 			tw.abort()
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	m, err := t.manifest(ctx, cfg, opt, stats.noValid)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r.mu.Lock()
 	r.manifests[t.name()] = m
@@ -638,7 +659,7 @@ func (r *runner) composite(ctx context.Context, opt Options, t sourceTile, rt *R
 			return writeTileManifest(dir, m)
 		})
 	}
-	return mem, nil
+	return mem, dm, nil
 }
 
 // background runs an output's encoding beside the compute; wait collects
@@ -745,20 +766,36 @@ func (r *runner) sampleTiles(ctx context.Context, tiles []sourceTile, rts []RunT
 	for g0 := 0; g0 < len(tiles); g0 += nl {
 		group := tiles[g0:min(g0+nl, len(tiles))]
 		mems := make([]*stack.Tile, len(group))
+		mirrors := make([]*cuda.Mirror, len(group))
+		release := func() {
+			for k, m := range mirrors {
+				if m != nil {
+					m.Close()
+					mirrors[k] = nil
+				}
+			}
+		}
 		err := r.eachTile(ctx, group, func(ctx context.Context, lane Options, k int) error {
 			var err error
-			mems[k], err = r.composite(ctx, lane, group[k], &rts[g0+k])
+			mems[k], mirrors[k], err = r.compositeMirrored(ctx, lane, group[k], &rts[g0+k], true)
 			return err
 		})
 		if err != nil {
+			release()
 			return nil, err
 		}
 		for k, mem := range mems {
-			in, err := r.sampleTile(sp, mem, index[g0+k], &rts[g0+k])
+			in, err := r.sampleTile(sp, mem, mirrors[k], index[g0+k], &rts[g0+k])
+			if mirrors[k] != nil {
+				// The samples are drawn: the device needs the tile no more.
+				mirrors[k].Close()
+				mirrors[k] = nil
+			}
 			if err == nil && hold {
 				err = r.hold(mem)
 			}
 			if err != nil {
+				release()
 				return nil, fmt.Errorf("tile %s: %w", group[k].name(), err)
 			}
 			ins = append(ins, in)
@@ -771,14 +808,18 @@ func (r *runner) sampleTiles(ctx context.Context, tiles []sourceTile, rts []RunT
 }
 
 // sampleTile draws a tile's samples from its composite, as the job's
-// input number index.
-func (r *runner) sampleTile(sp *sampling.Sampler, mem *stack.Tile, index int, rt *RunTile) (trainInput, error) {
+// input number index: on the device that holds its mirror (when not
+// nil), else on every core.
+func (r *runner) sampleTile(sp *sampling.Sampler, mem *stack.Tile, mirror *cuda.Mirror, index int, rt *RunTile) (trainInput, error) {
 	zero := 0.0
 	in := trainInput{image: mem.Name, labels: mem.Name, bands: mem.Bands, scale: mem.Scale, offset: mem.Offset, nodata: &zero, mem: mem, inMemory: true}
 	ts := time.Now()
 	si, err := in.sampleInput()
 	if err != nil {
 		return in, err
+	}
+	if mirror != nil {
+		si.Passes = devicePasses{mirror}
 	}
 	if err := sp.AddAt(si, index); err != nil {
 		return in, err

@@ -548,7 +548,15 @@ func (sp *Sampler) addTile(in Input, ii uint64) error {
 		limit[k] = r.limit
 	}
 	tile := drawTile{width: t.Grid.Width, height: t.Grid.Height, labels: t.Labels, dn: t.DN}
-	out, bands, off, err := drawInput(tile, rule, limit, s.MaxPerClass)
+	var out [][]entry
+	var bands [][]float32
+	var off [256]int64
+	var err error
+	if in.Passes != nil {
+		out, bands, off, err = drawInputOn(in.Passes, len(t.DN), rule, limit, s.MaxPerClass)
+	} else {
+		out, bands, off, err = drawInput(tile, rule, limit, s.MaxPerClass)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", in.Name, err)
 	}

@@ -3,8 +3,9 @@
 // the pixels with the smallest seeded hashes, up to a cap) from tiles in
 // memory or from strips read out of files, and the features of the pixels
 // it keeps. A tile in memory is drawn from its digital numbers in two
-// data-parallel passes (draw.go); strips from files are screened on every
-// core (sampler.go). Both keep the same pixels, bit for bit. Scan visits
+// data-parallel passes (draw.go), run on every core or by a device that
+// holds the tile too (Passes, passes.go); strips from files are screened
+// on every core (sampler.go). All keep the same pixels, bit for bit. Scan visits
 // every labelled pixel instead, for benchmarks that need them all.
 //
 // The package computes; it reads no files. Strips from files come through
@@ -43,6 +44,9 @@ type Input struct {
 	NoData        *float64 // the stored value that means no data, if any
 	// Tile, when set, is the input in memory: it is drawn from its DNs.
 	Tile *stack.Tile
+	// Passes, with Tile, run the draw's passes on a device that holds
+	// the tile too; nil: on every core.
+	Passes Passes
 	// Source gives the strips of an input in files (Tile nil).
 	Source Source
 }

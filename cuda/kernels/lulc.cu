@@ -1063,3 +1063,126 @@ extern "C" __global__ void gather_tiles(const unsigned long long* __restrict__ t
         out[i] = t ? t[(py % bh) * bw + px % bw] : (unsigned short)fill;
     }
 }
+
+// The stratified, block-split draw from a tile in memory (the twin of
+// package sampling's drawCount and drawCollect). Keys are rng.Extend
+// chains of splitmix64's finaliser: integer arithmetic, the same bits on
+// every machine.
+#define DRAW_NONE 0xffffu
+
+// extend64 is rng.Extend.
+__device__ __forceinline__ unsigned long long extend64(unsigned long long h, unsigned long long k) {
+    return mix(h ^ (k + GOLDEN));
+}
+
+// draw_pixel says whether pixel i (row r, column c) of a width-wide tile
+// is a candidate: its reservoir (the code's training reservoir, or its
+// validation one when its block went to validation), its key, or
+// DRAW_NONE when its code is outside the scheme or a band is nodata
+// (missing is a 65536-bit set of nodata DNs). splitBase and keyBase are
+// the input's hashes (sampling.drawRule's splitsOf and keyBase); a block's
+// split is Unit(Extend(Extend(splitBase, block row), block column)) <
+// valFrac, Unit being the top 53 bits over 2^53, exact in double.
+__device__ __forceinline__ unsigned int draw_pixel(const unsigned char* __restrict__ labels,
+                                                   const unsigned short* __restrict__ dn, int nb, long long plane,
+                                                   long long i, long long r, long long c,
+                                                   const unsigned short* __restrict__ res2,
+                                                   const unsigned int* __restrict__ missing,
+                                                   unsigned long long splitBase, unsigned long long keyBase,
+                                                   int block, double valFrac, unsigned long long* key) {
+    unsigned int k = res2[labels[i]];
+    if (k == DRAW_NONE) return DRAW_NONE;
+    for (int b = 0; b < nb; b++) {
+        unsigned int v = dn[b * plane + i];
+        if ((missing[v >> 5] >> (v & 31)) & 1u) return DRAW_NONE;
+    }
+    unsigned long long hs = extend64(extend64(splitBase, (unsigned long long)(r / block)), (unsigned long long)(c / block));
+    double u = (double)(hs >> 11) / 9007199254740992.0;
+    if (u < valFrac) k |= 1u;
+    *key = extend64(extend64(keyBase, (unsigned long long)r), (unsigned long long)c);
+    return k;
+}
+
+// draw_count is the draw's first pass: every candidate's key counted in
+// its reservoir's histogram of the key's top bits (hist[k << bits | top]),
+// and the pixels whose code is outside the scheme counted by code (off,
+// through a block's shared counts).
+extern "C" __global__ void draw_count(const unsigned char* __restrict__ labels, const unsigned short* __restrict__ dn,
+                                      int nb, int width, long long n, const unsigned short* __restrict__ res2,
+                                      const unsigned int* __restrict__ missing, unsigned long long splitBase,
+                                      unsigned long long keyBase, int block, unsigned long long valFracBits, int bits,
+                                      unsigned int* __restrict__ hist, unsigned long long* __restrict__ off) {
+    __shared__ unsigned int soff[256];
+    for (int j = threadIdx.x; j < 256; j += blockDim.x) soff[j] = 0;
+    __syncthreads();
+    double valFrac = __longlong_as_double((long long)valFracBits);
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        unsigned char code = labels[i];
+        if (res2[code] == DRAW_NONE) {
+            atomicAdd(&soff[code], 1u);
+            continue;
+        }
+        unsigned long long key;
+        unsigned int k = draw_pixel(labels, dn, nb, n, i, i / width, i % width, res2, missing, splitBase, keyBase,
+                                    block, valFrac, &key);
+        if (k != DRAW_NONE) atomicAdd(&hist[((unsigned long long)k << bits) | (key >> (64 - bits))], 1u);
+    }
+    __syncthreads();
+    for (int j = threadIdx.x; j < 256; j += blockDim.x)
+        if (soff[j]) atomicAdd(&off[j], (unsigned long long)soff[j]);
+}
+
+// draw_collect is the second pass: every candidate whose key is at most
+// its reservoir's bound is written, in no particular order, to its
+// reservoir's part of the output (from start[k], the place taken through
+// fill[k]): its key, its id (input << 40 | row << 20 | column), its
+// reservoir and its bands' DNs (nb a candidate).
+extern "C" __global__ void draw_collect(const unsigned char* __restrict__ labels, const unsigned short* __restrict__ dn,
+                                        int nb, int width, long long n, const unsigned short* __restrict__ res2,
+                                        const unsigned int* __restrict__ missing, unsigned long long splitBase,
+                                        unsigned long long keyBase, int block, unsigned long long valFracBits,
+                                        unsigned long long input, const unsigned long long* __restrict__ bound,
+                                        const unsigned int* __restrict__ start, unsigned int* __restrict__ fill,
+                                        unsigned long long* __restrict__ outKey, unsigned long long* __restrict__ outID,
+                                        unsigned short* __restrict__ outRes, unsigned short* __restrict__ outDN) {
+    double valFrac = __longlong_as_double((long long)valFracBits);
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        long long r = i / width, c = i % width;
+        unsigned long long key;
+        unsigned int k = draw_pixel(labels, dn, nb, n, i, r, c, res2, missing, splitBase, keyBase, block, valFrac, &key);
+        if (k == DRAW_NONE || key > bound[k]) continue;
+        unsigned int at = start[k] + atomicAdd(&fill[k], 1u);
+        outKey[at] = key;
+        outID[at] = (input << 40) | ((unsigned long long)r << 20) | (unsigned long long)c;
+        outRes[at] = (unsigned short)k;
+        for (int b = 0; b < nb; b++) outDN[(long long)at * nb + b] = dn[b * n + i];
+    }
+}
+
+// place_u16 copies nplanes planes of a w × h window (contiguous, one after
+// the other) into planes of a tile dstW pixels wide and plane pixels a
+// plane, at column x and row y.
+extern "C" __global__ void place_u16(const unsigned short* __restrict__ src, int w, int h, int nplanes,
+                                     unsigned short* __restrict__ dst, int dstW, long long plane, int x, int y) {
+    long long n = (long long)w * h * nplanes;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        long long p = i / ((long long)w * h), j = i % ((long long)w * h);
+        long long r = j / w, c = j % w;
+        dst[p * plane + (y + r) * dstW + x + c] = src[i];
+    }
+}
+
+// place_u8 copies a w × h window of bytes into a tile dstW pixels wide,
+// at column x and row y.
+extern "C" __global__ void place_u8(const unsigned char* __restrict__ src, int w, int h,
+                                    unsigned char* __restrict__ dst, int dstW, int x, int y) {
+    long long n = (long long)w * h;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        long long r = i / w, c = i % w;
+        dst[(y + r) * dstW + x + c] = src[i];
+    }
+}

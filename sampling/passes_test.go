@@ -1,0 +1,100 @@
+package sampling
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/lulc/lulc/internal/rng"
+	"github.com/lulc/lulc/stack"
+)
+
+// pixelPasses are the device passes written pixel by pixel from the
+// DeviceRule alone, as the CUDA kernels (draw_count, draw_collect) are:
+// what a device must do for the draw to be the CPU's. Collect gives its
+// candidates shuffled, as a device's atomics may.
+type pixelPasses struct {
+	tile    *stack.Tile
+	shuffle uint64
+}
+
+// candidate returns pixel i's reservoir and key, ok false when it is no
+// candidate.
+func (p pixelPasses) candidate(r *DeviceRule, i int) (k uint16, key uint64, ok bool) {
+	w := p.tile.Grid.Width
+	k = r.Reservoir[p.tile.Labels[i]]
+	if k == drawNone {
+		return 0, 0, false
+	}
+	for _, plane := range p.tile.DN {
+		if v := plane[i]; r.Missing[v>>5]>>(v&31)&1 != 0 {
+			return 0, 0, false
+		}
+	}
+	row, col := uint64(i/w), uint64(i%w)
+	if rng.Unit(rng.Extend(rng.Extend(r.SplitBase, row/uint64(r.Block)), col/uint64(r.Block))) < r.ValidationFraction {
+		k |= 1
+	}
+	return k, rng.Extend(rng.Extend(r.KeyBase, row), col), true
+}
+
+func (p pixelPasses) Count(r *DeviceRule, nres int, hist []uint32, off *[256]int64) error {
+	for i, code := range p.tile.Labels {
+		if r.Reservoir[code] == drawNone {
+			off[code]++
+			continue
+		}
+		if k, key, ok := p.candidate(r, i); ok {
+			hist[int(k)<<r.Bits|int(key>>(64-r.Bits))]++
+		}
+	}
+	return nil
+}
+
+func (p pixelPasses) Collect(r *DeviceRule, bound []uint64, count []int) (Collected, error) {
+	var c Collected
+	w := p.tile.Grid.Width
+	for i := range p.tile.Labels {
+		k, key, ok := p.candidate(r, i)
+		if !ok || key > bound[k] {
+			continue
+		}
+		c.Key = append(c.Key, key)
+		c.ID = append(c.ID, r.Input<<40|uint64(i/w)<<20|uint64(i%w))
+		c.Reservoir = append(c.Reservoir, k)
+		for _, plane := range p.tile.DN {
+			c.DN = append(c.DN, plane[i])
+		}
+	}
+	nb := len(p.tile.DN)
+	rand.New(rand.NewPCG(p.shuffle, 1)).Shuffle(len(c.Key), func(a, b int) {
+		c.Key[a], c.Key[b] = c.Key[b], c.Key[a]
+		c.ID[a], c.ID[b] = c.ID[b], c.ID[a]
+		c.Reservoir[a], c.Reservoir[b] = c.Reservoir[b], c.Reservoir[a]
+		for j := range nb {
+			c.DN[a*nb+j], c.DN[b*nb+j] = c.DN[b*nb+j], c.DN[a*nb+j]
+		}
+	})
+	return c, nil
+}
+
+// TestDrawOnDeviceRule checks that a draw whose passes follow the
+// DeviceRule pixel by pixel, collecting in any order, gives the samples
+// of the draw on every core, byte for byte: the rule carries all a
+// device needs.
+func TestDrawOnDeviceRule(t *testing.T) {
+	for trial := range uint64(24) {
+		c := randomDrawCase(t, 500+trial, trial >= 20)
+		want, _ := drawSamples(t, c, c.ins)
+		ins := make([]Input, len(c.ins))
+		for i, in := range c.ins {
+			in.Passes = pixelPasses{tile: in.Tile, shuffle: trial}
+			ins[i] = in
+		}
+		got, _ := drawSamples(t, c, ins)
+		if !bytes.Equal(got, want) {
+			t.Errorf("trial %d: %s", trial, fmt.Sprintf("the draw through the device rule differs from the CPU's (%d inputs)", len(ins)))
+		}
+	}
+}
