@@ -353,7 +353,7 @@ func TestIngestResumeGivesSameBytes(t *testing.T) {
 	if err != nil || !res.Resumed {
 		t.Fatalf("resume: %v, resumed %v", err, res.Resumed)
 	}
-	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif", "manifest.json"} {
+	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif", "manifest.json", StackItemFile, filepath.Join("..", CollectionFile)} {
 		a, _ := os.ReadFile(filepath.Join(want, "31TEJ", f))
 		b, _ := os.ReadFile(filepath.Join(out, "31TEJ", f))
 		if f == "manifest.json" {
