@@ -321,6 +321,11 @@ func TestIngestFromSTACAPI(t *testing.T) {
 	if a := m.Sources[0].Assets["B04"]; !strings.HasPrefix(a.Href, srv.URL) || a.Size == 0 {
 		t.Errorf("remote asset recorded as %+v", a)
 	}
+	// The stack's item links its sources' assets by their URLs.
+	items := checkCatalog(t, filepath.Join(remote, CollectionFile))
+	if len(items) != 1 || !strings.Contains(string(must(os.ReadFile(items[0]))), `"href": "`+srv.URL+"/") {
+		t.Errorf("stack items %v do not link the sources' URLs", items)
+	}
 }
 
 func TestIngestResumeGivesSameBytes(t *testing.T) {
