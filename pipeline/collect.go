@@ -7,9 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
-
-	"github.com/planetlabs/go-stac"
 
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
@@ -57,7 +54,7 @@ func Collect(out string, opt Options) (CollectResult, error) {
 	redo := func(i int, why string) {
 		problems = append(problems, fmt.Sprintf("task %d of %d: %s; redo it: lulc run … --model … --shard %d/%d --out %s", i, count, why, i, count, out))
 	}
-	job := ""
+	job, collection := "", ""
 	var tiles []CollectTile
 	seen := map[string]string{}
 	for i := range count {
@@ -72,7 +69,7 @@ func Collect(out string, opt Options) (CollectResult, error) {
 			continue
 		}
 		if job == "" {
-			job = rep.Job
+			job, collection = rep.Job, rep.Collection
 		} else if rep.Job != job {
 			return CollectResult{}, fmt.Errorf("collect %s: %s holds another job's task than the others (its configs, model or task count differ)", out, dir)
 		}
@@ -140,7 +137,14 @@ func Collect(out string, opt Options) (CollectResult, error) {
 			res.Mosaics = append(res.Mosaics, name)
 		}
 	}
-	if err := writeCollection(stage, out, job, tiles); err != nil {
+	// The collection is the one every task's items name (Job.collectionID):
+	// links to them from the staging directory hold from OUT/collection.
+	if collection == "" {
+		// Reports of an older lulc do not name it.
+		collection = "lulc-" + job[:12]
+	}
+	desc := fmt.Sprintf("Land-cover maps of %d tile(s) by lulc run, from an array job of %d tasks.", len(tiles), count)
+	if err := writeCollection(stage.Dir, collection, "lulc land-cover maps", desc, collectionItems(out, tiles)); err != nil {
 		return res, err
 	}
 	body, _ := json.MarshalIndent(struct {
@@ -187,61 +191,18 @@ func listShards(out string) (map[int]string, int, error) {
 	return shards, count, nil
 }
 
-// writeCollection writes collection.json: a STAC collection whose item
-// links point at each tile's item in its task's directory, with the
-// items' spatial and temporal extent.
-func writeCollection(stage *atomicfs.Stage, out, job string, tiles []CollectTile) error {
-	bbox := []float64{180, 90, -180, -90}
-	var start, end time.Time
-	links := []*stac.Link{
-		{Href: "./collection.json", Rel: "self", Type: "application/json"},
-		{Href: "./collection.json", Rel: "root", Type: "application/json"},
-	}
+// collectionItems lists, relative to OUT/collection, every tile's items in
+// its task's directory.
+func collectionItems(out string, tiles []CollectTile) []string {
+	var items []string
 	for _, t := range tiles {
-		item := filepath.Join(out, "shards", t.Shard, t.Tile, ItemFile)
-		var it struct {
-			BBox       []float64 `json:"bbox"`
-			Properties struct {
-				Datetime *time.Time `json:"datetime"`
-				Start    *time.Time `json:"start_datetime"`
-				End      *time.Time `json:"end_datetime"`
-			} `json:"properties"`
-		}
-		body, err := os.ReadFile(item)
-		if err == nil {
-			err = json.Unmarshal(body, &it)
-		}
-		if err != nil {
-			return fmt.Errorf("collect: item %s: %w", item, err)
-		}
-		if len(it.BBox) == 4 {
-			bbox = []float64{min(bbox[0], it.BBox[0]), min(bbox[1], it.BBox[1]), max(bbox[2], it.BBox[2]), max(bbox[3], it.BBox[3])}
-		}
-		for _, tm := range []*time.Time{it.Properties.Datetime, it.Properties.Start, it.Properties.End} {
-			if tm == nil {
-				continue
-			}
-			if start.IsZero() || tm.Before(start) {
-				start = *tm
-			}
-			if end.IsZero() || tm.After(end) {
-				end = *tm
+		for _, f := range []string{ItemFile, StackItemFile} {
+			if atomicfs.Exists(filepath.Join(out, "shards", t.Shard, t.Tile, f)) {
+				items = append(items, "../shards/"+t.Shard+"/"+t.Tile+"/"+f)
 			}
 		}
-		links = append(links, &stac.Link{Href: filepath.ToSlash(filepath.Join("..", "shards", t.Shard, t.Tile, ItemFile)), Rel: "item", Type: "application/geo+json"})
 	}
-	interval := []any{nil, nil}
-	if !start.IsZero() {
-		interval = []any{start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339)}
-	}
-	c := &stac.Collection{Version: "1.0.0", Id: "lulc-" + job[:12], Description: fmt.Sprintf("Land-cover maps of %d tiles by lulc (job %s).", len(tiles), job[:12]),
-		License: "proprietary", Extent: &stac.Extent{Spatial: &stac.SpatialExtent{Bbox: [][]float64{bbox}}, Temporal: &stac.TemporalExtent{Interval: [][]any{interval}}},
-		Links: links}
-	body, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfs.WriteFile(stage.Path("collection.json"), append(body, '\n'))
+	return items
 }
 
 // collectMarkdown is report.md: per tile, its task, device, accuracy and

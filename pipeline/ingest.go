@@ -158,6 +158,9 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 		}
 		res.Tiles = append(res.Tiles, tr)
 	}
+	if err := writeStackCatalog(stage, cfg, res.Tiles); err != nil {
+		return res, err
+	}
 	if err := writeResolvedConfig(stage.Path(IngestConfigFile), cfg.Redacted()); err != nil {
 		return res, err
 	}
@@ -167,6 +170,23 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 	res.Elapsed = time.Since(start)
 	res.DeviceBusy = opt.engine().busy() - busy
 	return res, nil
+}
+
+// writeStackCatalog writes an item beside each tile's stack and the
+// output's collection linking them. Both are made from the manifests, so
+// that a resumed ingest writes them again to the same bytes.
+func writeStackCatalog(stage *atomicfs.Stage, cfg IngestConfig, tiles []TileResult) error {
+	col := ownCollection(collectionID("lulc-stack-", "ingest "+cfg.Hash()))
+	names := make([]string, len(tiles))
+	for i, t := range tiles {
+		names[i] = t.Tile
+		out := tileOut{dir: stage.Path(t.Tile), final: filepath.Join(stage.Final, t.Tile), collection: col}
+		if err := writeStackItem(out, labelScheme(cfg)); err != nil {
+			return fmt.Errorf("tile %s: %w", t.Tile, err)
+		}
+	}
+	desc := fmt.Sprintf("Analysis-ready Sentinel-2 stacks of %d tile(s) by lulc ingest: per-pixel median composites, reference labels and valid-observation counts.", len(names))
+	return writeCollection(stage.Dir, col.ID, "lulc analysis-ready stacks", desc, outputItems(stage.Dir, names))
 }
 
 // locate configures GDAL for the sources and finds the tiles to ingest,

@@ -216,6 +216,11 @@ func TestIngestRastersWindows(t *testing.T) {
 	image, labels := rasterPair(t, t.TempDir(), synthGrid)
 	cfg := rasterConfig(t, image, labels)
 	res, out := ingest(t, cfg)
+	// The raster pair's stack is a STAC item too, its labels' codes the
+	// user's: no classification.
+	if items := checkCatalog(t, filepath.Join(out, CollectionFile)); len(items) != 1 || strings.Contains(string(must(os.ReadFile(items[0]))), "classification:classes") {
+		t.Errorf("stack items %v", items)
+	}
 	n := synthGrid.Width * synthGrid.Height
 	holes := (n + 96) / 97
 	if len(res.Tiles) != 1 || math.Abs(res.Tiles[0].NoValidFrac-float64(holes)/float64(n)) > 1e-12 {

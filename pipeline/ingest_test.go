@@ -321,6 +321,11 @@ func TestIngestFromSTACAPI(t *testing.T) {
 	if a := m.Sources[0].Assets["B04"]; !strings.HasPrefix(a.Href, srv.URL) || a.Size == 0 {
 		t.Errorf("remote asset recorded as %+v", a)
 	}
+	// The stack's item links its sources' assets by their URLs.
+	items := checkCatalog(t, filepath.Join(remote, CollectionFile))
+	if len(items) != 1 || !strings.Contains(string(must(os.ReadFile(items[0]))), `"href": "`+srv.URL+"/") {
+		t.Errorf("stack items %v do not link the sources' URLs", items)
+	}
 }
 
 func TestIngestResumeGivesSameBytes(t *testing.T) {
@@ -353,7 +358,7 @@ func TestIngestResumeGivesSameBytes(t *testing.T) {
 	if err != nil || !res.Resumed {
 		t.Fatalf("resume: %v, resumed %v", err, res.Resumed)
 	}
-	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif", "manifest.json"} {
+	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif", "manifest.json", StackItemFile, filepath.Join("..", CollectionFile)} {
 		a, _ := os.ReadFile(filepath.Join(want, "31TEJ", f))
 		b, _ := os.ReadFile(filepath.Join(out, "31TEJ", f))
 		if f == "manifest.json" {

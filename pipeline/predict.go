@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -160,12 +159,20 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 		}
 	}
 	res := PredictResult{Dir: stage.Final}
+	col := ownCollection(collectionID("lulc-", key))
+	names := make([]string, len(manifests))
 	for i, m := range manifests {
-		pt, err := predictTile(ctx, pc, opt, stage.Path(m.Tile), model, pc.Model, scheme, m, predictInput{stackFile: filepath.Join(filepath.Dir(tiles[i]), "stack.tif")})
+		out := tileOut{dir: stage.Path(m.Tile), final: filepath.Join(stage.Final, m.Tile), collection: col}
+		pt, err := predictTile(ctx, pc, opt, out, model, pc.Model, scheme, m, predictInput{stackFile: filepath.Join(filepath.Dir(tiles[i]), "stack.tif")})
 		if err != nil {
 			return res, fmt.Errorf("tile %s: %w", m.Tile, err)
 		}
 		res.Tiles = append(res.Tiles, pt)
+		names[i] = m.Tile
+	}
+	desc := fmt.Sprintf("Land-cover maps of %d tile(s) predicted by lulc with the model %s.", len(names), filepath.Base(pc.Model))
+	if err := writeCollection(stage.Dir, col.ID, "lulc land-cover maps", desc, outputItems(stage.Dir, names)); err != nil {
+		return res, err
 	}
 	if err := stage.Commit(); err != nil {
 		return res, err
@@ -189,9 +196,9 @@ type predictInput struct {
 }
 
 // predictTile classifies one tile into dir and finishes its outputs.
-func predictTile(ctx context.Context, pc PredictConfig, opt Options, dir string, model *forest.Model, modelPath string,
+func predictTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut, model *forest.Model, modelPath string,
 	scheme landcover.Scheme, m manifest, in predictInput) (PredictTile, error) {
-	p, err := streamTile(ctx, pc, opt, dir, model, modelPath, scheme, m, in)
+	p, err := streamTile(ctx, pc, opt, out, model, modelPath, scheme, m, in)
 	if err != nil {
 		return p.pt, err
 	}
@@ -202,24 +209,26 @@ func predictTile(ctx context.Context, pc PredictConfig, opt Options, dir string,
 // predicted is a tile whose predictions are made and whose outputs are
 // still to encode and describe.
 type predicted struct {
-	pt             PredictTile
-	dir, modelPath string
-	classW, confW  *lraster.Writer
-	classes        []uint8
-	grid           lraster.Grid
-	scheme         landcover.Scheme
-	m              manifest
-	confidence     bool
-	confusion      [][]int64 // with a tile in memory: labels × predictions
-	finished       bool
+	pt            PredictTile
+	out           tileOut
+	modelPath     string
+	classW, confW *lraster.Writer
+	classes       []uint8
+	grid          lraster.Grid
+	scheme        landcover.Scheme
+	m             manifest
+	confidence    bool
+	confusion     [][]int64 // with a tile in memory: labels × predictions
+	finished      bool
 }
 
 // streamTile runs a tile through read → features → predict → write into
 // the class (and confidence) writers. A tile an earlier run finished and
 // verified comes back marked Skipped, with nothing left to finish.
-func streamTile(ctx context.Context, pc PredictConfig, opt Options, dir string, model *forest.Model, modelPath string,
+func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut, model *forest.Model, modelPath string,
 	scheme landcover.Scheme, m manifest, in predictInput) (*predicted, error) {
-	p := &predicted{dir: dir, modelPath: modelPath, scheme: scheme, m: m, confidence: pc.Confidence,
+	dir := out.dir
+	p := &predicted{out: out, modelPath: modelPath, scheme: scheme, m: m, confidence: pc.Confidence,
 		pt: PredictTile{Tile: m.Tile, Class: filepath.Join(dir, ClassFile), Quicklook: filepath.Join(dir, QuicklookFile), Item: filepath.Join(dir, ItemFile)}}
 	if verified(dir) {
 		p.pt.Skipped, p.finished = true, true
@@ -286,7 +295,7 @@ func (p *predicted) openWriters(pc PredictConfig) error {
 	if pc.Confidence {
 		cc := cog
 		cc.Classes, cc.OverviewResampling = nil, "AVERAGE"
-		if p.confW, err = lraster.NewWriter(filepath.Join(p.dir, ConfidenceFile), p.grid, "uint8", []lraster.BandInfo{{Description: "top class probability (%)"}}, cc); err != nil {
+		if p.confW, err = lraster.NewWriter(filepath.Join(p.out.dir, ConfidenceFile), p.grid, "uint8", []lraster.BandInfo{{Description: "top class probability (%)"}}, cc); err != nil {
 			p.classW.Abort()
 			return err
 		}
@@ -338,7 +347,7 @@ func (p *predicted) finish(opt Options) error {
 	}
 	p.classes = nil
 	t1 := time.Now()
-	item, err := predictionItem(p.m, p.grid, p.scheme, p.dir, p.modelPath, p.confidence)
+	item, err := predictionItem(p.m, p.grid, p.scheme, p.out, p.modelPath, p.confidence)
 	if err != nil {
 		return err
 	}
@@ -390,101 +399,45 @@ func verified(dir string) bool {
 	return true
 }
 
-// predictionItem builds the STAC item of a tile's prediction.
-func predictionItem(m manifest, grid lraster.Grid, scheme landcover.Scheme, dir, modelPath string, confidence bool) (*stac.Item, error) {
-	tr, err := lraster.NewTransformer(grid.EPSG, 4326)
+// predictionItem builds the STAC item of a tile's prediction, whose
+// files are in out.dir.
+func predictionItem(m manifest, grid lraster.Grid, scheme landcover.Scheme, out tileOut, modelPath string, confidence bool) (*stac.Item, error) {
+	geom, bbox, err := footprint(grid)
 	if err != nil {
 		return nil, err
 	}
-	defer tr.Close()
-	b := grid.Bounds()
-	xs := []float64{b[0], b[2], b[2], b[0]}
-	ys := []float64{b[3], b[3], b[1], b[1]}
-	if err := tr.Transform(xs, ys); err != nil {
+	res := ptr(grid.Transform[1])
+	cf, err := fileOf(out.dir, ClassFile)
+	if err != nil {
 		return nil, err
 	}
-	ring := [][]float64{}
-	bbox := []float64{xs[0], ys[0], xs[0], ys[0]}
-	for i := range xs {
-		ring = append(ring, []float64{round9(xs[i]), round9(ys[i])})
-		bbox[0], bbox[1] = min(bbox[0], xs[i]), min(bbox[1], ys[i])
-		bbox[2], bbox[3] = max(bbox[2], xs[i]), max(bbox[3], ys[i])
-	}
-	ring = append(ring, ring[0])
-	for i := range bbox {
-		bbox[i] = round9(bbox[i])
-	}
-	var classes []stacx.Class
-	for _, c := range scheme.Classes {
-		classes = append(classes, stacx.Class{Value: int(c.Code), Description: c.Name, ColorHint: fmt.Sprintf("%02X%02X%02X", c.Color.R, c.Color.G, c.Color.B)})
-	}
-	t := grid.Transform
-	proj := func() *stacx.ProjectionAsset {
-		return &stacx.ProjectionAsset{Shape: []int{grid.Height, grid.Width}, Transform: []float64{t[1], t[2], t[0], t[4], t[5], t[3]}}
-	}
-	checksum := func(name string) (*stacx.File, error) {
-		sum, size, err := fileSHA256(filepath.Join(dir, name))
-		if err != nil {
-			return nil, err
-		}
-		return &stacx.File{Checksum: "1220" + sum, Size: size}, nil
-	}
-	cf, err := checksum(ClassFile)
+	qf, err := fileOf(out.dir, QuicklookFile)
 	if err != nil {
 		return nil, err
 	}
 	assets := map[string]*stac.Asset{
 		"classification": {Href: "./" + ClassFile, Type: cogType, Title: "Land cover class", Roles: []string{"data"},
-			Extensions: []stac.Extension{proj(), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", SpatialResolution: ptr(t[1])}}},
-				&stacx.ClassificationAsset{Classes: classes}, cf}},
-		"quicklook": {Href: "./" + QuicklookFile, Type: "image/png", Title: "Quicklook with legend", Roles: []string{"overview"}},
+			Extensions: []stac.Extension{gridProjection(grid), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", SpatialResolution: res}}},
+				&stacx.ClassificationAsset{Classes: classesOf(scheme)}, cf}},
+		"quicklook": {Href: "./" + QuicklookFile, Type: "image/png", Title: "Quicklook with legend", Roles: []string{"overview"},
+			Extensions: []stac.Extension{qf}},
 	}
 	if confidence {
-		f, err := checksum(ConfidenceFile)
+		f, err := fileOf(out.dir, ConfidenceFile)
 		if err != nil {
 			return nil, err
 		}
 		assets["confidence"] = &stac.Asset{Href: "./" + ConfidenceFile, Type: cogType, Title: "Top class probability (%)", Roles: []string{"data"},
-			Extensions: []stac.Extension{proj(), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", Unit: "percent", SpatialResolution: ptr(t[1])}}}, f}}
+			Extensions: []stac.Extension{gridProjection(grid), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", Unit: "percent", SpatialResolution: res}}}, f}}
 	}
-	links := []*stac.Link{{Rel: "derived_from", Href: modelPath, Type: "application/octet-stream", Title: "model"}}
-	var start, end string
-	for _, s := range m.Sources {
-		if s.Datetime != "" && (start == "" || s.Datetime < start) {
-			start = s.Datetime
-		}
-		if s.Datetime > end {
-			end = s.Datetime
-		}
-		// Link the source item's document, else one of its assets (the
-		// same one every run).
-		href := s.Href
-		if keys := slices.Sorted(maps.Keys(s.Assets)); href == "" && len(keys) > 0 {
-			href = s.Assets[keys[0]].Href
-		}
-		if href != "" {
-			links = append(links, &stac.Link{Rel: "derived_from", Href: href, Title: "source item " + s.ID})
-		}
-	}
-	slices.SortFunc(links[1:], func(a, b *stac.Link) int { return strings.Compare(a.Title, b.Title) })
-	props := map[string]any{"datetime": nil, "start_datetime": start, "end_datetime": end, "lulc:tile": m.Tile, "lulc:model": filepath.Base(modelPath)}
-	if start == "" {
-		props["datetime"] = "1970-01-01T00:00:00Z"
-		delete(props, "start_datetime")
-		delete(props, "end_datetime")
-	}
+	links := itemLinks(ItemFile, out.collection)
+	links = append(links, &stac.Link{Rel: "derived_from", Href: localHref(out.final, modelPath), Type: "application/octet-stream", Title: "model"})
+	links = append(links, sourceLinks(out.final, "source item", m.Sources)...)
+	props := timeProperties(m.Sources)
+	props["lulc:tile"], props["lulc:model"] = m.Tile, filepath.Base(modelPath)
 	return &stac.Item{
-		Version: "1.0.0", Id: "lulc-" + m.Tile + "-landcover",
-		Geometry: map[string]any{"type": "Polygon", "coordinates": [][][]float64{ring}}, Bbox: bbox,
-		Properties: props, Assets: assets, Links: links,
+		Version: stacVersion, Id: "lulc-" + m.Tile + "-landcover", Collection: out.collection.ID,
+		Geometry: geom, Bbox: bbox, Properties: props, Assets: assets, Links: links,
 		Extensions: []stac.Extension{&stacx.ProjectionItem{EPSG: grid.EPSG}},
 	}, nil
-}
-
-func writeItem(path string, item *stac.Item) error {
-	body, err := json.MarshalIndent(item, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
-	}
-	return atomicfs.WriteFile(path, append(body, '\n'))
 }

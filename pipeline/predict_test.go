@@ -16,7 +16,6 @@ import (
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/progress"
-	"github.com/lulc/lulc/internal/stactest"
 	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
 )
@@ -132,8 +131,13 @@ func TestPredictMatchesForest(t *testing.T) {
 	if names, _ := raster.Categories(filepath.Join(out, "31TEJ", ClassFile)); len(names) < 81 || names[80] != water.Name {
 		t.Errorf("category names %q", names)
 	}
-	if err := stactest.Validate(filepath.Join(out, "31TEJ", ItemFile)); err != nil {
-		t.Fatalf("%#v", err)
+	// The output is a collection of one item; the stack it was predicted
+	// from is one too.
+	if items := checkCatalog(t, filepath.Join(out, CollectionFile)); len(items) != 1 || filepath.Base(items[0]) != ItemFile {
+		t.Errorf("prediction items %v", items)
+	}
+	if items := checkCatalog(t, filepath.Join(stack, CollectionFile)); len(items) != 1 || filepath.Base(items[0]) != StackItemFile {
+		t.Errorf("stack items %v", items)
 	}
 	if fi, err := os.Stat(filepath.Join(out, "31TEJ", QuicklookFile)); err != nil || fi.Size() < 1000 {
 		t.Errorf("quicklook: %v", err)
@@ -185,7 +189,7 @@ func TestPredictOverviewsAndResume(t *testing.T) {
 	if _, err := Predict(context.Background(), pc, Options{Out: out}); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{ClassFile, ItemFile, QuicklookFile} {
+	for _, f := range []string{ClassFile, ItemFile, QuicklookFile, filepath.Join("..", CollectionFile)} {
 		a, _ := os.ReadFile(filepath.Join(want, "31TEJ", f))
 		b, _ := os.ReadFile(filepath.Join(out, "31TEJ", f))
 		if len(a) == 0 || !bytes.Equal(a, b) {

@@ -163,6 +163,26 @@ func (j Job) hash(modelBody []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// collectionID names the job's STAC collection after what its maps are
+// made from and how: the ingest config, the train config or the given
+// model's bytes, and the predict and output settings. Settings that leave
+// the outputs as they are (memory, lanes, a plan instead of a search, the
+// task count) leave it too, so that every task of an array job, and the
+// same job run in one process, name one collection.
+func (j Job) collectionID(modelBody []byte) string {
+	key := "run " + j.Ingest.Hash()
+	if j.Train != nil && modelBody == nil {
+		key += " train " + j.Train.Hash()
+	}
+	if modelBody != nil {
+		key += fmt.Sprintf(" model %x", sha(modelBody))
+	}
+	b, _ := json.Marshal(struct {
+		Predict, Outputs any
+	}{j.Config.Predict, j.Config.Outputs})
+	return collectionID("lulc-", key+" "+string(b))
+}
+
 // RunResult summarises a run.
 type RunResult struct {
 	Dir     string
@@ -270,7 +290,7 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 		return RunResult{}, err
 	}
 	defer stage.Release()
-	r := &runner{start: start, job: job, hash: hash, opt: opt, stage: stage, model: model, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}, steps: map[string]*sync.Mutex{}}
+	r := &runner{start: start, job: job, hash: hash, collectionID: job.collectionID(modelBody), opt: opt, stage: stage, model: model, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}, steps: map[string]*sync.Mutex{}}
 	res := RunResult{Dir: stage.Final, Model: job.Model, GPU: len(opt.GPUs) > 0}
 	busy0 := make([]time.Duration, len(opt.GPUs))
 	for i, d := range opt.GPUs {
@@ -299,6 +319,11 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	r.dropSpills()
 	if err != nil {
 		return res, err
+	}
+	if job.Phase != PhaseSample {
+		if err := r.writeCatalog(res.Tiles); err != nil {
+			return res, err
+		}
 	}
 	res.Elapsed = time.Since(start)
 	if err := r.writeJob(res); err != nil {
@@ -450,13 +475,16 @@ func (j Job) validate() error {
 // runner carries a run's state: the tiles held between phases and the
 // outputs still being encoded in the background.
 type runner struct {
-	job     Job
-	hash    string // the job's, recorded in report.json
-	opt     Options
-	stage   *atomicfs.Stage
-	fitWall time.Duration
-	start   time.Time     // the run's start, for the timeline's debug lines
-	model   *forest.Model // the given model; nil until trained otherwise
+	job  Job
+	hash string // the job's, recorded in report.json
+	// collectionID is the id of the job's STAC collection, also recorded
+	// in report.json for lulc collect.
+	collectionID string
+	opt          Options
+	stage        *atomicfs.Stage
+	fitWall      time.Duration
+	start        time.Time     // the run's start, for the timeline's debug lines
+	model        *forest.Model // the given model; nil until trained otherwise
 
 	// mu guards what lanes computing tiles at once share.
 	mu        sync.Mutex
@@ -496,14 +524,14 @@ func (r *runner) run(ctx context.Context, tiles []sourceTile, res *RunResult) er
 	if err != nil {
 		return err
 	}
-	// Items link the model they came from; the run's own model by a path
-	// relative to them, so that the output tree can move.
-	modelHref := r.job.Model
-	if modelHref == "" {
-		modelHref = filepath.Join("..", "model", ModelFile)
+	// Items link the model they came from by a path relative to them (the
+	// run's own model where the output will be), so that the tree can move.
+	modelPath := r.job.Model
+	if modelPath == "" {
+		modelPath = filepath.Join(r.stage.Final, "model", ModelFile)
 	}
 	return r.eachTile(ctx, tiles, func(ctx context.Context, lane Options, i int) error {
-		return r.mapTile(ctx, lane, tiles[i], model, modelHref, scheme, &res.Tiles[i])
+		return r.mapTile(ctx, lane, tiles[i], model, modelPath, scheme, &res.Tiles[i])
 	})
 }
 
@@ -964,7 +992,7 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 	pc := PredictConfig{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress}
 	r.mark("composite taken", t.name())
 	unlock = r.step(opt, "predict")
-	p, err := streamTile(ctx, pc, opt, dir, model, modelPath, scheme, m, predictInput{mem: mem})
+	p, err := streamTile(ctx, pc, opt, r.tileOut(t.name()), model, modelPath, scheme, m, predictInput{mem: mem})
 	unlock()
 	if err != nil {
 		return err
@@ -992,6 +1020,42 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 	return nil
 }
 
+// collection is the collection the run's items belong to: the run's own,
+// or for an array task the job's, which lulc collect writes.
+func (r *runner) collection() collectionRef {
+	c := ownCollection(r.collectionID)
+	if r.job.Shard.Count > 0 {
+		c.Href = shardCollectionHref
+	}
+	return c
+}
+
+// tileOut is where a tile of the run writes its outputs.
+func (r *runner) tileOut(tile string) tileOut {
+	return tileOut{dir: r.stage.Path(tile), final: filepath.Join(r.stage.Final, tile), collection: r.collection()}
+}
+
+// writeCatalog writes each tile's stack item, when the run writes stacks,
+// and the run's collection (an array task leaves that to lulc collect).
+// Both are made from the files on disk, so that a resumed run writes them
+// again to the same bytes.
+func (r *runner) writeCatalog(tiles []RunTile) error {
+	names := make([]string, len(tiles))
+	for i, t := range tiles {
+		names[i] = t.Tile
+		if r.job.Config.Outputs.Stack {
+			if err := writeStackItem(r.tileOut(t.Tile), labelScheme(r.job.Ingest)); err != nil {
+				return err
+			}
+		}
+	}
+	if r.job.Shard.Count > 0 {
+		return nil
+	}
+	desc := fmt.Sprintf("Land-cover maps of %d tile(s) by lulc run.", len(names))
+	return writeCollection(r.stage.Dir, r.collectionID, "lulc land-cover maps", desc, outputItems(r.stage.Dir, names))
+}
+
 // writeRunMetrics writes a tile's evaluation as lulc evaluate does.
 func writeRunMetrics(path string, m forest.Metrics, scheme landcover.Scheme) error {
 	var names []string
@@ -1013,7 +1077,7 @@ func (r *runner) writeJob(res RunResult) error {
 	if err := writeResolvedConfig(r.stage.Path(IngestConfigFile), r.job.Ingest.Redacted()); err != nil {
 		return err
 	}
-	rep := runReport{Job: r.hash, Shard: r.job.Shard.Count > 0, Model: res.Model, GPU: res.GPU, Seconds: res.Elapsed.Seconds(), DeviceBusy: res.DeviceBusy.Seconds(), PeakRSS: res.PeakRSS}
+	rep := runReport{Job: r.hash, Collection: r.collectionID, Shard: r.job.Shard.Count > 0, Model: res.Model, GPU: res.GPU, Seconds: res.Elapsed.Seconds(), DeviceBusy: res.DeviceBusy.Seconds(), PeakRSS: res.PeakRSS}
 	for _, d := range res.Devices {
 		rep.Devices = append(rep.Devices, deviceReport{Device: fmt.Sprintf("gpu:%d", d.Index), Name: d.Name, Busy: d.Busy.Seconds(),
 			Share: d.Busy.Seconds() / res.Elapsed.Seconds()})
@@ -1029,6 +1093,7 @@ func (r *runner) writeJob(res RunResult) error {
 type runReport struct {
 	// Job identifies the resolved configs, the model and the shard.
 	Job        string         `json:"job"`
+	Collection string         `json:"collection,omitempty"` // the STAC collection's id
 	Shard      bool           `json:"shard,omitempty"`
 	Model      string         `json:"model"`
 	GPU        bool           `json:"gpu"`

@@ -125,6 +125,10 @@ func TestRunMatchesSeparateStages(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "report.json")); err != nil {
 		t.Error(err)
 	}
+	// The run is a collection of the map's and the stack's items.
+	if items := checkCatalog(t, filepath.Join(out, CollectionFile)); len(items) != 2 {
+		t.Errorf("run items %v", items)
+	}
 
 	// With the model given, the run only maps: the same class map.
 	mapped := filepath.Join(t.TempDir(), "mapped")
@@ -134,6 +138,18 @@ func TestRunMatchesSeparateStages(t *testing.T) {
 		t.Errorf("a run with a model trained or wrote a stack: %+v", res)
 	}
 	sameFile(t, filepath.Join(mapped, "31TEJ", ClassFile), filepath.Join(out, "31TEJ", ClassFile))
+	items := checkCatalog(t, filepath.Join(mapped, CollectionFile))
+	rel := must(filepath.Rel(filepath.Join(mapped, "31TEJ"), job.Model))
+	if len(items) != 1 || !strings.Contains(string(must(os.ReadFile(items[0]))), `"href": "`+filepath.ToSlash(rel)+`"`) {
+		t.Errorf("the mapped run's items %v do not link the given model by a relative path", items)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 func atomicExists(p string) bool { _, err := os.Stat(p); return err == nil }
@@ -302,8 +318,11 @@ func TestRunShards(t *testing.T) {
 			}
 			seen[rt.Tile] = true
 			for _, rel := range diffTrees(t, filepath.Join(one, rt.Tile), filepath.Join(out, rt.Tile)) {
-				t.Errorf("task %d: %s/%s differs from the single run's", i, rt.Tile, rel)
+				if rel != ItemFile {
+					t.Errorf("task %d: %s/%s differs from the single run's", i, rt.Tile, rel)
+				}
 			}
+			sameItem(t, filepath.Join(one, rt.Tile, ItemFile), filepath.Join(out, rt.Tile, ItemFile))
 		}
 	}
 	if len(seen) != 3 {
@@ -322,24 +341,13 @@ func TestRunShards(t *testing.T) {
 			t.Errorf("mosaic %s: %v", m, err)
 		}
 	}
-	var c struct {
-		Links []struct{ Rel, Href string }
+	// The tasks' items are one collection, the one collect writes, with
+	// the id of the single run's.
+	if items := checkCatalog(t, filepath.Join(col.Dir, CollectionFile)); len(items) != 3 {
+		t.Errorf("collection links %d items", len(items))
 	}
-	body, _ := os.ReadFile(filepath.Join(col.Dir, "collection.json"))
-	if err := json.Unmarshal(body, &c); err != nil {
-		t.Fatal(err)
-	}
-	items := 0
-	for _, l := range c.Links {
-		if l.Rel == "item" {
-			items++
-			if !atomicExists(filepath.Join(col.Dir, l.Href)) {
-				t.Errorf("item link %s leads nowhere", l.Href)
-			}
-		}
-	}
-	if items != 3 {
-		t.Errorf("collection links %d items", items)
+	if a, b := readDoc(t, filepath.Join(col.Dir, CollectionFile)), readDoc(t, filepath.Join(one, CollectionFile)); a.ID != b.ID {
+		t.Errorf("the job's collection %q, the single run's %q", a.ID, b.ID)
 	}
 
 	// At least once: a finished task run again keeps its output; one with
@@ -364,8 +372,11 @@ func TestRunShards(t *testing.T) {
 		t.Error("a damaged task was kept")
 	}
 	for _, rel := range diffTrees(t, filepath.Join(one, tile), filepath.Join(outs[0], tile)) {
-		t.Errorf("remapped %s/%s differs from the single run's", tile, rel)
+		if rel != ItemFile {
+			t.Errorf("remapped %s/%s differs from the single run's", tile, rel)
+		}
 	}
+	sameItem(t, filepath.Join(one, tile, ItemFile), filepath.Join(outs[0], tile, ItemFile))
 	// Without a task's output, collect names it and how to redo it.
 	if err := os.Rename(outs[1], filepath.Join(root, "gone")); err != nil {
 		t.Fatal(err)
@@ -541,5 +552,23 @@ func TestRunSamplePhase(t *testing.T) {
 	_, err := Train(context.Background(), merged, Options{Out: filepath.Join(root, "partial")})
 	if err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("training on two draws of three gave %v", err)
+	}
+}
+
+// sameItem checks that two items of one tile differ in their links alone:
+// a task's item lies deeper than a single run's, and links by relative
+// hrefs.
+func sameItem(t *testing.T, a, b string) {
+	t.Helper()
+	strip := func(p string) string {
+		var it map[string]any
+		if err := json.Unmarshal(must(os.ReadFile(p)), &it); err != nil {
+			t.Fatal(err)
+		}
+		delete(it, "links")
+		return string(must(json.Marshal(it)))
+	}
+	if strip(a) != strip(b) {
+		t.Errorf("%s and %s differ beyond their links", a, b)
 	}
 }

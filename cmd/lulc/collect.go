@@ -16,7 +16,7 @@ func newCollectCmd(a *app) *cobra.Command {
 		Long: `collect reads the tasks that lulc run --shard i/n wrote under DIR/shards/i-of-n and
 checks that every task of the job left a complete output of the same job, with every
 tile's files matching their checksums. It then writes DIR/collection: collection.json
-(a STAC collection linking every tile's item), VRT mosaics of the class maps and
+(the STAC collection that every task's items name, linking each of them), VRT mosaics of the class maps and
 confidences per CRS (class-<EPSG>.vrt, confidence-<EPSG>.vrt; where neighbouring tiles
 overlap, the later in name order wins), and report.json and report.md (per tile: task,
 device, accuracy, stage times). A missing task or a damaged tile fails it, each named

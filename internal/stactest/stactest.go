@@ -1,15 +1,14 @@
 // Package stactest validates STAC documents in tests without a network:
 // go-stac's validator with the JSON schemas served from local files.
 //
-// The STAC core, GeoJSON and eo schemas come from go-stac's own module
-// (validator/testdata, found through `go list`). The projection, raster,
-// view and classification schemas, which no dependency ships, are lulc's
-// stand-ins under schemas/, written from the extensions' specifications.
+// The schemas are the official ones, vendored under the repository's
+// testdata/stac-schemas (its README names each file's source, version,
+// commit and licence), in a tree that mirrors their URLs. A schema that is
+// not there fails validation rather than being fetched.
 package stactest
 
 import (
 	"context"
-	"embed"
 	"fmt"
 	"io"
 	"net/url"
@@ -23,64 +22,47 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
-//go:embed schemas/*.json
-var own embed.FS
-
-var ownSchemas = map[string]string{
-	"stac-extensions.github.io/projection/v1.1.0/schema.json":     "schemas/projection-v1.1.0.json",
-	"stac-extensions.github.io/raster/v1.1.0/schema.json":         "schemas/raster-v1.1.0.json",
-	"stac-extensions.github.io/view/v1.0.0/schema.json":           "schemas/view-v1.0.0.json",
-	"stac-extensions.github.io/classification/v1.0.0/schema.json": "schemas/classification-v1.0.0.json",
-	"stac-extensions.github.io/file/v2.1.0/schema.json":           "schemas/file-v2.1.0.json",
-}
-
-// eo v1.1.0 only adds optional fields to v1.0.0, the version go-stac ships:
-// v1.0.0's schema stands in for it, with its own URI rewritten.
-const (
-	eoV110 = "stac-extensions.github.io/eo/v1.1.0/schema.json"
-	eoV100 = "stac-extensions.github.io/eo/v1.0.0/schema.json"
-)
+// SchemaDir is where the vendored schemas lie, relative to the module's
+// root.
+const SchemaDir = "testdata/stac-schemas"
 
 var (
 	setup    sync.Once
 	setupErr error
-	goStac   string
+	dir      string
 )
 
+// install points jsonschema's http and https loaders at the vendored
+// schemas, once.
 func install() error {
 	setup.Do(func() {
-		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/planetlabs/go-stac").Output()
+		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/lulc/lulc").Output()
 		if err != nil {
-			setupErr = fmt.Errorf("locate go-stac module: %w", err)
+			setupErr = fmt.Errorf("locate the lulc module: %w", err)
 			return
 		}
-		goStac = filepath.Join(strings.TrimSpace(string(out)), "validator", "testdata", "schema")
-		load := func(raw string) (io.ReadCloser, error) {
-			u, err := url.Parse(raw)
-			if err != nil {
-				return nil, err
-			}
-			key := u.Host + u.Path
-			if key == eoV110 {
-				body, err := os.ReadFile(filepath.Join(goStac, filepath.FromSlash(eoV100)))
-				if err != nil {
-					return nil, fmt.Errorf("schema %s is not available offline: %w", raw, err)
-				}
-				return io.NopCloser(strings.NewReader(strings.ReplaceAll(string(body), eoV100, eoV110))), nil
-			}
-			if p, ok := ownSchemas[key]; ok {
-				return own.Open(p)
-			}
-			f, err := os.Open(filepath.Join(goStac, filepath.FromSlash(key)))
-			if err != nil {
-				return nil, fmt.Errorf("schema %s is not available offline: %w", raw, err)
-			}
-			return f, nil
-		}
+		dir = filepath.Join(strings.TrimSpace(string(out)), filepath.FromSlash(SchemaDir))
 		jsonschema.Loaders["http"] = load
 		jsonschema.Loaders["https"] = load
 	})
 	return setupErr
+}
+
+// load opens the vendored copy of the schema at a URL.
+func load(raw string) (io.ReadCloser, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("schema %s: %w", raw, err)
+	}
+	rel := filepath.Clean(filepath.FromSlash(u.Host + u.Path))
+	if !filepath.IsLocal(rel) {
+		return nil, fmt.Errorf("schema %s is not available offline", raw)
+	}
+	f, err := os.Open(filepath.Join(dir, rel))
+	if err != nil {
+		return nil, fmt.Errorf("schema %s is not available offline (vendor it under %s): %w", raw, SchemaDir, err)
+	}
+	return f, nil
 }
 
 // Validate validates the STAC resource at path and, recursively, everything

@@ -1,0 +1,376 @@
+package pipeline
+
+// The STAC documents of lulc's outputs. Every output of ingest, predict
+// and run is a static STAC collection: collection.json at its root links
+// one item per tile (the tile directory's item.json, and stack-item.json
+// for a stack), and each item links back to it. Every link and asset href
+// between the output's own files is relative, so that the tree can move;
+// links to inputs (the model, the source items) are relative where they are
+// local files and kept as they are where they are URLs. Nothing in them
+// depends on the time of the run: a rerun writes the same bytes.
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/planetlabs/go-stac"
+	"github.com/planetlabs/go-stac/extensions/eo/v1"
+	"github.com/planetlabs/go-stac/extensions/raster/v1"
+
+	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/landcover"
+	lraster "github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/stacx"
+)
+
+// Catalog files.
+const (
+	// CollectionFile is the STAC collection at the root of an output.
+	CollectionFile = "collection.json"
+	// StackItemFile is the STAC item of a tile's stack, beside it (ItemFile
+	// is the map's: lulc run with outputs.stack writes both into one
+	// directory).
+	StackItemFile = "stack-item.json"
+)
+
+// stacVersion is the STAC version of lulc's documents.
+const stacVersion = "1.0.0"
+
+// geoJSONType and jsonType are the media types of items and collections.
+const (
+	geoJSONType = "application/geo+json"
+	jsonType    = "application/json"
+)
+
+// shardCollectionHref is, from a tile directory of an array task
+// (OUT/shards/i-of-n/TILE), the collection lulc collect writes for the
+// whole job (OUT/collection/collection.json).
+var shardCollectionHref = "../../../" + CollectDir + "/" + CollectionFile
+
+// collectionRef places an item in its collection.
+type collectionRef struct {
+	ID   string // the collection's id, the items' "collection"
+	Href string // the collection document, relative to the item's directory
+}
+
+// ownCollection is the collection at the root of an output, seen from a
+// tile directory.
+func ownCollection(id string) collectionRef {
+	return collectionRef{ID: id, Href: "../" + CollectionFile}
+}
+
+// tileOut is where a tile's outputs go: the staging directory they are
+// written into, the directory it becomes when the output is committed
+// (local hrefs in the items are relative to that), and the collection its
+// items belong to.
+type tileOut struct {
+	dir, final string
+	collection collectionRef
+}
+
+// itemLinks are an item's links to itself and its collection.
+func itemLinks(file string, c collectionRef) []*stac.Link {
+	return []*stac.Link{
+		{Rel: "self", Href: "./" + file, Type: geoJSONType},
+		{Rel: "root", Href: c.Href, Type: jsonType},
+		{Rel: "parent", Href: c.Href, Type: jsonType},
+		{Rel: "collection", Href: c.Href, Type: jsonType},
+	}
+}
+
+// localHref is an href to an input as an item in dir links it: a local
+// path relative to dir, with forward slashes; a URL or one of GDAL's
+// virtual paths as it is.
+func localHref(dir, href string) string {
+	if href == "" || strings.Contains(href, "://") || strings.HasPrefix(href, "/vsi") {
+		return href
+	}
+	abs, err := filepath.Abs(href)
+	if err != nil {
+		return href
+	}
+	from, err := filepath.Abs(dir)
+	if err != nil {
+		return href
+	}
+	rel, err := filepath.Rel(from, abs)
+	if err != nil {
+		return filepath.ToSlash(abs)
+	}
+	rel = filepath.ToSlash(rel)
+	if !strings.HasPrefix(rel, "../") {
+		rel = "./" + rel
+	}
+	return rel
+}
+
+// sourceLinks are derived_from links to the items a tile was made from,
+// sorted by title: each item's document, else one of its assets (the same
+// one every run), relative to dir where local.
+func sourceLinks(dir, what string, items []manifestItem) []*stac.Link {
+	var links []*stac.Link
+	for _, s := range items {
+		href := s.Href
+		if keys := slices.Sorted(maps.Keys(s.Assets)); href == "" && len(keys) > 0 {
+			href = s.Assets[keys[0]].Href
+		}
+		if href == "" {
+			continue
+		}
+		l := &stac.Link{Rel: "derived_from", Href: localHref(dir, href), Title: what + " " + s.ID}
+		if strings.HasSuffix(s.Href, ".json") {
+			l.Type = geoJSONType
+		}
+		links = append(links, l)
+	}
+	slices.SortFunc(links, func(a, b *stac.Link) int { return strings.Compare(a.Title+a.Href, b.Title+b.Href) })
+	return links
+}
+
+// footprint is a grid's outline in longitude and latitude, as an item's
+// polygon and bbox.
+func footprint(grid lraster.Grid) (map[string]any, []float64, error) {
+	tr, err := lraster.NewTransformer(grid.EPSG, 4326)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer tr.Close()
+	b := grid.Bounds()
+	xs := []float64{b[0], b[2], b[2], b[0]}
+	ys := []float64{b[3], b[3], b[1], b[1]}
+	if err := tr.Transform(xs, ys); err != nil {
+		return nil, nil, err
+	}
+	ring := [][]float64{}
+	bbox := []float64{xs[0], ys[0], xs[0], ys[0]}
+	for i := range xs {
+		ring = append(ring, []float64{round9(xs[i]), round9(ys[i])})
+		bbox[0], bbox[1] = min(bbox[0], xs[i]), min(bbox[1], ys[i])
+		bbox[2], bbox[3] = max(bbox[2], xs[i]), max(bbox[3], ys[i])
+	}
+	ring = append(ring, ring[0])
+	for i := range bbox {
+		bbox[i] = round9(bbox[i])
+	}
+	return map[string]any{"type": "Polygon", "coordinates": [][][]float64{ring}}, bbox, nil
+}
+
+// timeProperties are an item's datetime fields from its sources' dates:
+// their range, or the epoch when they have none (an item must have a
+// datetime, and lulc writes no clock time).
+func timeProperties(sources []manifestItem) map[string]any {
+	var start, end string
+	for _, s := range sources {
+		if s.Datetime != "" && (start == "" || s.Datetime < start) {
+			start = s.Datetime
+		}
+		if s.Datetime > end {
+			end = s.Datetime
+		}
+	}
+	if start == "" {
+		return map[string]any{"datetime": "1970-01-01T00:00:00Z"}
+	}
+	return map[string]any{"datetime": nil, "start_datetime": start, "end_datetime": end}
+}
+
+// gridProjection is an asset's grid in the projection extension: shape is
+// [rows, cols], transform the first six affine coefficients as in
+// rasterio.
+func gridProjection(grid lraster.Grid) *stacx.ProjectionAsset {
+	t := grid.Transform
+	return &stacx.ProjectionAsset{Shape: []int{grid.Height, grid.Width}, Transform: []float64{t[1], t[2], t[0], t[4], t[5], t[3]}}
+}
+
+// fileOf is the file extension's fields for a file in dir.
+func fileOf(dir, name string) (*stacx.File, error) {
+	sum, size, err := fileSHA256(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	return &stacx.File{Checksum: "1220" + sum, Size: size}, nil
+}
+
+// classesOf lists a scheme's classes for the classification extension.
+func classesOf(scheme landcover.Scheme) []stacx.Class {
+	var classes []stacx.Class
+	for _, c := range scheme.Classes {
+		classes = append(classes, stacx.Class{Value: int(c.Code), Description: c.Name, ColorHint: fmt.Sprintf("%02X%02X%02X", c.Color.R, c.Color.G, c.Color.B)})
+	}
+	return classes
+}
+
+// stackItem is the STAC item of a tile's stack, built from its manifest
+// alone (the outputs' checksums are the manifest's), so that a rerun or a
+// resumed run writes it again to the same bytes. labels is the scheme
+// the labels COG carries, nil when its codes are the user's.
+func stackItem(m manifest, manifestFile *stacx.File, out tileOut, labels *landcover.Scheme) (*stac.Item, error) {
+	grid := lraster.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
+	geom, bbox, err := footprint(grid)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]*stacx.File{}
+	for _, o := range m.Outputs {
+		files[o.File] = &stacx.File{Checksum: "1220" + o.SHA256, Size: o.Size}
+	}
+	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif"} {
+		if files[f] == nil {
+			return nil, fmt.Errorf("manifest of tile %s lists no checksum of %s", m.Tile, f)
+		}
+	}
+	res := ptr(grid.Transform[1])
+	var rbands []*raster.Band
+	var ebands []*eo.Band
+	for _, name := range m.Bands {
+		rbands = append(rbands, &raster.Band{NoData: m.NoData, DataType: m.DataType, SpatialResolution: res, Scale: ptr(m.Scale), Offset: ptr(m.Offset)})
+		eb := &eo.Band{Name: name}
+		if b, err := features.LookupBand(name); err == nil {
+			eb.CommonName, eb.CenterWavelength, eb.FullWidthHalfMax = b.CommonName, ptr(b.Wavelength), ptr(b.FWHM)
+		}
+		ebands = append(ebands, eb)
+	}
+	labelExt := []stac.Extension{gridProjection(grid), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", SpatialResolution: res}}}, files["labels.tif"]}
+	if labels != nil {
+		labelExt = append(labelExt, &stacx.ClassificationAsset{Classes: classesOf(*labels)})
+	}
+	assets := map[string]*stac.Asset{
+		"stack": {Href: "./stack.tif", Type: cogType, Title: "Median composite (reflectance = DN × scale + offset)", Roles: []string{"data", "reflectance"},
+			Extensions: []stac.Extension{gridProjection(grid), &raster.Asset{Bands: rbands}, &eo.Asset{Bands: ebands}, files["stack.tif"]}},
+		"labels": {Href: "./labels.tif", Type: cogType, Title: "Reference labels on the stack's grid", Roles: []string{"data", "labels"},
+			Extensions: labelExt},
+		"valid_count": {Href: "./valid_count.tif", Type: cogType, Title: "Valid observations per pixel", Roles: []string{"data"},
+			Extensions: []stac.Extension{gridProjection(grid), &raster.Asset{Bands: []*raster.Band{{DataType: "uint8", SpatialResolution: res}}}, files["valid_count.tif"]}},
+		"manifest": {Href: "./manifest.json", Type: jsonType, Title: "lulc's manifest: sources, grid, encoding", Roles: []string{"metadata"},
+			Extensions: []stac.Extension{manifestFile}},
+	}
+	links := itemLinks(StackItemFile, out.collection)
+	links = append(links, sourceLinks(out.final, "source item", m.Sources)...)
+	links = append(links, sourceLinks(out.final, "label item", m.Labels)...)
+	props := timeProperties(m.Sources)
+	props["lulc:tile"] = m.Tile
+	return &stac.Item{
+		Version: stacVersion, Id: "lulc-" + m.Tile + "-stack", Collection: out.collection.ID,
+		Geometry: geom, Bbox: bbox, Properties: props, Assets: assets, Links: links,
+		Extensions: []stac.Extension{&stacx.ProjectionItem{EPSG: grid.EPSG}},
+	}, nil
+}
+
+// writeStackItem writes the item of the stack in out.dir from its
+// manifest.json.
+func writeStackItem(out tileOut, labels *landcover.Scheme) error {
+	raw, err := os.ReadFile(filepath.Join(out.dir, "manifest.json"))
+	if err != nil {
+		return fmt.Errorf("stack item: %w", err)
+	}
+	m, err := parseManifest(raw)
+	if err != nil {
+		return fmt.Errorf("stack item of %s: %w", out.dir, err)
+	}
+	mf, err := fileOf(out.dir, "manifest.json")
+	if err != nil {
+		return err
+	}
+	item, err := stackItem(m, mf, out, labels)
+	if err != nil {
+		return err
+	}
+	return writeItem(filepath.Join(out.dir, StackItemFile), item)
+}
+
+// writeItem writes an item as indented JSON (go-stac sorts its keys).
+func writeItem(path string, item *stac.Item) error {
+	body, err := json.MarshalIndent(item, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	return atomicfs.WriteFile(path, append(body, '\n'))
+}
+
+// collectionID names an output's collection after what keys it.
+func collectionID(prefix, key string) string {
+	return prefix + hex.EncodeToString(sha([]byte(key)))[:12]
+}
+
+// writeCollection writes dir/collection.json: a STAC collection linking
+// the items at the given hrefs (relative to dir, where they must be
+// readable), with the union of their bboxes and time ranges as its extent.
+func writeCollection(dir, id, title, description string, items []string) error {
+	bbox := []float64{180, 90, -180, -90}
+	var start, end time.Time
+	links := []*stac.Link{
+		{Rel: "self", Href: "./" + CollectionFile, Type: jsonType},
+		{Rel: "root", Href: "./" + CollectionFile, Type: jsonType},
+	}
+	items = slices.Sorted(slices.Values(items))
+	for _, href := range items {
+		path := filepath.Join(dir, filepath.FromSlash(href))
+		var it struct {
+			BBox       []float64 `json:"bbox"`
+			Properties struct {
+				Datetime *time.Time `json:"datetime"`
+				Start    *time.Time `json:"start_datetime"`
+				End      *time.Time `json:"end_datetime"`
+			} `json:"properties"`
+		}
+		body, err := os.ReadFile(path)
+		if err == nil {
+			err = json.Unmarshal(body, &it)
+		}
+		if err != nil {
+			return fmt.Errorf("collection: item %s: %w", path, err)
+		}
+		if len(it.BBox) == 4 {
+			bbox = []float64{min(bbox[0], it.BBox[0]), min(bbox[1], it.BBox[1]), max(bbox[2], it.BBox[2]), max(bbox[3], it.BBox[3])}
+		}
+		for _, tm := range []*time.Time{it.Properties.Datetime, it.Properties.Start, it.Properties.End} {
+			if tm == nil {
+				continue
+			}
+			if start.IsZero() || tm.Before(start) {
+				start = *tm
+			}
+			if end.IsZero() || tm.After(end) {
+				end = *tm
+			}
+		}
+		if !strings.HasPrefix(href, "../") && !strings.HasPrefix(href, "./") {
+			href = "./" + href
+		}
+		links = append(links, &stac.Link{Rel: "item", Href: href, Type: geoJSONType})
+	}
+	interval := []any{nil, nil}
+	if !start.IsZero() {
+		interval = []any{start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339)}
+	}
+	c := &stac.Collection{Version: stacVersion, Id: id, Title: title, Description: description, License: "proprietary",
+		Extent: &stac.Extent{Spatial: &stac.SpatialExtent{Bbox: [][]float64{bbox}}, Temporal: &stac.TemporalExtent{Interval: [][]any{interval}}},
+		Links:  links}
+	body, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode collection %s: %w", id, err)
+	}
+	return atomicfs.WriteFile(filepath.Join(dir, CollectionFile), append(body, '\n'))
+}
+
+// outputItems lists, relative to an output's root, the items of its tiles
+// that exist in dir: each tile's map item and stack item.
+func outputItems(dir string, tiles []string) []string {
+	var items []string
+	for _, t := range tiles {
+		for _, f := range []string{ItemFile, StackItemFile} {
+			if atomicfs.Exists(filepath.Join(dir, t, f)) {
+				items = append(items, t+"/"+f)
+			}
+		}
+	}
+	return items
+}
