@@ -52,16 +52,8 @@ func Lock(path string, breakLock bool) (*LockFile, error) {
 	me := self()
 	body, _ := json.Marshal(me)
 	for attempt := 0; ; attempt++ {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		err := createWhole(path, append(body, '\n'))
 		if err == nil {
-			_, werr := f.Write(append(body, '\n'))
-			if cerr := f.Close(); werr == nil {
-				werr = cerr
-			}
-			if werr != nil {
-				os.Remove(path)
-				return nil, fmt.Errorf("lock %s: %w", path, werr)
-			}
 			return &LockFile{path: path, me: append(body, '\n')}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
@@ -106,6 +98,42 @@ const lockSuffix = ".lock"
 func LockPath(path string) string {
 	path = filepath.Clean(path)
 	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+lockSuffix)
+}
+
+// createWhole creates path holding body, failing with fs.ErrExist when
+// it exists. The file appears with its whole content (written beside it,
+// then hard-linked into place), so that a writer refused by it always
+// reads who holds it; where hard links are not supported it is created
+// exclusively and then written.
+func createWhole(path string, body []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(body)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	lerr := os.Link(tmp.Name(), path)
+	if lerr == nil || errors.Is(lerr, fs.ErrExist) {
+		return lerr
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
 }
 
 func readHolder(path string) (Holder, error) {
