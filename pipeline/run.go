@@ -812,13 +812,25 @@ func (r *runner) sampleTiles(ctx context.Context, tiles []sourceTile, rts []RunT
 			release()
 			return nil, err
 		}
+		// The group's tiles are drawn at once, each on its lane's device
+		// (or all cores): the sampler merges them in whatever order they
+		// finish, with the same result.
+		drawn := make([]trainInput, len(group))
+		errs := make([]error, len(group))
+		var wg sync.WaitGroup
 		for k, mem := range mems {
-			in, err := r.sampleTile(sp, mem, mirrors[k], index[g0+k], &rts[g0+k])
-			if mirrors[k] != nil {
-				// The samples are drawn: the device needs the tile no more.
-				mirrors[k].Close()
-				mirrors[k] = nil
-			}
+			wg.Go(func() {
+				drawn[k], errs[k] = r.sampleTile(sp, mem, mirrors[k], index[g0+k], &rts[g0+k])
+				if mirrors[k] != nil {
+					// The samples are drawn: the device needs the tile no more.
+					mirrors[k].Close()
+					mirrors[k] = nil
+				}
+			})
+		}
+		wg.Wait()
+		for k, mem := range mems {
+			err := errs[k]
 			if err == nil && hold {
 				err = r.hold(mem)
 			}
@@ -826,7 +838,7 @@ func (r *runner) sampleTiles(ctx context.Context, tiles []sourceTile, rts []RunT
 				release()
 				return nil, fmt.Errorf("tile %s: %w", group[k].name(), err)
 			}
-			ins = append(ins, in)
+			ins = append(ins, drawn[k])
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err

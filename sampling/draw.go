@@ -543,10 +543,14 @@ func (sp *Sampler) addTile(in Input, ii uint64) error {
 	for code, c := range sp.classIndex {
 		rule.res2[code] = uint16(2 * c)
 	}
+	// The limits as they stand: a merge that tightens them meanwhile only
+	// means this draw collects a few candidates that its merge drops.
 	limit := make([]uint64, len(sp.res))
+	sp.mu.Lock()
 	for k, r := range sp.res {
 		limit[k] = r.limit
 	}
+	sp.mu.Unlock()
 	tile := drawTile{width: t.Grid.Width, height: t.Grid.Height, labels: t.Labels, dn: t.DN}
 	var out [][]entry
 	var bands [][]float32
@@ -560,6 +564,8 @@ func (sp *Sampler) addTile(in Input, ii uint64) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", in.Name, err)
 	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	// Every pixel but the unlabelled (code 0) is labelled.
 	sp.labelled += int64(tile.width)*int64(tile.height) - off[0]
 	for code, n := range off[1:] {

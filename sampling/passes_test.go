@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/lulc/lulc/internal/rng"
@@ -95,6 +96,43 @@ func TestDrawOnDeviceRule(t *testing.T) {
 		got, _ := drawSamples(t, c, ins)
 		if !bytes.Equal(got, want) {
 			t.Errorf("trial %d: %s", trial, fmt.Sprintf("the draw through the device rule differs from the CPU's (%d inputs)", len(ins)))
+		}
+	}
+}
+
+// TestDrawTilesAtOnce checks that tiles added from several goroutines at
+// once (as lulc run's lanes do, one per GPU) give the samples of adding
+// them one after the other, byte for byte.
+func TestDrawTilesAtOnce(t *testing.T) {
+	for trial := range uint64(12) {
+		c := randomDrawCase(t, 700+trial, trial >= 10)
+		want, _ := drawSamples(t, c, c.ins)
+		sp := New(c.cfg, c.names, c.scheme, cpu)
+		errs := make([]error, len(c.ins))
+		var wg sync.WaitGroup
+		for i := len(c.ins) - 1; i >= 0; i-- {
+			in := c.ins[i]
+			if i%2 == 1 {
+				in.Passes = pixelPasses{tile: in.Tile, shuffle: trial}
+			}
+			wg.Go(func() { errs[i] = sp.AddAt(in, i) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		set, _, err := sp.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := set.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("trial %d: %d tiles drawn at once differ from one after the other", trial, len(c.ins))
 		}
 	}
 }

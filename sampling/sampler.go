@@ -38,6 +38,10 @@ type Sampler struct {
 	// and the user is told.
 	labelled int64
 	outside  [256]int64
+	// mu guards the sampler's state when tiles in memory are added from
+	// several goroutines (AddAt): their draws run at once, their merges
+	// take turns.
+	mu sync.Mutex
 }
 
 // New starts a draw of the named features' samples, by cfg, over scheme's
@@ -66,22 +70,30 @@ func (sp *Sampler) Add(in Input) error { return sp.AddAt(in, len(sp.sources)) }
 // AddAt is Add with the input's index in the job given rather than the
 // next one: keys, splits and pixel ids derive from it, so that shards
 // drawing disjoint inputs of one job number them as one process would.
+// Tiles in memory may be added from several goroutines at once (each
+// draws on its own, the merges take turns): the draw is the same whatever
+// the order the inputs come in.
 func (sp *Sampler) AddAt(in Input, index int) error {
 	fs, err := features.NewSet(sp.names, in.Bands)
 	if err != nil {
 		return fmt.Errorf("%s: %w", in.Name, err)
 	}
+	sp.mu.Lock()
 	if sp.set != nil && !slices.Equal(sp.set.Bands, fs.Bands) {
+		sp.mu.Unlock()
 		return fmt.Errorf("%s: bands [%s] differ from the first input's [%s]", in.Name, strings.Join(fs.Bands, ", "), strings.Join(sp.set.Bands, ", "))
 	}
 	if err := sp.claim(index, in.Name); err != nil {
+		sp.mu.Unlock()
 		return err
 	}
 	sp.set = fs
 	ii := uint64(index)
 	if in.Tile != nil && !sp.scheme.Has(0) {
+		sp.mu.Unlock()
 		return sp.addTile(in, ii)
 	}
+	defer sp.mu.Unlock()
 	src, err := in.source()
 	if err != nil {
 		return err

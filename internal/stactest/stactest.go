@@ -9,6 +9,7 @@ package stactest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -65,11 +66,47 @@ func load(raw string) (io.ReadCloser, error) {
 	return f, nil
 }
 
-// Validate validates the STAC resource at path and, recursively, everything
-// it links to.
+// Validate validates the STAC resource at path and, recursively, every
+// catalog, collection and item it links to as child or item. The links are
+// followed here, one document at a time, rather than by go-stac's
+// crawler: its in-memory queue races (the race detector reports it) and
+// can end a crawl before its queued documents run.
 func Validate(path string) error {
 	if err := install(); err != nil {
 		return err
 	}
-	return validator.New().Validate(context.Background(), path)
+	v := validator.New(&validator.Options{NoRecursion: true})
+	seen := map[string]bool{}
+	queue := []string{path}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return err
+		}
+		if seen[abs] {
+			continue
+		}
+		seen[abs] = true
+		if err := v.Validate(context.Background(), abs); err != nil {
+			return err
+		}
+		body, err := os.ReadFile(abs)
+		if err != nil {
+			return err
+		}
+		var doc struct {
+			Links []struct{ Rel, Href string }
+		}
+		if err := json.Unmarshal(body, &doc); err != nil {
+			return fmt.Errorf("%s: %w", abs, err)
+		}
+		for _, l := range doc.Links {
+			if (l.Rel == "child" || l.Rel == "item") && !strings.Contains(l.Href, "://") {
+				queue = append(queue, filepath.Join(filepath.Dir(abs), filepath.FromSlash(l.Href)))
+			}
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package stactest
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -84,5 +85,39 @@ func TestValidateUsesTheOfficialSchemas(t *testing.T) {
 				t.Error("invalid item validated")
 			}
 		})
+	}
+}
+
+// TestValidateFollowsItems checks that a collection's items are validated
+// too: one bad item of many fails the collection.
+func TestValidateFollowsItems(t *testing.T) {
+	dir := t.TempDir()
+	good := `"1220` + strings.Repeat("ab", 32) + `"`
+	var links []string
+	for i := range 12 {
+		sum := good
+		if i == 9 {
+			sum = `12`
+		}
+		body := strings.Replace(strings.Replace(item, "%q", `"https://stac-extensions.github.io/file/v2.1.0/schema.json"`, 1), "%s", sum, 1)
+		body = strings.Replace(body, `"id": "x"`, fmt.Sprintf(`"id": "x%d"`, i), 1)
+		name := fmt.Sprintf("i%d/item.json", i)
+		if err := os.MkdirAll(filepath.Join(dir, fmt.Sprintf("i%d", i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		links = append(links, fmt.Sprintf(`{"rel": "item", "href": "./%s"}`, name))
+	}
+	coll := `{"type": "Collection", "stac_version": "1.0.0", "id": "c", "description": "d", "license": "proprietary",
+  "extent": {"spatial": {"bbox": [[0, 0, 1, 1]]}, "temporal": {"interval": [["2024-01-01T00:00:00Z", null]]}},
+  "links": [` + strings.Join(links, ", ") + `]}`
+	p := filepath.Join(dir, "collection.json")
+	if err := os.WriteFile(p, []byte(coll), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(p); err == nil {
+		t.Error("a collection with an invalid item validated")
 	}
 }
