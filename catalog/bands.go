@@ -37,7 +37,8 @@ func (it Item) Asset(band string, overrides map[string]string) (Asset, error) {
 
 // ScaleOffset returns how an asset's digital numbers become reflectance:
 // from raster:bands when the catalog declares it, else from the processing
-// baseline (04.00 and later add an offset of −0.1; older ones none).
+// baseline (04.00 and later add an offset of −0.1; older ones none, nor
+// files whose offset the catalog says it removed).
 func (it Item) ScaleOffset(a Asset) (scale, offset float64) {
 	scale, offset = 0.0001, 0
 	if a.Scale != nil {
@@ -46,7 +47,7 @@ func (it Item) ScaleOffset(a Asset) (scale, offset float64) {
 	if a.Offset != nil {
 		return scale, *a.Offset
 	}
-	if a.Scale == nil && it.Baseline >= "04.00" {
+	if a.Scale == nil && it.Baseline >= "04.00" && !it.OffsetApplied {
 		offset = -0.1
 	}
 	return scale, offset

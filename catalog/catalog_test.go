@@ -271,3 +271,37 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
+
+// TestScaleOffsetConventions checks where an item's offset comes from:
+// raster:bands first; else the processing baseline, from
+// s2:processing_baseline or processing:version, unless the catalog says
+// it removed the offset (earthsearch:boa_offset_applied).
+func TestScaleOffsetConventions(t *testing.T) {
+	cases := []struct {
+		props string
+		want  float64
+	}{
+		{`"s2:processing_baseline": "05.10"`, -0.1},
+		{`"s2:processing_baseline": "03.01"`, 0},
+		{`"processing:version": "04.00"`, -0.1},
+		{`"processing:version": "02.14"`, 0},
+		{`"s2:processing_baseline": "05.10", "earthsearch:boa_offset_applied": true`, 0},
+		{`"s2:processing_baseline": "05.10", "earthsearch:boa_offset_applied": false`, -0.1},
+		{``, 0},
+	}
+	for _, c := range cases {
+		props := `"datetime": "2024-01-01T00:00:00Z"`
+		if c.props != "" {
+			props += ", " + c.props
+		}
+		raw := `{"type": "Feature", "stac_version": "1.0.0", "id": "x", "properties": {` + props + `},
+			"assets": {"red": {"href": "b04.tif"}}}`
+		it, err := ParseItem(json.RawMessage(raw), "http://example.com/item.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, off := it.ScaleOffset(it.Assets["red"]); off != c.want {
+			t.Errorf("%s: offset %g, want %g", c.props, off, c.want)
+		}
+	}
+}

@@ -26,7 +26,12 @@ type Item struct {
 	CloudCover *float64
 	EPSG       int        // item-level proj:epsg, 0 if absent
 	BBox       [4]float64 // lon/lat
-	Baseline   string     // s2:processing_baseline, "" if absent
+	// Baseline is the processing baseline, from s2:processing_baseline or
+	// processing:version ("" if neither); OffsetApplied says the catalog
+	// already removed baseline 04.00's +1000 DN offset from the files
+	// (earthsearch:boa_offset_applied).
+	Baseline      string
+	OffsetApplied bool
 	// Assets by the catalog's own keys, hrefs made absolute.
 	Assets   map[string]Asset
 	Location string // where the item was read from
@@ -111,6 +116,13 @@ func ParseItem(body []byte, location string) (Item, error) {
 		it.EPSG = int(v)
 	}
 	it.Baseline = p.str("s2:processing_baseline")
+	if it.Baseline == "" {
+		it.Baseline = p.str("processing:version")
+	}
+	var applied bool
+	if json.Unmarshal(p["earthsearch:boa_offset_applied"], &applied) == nil {
+		it.OffsetApplied = applied
+	}
 	it.Tile = tileOf(p)
 	for key, a := range r.Assets {
 		asset := Asset{Href: resolve(location, a.Href), Type: a.Type, Shape: a.Shape, Transform: a.Transform}

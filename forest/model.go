@@ -38,8 +38,13 @@ type Model struct {
 	ConfigHash string    `json:"config_sha256"`
 	Samples    int       `json:"training_samples"`
 	Importance []float64 `json:"importance"`
-	Bins       *Bins     `json:"-"`
-	Forest     *Forest   `json:"-"`
+	// Dark is the training data's dark level per band (package
+	// radiometry: the median over the training tiles of each band's 1st
+	// percentile reflectance), for checking that the images a model
+	// maps share its radiometric convention; empty when unknown.
+	Dark   map[string]float64 `json:"dark_reflectance_p1,omitempty"`
+	Bins   *Bins              `json:"-"`
+	Forest *Forest            `json:"-"`
 }
 
 type header struct {

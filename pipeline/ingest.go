@@ -26,6 +26,7 @@ import (
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/internal/redact"
 	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/radiometry"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/resample"
 )
@@ -538,7 +539,8 @@ func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomic
 	if err != nil {
 		return tr, 0, err
 	}
-	stats, err := st.composite(ctx, cfg, opt, tw)
+	hist := radiometry.NewHistogram(len(cfg.Bands), StackScale, StackOffset)
+	stats, err := st.composite(ctx, cfg, opt, tw, hist)
 	tr.Pixels, tr.Timings, tr.NoValidFrac = stats.pixels, stats.timings, stats.noValid
 	if err != nil {
 		tw.abort()
@@ -552,6 +554,7 @@ func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomic
 	logTileStages(ctx, opt, name, tr)
 	m, err := st.manifest(ctx, cfg, opt, tr.NoValidFrac)
 	if err == nil {
+		m.setDark(cfg.Bands, hist.Dark(), opt)
 		err = writeTileManifest(dir, m)
 	}
 	return tr, stats.decoded, err

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/lulc/lulc/radiometry"
 	"io"
 	"math"
 	"net/http"
@@ -20,23 +21,28 @@ import (
 // manifest records what a tile's stack was made from and how, so that
 // reruns and later stages can reproduce it and skip finished work.
 type manifest struct {
-	Version         string           `json:"lulc_version"`
-	ConfigHash      string           `json:"config_sha256"`
-	Tile            string           `json:"tile"`
-	Grid            manifestGrid     `json:"grid"`
-	Bands           []string         `json:"bands"`
-	DataType        string           `json:"data_type"`
-	Scale           float64          `json:"scale"`
-	Offset          float64          `json:"offset"`
-	NoData          float64          `json:"nodata"`
-	Composite       string           `json:"composite"`
-	Mask            manifestMask     `json:"mask"`
-	Resampling      string           `json:"resampling"`
-	LabelResampling string           `json:"label_resampling"`
-	NoValidFraction float64          `json:"no_valid_fraction"`
-	Sources         []manifestItem   `json:"sources"`
-	Labels          []manifestItem   `json:"labels"`
-	Outputs         []manifestOutput `json:"outputs"`
+	Version         string       `json:"lulc_version"`
+	ConfigHash      string       `json:"config_sha256"`
+	Tile            string       `json:"tile"`
+	Grid            manifestGrid `json:"grid"`
+	Bands           []string     `json:"bands"`
+	DataType        string       `json:"data_type"`
+	Scale           float64      `json:"scale"`
+	Offset          float64      `json:"offset"`
+	NoData          float64      `json:"nodata"`
+	Composite       string       `json:"composite"`
+	Mask            manifestMask `json:"mask"`
+	Resampling      string       `json:"resampling"`
+	LabelResampling string       `json:"label_resampling"`
+	NoValidFraction float64      `json:"no_valid_fraction"`
+	// Dark is each band's dark level (package radiometry), and
+	// RadiometryWarning what it suggests about the sources' declared
+	// scaling, if anything.
+	Dark              radiometry.Levels `json:"dark_reflectance_p1,omitempty"`
+	RadiometryWarning string            `json:"radiometry_warning,omitempty"`
+	Sources           []manifestItem    `json:"sources"`
+	Labels            []manifestItem    `json:"labels"`
+	Outputs           []manifestOutput  `json:"outputs"`
 }
 
 // parseManifest reads a tile's manifest.json and checks what later stages
@@ -147,4 +153,14 @@ func fileSHA256(path string) (string, int64, error) {
 		return "", 0, fmt.Errorf("checksum %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// setDark records the tile's dark levels (aligned with bands) and warns
+// when they suggest the sources' scaling is declared wrong.
+func (m *manifest) setDark(bands []string, dark []float64, opt Options) {
+	m.Dark = radiometry.ByName(bands, dark)
+	m.RadiometryWarning = radiometry.Suspect(bands, dark)
+	if m.RadiometryWarning != "" {
+		opt.Log.Warn("tile "+m.Tile+": "+m.RadiometryWarning, "tile", m.Tile)
+	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/lulc/lulc/inference"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/radiometry"
 	lraster "github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/stack"
 	"github.com/lulc/lulc/stacx"
@@ -58,6 +59,10 @@ type PredictTile struct {
 	// device's goroutine spent on features and prediction.
 	Stream, DeviceBusy time.Duration
 	Encode             time.Duration
+	// Radiometry warns when the tile's dark levels differ from the
+	// training data's (package radiometry); "" when they agree or either
+	// is unknown.
+	Radiometry string
 }
 
 // Output files per tile.
@@ -238,6 +243,12 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return p, fmt.Errorf("output directory %s is not writable: %w", dir, err)
 	}
+	// A tile on another radiometric convention than the training data
+	// maps without error and wrongly: say so, with the numbers.
+	p.pt.Radiometry = radiometry.Compare(model.Bands, m.Dark.Aligned(model.Bands), radiometry.Levels(model.Dark).Aligned(model.Bands))
+	if p.pt.Radiometry != "" {
+		opt.Log.Warn("tile "+m.Tile+": "+p.pt.Radiometry, "tile", m.Tile)
+	}
 	setupStart := time.Now()
 	p.grid = lraster.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
 	if _, err := lraster.NewTransformer(p.grid.EPSG, 4326); err != nil {
@@ -350,6 +361,9 @@ func (p *predicted) finish(opt Options) error {
 	item, err := predictionItem(p.m, p.grid, p.scheme, p.out, p.modelPath, p.confidence)
 	if err != nil {
 		return err
+	}
+	if p.pt.Radiometry != "" {
+		item.Properties["lulc:radiometry_warning"] = p.pt.Radiometry
 	}
 	if err := writeItem(p.pt.Item, item); err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/radiometry"
 	"github.com/lulc/lulc/samples"
 	"github.com/lulc/lulc/sampling"
 	"github.com/lulc/lulc/shard"
@@ -221,11 +222,14 @@ type RunTile struct {
 	Device string     `json:"device,omitempty"`
 	Ingest StageTimes `json:"-"`
 	// Composite is the wall time of reading and compositing the tile.
-	Composite time.Duration      `json:"-"`
-	Predict   PredictTile        `json:"-"`
-	Sample    time.Duration      `json:"-"`
-	Metrics   *forest.Metrics    `json:"metrics,omitempty"` // the map against the tile's labels
-	Seconds   map[string]float64 `json:"seconds"`
+	Composite time.Duration   `json:"-"`
+	Predict   PredictTile     `json:"-"`
+	Sample    time.Duration   `json:"-"`
+	Metrics   *forest.Metrics `json:"metrics,omitempty"` // the map against the tile's labels
+	// Radiometry warns when the tile's dark levels differ from the
+	// model's training data's (package radiometry).
+	Radiometry string             `json:"radiometry_warning,omitempty"`
+	Seconds    map[string]float64 `json:"seconds"`
 }
 
 // RunMetricsFile is the per-tile evaluation a run writes beside the map.
@@ -637,7 +641,8 @@ func (r *runner) compositeMirrored(ctx context.Context, opt Options, t sourceTil
 		return nil, nil, err
 	}
 	mem = stack.New(t.name(), grid, cfg.Bands, StackScale, StackOffset)
-	sinks := []tileSink{mem}
+	hist := radiometry.NewHistogram(len(cfg.Bands), StackScale, StackOffset)
+	sinks := []tileSink{mem, hist}
 	if mirror {
 		if dm, err = opt.engine().mirror(grid, len(cfg.Bands)); err != nil {
 			return nil, nil, err
@@ -676,6 +681,7 @@ func (r *runner) compositeMirrored(ctx context.Context, opt Options, t sourceTil
 	if err != nil {
 		return nil, nil, err
 	}
+	m.setDark(cfg.Bands, hist.Dark(), opt)
 	r.mu.Lock()
 	r.manifests[t.name()] = m
 	r.mu.Unlock()
@@ -852,7 +858,10 @@ func (r *runner) sampleTiles(ctx context.Context, tiles []sourceTile, rts []RunT
 // nil), else on every core.
 func (r *runner) sampleTile(sp *sampling.Sampler, mem *stack.Tile, mirror *cuda.Mirror, index int, rt *RunTile) (trainInput, error) {
 	zero := 0.0
-	in := trainInput{image: mem.Name, labels: mem.Name, bands: mem.Bands, scale: mem.Scale, offset: mem.Offset, nodata: &zero, mem: mem, inMemory: true}
+	r.mu.Lock()
+	dark := r.manifests[mem.Name].Dark
+	r.mu.Unlock()
+	in := trainInput{image: mem.Name, labels: mem.Name, bands: mem.Bands, scale: mem.Scale, offset: mem.Offset, nodata: &zero, mem: mem, inMemory: true, darks: []radiometry.Levels{dark}}
 	ts := time.Now()
 	si, err := in.sampleInput()
 	if err != nil {
@@ -886,7 +895,8 @@ func (r *runner) draw(ctx context.Context, all, mine []sourceTile, res *RunResul
 	cfg := r.job.trainConfig()
 	scheme, _ := cfg.Scheme()
 	sp := sampling.New(cfg.Sampling, cfg.Features, scheme, r.opt.engine().features)
-	if _, err := r.sampleTiles(ctx, mine, res.Tiles, index, sp, false); err != nil {
+	ins, err := r.sampleTiles(ctx, mine, res.Tiles, index, sp, false)
+	if err != nil {
 		return fmt.Errorf("sample: %w", err)
 	}
 	zero := 0.0
@@ -895,6 +905,14 @@ func (r *runner) draw(ctx context.Context, all, mine []sourceTile, res *RunResul
 		return fmt.Errorf("sample: %w", err)
 	}
 	d.Config = cfg.sampleKey()
+	// The tiles' dark levels, for the model's record (as Sources).
+	dark := map[string]radiometry.Levels{}
+	for _, in := range ins {
+		dark[in.image] = in.darks[0]
+	}
+	for _, name := range d.Sources {
+		d.Draw.Dark = append(d.Draw.Dark, dark[name])
+	}
 	body, err := d.Encode()
 	if err != nil {
 		return err
@@ -1009,7 +1027,7 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 	if err != nil {
 		return err
 	}
-	rt.Predict = p.pt
+	rt.Predict, rt.Radiometry = p.pt, p.pt.Radiometry
 	r.mark("predicted", t.name())
 	if rt.Pixels == 0 {
 		rt.Pixels = p.pt.Pixels

@@ -12,6 +12,7 @@ import (
 	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/radiometry"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/samples"
 	"github.com/lulc/lulc/sampling"
@@ -33,6 +34,10 @@ type trainInput struct {
 	// draw, when set, is a sample phase's draw (image and labels both name
 	// its file), merged rather than sampled.
 	draw *samples.Set
+	// darks are the dark levels (package radiometry) of the tiles behind
+	// the input, when known: a stack's manifest, the run's composite, a
+	// draw's tiles.
+	darks []radiometry.Levels
 }
 
 // inputs resolves the config's input section into images with their band
@@ -67,7 +72,7 @@ func (c TrainConfig) inputs() ([]trainInput, error) {
 		dir := filepath.Dir(p)
 		nd := m.NoData
 		out = append(out, trainInput{image: filepath.Join(dir, "stack.tif"), labels: filepath.Join(dir, "labels.tif"),
-			bands: m.Bands, scale: m.Scale, offset: m.Offset, nodata: &nd})
+			bands: m.Bands, scale: m.Scale, offset: m.Offset, nodata: &nd, darks: []radiometry.Levels{m.Dark}})
 	}
 	return out, nil
 }
@@ -112,7 +117,11 @@ func (c TrainConfig) drawInputs() ([]trainInput, error) {
 		if err != nil {
 			return nil, fmt.Errorf("input.samples: %w", err)
 		}
-		out = append(out, trainInput{image: p, labels: p, bands: d.Features, scale: d.Draw.Scale, offset: d.Draw.Offset, nodata: d.Draw.NoData, draw: d})
+		in := trainInput{image: p, labels: p, bands: d.Features, scale: d.Draw.Scale, offset: d.Draw.Offset, nodata: d.Draw.NoData, draw: d}
+		for _, l := range d.Draw.Dark {
+			in.darks = append(in.darks, l)
+		}
+		out = append(out, in)
 	}
 	return out, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/radiometry"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/samples"
 )
@@ -173,6 +174,9 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 	model, pred, err := fit(cfg, scheme, set, in, opt, res)
 	if err != nil {
 		return nil, err
+	}
+	if model != nil { // golearn's forests are not lulc models
+		model.Dark = trainingDark(ins, model.Bands)
 	}
 	res.Metrics, err = forest.Evaluate(yv, pred, scheme.Codes())
 	return model, err
@@ -350,4 +354,20 @@ func subsample(x []float32, y []uint8, nf, n int, seed uint64) ([]float32, []uin
 		ys = append(ys, y[i])
 	}
 	return xs, ys
+}
+
+// trainingDark is the training data's dark level per band: the median
+// over the inputs that know theirs (a stack's manifest, a run's
+// composite); nil when none does (rasters read directly, sample phases'
+// draws).
+func trainingDark(ins []trainInput, bands []string) map[string]float64 {
+	var levels [][]float64
+	for _, in := range ins {
+		for _, d := range in.darks {
+			if l := d.Aligned(bands); l != nil {
+				levels = append(levels, l)
+			}
+		}
+	}
+	return radiometry.ByName(bands, radiometry.Median(levels))
 }

@@ -53,6 +53,9 @@ type Draw struct {
 	Scale  float64  `json:"scale"`
 	Offset float64  `json:"offset"`
 	NoData *float64 `json:"nodata,omitempty"`
+	// Dark is each input's dark levels by band (package radiometry), in
+	// the order of Sources, when known: training records their median.
+	Dark []map[string]float64 `json:"dark,omitempty"`
 }
 
 // Set is a table of samples.
