@@ -787,13 +787,19 @@ func (w *tileWriters) Write(x, y, width, height int, stack [][]uint16, count, la
 
 func (w *tileWriters) abort() { w.stack.Abort(); w.label.Abort(); w.count.Abort() }
 
-// close encodes the three COGs; on failure it discards them all.
+// close encodes the three COGs at once (the labels and counts beside the
+// stack, which takes longest); on failure it discards them all.
 func (w *tileWriters) close() error {
-	for _, r := range []*raster.Writer{w.stack, w.label, w.count} {
-		if err := r.Close(); err != nil {
-			w.abort()
-			return err
-		}
+	writers := []*raster.Writer{w.stack, w.label, w.count}
+	errs := make([]error, len(writers))
+	var wg sync.WaitGroup
+	for i, r := range writers {
+		wg.Go(func() { errs[i] = r.Close() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		w.abort()
+		return err
 	}
 	return nil
 }
@@ -801,13 +807,21 @@ func (w *tileWriters) close() error {
 // writeTileManifest adds the outputs' checksums to m and writes the
 // tile's manifest.json, which marks the tile finished.
 func writeTileManifest(dir string, m manifest) error {
-	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif"} {
-		sum, size, err := fileSHA256(filepath.Join(dir, f))
-		if err != nil {
-			return err
-		}
-		m.Outputs = append(m.Outputs, manifestOutput{File: f, SHA256: sum, Size: size})
+	// The files are hashed at once: SHA-256 runs on one core per file.
+	files := []string{"stack.tif", "labels.tif", "valid_count.tif"}
+	outs, errs := make([]manifestOutput, len(files)), make([]error, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Go(func() {
+			sum, size, err := fileSHA256(filepath.Join(dir, f))
+			outs[i], errs[i] = manifestOutput{File: f, SHA256: sum, Size: size}, err
+		})
 	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	m.Outputs = append(m.Outputs, outs...)
 	body, _ := json.MarshalIndent(m, "", "  ")
 	return atomicfs.WriteFile(filepath.Join(dir, "manifest.json"), append(body, '\n'))
 }
