@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/lulc/lulc/landcover"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -303,5 +304,25 @@ func TestScaleOffsetConventions(t *testing.T) {
 		if _, off := it.ScaleOffset(it.Assets["red"]); off != c.want {
 			t.Errorf("%s: offset %g, want %g", c.props, off, c.want)
 		}
+	}
+}
+
+// TestLabelClasses reads the real WorldCover item's classification:classes
+// into WorldCover's scheme, and keeps an item whose classes do not parse.
+func TestLabelClasses(t *testing.T) {
+	body := readShared(t, "worldcover-N00E006/examples/ESA_WorldCover_10m_2021_v200_N00E006/ESA_WorldCover_10m_2021_v200_N00E006.json")
+	it, err := ParseItem(body, "x/item.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := landcover.FromSTAC("esa-worldcover", it.Assets["map"].Classes)
+	if err != nil || !s.Equal(landcover.WorldCover) {
+		t.Errorf("the item's classes give %+v (%v), not WorldCover's", s, err)
+	}
+	bad := `{"type": "Feature", "stac_version": "1.0.0", "id": "x", "properties": {"datetime": "2024-01-01T00:00:00Z"},
+		"assets": {"map": {"href": "m.tif", "classification:classes": "oops"}}}`
+	it, err = ParseItem([]byte(bad), "x/item.json")
+	if err != nil || it.Assets["map"].Href == "" || it.Assets["map"].Classes != nil {
+		t.Errorf("an item with malformed classes: %+v, %v", it.Assets, err)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lulc/lulc/landcover"
 )
 
 // Item is a STAC item reduced to what lulc uses.
@@ -48,6 +50,10 @@ type Asset struct {
 	Offset    *float64  // raster:bands[0].offset
 	NoData    *float64  // raster:bands[0].nodata
 	Names     []string  // eo:bands names and common names
+	// Classes are the asset's classification:classes, else the item's
+	// (a label item's class scheme); nil when it declares none or they
+	// do not parse.
+	Classes []landcover.STACClass
 }
 
 type rawItem struct {
@@ -74,6 +80,9 @@ type rawAsset struct {
 		Name       string `json:"name"`
 		CommonName string `json:"common_name"`
 	} `json:"eo:bands"`
+	// Classes is decoded on its own, so that a malformed class list
+	// costs the classes only, not the item.
+	Classes json.RawMessage `json:"classification:classes"`
 }
 
 // ParseItem decodes a STAC item (GeoJSON Feature). location is where it was
@@ -128,6 +137,13 @@ func ParseItem(body []byte, location string) (Item, error) {
 		asset := Asset{Href: resolve(location, a.Href), Type: a.Type, Shape: a.Shape, Transform: a.Transform}
 		if a.EPSG != nil {
 			asset.EPSG = *a.EPSG
+		}
+		for _, raw := range []json.RawMessage{a.Classes, p["classification:classes"]} {
+			var classes []landcover.STACClass
+			if len(raw) > 0 && json.Unmarshal(raw, &classes) == nil && len(classes) > 0 {
+				asset.Classes = classes
+				break
+			}
 		}
 		if len(a.Raster) > 0 {
 			asset.Scale, asset.Offset = a.Raster[0].Scale, a.Raster[0].Offset

@@ -8,9 +8,11 @@
 package landcover
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"slices"
+	"strings"
 )
 
 // Class is one land-cover class of a scheme.
@@ -44,6 +46,79 @@ var WorldCover = Scheme{
 		{100, "Moss and lichen", color.RGBA{0xfa, 0xe6, 0xa0, 0xff}},
 	},
 }
+
+// EsriIO is Impact Observatory and Esri's 10 m annual land use / land
+// cover legend (version 2, as Planetary Computer's io-lulc-annual-v02
+// collection declares it in classification:classes, with its colour
+// hints; the same legend as Sentinel Hub's custom script for the
+// collection). Code 0 (no data) is not a class.
+var EsriIO = Scheme{
+	Name: "esri-io",
+	Classes: []Class{
+		{1, "Water", color.RGBA{0x41, 0x9b, 0xdf, 0xff}},
+		{2, "Trees", color.RGBA{0x39, 0x7d, 0x49, 0xff}},
+		{4, "Flooded vegetation", color.RGBA{0x7a, 0x87, 0xc6, 0xff}},
+		{5, "Crops", color.RGBA{0xe4, 0x96, 0x35, 0xff}},
+		{7, "Built area", color.RGBA{0xc4, 0x28, 0x1b, 0xff}},
+		{8, "Bare ground", color.RGBA{0xa5, 0x9b, 0x8f, 0xff}},
+		{9, "Snow/ice", color.RGBA{0xa8, 0xeb, 0xff, 0xff}},
+		{10, "Clouds", color.RGBA{0x61, 0x61, 0x61, 0xff}},
+		{11, "Rangeland", color.RGBA{0xe3, 0xe2, 0xc3, 0xff}},
+	},
+}
+
+// Builtin returns the built-in scheme of that name: esa-worldcover or
+// esri-io.
+func Builtin(name string) (Scheme, bool) {
+	for _, s := range []Scheme{WorldCover, EsriIO} {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scheme{}, false
+}
+
+// STACClass is one entry of the STAC classification extension's
+// classification:classes.
+type STACClass struct {
+	Value       int    `json:"value"`
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	// The colour, "rrggbb": classification v1.0 names it color-hint,
+	// later versions color_hint.
+	ColorHint  string `json:"color-hint,omitempty"`
+	ColorHint2 string `json:"color_hint,omitempty"`
+}
+
+// FromSTAC makes a scheme named name from classification:classes: each
+// class's name (else its description), its colour hint (grey without
+// one). Values outside 1–255 (0 is no data) are left out; the result is
+// validated.
+func FromSTAC(name string, classes []STACClass) (Scheme, error) {
+	s := Scheme{Name: name}
+	for _, c := range classes {
+		if c.Value < 1 || c.Value > 255 {
+			continue
+		}
+		label := c.Name
+		if label == "" {
+			label = c.Description
+		}
+		col := color.RGBA{0x80, 0x80, 0x80, 0xff}
+		var r, g, b uint8
+		if h := strings.TrimPrefix(cmp.Or(c.ColorHint, c.ColorHint2), "#"); len(h) == 6 {
+			if n, _ := fmt.Sscanf(h, "%02x%02x%02x", &r, &g, &b); n == 3 {
+				col = color.RGBA{r, g, b, 0xff}
+			}
+		}
+		s.Classes = append(s.Classes, Class{Code: uint8(c.Value), Name: label, Color: col})
+	}
+	return s, s.Validate()
+}
+
+// Equal reports whether two schemes have the same classes (codes, names
+// and colours, in order).
+func (s Scheme) Equal(o Scheme) bool { return slices.Equal(s.Classes, o.Classes) }
 
 // Has reports whether code is a class of the scheme.
 func (s Scheme) Has(code uint8) bool {

@@ -1,6 +1,7 @@
 package landcover
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -31,5 +32,26 @@ func TestValidateRejects(t *testing.T) {
 		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), s.Name) {
 			t.Errorf("%s: %v", s.Name, err)
 		}
+	}
+}
+
+// TestFromSTAC reads WorldCover's own classification:classes (the shared
+// item's, as its catalog writes them) into the built-in scheme.
+func TestFromSTAC(t *testing.T) {
+	var classes []STACClass
+	for _, c := range WorldCover.Classes {
+		classes = append(classes, STACClass{Value: int(c.Code), Description: c.Name,
+			ColorHint: fmt.Sprintf("%02X%02X%02X", c.Color.R, c.Color.G, c.Color.B)})
+	}
+	classes = append(classes, STACClass{Value: 0, Description: "No data"})
+	s, err := FromSTAC("esa-worldcover", classes)
+	if err != nil || !s.Equal(WorldCover) {
+		t.Fatalf("scheme %+v, %v", s, err)
+	}
+	if _, err := FromSTAC("x", []STACClass{{Value: 3}}); err == nil {
+		t.Error("a class without a name was accepted")
+	}
+	if io, ok := Builtin("esri-io"); !ok || io.Validate() != nil || len(io.Classes) != 9 {
+		t.Errorf("esri-io: %+v", io)
 	}
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -182,7 +183,7 @@ func writeStackCatalog(stage *atomicfs.Stage, cfg IngestConfig, tiles []TileResu
 	for i, t := range tiles {
 		names[i] = t.Tile
 		out := tileOut{dir: stage.Path(t.Tile), final: filepath.Join(stage.Final, t.Tile), collection: col}
-		if err := writeStackItem(out, labelScheme(cfg)); err != nil {
+		if err := writeStackItem(out); err != nil {
 			return fmt.Errorf("tile %s: %w", t.Tile, err)
 		}
 	}
@@ -507,6 +508,10 @@ type sourceTile interface {
 	composite(ctx context.Context, cfg IngestConfig, opt Options, sinks ...tileSink) (tileStats, error)
 	// manifest describes the tile's stack and its sources.
 	manifest(ctx context.Context, cfg IngestConfig, opt Options, noValid float64) (manifest, error)
+	// labelScheme is the class scheme of the tile's labels, whose palette
+	// and names the labels COG carries (after plan); nil when the labels'
+	// codes are the user's own.
+	labelScheme(cfg IngestConfig) *landcover.Scheme
 }
 
 // tileStats is what compositing a tile measured.
@@ -535,7 +540,7 @@ func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomic
 	if err != nil {
 		return tr, 0, err
 	}
-	tw, err := newTileWriters(dir, grid, cfg, labelScheme(cfg))
+	tw, err := newTileWriters(dir, grid, cfg, st.labelScheme(cfg))
 	if err != nil {
 		return tr, 0, err
 	}
@@ -555,17 +560,39 @@ func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomic
 	m, err := st.manifest(ctx, cfg, opt, tr.NoValidFrac)
 	if err == nil {
 		m.setDark(cfg.Bands, hist.Dark(), opt)
+		m.LabelScheme = recordScheme(st.labelScheme(cfg))
 		err = writeTileManifest(dir, m)
 	}
 	return tr, stats.decoded, err
 }
 
-// labelScheme is the scheme whose palette and names the labels COG
-// carries: WorldCover's for STAC labels; none for raster pairs, whose
-// codes are the user's.
-func labelScheme(cfg IngestConfig) *landcover.Scheme {
-	if len(cfg.Source.Rasters) > 0 {
-		return nil
+// labelScheme is the scheme of STAC labels: the label items'
+// classification:classes when one declares them (the first by id), else
+// the built-in Esri/IO scheme for Impact Observatory's io-lulc
+// collections, else ESA WorldCover's.
+func (t *stacTile) labelScheme(cfg IngestConfig) *landcover.Scheme {
+	items := slices.Clone(t.labelItems)
+	slices.SortFunc(items, func(a, b catalog.Item) int { return strings.Compare(a.ID, b.ID) })
+	for _, li := range items {
+		a, err := li.Asset("labels", cfg.Source.Assets)
+		if err != nil || len(a.Classes) == 0 {
+			continue
+		}
+		name := cmp.Or(li.Collection, cfg.Source.LabelCollection, "labels")
+		s, err := landcover.FromSTAC(name, a.Classes)
+		if err != nil {
+			continue
+		}
+		// A built-in scheme read from its own items keeps its name.
+		for _, b := range []landcover.Scheme{landcover.WorldCover, landcover.EsriIO} {
+			if s.Equal(b) {
+				s.Name = b.Name
+			}
+		}
+		return &s
+	}
+	if strings.HasPrefix(cfg.Source.LabelCollection, "io-lulc") {
+		return &landcover.EsriIO
 	}
 	return &landcover.WorldCover
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
 )
 
@@ -108,6 +109,9 @@ func (t *rasterTile) name() string { return t.pair.TileName() }
 
 // plan returns the image's grid (checkRasterPair already opened it).
 func (t *rasterTile) plan(IngestConfig) (raster.Grid, error) { return t.grid, nil }
+
+// labelScheme is none: a pair's label codes are the user's own.
+func (t *rasterTile) labelScheme(IngestConfig) *landcover.Scheme { return nil }
 
 // dates is always one: the image is the composite.
 func (t *rasterTile) dates() int { return 1 }

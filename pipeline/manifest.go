@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/radiometry"
+	"image/color"
 	"io"
 	"math"
 	"net/http"
@@ -38,11 +40,14 @@ type manifest struct {
 	// Dark is each band's dark level (package radiometry), and
 	// RadiometryWarning what it suggests about the sources' declared
 	// scaling, if anything.
-	Dark              radiometry.Levels `json:"dark_reflectance_p1,omitempty"`
-	RadiometryWarning string            `json:"radiometry_warning,omitempty"`
-	Sources           []manifestItem    `json:"sources"`
-	Labels            []manifestItem    `json:"labels"`
-	Outputs           []manifestOutput  `json:"outputs"`
+	Dark radiometry.Levels `json:"dark_reflectance_p1,omitempty"`
+	// LabelScheme is the class scheme of the tile's labels (the one its
+	// labels COG carries), when they have one.
+	LabelScheme       *manifestScheme  `json:"label_scheme,omitempty"`
+	RadiometryWarning string           `json:"radiometry_warning,omitempty"`
+	Sources           []manifestItem   `json:"sources"`
+	Labels            []manifestItem   `json:"labels"`
+	Outputs           []manifestOutput `json:"outputs"`
 }
 
 // parseManifest reads a tile's manifest.json and checks what later stages
@@ -163,4 +168,45 @@ func (m *manifest) setDark(bands []string, dark []float64, opt Options) {
 	if m.RadiometryWarning != "" {
 		opt.Log.Warn("tile "+m.Tile+": "+m.RadiometryWarning, "tile", m.Tile)
 	}
+}
+
+// manifestScheme is a class scheme as a manifest records it.
+type manifestScheme struct {
+	Name    string          `json:"name"`
+	Classes []manifestClass `json:"classes"`
+}
+
+// manifestClass is one class of a recorded scheme, its colour "#rrggbb".
+type manifestClass struct {
+	Code  uint8  `json:"code"`
+	Name  string `json:"name"`
+	Color string `json:"color"`
+}
+
+// recordScheme is a scheme as a manifest records it; nil for none.
+func recordScheme(s *landcover.Scheme) *manifestScheme {
+	if s == nil {
+		return nil
+	}
+	ms := &manifestScheme{Name: s.Name}
+	for _, c := range s.Classes {
+		ms.Classes = append(ms.Classes, manifestClass{Code: c.Code, Name: c.Name, Color: fmt.Sprintf("#%02x%02x%02x", c.Color.R, c.Color.G, c.Color.B)})
+	}
+	return ms
+}
+
+// scheme is the recorded scheme, validated; nil for none.
+func (ms *manifestScheme) scheme() (*landcover.Scheme, error) {
+	if ms == nil {
+		return nil, nil
+	}
+	s := landcover.Scheme{Name: ms.Name}
+	for _, c := range ms.Classes {
+		var r, g, b uint8
+		if n, _ := fmt.Sscanf(c.Color, "#%02x%02x%02x", &r, &g, &b); n != 3 {
+			return nil, fmt.Errorf("label scheme %s: class %d's colour %q is not #rrggbb", ms.Name, c.Code, c.Color)
+		}
+		s.Classes = append(s.Classes, landcover.Class{Code: c.Code, Name: c.Name, Color: color.RGBA{r, g, b, 0xff}})
+	}
+	return &s, s.Validate()
 }

@@ -273,6 +273,18 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	if err != nil {
 		return RunResult{}, err
 	}
+	if job.Train != nil && job.Train.Classes.Scheme == "labels" {
+		// The scheme of the tiles' labels, from their label items.
+		schemes := make([]*landcover.Scheme, len(tiles))
+		for i, t := range tiles {
+			schemes[i] = t.labelScheme(job.Ingest)
+		}
+		tc := *job.Train
+		if err := tc.resolveLabels(schemes); err != nil {
+			return RunResult{}, err
+		}
+		job.Train = &tc
+	}
 	hash := job.hash(modelBody)
 	// The job's tiles, before sharding: their order numbers the inputs of
 	// the draw, whichever task draws them.
@@ -662,7 +674,7 @@ func (r *runner) compositeMirrored(ctx context.Context, opt Options, t sourceTil
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, err
 		}
-		if tw, err = newTileWriters(dir, grid, cfg, labelScheme(cfg)); err != nil {
+		if tw, err = newTileWriters(dir, grid, cfg, t.labelScheme(cfg)); err != nil {
 			return nil, nil, err
 		}
 		sinks = append(sinks, tw)
@@ -682,6 +694,7 @@ func (r *runner) compositeMirrored(ctx context.Context, opt Options, t sourceTil
 		return nil, nil, err
 	}
 	m.setDark(cfg.Bands, hist.Dark(), opt)
+	m.LabelScheme = recordScheme(t.labelScheme(cfg))
 	r.mu.Lock()
 	r.manifests[t.name()] = m
 	r.mu.Unlock()
@@ -1074,7 +1087,7 @@ func (r *runner) writeCatalog(tiles []RunTile) error {
 	for i, t := range tiles {
 		names[i] = t.Tile
 		if r.job.Config.Outputs.Stack {
-			if err := writeStackItem(r.tileOut(t.Tile), labelScheme(r.job.Ingest)); err != nil {
+			if err := writeStackItem(r.tileOut(t.Tile)); err != nil {
 				return err
 			}
 		}

@@ -38,6 +38,9 @@ type trainInput struct {
 	// the input, when known: a stack's manifest, the run's composite, a
 	// draw's tiles.
 	darks []radiometry.Levels
+	// labelScheme is the class scheme the input's labels carry, when
+	// recorded (a stack's manifest).
+	labelScheme *landcover.Scheme
 }
 
 // inputs resolves the config's input section into images with their band
@@ -71,8 +74,12 @@ func (c TrainConfig) inputs() ([]trainInput, error) {
 		}
 		dir := filepath.Dir(p)
 		nd := m.NoData
+		ls, err := m.LabelScheme.scheme()
+		if err != nil {
+			return nil, fmt.Errorf("input.stack: %s: %w", p, err)
+		}
 		out = append(out, trainInput{image: filepath.Join(dir, "stack.tif"), labels: filepath.Join(dir, "labels.tif"),
-			bands: m.Bands, scale: m.Scale, offset: m.Offset, nodata: &nd, darks: []radiometry.Levels{m.Dark}})
+			bands: m.Bands, scale: m.Scale, offset: m.Offset, nodata: &nd, darks: []radiometry.Levels{m.Dark}, labelScheme: ls})
 	}
 	return out, nil
 }
@@ -209,7 +216,20 @@ func NewPixelScan(cfg TrainConfig) (*PixelScan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.resolveLabels(inputSchemes(ins)); err != nil {
+		return nil, err
+	}
 	return &PixelScan{cfg: cfg, ins: ins}, nil
+}
+
+// inputSchemes are the class schemes of the inputs' labels, nil where one
+// has none on record.
+func inputSchemes(ins []trainInput) []*landcover.Scheme {
+	out := make([]*landcover.Scheme, len(ins))
+	for i, in := range ins {
+		out[i] = in.labelScheme
+	}
+	return out
 }
 
 // Run visits every pixel of the inputs, in input then raster order, whose

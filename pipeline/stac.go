@@ -266,7 +266,7 @@ func stackItem(m manifest, manifestFile *stacx.File, out tileOut, labels *landco
 
 // writeStackItem writes the item of the stack in out.dir from its
 // manifest.json.
-func writeStackItem(out tileOut, labels *landcover.Scheme) error {
+func writeStackItem(out tileOut) error {
 	raw, err := os.ReadFile(filepath.Join(out.dir, "manifest.json"))
 	if err != nil {
 		return fmt.Errorf("stack item: %w", err)
@@ -278,6 +278,10 @@ func writeStackItem(out tileOut, labels *landcover.Scheme) error {
 	mf, err := fileOf(out.dir, "manifest.json")
 	if err != nil {
 		return err
+	}
+	labels, err := m.LabelScheme.scheme()
+	if err != nil {
+		return fmt.Errorf("stack item of %s: %w", out.dir, err)
 	}
 	item, err := stackItem(m, mf, out, labels)
 	if err != nil {

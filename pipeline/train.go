@@ -72,11 +72,14 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 	if err := atomicfs.CheckInputs(opt.Out, append(cfg.Inputs(), opt.Inputs...)...); err != nil {
 		return TrainResult{}, err
 	}
-	scheme, _ := cfg.Scheme()
 	ins, err := cfg.inputs()
 	if err != nil {
 		return TrainResult{}, err
 	}
+	if err := cfg.resolveLabels(inputSchemes(ins)); err != nil {
+		return TrainResult{}, err
+	}
+	scheme, _ := cfg.Scheme()
 	// A job's draws train the model its one-process lulc run would: with
 	// the config as that run trains with it, its input section cleared
 	// (see Job.trainConfig).

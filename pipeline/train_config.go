@@ -53,7 +53,11 @@ type TrainConfig struct {
 	} `yaml:"input"`
 	Features []string `yaml:"features"`
 	Classes  struct {
-		Scheme string        `yaml:"scheme"` // "esa-worldcover" (default) or "custom"
+		// Scheme is a built-in scheme (esa-worldcover, the default, or
+		// esri-io), custom (List), or labels: the scheme the inputs'
+		// labels carry (their STAC items' classification:classes, as
+		// ingest recorded them).
+		Scheme string `yaml:"scheme"`
 		Name   string        `yaml:"name"`
 		List   []ClassConfig `yaml:"list"`
 	} `yaml:"classes"`
@@ -65,6 +69,9 @@ type TrainConfig struct {
 		FeaturesPerTree int `yaml:"features_per_tree"`
 		MaxSamples      int `yaml:"max_samples"` // training rows given to golearn (a seeded subset)
 	} `yaml:"golearn"`
+	// labels is the scheme of classes.scheme labels, once resolved from
+	// the inputs (resolveLabels).
+	labels *landcover.Scheme
 }
 
 // ClassConfig declares one class of a custom scheme.
@@ -93,12 +100,21 @@ var colorRE = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
 
 // Scheme returns the configured class scheme.
 func (c TrainConfig) Scheme() (landcover.Scheme, error) {
-	switch c.Classes.Scheme {
-	case "esa-worldcover":
+	if b, ok := landcover.Builtin(c.Classes.Scheme); ok {
 		if len(c.Classes.List) > 0 {
 			return landcover.Scheme{}, errors.New("classes: list is for scheme custom")
 		}
-		return landcover.WorldCover, nil
+		return b, nil
+	}
+	switch c.Classes.Scheme {
+	case "labels":
+		if len(c.Classes.List) > 0 {
+			return landcover.Scheme{}, errors.New("classes: list is for scheme custom")
+		}
+		if c.labels == nil {
+			return landcover.Scheme{}, errors.New("classes.scheme labels: the inputs' labels carry no class scheme (STAC label items without classification:classes, raster pairs, or sample phases' draws): name one (esa-worldcover, esri-io or custom)")
+		}
+		return *c.labels, nil
 	case "custom":
 		s := landcover.Scheme{Name: c.Classes.Name}
 		for _, k := range c.Classes.List {
@@ -117,7 +133,28 @@ func (c TrainConfig) Scheme() (landcover.Scheme, error) {
 		}
 		return s, s.Validate()
 	}
-	return landcover.Scheme{}, fmt.Errorf("classes.scheme: %q is not esa-worldcover or custom", c.Classes.Scheme)
+	return landcover.Scheme{}, fmt.Errorf("classes.scheme: %q is not esa-worldcover, esri-io, custom or labels", c.Classes.Scheme)
+}
+
+// resolveLabels gives classes.scheme labels the scheme of the inputs'
+// labels (nil where one has none): they must all carry the same one.
+// Other schemes are left as they are.
+func (c *TrainConfig) resolveLabels(schemes []*landcover.Scheme) error {
+	if c.Classes.Scheme != "labels" {
+		return nil
+	}
+	for i, s := range schemes {
+		if s == nil {
+			return errors.New("classes.scheme labels: an input's labels carry no class scheme (raster pairs, sample phases' draws, or stacks ingested before lulc recorded schemes): name one (esa-worldcover, esri-io or custom)")
+		}
+		if !s.Equal(*schemes[0]) {
+			return fmt.Errorf("classes.scheme labels: the inputs' labels carry different schemes (%s and %s)", schemes[0].Name, schemes[i].Name)
+		}
+	}
+	if len(schemes) > 0 {
+		c.labels = schemes[0]
+	}
+	return nil
 }
 
 // Validate names the first key at fault.
@@ -167,7 +204,7 @@ func (c TrainConfig) validateTraining() error {
 	if len(c.Features) == 0 {
 		return errors.New("features: none configured")
 	}
-	if _, err := c.Scheme(); err != nil {
+	if _, err := c.Scheme(); err != nil && c.Classes.Scheme != "labels" {
 		return err
 	}
 	s := c.Sampling
@@ -222,7 +259,19 @@ func (c TrainConfig) sampleKey() string {
 		Features []string
 		Classes  any
 		Sampling any
-	}{c.Input, c.Features, c.Classes, c.Sampling})
+	}{c.Input, c.Features, c.schemeKey(), c.Sampling})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// schemeKey is what the samples' key holds of the classes: the config's
+// section, and for classes.scheme labels the scheme it resolved to.
+func (c TrainConfig) schemeKey() any {
+	if c.labels == nil {
+		return c.Classes
+	}
+	return struct {
+		Config   any
+		Resolved landcover.Scheme
+	}{c.Classes, *c.labels}
 }

@@ -1,0 +1,108 @@
+package pipeline
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lulc/lulc/raster"
+)
+
+// relabelledScene copies the tiny synthetic scene with its label items'
+// classification:classes renamed and recoloured (WorldCover's codes,
+// other names): a label product that is not WorldCover.
+func relabelledScene(t *testing.T) string {
+	t.Helper()
+	src := makeScene(t, "tiny", synthConfig(t))
+	dst := filepath.Join(t.TempDir(), "scene")
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		out := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(out, 0o755)
+		}
+		body, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(path, ".json") && strings.Contains(string(body), "classification:classes") {
+			body = []byte(strings.NewReplacer(`"Tree cover"`, `"Forest"`, `"006400"`, `"123456"`, `"Cropland"`, `"Arable land"`).Replace(string(body)))
+		}
+		return os.WriteFile(out, body, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestLabelSchemeFromItems checks that the labels' own scheme, from their
+// STAC items' classification:classes, goes through: ingest writes the
+// labels COG with its names and records it in the manifest; a train
+// config with classes.scheme labels trains on it, and the map carries its
+// names; a built-in scheme of other codes is refused with the reason.
+func TestLabelSchemeFromItems(t *testing.T) {
+	scene := relabelledScene(t)
+	ic := ingestConfig(t, filepath.Join(scene, "catalog.json"))
+	stack := filepath.Join(t.TempDir(), "stack")
+	if _, err := Ingest(context.Background(), ic, Options{Out: stack}); err != nil {
+		t.Fatal(err)
+	}
+	tiles, _ := filepath.Glob(filepath.Join(stack, "*", "manifest.json"))
+	if len(tiles) == 0 {
+		t.Fatal("no tile ingested")
+	}
+	body, _ := os.ReadFile(tiles[0])
+	m, err := parseManifest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.LabelScheme.scheme()
+	if err != nil || s == nil || s.Classes[0].Name != "Forest" {
+		t.Fatalf("recorded label scheme %+v (%v)", s, err)
+	}
+	names, err := raster.Categories(filepath.Join(filepath.Dir(tiles[0]), "labels.tif"))
+	if err != nil || !slices.Contains(names, "Forest") || !slices.Contains(names, "Arable land") {
+		t.Errorf("labels COG categories %q (%v)", names, err)
+	}
+
+	tc := trainConfig(t, "train-demo.yaml", stack)
+	tc.Classes.Scheme = "labels"
+	model := filepath.Join(t.TempDir(), "model")
+	if _, err := Train(context.Background(), tc, Options{Out: model}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "pred")
+	if _, err := Predict(context.Background(), PredictConfig{Model: filepath.Join(model, ModelFile), Input: stack, Window: 512}, Options{Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	names, err = raster.Categories(filepath.Join(out, m.Tile, ClassFile))
+	if err != nil || !slices.Contains(names, "Forest") {
+		t.Errorf("class map categories %q (%v)", names, err)
+	}
+
+	// The same job in one pass.
+	job := demoJob(t)
+	job.Ingest = ic
+	jt := *job.Train
+	jt.Classes.Scheme = "labels"
+	job.Train = &jt
+	res := runJob(t, job, filepath.Join(t.TempDir(), "run"), Options{})
+	names, err = raster.Categories(filepath.Join(res.Dir, m.Tile, ClassFile))
+	if err != nil || !slices.Contains(names, "Forest") {
+		t.Errorf("run's class map categories %q (%v)", names, err)
+	}
+
+	// Esri/IO's codes are not the labels': no class has training samples.
+	tc.Classes.Scheme = "esri-io"
+	if _, err := Train(context.Background(), tc, Options{Out: filepath.Join(t.TempDir(), "io")}); err == nil {
+		t.Error("training WorldCover-coded labels as esri-io succeeded")
+	}
+}
