@@ -57,7 +57,7 @@ type TrainConfig struct {
 		// esri-io), custom (List), or labels: the scheme the inputs'
 		// labels carry (their STAC items' classification:classes, as
 		// ingest recorded them).
-		Scheme string `yaml:"scheme"`
+		Scheme string        `yaml:"scheme"`
 		Name   string        `yaml:"name"`
 		List   []ClassConfig `yaml:"list"`
 	} `yaml:"classes"`
