@@ -42,9 +42,13 @@ type Model struct {
 	// radiometry: the median over the training tiles of each band's 1st
 	// percentile reflectance), for checking that the images a model
 	// maps share its radiometric convention; empty when unknown.
-	Dark   map[string]float64 `json:"dark_reflectance_p1,omitempty"`
-	Bins   *Bins              `json:"-"`
-	Forest *Forest            `json:"-"`
+	Dark map[string]float64 `json:"dark_reflectance_p1,omitempty"`
+	// Remap maps label codes outside Classes onto class codes, as the
+	// training config's classes.remap did: a map made with the model is
+	// evaluated against labels the same way.
+	Remap  map[uint8]uint8 `json:"label_remap,omitempty"`
+	Bins   *Bins           `json:"-"`
+	Forest *Forest         `json:"-"`
 }
 
 type header struct {

@@ -144,6 +144,9 @@ type Tile struct {
 	// no prediction, are left out, as lulc evaluate leaves them out.
 	Reference []uint8
 	Confusion [][]int64
+	// Remap counts reference codes outside Codes as these codes (a
+	// model's label remap).
+	Remap map[uint8]uint8
 	// Classes, when set (Grid-sized), receives the predicted codes, so that
 	// a quicklook needs no second read of the class COG.
 	Classes []uint8
@@ -243,9 +246,10 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 	// Stage 3: the writer (GDAL datasets are not shared across threads).
 	start := time.Now()
 	index := t.codeIndex()
+	refIndex := t.referenceIndex(index)
 	for w := range done {
 		t0 := time.Now()
-		t.keep(w, index)
+		t.keep(w, index, refIndex)
 		if err := t.Class.Write(0, w.x, w.y, w.g.Width, w.g.Height, w.cls); err != nil {
 			fail(err)
 			break
@@ -336,9 +340,22 @@ func (t Tile) codeIndex() [256]int {
 	return index
 }
 
+// referenceIndex is index for reference codes: with the remap's codes
+// outside the classes counted as the classes they map onto.
+func (t Tile) referenceIndex(index [256]int) [256]int {
+	ref := index
+	for from, to := range t.Remap {
+		if index[from] < 0 {
+			ref[from] = index[to]
+		}
+	}
+	return ref
+}
+
 // keep copies a predicted window into Classes and counts it into
-// Confusion, where the tile asks for them.
-func (t Tile) keep(w window, index [256]int) {
+// Confusion, where the tile asks for them: predictions by index, the
+// reference by refIndex (index with the remap).
+func (t Tile) keep(w window, index, refIndex [256]int) {
 	stride := t.Grid.Width
 	for r := range w.g.Height {
 		row := w.cls[r*w.g.Width:][:w.g.Width]
@@ -350,7 +367,7 @@ func (t Tile) keep(w window, index [256]int) {
 		}
 		ref := t.Reference[(w.y+r)*stride+w.x:][:w.g.Width]
 		for i, p := range row {
-			ri, pi := index[ref[i]], index[p]
+			ri, pi := refIndex[ref[i]], index[p]
 			if ri >= 0 && pi >= 0 && ref[i] != 0 && p != 0 {
 				t.Confusion[ri][pi]++
 			}

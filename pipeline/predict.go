@@ -268,7 +268,8 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 	}
 	defer closePred()
 	tile := inference.Tile{Stack: in.stackFile, Memory: in.mem, Grid: p.grid, Scale: m.Scale, Offset: m.Offset,
-		Window: pc.Window, Workers: opt.Workers, Class: p.classW, Confidence: p.confW, Codes: scheme.Codes(), Features: comp}
+		Window: pc.Window, Workers: opt.Workers, Class: p.classW, Confidence: p.confW, Codes: scheme.Codes(), Features: comp,
+		Remap: model.Remap}
 	p.classes = make([]uint8, p.grid.Width*p.grid.Height)
 	tile.Classes = p.classes
 	if in.mem != nil {

@@ -747,7 +747,7 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 		r.opt.Log.Info("the train config's input is not used: lulc run trains on its own tiles")
 	}
 	scheme, _ := cfg.Scheme()
-	sp := sampling.New(cfg.Sampling, cfg.Features, scheme, r.opt.engine().features)
+	sp := sampling.New(cfg.sampling(), cfg.Features, scheme, r.opt.engine().features)
 	t0 := time.Now()
 	index := make([]int, len(tiles))
 	for i := range index {
@@ -907,7 +907,7 @@ func (r *runner) draw(ctx context.Context, all, mine []sourceTile, res *RunResul
 	}
 	cfg := r.job.trainConfig()
 	scheme, _ := cfg.Scheme()
-	sp := sampling.New(cfg.Sampling, cfg.Features, scheme, r.opt.engine().features)
+	sp := sampling.New(cfg.sampling(), cfg.Features, scheme, r.opt.engine().features)
 	ins, err := r.sampleTiles(ctx, mine, res.Tiles, index, sp, false)
 	if err != nil {
 		return fmt.Errorf("sample: %w", err)

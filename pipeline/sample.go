@@ -138,7 +138,7 @@ func (c TrainConfig) drawInputs() ([]trainInput, error) {
 // sample phase) are merged, after checking that they were drawn for this
 // config.
 func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, e engine) (*samples.Set, []string, error) {
-	sp := sampling.New(cfg.Sampling, cfg.Features, scheme, e.features)
+	sp := sampling.New(cfg.sampling(), cfg.Features, scheme, e.features)
 	for _, in := range ins {
 		if in.draw != nil {
 			if in.draw.Config != cfg.sampleKey() {

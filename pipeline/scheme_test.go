@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
 )
 
@@ -104,5 +106,53 @@ func TestLabelSchemeFromItems(t *testing.T) {
 	tc.Classes.Scheme = "esri-io"
 	if _, err := Train(context.Background(), tc, Options{Out: filepath.Join(t.TempDir(), "io")}); err == nil {
 		t.Error("training WorldCover-coded labels as esri-io succeeded")
+	}
+}
+
+// TestClassRemap checks classes.remap: refused onto a code outside the
+// scheme or from one of its classes; otherwise the remapped labels train
+// as their class (none is reported outside the scheme), the model records
+// the remap, and the run's per-tile evaluation counts them the same way.
+func TestClassRemap(t *testing.T) {
+	stack := demoStack(t)
+	tc := trainConfig(t, "train-demo.yaml", stack)
+	for remap, want := range map[int]string{10: "is a class of the scheme", 5: "is not a class"} {
+		bad := tc
+		bad.Classes.Remap = map[int]int{remap: 99}
+		if remap == 10 {
+			bad.Classes.Remap = map[int]int{10: 20}
+		}
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("remap %v: %v", bad.Classes.Remap, err)
+		}
+	}
+	// WorldCover without shrubland, whose pixels count as grassland.
+	tc.Classes.Scheme, tc.Classes.Name = "custom", "no shrubland"
+	for _, c := range []uint8{10, 30, 40, 50, 60, 80, 90} {
+		cl, _ := landcover.WorldCover.Class(c)
+		tc.Classes.List = append(tc.Classes.List, ClassConfig{Code: int(c), Name: cl.Name, Color: fmt.Sprintf("#%02x%02x%02x", cl.Color.R, cl.Color.G, cl.Color.B)})
+	}
+	plain := tc
+	tc.Classes.Remap = map[int]int{20: 30}
+	out := filepath.Join(t.TempDir(), "model")
+	res, err := Train(context.Background(), tc, Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range res.Warnings {
+		if strings.Contains(w, " 20 (") {
+			t.Errorf("remapped code 20 still reported outside the scheme: %s", w)
+		}
+	}
+	model, _, err := LoadModel(filepath.Join(out, ModelFile))
+	if err != nil || model.Remap[20] != 30 {
+		t.Fatalf("model remap %v (%v)", model.Remap, err)
+	}
+	pres, err := Train(context.Background(), plain, Options{Out: filepath.Join(t.TempDir(), "plain")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(pres.Warnings, func(w string) bool { return strings.Contains(w, " 20 (") }) {
+		t.Errorf("without the remap, code 20 is not reported outside the scheme: %q", pres.Warnings)
 	}
 }

@@ -179,7 +179,7 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 		return nil, err
 	}
 	if model != nil { // golearn's forests are not lulc models
-		model.Dark = trainingDark(ins, model.Bands)
+		model.Dark, model.Remap = trainingDark(ins, model.Bands), cfg.remap()
 	}
 	res.Metrics, err = forest.Evaluate(yv, pred, scheme.Codes())
 	return model, err

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lulc/lulc/sampling"
+	"maps"
 	"regexp"
+	"slices"
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/forest"
@@ -60,6 +62,11 @@ type TrainConfig struct {
 		Scheme string        `yaml:"scheme"`
 		Name   string        `yaml:"name"`
 		List   []ClassConfig `yaml:"list"`
+		// Remap maps label codes outside the scheme onto its codes (for
+		// example Esri/IO's 2, trees, onto WorldCover's 10): those pixels
+		// train, and are evaluated, as that class. The model records it.
+		// Left out of the hash when empty.
+		Remap map[int]int `yaml:"remap" json:",omitempty"`
 	} `yaml:"classes"`
 	Sampling SamplingConfig `yaml:"sampling"`
 	Engine   string         `yaml:"engine"` // lulc or golearn
@@ -136,6 +143,42 @@ func (c TrainConfig) Scheme() (landcover.Scheme, error) {
 	return landcover.Scheme{}, fmt.Errorf("classes.scheme: %q is not esa-worldcover, esri-io, custom or labels", c.Classes.Scheme)
 }
 
+// sampling is the sampling section with the classes' remap.
+func (c TrainConfig) sampling() sampling.Config {
+	s := c.Sampling
+	s.Remap = c.remap()
+	return s
+}
+
+// remap is classes.remap as codes (nil when empty; Validate checked it).
+func (c TrainConfig) remap() map[uint8]uint8 {
+	if len(c.Classes.Remap) == 0 {
+		return nil
+	}
+	m := map[uint8]uint8{}
+	for from, to := range c.Classes.Remap {
+		m[uint8(from)] = uint8(to)
+	}
+	return m
+}
+
+// checkRemap checks classes.remap against the scheme: codes 1–255, from
+// codes outside the scheme onto codes in it.
+func (c TrainConfig) checkRemap(s landcover.Scheme) error {
+	for _, from := range slices.Sorted(maps.Keys(c.Classes.Remap)) {
+		to := c.Classes.Remap[from]
+		switch {
+		case from < 1 || from > 255 || to < 1 || to > 255:
+			return fmt.Errorf("classes.remap: %d: %d: codes are 1–255", from, to)
+		case s.Has(uint8(from)):
+			return fmt.Errorf("classes.remap: %d is a class of the scheme %s: remap only codes outside it", from, s.Name)
+		case !s.Has(uint8(to)):
+			return fmt.Errorf("classes.remap: %d: %d is not a class of the scheme %s (%v)", from, to, s.Name, s.Codes())
+		}
+	}
+	return nil
+}
+
 // resolveLabels gives classes.scheme labels the scheme of the inputs'
 // labels (nil where one has none): they must all carry the same one.
 // Other schemes are left as they are.
@@ -153,6 +196,7 @@ func (c *TrainConfig) resolveLabels(schemes []*landcover.Scheme) error {
 	}
 	if len(schemes) > 0 {
 		c.labels = schemes[0]
+		return c.checkRemap(*c.labels)
 	}
 	return nil
 }
@@ -204,8 +248,12 @@ func (c TrainConfig) validateTraining() error {
 	if len(c.Features) == 0 {
 		return errors.New("features: none configured")
 	}
-	if _, err := c.Scheme(); err != nil && c.Classes.Scheme != "labels" {
+	if s, err := c.Scheme(); err != nil && c.Classes.Scheme != "labels" {
 		return err
+	} else if err == nil {
+		if err := c.checkRemap(s); err != nil {
+			return err
+		}
 	}
 	s := c.Sampling
 	switch {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -133,6 +134,37 @@ func TestDrawTilesAtOnce(t *testing.T) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("trial %d: %d tiles drawn at once differ from one after the other", trial, len(c.ins))
+		}
+	}
+}
+
+// TestDrawRemap checks that remapping a code outside the scheme onto a
+// class draws what relabelling those pixels would: the same samples, byte
+// for byte, from memory and strip by strip.
+func TestDrawRemap(t *testing.T) {
+	for trial := range uint64(8) {
+		c := randomDrawCase(t, 900+trial, false)
+		to := c.scheme.Classes[int(trial)%len(c.scheme.Classes)].Code
+		relabelled := make([]Input, len(c.ins))
+		for i, in := range c.ins {
+			tile := *in.Tile
+			tile.Labels = slices.Clone(tile.Labels)
+			for j, code := range tile.Labels {
+				if code == 5 {
+					tile.Labels[j] = to
+				}
+			}
+			in.Tile = &tile
+			relabelled[i] = in
+		}
+		want, wantWarn := drawSamples(t, c, relabelled)
+		remapped := c
+		remapped.cfg.Remap = map[uint8]uint8{5: to}
+		for _, ins := range [][]Input{c.ins, stripInputs(c.ins)} {
+			got, warn := drawSamples(t, remapped, ins)
+			if !bytes.Equal(got, want) || !slices.Equal(warn, wantWarn) {
+				t.Errorf("trial %d: remapping 5 onto %d differs from relabelling (warnings %q, %q)", trial, to, warn, wantWarn)
+			}
 		}
 	}
 }

@@ -54,6 +54,11 @@ func New(cfg Config, names []string, scheme landcover.Scheme, compute Computers)
 	for i, c := range scheme.Classes {
 		sp.classIndex[c.Code] = i
 	}
+	for from, to := range cfg.Remap {
+		if c, ok := sp.classIndex[to]; ok && !scheme.Has(from) {
+			sp.classIndex[from] = c
+		}
+	}
 	return sp
 }
 

@@ -29,6 +29,10 @@ type Config struct {
 	ValidationFraction float64 `yaml:"validation_fraction"`
 	MinPerClass        int     `yaml:"min_per_class"` // refuse a present class with fewer training samples
 	Seed               uint64  `yaml:"seed"`
+	// Remap turns label codes outside the scheme into codes of the scheme
+	// (a train config's classes.remap): their pixels are drawn as that
+	// class.
+	Remap map[uint8]uint8 `yaml:"-" json:"-"`
 }
 
 // Computers makes a features computer for a feature set (the CPU's, or a
