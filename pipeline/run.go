@@ -228,8 +228,12 @@ type RunTile struct {
 	Metrics   *forest.Metrics `json:"metrics,omitempty"` // the map against the tile's labels
 	// Radiometry warns when the tile's dark levels differ from the
 	// model's training data's (package radiometry).
-	Radiometry string             `json:"radiometry_warning,omitempty"`
-	Seconds    map[string]float64 `json:"seconds"`
+	Radiometry string `json:"radiometry_warning,omitempty"`
+	// Outside counts, by code, the tile's labelled pixels whose code is
+	// outside the train config's scheme (and not remapped into it): they
+	// are neither sampled nor evaluated.
+	Outside map[uint8]int64    `json:"labels_outside_scheme,omitempty"`
+	Seconds map[string]float64 `json:"seconds"`
 }
 
 // RunMetricsFile is the per-tile evaluation a run writes beside the map.
@@ -886,6 +890,7 @@ func (r *runner) sampleTile(sp *sampling.Sampler, mem *stack.Tile, mirror *cuda.
 	if err := sp.AddAt(si, index); err != nil {
 		return in, err
 	}
+	rt.Outside = sp.OutsideOf(mem.Name)
 	rt.Sample = time.Since(ts)
 	r.mark("candidates drawn", mem.Name)
 	// The samples are drawn: fitting needs none of the pixels, and a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -154,5 +155,43 @@ func TestClassRemap(t *testing.T) {
 	}
 	if !slices.ContainsFunc(pres.Warnings, func(w string) bool { return strings.Contains(w, " 20 (") }) {
 		t.Errorf("without the remap, code 20 is not reported outside the scheme: %q", pres.Warnings)
+	}
+}
+
+// TestRunCountsLabelsOutsideScheme checks the per-tile report of label
+// codes outside the scheme: a scheme without shrubland reports every
+// shrubland pixel of the tile, and remapping them reports none.
+func TestRunCountsLabelsOutsideScheme(t *testing.T) {
+	job := demoJob(t)
+	tc := *job.Train
+	tc.Classes.Scheme, tc.Classes.Name = "custom", "no shrubland"
+	for _, c := range []uint8{10, 30, 40, 50, 60, 80, 90} {
+		cl, _ := landcover.WorldCover.Class(c)
+		tc.Classes.List = append(tc.Classes.List, ClassConfig{Code: int(c), Name: cl.Name, Color: fmt.Sprintf("#%02x%02x%02x", cl.Color.R, cl.Color.G, cl.Color.B)})
+	}
+	job.Train = &tc
+	res := runJob(t, job, filepath.Join(t.TempDir(), "run"), Options{})
+	labels, _, err := raster.ReadBand[uint8](filepath.Join(demoStack(t), res.Tiles[0].Tile, "labels.tif"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint8]int64{}
+	for _, code := range labels {
+		if code != 0 && !slices.Contains([]uint8{10, 30, 40, 50, 60, 80, 90}, code) {
+			want[code]++
+		}
+	}
+	if got := res.Tiles[0].Outside; len(want) == 0 || !maps.Equal(got, want) {
+		t.Errorf("outside the scheme: %v, the labels have %v", got, want)
+	}
+	remapped := tc
+	remapped.Classes.Remap = map[int]int{}
+	for code := range want {
+		remapped.Classes.Remap[int(code)] = 30
+	}
+	job.Train = &remapped
+	res = runJob(t, job, filepath.Join(t.TempDir(), "remapped"), Options{})
+	if got := res.Tiles[0].Outside; len(got) != 0 {
+		t.Errorf("remapped codes reported outside the scheme: %v", got)
 	}
 }

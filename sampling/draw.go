@@ -570,6 +570,7 @@ func (sp *Sampler) addTile(in Input, ii uint64) error {
 	sp.labelled += int64(tile.width)*int64(tile.height) - off[0]
 	for code, n := range off[1:] {
 		sp.outside[code+1] += n
+		sp.countOutside(in.Name, uint8(code+1), n)
 	}
 	var wg sync.WaitGroup
 	var next atomic.Int64

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -38,6 +39,8 @@ type Sampler struct {
 	// and the user is told.
 	labelled int64
 	outside  [256]int64
+	// outsideBy is outside per input added here, by name.
+	outsideBy map[string]map[uint8]int64
 	// mu guards the sampler's state when tiles in memory are added from
 	// several goroutines (AddAt): their draws run at once, their merges
 	// take turns.
@@ -127,6 +130,7 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 		sp.labelled += counts.labelled
 		for code, n := range counts.outside {
 			sp.outside[code] += n
+			sp.countOutside(in.Name, uint8(code), n)
 		}
 		var wg sync.WaitGroup
 		for r, res := range sp.res {
@@ -153,6 +157,30 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 type labelCounts struct {
 	labelled int64
 	outside  [256]int64
+}
+
+// countOutside adds n pixels of an input whose code is outside the scheme
+// (callers hold mu; code 0, unlabelled, and n 0 are not counted).
+func (sp *Sampler) countOutside(input string, code uint8, n int64) {
+	if n == 0 || code == 0 {
+		return
+	}
+	if sp.outsideBy == nil {
+		sp.outsideBy = map[string]map[uint8]int64{}
+	}
+	if sp.outsideBy[input] == nil {
+		sp.outsideBy[input] = map[uint8]int64{}
+	}
+	sp.outsideBy[input][code] += n
+}
+
+// OutsideOf returns, by code, an input's labelled pixels whose code is
+// outside the scheme (and not remapped into it); nil when there are none
+// or the input came in a merged draw, whose counts are its shard's total.
+func (sp *Sampler) OutsideOf(input string) map[uint8]int64 {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return maps.Clone(sp.outsideBy[input])
 }
 
 // Warnings says how many labelled pixels carry codes outside the scheme,
