@@ -53,6 +53,14 @@ type IngestConfig struct {
 		// NoData is the image value marking missing pixels (default: the
 		// file's nodata, if it has one).
 		NoData *float64 `yaml:"nodata" json:"NoData,omitempty"`
+		// Labels given as vector layers (points or polygons in any format
+		// GDAL reads) are rasterised onto their image's grid: LabelField
+		// is the features' class-code attribute, LabelLayer the layer
+		// (default: the first), LabelsAllTouched burns every pixel a
+		// polygon touches instead of those whose centre it contains.
+		LabelField       string `yaml:"label_field" json:",omitempty"`
+		LabelLayer       string `yaml:"label_layer" json:",omitempty"`
+		LabelsAllTouched bool   `yaml:"labels_all_touched" json:",omitempty"`
 		// Collection holds the Sentinel-2 L2A items, LabelCollection the
 		// ESA WorldCover ones.
 		Collection      string `yaml:"collection"`
@@ -247,6 +255,9 @@ func (c IngestConfig) Validate() error {
 	}
 	if len(s.Bands) > 0 || s.Scale != 0 || s.Offset != 0 || s.NoData != nil {
 		return errors.New("source: bands, scale, offset and nodata describe rasters; STAC assets carry their own")
+	}
+	if s.LabelField != "" || s.LabelLayer != "" || s.LabelsAllTouched {
+		return errors.New("source: label_field, label_layer and labels_all_touched describe vector labels of source.rasters")
 	}
 	switch {
 	case !slices.Contains([]string{"query", "cql2", "none"}, s.CloudFilter):

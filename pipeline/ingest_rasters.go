@@ -24,6 +24,7 @@ type rasterTile struct {
 	nodata   *float64
 	sample   int // bytes per stored image sample
 	labelsND *float64
+	vector   bool // the labels are a vector layer, burned onto grid
 }
 
 // bytesPerSample are the stored sizes of the image types lulc reads.
@@ -67,6 +68,13 @@ func checkRasterPair(cfg IngestConfig, i int, p RasterPair) (rasterTile, error) 
 		t.bands = append(t.bands, slices.Index(cfg.Source.Bands, b)+1)
 	}
 
+	if raster.IsVector(p.Labels) {
+		if cfg.Source.LabelField == "" {
+			return t, fmt.Errorf("%s.labels %s is a vector layer: set source.label_field to the attribute holding its class codes", key, p.Labels)
+		}
+		t.vector = true
+		return t, nil
+	}
 	lab, err := raster.Open(p.Labels)
 	if err != nil {
 		return t, fmt.Errorf("%s.labels: %w", key, err)
@@ -122,11 +130,24 @@ func (t *rasterTile) composite(ctx context.Context, cfg IngestConfig, opt Option
 	windows := tileWindows(t.grid, t.grid, cfg.Window)
 	opt.Log.Info("ingesting raster pair", "tile", t.name(), "image", t.pair.Image, "grid", fmt.Sprintf("%d×%d EPSG:%d", t.grid.Width, t.grid.Height, t.grid.EPSG), "windows", len(windows))
 	job := &rasterJob{cfg: cfg, tile: *t, grid: t.grid, sinks: sinks}
+	if t.vector {
+		// Vector labels are burned onto the image's grid once, for every
+		// window to copy from.
+		src := cfg.Source
+		var err error
+		job.labels, err = raster.RasterizeLabels(t.pair.Labels, raster.VectorLabels{Field: src.LabelField, Layer: src.LabelLayer, AllTouched: src.LabelsAllTouched}, t.grid)
+		if err != nil {
+			return tileStats{}, fmt.Errorf("tile %s: labels: %w", t.name(), err)
+		}
+	}
 	bar := opt.NewBar(int64(len(windows)), "ingest "+t.name()+" windows")
 	err := eachWindow(ctx, windows, opt.Workers, func() (func(raster.Grid) error, func(), error) {
 		img, err := raster.Open(t.pair.Image)
 		if err != nil {
 			return nil, nil, err
+		}
+		if t.vector {
+			return func(win raster.Grid) error { return job.window(win, img, nil) }, func() { img.Close() }, nil
 		}
 		lab, err := raster.Open(t.pair.Labels)
 		if err != nil {
@@ -207,6 +228,10 @@ type rasterJob struct {
 	grid  raster.Grid
 	sinks []tileSink
 
+	// labels are vector labels burned onto the grid (nil: read from the
+	// label raster).
+	labels []uint8
+
 	decoded, empty             atomic.Int64 // image bytes read; pixels with no valid observation
 	readNs, convertNs, writeNs atomic.Int64 // summed over workers
 }
@@ -228,7 +253,11 @@ func (j *rasterJob) window(win raster.Grid, img, lab *raster.Source) error {
 		}
 	}
 	labels := make([]uint8, n)
-	if err := raster.ReadBandWindowInto(lab, 1, x, y, win.Width, win.Height, labels); err != nil {
+	if lab == nil {
+		for r := range win.Height {
+			copy(labels[r*win.Width:(r+1)*win.Width], j.labels[(y+r)*j.grid.Width+x:])
+		}
+	} else if err := raster.ReadBandWindowInto(lab, 1, x, y, win.Width, win.Height, labels); err != nil {
 		return err
 	}
 	j.decoded.Add(int64(n * j.tile.sample * len(values)))

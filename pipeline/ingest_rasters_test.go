@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
@@ -383,5 +384,55 @@ func TestIngestRastersConfigErrors(t *testing.T) {
 	// A pair's tile defaults to the image's file name.
 	if got := (RasterPair{Image: "/data/x/637U_59R_1_3.tif"}).TileName(); got != "637U_59R_1_3" {
 		t.Errorf("tile name %q", got)
+	}
+}
+
+// TestIngestRastersVectorLabels ingests a real TerraMind image with its
+// labels as a vector layer in the image's CRS: a polygon over the left
+// half of the grid (class 2, the centre rule) and a point (class 5, one
+// pixel). The stack's labels are those pixels exactly; a vector layer
+// without source.label_field is refused with the reason.
+func TestIngestRastersVectorLabels(t *testing.T) {
+	cfg := realSampleConfig(t)
+	cfg.Source.Rasters = cfg.Source.Rasters[:1]
+	img, err := raster.Open(cfg.Source.Rasters[0].Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := img.Grid
+	img.Close()
+	x0, y0, res := g.Transform[0], g.Transform[3], g.Transform[1]
+	xmid := x0 + res*float64(g.Width)/2 + 0.3*res
+	y1 := y0 - res*float64(g.Height)
+	px, py := x0+10.5*res, y0-20.5*res // the centre of column 10, row 20
+	geojson := fmt.Sprintf(`{"type": "FeatureCollection",
+ "crs": {"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::%d"}},
+ "features": [
+  {"type": "Feature", "properties": {"code": 2}, "geometry": {"type": "Polygon", "coordinates": [[[%f, %f], [%f, %f], [%f, %f], [%f, %f], [%f, %f]]]}},
+  {"type": "Feature", "properties": {"code": 5}, "geometry": {"type": "Point", "coordinates": [%f, %f]}}]}`,
+		g.EPSG, x0, y0, xmid, y0, xmid, y1, x0, y1, x0, y0, px, py)
+	labels := filepath.Join(t.TempDir(), "labels.geojson")
+	if err := os.WriteFile(labels, []byte(geojson), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Source.Rasters[0].Labels = labels
+	if _, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "refused")}); err == nil || !strings.Contains(err.Error(), "label_field") {
+		t.Errorf("vector labels without label_field: %v", err)
+	}
+	cfg.Source.LabelField = "code"
+	_, out := ingest(t, cfg)
+	got, _ := readU16(t, filepath.Join(out, cfg.Source.Rasters[0].Tile, "labels.tif"), 1)
+	for i, v := range got {
+		col, row := i%g.Width, i/g.Width
+		want := uint16(0)
+		if x0+(float64(col)+0.5)*res < xmid {
+			want = 2
+		}
+		if col == 10 && row == 20 {
+			want = 5
+		}
+		if v != want {
+			t.Fatalf("pixel (%d, %d): label %d, want %d", col, row, v, want)
+		}
 	}
 }
