@@ -30,6 +30,30 @@ func Read(name string) ([]byte, error) {
 	return b, nil
 }
 
+// Names lists the embedded configs' file names, sorted.
+func Names() []string {
+	entries, _ := files.ReadDir(".")
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// Summary is an embedded config's first comment line, without its "# "
+// ("" when it starts with none).
+func Summary(name string) string {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	if !strings.HasPrefix(line, "#") {
+		return ""
+	}
+	return strings.TrimSpace(strings.TrimPrefix(line, "#"))
+}
+
 // Find returns the config file name, or else the embedded config of that
 // name, so that configs that name others ("ingest: ingest-tiny.yaml") work
 // from a checkout and from the bare binary alike.
