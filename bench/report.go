@@ -48,7 +48,7 @@ func writeReport(dir string, rep *Report) error {
 	}
 	png, _ := os.ReadFile(chart)
 	page := "<!doctype html><meta charset=utf-8><title>lulc bench</title>" +
-		"<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}th{background:#eee}</style>\n" +
+		"<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right;max-width:30em;overflow-wrap:anywhere}th{background:#eee}</style>\n" +
 		markdownToHTML(md)
 	if len(png) > 0 {
 		page += `<p><img alt="stages" src="data:image/png;base64,` + base64.StdEncoding.EncodeToString(png) + `"></p>`
@@ -78,16 +78,23 @@ func reportMarkdown(rep *Report) string {
 	for _, e := range rep.Engines {
 		base[e.Engine] = e.Total
 	}
+	var skipped []string
 	for _, e := range rep.Engines {
 		if e.Skipped != "" {
-			fmt.Fprintf(&b, "| %s | skipped: %s |\n", e.Engine, e.Skipped)
+			// The row keeps the table's columns; the reason goes below it,
+			// where a long one cannot break the table.
+			fmt.Fprintf(&b, "| %s |%s n/a | n/a | n/a |\n", e.Engine, strings.Repeat(" n/a |", len(Stages)))
+			skipped = append(skipped, fmt.Sprintf("- %s skipped: %s\n", e.Engine, e.Skipped))
 			continue
 		}
 		fmt.Fprintf(&b, "| %s |", e.Engine)
 		for _, s := range Stages {
-			fmt.Fprintf(&b, " %.3f |", e.Stages[s])
+			fmt.Fprintf(&b, " %s |", seconds(e.Stages[s]))
 		}
 		fmt.Fprintf(&b, " %.3f | %s | %s |\n", e.Total, ratio(base["cpu"], e.Total), ratio(base["golearn"], e.Total))
+	}
+	if len(skipped) > 0 {
+		b.WriteString("\n" + strings.Join(skipped, ""))
 	}
 	fmt.Fprintf(&b, "\n(golearn trains only: no model file to predict with; its total is its ingest and training time. Its bootstrap reads math/rand's shared source from many goroutines, so its accuracy can vary between runs even when its inputs are identical.)\n\n")
 	fmt.Fprintf(&b, "## Throughput, accuracy, reproducibility, cost\n\n| engine | tiles/s (whole job) | pixels/s (ingest+predict) | MB/s read | OA | kappa | macro-F1 | map OA | reproducible | $/tile | $/100 GB |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -102,8 +109,13 @@ func reportMarkdown(rep *Report) string {
 				repro += ": " + strings.Join(e.Differences, ", ")
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %.4f | %.0f | %.1f | %.4f | %.4f | %.4f | %.4f | %s | %.6f | %.4f |\n", e.Engine, e.TilesPerSec, e.PixelsPerSec, e.MBPerSec,
-			e.Accuracy, e.Kappa, e.MacroF1, e.MapAccuracy, repro, e.CostPerTile, e.CostPer100GB)
+		// An engine that makes no map (golearn) has no map figures.
+		mapOA, pixels := "n/a", "n/a"
+		if e.Stages["predict"] > 0 {
+			mapOA, pixels = fmt.Sprintf("%.4f", e.MapAccuracy), fmt.Sprintf("%.0f", e.PixelsPerSec)
+		}
+		fmt.Fprintf(&b, "| %s | %.4f | %s | %.1f | %.4f | %.4f | %.4f | %s | %s | %.6f | %.4f |\n", e.Engine, e.TilesPerSec, pixels, e.MBPerSec,
+			e.Accuracy, e.Kappa, e.MacroF1, mapOA, repro, e.CostPerTile, e.CostPer100GB)
 	}
 	if rep.CPUvsGPU != nil {
 		fmt.Fprintf(&b, "\nCPU and GPU outputs byte-identical: %v\n", *rep.CPUvsGPU)
@@ -144,6 +156,15 @@ func short(digest string) string {
 		return "(none: remote inputs)"
 	}
 	return digest[:12]
+}
+
+// seconds is a stage's time, or n/a for a stage the engine does not run
+// (golearn writes no model, so it neither predicts nor evaluates).
+func seconds(v float64) string {
+	if v == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.3f", v)
 }
 
 func ratio(base, t float64) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"os"
 	"sort"
 
 	"gonum.org/v1/plot"
@@ -13,6 +14,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // confusionGrid adapts a row-normalised confusion matrix to plotter.GridXYZ:
@@ -24,9 +26,10 @@ func (g confusionGrid) Z(c, r int) float64 { return g.m[len(g.m)-1-r][c] }
 func (g confusionGrid) X(c int) float64    { return float64(c) }
 func (g confusionGrid) Y(r int) float64    { return float64(r) }
 
-// Confusion writes a heat map of the confusion matrix (each reference row
-// normalised to its recall shares) with counts in the cells.
-func Confusion(path string, conf [][]int64, names []string, title string) error {
+// Confusion writes a heat map of the confusion matrix, each reference row
+// normalised to its recall shares, with a colour bar; the cells print the
+// shares in %, or with counts the pixel counts.
+func Confusion(path string, conf [][]int64, names []string, title string, counts bool) error {
 	// Classes absent from both the reference and the predictions would
 	// only add empty rows and columns: they are left out.
 	conf, names = presentClasses(conf, names)
@@ -50,6 +53,9 @@ func Confusion(path string, conf [][]int64, names []string, title string) error 
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "predicted (each cell: % of its reference row)"
+	if counts {
+		p.X.Label.Text = "predicted (each cell: pixels)"
+	}
 	p.Y.Label.Text = "reference"
 	pal := moreland.SmoothBlueRed()
 	pal.SetMin(0)
@@ -61,7 +67,11 @@ func Confusion(path string, conf [][]int64, names []string, title string) error 
 	for a := range k {
 		for b := range k {
 			labels.XYs = append(labels.XYs, plotter.XY{X: float64(b), Y: float64(k - 1 - a)})
-			labels.Labels = append(labels.Labels, fmt.Sprintf("%.0f", 100*norm[a][b]))
+			text := fmt.Sprintf("%.0f", 100*norm[a][b])
+			if counts {
+				text = fmt.Sprint(conf[a][b])
+			}
+			labels.Labels = append(labels.Labels, text)
 		}
 	}
 	if l, err := plotter.NewLabels(labels); err == nil {
@@ -86,8 +96,27 @@ func Confusion(path string, conf [][]int64, names []string, title string) error 
 	p.Y.Tick.Marker = ticks(true)
 	p.X.Tick.Label.Rotation = math.Pi / 4
 	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
-	size := vg.Length(160 + 40*k)
-	if err := p.Save(size, size, path); err != nil {
+	// The colour bar, in its own plot to the right of the matrix.
+	cb := plot.New()
+	cb.Add(&plotter.ColorBar{ColorMap: pal, Vertical: true})
+	cb.HideX()
+	cb.Y.Label.Text = "% of reference row"
+	cb.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 0.25, Label: "25"}, {Value: 0.5, Label: "50"}, {Value: 0.75, Label: "75"}, {Value: 1, Label: "100"}}
+	size, bar := vg.Length(160+40*k), vg.Length(70)
+	img := vgimg.New(size+bar, size)
+	dc := draw.New(img)
+	p.Draw(draw.Crop(dc, 0, -bar, 0, 0))
+	// The bar spans the matrix's height, clear of its title and labels.
+	cb.Draw(draw.Crop(dc, size+vg.Points(8), 0, size/4, -size/8))
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("chart %s: %w", path, err)
+	}
+	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("chart %s: %w", path, err)
 	}
 	return nil

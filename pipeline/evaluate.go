@@ -35,6 +35,9 @@ type EvaluateConfig struct {
 	Resampling     string
 	SamplePerClass int
 	Seed           uint64
+	// Counts prints pixel counts in the confusion chart's cells instead
+	// of the rows' shares.
+	Counts bool
 }
 
 // DefaultEvaluateConfig is lulc evaluate's: mode resampling, 1,000 sample
@@ -137,7 +140,7 @@ func Evaluate(prediction, labels string, ec EvaluateConfig, opt Options) (Evalua
 		return res, err
 	}
 	if err := charts.Confusion(stage.Path("confusion.png"), m.Confusion, res.Names,
-		fmt.Sprintf("Prediction vs labels: OA %.3f, κ %.3f", m.Accuracy, m.Kappa)); err != nil {
+		fmt.Sprintf("Prediction vs labels: OA %.3f, κ %.3f", m.Accuracy, m.Kappa), ec.Counts); err != nil {
 		return res, err
 	}
 	return res, stage.Commit()

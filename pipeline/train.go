@@ -258,7 +258,7 @@ func writeTrainOutputs(cfg TrainConfig, set *samples.Set, ins []trainInput, mode
 		return err
 	}
 	if err := charts.Confusion(path("confusion.png"), res.Metrics.Confusion, res.ClassNames,
-		fmt.Sprintf("Validation confusion (%s): OA %.3f, κ %.3f", cfg.Engine, res.Metrics.Accuracy, res.Metrics.Kappa)); err != nil {
+		fmt.Sprintf("Validation confusion (%s): OA %.3f, κ %.3f", cfg.Engine, res.Metrics.Accuracy, res.Metrics.Kappa), false); err != nil {
 		return err
 	}
 	if err := writeResolvedConfig(path("train.yaml"), cfg); err != nil {

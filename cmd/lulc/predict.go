@@ -180,6 +180,7 @@ figures a map's users can cite. metrics.json holds both; confusion.png the matri
 	cmd.Flags().StringVar(&alg, "resampling", "mode", "how labels are warped onto the prediction's grid: mode or nearest")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory for metrics and chart")
 	cmd.Flags().IntVar(&ec.SamplePerClass, "sample-per-class", ec.SamplePerClass, "labelled pixels sampled per map class for the area-adjusted estimates (0: every one)")
+	cmd.Flags().BoolVar(&ec.Counts, "counts", false, "print pixel counts in the confusion chart's cells instead of each reference row's shares (%)")
 	cmd.Flags().Uint64Var(&ec.Seed, "seed", ec.Seed, "seed of the stratified sample")
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")
 	return cmd

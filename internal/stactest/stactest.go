@@ -1,5 +1,7 @@
 // Package stactest validates STAC documents in tests without a network:
-// go-stac's validator with the JSON schemas served from local files.
+// each document against its core schema (by type and stac_version) and
+// the schemas of its stac_extensions, with santhosh-tekuri/jsonschema (the
+// validator go-stac's own uses), the schemas served from local files.
 //
 // The schemas are the official ones, vendored under the repository's
 // testdata/stac-schemas (its README names each file's source, version,
@@ -8,7 +10,6 @@
 package stactest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,7 +20,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/planetlabs/go-stac/validator"
+	"github.com/dlclark/regexp2"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
@@ -45,6 +46,9 @@ func install() error {
 		dir = filepath.Join(strings.TrimSpace(string(out)), filepath.FromSlash(SchemaDir))
 		jsonschema.Loaders["http"] = load
 		jsonschema.Loaders["https"] = load
+		// JSON Schema's patterns are ECMAScript regular expressions (the
+		// file extension's use lookaheads, which Go's regexp lacks).
+		jsonschema.SetRegexpProvider(func() jsonschema.Regexp { return &ecmaRegexp{} })
 	})
 	return setupErr
 }
@@ -69,13 +73,13 @@ func load(raw string) (io.ReadCloser, error) {
 // Validate validates the STAC resource at path and, recursively, every
 // catalog, collection and item it links to as child or item. The links are
 // followed here, one document at a time, rather than by go-stac's
-// crawler: its in-memory queue races (the race detector reports it) and
-// can end a crawl before its queued documents run.
+// crawler: its in-memory queue races (the race detector reports it, even
+// for a single document) and can end a crawl before its queued documents
+// run.
 func Validate(path string) error {
 	if err := install(); err != nil {
 		return err
 	}
-	v := validator.New(&validator.Options{NoRecursion: true})
 	seen := map[string]bool{}
 	queue := []string{path}
 	for len(queue) > 0 {
@@ -89,20 +93,11 @@ func Validate(path string) error {
 			continue
 		}
 		seen[abs] = true
-		if err := v.Validate(context.Background(), abs); err != nil {
-			return err
-		}
-		body, err := os.ReadFile(abs)
+		links, err := validateDocument(abs)
 		if err != nil {
 			return err
 		}
-		var doc struct {
-			Links []struct{ Rel, Href string }
-		}
-		if err := json.Unmarshal(body, &doc); err != nil {
-			return fmt.Errorf("%s: %w", abs, err)
-		}
-		for _, l := range doc.Links {
+		for _, l := range links {
 			if (l.Rel == "child" || l.Rel == "item") && !strings.Contains(l.Href, "://") {
 				queue = append(queue, filepath.Join(filepath.Dir(abs), filepath.FromSlash(l.Href)))
 			}
@@ -110,3 +105,91 @@ func Validate(path string) error {
 	}
 	return nil
 }
+
+// coreSchemas are the STAC core schemas by document type, under
+// https://schemas.stacspec.org/v<stac_version>/.
+var coreSchemas = map[string]string{
+	"Feature":    "item-spec/json-schema/item.json",
+	"Collection": "collection-spec/json-schema/collection.json",
+	"Catalog":    "catalog-spec/json-schema/catalog.json",
+}
+
+// compiled caches compiled schemas by URL.
+var compiled sync.Map
+
+// validateDocument validates one STAC document against its core schema
+// and its extensions' schemas, and returns its links.
+func validateDocument(path string) ([]link, error) {
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var head struct {
+		Type       string   `json:"type"`
+		Version    string   `json:"stac_version"`
+		Extensions []string `json:"stac_extensions"`
+		Links      []link   `json:"links"`
+	}
+	if err := json.Unmarshal(body, &head); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	core, ok := coreSchemas[head.Type]
+	if !ok || head.Version == "" {
+		return nil, fmt.Errorf("%s: not a STAC document (type %q, stac_version %q)", path, head.Type, head.Version)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, u := range append([]string{"https://schemas.stacspec.org/v" + head.Version + "/" + core}, head.Extensions...) {
+		sch, err := compile(u)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if err := sch.Validate(doc); err != nil {
+			return nil, fmt.Errorf("%s: invalid against %s: %w", path, u, err)
+		}
+	}
+	return head.Links, nil
+}
+
+// link is a STAC link as the walk follows it.
+type link struct {
+	Rel  string `json:"rel"`
+	Href string `json:"href"`
+}
+
+// compile returns the compiled schema at a URL, compiling it once.
+func compile(u string) (*jsonschema.Schema, error) {
+	if s, ok := compiled.Load(u); ok {
+		return s.(*jsonschema.Schema), nil
+	}
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft7
+	s, err := c.Compile(u)
+	if err != nil {
+		return nil, fmt.Errorf("schema %s: %w", u, err)
+	}
+	compiled.Store(u, s)
+	return s, nil
+}
+
+// ecmaRegexp is a jsonschema.Regexp in ECMAScript syntax (regexp2).
+type ecmaRegexp struct{ re *regexp2.Regexp }
+
+func (r *ecmaRegexp) Compile(expr string) error {
+	re, err := regexp2.Compile(expr, regexp2.ECMAScript)
+	r.re = re
+	return err
+}
+
+func (r *ecmaRegexp) MustCompile(expr string) { r.re = regexp2.MustCompile(expr, regexp2.ECMAScript) }
+
+func (r *ecmaRegexp) MatchString(s string) bool {
+	ok, err := r.re.MatchString(s)
+	return ok && err == nil
+}
+
+func (r *ecmaRegexp) String() string { return r.re.String() }
