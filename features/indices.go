@@ -20,17 +20,23 @@ import (
 // with explicit float32 conversions after each product so that no compiler
 // fuses a multiply and an add: the CUDA twins must reproduce these bits.
 
-// Feature is one per-pixel feature: a raw band, a named spectral index or a
-// normalised difference of two bands.
+// Feature is one feature: per pixel, a raw band, a named spectral index or
+// a normalised difference of two bands; or a context feature, a statistic
+// of a per-pixel feature over a window (context.go).
 type Feature struct {
-	Name   string   // as configured: "ndvi", "B04", "nd(B08,B11)"
-	Kind   string   // "band", "index" or "nd"
+	Name   string   // as configured: "ndvi", "B04", "nd(B08,B11)", "mean(B08,15)"
+	Kind   string   // "band", "index", "nd" or "context"
 	Index  string   // registry name for Kind "index"
 	Inputs []string // lulc band names it reads, in the order fn takes them
 	// Op names the expression for the GPU twin: band, nd, evi, savi or bsi
 	// (every registry ratio is an nd of its two inputs).
 	Op string
-	fn func(in []float32) float32
+	// Stat ("mean", "std" or "range"), Size (the window's odd side) and
+	// Base (the per-pixel feature summarised) describe a context feature.
+	Stat string
+	Size int
+	Base *Feature
+	fn   func(in []float32) float32
 }
 
 // index is a registry entry: inputs as band names and the expression.
@@ -93,10 +99,14 @@ func Indices() []string {
 }
 
 // ParseFeature parses a configured feature name: a band ("B04" or an
-// asset key such as "red"), an index name ("ndvi"), or a custom normalised
-// difference "nd(a, b)" of two bands.
+// asset key such as "red"), an index name ("ndvi"), a custom normalised
+// difference "nd(a, b)" of two bands, or a context feature "stat(f, size)"
+// with stat mean, std or range.
 func ParseFeature(name string) (Feature, error) {
 	s := strings.TrimSpace(name)
+	if f, ok, err := parseContext(s); ok {
+		return f, err
+	}
 	if ix, ok := registry[strings.ToLower(s)]; ok {
 		op := ops[strings.ToLower(s)]
 		if op == "" {
@@ -128,7 +138,7 @@ func ParseFeature(name string) (Feature, error) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	return Feature{}, fmt.Errorf("unknown feature %q (indices: %s; or a band such as B04, or nd(a, b))", name, strings.Join(names, ", "))
+	return Feature{}, fmt.Errorf("unknown feature %q (indices: %s; or a band such as B04, nd(a, b), or mean|std|range(feature, size))", name, strings.Join(names, ", "))
 }
 
 // Set is an ordered list of features computed from a stack whose bands
@@ -137,7 +147,14 @@ type Set struct {
 	Features []Feature
 	Bands    []string // the stack's band order
 	inputs   [][]int  // per feature, positions of its inputs in Bands
+	// contextPlane is, per context feature, its plane among a Computer's
+	// inputs (after the bands).
+	contextPlane map[int]int
 }
+
+// Planes is the number of input planes a Computer takes: the bands, then
+// a plane per context feature.
+func (s *Set) Planes() int { return len(s.Bands) + len(s.contextPlane) }
 
 // NewSet parses the feature names against the stack's bands, and fails
 // naming any band a feature needs that the stack lacks.
@@ -164,6 +181,12 @@ func NewSet(names, bands []string) (*Set, error) {
 			}
 			pos = append(pos, i)
 		}
+		if f.Kind == "context" {
+			if s.contextPlane == nil {
+				s.contextPlane = map[int]int{}
+			}
+			s.contextPlane[len(s.Features)] = len(bands) + len(s.contextPlane)
+		}
 		s.Features = append(s.Features, f)
 		s.inputs = append(s.inputs, pos)
 	}
@@ -183,8 +206,10 @@ func (s *Set) Names() []string {
 }
 
 // Computer computes a Set's features for a window of pixels. src holds one
-// reflectance plane per stack band; dst one plane per feature, of the same
-// length. The CPU implementation below is the reference; the GPU one in
+// reflectance plane per stack band, then, when the set has context
+// features, one plane per context feature (Set.ContextCompute's, which a
+// context feature's value is taken from); dst one plane per feature, of
+// the same length. The CPU implementation below is the reference; the GPU one in
 // package cuda implements the same interface.
 type Computer interface {
 	Compute(dst, src [][]float32) error
@@ -196,8 +221,8 @@ type CPU struct{ Set *Set }
 // Compute implements Computer.
 func (c CPU) Compute(dst, src [][]float32) error {
 	s := c.Set
-	if len(src) != len(s.Bands) || len(dst) != len(s.Features) {
-		return fmt.Errorf("features: %d band planes and %d feature planes for %d bands and %d features", len(src), len(dst), len(s.Bands), len(s.Features))
+	if len(src) != s.Planes() || len(dst) != len(s.Features) {
+		return fmt.Errorf("features: %d input planes and %d feature planes for %d bands, %d context features and %d features", len(src), len(dst), len(s.Bands), s.Planes()-len(s.Bands), len(s.Features))
 	}
 	n := len(src[0])
 	for _, p := range append(append([][]float32{}, src...), dst...) {
@@ -215,6 +240,10 @@ func (c CPU) Compute(dst, src [][]float32) error {
 			for fi, f := range s.Features {
 				pos := s.inputs[fi]
 				out := dst[fi]
+				if f.Kind == "context" {
+					copy(out[lo:hi], src[s.contextPlane[fi]][lo:hi])
+					continue
+				}
 				for i := lo; i < hi; i++ {
 					nan := false
 					for k, p := range pos {

@@ -1,0 +1,322 @@
+package features
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Context features summarise a per-pixel feature (a band, an index or an
+// nd) over the size×size square centred on each pixel: mean(B08, 15),
+// std(ndvi, 7), range(B11, 7). The arithmetic is exact, so that any
+// order of summation, the CPU's running sums or a GPU's, gives the same
+// bits:
+//
+//   - the window holds the pixels of the square that lie inside the tile
+//     (a window at the tile's edge is cut, not padded) and whose value is
+//     not NaN; its count n may be anything from 0 to size²;
+//   - for mean and std each value v is clamped to [−4, 4] and quantised
+//     to q = round-half-even(v × 2¹⁸), an integer; the window's sums Σq
+//     and Σq² are exact in int64 (size ≤ 31 keeps n·Σq² below 2⁶⁰);
+//   - mean = float32((float64(Σq) / float64(n)) × 2⁻¹⁸);
+//   - std (population) = float32((√float64(n·Σq² − (Σq)²) / float64(n)) × 2⁻¹⁸),
+//     the square root IEEE-rounded;
+//   - range = max − min of the window's values as float32 (not quantised);
+//   - n = 0 gives NaN (canonical).
+//
+// Whether the centre pixel itself has a value does not matter: a gap is
+// described by its neighbours.
+const (
+	// ContextMaxSize is the largest window side.
+	ContextMaxSize = 31
+	// contextClamp bounds the quantised values: reflectance and the
+	// normalised indices lie well inside it.
+	contextClamp = 4
+	// contextQuantum is 2¹⁸: values are summed as multiples of 2⁻¹⁸.
+	contextQuantum = 1 << 18
+)
+
+// contextStats are the statistics a context feature may take.
+var contextStats = map[string]bool{"mean": true, "std": true, "range": true}
+
+// parseContext parses "stat(feature, size)"; ok is false when s is not of
+// that form at all.
+func parseContext(s string) (Feature, bool, error) {
+	open := strings.IndexByte(s, '(')
+	if open < 0 || !strings.HasSuffix(s, ")") {
+		return Feature{}, false, nil
+	}
+	stat := strings.ToLower(strings.TrimSpace(s[:open]))
+	if !contextStats[stat] {
+		return Feature{}, false, nil
+	}
+	args := s[open+1 : len(s)-1]
+	comma := strings.LastIndexByte(args, ',')
+	if comma < 0 {
+		return Feature{}, true, fmt.Errorf("feature %q: %s takes a feature and a window size, as in %s(B08, 7)", s, stat, stat)
+	}
+	size, err := strconv.Atoi(strings.TrimSpace(args[comma+1:]))
+	if err != nil || size < 3 || size > ContextMaxSize || size%2 == 0 {
+		return Feature{}, true, fmt.Errorf("feature %q: window size %q must be an odd number of pixels from 3 to %d", s, strings.TrimSpace(args[comma+1:]), ContextMaxSize)
+	}
+	base, err := ParseFeature(strings.TrimSpace(args[:comma]))
+	if err != nil {
+		return Feature{}, true, fmt.Errorf("feature %q: %w", s, err)
+	}
+	if base.Kind == "context" {
+		return Feature{}, true, fmt.Errorf("feature %q: a context feature summarises a band or an index, not another context feature", s)
+	}
+	b := base
+	return Feature{
+		Name: fmt.Sprintf("%s(%s,%d)", stat, base.Name, size), Kind: "context", Inputs: base.Inputs,
+		Op: "context", Stat: stat, Size: size, Base: &b,
+	}, true, nil
+}
+
+// Radius is the largest context window's half side (0 without context
+// features): the halo a window of pixels needs around it.
+func (s *Set) Radius() int {
+	r := 0
+	for _, f := range s.Features {
+		if f.Kind == "context" {
+			r = max(r, f.Size/2)
+		}
+	}
+	return r
+}
+
+// ContextFeatures lists the positions in Features of the context
+// features, in order.
+func (s *Set) ContextFeatures() []int {
+	var out []int
+	for i, f := range s.Features {
+		if f.Kind == "context" {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Values names what a pixel's values are made of, for a draw that keeps
+// them before features are computed: the stack's bands, then the context
+// features (computed where the pixel's neighbours are at hand).
+func (s *Set) Values() []string {
+	out := append([]string{}, s.Bands...)
+	for _, i := range s.ContextFeatures() {
+		out = append(out, s.Features[i].Name)
+	}
+	return out
+}
+
+// SplitValues splits Values' names back into the bands and the context
+// features' names.
+func SplitValues(names []string) (bands, context []string) {
+	for i, n := range names {
+		if f, ok, err := parseContext(n); ok && err == nil && f.Kind == "context" {
+			return names[:i], names[i:]
+		}
+	}
+	return names, nil
+}
+
+// Rect is a block of pixels with a halo: planes hold Width×Height pixels
+// row-major, of which the inner rectangle from (X, Y), InnerW×InnerH, is
+// what is computed. Pixels beyond the block are outside the tile: a block
+// must carry, on each side, the halo of the set's Radius or all the tile
+// there is, for the results not to depend on how a tile is cut.
+type Rect struct {
+	Width, Height  int
+	X, Y           int
+	InnerW, InnerH int
+}
+
+// Halo returns the rectangle to read for the inner w×h block at (x, y) of
+// a width×height tile, with a halo of r cut at the tile's edges, as the
+// tile's coordinates of the outer block (ox, oy) and its Rect.
+func Halo(x, y, w, h, width, height, r int) (ox, oy int, rect Rect) {
+	ox, oy = max(0, x-r), max(0, y-r)
+	ex, ey := min(width, x+w+r), min(height, y+h+r)
+	return ox, oy, Rect{Width: ex - ox, Height: ey - oy, X: x - ox, Y: y - oy, InnerW: w, InnerH: h}
+}
+
+// ContextCompute computes the set's context features for rect's inner
+// pixels from the band planes of the whole block (reflectance, NaN where
+// missing): dst gets one plane per context feature, in ContextFeatures'
+// order, of InnerW×InnerH pixels. Features that share a base share its
+// values and sums.
+func (s *Set) ContextCompute(dst [][]float32, src [][]float32, rect Rect) error {
+	ctx := s.ContextFeatures()
+	if len(dst) != len(ctx) || len(src) != len(s.Bands) {
+		return fmt.Errorf("features: %d context planes and %d band planes for %d context features and %d bands", len(dst), len(src), len(ctx), len(s.Bands))
+	}
+	n := rect.Width * rect.Height
+	if rect.X < 0 || rect.Y < 0 || rect.X+rect.InnerW > rect.Width || rect.Y+rect.InnerH > rect.Height {
+		return fmt.Errorf("features: inner block %+v outside its halo", rect)
+	}
+	for _, p := range src {
+		if len(p) != n {
+			return fmt.Errorf("features: band plane of %d pixels for a block of %d", len(p), n)
+		}
+	}
+	for _, p := range dst {
+		if len(p) != rect.InnerW*rect.InnerH {
+			return fmt.Errorf("features: context plane of %d pixels for an inner block of %d", len(p), rect.InnerW*rect.InnerH)
+		}
+	}
+	// Base values once per distinct base feature.
+	values := map[string][]float32{}
+	in := make([]float32, 4)
+	for k, fi := range ctx {
+		f := s.Features[fi]
+		v, ok := values[f.Base.Name]
+		if !ok {
+			v = make([]float32, n)
+			pos := s.inputs[fi]
+			for i := range n {
+				v[i] = pixelValue(f.Base, pos, src, i, in)
+			}
+			values[f.Base.Name] = v
+		}
+		switch f.Stat {
+		case "range":
+			windowRange(dst[k], v, rect, f.Size/2)
+		default:
+			windowMoments(dst[k], v, rect, f.Size/2, f.Stat == "std")
+		}
+	}
+	return nil
+}
+
+// pixelValue is a per-pixel feature's value at pixel i: NaN when an input
+// is, canonical NaN for any NaN result (as CPU.Compute).
+func pixelValue(f *Feature, pos []int, src [][]float32, i int, in []float32) float32 {
+	for k, p := range pos {
+		v := src[p][i]
+		if v != v {
+			return float32(math.NaN())
+		}
+		in[k] = v
+	}
+	v := f.fn(in[:len(pos)])
+	if v != v {
+		return float32(math.NaN())
+	}
+	return v
+}
+
+// Quantise is a value as context sums take it: clamped to [−4, 4], in
+// multiples of 2⁻¹⁸, rounded half to even. v must not be NaN.
+func Quantise(v float32) int64 {
+	v = min(max(v, -contextClamp), contextClamp)
+	return int64(math.RoundToEven(float64(v) * contextQuantum))
+}
+
+// Moments turns a window's exact sums into its mean or (population)
+// standard deviation, as the package doc defines them.
+func Moments(sum, sumSq int64, n int64, std bool) float32 {
+	if n == 0 {
+		return float32(math.NaN())
+	}
+	if std {
+		return float32(math.Sqrt(float64(n*sumSq-sum*sum)) / float64(n) * (1.0 / contextQuantum))
+	}
+	return float32(float64(sum) / float64(n) * (1.0 / contextQuantum))
+}
+
+// windowMoments writes the mean or std of every inner pixel's window:
+// running sums along rows, then along columns, over the quantised values.
+func windowMoments(dst, v []float32, rect Rect, r int, std bool) {
+	w, h := rect.Width, rect.Height
+	iw := rect.InnerW
+	// Row sums over each inner column's horizontal span, for every row of
+	// the block.
+	hs, hq, hn := make([]int64, h*iw), make([]int64, h*iw), make([]int64, h*iw)
+	q := make([]int64, w)
+	ok := make([]bool, w)
+	for y := range h {
+		row := v[y*w : (y+1)*w]
+		for x, val := range row {
+			ok[x] = val == val
+			if ok[x] {
+				q[x] = Quantise(val)
+			}
+		}
+		var s, sq, c int64
+		add := func(x int, sign int64) {
+			if x >= 0 && x < w && ok[x] {
+				s += sign * q[x]
+				sq += sign * q[x] * q[x]
+				c += sign
+			}
+		}
+		x0 := rect.X
+		for x := x0 - r; x <= x0+r; x++ {
+			add(x, 1)
+		}
+		for j := range iw {
+			if j > 0 {
+				add(x0+j+r, 1)
+				add(x0+j-r-1, -1)
+			}
+			hs[y*iw+j], hq[y*iw+j], hn[y*iw+j] = s, sq, c
+		}
+	}
+	// Column sums of the row sums over each inner row's vertical span.
+	for j := range iw {
+		var s, sq, c int64
+		add := func(y int, sign int64) {
+			if y >= 0 && y < h {
+				s += sign * hs[y*iw+j]
+				sq += sign * hq[y*iw+j]
+				c += sign * hn[y*iw+j]
+			}
+		}
+		y0 := rect.Y
+		for y := y0 - r; y <= y0+r; y++ {
+			add(y, 1)
+		}
+		for i := range rect.InnerH {
+			if i > 0 {
+				add(y0+i+r, 1)
+				add(y0+i-r-1, -1)
+			}
+			dst[i*iw+j] = Moments(s, sq, c, std)
+		}
+	}
+}
+
+// windowRange writes max − min of every inner pixel's window: the row
+// extremes over each inner column's span, then the column extremes.
+func windowRange(dst, v []float32, rect Rect, r int) {
+	w, h := rect.Width, rect.Height
+	iw := rect.InnerW
+	inf := float32(math.Inf(1))
+	hmax, hmin := make([]float32, h*iw), make([]float32, h*iw)
+	for y := range h {
+		row := v[y*w : (y+1)*w]
+		for j := range iw {
+			lo, hi := inf, -inf
+			for x := max(0, rect.X+j-r); x <= min(w-1, rect.X+j+r); x++ {
+				if val := row[x]; val == val {
+					lo, hi = min(lo, val), max(hi, val)
+				}
+			}
+			hmax[y*iw+j], hmin[y*iw+j] = hi, lo
+		}
+	}
+	for i := range rect.InnerH {
+		y := rect.Y + i
+		for j := range iw {
+			lo, hi := inf, -inf
+			for yy := max(0, y-r); yy <= min(h-1, y+r); yy++ {
+				lo, hi = min(lo, hmin[yy*iw+j]), max(hi, hmax[yy*iw+j])
+			}
+			if lo > hi {
+				dst[i*iw+j] = float32(math.NaN())
+			} else {
+				dst[i*iw+j] = hi - lo
+			}
+		}
+	}
+}

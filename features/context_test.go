@@ -1,0 +1,212 @@
+package features
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// contextTile is a w×h tile of the ten stack bands with gaps (NaN) and
+// values beyond the clamp.
+func contextTile(w, h int, seed uint64) ([]string, [][]float32) {
+	bands := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
+	r := rand.New(rand.NewPCG(seed, 1))
+	planes := make([][]float32, len(bands))
+	for b := range planes {
+		planes[b] = make([]float32, w*h)
+		for i := range planes[b] {
+			switch v := r.Float32(); {
+			case v < 0.03:
+				planes[b][i] = float32(math.NaN())
+			case v < 0.04:
+				planes[b][i] = 5 + v // beyond the clamp
+			default:
+				planes[b][i] = r.Float32() * 0.6
+			}
+		}
+	}
+	return bands, planes
+}
+
+var contextNames = []string{"B04", "mean(B08,15)", "std(ndvi,7)", "range(B11,7)", "mean(ndvi,3)", "std(B08, 3)", "range(nd(B08,B11),5)", "ndvi"}
+
+// naiveContext is the package doc's definition, pixel by pixel.
+func naiveContext(f Feature, pos []int, planes [][]float32, w, h, x, y int) float32 {
+	r := f.Size / 2
+	var s, sq, n int64
+	lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+	in := make([]float32, 4)
+	for yy := max(0, y-r); yy <= min(h-1, y+r); yy++ {
+		for xx := max(0, x-r); xx <= min(w-1, x+r); xx++ {
+			v := pixelValue(f.Base, pos, planes, yy*w+xx, in)
+			if v != v {
+				continue
+			}
+			q := Quantise(v)
+			s, sq, n = s+q, sq+q*q, n+1
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	if f.Stat == "range" {
+		if n == 0 {
+			return float32(math.NaN())
+		}
+		return hi - lo
+	}
+	return Moments(s, sq, n, f.Stat == "std")
+}
+
+func TestContextMatchesDefinition(t *testing.T) {
+	w, h := 61, 47
+	bands, planes := contextTile(w, h, 3)
+	set, err := NewSet(contextNames, bands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := set.ContextFeatures()
+	if len(ctx) != 6 || set.Radius() != 7 || set.Planes() != len(bands)+6 {
+		t.Fatalf("context features %v, radius %d, planes %d", ctx, set.Radius(), set.Planes())
+	}
+	dst := make([][]float32, len(ctx))
+	for k := range dst {
+		dst[k] = make([]float32, w*h)
+	}
+	if err := set.ContextCompute(dst, planes, Rect{Width: w, Height: h, InnerW: w, InnerH: h}); err != nil {
+		t.Fatal(err)
+	}
+	for k, fi := range ctx {
+		f := set.Features[fi]
+		for y := range h {
+			for x := range w {
+				want := naiveContext(f, set.Inputs(fi), planes, w, h, x, y)
+				if got := dst[k][y*w+x]; math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("%s at (%d, %d): %v, want %v", f.Name, x, y, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestContextCutTwoWays computes the same tile's features whole and cut
+// into windows of two sizes, each read with its halo: every bit agrees.
+func TestContextCutTwoWays(t *testing.T) {
+	w, h := 97, 83
+	bands, planes := contextTile(w, h, 9)
+	set, err := NewSet(contextNames, bands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := computeCut(t, set, planes, w, h, max(w, h))
+	for _, side := range []int{16, 33} {
+		cut := computeCut(t, set, planes, w, h, side)
+		for f := range whole {
+			for i := range whole[f] {
+				if math.Float32bits(whole[f][i]) != math.Float32bits(cut[f][i]) {
+					t.Fatalf("windows of %d: %s differs at pixel %d: %v, whole tile %v", side, set.Features[f].Name, i, cut[f][i], whole[f][i])
+				}
+			}
+		}
+	}
+}
+
+// computeCut computes every feature of a w×h tile window by window, each
+// window read with the set's halo, as prediction does.
+func computeCut(t *testing.T, set *Set, planes [][]float32, w, h, side int) [][]float32 {
+	out := make([][]float32, len(set.Features))
+	for f := range out {
+		out[f] = make([]float32, w*h)
+	}
+	nctx := len(set.ContextFeatures())
+	for y := 0; y < h; y += side {
+		for x := 0; x < w; x += side {
+			ww, wh := min(side, w-x), min(side, h-y)
+			ox, oy, rect := Halo(x, y, ww, wh, w, h, set.Radius())
+			block := make([][]float32, len(planes))
+			for b := range planes {
+				block[b] = make([]float32, rect.Width*rect.Height)
+				for r := range rect.Height {
+					copy(block[b][r*rect.Width:(r+1)*rect.Width], planes[b][(oy+r)*w+ox:])
+				}
+			}
+			src := make([][]float32, len(planes)+nctx)
+			for b := range planes {
+				src[b] = make([]float32, ww*wh)
+				for r := range wh {
+					copy(src[b][r*ww:(r+1)*ww], block[b][(rect.Y+r)*rect.Width+rect.X:])
+				}
+			}
+			for k := range nctx {
+				src[len(planes)+k] = make([]float32, ww*wh)
+			}
+			if err := set.ContextCompute(src[len(planes):], block, rect); err != nil {
+				t.Fatal(err)
+			}
+			dst := make([][]float32, len(set.Features))
+			for f := range dst {
+				dst[f] = make([]float32, ww*wh)
+			}
+			if err := (CPU{Set: set}).Compute(dst, src); err != nil {
+				t.Fatal(err)
+			}
+			for f := range dst {
+				for r := range wh {
+					copy(out[f][(y+r)*w+x:(y+r)*w+x+ww], dst[f][r*ww:(r+1)*ww])
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestParseContext(t *testing.T) {
+	for in, want := range map[string]string{
+		"mean(B08, 15)":        "mean(B08,15)",
+		"STD(ndvi,7)":          "std(ndvi,7)",
+		"range(nir, 3)":        "range(B08,3)",
+		"mean(nd(B08, B11),5)": "mean(nd(B08,B11),5)",
+	} {
+		f, err := ParseFeature(in)
+		if err != nil || f.Name != want || f.Kind != "context" {
+			t.Errorf("%q: %+v, %v; want %s", in, f, err, want)
+		}
+	}
+	for in, msg := range map[string]string{
+		"mean(B08)":            "window size",
+		"mean(B08, 4)":         "odd",
+		"mean(B08, 33)":        "odd",
+		"mean(B08, x)":         "odd",
+		"std(FOO, 3)":          "unknown",
+		"range(mean(B08,3),5)": "not another context",
+		"median(B08, 3)":       "unknown feature",
+	} {
+		_, err := ParseFeature(in)
+		if err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: %v, want an error saying %q", in, err, msg)
+		}
+	}
+	// Context features need their base's bands in the stack.
+	if _, err := NewSet([]string{"mean(B11,3)"}, []string{"B04", "B08"}); err == nil || !strings.Contains(err.Error(), "B11") {
+		t.Errorf("a missing band: %v", err)
+	}
+	bands, ctx := SplitValues([]string{"B04", "B08", "mean(B08,3)", "std(ndvi,5)"})
+	if len(bands) != 2 || len(ctx) != 2 {
+		t.Errorf("SplitValues: %v %v", bands, ctx)
+	}
+}
+
+// TestContextComputeRefuses checks the shapes ContextCompute takes.
+func TestContextComputeRefuses(t *testing.T) {
+	bands, planes := contextTile(10, 10, 1)
+	set, _ := NewSet([]string{"mean(B08,3)"}, bands)
+	dst := [][]float32{make([]float32, 100)}
+	if err := set.ContextCompute(dst, planes, Rect{Width: 10, Height: 10, X: 2, InnerW: 10, InnerH: 10}); err == nil {
+		t.Error("an inner block past its halo was accepted")
+	}
+	if err := set.ContextCompute(dst[:0], planes, Rect{Width: 10, Height: 10, InnerW: 10, InnerH: 10}); err == nil {
+		t.Error("too few context planes were accepted")
+	}
+	if err := (CPU{Set: set}).Compute([][]float32{make([]float32, 100)}, planes); err == nil {
+		t.Error("Compute without the context plane was accepted")
+	}
+}
