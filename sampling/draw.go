@@ -2,6 +2,7 @@ package sampling
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/internal/rng"
 )
 
@@ -528,7 +530,7 @@ func reflectanceTable(in Input) *[65536]float32 {
 
 // addTile draws from an input in memory (see drawInput) and merges its
 // candidates into the reservoirs, which hold what earlier inputs kept.
-func (sp *Sampler) addTile(in Input, ii uint64) error {
+func (sp *Sampler) addTile(in Input, ii uint64, set *features.Set) error {
 	t := in.Tile
 	if len(t.DN) != len(in.Bands) {
 		return fmt.Errorf("%s has %d bands, the input lists %d", in.Name, len(t.DN), len(in.Bands))
@@ -564,6 +566,13 @@ func (sp *Sampler) addTile(in Input, ii uint64) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", in.Name, err)
 	}
+	nv := len(t.DN)
+	if set.Radius() > 0 {
+		if bands, err = withContext(in, set, out, bands); err != nil {
+			return fmt.Errorf("%s: %w", in.Name, err)
+		}
+		nv = set.Planes()
+	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	// Every pixel but the unlabelled (code 0) is labelled.
@@ -581,10 +590,68 @@ func (sp *Sampler) addTile(in Input, ii uint64) error {
 				if k >= len(sp.res) {
 					return
 				}
-				sp.res[k].merge(out[k], bands[k], len(t.DN), s.MaxPerClass)
+				sp.res[k].merge(out[k], bands[k], nv, s.MaxPerClass)
 			}
 		})
 	}
 	wg.Wait()
 	return nil
+}
+
+// withContext appends to each candidate's band reflectances its context
+// features: the tile is read back strip by strip with the set's halo
+// (readStrip, as strips from files are), only the strips that hold
+// candidates, on several cores, and each candidate takes its pixel's
+// values. It returns the reservoirs' values, set.Planes() per candidate,
+// with the entries' places moved to match.
+func withContext(in Input, set *features.Set, out [][]entry, bands [][]float32) ([][]float32, error) {
+	t := in.Tile
+	w, h := t.Grid.Width, t.Grid.Height
+	nb, nv := len(set.Bands), set.Planes()
+	type place struct{ k, j int }
+	strips := make([][]place, (h+stripRows-1)/stripRows)
+	values := make([][]float32, len(out))
+	for k, c := range out {
+		values[k] = make([]float32, len(c)*nv)
+		for j, e := range c {
+			row := int(e.id >> 20 & (1<<20 - 1))
+			strips[row/stripRows] = append(strips[row/stripRows], place{k, j})
+			// The bands as they are; the context values follow.
+			copy(values[k][j*nv:j*nv+nb], bands[k][e.at:e.at+nb])
+			c[j].at = j * nv
+		}
+	}
+	read := func(r0, n int) Strip { return memStrip(in, t, r0, n) }
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, len(strips))
+	for range max(1, min(runtime.GOMAXPROCS(0), 8)) {
+		wg.Go(func() {
+			for {
+				s := int(next.Add(1) - 1)
+				if s >= len(strips) {
+					return
+				}
+				if len(strips[s]) == 0 {
+					continue
+				}
+				r0 := s * stripRows
+				st := readStrip(read, set, w, h, r0, min(stripRows, h-r0))
+				if st.Err != nil {
+					errs[s] = st.Err
+					return
+				}
+				for _, p := range strips[s] {
+					e := out[p.k][p.j]
+					i := (int(e.id>>20&(1<<20-1))-r0)*w + int(e.id&(1<<20-1))
+					dst := values[p.k][e.at+nb : e.at+nv]
+					for c := range dst {
+						dst[c] = st.Planes[nb+c][i]
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return values, errors.Join(errs...)
 }

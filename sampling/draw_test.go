@@ -45,6 +45,22 @@ func referenceSamples(t *testing.T, cfg Config, names []string, scheme landcover
 		sources = append(sources, in.Name)
 		tile := in.Tile
 		w, h := tile.Grid.Width, tile.Grid.Height
+		// The context features of every pixel, from the whole tile.
+		refl := make([][]float32, len(tile.DN))
+		for b, dn := range tile.DN {
+			refl[b] = make([]float32, w*h)
+			for i, v := range dn {
+				refl[b][i] = float32(v)
+			}
+			in.Reflectance(refl[b])
+		}
+		ctx := make([][]float32, set.Planes()-len(set.Bands))
+		for k := range ctx {
+			ctx[k] = make([]float32, w*h)
+		}
+		if err := set.ContextCompute(ctx, refl, features.Rect{Width: w, Height: h, InnerW: w, InnerH: h}); err != nil {
+			t.Fatal(err)
+		}
 		for row := range h {
 			for col := range w {
 				i := row*w + col
@@ -69,6 +85,9 @@ func referenceSamples(t *testing.T, cfg Config, names []string, scheme landcover
 				}
 				if missing {
 					continue
+				}
+				for _, p := range ctx {
+					bands = append(bands, p[i])
 				}
 				split := 0
 				if rng.Unit(rng.Hash(s.Seed, 0x7a1, uint64(ii), uint64(row/s.BlockSize), uint64(col/s.BlockSize))) < s.ValidationFraction {
@@ -100,7 +119,7 @@ func referenceSamples(t *testing.T, cfg Config, names []string, scheme landcover
 		}
 	}
 	out := &samples.Set{Header: samples.Header{Features: set.Names(), Classes: scheme.Codes(), Sources: sources, Seed: s.Seed}}
-	nb, nf := len(set.Bands), len(set.Features)
+	nb, nf := set.Planes(), len(set.Features)
 	planes := make([][]float32, nb)
 	for split := range 2 {
 		for c := range k {
@@ -151,6 +170,11 @@ func randomDrawCase(t *testing.T, seed uint64, big bool) drawCase {
 	scheme := landcover.WorldCover
 	bands := []string{"B02", "B03", "B04", "B08"}
 	names := []string{"B02", "B04", "B08", "ndvi", "ndwi"}
+	if seed%2 == 0 {
+		// Context features: the draw's paths read their neighbourhoods
+		// through halos, the reference from the whole tile.
+		names = append(names, "mean(B08,5)", "std(ndvi,3)", "range(B04,7)")
+	}
 	side, most := 70, 60
 	if big {
 		// Many pixels per histogram bin: the bound falls inside one.

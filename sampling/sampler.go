@@ -99,7 +99,7 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 	ii := uint64(index)
 	if in.Tile != nil && !sp.scheme.Has(0) {
 		sp.mu.Unlock()
-		return sp.addTile(in, ii)
+		return sp.addTile(in, ii, fs)
 	}
 	defer sp.mu.Unlock()
 	src, err := in.source()
@@ -115,7 +115,7 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 	}
 	s := sp.cfg
 	strips := (src.Height + stripRows - 1) / stripRows
-	slots, wait := readStrips(src, nil, nil, strips)
+	slots, wait := readStrips(src, fs, nil, strips)
 	defer wait()
 	limits := make([]uint64, len(sp.res))
 	for k := range strips {
@@ -126,7 +126,7 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 		for r, res := range sp.res {
 			limits[r] = res.limit
 		}
-		found, counts := screenStrip(st, src.Width, k*stripRows, ii, class, limits, s)
+		found, counts := screenStrip(st, len(fs.Bands), src.Width, k*stripRows, ii, class, limits, s)
 		sp.labelled += counts.labelled
 		for code, n := range counts.outside {
 			sp.outside[code] += n
@@ -208,9 +208,10 @@ type survivor struct {
 }
 
 // screenStrip returns, per part of the strip's rows (in order) and per
-// reservoir, the labelled pixels with every band present whose key is
-// below the reservoir's limit, in raster order. Parts run on every core.
-func screenStrip(st Strip, w, r0 int, ii uint64, class [256]int, limits []uint64, s Config) ([][][]survivor, labelCounts) {
+// reservoir, the labelled pixels with every band (the first nb planes)
+// present whose key is below the reservoir's limit, in raster order. Parts
+// run on every core.
+func screenStrip(st Strip, nb, w, r0 int, ii uint64, class [256]int, limits []uint64, s Config) ([][][]survivor, labelCounts) {
 	h := len(st.Labels) / w
 	parts := max(1, min(h, runtime.GOMAXPROCS(0)))
 	found := make([][][]survivor, parts)
@@ -236,7 +237,7 @@ func screenStrip(st Strip, w, r0 int, ii uint64, class [256]int, limits []uint64
 							counts[p].outside[code]++
 						}
 					}
-					if c < 0 || missingBand(st.Planes, i) {
+					if c < 0 || missingBand(st.Planes[:nb], i) {
 						continue
 					}
 					res := c*2 + splits[col/s.BlockSize]
@@ -319,7 +320,7 @@ func (sp *Sampler) Finish() (*samples.Set, *features.Set, error) {
 		n += len(r.entries)
 	}
 	out.Y, out.Split, out.Pixel = make([]uint8, 0, n), make([]uint8, 0, n), make([]uint64, 0, n)
-	bands := make([]float32, 0, n*len(sp.set.Bands))
+	bands := make([]float32, 0, n*sp.set.Planes())
 	for split := range 2 {
 		for c := range k {
 			r := sp.res[c*2+split]
@@ -340,11 +341,12 @@ func (sp *Sampler) Finish() (*samples.Set, *features.Set, error) {
 }
 
 // features computes the kept pixels' features in one batch from their
-// band reflectances (nb per pixel), rows in the order given. The features
-// are per-pixel functions of the bands, so a batch of scattered pixels
-// gives the bits a whole strip would.
+// values (band reflectances, then context features: set.Planes() per
+// pixel), rows in the order given. The features are per-pixel functions of
+// these values, so a batch of scattered pixels gives the bits a whole
+// strip would.
 func (sp *Sampler) features(bands []float32, n int) ([]float32, error) {
-	nb, nf := len(sp.set.Bands), len(sp.set.Features)
+	nb, nf := sp.set.Planes(), len(sp.set.Features)
 	planes := features.Columns(bands, nb)
 	feats := make([][]float32, nf)
 	for f := range feats {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/internal/rng"
@@ -56,9 +57,10 @@ func (sp *Sampler) Draw(total int, scale, offset float64, nodata *float64) (*sam
 			d.Outside[uint8(code)] = n
 		}
 	}
+	// A candidate's values: its bands, then its context features.
 	var bands []string
 	if sp.set != nil {
-		bands = sp.set.Bands
+		bands = sp.set.Values()
 	}
 	out := &samples.Set{Header: samples.Header{Features: bands, Classes: sp.scheme.Codes(), Sources: names, Seed: sp.cfg.Seed, Draw: d}}
 	for r, res := range sp.res {
@@ -98,9 +100,13 @@ func (sp *Sampler) Merge(d *samples.Set) error {
 		}
 		return nil
 	}
-	fs, err := features.NewSet(sp.names, d.Features)
+	bandNames, context := features.SplitValues(d.Features)
+	fs, err := features.NewSet(sp.names, bandNames)
 	if err != nil {
 		return fmt.Errorf("merge: %w", err)
+	}
+	if want := fs.Values()[len(bandNames):]; !slices.Equal(context, want) {
+		return fmt.Errorf("merge: the draw holds context features [%s], the features configured need [%s]", strings.Join(context, ", "), strings.Join(want, ", "))
 	}
 	if sp.set != nil && !slices.Equal(sp.set.Bands, fs.Bands) {
 		return fmt.Errorf("merge: bands %v differ from %v", fs.Bands, sp.set.Bands)

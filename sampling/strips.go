@@ -112,7 +112,8 @@ type stripSlot struct {
 }
 
 // readStrips starts workers that read strips in order, a bounded number
-// ahead of the consumer, and, when comp is not nil, compute their features
+// ahead of the consumer (with their context planes when set has context
+// features: readStrip), and, when comp is not nil, compute their features
 // (one strip at a time per Computer). wait stops the workers and waits for them: they use comp,
 // which the caller closes after.
 func readStrips(src Source, set *features.Set, comp features.Computer, strips int) ([]stripSlot, func()) {
@@ -154,7 +155,7 @@ func readStrips(src Source, set *features.Set, comp features.Computer, strips in
 				}
 				if st.Err == nil {
 					r0 := k * stripRows
-					st = read(r0, min(stripRows, src.Height-r0))
+					st = readStrip(read, set, src.Width, src.Height, r0, min(stripRows, src.Height-r0))
 				}
 				if st.Err == nil && comp != nil {
 					st.feats = make([][]float32, len(set.Features))
@@ -173,6 +174,41 @@ func readStrips(src Source, set *features.Set, comp features.Computer, strips in
 		})
 	}
 	return slots, func() { close(stop); wg.Wait() }
+}
+
+// readStrip reads the h rows from r0 of a width×height input. When set
+// has context features, the rows are read with the set's halo above and
+// below (cut at the input's edges), the context features computed for the
+// strip's pixels from it, and their planes appended to the bands': a
+// strip's planes are then set.Planes() long, the values a Computer takes.
+func readStrip(read func(r0, h int) Strip, set *features.Set, width, height, r0, h int) Strip {
+	r := 0
+	if set != nil {
+		r = set.Radius()
+	}
+	if r == 0 {
+		return read(r0, h)
+	}
+	_, oy, rect := features.Halo(0, r0, width, h, width, height, r)
+	st := read(oy, rect.Height)
+	if st.Err != nil {
+		return st
+	}
+	n := width * h
+	ctx := make([][]float32, len(set.ContextFeatures()))
+	for k := range ctx {
+		ctx[k] = make([]float32, n)
+	}
+	if err := set.ContextCompute(ctx, st.Planes, rect); err != nil {
+		return Strip{Err: err}
+	}
+	inner := rect.Y * width
+	out := Strip{Labels: st.Labels[inner : inner+n]}
+	for _, p := range st.Planes {
+		out.Planes = append(out.Planes, p[inner:inner+n])
+	}
+	out.Planes = append(out.Planes, ctx...)
+	return out
 }
 
 // memStrip takes the h rows from r0 of a tile in memory. DNs become float32
