@@ -210,7 +210,10 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 	var next atomic.Int64
 	var rg sync.WaitGroup
 	var bufs buffers
+	// Context features need their windows' neighbourhoods on the host
+	// (readWindows): their windows go to the predictor as planes.
 	_, dnMode := pred.(DNPredictor)
+	dnMode = dnMode && set.Radius() == 0
 	for range readers {
 		rg.Go(func() { readWindows(ctx, t, set, wins, dnMode, &bufs, &next, read, &readNs, fail) })
 	}
@@ -414,6 +417,21 @@ func readWindows(ctx context.Context, t Tile, set *features.Set, wins []window, 
 		} else {
 			w.planes = make([][]float32, bands)
 		}
+		if r := set.Radius(); r > 0 {
+			// Context features: the window with its halo, cut at the
+			// tile's edges, so that its features are the whole tile's.
+			if err := readContext(t, set, &w, readBand, bufs); err != nil {
+				fail(err)
+				return
+			}
+			readNs.Add(int64(time.Since(t0)))
+			select {
+			case read <- w:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
 		for b := range bands {
 			dn := bufs.dn.Get(n)
 			if err := readBand(b, w.x, w.y, w.g.Width, w.g.Height, dn); err != nil {
@@ -441,4 +459,38 @@ func readWindows(ctx context.Context, t Tile, set *features.Set, wins []window, 
 			return
 		}
 	}
+}
+
+// readContext reads window w's bands with the set's halo and gives it its
+// planes: the inner window's reflectance, then its context features
+// (features.Set.ContextCompute over the halo). Validity is the inner
+// window's, as without context.
+func readContext(t Tile, set *features.Set, w *window, readBand func(b, x, y, w, h int, dn []uint16) error, bufs *buffers) error {
+	iw, ih := w.g.Width, w.g.Height
+	ox, oy, rect := features.Halo(w.x, w.y, iw, ih, t.Grid.Width, t.Grid.Height, set.Radius())
+	halo := make([][]float32, len(set.Bands))
+	dn := bufs.dn.Get(rect.Width * rect.Height)
+	defer bufs.dn.Put(dn)
+	for b := range halo {
+		if err := readBand(b, ox, oy, rect.Width, rect.Height, dn); err != nil {
+			return err
+		}
+		halo[b] = composite.Reflectance(dn, 0, float32(t.Scale), float32(t.Offset))
+		inner := make([]float32, iw*ih)
+		for r := range ih {
+			at := (rect.Y+r)*rect.Width + rect.X
+			copy(inner[r*iw:(r+1)*iw], halo[b][at:at+iw])
+			for i, v := range dn[at : at+iw] {
+				if v == 0 {
+					w.valid[r*iw+i] = false
+				}
+			}
+		}
+		w.planes[b] = inner
+	}
+	nctx := len(set.ContextFeatures())
+	for range nctx {
+		w.planes = append(w.planes, make([]float32, iw*ih))
+	}
+	return set.ContextCompute(w.planes[len(set.Bands):], halo, rect)
 }
