@@ -84,7 +84,8 @@ func TestFeaturesBitExact(t *testing.T) {
 	defer d.Close()
 	bands := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
 	names := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12",
-		"ndvi", "ndwi", "mndwi", "ndbi", "nbr", "ndmi", "evi", "savi", "bsi", "ndre1", "nd(B06,B8A)"}
+		"ndvi", "ndwi", "mndwi", "ndbi", "nbr", "ndmi", "evi", "savi", "bsi", "ndre1", "nd(B06,B8A)",
+		"mean(B08,7)", "std(ndvi,15)"}
 	set, err := features.NewSet(names, bands)
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +98,8 @@ func TestFeaturesBitExact(t *testing.T) {
 		src[3][i] = -src[2][i]
 		src[0][i] = -src[8][i] - src[2][i]
 	}
+	// The context features' planes, which the features pass puts in place.
+	src = append(src, randomPlanes(r, 2, n)...)
 	cpu := make([][]float32, len(names))
 	gpuOut := make([][]float32, len(names))
 	for f := range names {

@@ -174,6 +174,9 @@ func (p *Predictor) PredictDN(fe *Features, dn [][]uint16, nodata uint16, scale,
 	if nb > 16 || nf > 64 {
 		return fmt.Errorf("cuda predict: %d bands and %d features (at most 16 and 64)", nb, nf)
 	}
+	if fe.Set.Radius() > 0 {
+		return fmt.Errorf("cuda predict: context features need their window's halo: predict them from planes")
+	}
 	n := len(cls)
 	if len(conf) != n {
 		return fmt.Errorf("cuda predict: %d classes and %d confidences", n, len(conf))

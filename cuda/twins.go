@@ -13,7 +13,7 @@ import (
 	"github.com/lulc/lulc/resample"
 )
 
-var opCodes = map[string]int32{"band": 0, "nd": 1, "evi": 2, "savi": 3, "bsi": 4}
+var opCodes = map[string]int32{"band": 0, "nd": 1, "evi": 2, "savi": 3, "bsi": 4, "context": 5}
 
 // Features computes a feature set on the GPU in one fused pass; it
 // implements features.Computer and gives the same bits as features.CPU.
@@ -50,8 +50,10 @@ func NewFeatures(dev *Device, set *features.Set) (*Features, error) {
 			return nil, fmt.Errorf("cuda: feature %s has no GPU operation %q", ft.Name, ft.Op)
 		}
 		p := [5]int32{op, 0, 0, 0, 0}
-		for k, pos := range set.Inputs(i) {
-			p[1+k] = int32(pos)
+		if ft.Kind != "context" {
+			for k, pos := range set.Inputs(i) {
+				p[1+k] = int32(pos)
+			}
 		}
 		f.progCodes = append(f.progCodes, p[:]...)
 	}
@@ -63,10 +65,25 @@ func NewFeatures(dev *Device, set *features.Set) (*Features, error) {
 // one stream, goroutines stage chunk k+1 into pinned host memory and unstage
 // chunk k−1's features, so PCIe transfers run at pinned speed and overlap
 // the kernel and the host copies.
+//
+// Context features come in as planes after the bands (features.Computer):
+// the kernel leaves their planes, which take them from src afterwards.
 func (f *Features) Compute(dst, src [][]float32) error {
-	if len(src) != len(f.Set.Bands) || len(dst) != len(f.Set.Features) {
-		return fmt.Errorf("cuda features: %d band planes and %d feature planes for %d bands and %d features", len(src), len(dst), len(f.Set.Bands), len(f.Set.Features))
+	if len(src) != f.Set.Planes() || len(dst) != len(f.Set.Features) {
+		return fmt.Errorf("cuda features: %d input planes and %d feature planes for %d bands, %d context features and %d features", len(src), len(dst), len(f.Set.Bands), f.Set.Planes()-len(f.Set.Bands), len(f.Set.Features))
 	}
+	nb := len(f.Set.Bands)
+	if err := f.compute(dst, src[:nb]); err != nil {
+		return err
+	}
+	for k, fi := range f.Set.ContextFeatures() {
+		copy(dst[fi], src[nb+k])
+	}
+	return nil
+}
+
+// compute is Compute of the per-pixel features from the band planes.
+func (f *Features) compute(dst, src [][]float32) error {
 	if len(src) > 16 || len(dst) > 64 {
 		return fmt.Errorf("cuda features: %d bands and %d features (at most 16 and 64)", len(src), len(dst))
 	}

@@ -13,8 +13,11 @@ __device__ __forceinline__ float nd(float a, float b) {
     return __fdiv_rn(__fsub_rn(a, b), den);
 }
 
-// Feature operations, as in features.Op.
-enum { OP_BAND = 0, OP_ND = 1, OP_EVI = 2, OP_SAVI = 3, OP_BSI = 4 };
+// Feature operations, as in features.Op. A context feature's plane is not
+// the kernel's to write: its values come from its window's neighbourhood,
+// computed before (context_* kernels or the host), and are put in place
+// after.
+enum { OP_BAND = 0, OP_ND = 1, OP_EVI = 2, OP_SAVI = 3, OP_BSI = 4, OP_CONTEXT = 5 };
 
 // features computes nfeat feature planes from nbands reflectance planes in
 // one pass. prog holds 5 ints per feature: the operation and up to four
@@ -55,6 +58,7 @@ extern "C" __global__ void __launch_bounds__(FEATURE_BLOCK) features(const float
             for (int f = 0; f < nfeat; f++) {
                 const int* p = sprog + 5 * f;
                 int op = p[0];
+                if (op == OP_CONTEXT) continue;
                 int ninputs = op == OP_BAND ? 1 : op == OP_EVI ? 3 : op == OP_BSI ? 4 : 2;
                 float v[4];
                 bool nan = false;
