@@ -1,0 +1,50 @@
+package pipeline
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// contextFeatures are the demo's features with neighbourhood statistics.
+var contextFeatures = []string{"B02", "B03", "B04", "B08", "B11", "ndvi", "ndwi",
+	"mean(B08,15)", "std(ndvi,7)", "range(B11,7)", "mean(ndwi,7)", "std(B04,15)"}
+
+// TestRunContextFeatures runs the demo job with context features: the
+// run's model, drawn from the tile in memory, equals lulc train's, drawn
+// strip by strip from the stack's files, and lulc predict, reading the
+// stack's windows with their halo, gives the run's map.
+func TestRunContextFeatures(t *testing.T) {
+	job := demoJob(t)
+	job.Train.Features = contextFeatures
+	out := filepath.Join(t.TempDir(), "run")
+	res := runJob(t, job, out, Options{})
+	if res.Train == nil {
+		t.Fatal("the run trained no model")
+	}
+	stack := demoStack(t)
+	tc := trainConfig(t, "train-demo.yaml", stack)
+	tc.Features = contextFeatures
+	trained, trainDir := train(t, tc)
+	a, _, err := LoadModel(filepath.Join(out, "model", ModelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := LoadModel(filepath.Join(trainDir, ModelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a.Features, contextFeatures) {
+		t.Errorf("model features %v", a.Features)
+	}
+	if !reflect.DeepEqual(a.Forest, b.Forest) || !reflect.DeepEqual(a.Bins, b.Bins) {
+		t.Error("the run's forest differs from lulc train's on the same stack")
+	}
+	if !reflect.DeepEqual(res.Train.Metrics.Confusion, trained.Metrics.Confusion) {
+		t.Errorf("validation confusion %v, train's %v", res.Train.Metrics.Confusion, trained.Metrics.Confusion)
+	}
+	_, pred := predict(t, PredictConfig{Model: filepath.Join(out, "model", ModelFile), Input: stack, Confidence: true})
+	for _, f := range []string{ClassFile, ConfidenceFile} {
+		sameFile(t, filepath.Join(out, "31TEJ", f), filepath.Join(pred, "31TEJ", f))
+	}
+}
