@@ -2,8 +2,11 @@ package pipeline
 
 import (
 	"path/filepath"
+	"regexp"
 	"reflect"
 	"testing"
+
+	"github.com/lulc/lulc/configs"
 )
 
 // contextFeatures are the demo's features with neighbourhood statistics.
@@ -46,5 +49,23 @@ func TestRunContextFeatures(t *testing.T) {
 	_, pred := predict(t, PredictConfig{Model: filepath.Join(out, "model", ModelFile), Input: stack, Confidence: true})
 	for _, f := range []string{ClassFile, ConfidenceFile} {
 		sameFile(t, filepath.Join(out, "31TEJ", f), filepath.Join(pred, "31TEJ", f))
+	}
+}
+
+// TestContextFeaturesInFlowLists checks that a YAML flow list of features
+// with arguments reads as the user wrote it.
+func TestContextFeaturesInFlowLists(t *testing.T) {
+	raw, err := configs.Read("train-demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = regexp.MustCompile(`(?s)features: \[.*?\]`).ReplaceAll(raw, []byte("features: [B04, mean(B08, 15), std(nd(B08, B11), 7), ndvi]"))
+	c, err := ParseTrainConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"B04", "mean(B08,15)", "std(nd(B08,B11),7)", "ndvi"}
+	if !reflect.DeepEqual(c.Features, want) {
+		t.Errorf("features %q, want %q", c.Features, want)
 	}
 }

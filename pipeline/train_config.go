@@ -10,6 +10,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/forest"
@@ -100,7 +101,25 @@ func ParseTrainConfig(raw []byte) (TrainConfig, error) {
 	if c.Classes.Scheme == "" {
 		c.Classes.Scheme = "esa-worldcover"
 	}
+	c.Features = joinParens(c.Features)
 	return c, c.Validate()
+}
+
+// joinParens undoes what YAML's flow sequences do to features with
+// arguments: [mean(B08, 15), ndvi] reads as "mean(B08", "15)", "ndvi".
+// Items are joined back, with a comma, until their parentheses balance.
+func joinParens(items []string) []string {
+	var out []string
+	depth := 0
+	for _, it := range items {
+		if depth > 0 {
+			out[len(out)-1] += "," + it
+		} else {
+			out = append(out, it)
+		}
+		depth += strings.Count(it, "(") - strings.Count(it, ")")
+	}
+	return out
 }
 
 var colorRE = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
