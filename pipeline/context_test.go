@@ -2,8 +2,8 @@ package pipeline
 
 import (
 	"path/filepath"
-	"regexp"
 	"reflect"
+	"regexp"
 	"testing"
 
 	"github.com/lulc/lulc/configs"
