@@ -22,6 +22,8 @@ type Features struct {
 	Set       *features.Set
 	progCodes []int32
 	prog      Buffer
+	// ctx computes the context features of PredictDNContext
+	ctx contextPlan
 	// two slots: device buffers, pinned host buffers and a stream each
 	dIn, dOut       [2]Buffer
 	hostIn, hostOut [2]unsafe.Pointer
@@ -57,7 +59,9 @@ func NewFeatures(dev *Device, set *features.Set) (*Features, error) {
 		}
 		f.progCodes = append(f.progCodes, p[:]...)
 	}
-	return f, nil
+	var err error
+	f.ctx, err = newContextPlan(set)
+	return f, err
 }
 
 // Compute implements features.Computer. Pixels go through in chunks, two
@@ -274,6 +278,9 @@ func (f *Features) Close() {
 		}
 		if f.prog.ptr != 0 {
 			f.prog.free()
+		}
+		if f.ctx.base.ptr != 0 {
+			f.ctx.base.free()
 		}
 		return nil
 	})

@@ -70,7 +70,10 @@ func (p *CPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float
 // the features computer, then Predict.
 type DNPredictor interface {
 	Predictor
-	PredictDN(dn [][]uint16, scale, offset float32, cls []uint8, conf []float32) error
+	// dn holds the planes of a block of pixels around the window (its
+	// halo, for context features; the window itself when rect's inner
+	// rectangle is the whole block); cls and conf the window's.
+	PredictDN(dn [][]uint16, rect features.Rect, scale, offset float32, cls []uint8, conf []float32) error
 }
 
 // GPU bins features and walks the forest on the GPU (cuda.Predictor: the
@@ -106,8 +109,15 @@ func NewGPUDN(dev *cuda.Device, m *forest.Model, fe *cuda.Features) (*GPUDN, err
 	return &GPUDN{GPU: *g, fe: fe}, nil
 }
 
-// PredictDN implements DNPredictor.
-func (p *GPUDN) PredictDN(dn [][]uint16, scale, offset float32, cls []uint8, conf []float32) error {
+// PredictDN implements DNPredictor: with context features, their
+// statistics are computed on the device from the block's halo too.
+func (p *GPUDN) PredictDN(dn [][]uint16, rect features.Rect, scale, offset float32, cls []uint8, conf []float32) error {
+	if p.fe.Set.Radius() > 0 {
+		return p.p.PredictDNContext(p.fe, dn, rect, 0, scale, offset, cls, conf)
+	}
+	if rect.InnerW != rect.Width || rect.InnerH != rect.Height {
+		return fmt.Errorf("gpu predict: a halo around a window without context features")
+	}
 	return p.p.PredictDN(p.fe, dn, 0, scale, offset, cls, conf)
 }
 
@@ -163,7 +173,8 @@ type window struct {
 	g      raster.Grid
 	x, y   int
 	planes [][]float32 // reflectance, for a Predictor
-	dn     [][]uint16  // digital numbers, for a DNPredictor
+	dn     [][]uint16  // digital numbers, for a DNPredictor, over rect
+	rect   features.Rect
 	valid  []bool
 	cls    []uint8
 	conf   []uint8
@@ -210,10 +221,7 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 	var next atomic.Int64
 	var rg sync.WaitGroup
 	var bufs buffers
-	// Context features need their windows' neighbourhoods on the host
-	// (readWindows): their windows go to the predictor as planes.
 	_, dnMode := pred.(DNPredictor)
-	dnMode = dnMode && set.Radius() == 0
 	for range readers {
 		rg.Go(func() { readWindows(ctx, t, set, wins, dnMode, &bufs, &next, read, &readNs, fail) })
 	}
@@ -295,7 +303,7 @@ func (t Tile) classify(w *window, comp features.Computer, pred Predictor, nf int
 	if dp, ok := pred.(DNPredictor); ok && w.dn != nil {
 		// Reflectance, features and prediction in one pass: the time is
 		// prediction's.
-		if err := dp.PredictDN(w.dn, float32(t.Scale), float32(t.Offset), cls, conf); err != nil {
+		if err := dp.PredictDN(w.dn, w.rect, float32(t.Scale), float32(t.Offset), cls, conf); err != nil {
 			return 0, 0, err
 		}
 		for _, p := range w.dn {
@@ -412,6 +420,7 @@ func readWindows(ctx context.Context, t Tile, set *features.Set, wins []window, 
 		for i := range w.valid {
 			w.valid[i] = true
 		}
+		w.rect = features.Rect{Width: w.g.Width, Height: w.g.Height, InnerW: w.g.Width, InnerH: w.g.Height}
 		if dnMode {
 			w.dn = make([][]uint16, bands)
 		} else {
@@ -420,7 +429,7 @@ func readWindows(ctx context.Context, t Tile, set *features.Set, wins []window, 
 		if r := set.Radius(); r > 0 {
 			// Context features: the window with its halo, cut at the
 			// tile's edges, so that its features are the whole tile's.
-			if err := readContext(t, set, &w, readBand, bufs); err != nil {
+			if err := readContext(t, set, &w, dnMode, readBand, bufs); err != nil {
 				fail(err)
 				return
 			}
@@ -461,13 +470,33 @@ func readWindows(ctx context.Context, t Tile, set *features.Set, wins []window, 
 	}
 }
 
-// readContext reads window w's bands with the set's halo and gives it its
-// planes: the inner window's reflectance, then its context features
-// (features.Set.ContextCompute over the halo). Validity is the inner
-// window's, as without context.
-func readContext(t Tile, set *features.Set, w *window, readBand func(b, x, y, w, h int, dn []uint16) error, bufs *buffers) error {
+// readContext reads window w's bands with the set's halo. With dnMode the
+// window keeps the block's digital numbers and its rect (the device
+// computes the rest); otherwise it gets its planes: the inner window's
+// reflectance, then its context features (features.Set.ContextCompute
+// over the halo). Validity is the inner window's, as without context.
+func readContext(t Tile, set *features.Set, w *window, dnMode bool, readBand func(b, x, y, w, h int, dn []uint16) error, bufs *buffers) error {
 	iw, ih := w.g.Width, w.g.Height
 	ox, oy, rect := features.Halo(w.x, w.y, iw, ih, t.Grid.Width, t.Grid.Height, set.Radius())
+	w.rect = rect
+	if dnMode {
+		for b := range w.dn {
+			dn := bufs.dn.Get(rect.Width * rect.Height)
+			if err := readBand(b, ox, oy, rect.Width, rect.Height, dn); err != nil {
+				return err
+			}
+			for r := range ih {
+				at := (rect.Y+r)*rect.Width + rect.X
+				for i, v := range dn[at : at+iw] {
+					if v == 0 {
+						w.valid[r*iw+i] = false
+					}
+				}
+			}
+			w.dn[b] = dn
+		}
+		return nil
+	}
 	halo := make([][]float32, len(set.Bands))
 	dn := bufs.dn.Get(rect.Width * rect.Height)
 	defer bufs.dn.Put(dn)

@@ -109,6 +109,97 @@ extern "C" __global__ void reflectance(const unsigned short* __restrict__ dn, lo
     }
 }
 
+// Context features (features/context.go): statistics of a per-pixel value
+// over the window around each pixel of a block's inner rectangle, the
+// block carrying a halo cut at the tile's edges. Sums are of values
+// clamped to [-4, 4] and quantised to multiples of 2^-18, in int64, so
+// they are exact and their order does not matter; the CPU sums the same
+// integers with running sums. Two passes: along rows, then along columns.
+
+__device__ __forceinline__ long long ctx_quantise(float v) {
+    v = fminf(fmaxf(v, -4.0f), 4.0f);
+    return __float2ll_rn(__fmul_rn(v, 262144.0f));
+}
+
+// context_rows: for every row y of the w x h block v and inner column j
+// (of iw, from x0), the sums, count and extremes of the non-NaN values of
+// columns [x0+j-r, x0+j+r] cut to the block.
+extern "C" __global__ void context_rows(const float* __restrict__ v, int w, int h, int x0, int iw, int r,
+                                        long long* __restrict__ s, long long* __restrict__ sq, int* __restrict__ cnt,
+                                        float* __restrict__ lo, float* __restrict__ hi) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    long long total = (long long)h * iw;
+    for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < total; k += stride) {
+        int y = (int)(k / iw), c = x0 + (int)(k % iw);
+        const float* row = v + (long long)y * w;
+        long long S = 0, SQ = 0;
+        int n = 0;
+        float mn = __int_as_float(0x7f800000), mx = __int_as_float(0xff800000);
+        for (int x = max(0, c - r); x <= min(w - 1, c + r); x++) {
+            float val = row[x];
+            if (val != val) continue;
+            long long q = ctx_quantise(val);
+            S += q;
+            SQ += q * q;
+            n++;
+            mn = val < mn ? val : mn;
+            mx = val > mx ? val : mx;
+        }
+        s[k] = S;
+        sq[k] = SQ;
+        cnt[k] = n;
+        lo[k] = mn;
+        hi[k] = mx;
+    }
+}
+
+// context_cols: for every inner pixel (i, j) of ih x iw from row y0, the
+// row results of rows [y0+i-r, y0+i+r] cut to the block's h rows, summed
+// into the mean, the standard deviation and the range, written to the
+// feature planes fmean, fstd and frange of out (planes of n pixels; -1:
+// not wanted), as features.Moments and max - min compute them.
+extern "C" __global__ void context_cols(const long long* __restrict__ s, const long long* __restrict__ sq,
+                                        const int* __restrict__ cnt, const float* __restrict__ lo,
+                                        const float* __restrict__ hi, int h, int y0, int ih, int iw, int r,
+                                        float* __restrict__ out, long long n, int fmean, int fstd, int frange) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    long long total = (long long)ih * iw;
+    for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < total; k += stride) {
+        int i = (int)(k / iw), j = (int)(k % iw), y = y0 + i;
+        long long S = 0, SQ = 0, N = 0;
+        float mn = __int_as_float(0x7f800000), mx = __int_as_float(0xff800000);
+        for (int yy = max(0, y - r); yy <= min(h - 1, y + r); yy++) {
+            long long at = (long long)yy * iw + j;
+            S += s[at];
+            SQ += sq[at];
+            N += cnt[at];
+            mn = lo[at] < mn ? lo[at] : mn;
+            mx = hi[at] > mx ? hi[at] : mx;
+        }
+        if (fmean >= 0)
+            out[fmean * n + k] = N == 0 ? NAN_F
+                                        : __double2float_rn(__dmul_rn(__ddiv_rn(__ll2double_rn(S), __ll2double_rn(N)), 1.0 / 262144.0));
+        if (fstd >= 0)
+            out[fstd * n + k] = N == 0 ? NAN_F
+                                       : __double2float_rn(__dmul_rn(__ddiv_rn(__dsqrt_rn(__ll2double_rn(N * SQ - S * S)), __ll2double_rn(N)), 1.0 / 262144.0));
+        if (frange >= 0) out[frange * n + k] = N == 0 ? NAN_F : __fsub_rn(mx, mn);
+    }
+}
+
+// crop copies the inner iw x ih rectangle from (x0, y0) of nplanes planes
+// of a w x h block into planes of iw x ih.
+extern "C" __global__ void crop(const float* __restrict__ src, int w, int h, int x0, int y0, int iw, int ih, int nplanes,
+                                float* __restrict__ dst) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    long long plane = (long long)iw * ih;
+    long long total = plane * nplanes;
+    for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < total; k += stride) {
+        long long b = k / plane, p = k % plane;
+        int i = (int)(p / iw), j = (int)(p % iw);
+        dst[k] = src[b * w * h + (long long)(y0 + i) * w + x0 + j];
+    }
+}
+
 // median writes per pixel the median of the non-NaN values over ndates
 // planes (dates[d * n + i]) and their count. Values keep date order among
 // equals (a stable insertion sort), as composite.Median does.

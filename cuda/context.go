@@ -1,0 +1,177 @@
+package cuda
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/lulc/lulc/features"
+)
+
+// contextPlan is how a feature set's context features are computed on the
+// device: the distinct per-pixel features they summarise, as a program of
+// the features kernel, and per (base, window) pair the feature planes its
+// mean, standard deviation and range go to.
+type contextPlan struct {
+	baseCodes []int32 // 5 per base: the operation and its input bands
+	base      Buffer
+	pairs     []contextPair
+}
+
+// contextPair is one base feature over one window radius: the statistics
+// that context_cols writes, as feature indices (-1: not in the set).
+type contextPair struct {
+	base, r        int
+	mean, std, rng int32
+}
+
+// newContextPlan groups the set's context features by base and window.
+func newContextPlan(set *features.Set) (contextPlan, error) {
+	var plan contextPlan
+	bases := map[string]int{}
+	pairs := map[[2]int]int{}
+	for _, fi := range set.ContextFeatures() {
+		f := set.Features[fi]
+		b, ok := bases[f.Base.Name]
+		if !ok {
+			op, ok := opCodes[f.Base.Op]
+			if !ok {
+				return plan, fmt.Errorf("cuda: feature %s has no GPU operation %q", f.Base.Name, f.Base.Op)
+			}
+			p := [5]int32{op, 0, 0, 0, 0}
+			for k, pos := range set.Inputs(fi) {
+				p[1+k] = int32(pos)
+			}
+			b = len(bases)
+			bases[f.Base.Name] = b
+			plan.baseCodes = append(plan.baseCodes, p[:]...)
+		}
+		key := [2]int{b, f.Size / 2}
+		k, ok := pairs[key]
+		if !ok {
+			k = len(plan.pairs)
+			pairs[key] = k
+			plan.pairs = append(plan.pairs, contextPair{base: b, r: f.Size / 2, mean: -1, std: -1, rng: -1})
+		}
+		switch f.Stat {
+		case "mean":
+			plan.pairs[k].mean = int32(fi)
+		case "std":
+			plan.pairs[k].std = int32(fi)
+		default:
+			plan.pairs[k].rng = int32(fi)
+		}
+	}
+	return plan, nil
+}
+
+// bases is the number of distinct base features.
+func (c *contextPlan) bases() int { return len(c.baseCodes) / 5 }
+
+// PredictDNContext is PredictDN for a feature set with context features: dn
+// holds the band planes of a block with its halo (rect, as
+// features.Halo gives it), and cls and conf receive the inner rectangle's
+// classes and confidences. On the device: reflectance of the whole block,
+// the context features' base values, their window statistics in two
+// passes (context_rows, context_cols) straight into the feature planes,
+// the inner bands cropped and their per-pixel features, then the bin
+// codes and the forest walk. The bits are the CPU's: features.Set's
+// ContextCompute and CPU.Compute, then Predict.
+func (p *Predictor) PredictDNContext(fe *Features, dn [][]uint16, rect features.Rect, nodata uint16, scale, offset float32, cls []uint8, conf []float32) error {
+	nb, nf := len(dn), p.nf
+	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf {
+		return fmt.Errorf("cuda predict: %d band planes for %d bands, %d features for a model of %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
+	}
+	if nb > 16 || nf > 64 {
+		return fmt.Errorf("cuda predict: %d bands and %d features (at most 16 and 64)", nb, nf)
+	}
+	plan := &fe.ctx
+	if plan.bases() == 0 {
+		return fmt.Errorf("cuda predict: a feature set without context features")
+	}
+	w, h, iw, ih := rect.Width, rect.Height, rect.InnerW, rect.InnerH
+	if rect.X < 0 || rect.Y < 0 || rect.X+iw > w || rect.Y+ih > h {
+		return fmt.Errorf("cuda predict: inner block %+v outside its halo", rect)
+	}
+	n, ph := iw*ih, w*h
+	if len(cls) != n || len(conf) != n {
+		return fmt.Errorf("cuda predict: %d classes and %d confidences for %d pixels", len(cls), len(conf), n)
+	}
+	for _, b := range dn {
+		if len(b) != ph {
+			return fmt.Errorf("cuda predict: band planes of %d pixels for a block of %d", len(b), ph)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return p.Dev.Do(func() error {
+		if err := p.reserve(n, false); err != nil {
+			return fmt.Errorf("cuda predict: %d pixels: %w", n, err)
+		}
+		prog, err := fe.program()
+		if err != nil {
+			return err
+		}
+		if plan.base.ptr == 0 {
+			if plan.base, err = upload(plan.baseCodes); err != nil {
+				return err
+			}
+		}
+		m := p.Dev.mem
+		var st staging
+		nbase, rows := plan.bases(), uint64(h*iw)
+		dDN := st.buf(m.get("context.dn", uint64(ph*nb)*2))
+		dRefl := st.buf(m.get("context.refl", uint64(ph*nb)*4))
+		dBase := st.buf(m.get("context.base", uint64(ph*nbase)*4))
+		dCrop := st.buf(m.get("context.crop", uint64(n*nb)*4))
+		dS := st.buf(m.get("context.s", rows*8))
+		dSQ := st.buf(m.get("context.sq", rows*8))
+		dCnt := st.buf(m.get("context.count", rows*4))
+		dLo := st.buf(m.get("context.lo", rows*4))
+		dHi := st.buf(m.get("context.hi", rows*4))
+		if st.err != nil {
+			return st.err
+		}
+		for b, plane := range dn {
+			if err := putAt(dDN.ptr+uint64(b*ph*2), plane); err != nil {
+				return err
+			}
+		}
+		s := p.streams[0]
+		launch := func(name string, threads int, args ...any) error {
+			return p.Dev.launchAsync(s, name, int64(threads), args...)
+		}
+		if err := launch("reflectance", ph*nb, dDN.ptr, int64(ph*nb), int32(nodata), scale, offset, dRefl.ptr); err != nil {
+			return err
+		}
+		if err := launch("features", ph, dRefl.ptr, int32(nb), int64(ph), plan.base.ptr, int32(nbase), dBase.ptr); err != nil {
+			return err
+		}
+		for _, pr := range plan.pairs {
+			v := dBase.ptr + uint64(pr.base*ph*4)
+			if err := launch("context_rows", int(rows), v, int32(w), int32(h), int32(rect.X), int32(iw), int32(pr.r),
+				dS.ptr, dSQ.ptr, dCnt.ptr, dLo.ptr, dHi.ptr); err != nil {
+				return err
+			}
+			if err := launch("context_cols", n, dS.ptr, dSQ.ptr, dCnt.ptr, dLo.ptr, dHi.ptr, int32(h), int32(rect.Y), int32(ih), int32(iw), int32(pr.r),
+				p.dIn[0].ptr, int64(n), pr.mean, pr.std, pr.rng); err != nil {
+				return err
+			}
+		}
+		if err := launch("crop", n*nb, dRefl.ptr, int32(w), int32(h), int32(rect.X), int32(rect.Y), int32(iw), int32(ih), int32(nb), dCrop.ptr); err != nil {
+			return err
+		}
+		if err := launch("features", n, dCrop.ptr, int32(nb), int64(n), prog, int32(nf), p.dIn[0].ptr); err != nil {
+			return err
+		}
+		if err := p.walk(0, n); err != nil {
+			return err
+		}
+		if err := check(api.streamSync(s), "cuStreamSynchronize"); err != nil {
+			return err
+		}
+		copy(cls, unsafe.Slice((*uint8)(p.hostCls[0]), n))
+		copy(conf, unsafe.Slice((*float32)(p.hostConf[0]), n))
+		return nil
+	})
+}
