@@ -112,25 +112,9 @@ func (p *Predictor) PredictDNContext(fe *Features, dn [][]uint16, rect features.
 		if err != nil {
 			return err
 		}
-		if plan.base.ptr == 0 {
-			if plan.base, err = upload(plan.baseCodes); err != nil {
-				return err
-			}
-		}
-		m := p.Dev.mem
-		var st staging
-		nbase, rows := plan.bases(), uint64(h*iw)
-		dDN := st.buf(m.get("context.dn", uint64(ph*nb)*2))
-		dRefl := st.buf(m.get("context.refl", uint64(ph*nb)*4))
-		dBase := st.buf(m.get("context.base", uint64(ph*nbase)*4))
-		dCrop := st.buf(m.get("context.crop", uint64(n*nb)*4))
-		dS := st.buf(m.get("context.s", rows*8))
-		dSQ := st.buf(m.get("context.sq", rows*8))
-		dCnt := st.buf(m.get("context.count", rows*4))
-		dLo := st.buf(m.get("context.lo", rows*4))
-		dHi := st.buf(m.get("context.hi", rows*4))
-		if st.err != nil {
-			return st.err
+		dDN, err := p.Dev.mem.get("context.dn", uint64(ph*nb)*2)
+		if err != nil {
+			return err
 		}
 		for b, plane := range dn {
 			if err := putAt(dDN.ptr+uint64(b*ph*2), plane); err != nil {
@@ -138,30 +122,7 @@ func (p *Predictor) PredictDNContext(fe *Features, dn [][]uint16, rect features.
 			}
 		}
 		s := p.streams[0]
-		launch := func(name string, threads int, args ...any) error {
-			return p.Dev.launchAsync(s, name, int64(threads), args...)
-		}
-		if err := launch("reflectance", ph*nb, dDN.ptr, int64(ph*nb), int32(nodata), scale, offset, dRefl.ptr); err != nil {
-			return err
-		}
-		if err := launch("features", ph, dRefl.ptr, int32(nb), int64(ph), plan.base.ptr, int32(nbase), dBase.ptr); err != nil {
-			return err
-		}
-		for _, pr := range plan.pairs {
-			v := dBase.ptr + uint64(pr.base*ph*4)
-			if err := launch("context_rows", int(rows), v, int32(w), int32(h), int32(rect.X), int32(iw), int32(pr.r),
-				dS.ptr, dSQ.ptr, dCnt.ptr, dLo.ptr, dHi.ptr); err != nil {
-				return err
-			}
-			if err := launch("context_cols", n, dS.ptr, dSQ.ptr, dCnt.ptr, dLo.ptr, dHi.ptr, int32(h), int32(rect.Y), int32(ih), int32(iw), int32(pr.r),
-				p.dIn[0].ptr, int64(n), pr.mean, pr.std, pr.rng); err != nil {
-				return err
-			}
-		}
-		if err := launch("crop", n*nb, dRefl.ptr, int32(w), int32(h), int32(rect.X), int32(rect.Y), int32(iw), int32(ih), int32(nb), dCrop.ptr); err != nil {
-			return err
-		}
-		if err := launch("features", n, dCrop.ptr, int32(nb), int64(n), prog, int32(nf), p.dIn[0].ptr); err != nil {
+		if err := fe.contextPass(s, dDN.ptr, rect, nodata, scale, offset, prog, p.dIn[0].ptr); err != nil {
 			return err
 		}
 		if err := p.walk(0, n); err != nil {
@@ -174,4 +135,65 @@ func (p *Predictor) PredictDNContext(fe *Features, dn [][]uint16, rect features.
 		copy(conf, unsafe.Slice((*float32)(p.hostConf[0]), n))
 		return nil
 	})
+}
+
+// contextPass queues on stream s, from a block's DN planes on the device
+// (dn, rect's size), the window's features into out (the set's planes of
+// rect's inner pixels): reflectance, the context features' base values,
+// their statistics (context_rows, context_cols), the inner bands cropped
+// and the per-pixel features (owner goroutine).
+func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata uint16, scale, offset float32, prog, out uint64) error {
+	plan := &fe.ctx
+	if plan.base.ptr == 0 {
+		var err error
+		if plan.base, err = upload(plan.baseCodes); err != nil {
+			return err
+		}
+	}
+	nb, nf := len(fe.Set.Bands), len(fe.Set.Features)
+	w, h, iw, ih := rect.Width, rect.Height, rect.InnerW, rect.InnerH
+	n, ph := iw*ih, w*h
+	m := fe.Dev.mem
+	var st staging
+	nbase, rows := plan.bases(), uint64(h*iw)
+	dRefl := st.buf(m.get("context.refl", uint64(ph*nb)*4))
+	dBase := st.buf(m.get("context.base", uint64(ph*nbase)*4))
+	dCrop := st.buf(m.get("context.crop", uint64(n*nb)*4))
+	dS := st.buf(m.get("context.s", rows*8))
+	dSQ := st.buf(m.get("context.sq", rows*8))
+	dCnt := st.buf(m.get("context.count", rows*4))
+	dLo := st.buf(m.get("context.lo", rows*4))
+	dHi := st.buf(m.get("context.hi", rows*4))
+	if st.err != nil {
+		return st.err
+	}
+	launch := func(name string, threads int, args ...any) error {
+		return fe.Dev.launchAsync(s, name, int64(threads), args...)
+	}
+	if err := launch("reflectance", ph*nb, dn, int64(ph*nb), int32(nodata), scale, offset, dRefl.ptr); err != nil {
+		return err
+	}
+	if err := launch("features", ph, dRefl.ptr, int32(nb), int64(ph), plan.base.ptr, int32(nbase), dBase.ptr); err != nil {
+		return err
+	}
+	for _, pr := range plan.pairs {
+		v := dBase.ptr + uint64(pr.base*ph*4)
+		extremes := int32(0)
+		if pr.rng >= 0 {
+			extremes = 1
+		}
+		if err := launch("context_rows", int(rows), v, int32(w), int32(h), int32(rect.X), int32(iw), int32(pr.r), extremes,
+			dS.ptr, dSQ.ptr, dCnt.ptr, dLo.ptr, dHi.ptr); err != nil {
+			return err
+		}
+		// context_cols: a thread per column and segment of 32 rows.
+		if err := launch("context_cols", (ih+31)/32*iw, dS.ptr, dSQ.ptr, dCnt.ptr, dLo.ptr, dHi.ptr, int32(h), int32(rect.Y), int32(ih), int32(iw), int32(pr.r),
+			out, int64(n), pr.mean, pr.std, pr.rng); err != nil {
+			return err
+		}
+	}
+	if err := launch("crop", n*nb, dRefl.ptr, int32(w), int32(h), int32(rect.X), int32(rect.Y), int32(iw), int32(ih), int32(nb), dCrop.ptr); err != nil {
+		return err
+	}
+	return launch("features", n, dCrop.ptr, int32(nb), int64(n), prog, int32(nf), out)
 }

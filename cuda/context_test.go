@@ -1,8 +1,11 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"slices"
 	"testing"
 
 	"github.com/lulc/lulc/composite"
@@ -112,5 +115,111 @@ func TestPredictDNContextBitExact(t *testing.T) {
 		}
 		fe.Close()
 		g.Close()
+	}
+}
+
+// TestGPUContextReport times the features pass with context features on
+// the device for one 1024² window with its halo (data resident, median of
+// repeats after a warm-up): the default context set against the
+// per-pixel features, with the pass's traffic (DNs in, features out)
+// against the device's copy bandwidth. Run with LULC_GPU_BENCH=1.
+func TestGPUContextReport(t *testing.T) {
+	if os.Getenv("LULC_GPU_BENCH") != "1" {
+		t.Skip("set LULC_GPU_BENCH=1 to measure")
+	}
+	d := gpu(t)
+	defer d.Close()
+	const reps = 20
+	var copyGBs float64
+	must(t, d.Do(func() error {
+		const size = 1 << 30
+		a, err := alloc(size)
+		if err != nil {
+			return err
+		}
+		defer a.free()
+		b, err := alloc(size)
+		if err != nil {
+			return err
+		}
+		defer b.free()
+		ms, err := d.timeIt(reps, func() error { return check(api.memcpyDtoD(b.ptr, a.ptr, size), "copy") })
+		copyGBs = 2 * size / (ms / 1e3) / 1e9
+		fmt.Printf("device %s: device-to-device copy %.0f GB/s (read + written)\n", d.Name, copyGBs)
+		return err
+	}))
+	bands := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
+	pixel := append(append([]string{}, bands...), "ndvi", "ndwi", "mndwi", "ndbi", "nbr", "ndmi", "evi", "savi", "bsi", "ndre1")
+	var wide []string
+	for _, b := range []string{"B04", "B08", "B11", "ndvi", "ndwi"} {
+		for _, w := range []int{7, 15} {
+			wide = append(wide, fmt.Sprintf("mean(%s,%d)", b, w), fmt.Sprintf("std(%s,%d)", b, w))
+		}
+	}
+	var ranges []string
+	for _, b := range []string{"B04", "B08", "B11", "ndvi", "ndwi"} {
+		for _, w := range []int{3, 7, 15} {
+			ranges = append(ranges, fmt.Sprintf("mean(%s,%d)", b, w), fmt.Sprintf("std(%s,%d)", b, w))
+		}
+		ranges = append(ranges, fmt.Sprintf("range(%s,7)", b))
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	const side = 1024
+	tileWindows := float64(10980*10980) / float64(side*side)
+	for _, c := range []struct {
+		name  string
+		names []string
+	}{{"per-pixel", pixel}, {"context, 7 and 15 px", append(slices.Clone(pixel), wide...)}, {"context, 3, 7, 15 px and ranges", append(slices.Clone(pixel), ranges...)}} {
+		set, err := features.NewSet(c.names, bands)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fe, err := NewFeatures(d, set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, rect := features.Halo(side, side, side, side, 3*side, 3*side, set.Radius())
+		ph, n, nf := rect.Width*rect.Height, side*side, len(c.names)
+		dn := make([]uint16, ph*len(bands))
+		for i := range dn {
+			dn[i] = uint16(500 + r.IntN(5000))
+		}
+		must(t, d.Do(func() error {
+			in, err := upload(dn)
+			if err != nil {
+				return err
+			}
+			defer in.free()
+			out, err := alloc(uint64(n * nf * 4))
+			if err != nil {
+				return err
+			}
+			defer out.free()
+			prog, err := fe.program()
+			if err != nil {
+				return err
+			}
+			refl, err := alloc(uint64(n * len(bands) * 4))
+			if err != nil {
+				return err
+			}
+			defer refl.free()
+			ms, err := d.timeIt(reps, func() error {
+				if set.Radius() == 0 {
+					// PredictDN's pass: reflectance, then the features.
+					if err := d.launch("reflectance", int64(n*len(bands)), in.ptr, int64(n*len(bands)), int32(0), float32(1e-4), float32(0), refl.ptr); err != nil {
+						return err
+					}
+					return d.launch("features", int64(n), refl.ptr, int32(len(bands)), int64(n), prog, int32(nf), out.ptr)
+				}
+				return fe.contextPass(0, in.ptr, rect, 0, 1e-4, 0, prog, out.ptr)
+			})
+			bytes := float64(ph*len(bands)*2 + n*nf*4)
+			gbs := bytes / (ms / 1e3) / 1e9
+			fmt.Printf("%s (%d features, radius %d): %.3f ms a 1024² window, %.0f ms a 10980² tile; traffic %.0f GB/s = %.0f %% of copy\n",
+				c.name, nf, set.Radius(), ms, ms*tileWindows, gbs, 100*gbs/copyGBs)
+			return err
+		}))
+		fe.Close()
 	}
 }

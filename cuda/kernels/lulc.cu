@@ -122,9 +122,11 @@ __device__ __forceinline__ long long ctx_quantise(float v) {
 }
 
 // context_rows: for every row y of the w x h block v and inner column j
-// (of iw, from x0), the sums, count and extremes of the non-NaN values of
-// columns [x0+j-r, x0+j+r] cut to the block.
-extern "C" __global__ void context_rows(const float* __restrict__ v, int w, int h, int x0, int iw, int r,
+// (of iw, from x0), the sums and count of the non-NaN values of columns
+// [x0+j-r, x0+j+r] cut to the block, and with extremes (for a range)
+// their minimum and maximum. A thread per output: a warp's threads read
+// neighbouring values, which the cache serves.
+extern "C" __global__ void context_rows(const float* __restrict__ v, int w, int h, int x0, int iw, int r, int extremes,
                                         long long* __restrict__ s, long long* __restrict__ sq, int* __restrict__ cnt,
                                         float* __restrict__ lo, float* __restrict__ hi) {
     long long stride = (long long)gridDim.x * blockDim.x;
@@ -148,41 +150,77 @@ extern "C" __global__ void context_rows(const float* __restrict__ v, int w, int 
         s[k] = S;
         sq[k] = SQ;
         cnt[k] = n;
-        lo[k] = mn;
-        hi[k] = mx;
+        if (extremes) {
+            lo[k] = mn;
+            hi[k] = mx;
+        }
     }
+}
+
+// context_out writes one inner pixel's statistics from its window's sums,
+// count and extremes, as features.Moments and max - min compute them.
+__device__ __forceinline__ void context_out(float* out, long long n, long long k, long long S, long long SQ, long long N,
+                                            float mn, float mx, int fmean, int fstd, int frange) {
+    if (fmean >= 0)
+        out[fmean * n + k] = N == 0 ? NAN_F : __double2float_rn(__dmul_rn(__ddiv_rn(__ll2double_rn(S), __ll2double_rn(N)), 1.0 / 262144.0));
+    if (fstd >= 0)
+        out[fstd * n + k] = N == 0 ? NAN_F
+                                   : __double2float_rn(__dmul_rn(__ddiv_rn(__dsqrt_rn(__ll2double_rn(N * SQ - S * S)), __ll2double_rn(N)), 1.0 / 262144.0));
+    if (frange >= 0) out[frange * n + k] = N == 0 ? NAN_F : __fsub_rn(mx, mn);
 }
 
 // context_cols: for every inner pixel (i, j) of ih x iw from row y0, the
 // row results of rows [y0+i-r, y0+i+r] cut to the block's h rows, summed
 // into the mean, the standard deviation and the range, written to the
 // feature planes fmean, fstd and frange of out (planes of n pixels; -1:
-// not wanted), as features.Moments and max - min compute them.
+// not wanted). A thread runs down CONTEXT_SEG rows of one column with
+// running sums (exact: integers), its warp reading neighbouring columns;
+// extremes, which do not run, are taken over each window.
+#define CONTEXT_SEG 32
 extern "C" __global__ void context_cols(const long long* __restrict__ s, const long long* __restrict__ sq,
                                         const int* __restrict__ cnt, const float* __restrict__ lo,
                                         const float* __restrict__ hi, int h, int y0, int ih, int iw, int r,
                                         float* __restrict__ out, long long n, int fmean, int fstd, int frange) {
     long long stride = (long long)gridDim.x * blockDim.x;
-    long long total = (long long)ih * iw;
+    int segs = (ih + CONTEXT_SEG - 1) / CONTEXT_SEG;
+    long long total = (long long)segs * iw;
     for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < total; k += stride) {
-        int i = (int)(k / iw), j = (int)(k % iw), y = y0 + i;
+        int j = (int)(k % iw), i0 = (int)(k / iw) * CONTEXT_SEG, i1 = min(ih, i0 + CONTEXT_SEG);
         long long S = 0, SQ = 0, N = 0;
-        float mn = __int_as_float(0x7f800000), mx = __int_as_float(0xff800000);
+        int y = y0 + i0;
         for (int yy = max(0, y - r); yy <= min(h - 1, y + r); yy++) {
             long long at = (long long)yy * iw + j;
             S += s[at];
             SQ += sq[at];
             N += cnt[at];
-            mn = lo[at] < mn ? lo[at] : mn;
-            mx = hi[at] > mx ? hi[at] : mx;
         }
-        if (fmean >= 0)
-            out[fmean * n + k] = N == 0 ? NAN_F
-                                        : __double2float_rn(__dmul_rn(__ddiv_rn(__ll2double_rn(S), __ll2double_rn(N)), 1.0 / 262144.0));
-        if (fstd >= 0)
-            out[fstd * n + k] = N == 0 ? NAN_F
-                                       : __double2float_rn(__dmul_rn(__ddiv_rn(__dsqrt_rn(__ll2double_rn(N * SQ - S * S)), __ll2double_rn(N)), 1.0 / 262144.0));
-        if (frange >= 0) out[frange * n + k] = N == 0 ? NAN_F : __fsub_rn(mx, mn);
+        for (int i = i0; i < i1; i++) {
+            y = y0 + i;
+            if (i > i0) {
+                int in = y + r, gone = y - r - 1;
+                if (in < h) {
+                    long long at = (long long)in * iw + j;
+                    S += s[at];
+                    SQ += sq[at];
+                    N += cnt[at];
+                }
+                if (gone >= 0) {
+                    long long at = (long long)gone * iw + j;
+                    S -= s[at];
+                    SQ -= sq[at];
+                    N -= cnt[at];
+                }
+            }
+            float mn = __int_as_float(0x7f800000), mx = __int_as_float(0xff800000);
+            if (frange >= 0) {
+                for (int yy = max(0, y - r); yy <= min(h - 1, y + r); yy++) {
+                    long long at = (long long)yy * iw + j;
+                    mn = lo[at] < mn ? lo[at] : mn;
+                    mx = hi[at] > mx ? hi[at] : mx;
+                }
+            }
+            context_out(out, n, (long long)i * iw + j, S, SQ, N, mn, mx, fmean, fstd, frange);
+        }
     }
 }
 
