@@ -186,8 +186,9 @@ func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata
 			dS.ptr, dSQ.ptr, dCnt.ptr, dLo.ptr, dHi.ptr); err != nil {
 			return err
 		}
-		// context_cols: a thread per column and segment of 32 rows.
-		if err := launch("context_cols", (ih+31)/32*iw, dS.ptr, dSQ.ptr, dCnt.ptr, dLo.ptr, dHi.ptr, int32(h), int32(rect.Y), int32(ih), int32(iw), int32(pr.r),
+		// context_cols: a thread per column and segment of 8 rows
+		// (CONTEXT_SEG).
+		if err := launch("context_cols", (ih+7)/8*iw, dS.ptr, dSQ.ptr, dCnt.ptr, dLo.ptr, dHi.ptr, int32(h), int32(rect.Y), int32(ih), int32(iw), int32(pr.r),
 			out, int64(n), pr.mean, pr.std, pr.rng); err != nil {
 			return err
 		}
@@ -196,4 +197,57 @@ func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata
 		return err
 	}
 	return launch("features", n, dCrop.ptr, int32(nb), int64(n), prog, int32(nf), out)
+}
+
+// Context computes the set's context features at chosen pixels of the
+// mirrored tile, straight from their windows (context_at): the twin of
+// features.Set.ContextAt, refl being every DN's reflectance. dst gets the
+// context features of pixel (xs[p], ys[p]) at p×their count.
+func (m *Mirror) Context(set *features.Set, refl *[65536]float32, xs, ys []int, dst []float32) error {
+	ctx := set.ContextFeatures()
+	if len(xs) != len(ys) || len(dst) != len(xs)*len(ctx) {
+		return fmt.Errorf("cuda context: %d values for %d×%d pixels and %d context features", len(dst), len(xs), len(ys), len(ctx))
+	}
+	if len(set.Bands) != m.bands {
+		return fmt.Errorf("cuda context: a set of %d bands for a mirror of %d", len(set.Bands), m.bands)
+	}
+	var prog []int32
+	for _, fi := range ctx {
+		f := set.Features[fi]
+		op, ok := opCodes[f.Base.Op]
+		if !ok {
+			return fmt.Errorf("cuda: feature %s has no GPU operation %q", f.Base.Name, f.Base.Op)
+		}
+		p := [7]int32{op, 0, 0, 0, 0, int32(f.Size / 2), map[string]int32{"mean": 0, "std": 1, "range": 2}[f.Stat]}
+		for k, pos := range set.Inputs(fi) {
+			p[1+k] = int32(pos)
+		}
+		prog = append(prog, p[:]...)
+	}
+	px, py := make([]int32, len(xs)), make([]int32, len(ys))
+	for i := range xs {
+		if xs[i] < 0 || xs[i] >= m.width || ys[i] < 0 || ys[i] >= m.height {
+			return fmt.Errorf("cuda context: pixel (%d, %d) outside the %d×%d tile", xs[i], ys[i], m.width, m.height)
+		}
+		px[i], py[i] = int32(xs[i]), int32(ys[i])
+	}
+	if len(xs) == 0 || len(ctx) == 0 {
+		return nil
+	}
+	return m.dev.Do(func() error {
+		mem := m.dev.mem
+		var st staging
+		table := st.ptr(put(mem, "context.table", refl[:]))
+		dx := st.ptr(put(mem, "context.xs", px))
+		dy := st.ptr(put(mem, "context.ys", py))
+		dp := st.ptr(put(mem, "context.prog", prog))
+		out := st.buf(mem.get("context.out", uint64(len(dst))*4))
+		if st.err != nil {
+			return st.err
+		}
+		if err := m.dev.launch("context_at", int64(len(dst)), m.dn.ptr, int32(m.width), int32(m.height), table, dx, dy, int64(len(xs)), dp, int32(len(ctx)), out.ptr); err != nil {
+			return err
+		}
+		return download(dst, Buffer{ptr: out.ptr, bytes: uint64(len(dst)) * 4})
+	})
 }

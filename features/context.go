@@ -3,8 +3,11 @@ package features
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Context features summarise a per-pixel feature (a band, an index or an
@@ -164,25 +167,57 @@ func (s *Set) ContextCompute(dst [][]float32, src [][]float32, rect Rect) error 
 			return fmt.Errorf("features: context plane of %d pixels for an inner block of %d", len(p), rect.InnerW*rect.InnerH)
 		}
 	}
-	// Base values once per distinct base feature.
-	values := map[string][]float32{}
-	in := make([]float32, 4)
+	// Base values once per distinct base feature, and their quantised
+	// values; then one pass per base and window for all its statistics.
+	type group struct {
+		base        string
+		r           int
+		mean, std   []float32
+		rangeOut    []float32
+		values      []float32
+		quantised   []int64
+		inputs      []int
+		baseFeature *Feature
+	}
+	var groups []*group
+	bases := map[string]*group{}
 	for k, fi := range ctx {
 		f := s.Features[fi]
-		v, ok := values[f.Base.Name]
-		if !ok {
-			v = make([]float32, n)
-			pos := s.inputs[fi]
-			for i := range n {
-				v[i] = pixelValue(f.Base, pos, src, i, in)
-			}
-			values[f.Base.Name] = v
+		i := slices.IndexFunc(groups, func(g *group) bool { return g.base == f.Base.Name && g.r == f.Size/2 })
+		if i < 0 {
+			i = len(groups)
+			groups = append(groups, &group{base: f.Base.Name, r: f.Size / 2, inputs: s.inputs[fi], baseFeature: f.Base})
 		}
+		g := groups[i]
 		switch f.Stat {
-		case "range":
-			windowRange(dst[k], v, rect, f.Size/2)
+		case "mean":
+			g.mean = dst[k]
+		case "std":
+			g.std = dst[k]
 		default:
-			windowMoments(dst[k], v, rect, f.Size/2, f.Stat == "std")
+			g.rangeOut = dst[k]
+		}
+	}
+	in := make([]float32, 4)
+	for _, g := range groups {
+		if b, ok := bases[g.base]; ok {
+			g.values, g.quantised = b.values, b.quantised
+		} else {
+			g.values, g.quantised = make([]float32, n), make([]int64, n)
+			for i := range n {
+				v := pixelValue(g.baseFeature, g.inputs, src, i, in)
+				g.values[i] = v
+				if v == v {
+					g.quantised[i] = Quantise(v)
+				}
+			}
+			bases[g.base] = g
+		}
+		if g.mean != nil || g.std != nil {
+			windowMoments(g.mean, g.std, g.values, g.quantised, rect, g.r)
+		}
+		if g.rangeOut != nil {
+			windowRange(g.rangeOut, g.values, rect, g.r)
 		}
 	}
 	return nil
@@ -224,29 +259,22 @@ func Moments(sum, sumSq int64, n int64, std bool) float32 {
 	return float32(float64(sum) / float64(n) * (1.0 / contextQuantum))
 }
 
-// windowMoments writes the mean or std of every inner pixel's window:
-// running sums along rows, then along columns, over the quantised values.
-func windowMoments(dst, v []float32, rect Rect, r int, std bool) {
+// windowMoments writes the mean and the std (either may be nil) of every
+// inner pixel's window: running sums along rows, then along columns, of
+// the quantised values q of the values v (NaN: not counted).
+func windowMoments(mean, std, v []float32, q []int64, rect Rect, r int) {
 	w, h := rect.Width, rect.Height
 	iw := rect.InnerW
 	// Row sums over each inner column's horizontal span, for every row of
 	// the block.
 	hs, hq, hn := make([]int64, h*iw), make([]int64, h*iw), make([]int64, h*iw)
-	q := make([]int64, w)
-	ok := make([]bool, w)
 	for y := range h {
-		row := v[y*w : (y+1)*w]
-		for x, val := range row {
-			ok[x] = val == val
-			if ok[x] {
-				q[x] = Quantise(val)
-			}
-		}
+		row, qs := v[y*w:(y+1)*w], q[y*w:(y+1)*w]
 		var s, sq, c int64
 		add := func(x int, sign int64) {
-			if x >= 0 && x < w && ok[x] {
-				s += sign * q[x]
-				sq += sign * q[x] * q[x]
+			if x >= 0 && x < w && row[x] == row[x] {
+				s += sign * qs[x]
+				sq += sign * qs[x] * qs[x]
 				c += sign
 			}
 		}
@@ -281,7 +309,12 @@ func windowMoments(dst, v []float32, rect Rect, r int, std bool) {
 				add(y0+i+r, 1)
 				add(y0+i-r-1, -1)
 			}
-			dst[i*iw+j] = Moments(s, sq, c, std)
+			if mean != nil {
+				mean[i*iw+j] = Moments(s, sq, c, false)
+			}
+			if std != nil {
+				std[i*iw+j] = Moments(s, sq, c, true)
+			}
 		}
 	}
 }
@@ -319,4 +352,110 @@ func windowRange(dst, v []float32, rect Rect, r int) {
 			}
 		}
 	}
+}
+
+// ContextAt computes the set's context features at chosen pixels of a
+// width×height tile, straight from their windows (the arithmetic of
+// ContextCompute, for a few pixels rather than every one): for pixel p at
+// (xs[p], ys[p]), dst[p*k…] receives its k context features in
+// ContextFeatures' order. refl(b, i) is band b's reflectance at pixel i
+// of the tile (NaN where missing). Pixels run on every core.
+func (s *Set) ContextAt(dst []float32, xs, ys []int, width, height int, refl func(b, i int) float32) error {
+	ctx := s.ContextFeatures()
+	if len(xs) != len(ys) || len(dst) != len(xs)*len(ctx) {
+		return fmt.Errorf("features: %d values for %d×%d pixels and %d context features", len(dst), len(xs), len(ys), len(ctx))
+	}
+	// Per base, the largest radius: its values are gathered once.
+	type base struct {
+		f   *Feature
+		pos []int
+		r   int
+	}
+	var bases []base
+	of := make([]int, len(ctx))
+	for k, fi := range ctx {
+		f := s.Features[fi]
+		b := slices.IndexFunc(bases, func(b base) bool { return b.f.Name == f.Base.Name })
+		if b < 0 {
+			b = len(bases)
+			bases = append(bases, base{f: f.Base, pos: s.inputs[fi]})
+		}
+		bases[b].r = max(bases[b].r, f.Size/2)
+		of[k] = b
+	}
+	parallel(len(xs), func(lo, hi int) {
+		in := make([]float32, 4)
+		vals := make([][]float32, len(bases))
+		for p := lo; p < hi; p++ {
+			x, y := xs[p], ys[p]
+			for b, bs := range bases {
+				side := 2*bs.r + 1
+				v := vals[b][:0]
+				for yy := y - bs.r; yy <= y+bs.r; yy++ {
+					for xx := x - bs.r; xx <= x+bs.r; xx++ {
+						val := float32(math.NaN())
+						if xx >= 0 && xx < width && yy >= 0 && yy < height {
+							i := yy*width + xx
+							val = pixelValueBy(bs.f, bs.pos, func(b int) float32 { return refl(b, i) }, in)
+						}
+						v = append(v, val)
+					}
+				}
+				vals[b] = v[:side*side]
+			}
+			for k, fi := range ctx {
+				f := s.Features[fi]
+				bs := bases[of[k]]
+				r, side := f.Size/2, 2*bs.r+1
+				var sum, sq, n int64
+				lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+				for dy := -r; dy <= r; dy++ {
+					row := vals[of[k]][(bs.r+dy)*side+bs.r-r:][:2*r+1]
+					for _, val := range row {
+						if val != val {
+							continue
+						}
+						q := Quantise(val)
+						sum, sq, n = sum+q, sq+q*q, n+1
+						lo, hi = min(lo, val), max(hi, val)
+					}
+				}
+				switch {
+				case f.Stat != "range":
+					dst[p*len(ctx)+k] = Moments(sum, sq, n, f.Stat == "std")
+				case n == 0:
+					dst[p*len(ctx)+k] = float32(math.NaN())
+				default:
+					dst[p*len(ctx)+k] = hi - lo
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// pixelValueBy is pixelValue with band b's value given by at(b).
+func pixelValueBy(f *Feature, pos []int, at func(b int) float32, in []float32) float32 {
+	for k, p := range pos {
+		v := at(p)
+		if v != v {
+			return float32(math.NaN())
+		}
+		in[k] = v
+	}
+	v := f.fn(in[:len(pos)])
+	if v != v {
+		return float32(math.NaN())
+	}
+	return v
+}
+
+// parallel runs f over [0, n) split into a range per core.
+func parallel(n int, f func(lo, hi int)) {
+	parts := max(1, min(runtime.GOMAXPROCS(0), n/64))
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Go(func() { f(k*n/parts, (k+1)*n/parts) })
+	}
+	wg.Wait()
 }

@@ -75,6 +75,24 @@ func TestContextMatchesDefinition(t *testing.T) {
 	if err := set.ContextCompute(dst, planes, Rect{Width: w, Height: h, InnerW: w, InnerH: h}); err != nil {
 		t.Fatal(err)
 	}
+	// ContextAt, pixel by pixel, gives the same bits.
+	var xs, ys []int
+	for y := range h {
+		for x := range w {
+			xs, ys = append(xs, x), append(ys, y)
+		}
+	}
+	at := make([]float32, len(xs)*len(ctx))
+	if err := set.ContextAt(at, xs, ys, w, h, func(b, i int) float32 { return planes[b][i] }); err != nil {
+		t.Fatal(err)
+	}
+	for p := range xs {
+		for k := range ctx {
+			if got, want := at[p*len(ctx)+k], dst[k][p]; math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("ContextAt: %s at pixel %d: %v, ContextCompute %v", set.Features[ctx[k]].Name, p, got, want)
+			}
+		}
+	}
 	for k, fi := range ctx {
 		f := set.Features[fi]
 		for y := range h {

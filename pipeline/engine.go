@@ -124,6 +124,12 @@ func (p devicePasses) Collect(r *sampling.DeviceRule, bound []uint64, count []in
 	return sampling.Collected(d), err
 }
 
+// Context implements sampling.ContextPasses: the candidates' context
+// features from the mirror.
+func (p devicePasses) Context(set *features.Set, refl *[65536]float32, xs, ys []int, dst []float32) error {
+	return p.m.Context(set, refl, xs, ys, dst)
+}
+
 // features returns the features computer.
 func (e engine) features(set *features.Set) (features.Computer, func(), error) {
 	if e.gpu == nil {

@@ -2,7 +2,6 @@ package sampling
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -568,7 +567,7 @@ func (sp *Sampler) addTile(in Input, ii uint64, set *features.Set) error {
 	}
 	nv := len(t.DN)
 	if set.Radius() > 0 {
-		if bands, err = withContext(in, set, out, bands); err != nil {
+		if bands, err = withContext(in, set, refl, out, bands); err != nil {
 			return fmt.Errorf("%s: %w", in.Name, err)
 		}
 		nv = set.Planes()
@@ -599,59 +598,42 @@ func (sp *Sampler) addTile(in Input, ii uint64, set *features.Set) error {
 }
 
 // withContext appends to each candidate's band reflectances its context
-// features: the tile is read back strip by strip with the set's halo
-// (readStrip, as strips from files are), only the strips that hold
-// candidates, on several cores, and each candidate takes its pixel's
-// values. It returns the reservoirs' values, set.Planes() per candidate,
-// with the entries' places moved to match.
-func withContext(in Input, set *features.Set, out [][]entry, bands [][]float32) ([][]float32, error) {
+// features, computed from the tile for the candidates' pixels only: by
+// the device that holds the tile when its passes can (ContextPasses),
+// else on every core (features.Set.ContextAt), the same bits either way.
+// It returns the reservoirs' values, set.Planes() per candidate, with the
+// entries' places moved to match.
+func withContext(in Input, set *features.Set, refl *[65536]float32, out [][]entry, bands [][]float32) ([][]float32, error) {
 	t := in.Tile
 	w, h := t.Grid.Width, t.Grid.Height
 	nb, nv := len(set.Bands), set.Planes()
-	type place struct{ k, j int }
-	strips := make([][]place, (h+stripRows-1)/stripRows)
+	nc := nv - nb
+	var xs, ys []int
 	values := make([][]float32, len(out))
 	for k, c := range out {
 		values[k] = make([]float32, len(c)*nv)
 		for j, e := range c {
-			row := int(e.id >> 20 & (1<<20 - 1))
-			strips[row/stripRows] = append(strips[row/stripRows], place{k, j})
-			// The bands as they are; the context values follow.
+			xs, ys = append(xs, int(e.id&(1<<20-1))), append(ys, int(e.id>>20&(1<<20-1)))
 			copy(values[k][j*nv:j*nv+nb], bands[k][e.at:e.at+nb])
 			c[j].at = j * nv
 		}
 	}
-	read := func(r0, n int) Strip { return memStrip(in, t, r0, n) }
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make([]error, len(strips))
-	for range max(1, min(runtime.GOMAXPROCS(0), 8)) {
-		wg.Go(func() {
-			for {
-				s := int(next.Add(1) - 1)
-				if s >= len(strips) {
-					return
-				}
-				if len(strips[s]) == 0 {
-					continue
-				}
-				r0 := s * stripRows
-				st := readStrip(read, set, w, h, r0, min(stripRows, h-r0))
-				if st.Err != nil {
-					errs[s] = st.Err
-					return
-				}
-				for _, p := range strips[s] {
-					e := out[p.k][p.j]
-					i := (int(e.id>>20&(1<<20-1))-r0)*w + int(e.id&(1<<20-1))
-					dst := values[p.k][e.at+nb : e.at+nv]
-					for c := range dst {
-						dst[c] = st.Planes[nb+c][i]
-					}
-				}
-			}
-		})
+	ctx := make([]float32, len(xs)*nc)
+	var err error
+	if dp, ok := in.Passes.(ContextPasses); ok {
+		err = dp.Context(set, refl, xs, ys, ctx)
+	} else {
+		err = set.ContextAt(ctx, xs, ys, w, h, func(b, i int) float32 { return refl[t.DN[b][i]] })
 	}
-	wg.Wait()
-	return values, errors.Join(errs...)
+	if err != nil {
+		return nil, fmt.Errorf("context features: %w", err)
+	}
+	p := 0
+	for k, c := range out {
+		for j := range c {
+			copy(values[k][j*nv+nb:(j+1)*nv], ctx[p*nc:(p+1)*nc])
+			p++
+		}
+	}
+	return values, nil
 }

@@ -3,6 +3,7 @@ package sampling
 import (
 	"fmt"
 
+	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/internal/rng"
 )
 
@@ -19,6 +20,15 @@ type Passes interface {
 	// Collect returns, in any order, every candidate whose key is at
 	// most its reservoir's bound; count[k] is how many reservoir k has.
 	Collect(r *DeviceRule, bound []uint64, count []int) (Collected, error)
+}
+
+// ContextPasses are Passes whose device also computes the context
+// features of chosen pixels of the tile it holds: the twin of
+// features.Set.ContextAt with refl as every DN's reflectance (dst gets
+// the set's context features of pixel (xs[p], ys[p]) at p×their count).
+type ContextPasses interface {
+	Passes
+	Context(set *features.Set, refl *[65536]float32, xs, ys []int, dst []float32) error
 }
 
 // DeviceRule is the draw's rule as a device's passes take it: plain

@@ -19,6 +19,27 @@ __device__ __forceinline__ float nd(float a, float b) {
 // after.
 enum { OP_BAND = 0, OP_ND = 1, OP_EVI = 2, OP_SAVI = 3, OP_BSI = 4, OP_CONTEXT = 5 };
 
+// apply_op is feature operation op on its inputs v, none of them NaN,
+// as features.Feature's expression computes it.
+__device__ __forceinline__ float apply_op(int op, const float* v) {
+    if (op == OP_BAND) return v[0];
+    if (op == OP_ND) return nd(v[0], v[1]);
+    if (op == OP_EVI) {
+        // 2.5 (n − r) / (n + 6 r − 7.5 b + 1)
+        float den = __fadd_rn(__fsub_rn(__fadd_rn(v[0], __fmul_rn(6.0f, v[1])), __fmul_rn(7.5f, v[2])), 1.0f);
+        return den == 0.0f ? NAN_F : __fdiv_rn(__fmul_rn(2.5f, __fsub_rn(v[0], v[1])), den);
+    }
+    if (op == OP_SAVI) {
+        // 1.5 (n − r) / (n + r + 0.5)
+        float den = __fadd_rn(__fadd_rn(v[0], v[1]), 0.5f);
+        return den == 0.0f ? NAN_F : __fdiv_rn(__fmul_rn(1.5f, __fsub_rn(v[0], v[1])), den);
+    }
+    // bsi = nd(swir1 + red, nir + blue)
+    return nd(__fadd_rn(v[0], v[1]), __fadd_rn(v[2], v[3]));
+}
+
+__device__ __forceinline__ int op_inputs(int op) { return op == OP_BAND ? 1 : op == OP_EVI ? 3 : op == OP_BSI ? 4 : 2; }
+
 // features computes nfeat feature planes from nbands reflectance planes in
 // one pass. prog holds 5 ints per feature: the operation and up to four
 // input band positions. Each thread stages its pixel's bands in shared
@@ -59,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(FEATURE_BLOCK) features(const float
                 const int* p = sprog + 5 * f;
                 int op = p[0];
                 if (op == OP_CONTEXT) continue;
-                int ninputs = op == OP_BAND ? 1 : op == OP_EVI ? 3 : op == OP_BSI ? 4 : 2;
+                int ninputs = op_inputs(op);
                 float v[4];
                 bool nan = false;
 #pragma unroll
@@ -70,25 +91,7 @@ extern "C" __global__ void __launch_bounds__(FEATURE_BLOCK) features(const float
                         nan = nan || (v[k] != v[k]);
                     }
                 }
-                float r;
-                if (nan) {
-                    r = NAN_F;
-                } else if (op == OP_BAND) {
-                    r = v[0];
-                } else if (op == OP_ND) {
-                    r = nd(v[0], v[1]);
-                } else if (op == OP_EVI) {
-                    // 2.5 (n − r) / (n + 6 r − 7.5 b + 1)
-                    float den = __fadd_rn(__fsub_rn(__fadd_rn(v[0], __fmul_rn(6.0f, v[1])), __fmul_rn(7.5f, v[2])), 1.0f);
-                    r = den == 0.0f ? NAN_F : __fdiv_rn(__fmul_rn(2.5f, __fsub_rn(v[0], v[1])), den);
-                } else if (op == OP_SAVI) {
-                    // 1.5 (n − r) / (n + r + 0.5)
-                    float den = __fadd_rn(__fadd_rn(v[0], v[1]), 0.5f);
-                    r = den == 0.0f ? NAN_F : __fdiv_rn(__fmul_rn(1.5f, __fsub_rn(v[0], v[1])), den);
-                } else {
-                    // bsi = nd(swir1 + red, nir + blue)
-                    r = nd(__fadd_rn(v[0], v[1]), __fadd_rn(v[2], v[3]));
-                }
+                float r = nan ? NAN_F : apply_op(op, v);
                 if (r != r) r = NAN_F;
                 out[(long long)f * n + i] = r;
             }
@@ -176,7 +179,7 @@ __device__ __forceinline__ void context_out(float* out, long long n, long long k
 // not wanted). A thread runs down CONTEXT_SEG rows of one column with
 // running sums (exact: integers), its warp reading neighbouring columns;
 // extremes, which do not run, are taken over each window.
-#define CONTEXT_SEG 32
+#define CONTEXT_SEG 8
 extern "C" __global__ void context_cols(const long long* __restrict__ s, const long long* __restrict__ sq,
                                         const int* __restrict__ cnt, const float* __restrict__ lo,
                                         const float* __restrict__ hi, int h, int y0, int ih, int iw, int r,
@@ -221,6 +224,54 @@ extern "C" __global__ void context_cols(const long long* __restrict__ s, const l
             }
             context_out(out, n, (long long)i * iw + j, S, SQ, N, mn, mx, fmean, fstd, frange);
         }
+    }
+}
+
+// context_at computes context features at chosen pixels of a w x h tile
+// held on the device (dn: its band planes; refl: every DN's reflectance,
+// as the host's table gives it), straight from each window: a thread per
+// pixel and feature. prog holds 7 ints per context feature: the base
+// operation, its four input bands, the window radius and the statistic
+// (0 mean, 1 std, 2 range). out gets nctx values per pixel. The twin of
+// features.Set.ContextAt.
+extern "C" __global__ void context_at(const unsigned short* __restrict__ dn, int w, int h, const float* __restrict__ refl,
+                                      const int* __restrict__ xs, const int* __restrict__ ys, long long npix,
+                                      const int* __restrict__ prog, int nctx, float* __restrict__ out) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    long long plane = (long long)w * h;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < npix * nctx; t += stride) {
+        long long p = t / nctx;
+        int k = (int)(t % nctx);
+        const int* pr = prog + 7 * k;
+        int op = pr[0], r = pr[5], stat = pr[6], ninputs = op_inputs(op);
+        int x = xs[p], y = ys[p];
+        long long S = 0, SQ = 0, N = 0;
+        float mn = __int_as_float(0x7f800000), mx = __int_as_float(0xff800000);
+        for (int yy = max(0, y - r); yy <= min(h - 1, y + r); yy++) {
+            for (int xx = max(0, x - r); xx <= min(w - 1, x + r); xx++) {
+                long long i = (long long)yy * w + xx;
+                float v[4];
+                bool nan = false;
+#pragma unroll
+                for (int b = 0; b < 4; b++) {
+                    v[b] = 0.0f;
+                    if (b < ninputs) {
+                        v[b] = refl[dn[pr[1 + b] * plane + i]];
+                        nan = nan || (v[b] != v[b]);
+                    }
+                }
+                if (nan) continue;
+                float val = apply_op(op, v);
+                if (val != val) continue;
+                long long q = ctx_quantise(val);
+                S += q;
+                SQ += q * q;
+                N++;
+                mn = val < mn ? val : mn;
+                mx = val > mx ? val : mx;
+            }
+        }
+        context_out(out, 1, p * nctx + k, S, SQ, N, mn, mx, stat == 0 ? 0 : -1, stat == 1 ? 0 : -1, stat == 2 ? 0 : -1);
     }
 }
 
