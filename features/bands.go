@@ -1,5 +1,8 @@
-// Package features computes per-pixel features (raw bands and spectral
-// indices) from an analysis-ready Sentinel-2 stack.
+// Package features computes features from an analysis-ready Sentinel-2
+// stack: per-pixel features (raw bands and spectral indices) and context
+// features, statistics of a per-pixel feature over the window around each
+// pixel (context.go), computed for a block of pixels from its halo or for
+// chosen pixels of a tile.
 //
 // It is pure Go with no cgo so that its tests run on GPU hosts without GDAL,
 // and its CPU implementations are the specification the CUDA twins in

@@ -5,7 +5,9 @@
 // it keeps. A tile in memory is drawn from its digital numbers in two
 // data-parallel passes (draw.go), run on every core or by a device that
 // holds the tile too (Passes, passes.go); strips from files are screened
-// on every core (sampler.go). All keep the same pixels, bit for bit. Scan visits
+// on every core (sampler.go). All keep the same pixels, bit for bit. With
+// context features, each candidate keeps its context features (from its
+// window: strips are read with the set's halo) beside its bands. Scan visits
 // every labelled pixel instead, for benchmarks that need them all.
 //
 // The package computes; it reads no files. Strips from files come through
