@@ -143,9 +143,10 @@ extern "C" __global__ void context_rows(const float* __restrict__ v, int w, int 
         for (int x = max(0, c - r); x <= min(w - 1, c + r); x++) {
             float val = row[x];
             if (val != val) continue;
-            long long q = ctx_quantise(val);
+            // |q| <= 2^20: a 32-bit product widened (mul.wide) is exact.
+            int q = (int)ctx_quantise(val);
             S += q;
-            SQ += q * q;
+            SQ += (long long)q * q;
             n++;
             mn = val < mn ? val : mn;
             mx = val > mx ? val : mx;
