@@ -85,7 +85,17 @@ func TestPredictMatchesForest(t *testing.T) {
 	for f := range feats {
 		feats[f] = make([]float32, n)
 	}
-	features.CPU{Set: set}.Compute(feats, planes)
+	// The context features, from the whole tile.
+	for range set.Planes() - len(set.Bands) {
+		planes = append(planes, make([]float32, n))
+	}
+	rect := features.Rect{Width: info.Width, Height: info.Height, InnerW: info.Width, InnerH: info.Height}
+	if err := set.ContextCompute(planes[len(set.Bands):], planes[:len(set.Bands)], rect); err != nil {
+		t.Fatal(err)
+	}
+	if err := (features.CPU{Set: set}).Compute(feats, planes); err != nil {
+		t.Fatal(err)
+	}
 	x := make([]float32, n*len(feats))
 	for i := range n {
 		for f := range feats {

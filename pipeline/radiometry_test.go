@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,6 +59,9 @@ func TestRadiometryOffsetNoticed(t *testing.T) {
 		trainCfg.Source.Rasters = []RasterPair{cfg.Source.Rasters[c.train]}
 		_, stack := ingest(t, trainCfg)
 		tc := trainConfig(t, "train-real-sample.yaml", stack)
+		// Per-pixel features, as the figures in docs/ingest.md were
+		// measured: the effect of an offset on a pixel's own values.
+		tc.Features = slices.DeleteFunc(tc.Features, func(f string) bool { return strings.Contains(f, "(") })
 		model := filepath.Join(t.TempDir(), "model")
 		if _, err := Train(context.Background(), tc, Options{Out: model}); err != nil {
 			t.Fatal(err)

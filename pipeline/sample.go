@@ -124,7 +124,9 @@ func (c TrainConfig) drawInputs() ([]trainInput, error) {
 		if err != nil {
 			return nil, fmt.Errorf("input.samples: %w", err)
 		}
-		in := trainInput{image: p, labels: p, bands: d.Features, scale: d.Draw.Scale, offset: d.Draw.Offset, nodata: d.Draw.NoData, draw: d}
+		// A draw's values are its bands, then any context features.
+		bands, _ := features.SplitValues(d.Features)
+		in := trainInput{image: p, labels: p, bands: bands, scale: d.Draw.Scale, offset: d.Draw.Offset, nodata: d.Draw.NoData, draw: d}
 		for _, l := range d.Draw.Dark {
 			in.darks = append(in.darks, l)
 		}
