@@ -117,6 +117,10 @@ type Job struct {
 	Ingest IngestConfig
 	Train  *TrainConfig // nil when Model is set
 	Model  string       // a model file: the job maps tiles without training
+	// ModelHref, where Model is a local copy of an object (lulc run
+	// --model s3://…), is the object's URL: report.json and the tiles'
+	// items name it instead of the copy.
+	ModelHref string
 	// Shard, when its Count is set, makes this process one task of an
 	// array job: it maps only the tiles shard.Assign gives its Index.
 	Shard shard.Spec
@@ -128,6 +132,14 @@ type Job struct {
 	// draw (DrawFile), which lulc train merges with the other tasks'; it
 	// trains and maps nothing. "" is the whole job.
 	Phase string
+}
+
+// modelHref is how the outputs name the given model.
+func (j Job) modelHref() string {
+	if j.ModelHref != "" {
+		return j.ModelHref
+	}
+	return j.Model
 }
 
 // PhaseSample is the sample phase of a sharded job (Job.Phase).
@@ -311,7 +323,7 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	}
 	defer stage.Release()
 	r := &runner{start: start, job: job, hash: hash, collectionID: job.collectionID(modelBody), opt: opt, stage: stage, model: model, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}, steps: map[string]*sync.Mutex{}}
-	res := RunResult{Dir: stage.Final, Model: job.Model, GPU: len(opt.GPUs) > 0}
+	res := RunResult{Dir: stage.Final, Model: job.modelHref(), GPU: len(opt.GPUs) > 0}
 	busy0 := make([]time.Duration, len(opt.GPUs))
 	for i, d := range opt.GPUs {
 		busy0[i] = d.Busy()
@@ -546,7 +558,7 @@ func (r *runner) run(ctx context.Context, tiles []sourceTile, res *RunResult) er
 	}
 	// Items link the model they came from by a path relative to them (the
 	// run's own model where the output will be), so that the tree can move.
-	modelPath := r.job.Model
+	modelPath := r.job.modelHref()
 	if modelPath == "" {
 		modelPath = filepath.Join(r.stage.Final, "model", ModelFile)
 	}

@@ -2,14 +2,17 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lulc/lulc/exchange"
 	"github.com/lulc/lulc/pipeline"
 )
 
 func newCollectCmd(a *app) *cobra.Command {
-	var out string
+	var out, work string
 	cmd := &cobra.Command{
 		Use:   "collect --out DIR",
 		Short: "Gather an array job's tasks into one STAC collection, mosaics and a job report",
@@ -26,9 +29,46 @@ with the --shard that redoes it.`,
 			if out == "" {
 				return usagef("--out: the job's output directory (the one the tasks were given)")
 			}
+			// A job in object storage: the committed tasks are
+			// downloaded into a workspace, collected there, and the
+			// collection uploaded beside them. A task without a commit is
+			// missing, as on a shared filesystem.
+			var ws *workspace
+			url := ""
+			if exchange.IsURL(out) {
+				var err error
+				url = out
+				if ws, err = newWorkspace(work, exchange.Join(url, pipeline.CollectDir), a.log); err != nil {
+					return err
+				}
+				ws.url = url
+				out = ws.out()
+				shards := exchange.Join(url, "shards")
+				done, open, err := exchange.Committed(shards)
+				if err != nil {
+					return err
+				}
+				for _, n := range open {
+					a.log.Warn("a task's prefix holds no commit (unfinished, or killed while it uploaded): missing", "url", exchange.Join(shards, n))
+				}
+				for _, n := range done {
+					if _, err := ws.pull(exchange.Join(shards, n), filepath.Join(out, "shards", n)); err != nil {
+						return err
+					}
+				}
+				if err := os.MkdirAll(filepath.Join(out, "shards"), 0o755); err != nil {
+					return err
+				}
+			}
 			res, err := pipeline.Collect(out, pipeline.Options{Log: a.log, BreakLock: a.breakLock})
 			if err != nil {
-				return err
+				return ws.named(err)
+			}
+			if url != "" {
+				if err := ws.push(res.Dir, exchange.Join(url, pipeline.CollectDir)); err != nil {
+					return ws.named(err)
+				}
+				res.Dir = exchange.Join(url, pipeline.CollectDir)
 			}
 			if a.summary(res) {
 				fmt.Fprintf(a.stdout, "collected %d tile(s) from %d task(s) into %s; mosaics: %v\n", len(res.Tiles), res.Shards, res.Dir, res.Mosaics)
@@ -36,6 +76,7 @@ with the --shard that redoes it.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&out, "out", "o", "", "the job's output directory, holding shards/i-of-n")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "the job's output directory, holding shards/i-of-n (or its s3:// prefix)")
+	addWorkFlag(cmd, &work)
 	return cmd
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime/debug"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/exchange"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/shard"
@@ -18,7 +20,7 @@ import (
 const defaultRunConfig = "run-demo.yaml"
 
 func newRunCmd(a *app) *cobra.Command {
-	var cfgPath, out, model, catalogOverride, device, shardFlag, planPath, phase string
+	var cfgPath, out, model, catalogOverride, device, shardFlag, planPath, phase, work string
 	var force, writeStack bool
 	var shardCount int
 	cmd := &cobra.Command{
@@ -61,15 +63,56 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			if err != nil {
 				return usagef("%v", err)
 			}
+			// Each task owns a run directory of its own under OUT, so
+			// that tasks never write the same file.
+			task := ""
 			if sharded {
-				// Each task owns a run directory of its own under OUT, so
-				// that tasks never write the same file.
 				job.Shard = spec
 				sub := "shards"
 				if phase == pipeline.PhaseSample {
 					sub = "draws"
 				}
-				out = filepath.Join(out, sub, fmt.Sprintf("%d-of-%d", spec.Index, spec.Count))
+				task = path.Join(sub, fmt.Sprintf("%d-of-%d", spec.Index, spec.Count))
+			}
+			// With objects for output or inputs the run works in a local
+			// workspace: the task's committed objects, if any, are
+			// downloaded where its output goes, so that a rerun keeps an
+			// intact task as on a shared filesystem.
+			var ws *workspace
+			outURL := ""
+			if exchange.IsURL(out) || exchange.IsURL(model) || exchange.IsURL(planPath) {
+				if exchange.IsURL(out) {
+					outURL = exchange.Join(out, task)
+					if task == "" {
+						outURL = out
+					}
+				}
+				if ws, err = newWorkspace(work, outURL, a.log); err != nil {
+					return err
+				}
+				if outURL != "" {
+					out = ws.out()
+					if _, err := ws.pull(outURL, filepath.Join(out, task)); err != nil {
+						return err
+					}
+				}
+				if exchange.IsURL(model) {
+					job.ModelHref = model
+					if model, err = ws.fetch(model); err != nil {
+						return err
+					}
+					job.Model = model
+				}
+				if exchange.IsURL(planPath) {
+					local := filepath.Join(ws.dir, "in", "plan.json")
+					if err := exchange.Get(planPath, local); err != nil {
+						return err
+					}
+					planPath = local
+				}
+			}
+			if task != "" {
+				out = filepath.Join(out, filepath.FromSlash(task))
 				if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 					return err
 				}
@@ -112,10 +155,20 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			res, err := pipeline.Run(cmd.Context(), job, pipeline.Options{GPUs: devs, Out: out, Force: force, BreakLock: a.breakLock, Inputs: inputs,
 				Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
-				return fmt.Errorf("run: %w", err)
+				return ws.named(fmt.Errorf("run: %w", err))
+			}
+			if outURL != "" {
+				if err := ws.push(res.Dir, outURL); err != nil {
+					return ws.named(fmt.Errorf("run: %w", err))
+				}
+				res.Dir = outURL
+			} else if ws != nil {
+				if err := ws.remove(); err != nil {
+					return err
+				}
 			}
 			if phase == pipeline.PhaseSample && a.summary(res) {
-				fmt.Fprintf(a.stdout, "drew %d tile(s) into %s in %s\n", len(res.Tiles), filepath.Join(res.Dir, pipeline.DrawFile), res.Elapsed.Round(time.Millisecond))
+				fmt.Fprintf(a.stdout, "drew %d tile(s) into %s/%s in %s\n", len(res.Tiles), res.Dir, pipeline.DrawFile, res.Elapsed.Round(time.Millisecond))
 				return nil
 			}
 			if a.summary(res) {
@@ -156,6 +209,7 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 	cmd.Flags().IntVar(&shardCount, "shard-count", 0, "the array job's task count, where its engine exports none (Kubernetes, Coiled)")
 	addDeviceFlag(cmd, &device)
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")
+	addWorkFlag(cmd, &work)
 	return cmd
 }
 
@@ -205,7 +259,14 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			if err != nil {
 				return fmt.Errorf("plan: %w", err)
 			}
-			if err := atomicfs.WriteFile(out, p.Encode()); err != nil {
+			if exchange.IsURL(out) {
+				// One object, written whole: the plan's digest is its
+				// own check, so it needs no commit.
+				err = exchange.Put(out, p.Encode())
+			} else {
+				err = atomicfs.WriteFile(out, p.Encode())
+			}
+			if err != nil {
 				return err
 			}
 			if a.summary(struct {

@@ -2,16 +2,19 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lulc/lulc/exchange"
 	"github.com/lulc/lulc/pipeline"
 )
 
 const defaultTrainConfig = "train-demo.yaml"
 
 func newTrainCmd(a *app) *cobra.Command {
-	var cfgPath, out, engine, stack string
+	var cfgPath, out, engine, stack, work string
 	var force bool
 	var device string
 	var draws []string
@@ -59,6 +62,29 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 					return usagef("--stack and --samples: give one input")
 				}
 			}
+			// Draws and an output in object storage: the draws are
+			// downloaded (committed tasks only) and the run directory
+			// made in a workspace, then uploaded and committed.
+			var ws *workspace
+			outURL := ""
+			if exchange.IsURL(out) || slices.ContainsFunc(cfg.Input.Samples, exchange.IsURL) {
+				if exchange.IsURL(out) {
+					outURL = out
+				}
+				if ws, err = newWorkspace(work, outURL, a.log); err != nil {
+					return err
+				}
+				if outURL != "" {
+					out = ws.out()
+				}
+				for i, s := range cfg.Input.Samples {
+					if exchange.IsURL(s) {
+						if cfg.Input.Samples[i], err = ws.pullDraws(s, filepath.Join(ws.dir, "in", fmt.Sprint(i))); err != nil {
+							return err
+						}
+					}
+				}
+			}
 			if compare != "" && compare != "sklearn" {
 				return usagef("--compare: %q is not sklearn", compare)
 			}
@@ -72,7 +98,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 			defer devs.Close()
 			res, err := pipeline.Train(cmd.Context(), cfg, pipeline.Options{GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
-				return fmt.Errorf("train: %w", err)
+				return ws.named(fmt.Errorf("train: %w", err))
 			}
 			for _, w := range res.Warnings {
 				a.log.Warn(w)
@@ -84,6 +110,16 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 					return fmt.Errorf("train: %w", err)
 				}
 				cmp = &c
+			}
+			if outURL != "" {
+				if err := ws.push(res.Dir, outURL); err != nil {
+					return ws.named(fmt.Errorf("train: %w", err))
+				}
+				res.Dir = outURL
+			} else if ws != nil {
+				if err := ws.remove(); err != nil {
+					return err
+				}
 			}
 			if a.summary(res) {
 				fmt.Fprintf(a.stdout, "engine %s: %d training / %d validation samples, sampled in %s, fitted in %s\n",
@@ -112,5 +148,6 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 	cmd.Flags().StringSliceVar(&draws, "samples", nil, "sample-phase draws to merge and train on (draw.lulcd files or directories of them), overriding the config's input")
 	addDeviceFlag(cmd, &device)
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing run directory")
+	addWorkFlag(cmd, &work)
 	return cmd
 }
