@@ -176,7 +176,32 @@ func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata
 	if err := launch("features", ph, dRefl.ptr, int32(nb), int64(ph), plan.base.ptr, int32(nbase), dBase.ptr); err != nil {
 		return err
 	}
+	// Per base, its windows in one fused pass where their shared memory
+	// fits (context_fused), else two passes per window through device
+	// memory (context_rows, context_cols).
+	fused := map[int]bool{}
+	for b := range nbase {
+		prog, R, values := plan.fusedProgram(b)
+		shared := contextShared(R, values)
+		if shared > maxShared {
+			continue
+		}
+		fused[b] = true
+		dp, err := put(m, fmt.Sprintf("context.fused.%d", b), prog)
+		if err != nil {
+			return err
+		}
+		v := dBase.ptr + uint64(b*ph*4)
+		gx, gy := uint32((iw+contextTile-1)/contextTile), uint32((ih+contextTile-1)/contextTile)
+		if err := fe.Dev.launchGrid(s, "context_fused", gx, gy, 256, uint32(shared), v, int32(w), int32(h), int32(rect.X), int32(rect.Y),
+			int32(iw), int32(ih), int32(R), dp, int32(len(prog)/4), values, out, int64(n)); err != nil {
+			return err
+		}
+	}
 	for _, pr := range plan.pairs {
+		if fused[pr.base] {
+			continue
+		}
 		v := dBase.ptr + uint64(pr.base*ph*4)
 		extremes := int32(0)
 		if pr.rng >= 0 {
@@ -250,4 +275,36 @@ func (m *Mirror) Context(set *features.Set, refl *[65536]float32, xs, ys []int, 
 		}
 		return download(dst, Buffer{ptr: out.ptr, bytes: uint64(len(dst)) * 4})
 	})
+}
+
+// contextTile is context_fused's tile side (CONTEXT_TILE), maxShared the
+// dynamic shared memory a block may take without opting in.
+const (
+	contextTile = 32
+	maxShared   = 48 << 10
+)
+
+// contextShared is context_fused's shared memory for a largest radius R:
+// the row sums of its largest window, the quantised values and, with a
+// range (values 1), the values.
+func contextShared(R int, values int32) int {
+	side, rows := contextTile+2*R, contextTile+2*R
+	return rows*contextTile*(8+4+4) + side*side*4*(1+int(values))
+}
+
+// fusedProgram is base b's windows as context_fused takes them: 4 ints
+// each (radius, mean, std and range planes), the largest radius, and
+// whether any window wants a range (its values kept in shared memory).
+func (c *contextPlan) fusedProgram(b int) (prog []int32, R int, values int32) {
+	for _, pr := range c.pairs {
+		if pr.base != b {
+			continue
+		}
+		prog = append(prog, int32(pr.r), pr.mean, pr.std, pr.rng)
+		R = max(R, pr.r)
+		if pr.rng >= 0 {
+			values = 1
+		}
+	}
+	return prog, R, values
 }

@@ -23,7 +23,9 @@ func TestPredictDNContextBitExact(t *testing.T) {
 	defer d.Close()
 	bands := []string{"B02", "B03", "B04", "B08", "B11"}
 	names := []string{"B04", "ndvi", "mean(B08,15)", "std(B08,15)", "range(B08,15)", "std(ndvi,7)", "mean(ndwi,3)",
-		"range(evi,5)", "mean(nd(B03,B11),31)", "B11"}
+		"range(evi,5)", "mean(nd(B03,B11),31)", "range(nd(B03,B11),3)", "std(bsi,31)", "B11"}
+	// Every base but nd(B03,B11) fits context_fused's shared memory; that
+	// one (a 31-px window and a range) takes the two-pass kernels.
 	set, err := features.NewSet(names, bands)
 	if err != nil {
 		t.Fatal(err)

@@ -228,6 +228,88 @@ extern "C" __global__ void context_cols(const long long* __restrict__ s, const l
     }
 }
 
+// context_fused computes one base feature's context statistics for a
+// CONTEXT_TILE² tile of inner pixels per block, in shared memory: the
+// tile's values with a halo of R (the base's largest radius; values
+// beyond the block are missing, as the tile's edge cuts windows) are read
+// once and quantised, then for each of the base's npairs windows (prog: 4
+// ints each, the radius and the mean, std and range feature planes, -1
+// where not wanted) the row sums of every row the tile's windows touch,
+// then the column sums of those, into the feature planes of out (n pixels
+// each). The same integer sums as context_rows and context_cols, in less
+// traffic. Shared memory, dynamic: the row sums (rows x CONTEXT_TILE of a
+// long long and two ints) of the largest window, the quantised values and,
+// with a range, the values themselves.
+#define CONTEXT_TILE 32
+extern "C" __global__ void __launch_bounds__(256) context_fused(const float* __restrict__ v, int w, int h, int x0, int y0, int iw,
+                                                               int ih, int R, const int* __restrict__ prog, int npairs,
+                                                               int values, float* __restrict__ out, long long n) {
+    extern __shared__ long long smem[];
+    const int T = CONTEXT_TILE, side = T + 2 * R, maxRows = T + 2 * R;
+    long long* rsq = smem;
+    int* rs = (int*)(rsq + maxRows * T);
+    int* rn = rs + maxRows * T;
+    int* q = rn + maxRows * T;
+    float* fv = (float*)(q + side * side);
+    const int MISSING = (int)0x80000000;
+    int tx0 = blockIdx.x * T, ty0 = blockIdx.y * T;
+    int bx = x0 + tx0 - R, by = y0 + ty0 - R; // the shared tile's corner in the block
+    for (int k = threadIdx.x; k < side * side; k += blockDim.x) {
+        int gy = by + k / side, gx = bx + k % side;
+        float val = NAN_F;
+        if (gx >= 0 && gx < w && gy >= 0 && gy < h) val = v[(long long)gy * w + gx];
+        q[k] = val != val ? MISSING : (int)ctx_quantise(val);
+        if (values) fv[k] = val;
+    }
+    __syncthreads();
+    for (int p = 0; p < npairs; p++) {
+        int r = prog[4 * p], fmean = prog[4 * p + 1], fstd = prog[4 * p + 2], frange = prog[4 * p + 3];
+        int rows = T + 2 * r;
+        // Row sums: shared row R - r + lr, the window of column R + c.
+        for (int k = threadIdx.x; k < rows * T; k += blockDim.x) {
+            const int* row = q + (R - r + k / T) * side + R + k % T - r;
+            int S = 0, N = 0;
+            long long SQ = 0;
+            for (int dx = 0; dx <= 2 * r; dx++) {
+                int qv = row[dx];
+                if (qv == MISSING) continue;
+                S += qv;
+                SQ += (long long)qv * qv;
+                N++;
+            }
+            rs[k] = S;
+            rsq[k] = SQ;
+            rn[k] = N;
+        }
+        __syncthreads();
+        for (int k = threadIdx.x; k < T * T; k += blockDim.x) {
+            int ly = k / T, c = k % T;
+            if (ty0 + ly >= ih || tx0 + c >= iw) continue;
+            long long S = 0, SQ = 0, N = 0;
+            for (int dy = 0; dy <= 2 * r; dy++) {
+                int at = (ly + dy) * T + c;
+                S += rs[at];
+                SQ += rsq[at];
+                N += rn[at];
+            }
+            float mn = __int_as_float(0x7f800000), mx = __int_as_float(0xff800000);
+            if (frange >= 0) {
+                for (int dy = -r; dy <= r; dy++) {
+                    const float* row = fv + (R + ly + dy) * side + R + c;
+                    for (int dx = -r; dx <= r; dx++) {
+                        float val = row[dx];
+                        if (val != val) continue;
+                        mn = val < mn ? val : mn;
+                        mx = val > mx ? val : mx;
+                    }
+                }
+            }
+            context_out(out, n, (long long)(ty0 + ly) * iw + tx0 + c, S, SQ, N, mn, mx, fmean, fstd, frange);
+        }
+        __syncthreads();
+    }
+}
+
 // context_at computes context features at chosen pixels of a w x h tile
 // held on the device (dn: its band planes; refl: every DN's reflectance,
 // as the host's table gives it), straight from each window: a thread per
