@@ -1,0 +1,121 @@
+package cuda
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/lulc/lulc/aoa"
+	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/features"
+)
+
+// TestAOABitExact checks the GPU's dissimilarity index against the CPU's
+// (aoa.Map on the CPU's grid, through gonum's k-d tree and brute force):
+// from feature planes at every pixel, and from digital numbers (reflectance
+// and features on the device) at the centres of a coarse grid, over
+// several chunks, with nodata DNs, NaN features and exact training points.
+func TestAOABitExact(t *testing.T) {
+	d := gpu(t)
+	defer d.Close()
+	bands := []string{"B02", "B03", "B04", "B08", "B11"}
+	r := rand.New(rand.NewPCG(41, 42))
+	const w, h = 300, 211
+	const scale, offset = float32(1e-4), float32(-0.1)
+	dn := make([][]uint16, len(bands))
+	for b := range dn {
+		dn[b] = make([]uint16, w*h)
+		for i := range dn[b] {
+			dn[b][i] = uint16(1 + r.IntN(9000) + 1000*(i/w%3))
+		}
+	}
+	for i := 0; i < w*h; i += 97 {
+		dn[i%len(bands)][i] = 0 // nodata: NaN features, NaN DI
+	}
+	src := make([][]float32, len(bands))
+	for b := range src {
+		src[b] = composite.Reflectance(dn[b], 0, scale, offset)
+	}
+	for _, names := range [][]string{
+		{"ndvi", "B04", "B11"}, // a k-d tree on the CPU
+		{"B02", "B03", "B04", "B08", "B11", "ndvi", "ndwi", "evi", "bsi", "savi"}, // brute force
+	} {
+		set, err := features.NewSet(names, bands)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nf := len(names)
+		feats := make([][]float32, nf)
+		for f := range feats {
+			feats[f] = make([]float32, w*h)
+		}
+		if err := (features.CPU{Set: set}).Compute(feats, src); err != nil {
+			t.Fatal(err)
+		}
+		// Training points: every 37th pixel, a few of them queried exactly.
+		var s []aoa.Sample
+		for i := 0; i < w*h; i += 37 {
+			x := make([]float32, nf)
+			for f := range x {
+				x[f] = feats[f][i]
+			}
+			s = append(s, aoa.Sample{X: x, Fold: uint64(i / w / 20), Key: r.Uint64()})
+		}
+		imp := make([]float64, nf)
+		for f := range imp {
+			imp[f] = float64(1 + f%3)
+		}
+		ref, err := aoa.Build(s, nf, imp, 1000, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := NewAOA(d, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every pixel, from feature planes.
+		full := aoa.NewMap(aoa.Grid{Width: w, Height: h, Step: 1})
+		full.Features(aoa.NewIndex(ref), ref, 0, 0, w, h, feats)
+		di := make([]float32, w*h)
+		if err := g.DI(feats, di); err != nil {
+			t.Fatal(err)
+		}
+		for i := range di {
+			if math.Float32bits(di[i]) != math.Float32bits(full.DI[i]) {
+				t.Fatalf("%d features, pixel %d: CPU %v, GPU %v", nf, i, full.DI[i], di[i])
+			}
+		}
+		// The CPU's grid, from digital numbers, in several chunks.
+		fe, err := NewFeatures(d, set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, step := range []int{1, 7, 10} {
+			grid := aoa.Grid{Width: w, Height: h, Step: step}
+			cpu := aoa.NewMap(grid)
+			cpu.Features(aoa.NewIndex(ref), ref, 0, 0, w, h, feats)
+			cells, pixels := grid.In(0, 0, w, h)
+			px := make([]int32, len(pixels))
+			for k, p := range pixels {
+				px[k] = int32(p)
+			}
+			for _, chunk := range []int{5003, w * h} {
+				func() {
+					defer func(c int) { predictChunk = c }(predictChunk)
+					predictChunk = chunk
+					got := make([]float32, len(px))
+					if err := g.DIFromDN(fe, dn, 0, scale, offset, px, got); err != nil {
+						t.Fatal(err)
+					}
+					for k, c := range cells {
+						if math.Float32bits(got[k]) != math.Float32bits(cpu.DI[c]) {
+							t.Fatalf("%d features, step %d, chunks of %d, cell %d: CPU %v, GPU %v", nf, step, chunk, c, cpu.DI[c], got[k])
+						}
+					}
+				}()
+			}
+		}
+		fe.Close()
+		g.Close()
+	}
+}
