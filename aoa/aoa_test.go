@@ -298,3 +298,46 @@ func seq(n int) []int {
 }
 
 func itoa(n int) string { return string(rune('0'+n/10)) + string(rune('0'+n%10)) + "d" }
+
+// BenchmarkBuild20k prepares a Reference at the default cap: 20,000
+// points of 20 features, every pair measured once.
+func BenchmarkBuild20k(b *testing.B) {
+	s := randomSamples(25000, 20, 50, 11)
+	imp := make([]float64, 20)
+	for f := range imp {
+		imp[f] = float64(1 + f%5)
+	}
+	for b.Loop() {
+		if _, err := Build(s, 20, imp, DefaultMaxPoints, "f"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMapWindow fills a 1024 × 1024 window of 20 features on the
+// CPU's default grid (every 10th pixel: 10,404 cells) against 20,000
+// points; a full tile is 115 such windows.
+func BenchmarkMapWindow(b *testing.B) {
+	s := randomSamples(20000, 20, 50, 12)
+	imp := make([]float64, 20)
+	for f := range imp {
+		imp[f] = float64(1 + f%5)
+	}
+	r, err := Build(s, 20, imp, DefaultMaxPoints, "f")
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := randomSamples(1024*1024, 20, 1, 13)
+	feats := make([][]float32, 20)
+	for f := range feats {
+		feats[f] = make([]float32, len(q))
+		for i := range q {
+			feats[f][i] = q[i].X[f]
+		}
+	}
+	idx := NewIndex(r)
+	for b.Loop() {
+		m := NewMap(Grid{Width: 1024, Height: 1024, Step: 10})
+		m.Features(idx, r, 0, 0, 1024, 1024, feats)
+	}
+}
