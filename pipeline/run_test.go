@@ -333,10 +333,16 @@ func TestRunShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(col.Tiles) != 3 || len(col.Mosaics) != 4 {
-		t.Errorf("collected %d tiles and mosaics %v (two CRSs: class and confidence each)", len(col.Tiles), col.Mosaics)
+	if len(col.Tiles) != 3 || len(col.Mosaics) != 6 {
+		t.Errorf("collected %d tiles and mosaics %v (two CRSs: class, confidence and aoa each)", len(col.Tiles), col.Mosaics)
 	}
 	for _, m := range col.Mosaics {
+		if strings.HasPrefix(m, "aoa-") {
+			if di, _, _ := readAOA(t, filepath.Join(col.Dir, m)); !slices.ContainsFunc(di, func(v float32) bool { return v == v }) {
+				t.Errorf("mosaic %s has no DI", m)
+			}
+			continue
+		}
 		if _, _, err := raster.ReadBand[uint8](filepath.Join(col.Dir, m), 1); err != nil {
 			t.Errorf("mosaic %s: %v", m, err)
 		}
