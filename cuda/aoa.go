@@ -1,10 +1,12 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
 	"github.com/lulc/lulc/aoa"
+	"github.com/lulc/lulc/features"
 )
 
 // AOA computes the dissimilarity index of package aoa on the GPU (the
@@ -77,12 +79,15 @@ func (a *AOA) DI(feats [][]float32, di []float32) error {
 	})
 }
 
-// DIFromDN computes the DI of some pixels of a window from its
-// digital-number planes (nodata DNs become NaN reflectance, so NaN DIs):
-// reflectance and features are computed on the device by fe, as
-// Predictor.PredictDN computes them, in chunks of rows of pixels. pixels
-// are indices into the window, ascending; di receives their DIs.
-func (a *AOA) DIFromDN(fe *Features, dn [][]uint16, nodata uint16, scale, offset float32, pixels []int32, di []float32) error {
+// DIFromDN computes the DI of some pixels of a window from the
+// digital-number planes of its block (rect: the window with its halo, as
+// features.Halo gives it; the window itself without context features).
+// Nodata DNs become NaN reflectance, so NaN DIs. Reflectance and features
+// are computed on the device by fe, as Predictor.PredictDN (in chunks of
+// pixels) and PredictDNContext (the whole block) compute them. pixels
+// are indices into the window (its inner rectangle), ascending; di
+// receives their DIs.
+func (a *AOA) DIFromDN(fe *Features, dn [][]uint16, rect features.Rect, nodata uint16, scale, offset float32, pixels []int32, di []float32) error {
 	nb, nf := len(dn), a.ref.Features()
 	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf || nb > 16 {
 		return fmt.Errorf("cuda aoa: %d band planes for %d bands (at most 16), %d features for %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
@@ -90,19 +95,30 @@ func (a *AOA) DIFromDN(fe *Features, dn [][]uint16, nodata uint16, scale, offset
 	if len(di) != len(pixels) {
 		return fmt.Errorf("cuda aoa: %d pixels and %d DIs", len(pixels), len(di))
 	}
-	if len(pixels) == 0 {
-		return nil
+	w, h, iw, ih := rect.Width, rect.Height, rect.InnerW, rect.InnerH
+	if rect.X < 0 || rect.Y < 0 || rect.X+iw > w || rect.Y+ih > h {
+		return fmt.Errorf("cuda aoa: inner block %+v outside its halo", rect)
 	}
-	n := len(dn[0])
+	context := fe.Set.Radius() > 0
+	if !context && (iw != w || ih != h) {
+		return errors.New("cuda aoa: a halo around a window without context features")
+	}
 	for _, b := range dn {
-		if len(b) != n {
-			return fmt.Errorf("cuda aoa: band planes of %d and %d pixels", n, len(b))
+		if len(b) != w*h {
+			return fmt.Errorf("cuda aoa: band planes of %d pixels for a block of %d", len(b), w*h)
 		}
 	}
+	n := iw * ih
 	for k, p := range pixels {
 		if p < 0 || int(p) >= n || (k > 0 && p <= pixels[k-1]) {
 			return fmt.Errorf("cuda aoa: pixel %d (%d of a window of %d) out of order or range", k, p, n)
 		}
+	}
+	if len(pixels) == 0 {
+		return nil
+	}
+	if context {
+		return a.fromBlock(fe, dn, rect, nodata, scale, offset, pixels, di)
 	}
 	chunk := min(n, predictChunk)
 	return a.Dev.Do(func() error {
@@ -149,6 +165,46 @@ func (a *AOA) DIFromDN(fe *Features, dn [][]uint16, nodata uint16, scale, offset
 			if err := a.run(feats.ptr, int64(c), idx.ptr+uint64(k0*4), int64(k-k0), out.ptr+uint64(k0*4)); err != nil {
 				return err
 			}
+		}
+		return download(di, out)
+	})
+}
+
+// fromBlock is DIFromDN for a set with context features: the window's
+// features from its whole block (Features.contextPass, the pass
+// PredictDNContext makes), then aoa_di at the pixels.
+func (a *AOA) fromBlock(fe *Features, dn [][]uint16, rect features.Rect, nodata uint16, scale, offset float32, pixels []int32, di []float32) error {
+	nb, nf := len(dn), a.ref.Features()
+	ph, n := rect.Width*rect.Height, rect.InnerW*rect.InnerH
+	return a.Dev.Do(func() error {
+		prog, err := fe.program()
+		if err != nil {
+			return err
+		}
+		m := a.Dev.mem
+		var st staging
+		ddn := st.buf(m.get("aoa.dn", uint64(ph*nb)*2))
+		feats := st.buf(m.get("aoa.feats", uint64(n*nf)*4))
+		idx := st.buf(m.get("aoa.pixels", uint64(len(pixels))*4))
+		out := st.buf(m.get("aoa.out", uint64(len(pixels))*4))
+		if st.err != nil {
+			return st.err
+		}
+		for b, plane := range dn {
+			if err := putAt(ddn.ptr+uint64(b*ph*2), plane); err != nil {
+				return err
+			}
+		}
+		if err := putAt(idx.ptr, pixels); err != nil {
+			return err
+		}
+		// The pass queues on the null stream; aoa_di's launch waits for
+		// the device.
+		if err := fe.contextPass(0, ddn.ptr, rect, nodata, scale, offset, prog, feats.ptr); err != nil {
+			return err
+		}
+		if err := a.run(feats.ptr, int64(n), idx.ptr, int64(len(pixels)), out.ptr); err != nil {
+			return err
 		}
 		return download(di, out)
 	})

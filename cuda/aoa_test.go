@@ -12,9 +12,10 @@ import (
 
 // TestAOABitExact checks the GPU's dissimilarity index against the CPU's
 // (aoa.Map on the CPU's grid, through gonum's k-d tree and brute force):
-// from feature planes at every pixel, and from digital numbers (reflectance
-// and features on the device) at the centres of a coarse grid, over
-// several chunks, with nodata DNs, NaN features and exact training points.
+// from feature planes at every pixel, and from digital numbers
+// (reflectance and features on the device) at the centres of coarser
+// grids, over several chunks, with nodata DNs and NaN features; with
+// context features from a window's block with its halo.
 func TestAOABitExact(t *testing.T) {
 	d := gpu(t)
 	defer d.Close()
@@ -39,20 +40,33 @@ func TestAOABitExact(t *testing.T) {
 	for _, names := range [][]string{
 		{"ndvi", "B04", "B11"}, // a k-d tree on the CPU
 		{"B02", "B03", "B04", "B08", "B11", "ndvi", "ndwi", "evi", "bsi", "savi"}, // brute force
+		{"B04", "ndvi", "mean(B08,9)", "std(ndvi,5)", "range(B11,3)"},             // context features
 	} {
 		set, err := features.NewSet(names, bands)
 		if err != nil {
 			t.Fatal(err)
 		}
 		nf := len(names)
+		// The whole image's features: the CPU's specification.
+		planes := src
+		if nc := len(set.ContextFeatures()); nc > 0 {
+			ctx := make([][]float32, nc)
+			for k := range ctx {
+				ctx[k] = make([]float32, w*h)
+			}
+			if err := set.ContextCompute(ctx, src, features.Rect{Width: w, Height: h, InnerW: w, InnerH: h}); err != nil {
+				t.Fatal(err)
+			}
+			planes = append(append([][]float32{}, src...), ctx...)
+		}
 		feats := make([][]float32, nf)
 		for f := range feats {
 			feats[f] = make([]float32, w*h)
 		}
-		if err := (features.CPU{Set: set}).Compute(feats, src); err != nil {
+		if err := (features.CPU{Set: set}).Compute(feats, planes); err != nil {
 			t.Fatal(err)
 		}
-		// Training points: every 37th pixel, a few of them queried exactly.
+		// Training points: every 37th pixel.
 		var s []aoa.Sample
 		for i := 0; i < w*h; i += 37 {
 			x := make([]float32, nf)
@@ -73,6 +87,10 @@ func TestAOABitExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		fe, err := NewFeatures(d, set)
+		if err != nil {
+			t.Fatal(err)
+		}
 		// Every pixel, from feature planes.
 		full := aoa.NewMap(aoa.Grid{Width: w, Height: h, Step: 1})
 		full.Features(aoa.NewIndex(ref), ref, 0, 0, w, h, feats)
@@ -82,34 +100,49 @@ func TestAOABitExact(t *testing.T) {
 		}
 		for i := range di {
 			if math.Float32bits(di[i]) != math.Float32bits(full.DI[i]) {
-				t.Fatalf("%d features, pixel %d: CPU %v, GPU %v", nf, i, full.DI[i], di[i])
+				t.Fatalf("%v, pixel %d: CPU %v, GPU %v", names, i, full.DI[i], di[i])
 			}
 		}
-		// The CPU's grid, from digital numbers, in several chunks.
-		fe, err := NewFeatures(d, set)
-		if err != nil {
-			t.Fatal(err)
+		// From digital numbers: a window of the image (the whole image
+		// without context features; with them, a window inside it read
+		// with its halo), on the CPU's grids.
+		x0, y0, iw, ih := 0, 0, w, h
+		if set.Radius() > 0 {
+			x0, y0, iw, ih = 37, 23, 200, 150
+		}
+		ox, oy, rect := features.Halo(x0, y0, iw, ih, w, h, set.Radius())
+		block := make([][]uint16, len(bands))
+		for b := range block {
+			for y := range rect.Height {
+				block[b] = append(block[b], dn[b][(oy+y)*w+ox:][:rect.Width]...)
+			}
+		}
+		inner := make([][]float32, nf)
+		for f := range inner {
+			for y := range ih {
+				inner[f] = append(inner[f], feats[f][(y0+y)*w+x0:][:iw]...)
+			}
 		}
 		for _, step := range []int{1, 7, 10} {
-			grid := aoa.Grid{Width: w, Height: h, Step: step}
+			grid := aoa.Grid{Width: iw, Height: ih, Step: step}
 			cpu := aoa.NewMap(grid)
-			cpu.Features(aoa.NewIndex(ref), ref, 0, 0, w, h, feats)
-			cells, pixels := grid.In(0, 0, w, h)
+			cpu.Features(aoa.NewIndex(ref), ref, 0, 0, iw, ih, inner)
+			cells, pixels := grid.In(0, 0, iw, ih)
 			px := make([]int32, len(pixels))
 			for k, p := range pixels {
 				px[k] = int32(p)
 			}
-			for _, chunk := range []int{5003, w * h} {
+			for _, chunk := range []int{5003, iw * ih} {
 				func() {
 					defer func(c int) { predictChunk = c }(predictChunk)
 					predictChunk = chunk
 					got := make([]float32, len(px))
-					if err := g.DIFromDN(fe, dn, 0, scale, offset, px, got); err != nil {
+					if err := g.DIFromDN(fe, block, rect, 0, scale, offset, px, got); err != nil {
 						t.Fatal(err)
 					}
 					for k, c := range cells {
 						if math.Float32bits(got[k]) != math.Float32bits(cpu.DI[c]) {
-							t.Fatalf("%d features, step %d, chunks of %d, cell %d: CPU %v, GPU %v", nf, step, chunk, c, cpu.DI[c], got[k])
+							t.Fatalf("%v, step %d, chunks of %d, cell %d: CPU %v, GPU %v", names, step, chunk, c, cpu.DI[c], got[k])
 						}
 					}
 				}()

@@ -122,7 +122,7 @@ func (s *aoaSink) Features(x, y, w, h int, feats [][]float32) error {
 }
 
 // DN implements inference.WindowSink.
-func (s *aoaSink) DN(x, y, w, h int, dn [][]uint16, scale, offset float32) error {
+func (s *aoaSink) DN(x, y, w, h int, dn [][]uint16, rect features.Rect, scale, offset float32) error {
 	if s.gpu == nil {
 		return errors.New("area of applicability: digital numbers reached the CPU's sink")
 	}
@@ -132,7 +132,7 @@ func (s *aoaSink) DN(x, y, w, h int, dn [][]uint16, scale, offset float32) error
 		px[k] = int32(p)
 	}
 	di := make([]float32, len(cells))
-	if err := s.gpu.DIFromDN(s.fe, dn, 0, scale, offset, px, di); err != nil {
+	if err := s.gpu.DIFromDN(s.fe, dn, rect, 0, scale, offset, px, di); err != nil {
 		return err
 	}
 	for k, c := range cells {
