@@ -314,30 +314,35 @@ func BenchmarkBuild20k(b *testing.B) {
 	}
 }
 
-// BenchmarkMapWindow fills a 1024 × 1024 window of 20 features on the
-// CPU's default grid (every 10th pixel: 10,404 cells) against 20,000
-// points; a full tile is 115 such windows.
+// BenchmarkMapWindow fills a 1024 × 1024 window on the CPU's default
+// grid (every 10th pixel: 10,404 cells) against 20,000 points, with 20
+// features and with 40 (the default set with its context features); a
+// full tile is 115 such windows.
 func BenchmarkMapWindow(b *testing.B) {
-	s := randomSamples(20000, 20, 50, 12)
-	imp := make([]float64, 20)
-	for f := range imp {
-		imp[f] = float64(1 + f%5)
-	}
-	r, err := Build(s, 20, imp, DefaultMaxPoints, "f")
-	if err != nil {
-		b.Fatal(err)
-	}
-	q := randomSamples(1024*1024, 20, 1, 13)
-	feats := make([][]float32, 20)
-	for f := range feats {
-		feats[f] = make([]float32, len(q))
-		for i := range q {
-			feats[f][i] = q[i].X[f]
+	for _, nf := range []int{20, 40} {
+		s := randomSamples(20000, nf, 50, 12)
+		imp := make([]float64, nf)
+		for f := range imp {
+			imp[f] = float64(1 + f%5)
 		}
-	}
-	idx := NewIndex(r)
-	for b.Loop() {
-		m := NewMap(Grid{Width: 1024, Height: 1024, Step: 10})
-		m.Features(idx, r, 0, 0, 1024, 1024, feats)
+		r, err := Build(s, nf, imp, DefaultMaxPoints, "f")
+		if err != nil {
+			b.Fatal(err)
+		}
+		q := randomSamples(1024*1024, nf, 1, 13)
+		feats := make([][]float32, nf)
+		for f := range feats {
+			feats[f] = make([]float32, len(q))
+			for i := range q {
+				feats[f][i] = q[i].X[f]
+			}
+		}
+		idx := NewIndex(r)
+		b.Run(itoa(nf), func(b *testing.B) {
+			for b.Loop() {
+				m := NewMap(Grid{Width: 1024, Height: 1024, Step: 10})
+				m.Features(idx, r, 0, 0, 1024, 1024, feats)
+			}
+		})
 	}
 }

@@ -20,10 +20,10 @@ import (
 const AOAFile = "aoa.tif"
 
 // CPUAOAStep is the default grid step of the area of applicability on the
-// CPU: the DI of every 10th pixel's cell (100 m on a 10 m tile), about 3
-// core-minutes a full tile against 20,000 points of 20 features
-// (BenchmarkMapWindow), a sixth of the forest's prediction there. A GPU
-// computes every pixel.
+// CPU: the DI of every 10th pixel's cell (100 m on a 10 m tile), 3 to 5
+// core-minutes a full tile against 20,000 points of 20 to 40 features
+// (BenchmarkMapWindow), a fraction of the forest's prediction there. A
+// GPU computes every pixel.
 const CPUAOAStep = 10
 
 // AOAWarnPercent is the share of a tile's pixels outside the area of
