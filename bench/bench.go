@@ -511,14 +511,15 @@ func runOnce(ctx context.Context, engine string, icfg pipeline.IngestConfig, tcf
 }
 
 // compareRuns lists the outputs that differ between two runs of a job:
-// models, samples and class maps must be byte-identical.
+// models, samples, class maps and areas of applicability must be
+// byte-identical.
 func compareRuns(a, b string) []string {
 	var diffs []string
 	var files []string
 	filepath.Walk(a, func(p string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() {
 			base := filepath.Base(p)
-			if base == pipeline.ModelFile || base == pipeline.SamplesFile || base == pipeline.ClassFile || base == "stack.tif" || base == "labels.tif" {
+			if base == pipeline.ModelFile || base == pipeline.SamplesFile || base == pipeline.ClassFile || base == pipeline.AOAFile || base == "stack.tif" || base == "labels.tif" {
 				rel, _ := filepath.Rel(a, p)
 				files = append(files, rel)
 			}

@@ -10,6 +10,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/lulc/lulc/aoa"
 )
 
 // FormatVersion is the model file version this build writes and reads.
@@ -46,9 +48,13 @@ type Model struct {
 	// Remap maps label codes outside Classes onto class codes, as the
 	// training config's classes.remap did: a map made with the model is
 	// evaluated against labels the same way.
-	Remap  map[uint8]uint8 `json:"label_remap,omitempty"`
-	Bins   *Bins           `json:"-"`
-	Forest *Forest         `json:"-"`
+	Remap map[uint8]uint8 `json:"label_remap,omitempty"`
+	// AOA is what the area of applicability needs of the training data
+	// (package aoa); nil for models trained without it, or before lulc
+	// computed it. Its points follow the trees in the file.
+	AOA    *aoa.Reference `json:"aoa,omitempty"`
+	Bins   *Bins          `json:"-"`
+	Forest *Forest        `json:"-"`
 }
 
 type header struct {
@@ -58,8 +64,10 @@ type header struct {
 }
 
 // Encode serialises the model: magic, a JSON header, the bin edges and the
-// trees as little-endian arrays, and a SHA-256 of everything before it.
-// The same model always gives the same bytes.
+// trees as little-endian arrays, the area of applicability's points
+// (float64, N × F) when the model has them, and a SHA-256 of everything
+// before it. The same model always gives the same bytes; a model without
+// an area of applicability gives the bytes it gave before lulc had one.
 func (m *Model) Encode() ([]byte, error) {
 	f := m.Forest
 	if f == nil || m.Bins == nil {
@@ -93,6 +101,12 @@ func (m *Model) Encode() ([]byte, error) {
 		w(t.Right)
 		w(t.Leaf)
 		w(t.Probs)
+	}
+	if m.AOA != nil {
+		if err := m.AOA.Check(f.Features); err != nil {
+			return nil, fmt.Errorf("encode model: %w", err)
+		}
+		w(m.AOA.Points)
 	}
 	sum := sha256.Sum256(b.Bytes())
 	b.Write(sum[:])
@@ -166,6 +180,17 @@ func Decode(data []byte) (*Model, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	if a := m.AOA; a != nil {
+		// The header says how many points follow the trees; Check refuses
+		// a count that does not match the bytes.
+		if a.N < 0 || a.N > r.left()/8/nf {
+			return nil, fmt.Errorf("model: area of applicability of %d points, %d bytes left", a.N, r.left())
+		}
+		a.Points = r.f64s(a.N * nf)
+		if err := a.Check(nf); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+	}
 	if len(r.b) != 0 {
 		return nil, fmt.Errorf("model: %d unexpected bytes after the trees", len(r.b))
 	}
@@ -233,6 +258,15 @@ func (r *reader) f32s(n int) []float32 {
 	out := make([]float32, len(b)/4)
 	for i := range out {
 		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+func (r *reader) f64s(n int) []float64 {
+	b := r.bytes(8 * n)
+	out := make([]float64, len(b)/8)
+	for i := range out {
+		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
 	}
 	return out
 }

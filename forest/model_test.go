@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lulc/lulc/aoa"
 )
 
 func smallModel(t testing.TB) *Model {
@@ -101,4 +103,38 @@ func FuzzDecode(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+func TestModelAOARoundTrip(t *testing.T) {
+	m := smallModel(t)
+	plain, _ := m.Encode()
+	if bytes.Contains(plain, []byte(`"aoa"`)) {
+		t.Fatal("a model without an area of applicability names one")
+	}
+	var s []aoa.Sample
+	x, _ := gaussians(300, 3, 3, 2, 0.02, 5)
+	for i := range 300 {
+		s = append(s, aoa.Sample{X: x[i*3 : (i+1)*3], Fold: uint64(i % 5), Key: uint64(i * 7919 % 300)})
+	}
+	ref, err := aoa.Build(s, 3, m.Forest.Importance, 200, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.AOA = ref
+	data, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.AOA, ref) || !reflect.DeepEqual(got.Forest, m.Forest) {
+		t.Fatal("decoded area of applicability differs")
+	}
+	// A header that claims more points than follow is refused.
+	body := bytes.Replace(data[:len(data)-sha256.Size], []byte(`"points":200`), []byte(`"points":201`), 1)
+	if _, err := Decode(withSum(body)); err == nil || !strings.Contains(err.Error(), "area of applicability") {
+		t.Errorf("wrong point count: %v", err)
+	}
 }

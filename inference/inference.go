@@ -76,6 +76,16 @@ type DNPredictor interface {
 	PredictDN(dn [][]uint16, rect features.Rect, scale, offset float32, cls []uint8, conf []float32) error
 }
 
+// WindowSink takes every window's inputs beside the prediction (the
+// area of applicability): the window's feature planes where features are
+// computed on the host, or, where a DNPredictor computes them, the
+// digital numbers of the window's block (rect: the window with its halo,
+// as PredictDN takes them). Windows arrive from many goroutines at once.
+type WindowSink interface {
+	Features(x, y, w, h int, feats [][]float32) error
+	DN(x, y, w, h int, dn [][]uint16, rect features.Rect, scale, offset float32) error
+}
+
 // GPU bins features and walks the forest on the GPU (cuda.Predictor: the
 // same codes, classes and confidences as the CPU), the codes staying on
 // the device.
@@ -160,6 +170,8 @@ type Tile struct {
 	// Classes, when set (Grid-sized), receives the predicted codes, so that
 	// a quicklook needs no second read of the class COG.
 	Classes []uint8
+	// Sink, when set, receives every window's features or DNs.
+	Sink WindowSink
 }
 
 // Timings splits the pipeline's time by stage, summed over goroutines.
@@ -303,6 +315,11 @@ func (t Tile) classify(w *window, comp features.Computer, pred Predictor, nf int
 	if dp, ok := pred.(DNPredictor); ok && w.dn != nil {
 		// Reflectance, features and prediction in one pass: the time is
 		// prediction's.
+		if t.Sink != nil {
+			if err := t.Sink.DN(w.x, w.y, w.g.Width, w.g.Height, w.dn, w.rect, float32(t.Scale), float32(t.Offset)); err != nil {
+				return 0, 0, err
+			}
+		}
 		if err := dp.PredictDN(w.dn, w.rect, float32(t.Scale), float32(t.Offset), cls, conf); err != nil {
 			return 0, 0, err
 		}
@@ -317,6 +334,11 @@ func (t Tile) classify(w *window, comp features.Computer, pred Predictor, nf int
 		}
 		if err := comp.Compute(feats, w.planes); err != nil {
 			return 0, 0, err
+		}
+		if t.Sink != nil {
+			if err := t.Sink.Features(w.x, w.y, w.g.Width, w.g.Height, feats); err != nil {
+				return 0, 0, err
+			}
 		}
 		t1 = time.Now()
 		if err := pred.Predict(feats, w.valid, cls, conf); err != nil {

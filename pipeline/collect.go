@@ -117,7 +117,7 @@ func Collect(out string, opt Options) (CollectResult, error) {
 	}
 	slices.Sort(epsgs)
 	for _, e := range epsgs {
-		for _, file := range []string{ClassFile, ConfidenceFile} {
+		for _, file := range []string{ClassFile, ConfidenceFile, AOAFile} {
 			var srcs []string
 			for _, t := range byEPSG[e] {
 				// The staging directory and the collection are both

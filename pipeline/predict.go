@@ -17,6 +17,7 @@ import (
 	"github.com/planetlabs/go-stac"
 	"github.com/planetlabs/go-stac/extensions/raster/v1"
 
+	"github.com/lulc/lulc/aoa"
 	"github.com/lulc/lulc/charts"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
@@ -37,6 +38,9 @@ type PredictConfig struct {
 	Confidence bool   // also write confidence.tif
 	Compress   string // DEFLATE or ZSTD
 	Resume     bool   // keep finished, verified tiles of an interrupted run
+	// AOA says whether and on which grid aoa.tif is written, when the
+	// model has an area of applicability.
+	AOA AOAOptions
 }
 
 // PredictResult summarises a prediction.
@@ -63,6 +67,12 @@ type PredictTile struct {
 	// training data's (package radiometry); "" when they agree or either
 	// is unknown.
 	Radiometry string
+	// AOA is the path of aoa.tif ("" when none is written); AOAOutside the
+	// percentage of the tile's pixels with data outside the area of
+	// applicability, and AOAWarning says so above AOAWarnPercent.
+	AOA        string
+	AOAOutside *float64
+	AOAWarning string
 }
 
 // Output files per tile.
@@ -119,6 +129,9 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 	if pc.Compress != "DEFLATE" && pc.Compress != "ZSTD" {
 		return PredictResult{}, fmt.Errorf("compress: %q is not DEFLATE or ZSTD", pc.Compress)
 	}
+	if err := pc.AOA.Check(); err != nil {
+		return PredictResult{}, err
+	}
 	model, body, err := LoadModel(pc.Model)
 	if err != nil {
 		return PredictResult{}, err
@@ -134,6 +147,9 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 	slices.Sort(tiles)
 	manifests := make([]manifest, len(tiles))
 	key := fmt.Sprintf("predict %x %s %t %d", sha(body), pc.Compress, pc.Confidence, pc.Window)
+	if model.AOA != nil {
+		key += fmt.Sprintf(" aoa %t %d", pc.AOA.Off, pc.AOA.step(opt.engine()))
+	}
 	for i, p := range tiles {
 		raw, err := os.ReadFile(p)
 		if err != nil {
@@ -187,6 +203,7 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 		t.Class = strings.Replace(t.Class, stage.Dir, stage.Final, 1)
 		t.Quicklook = strings.Replace(t.Quicklook, stage.Dir, stage.Final, 1)
 		t.Item = strings.Replace(t.Item, stage.Dir, stage.Final, 1)
+		t.AOA = strings.Replace(t.AOA, stage.Dir, stage.Final, 1)
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
@@ -224,6 +241,8 @@ type predicted struct {
 	m             manifest
 	confidence    bool
 	confusion     [][]int64 // with a tile in memory: labels × predictions
+	aoa           *aoaSink  // nil: no aoa.tif
+	compress      string
 	finished      bool
 }
 
@@ -233,7 +252,7 @@ type predicted struct {
 func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut, model *forest.Model, modelPath string,
 	scheme landcover.Scheme, m manifest, in predictInput) (*predicted, error) {
 	dir := out.dir
-	p := &predicted{out: out, modelPath: modelPath, scheme: scheme, m: m, confidence: pc.Confidence,
+	p := &predicted{out: out, modelPath: modelPath, scheme: scheme, m: m, confidence: pc.Confidence, compress: pc.Compress,
 		pt: PredictTile{Tile: m.Tile, Class: filepath.Join(dir, ClassFile), Quicklook: filepath.Join(dir, QuicklookFile), Item: filepath.Join(dir, ItemFile)}}
 	if verified(dir) {
 		p.pt.Skipped, p.finished = true, true
@@ -279,6 +298,16 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 		}
 		p.confusion = tile.Confusion
 	}
+	if model.AOA != nil && !pc.AOA.Off {
+		grid := aoa.Grid{Width: p.grid.Width, Height: p.grid.Height, Step: pc.AOA.step(opt.engine())}
+		sink, closeSink, err := opt.engine().aoaSink(set, model.AOA, grid)
+		if err != nil {
+			p.abort()
+			return p, err
+		}
+		defer closeSink()
+		tile.Sink, p.aoa = sink, sink
+	}
 	busy0 := opt.engine().busy()
 	runStart := time.Now()
 	opt.Log.Debug("predict: writers and predictor ready", "tile", m.Tile, "s", runStart.Sub(setupStart).Seconds())
@@ -292,6 +321,16 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 	}
 	p.pt.Pixels = p.pt.Timings.Pixels
 	p.pt.Stream = time.Since(runStart)
+	if p.aoa != nil {
+		p.pt.AOA = filepath.Join(dir, AOAFile)
+		if v := p.aoa.outsidePercent(); !math.IsNaN(v) {
+			p.pt.AOAOutside = &v
+			if v > AOAWarnPercent {
+				p.pt.AOAWarning = fmt.Sprintf("%.1f %% of the tile lies outside the model's area of applicability (DI above %.3g): its map there is an extrapolation", v, p.aoa.ref.Threshold)
+				opt.Log.Warn("tile "+m.Tile+": "+p.pt.AOAWarning, "tile", m.Tile)
+			}
+		}
+	}
 	// How much of the streaming the device was kept busy.
 	p.pt.DeviceBusy = opt.engine().busy() - busy0
 	return p, nil
@@ -333,7 +372,7 @@ func (p *predicted) finish(opt Options) error {
 	}
 	t0 := time.Now()
 	// The two COGs are encoded and the quicklook drawn at once.
-	var confErr, lookErr error
+	var confErr, lookErr, aoaErr error
 	var lookTime, confTime time.Duration
 	var wg sync.WaitGroup
 	if p.confW != nil {
@@ -341,6 +380,9 @@ func (p *predicted) finish(opt Options) error {
 			confErr = p.confW.Close()
 			confTime = time.Since(t0)
 		})
+	}
+	if p.aoa != nil {
+		wg.Go(func() { aoaErr = p.aoa.write(p.out.dir, p.grid, p.compress) })
 	}
 	wg.Go(func() {
 		lookErr = charts.Quicklook(p.pt.Quicklook, p.classes, p.grid.Width, p.grid.Height, 1024, p.scheme)
@@ -350,7 +392,7 @@ func (p *predicted) finish(opt Options) error {
 	p.pt.Encode = time.Since(t0)
 	wg.Wait()
 	p.pt.Encode = max(p.pt.Encode, confTime)
-	if err := errors.Join(classErr, confErr); err != nil {
+	if err := errors.Join(classErr, confErr, aoaErr); err != nil {
 		p.abort()
 		return err
 	}
@@ -365,6 +407,19 @@ func (p *predicted) finish(opt Options) error {
 	}
 	if p.pt.Radiometry != "" {
 		item.Properties["lulc:radiometry_warning"] = p.pt.Radiometry
+	}
+	if p.aoa != nil {
+		if item.Assets["aoa"], err = aoaAsset(p.out.dir, p.aoa.grid(p.grid)); err != nil {
+			return err
+		}
+		item.Properties["lulc:aoa_threshold"] = p.aoa.ref.Threshold
+		item.Properties["lulc:aoa_step"] = p.aoa.m.Grid.Step
+		if p.pt.AOAOutside != nil {
+			item.Properties["lulc:aoa_outside_percent"] = math.Round(*p.pt.AOAOutside*100) / 100
+		}
+		if p.pt.AOAWarning != "" {
+			item.Properties["lulc:aoa_warning"] = p.pt.AOAWarning
+		}
 	}
 	if err := writeItem(p.pt.Item, item); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,6 +39,8 @@ type RunConfig struct {
 		Window     int    `yaml:"window"`     // window side in pixels (default 1024)
 		Confidence bool   `yaml:"confidence"` // also write confidence.tif
 		Compress   string `yaml:"compress"`   // DEFLATE (default) or ZSTD
+		// AOA: aoa.tif when the model has an area of applicability.
+		AOA AOAOptions `yaml:"aoa"`
 	} `yaml:"predict"`
 	Outputs struct {
 		// Stack also writes each tile's analysis-ready stack (stack.tif,
@@ -82,6 +85,9 @@ func ParseRunConfig(raw []byte) (RunConfig, error) {
 	}
 	if c.TilesPerGPU < 0 || c.TilesPerGPU > 8 {
 		return c, fmt.Errorf("tiles_per_gpu: %d is not between 1 and 8", c.TilesPerGPU)
+	}
+	if err := c.Predict.AOA.Check(); err != nil {
+		return c, fmt.Errorf("predict.%w", err)
 	}
 	c.fillDefaults()
 	return c, nil
@@ -241,6 +247,11 @@ type RunTile struct {
 	// Radiometry warns when the tile's dark levels differ from the
 	// model's training data's (package radiometry).
 	Radiometry string `json:"radiometry_warning,omitempty"`
+	// AOAOutside is the percentage of the tile's pixels outside the
+	// model's area of applicability (when aoa.tif is written), with a
+	// warning above AOAWarnPercent.
+	AOAOutside *float64 `json:"aoa_outside_percent,omitempty"`
+	AOAWarning string   `json:"aoa_warning,omitempty"`
 	// Outside counts, by code, the tile's labelled pixels whose code is
 	// outside the train config's scheme (and not remapped into it): they
 	// are neither sampled nor evaluated.
@@ -1049,7 +1060,7 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 	m := r.manifests[t.name()]
 	r.mu.Unlock()
 	rt.Device = laneName(opt)
-	pc := PredictConfig{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress}
+	pc := PredictConfig{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress, AOA: r.job.Config.Predict.AOA}
 	r.mark("composite taken", t.name())
 	unlock = r.step(opt, "predict")
 	p, err := streamTile(ctx, pc, opt, r.tileOut(t.name()), model, modelPath, scheme, m, predictInput{mem: mem})
@@ -1058,6 +1069,10 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 		return err
 	}
 	rt.Predict, rt.Radiometry = p.pt, p.pt.Radiometry
+	if p.pt.AOAOutside != nil {
+		rt.AOAOutside = ptr(math.Round(*p.pt.AOAOutside*100) / 100)
+	}
+	rt.AOAWarning = p.pt.AOAWarning
 	r.mark("predicted", t.name())
 	if rt.Pixels == 0 {
 		rt.Pixels = p.pt.Pixels

@@ -112,7 +112,7 @@ func TestRunMatchesSeparateStages(t *testing.T) {
 	// The maps equal lulc predict's with the run's model, and the metrics
 	// lulc evaluate's against the stack's labels.
 	_, pred := predict(t, PredictConfig{Model: filepath.Join(out, "model", ModelFile), Input: stack, Confidence: true})
-	for _, f := range []string{ClassFile, ConfidenceFile, QuicklookFile} {
+	for _, f := range []string{ClassFile, ConfidenceFile, QuicklookFile, AOAFile} {
 		sameFile(t, filepath.Join(out, "31TEJ", f), filepath.Join(pred, "31TEJ", f))
 	}
 	ev, err := Evaluate(filepath.Join(pred, "31TEJ", ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), DefaultEvaluateConfig(), Options{Out: filepath.Join(t.TempDir(), "eval")})
@@ -122,8 +122,8 @@ func TestRunMatchesSeparateStages(t *testing.T) {
 	if got := confusionOf(t, filepath.Join(out, "31TEJ", RunMetricsFile)); !reflect.DeepEqual(got, ev.Metrics.Confusion) {
 		t.Errorf("run metrics %v, evaluate's %v", got, ev.Metrics.Confusion)
 	}
-	if _, err := os.Stat(filepath.Join(out, "report.json")); err != nil {
-		t.Error(err)
+	if body, err := os.ReadFile(filepath.Join(out, "report.json")); err != nil || !strings.Contains(string(body), `"aoa_outside_percent"`) {
+		t.Errorf("report.json without the share outside the area of applicability: %v", err)
 	}
 	// The run is a collection of the map's and the stack's items.
 	if items := checkCatalog(t, filepath.Join(out, CollectionFile)); len(items) != 2 {
@@ -333,10 +333,16 @@ func TestRunShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(col.Tiles) != 3 || len(col.Mosaics) != 4 {
-		t.Errorf("collected %d tiles and mosaics %v (two CRSs: class and confidence each)", len(col.Tiles), col.Mosaics)
+	if len(col.Tiles) != 3 || len(col.Mosaics) != 6 {
+		t.Errorf("collected %d tiles and mosaics %v (two CRSs: class, confidence and aoa each)", len(col.Tiles), col.Mosaics)
 	}
 	for _, m := range col.Mosaics {
+		if strings.HasPrefix(m, "aoa-") {
+			if di, _, _ := readAOA(t, filepath.Join(col.Dir, m)); !slices.ContainsFunc(di, func(v float32) bool { return v == v }) {
+				t.Errorf("mosaic %s has no DI", m)
+			}
+			continue
+		}
 		if _, _, err := raster.ReadBand[uint8](filepath.Join(col.Dir, m), 1); err != nil {
 			t.Errorf("mosaic %s: %v", m, err)
 		}

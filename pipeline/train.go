@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lulc/lulc/aoa"
 	"github.com/lulc/lulc/baseline"
 	"github.com/lulc/lulc/charts"
 	"github.com/lulc/lulc/forest"
@@ -180,6 +181,18 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 	}
 	if model != nil { // golearn's forests are not lulc models
 		model.Dark, model.Remap = trainingDark(ins, model.Bands), cfg.remap()
+		if !cfg.AOA.Off {
+			// A model is useful without its area of applicability: where the
+			// samples cannot give one (all in one block), training says so
+			// and goes on.
+			t0 := time.Now()
+			if model.AOA, err = trainAOA(cfg, set, model.Forest.Importance); err != nil {
+				res.Warnings = append(res.Warnings, err.Error())
+				opt.Log.Warn(err.Error())
+			} else {
+				opt.Log.Info("area of applicability", "points", model.AOA.N, "of", model.AOA.Training, "threshold", model.AOA.Threshold, "s", time.Since(t0).Seconds())
+			}
+		}
 	}
 	res.Metrics, err = forest.Evaluate(yv, pred, scheme.Codes())
 	return model, err
@@ -357,6 +370,31 @@ func subsample(x []float32, y []uint8, nf, n int, seed uint64) ([]float32, []uin
 		ys = append(ys, y[i])
 	}
 	return xs, ys
+}
+
+// trainAOA prepares the model's area of applicability from the samples'
+// training split. Its cross-validation folds are the sampling blocks (an
+// input's sampling.block_size squares, the units the split assigns): a
+// sample's DI is taken to the nearest training sample in another block.
+// The cap keeps the samples with the smallest keys seeded by
+// sampling.seed and the pixel.
+func trainAOA(cfg TrainConfig, set *samples.Set, importance []float64) (*aoa.Reference, error) {
+	nf, bs := len(set.Features), uint64(cfg.Sampling.BlockSize)
+	var s []aoa.Sample
+	for i, sp := range set.Split {
+		if sp != 0 {
+			continue
+		}
+		id := set.Pixel[i]
+		src, row, col := id>>40, id>>20&(1<<20-1), id&(1<<20-1)
+		s = append(s, aoa.Sample{X: set.X[i*nf : (i+1)*nf], Fold: src<<40 | (row/bs)<<20 | col/bs,
+			Key: rng.Hash(cfg.Sampling.Seed, 0xa0a, id)})
+	}
+	ref, err := aoa.Build(s, nf, importance, cfg.AOA.maxPoints(), fmt.Sprintf("sampling blocks of %d × %d pixels", bs, bs))
+	if err != nil {
+		return nil, fmt.Errorf("the model has no area of applicability: %w", err)
+	}
+	return ref, nil
 }
 
 // trainingDark is the training data's dark level per band: the median

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lulc/lulc/aoa"
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/landcover"
@@ -72,7 +73,11 @@ type TrainConfig struct {
 	Sampling SamplingConfig `yaml:"sampling"`
 	Engine   string         `yaml:"engine"` // lulc or golearn
 	Forest   forest.Params  `yaml:"forest"`
-	Golearn  struct {
+	// AOA says how the model's area of applicability is prepared (package
+	// aoa); left out of the hash when unset, so that configs without it
+	// keep theirs.
+	AOA     AOAConfig `yaml:"aoa" json:",omitzero"`
+	Golearn struct {
 		Trees           int `yaml:"trees"`
 		FeaturesPerTree int `yaml:"features_per_tree"`
 		MaxSamples      int `yaml:"max_samples"` // training rows given to golearn (a seeded subset)
@@ -80,6 +85,23 @@ type TrainConfig struct {
 	// labels is the scheme of classes.scheme labels, once resolved from
 	// the inputs (resolveLabels).
 	labels *landcover.Scheme
+}
+
+// AOAConfig is a train config's aoa section.
+type AOAConfig struct {
+	// Off trains a model without an area of applicability.
+	Off bool `yaml:"off" json:",omitempty"`
+	// MaxPoints caps the training samples the model keeps for it (default
+	// aoa.DefaultMaxPoints): those with the smallest seeded keys.
+	MaxPoints int `yaml:"max_points" json:",omitempty"`
+}
+
+// maxPoints is max_points with its default.
+func (c AOAConfig) maxPoints() int {
+	if c.MaxPoints == 0 {
+		return aoa.DefaultMaxPoints
+	}
+	return c.MaxPoints
 }
 
 // ClassConfig declares one class of a custom scheme.
@@ -284,6 +306,8 @@ func (c TrainConfig) validateTraining() error {
 		return fmt.Errorf("sampling.validation_fraction: %g is outside (0, 1)", s.ValidationFraction)
 	case s.MinPerClass < 0:
 		return fmt.Errorf("sampling.min_per_class: %d is negative", s.MinPerClass)
+	case c.AOA.MaxPoints != 0 && (c.AOA.MaxPoints < 2 || c.AOA.MaxPoints > 200_000):
+		return fmt.Errorf("aoa.max_points: %d is not between 2 and 200000", c.AOA.MaxPoints)
 	}
 	switch c.Engine {
 	case "lulc":

@@ -38,11 +38,12 @@ type BandInfo struct {
 	Offset      float64
 }
 
-// NewWriter starts a raster of len(bands) bands of type dtype ("uint8" or
-// "uint16") on grid g, to become a COG at path.
+// NewWriter starts a raster of len(bands) bands of type dtype ("uint8",
+// "uint16" or "float32") on grid g, to become a COG at path. Float32
+// rasters are staged and encoded by GDAL (lulc's encoder writes integers).
 func NewWriter(path string, g Grid, dtype string, bands []BandInfo, opt COGOptions) (*Writer, error) {
 	register()
-	dt, ok := map[string]godal.DataType{"uint8": godal.Byte, "uint16": godal.UInt16}[dtype]
+	dt, ok := map[string]godal.DataType{"uint8": godal.Byte, "uint16": godal.UInt16, "float32": godal.Float32}[dtype]
 	if !ok {
 		return nil, fmt.Errorf("write %s: unsupported type %q", path, dtype)
 	}
@@ -54,7 +55,8 @@ func NewWriter(path string, g Grid, dtype string, bands []BandInfo, opt COGOptio
 		infos[0].Description = opt.Description
 	}
 	bytesPer := map[string]int{"uint8": 1, "uint16": 2}[dtype]
-	if p, _ := planCOG(g, bytesPer, infos, opt); p != nil {
+	// Float32 has no plan (bytesPer 0): GDAL stages and encodes it.
+	if p, _ := planCOG(g, bytesPer, infos, opt); p != nil && bytesPer > 0 {
 		var err error
 		if bytesPer == 1 {
 			w.stage, err = newStage[uint8](path, p)
@@ -99,7 +101,8 @@ func NewWriter(path string, g Grid, dtype string, bands []BandInfo, opt COGOptio
 }
 
 // Write stores a window of band (0-based) at pixel offset (x, y). buf is a
-// []uint8 or []uint16 of width×height values, row by row.
+// []uint8, []uint16 or []float32 (the writer's type) of width×height
+// values, row by row.
 func (w *Writer) Write(band, x, y, width, height int, buf any) error {
 	if w.stage != nil {
 		// Windows do not overlap, so writers only share the lock with

@@ -20,6 +20,8 @@ type predictFile struct {
 	Window     int    `yaml:"window"`
 	Confidence bool   `yaml:"confidence"`
 	Compress   string `yaml:"compress"`
+	// AOA: aoa.tif when the model has an area of applicability.
+	AOA pipeline.AOAOptions `yaml:"aoa"`
 }
 
 func newPredictCmd(a *app) *cobra.Command {
@@ -27,13 +29,19 @@ func newPredictCmd(a *app) *cobra.Command {
 	var pc pipeline.PredictConfig
 	var force bool
 	var device string
+	var noAOA bool
 	cmd := &cobra.Command{
 		Use:   "predict --out DIR (--config configs/predict-<name>.yaml | --model M (--input STACK | --catalog CATALOG | --ingest-config CONFIG))",
 		Short: "Classify ingest stacks with a model into class COGs, STAC items and quicklooks",
 		Long: `predict streams every tile of an ingest output through read → features → predict →
 write stages and writes per tile class.tif (UInt8 class codes with the scheme's colours
 and names, nodata 0, COG with MODE overviews), optionally confidence.tif (top class
-probability 0–100), a STAC item and a quicklook PNG with a legend. Outputs are staged
+probability 0–100), a STAC item and a quicklook PNG with a legend. When the model
+carries an area of applicability (lulc train keeps one unless aoa.off), it also writes
+aoa.tif: the dissimilarity index to the training data and a mask of where it is within
+the model's threshold (Meyer & Pebesma 2021), on a grid of every --aoa-step-th pixel
+(default 10 on the CPU, every pixel on a GPU), and warns when more than 10 % of a tile
+lies outside. Outputs are staged
 and renamed when complete; --resume continues an interrupted run, keeping the tiles
 whose checksums verify. With STAC input (--catalog or --ingest-config) it first runs
 ingest into OUT.stack and predicts from that stack.`,
@@ -58,6 +66,10 @@ ingest into OUT.stack and predicts from that stack.`,
 					pc.Input = f.Input
 				}
 				pc.Window, pc.Confidence, pc.Compress = f.Window, pc.Confidence || f.Confidence, f.Compress
+				if !cmd.Flags().Changed("aoa-step") {
+					pc.AOA.Step = f.AOA.Step
+				}
+				pc.AOA.Off = f.AOA.Off
 			}
 			devs, err := a.openDevice(device)
 			if err != nil {
@@ -91,6 +103,7 @@ ingest into OUT.stack and predicts from that stack.`,
 				}
 				a.log.Info("stack ingested for prediction", "stack", pc.Input)
 			}
+			pc.AOA.Off = pc.AOA.Off || noAOA
 			if pc.Model == "" || pc.Input == "" {
 				return usagef("--model and --input (or a --config naming them, or --ingest-config/--catalog) are required")
 			}
@@ -106,6 +119,9 @@ ingest into OUT.stack and predicts from that stack.`,
 				fmt.Fprintf(a.stdout, "predicted %d tile(s) in %s (%.2f Mpx/s end to end)\n", len(res.Tiles), res.Elapsed.Round(time.Millisecond), float64(px)/1e6/res.Elapsed.Seconds())
 				for _, t := range res.Tiles {
 					fmt.Fprintf(a.stdout, "  %s: class map %s\n        quicklook %s\n        STAC item %s\n", t.Tile, t.Class, t.Quicklook, t.Item)
+					if t.AOAOutside != nil {
+						fmt.Fprintf(a.stdout, "        area of applicability %s (%.1f %% outside)\n", t.AOA, *t.AOAOutside)
+					}
 				}
 			}
 			return nil
@@ -120,6 +136,8 @@ ingest into OUT.stack and predicts from that stack.`,
 	cmd.Flags().BoolVar(&pc.Confidence, "confidence", false, "also write confidence.tif")
 	cmd.Flags().StringVar(&pc.Compress, "compress", "", "DEFLATE (default) or ZSTD")
 	cmd.Flags().BoolVar(&pc.Resume, "resume", false, "continue an interrupted run, keeping verified tiles")
+	cmd.Flags().BoolVar(&noAOA, "no-aoa", false, "write no aoa.tif even when the model has an area of applicability")
+	cmd.Flags().IntVar(&pc.AOA.Step, "aoa-step", 0, "grid step of aoa.tif in pixels (0: 1 on a GPU, 10 on the CPU)")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory")
 	addDeviceFlag(cmd, &device)
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")

@@ -1453,3 +1453,67 @@ extern "C" __global__ void place_u8(const unsigned char* __restrict__ src, int w
         dst[(y + r) * dstW + x + c] = src[i];
     }
 }
+
+// ---------------------------------------------------------------------
+// Area of applicability (package aoa): the dissimilarity index.
+// ---------------------------------------------------------------------
+
+// aoa_di is aoa.Reference.Transform, aoa's nearest search (brute force)
+// and aoa.Reference.DI for n pixels: pixel i's features are
+// feats[f * stride + p] with p = pixels[i] (p = i when pixels is null).
+// Each feature is standardised and weighted, z = (x − mean) × scale; the
+// squared distance to every training point (npoints × nf, row-major) is
+// summed in feature order from 0, each product and sum rounded on its
+// own; the smallest is kept, and out[i] is float(sqrt(best) / meanDist),
+// rounded once, or NaN when a feature is NaN. The same operations in the
+// same order as the Go code, so the same bits; only the minimum is kept,
+// so the order points are visited in does not matter. The block stages
+// tiles of points in shared memory, every thread helping, and each thread
+// compares its pixel with the whole tile.
+#define AOA_BLOCK 256
+#define AOA_MAX_FEATURES 64
+#define AOA_TILE 4096
+extern "C" __global__ void __launch_bounds__(AOA_BLOCK) aoa_di(const float* __restrict__ feats, int nf, long long stride,
+                                                               const int* __restrict__ pixels, long long n,
+                                                               const double* __restrict__ points, int npoints,
+                                                               const double* __restrict__ mean, const double* __restrict__ scale,
+                                                               long long meanDistBits, float* __restrict__ out) {
+    __shared__ double tile[AOA_TILE];
+    double md = __longlong_as_double(meanDistBits);
+    int per = AOA_TILE / nf;
+    long long gstride = (long long)gridDim.x * blockDim.x;
+    // Every thread of a block runs the same rounds (base is the block's),
+    // so all of them reach the barriers around the tile loads.
+    for (long long base = (long long)blockIdx.x * blockDim.x; base < n; base += gstride) {
+        long long i = base + threadIdx.x;
+        bool live = i < n, nan = false;
+        double z[AOA_MAX_FEATURES];
+        if (live) {
+            long long p = pixels ? (long long)pixels[i] : i;
+            for (int f = 0; f < nf; f++) {
+                double v = __dmul_rn(__dsub_rn((double)feats[f * stride + p], mean[f]), scale[f]);
+                if (v != v) nan = true;
+                z[f] = v;
+            }
+        }
+        double best = __longlong_as_double(0x7ff0000000000000LL);
+        for (int t0 = 0; t0 < npoints; t0 += per) {
+            int m = min(per, npoints - t0);
+            __syncthreads();
+            for (int k = threadIdx.x; k < m * nf; k += blockDim.x) tile[k] = points[(long long)t0 * nf + k];
+            __syncthreads();
+            if (live && !nan) {
+                for (int j = 0; j < m; j++) {
+                    const double* q = tile + j * nf;
+                    double s = 0.0;
+                    for (int f = 0; f < nf; f++) {
+                        double d = __dsub_rn(z[f], q[f]);
+                        s = __dadd_rn(s, __dmul_rn(d, d));
+                    }
+                    if (s < best) best = s;
+                }
+            }
+        }
+        if (live) out[i] = nan ? NAN_F : __double2float_rn(__ddiv_rn(__dsqrt_rn(best), md));
+    }
+}

@@ -1,0 +1,200 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+
+	"github.com/planetlabs/go-stac"
+	"github.com/planetlabs/go-stac/extensions/raster/v1"
+
+	"github.com/lulc/lulc/aoa"
+	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/features"
+	lraster "github.com/lulc/lulc/raster"
+)
+
+// AOAFile is a tile's area of applicability: band 1 the dissimilarity
+// index, band 2 the mask (1 inside, 0 outside), float32, NaN without data.
+const AOAFile = "aoa.tif"
+
+// CPUAOAStep is the default grid step of the area of applicability on the
+// CPU: the DI of every 10th pixel's cell (100 m on a 10 m tile), 3 to 5
+// core-minutes a full tile against 20,000 points of 20 to 40 features
+// (BenchmarkMapWindow), a fraction of the forest's prediction there. A
+// GPU computes every pixel.
+const CPUAOAStep = 10
+
+// AOAWarnPercent is the share of a tile's pixels outside the area of
+// applicability above which predict and run warn.
+const AOAWarnPercent = 10.0
+
+// AOAOptions is the aoa section of a prediction (predict config, run
+// config's predict section).
+type AOAOptions struct {
+	// Off writes no aoa.tif even when the model has an area of
+	// applicability.
+	Off bool `yaml:"off"`
+	// Step is the grid step in pixels: the DI is computed at the centre of
+	// every Step × Step cell and aoa.tif has one pixel per cell. 0 is 1 on
+	// a GPU and CPUAOAStep on the CPU; set it to get the same aoa.tif on
+	// both.
+	Step int `yaml:"step"`
+}
+
+// Check refuses a step outside 0–1000.
+func (o AOAOptions) Check() error {
+	if o.Step < 0 || o.Step > 1000 {
+		return fmt.Errorf("aoa.step: %d is not between 0 (automatic) and 1000", o.Step)
+	}
+	return nil
+}
+
+// step is the grid step on the engine.
+func (o AOAOptions) step(e engine) int {
+	switch {
+	case o.Step > 0:
+		return o.Step
+	case e.gpu != nil:
+		return 1
+	}
+	return CPUAOAStep
+}
+
+// aoaSink fills a tile's DI map from the windows inference streams:
+// feature planes on the CPU, digital numbers on a GPU (features computed
+// there again, as the predictor computes them).
+type aoaSink struct {
+	ref *aoa.Reference
+	m   *aoa.Map
+	idx *aoa.Index // CPU
+	gpu *cuda.AOA  // GPU
+	fe  *cuda.Features
+}
+
+// aoaSink prepares the DI of a tile on the engine's computer.
+func (e engine) aoaSink(set *features.Set, ref *aoa.Reference, grid aoa.Grid) (*aoaSink, func(), error) {
+	if err := grid.Check(); err != nil {
+		return nil, nil, err
+	}
+	if ref.Features() != len(set.Features) {
+		return nil, nil, fmt.Errorf("area of applicability of %d features for %d", ref.Features(), len(set.Features))
+	}
+	s := &aoaSink{ref: ref, m: aoa.NewMap(grid)}
+	if e.gpu == nil {
+		s.idx = aoa.NewIndex(ref)
+		return s, func() {}, nil
+	}
+	var err error
+	if s.gpu, err = cuda.NewAOA(e.gpu, ref); err != nil {
+		return nil, nil, err
+	}
+	if s.fe, err = cuda.NewFeatures(e.gpu, set); err != nil {
+		s.gpu.Close()
+		return nil, nil, err
+	}
+	return s, func() { s.fe.Close(); s.gpu.Close() }, nil
+}
+
+// Features implements inference.WindowSink.
+func (s *aoaSink) Features(x, y, w, h int, feats [][]float32) error {
+	if s.gpu == nil {
+		s.m.Features(s.idx, s.ref, x, y, w, h, feats)
+		return nil
+	}
+	cells, pixels := s.m.Grid.In(x, y, w, h)
+	sub := make([][]float32, len(feats))
+	for f, plane := range feats {
+		sub[f] = make([]float32, len(pixels))
+		for k, p := range pixels {
+			sub[f][k] = plane[p]
+		}
+	}
+	di := make([]float32, len(cells))
+	if err := s.gpu.DI(sub, di); err != nil {
+		return err
+	}
+	for k, c := range cells {
+		s.m.DI[c] = di[k]
+	}
+	return nil
+}
+
+// DN implements inference.WindowSink.
+func (s *aoaSink) DN(x, y, w, h int, dn [][]uint16, rect features.Rect, scale, offset float32) error {
+	if s.gpu == nil {
+		return errors.New("area of applicability: digital numbers reached the CPU's sink")
+	}
+	cells, pixels := s.m.Grid.In(x, y, w, h)
+	px := make([]int32, len(pixels))
+	for k, p := range pixels {
+		px[k] = int32(p)
+	}
+	di := make([]float32, len(cells))
+	if err := s.gpu.DIFromDN(s.fe, dn, rect, 0, scale, offset, px, di); err != nil {
+		return err
+	}
+	for k, c := range cells {
+		s.m.DI[c] = di[k]
+	}
+	return nil
+}
+
+// grid is the tile grid of aoa.tif: one pixel per cell.
+func (s *aoaSink) grid(tile lraster.Grid) lraster.Grid {
+	cw, ch := s.m.Grid.Cells()
+	g := lraster.Grid{EPSG: tile.EPSG, Width: cw, Height: ch, Transform: tile.Transform}
+	step := float64(s.m.Grid.Step)
+	g.Transform[1] *= step
+	g.Transform[2] *= step
+	g.Transform[4] *= step
+	g.Transform[5] *= step
+	return g
+}
+
+// outsidePercent is the share of the tile's cells with data that lie
+// outside the area of applicability (NaN when none has data).
+func (s *aoaSink) outsidePercent() float64 {
+	valid, outside := s.m.Summary(s.ref)
+	if valid == 0 {
+		return math.NaN()
+	}
+	return 100 * float64(outside) / float64(valid)
+}
+
+// write encodes aoa.tif into dir.
+func (s *aoaSink) write(dir string, tile lraster.Grid, compress string) error {
+	g := s.grid(tile)
+	nan := math.NaN()
+	w, err := lraster.NewWriter(filepath.Join(dir, AOAFile), g, "float32",
+		[]lraster.BandInfo{{Description: "dissimilarity index"}, {Description: "inside the area of applicability (1) or outside (0)"}},
+		lraster.COGOptions{BlockSize: 512, Compress: compress, NoData: &nan, OverviewResampling: "AVERAGE",
+			Metadata: map[string]string{"LULC_AOA_THRESHOLD": fmt.Sprint(s.ref.Threshold), "LULC_AOA_STEP": fmt.Sprint(s.m.Grid.Step)}})
+	if err != nil {
+		return err
+	}
+	if err := w.Write(0, 0, 0, g.Width, g.Height, s.m.DI); err != nil {
+		w.Abort()
+		return err
+	}
+	if err := w.Write(1, 0, 0, g.Width, g.Height, s.m.Mask(s.ref)); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Close()
+}
+
+// aoaAsset describes aoa.tif in a tile's item.
+func aoaAsset(dir string, g lraster.Grid) (*stac.Asset, error) {
+	f, err := fileOf(dir, AOAFile)
+	if err != nil {
+		return nil, err
+	}
+	res := ptr(g.Transform[1])
+	return &stac.Asset{Href: "./" + AOAFile, Type: cogType, Title: "Area of applicability: dissimilarity index and mask", Roles: []string{"data", "quality"},
+		Extensions: []stac.Extension{gridProjection(g), &raster.Asset{Bands: []*raster.Band{
+			{NoData: "nan", DataType: "float32", SpatialResolution: res},
+			{NoData: "nan", DataType: "float32", SpatialResolution: res},
+		}}, f}}, nil
+}
