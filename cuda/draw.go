@@ -89,6 +89,9 @@ type DrawRule struct {
 	SplitBase, KeyBase uint64
 	Input              uint64 // the input's index, in the pixels' ids
 	Block              int
+	// Buffer drops a training block's pixels within Buffer pixels
+	// (Chebyshev) of a validation block of the tile's (below Block).
+	Buffer             int
 	ValidationFraction float64
 	Missing            *[2048]uint32 // the nodata DNs, a bit each
 	Bits               uint          // top key bits the histograms count
@@ -110,17 +113,18 @@ func (m *Mirror) rule(r *DrawRule) (res, missing uint64, err error) {
 	var st staging
 	res = st.ptr(put(m.dev.mem, "draw.reservoir", r.Reservoir[:]))
 	missing = st.ptr(put(m.dev.mem, "draw.missing", r.Missing[:]))
-	if r.Block <= 0 || r.Bits == 0 || r.Bits > 16 {
-		return 0, 0, fmt.Errorf("cuda draw: block %d, %d key bits", r.Block, r.Bits)
+	if r.Block <= 0 || r.Bits == 0 || r.Bits > 16 || r.Buffer < 0 || r.Buffer >= r.Block {
+		return 0, 0, fmt.Errorf("cuda draw: block %d, buffer %d, %d key bits", r.Block, r.Buffer, r.Bits)
 	}
 	return res, missing, st.err
 }
 
 // DrawCount is the draw's first pass over the mirrored tile: it adds
 // every candidate's key to hist (reservoir k's bin b at k<<r.Bits|b), a
-// histogram of nres reservoirs, and counts in off, by code, the pixels
-// whose code is outside the scheme.
-func (m *Mirror) DrawCount(r *DrawRule, nres int, hist []uint32, off *[256]int64) error {
+// histogram of nres reservoirs, counts in off, by code, the pixels whose
+// code is outside the scheme, and in buffered the training candidates
+// the buffer drops.
+func (m *Mirror) DrawCount(r *DrawRule, nres int, hist []uint32, off *[256]int64, buffered *int64) error {
 	if len(hist) != nres<<r.Bits {
 		return fmt.Errorf("cuda draw: a histogram of %d bins for %d reservoirs of %d bits", len(hist), nres, r.Bits)
 	}
@@ -131,25 +135,27 @@ func (m *Mirror) DrawCount(r *DrawRule, nres int, hist []uint32, off *[256]int64
 		}
 		var st staging
 		dh := st.ptr(m.dev.mem.zeroed("draw.hist", uint64(4*len(hist))))
-		doff := st.ptr(m.dev.mem.zeroed("draw.off", 256*8))
+		// The outside counts by code, then the buffered count.
+		doff := st.ptr(m.dev.mem.zeroed("draw.off", 257*8))
 		if st.err != nil {
 			return st.err
 		}
 		n := int64(m.width) * int64(m.height)
 		if err := m.dev.launch("draw_count", n, m.labels.ptr, m.dn.ptr, int32(m.bands), int32(m.width), n, res, missing,
-			r.SplitBase, r.KeyBase, int32(r.Block), math.Float64bits(r.ValidationFraction), int32(r.Bits), dh, doff); err != nil {
+			r.SplitBase, r.KeyBase, int32(r.Block), int32(r.Buffer), math.Float64bits(r.ValidationFraction), int32(r.Bits), dh, doff); err != nil {
 			return err
 		}
 		if err := download(hist, Buffer{ptr: dh, bytes: uint64(4 * len(hist))}); err != nil {
 			return err
 		}
-		var counts [256]uint64
-		if err := download(counts[:], Buffer{ptr: doff, bytes: 256 * 8}); err != nil {
+		var counts [257]uint64
+		if err := download(counts[:], Buffer{ptr: doff, bytes: 257 * 8}); err != nil {
 			return err
 		}
-		for code, c := range counts {
+		for code, c := range counts[:256] {
 			off[code] = int64(c)
 		}
+		*buffered = int64(counts[256])
 		return nil
 	})
 }
@@ -190,7 +196,7 @@ func (m *Mirror) DrawCollect(r *DrawRule, bound []uint64, count []int) (Drawn, e
 		}
 		n := int64(m.width) * int64(m.height)
 		if err := m.dev.launch("draw_collect", n, m.labels.ptr, m.dn.ptr, int32(m.bands), int32(m.width), n, res, missing,
-			r.SplitBase, r.KeyBase, int32(r.Block), math.Float64bits(r.ValidationFraction), r.Input, dbound, dstart, dfill,
+			r.SplitBase, r.KeyBase, int32(r.Block), int32(r.Buffer), math.Float64bits(r.ValidationFraction), r.Input, dbound, dstart, dfill,
 			key.ptr, id.ptr, rs.ptr, dn.ptr); err != nil {
 			return err
 		}

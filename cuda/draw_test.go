@@ -40,9 +40,9 @@ func randomDrawTile(r *rand.Rand, w, h, nb int) drawTile {
 
 // drawRule is a rule over the WorldCover-like codes of randomDrawTile,
 // with nodata DNs 0 and 7.
-func drawRule(seed, input uint64, block int, valFrac float64, bits uint) *DrawRule {
+func drawRule(seed, input uint64, block, buffer int, valFrac float64, bits uint) *DrawRule {
 	r := &DrawRule{SplitBase: rng.Extend(rng.Extend(rng.Start(seed), 0x7a1), input),
-		KeyBase: rng.Extend(rng.Extend(rng.Start(seed), 0x5a4), input), Input: input, Block: block,
+		KeyBase: rng.Extend(rng.Extend(rng.Start(seed), 0x5a4), input), Input: input, Block: block, Buffer: buffer,
 		ValidationFraction: valFrac, Missing: new([2048]uint32), Bits: bits}
 	for c := range r.Reservoir {
 		r.Reservoir[c] = DrawNone
@@ -55,9 +55,14 @@ func drawRule(seed, input uint64, block int, valFrac float64, bits uint) *DrawRu
 }
 
 // referenceDraw is the passes' specification, pixel by pixel: the
-// histogram and outside counts of the first pass, and the candidates
-// under the bounds of the second, sorted by id.
-func referenceDraw(t drawTile, r *DrawRule, nres int, bound []uint64) (hist []uint32, off [256]int64, d Drawn) {
+// histogram, outside and buffered counts of the first pass, and the
+// candidates under the bounds of the second, sorted by id. A training
+// pixel is buffered when a pixel of the tile within r.Buffer of it
+// (Chebyshev) lies in a validation block.
+func referenceDraw(t drawTile, r *DrawRule, nres int, bound []uint64) (hist []uint32, off [256]int64, buffered int64, d Drawn) {
+	validation := func(row, col int) bool {
+		return rng.Unit(rng.Extend(rng.Extend(r.SplitBase, uint64(row/r.Block)), uint64(col/r.Block))) < r.ValidationFraction
+	}
 	hist = make([]uint32, nres<<r.Bits)
 	for i, code := range t.labels {
 		k := r.Reservoir[code]
@@ -73,8 +78,19 @@ func referenceDraw(t drawTile, r *DrawRule, nres int, bound []uint64) (hist []ui
 			continue
 		}
 		row, col := uint64(i/t.w), uint64(i%t.w)
-		if rng.Unit(rng.Extend(rng.Extend(r.SplitBase, row/uint64(r.Block)), col/uint64(r.Block))) < r.ValidationFraction {
+		if validation(int(row), int(col)) {
 			k |= 1
+		} else {
+			near := false
+			for y := max(0, int(row)-r.Buffer); y <= min(t.h-1, int(row)+r.Buffer); y++ {
+				for x := max(0, int(col)-r.Buffer); x <= min(t.w-1, int(col)+r.Buffer); x++ {
+					near = near || validation(y, x)
+				}
+			}
+			if near {
+				buffered++
+				continue
+			}
 		}
 		key := rng.Extend(rng.Extend(r.KeyBase, row), col)
 		hist[int(k)<<r.Bits|int(key>>(64-r.Bits))]++
@@ -85,7 +101,7 @@ func referenceDraw(t drawTile, r *DrawRule, nres int, bound []uint64) (hist []ui
 			}
 		}
 	}
-	return hist, off, d
+	return hist, off, buffered, d
 }
 
 // sortedByID returns the candidates in id order.
@@ -113,10 +129,11 @@ func TestDrawPassesBitExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	const nb, nres = 3, 10
 	for trial, c := range []struct {
-		w, h, block int
-		frac        float64
-		bits        uint
-	}{{257, 131, 1, 0.3, 12}, {1000, 777, 64, 0.25, 12}, {64, 2000, 7, 0, 8}, {513, 300, 512, 1, 10}} {
+		w, h, block, buffer int
+		frac                float64
+		bits                uint
+	}{{257, 131, 1, 0, 0.3, 12}, {1000, 777, 64, 0, 0.25, 12}, {64, 2000, 7, 0, 0, 8}, {513, 300, 512, 0, 1, 10},
+		{257, 131, 5, 4, 0.3, 12}, {1000, 777, 64, 8, 0.25, 12}, {301, 203, 10, 1, 0.5, 10}} {
 		tile := randomDrawTile(r, c.w, c.h, nb)
 		m, err := NewMirror(d, c.w, c.h, nb)
 		if err != nil {
@@ -133,16 +150,20 @@ func TestDrawPassesBitExact(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		rule := drawRule(uint64(trial), uint64(trial+3), c.block, c.frac, c.bits)
-		wantHist, wantOff, _ := referenceDraw(tile, rule, nres, nil)
+		rule := drawRule(uint64(trial), uint64(trial+3), c.block, c.buffer, c.frac, c.bits)
+		wantHist, wantOff, wantBuffered, _ := referenceDraw(tile, rule, nres, nil)
+		if (wantBuffered > 0) != (c.buffer > 0 && c.frac > 0) {
+			t.Fatalf("trial %d buffers %d pixels", trial, wantBuffered)
+		}
 		hist := make([]uint32, nres<<c.bits)
 		var off [256]int64
-		if err := m.DrawCount(rule, nres, hist, &off); err != nil {
+		var buffered int64
+		if err := m.DrawCount(rule, nres, hist, &off, &buffered); err != nil {
 			t.Fatal(err)
 		}
-		name := fmt.Sprintf("%d × %d, block %d, fraction %g", c.w, c.h, c.block, c.frac)
-		if !slices.Equal(hist, wantHist) || off != wantOff {
-			t.Fatalf("%s: the first pass differs from the specification", name)
+		name := fmt.Sprintf("%d × %d, block %d, buffer %d, fraction %g", c.w, c.h, c.block, c.buffer, c.frac)
+		if !slices.Equal(hist, wantHist) || off != wantOff || buffered != wantBuffered {
+			t.Fatalf("%s: the first pass differs from the specification (%d buffered, the specification %d)", name, buffered, wantBuffered)
 		}
 		// Bounds: all of reservoir 0, none of 1, a bin's top elsewhere.
 		bound := make([]uint64, nres)
@@ -157,7 +178,7 @@ func TestDrawPassesBitExact(t *testing.T) {
 				bound[k] = uint64(r.IntN(1<<c.bits)+1)<<(64-c.bits) - 1
 			}
 		}
-		_, _, want := referenceDraw(tile, rule, nres, bound)
+		_, _, _, want := referenceDraw(tile, rule, nres, bound)
 		for _, k := range want.Reservoir {
 			count[k]++
 		}

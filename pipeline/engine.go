@@ -114,8 +114,8 @@ func (s mirrorSink) Write(x, y, w, h int, stack [][]uint16, _, labels []uint8) e
 type devicePasses struct{ m *cuda.Mirror }
 
 // Count implements sampling.Passes.
-func (p devicePasses) Count(r *sampling.DeviceRule, nres int, hist []uint32, off *[256]int64) error {
-	return p.m.DrawCount((*cuda.DrawRule)(r), nres, hist, off)
+func (p devicePasses) Count(r *sampling.DeviceRule, nres int, hist []uint32, off *[256]int64, buffered *int64) error {
+	return p.m.DrawCount((*cuda.DrawRule)(r), nres, hist, off, buffered)
 }
 
 // Collect implements sampling.Passes.

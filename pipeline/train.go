@@ -38,6 +38,9 @@ type TrainResult struct {
 	Engine     string
 	Samples    int // training rows
 	Validation int
+	// Buffered counts the training candidates dropped for lying within
+	// sampling.buffer of a validation block.
+	Buffered   int64
 	Metrics    forest.Metrics
 	ClassNames []string
 	Sample     time.Duration
@@ -58,6 +61,7 @@ type runInfo struct {
 	FitTime     float64           `json:"fit_seconds"`
 	TrainRows   int               `json:"training_samples"`
 	ValRows     int               `json:"validation_samples"`
+	Buffered    int64             `json:"buffered_training_pixels,omitempty"`
 	Warnings    []string          `json:"warnings,omitempty"`
 	GolearnNote string            `json:"golearn_note,omitempty"`
 }
@@ -164,11 +168,14 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 	}
 	xt, yt := set.Subset(0)
 	_, yv := set.Subset(1)
-	res.Samples, res.Validation = len(yt), len(yv)
+	res.Samples, res.Validation, res.Buffered = len(yt), len(yv), set.Buffered
 	if err := checkSamples(cfg, scheme, set, yt, yv, xt, res); err != nil {
 		return nil, err
 	}
 	opt.Log.Info("samples", "training", len(yt), "validation", len(yv), "features", len(set.Features), "classes", len(scheme.Classes))
+	if cfg.Sampling.Buffer > 0 {
+		opt.Log.Info("split buffer", "buffer_pixels", cfg.Sampling.Buffer, "training_pixels_dropped", set.Buffered)
+	}
 	// The model takes its bands and scaling from the inputs, which share
 	// them; an empty shard's draw names none.
 	in := ins[0]
@@ -265,8 +272,9 @@ func writeTrainOutputs(cfg TrainConfig, set *samples.Set, ins []trainInput, mode
 		forest.Metrics
 		Names    []string `json:"class_names"`
 		Engine   string   `json:"engine"`
+		Buffered int64    `json:"buffered_training_pixels,omitempty"`
 		Warnings []string `json:"warnings,omitempty"`
-	}{res.Metrics, res.ClassNames, cfg.Engine, res.Warnings}, "", "  ")
+	}{res.Metrics, res.ClassNames, cfg.Engine, res.Buffered, res.Warnings}, "", "  ")
 	if err := atomicfs.WriteFile(path(MetricsFile), append(mj, '\n')); err != nil {
 		return err
 	}
@@ -279,7 +287,7 @@ func writeTrainOutputs(cfg TrainConfig, set *samples.Set, ins []trainInput, mode
 	}
 	info := runInfo{Lulc: opt.Version, Go: runtime.Version(), GDAL: raster.GDALVersion(), ConfigHash: cfg.Hash(),
 		Inputs: map[string]string{}, Engine: cfg.Engine, SampleTime: res.Sample.Seconds(), FitTime: res.Fit.Seconds(),
-		TrainRows: res.Samples, ValRows: res.Validation, Warnings: res.Warnings}
+		TrainRows: res.Samples, ValRows: res.Validation, Buffered: res.Buffered, Warnings: res.Warnings}
 	for _, in := range ins {
 		if in.inMemory {
 			continue // no file to checksum

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/samples"
 )
@@ -218,6 +220,8 @@ func TestTrainBadInput(t *testing.T) {
 		{"unknown index", func(c *TrainConfig) { c.Features = []string{"ndvi", "ndzi"} }, "unknown feature \"ndzi\""},
 		{"too few samples", func(c *TrainConfig) { c.Sampling.BlockSize = 100000 }, "too few samples"},
 		{"below min_per_class", func(c *TrainConfig) { c.Sampling.MinPerClass = 2001 }, "below sampling.min_per_class 2001"},
+		{"negative buffer", func(c *TrainConfig) { c.Sampling.Buffer = -1 }, "sampling.buffer: -1 is outside [0, block_size 32)"},
+		{"buffer of a block", func(c *TrainConfig) { c.Sampling.Buffer = 32 }, "sampling.buffer: 32 is outside [0, block_size 32)"},
 		{"not a stack", func(c *TrainConfig) { c.Input.Stack = t.TempDir() }, "no tile manifests"},
 		{"all-NaN feature", func(c *TrainConfig) {
 			c.Input.Stack = ""
@@ -343,5 +347,65 @@ func TestTrainRejectsUnknownBands(t *testing.T) {
 	}
 	if _, err := ParseTrainConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), `"FOO"`) || !strings.Contains(err.Error(), "input.bands") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestTrainBuffer checks the buffered split end to end: no training
+// sample lies within sampling.buffer pixels of a validation block (the
+// blocks' splits recomputed from their seeded hashes), the drop is
+// counted in the samples, metrics.json and run.json, and the validation
+// samples are those of the unbuffered split.
+func TestTrainBuffer(t *testing.T) {
+	cfg := trainConfig(t, "train-demo.yaml", demoStack(t))
+	cfg.Sampling.MaxPerClass = 100000 // every candidate: the drop shows in the counts
+	_, plainOut := train(t, cfg)
+	cfg.Sampling.Buffer = 6
+	res, out := train(t, cfg)
+	read := func(dir string) *samples.Set {
+		b, err := os.ReadFile(filepath.Join(dir, SamplesFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		set, err := samples.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set
+	}
+	plain, set := read(plainOut), read(out)
+	s := cfg.Sampling
+	validation := func(ii uint64, row, col int) bool {
+		return rng.Unit(rng.Hash(s.Seed, 0x7a1, ii, uint64(row/s.BlockSize), uint64(col/s.BlockSize))) < s.ValidationFraction
+	}
+	const side = 252 // the demo stack's tiles
+	for i := range set.N() {
+		if set.Split[i] != 0 {
+			continue
+		}
+		p := set.Pixel[i]
+		ii, row, col := p>>40, int(p>>20&0xfffff), int(p&0xfffff)
+		for r := max(0, row-s.Buffer); r <= min(side-1, row+s.Buffer); r++ {
+			for c := max(0, col-s.Buffer); c <= min(side-1, col+s.Buffer); c++ {
+				if validation(ii, r, c) {
+					t.Fatalf("training sample at (%d, %d) of input %d lies within %d of validation pixel (%d, %d)", row, col, ii, s.Buffer, r, c)
+				}
+			}
+		}
+	}
+	_, plainVal := plain.Subset(1)
+	_, plainTrain := plain.Subset(0)
+	if res.Validation != len(plainVal) || set.Buffered == 0 || int64(res.Samples)+set.Buffered != int64(len(plainTrain)) || res.Buffered != set.Buffered {
+		t.Errorf("buffered %d (result %d): %d training and %d validation samples, unbuffered %d and %d",
+			set.Buffered, res.Buffered, res.Samples, res.Validation, len(plainTrain), len(plainVal))
+	}
+	for _, f := range []string{MetricsFile, "run.json"} {
+		b, _ := os.ReadFile(filepath.Join(out, f))
+		if want := fmt.Sprintf(`"buffered_training_pixels": %d`, set.Buffered); !strings.Contains(string(b), want) {
+			t.Errorf("%s does not say %s", f, want)
+		}
+		b, _ = os.ReadFile(filepath.Join(plainOut, f))
+		if strings.Contains(string(b), "buffered") {
+			t.Errorf("%s of an unbuffered split mentions a buffer", f)
+		}
 	}
 }

@@ -30,6 +30,9 @@ type Header struct {
 	Sources  []string `json:"sources"` // inputs, by index
 	Seed     uint64   `json:"seed"`
 	Config   string   `json:"config_sha256"`
+	// Buffered counts the training candidates the split's buffer dropped
+	// for lying near validation pixels (sampling.Config.Buffer).
+	Buffered int64 `json:"buffered,omitempty"`
 	// Draw is set on one shard's draw rather than a training set.
 	Draw *Draw `json:"draw,omitempty"`
 }

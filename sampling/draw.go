@@ -56,6 +56,9 @@ type drawRule struct {
 	seed  uint64
 	input uint64 // the input's index: keys and ids carry it
 	block int
+	// buffer is Config.Buffer; height the input's, which says which
+	// block rows it has.
+	buffer, height int
 	// valFrac is the fraction of blocks that go to validation.
 	valFrac float64
 	bad     dnTest
@@ -129,6 +132,35 @@ func (rule *drawRule) splitsOf(blockRow int, splits []uint16) {
 	}
 }
 
+// neighbours sets b to the splits of block row blockRow (cur, already
+// set by splitsOf) and of its neighbours, in prev and next's storage
+// (nil where the input has no such row).
+func (rule *drawRule) neighbours(blockRow int, b *bufferRows, cur, prev, next []uint16) {
+	b.cur, b.prev, b.next = cur, nil, nil
+	if blockRow > 0 {
+		rule.splitsOf(blockRow-1, prev)
+		b.prev = prev
+	}
+	if (blockRow+1)*rule.block < rule.height {
+		rule.splitsOf(blockRow+1, next)
+		b.next = next
+	}
+}
+
+// dropBuffered sets to drawNone the training candidates of row r that lie
+// within the buffer of a validation block, and returns how many.
+func (rule *drawRule) dropBuffered(r int, b *bufferRows, res []uint16) int64 {
+	b.reach(r, rule.height, rule.block, rule.buffer)
+	var n int64
+	for col, k := range res {
+		if k != drawNone && k&1 == 0 && b.near(col, rule.block, rule.buffer) {
+			res[col] = drawNone
+			n++
+		}
+	}
+	return n
+}
+
 // classify sets res[col] to the reservoir of a row's pixel by its code and
 // block, drawNone for codes outside the scheme, which off counts by code.
 func (rule *drawRule) classify(labels []uint8, splits, res []uint16, off *[256]int64) {
@@ -197,19 +229,28 @@ func (rule *drawRule) maskMissing(dn [][]uint16, i0 int, res []uint16, ok []uint
 }
 
 // drawCount is pass 1 over rows [r0, r1): it adds every candidate's key
-// to hist (reservoir r's bin k at r<<bits|k) and counts in off the pixels
-// whose code is outside the scheme, by code.
-func drawCount(t drawTile, rule *drawRule, r0, r1 int, hist []uint32, off *[256]int64) {
+// to hist (reservoir r's bin k at r<<bits|k), counts in off the pixels
+// whose code is outside the scheme, by code, and in buffered the training
+// candidates the buffer drops.
+func drawCount(t drawTile, rule *drawRule, r0, r1 int, hist []uint32, off *[256]int64, buffered *int64) {
 	w := t.width
 	res, ok := make([]uint16, w), make([]uint64, w/4)
-	splits := make([]uint16, (w+rule.block-1)/rule.block)
+	nbc := (w + rule.block - 1) / rule.block
+	splits, prev, next := make([]uint16, nbc), make([]uint16, nbc), make([]uint16, nbc)
+	var near bufferRows
 	base, shift := rule.keyBase(), 64-rule.bits
 	for r := r0; r < r1; r++ {
 		if r == r0 || r%rule.block == 0 {
 			rule.splitsOf(r/rule.block, splits)
+			if rule.buffer > 0 {
+				rule.neighbours(r/rule.block, &near, splits, prev, next)
+			}
 		}
 		rule.classify(t.labels[r*w:(r+1)*w], splits, res, off)
 		rule.maskMissing(t.dn, r*w, res, ok)
+		if rule.buffer > 0 {
+			*buffered += rule.dropBuffered(r, &near, res)
+		}
 		hr := rng.Extend(base, uint64(r))
 		for col, k := range res {
 			if k == drawNone {
@@ -228,7 +269,9 @@ func drawCount(t drawTile, rule *drawRule, r0, r1 int, hist []uint32, off *[256]
 // DNs then read band by band: loads that do not wait on each other.
 func drawCollect(t drawTile, rule *drawRule, r0, r1 int, bound []uint64, pos []int, out [][]entry, bands [][]float32) {
 	w, nb := t.width, len(t.dn)
-	splits := make([]uint16, (w+rule.block-1)/rule.block)
+	nbc := (w + rule.block - 1) / rule.block
+	splits, prev, next := make([]uint16, nbc), make([]uint16, nbc), make([]uint16, nbc)
+	var near bufferRows
 	base := rule.keyBase()
 	type rowCandidate struct {
 		key     uint64
@@ -241,6 +284,12 @@ func drawCollect(t drawTile, rule *drawRule, r0, r1 int, bound []uint64, pos []i
 	for r := r0; r < r1; r++ {
 		if r == r0 || r%rule.block == 0 {
 			rule.splitsOf(r/rule.block, splits)
+			if rule.buffer > 0 {
+				rule.neighbours(r/rule.block, &near, splits, prev, next)
+			}
+		}
+		if rule.buffer > 0 {
+			near.reach(r, rule.height, rule.block, rule.buffer)
 		}
 		labels := t.labels[r*w : (r+1)*w]
 		hr := rng.Extend(base, uint64(r))
@@ -248,7 +297,7 @@ func drawCollect(t drawTile, rule *drawRule, r0, r1 int, bound []uint64, pos []i
 		for b, split := range splits {
 			for col := b * rule.block; col < min((b+1)*rule.block, w); col++ {
 				k := rule.res2[labels[col]] | split
-				if k == drawNone {
+				if k == drawNone || k&1 == 0 && rule.buffer > 0 && near.near(col, rule.block, rule.buffer) {
 					continue
 				}
 				if key := rng.Extend(hr, uint64(col)); key <= bound[k] {
@@ -322,9 +371,10 @@ func drawBounds(hist []uint32, bits uint, limit []uint64, capacity int) []uint64
 
 // drawInput draws one input: per reservoir, the candidates with the
 // capacity smallest (key, id) whose key is under limit[k], sorted, with
-// their reflectances (one per band from its at, in bands[k]); and the
-// pixels whose code is outside the scheme, by code.
-func drawInput(t drawTile, rule *drawRule, limit []uint64, capacity int) (out [][]entry, bands [][]float32, off [256]int64, err error) {
+// their reflectances (one per band from its at, in bands[k]); the pixels
+// whose code is outside the scheme, by code; and the training candidates
+// the buffer dropped.
+func drawInput(t drawTile, rule *drawRule, limit []uint64, capacity int) (out [][]entry, bands [][]float32, off [256]int64, buffered int64, err error) {
 	nres, bins := rule.nres, 1<<rule.bits
 	parts := max(1, min(t.height, runtime.GOMAXPROCS(0)))
 	rows := func(p int) (int, int) { return p * t.height / parts, (p + 1) * t.height / parts }
@@ -332,17 +382,19 @@ func drawInput(t drawTile, rule *drawRule, limit []uint64, capacity int) (out []
 	// Pass 1: a histogram per part.
 	hists := make([][]uint32, parts)
 	offs := make([][256]int64, parts)
+	bufs := make([]int64, parts)
 	var wg sync.WaitGroup
 	for p := range parts {
 		wg.Go(func() {
 			hists[p] = make([]uint32, nres*bins)
 			r0, r1 := rows(p)
-			drawCount(t, rule, r0, r1, hists[p], &offs[p])
+			drawCount(t, rule, r0, r1, hists[p], &offs[p], &bufs[p])
 		})
 	}
 	wg.Wait()
 	hist := make([]uint32, nres*bins)
 	for p := range parts {
+		buffered += bufs[p]
 		for i, c := range hists[p] {
 			hist[i] += c
 		}
@@ -387,11 +439,11 @@ func drawInput(t drawTile, rule *drawRule, limit []uint64, capacity int) (out []
 	wg.Wait()
 	for p := range parts {
 		if !slices.Equal(ends[p], pos[p+1]) {
-			return nil, nil, off, fmt.Errorf("draw: part %d collected %v candidates, counted %v", p, ends[p], pos[p+1])
+			return nil, nil, off, 0, fmt.Errorf("draw: part %d collected %v candidates, counted %v", p, ends[p], pos[p+1])
 		}
 	}
 	drawSelect(out, limit, capacity)
-	return out, bands, off, nil
+	return out, bands, off, buffered, nil
 }
 
 // drawSelect sorts each reservoir's candidates by (key, id) and keeps the
@@ -536,8 +588,8 @@ func (sp *Sampler) addTile(in Input, ii uint64, set *features.Set) error {
 	}
 	s := sp.cfg
 	refl := reflectanceTable(in)
-	rule := &drawRule{nres: len(sp.res), seed: s.Seed, input: ii, block: s.BlockSize, valFrac: s.ValidationFraction,
-		bad: newDNTest(refl), refl: refl, bits: drawBits(len(sp.res))}
+	rule := &drawRule{nres: len(sp.res), seed: s.Seed, input: ii, block: s.BlockSize, buffer: s.Buffer, height: t.Grid.Height,
+		valFrac: s.ValidationFraction, bad: newDNTest(refl), refl: refl, bits: drawBits(len(sp.res))}
 	for code := range rule.res2 {
 		rule.res2[code] = drawNone
 	}
@@ -556,11 +608,12 @@ func (sp *Sampler) addTile(in Input, ii uint64, set *features.Set) error {
 	var out [][]entry
 	var bands [][]float32
 	var off [256]int64
+	var buffered int64
 	var err error
 	if in.Passes != nil {
-		out, bands, off, err = drawInputOn(in.Passes, len(t.DN), rule, limit, s.MaxPerClass)
+		out, bands, off, buffered, err = drawInputOn(in.Passes, len(t.DN), rule, limit, s.MaxPerClass)
 	} else {
-		out, bands, off, err = drawInput(tile, rule, limit, s.MaxPerClass)
+		out, bands, off, buffered, err = drawInput(tile, rule, limit, s.MaxPerClass)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", in.Name, err)
@@ -576,6 +629,7 @@ func (sp *Sampler) addTile(in Input, ii uint64, set *features.Set) error {
 	defer sp.mu.Unlock()
 	// Every pixel but the unlabelled (code 0) is labelled.
 	sp.labelled += int64(tile.width)*int64(tile.height) - off[0]
+	sp.buffered += buffered
 	for code, n := range off[1:] {
 		sp.outside[code+1] += n
 		sp.countOutside(in.Name, uint8(code+1), n)

@@ -24,7 +24,7 @@ import (
 // of them are sorted by (key, id) and the first max_per_class kept; with
 // balancing, every class of a split is cut to the rarest present class's
 // count; the rows go training split first, class by class, by key.
-func referenceSamples(t *testing.T, cfg Config, names []string, scheme landcover.Scheme, ins []Input) (*samples.Set, []string) {
+func referenceSamples(t *testing.T, cfg Config, names []string, scheme landcover.Scheme, ins []Input) (*samples.Set, []string, int64) {
 	t.Helper()
 	s := cfg
 	type pixel struct {
@@ -34,6 +34,7 @@ func referenceSamples(t *testing.T, cfg Config, names []string, scheme landcover
 	k := len(scheme.Classes)
 	res := make([][]pixel, 2*k)
 	ref := New(cfg, names, scheme, cpu) // for its warnings only
+	var buffered int64
 	var sources []string
 	var set *features.Set
 	for ii, in := range ins {
@@ -90,8 +91,11 @@ func referenceSamples(t *testing.T, cfg Config, names []string, scheme landcover
 					bands = append(bands, p[i])
 				}
 				split := 0
-				if rng.Unit(rng.Hash(s.Seed, 0x7a1, uint64(ii), uint64(row/s.BlockSize), uint64(col/s.BlockSize))) < s.ValidationFraction {
+				if validationAt(s, ii, row, col) {
 					split = 1
+				} else if nearValidationPixel(s, ii, w, h, row, col) {
+					buffered++
+					continue
 				}
 				key := rng.Hash(s.Seed, 0x5a4, uint64(ii), uint64(row), uint64(col))
 				id := uint64(ii)<<40 | uint64(row)<<20 | uint64(col)
@@ -118,7 +122,7 @@ func referenceSamples(t *testing.T, cfg Config, names []string, scheme landcover
 			}
 		}
 	}
-	out := &samples.Set{Header: samples.Header{Features: set.Names(), Classes: scheme.Codes(), Sources: sources, Seed: s.Seed}}
+	out := &samples.Set{Header: samples.Header{Features: set.Names(), Classes: scheme.Codes(), Sources: sources, Seed: s.Seed, Buffered: buffered}}
 	nb, nf := set.Planes(), len(set.Features)
 	planes := make([][]float32, nb)
 	for split := range 2 {
@@ -149,7 +153,28 @@ func referenceSamples(t *testing.T, cfg Config, names []string, scheme landcover
 			out.X = append(out.X, feats[f][i])
 		}
 	}
-	return out, ref.Warnings()
+	ref.buffered = buffered
+	return out, ref.Warnings(), buffered
+}
+
+// validationAt reports whether pixel (row, col) of input ii lies in a
+// validation block.
+func validationAt(s Config, ii, row, col int) bool {
+	return rng.Unit(rng.Hash(s.Seed, 0x7a1, uint64(ii), uint64(row/s.BlockSize), uint64(col/s.BlockSize))) < s.ValidationFraction
+}
+
+// nearValidationPixel is the buffer's definition: some pixel of the w × h
+// input within s.Buffer of (row, col), in Chebyshev distance, lies in a
+// validation block.
+func nearValidationPixel(s Config, ii, w, h, row, col int) bool {
+	for r := max(0, row-s.Buffer); r <= min(h-1, row+s.Buffer); r++ {
+		for c := max(0, col-s.Buffer); c <= min(w-1, col+s.Buffer); c++ {
+			if validationAt(s, ii, r, c) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // drawCase is one randomized sampling problem.
@@ -182,6 +207,10 @@ func randomDrawCase(t *testing.T, seed uint64, big bool) drawCase {
 	}
 	cfg := Config{MaxPerClass: 1 + r.IntN(most), Balance: r.IntN(2) == 0, BlockSize: 1 + r.IntN(12),
 		ValidationFraction: r.Float64() * 0.6, Seed: r.Uint64()}
+	if r.IntN(2) == 0 {
+		// Half the cases buffer the split, up to the largest buffer.
+		cfg.Buffer = r.IntN(cfg.BlockSize)
+	}
 	// Scaling and nodata: the stack's, none, a nodata DN that is not 0,
 	// and a scale that also makes DN 0 NaN (0 × Inf), so that two DNs are
 	// missing.
@@ -241,6 +270,14 @@ func randomDrawCase(t *testing.T, seed uint64, big bool) drawCase {
 // file's bytes and the warnings.
 func drawSamples(t *testing.T, c drawCase, ins []Input) ([]byte, []string) {
 	t.Helper()
+	b, warn, _ := drawBuffered(t, c, ins)
+	return b, warn
+}
+
+// drawBuffered is drawSamples that also returns how many training
+// candidates the buffer dropped.
+func drawBuffered(t *testing.T, c drawCase, ins []Input) ([]byte, []string, int64) {
+	t.Helper()
 	sp := New(c.cfg, c.names, c.scheme, cpu)
 	for _, in := range ins {
 		if err := sp.Add(in); err != nil {
@@ -255,7 +292,7 @@ func drawSamples(t *testing.T, c drawCase, ins []Input) ([]byte, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, sp.Warnings()
+	return b, sp.Warnings(), sp.Buffered()
 }
 
 // stripInputs are the inputs read strip by strip (the path of inputs in
@@ -286,29 +323,41 @@ func ptr[T any](v T) *T { return &v }
 // the same.
 func TestDrawMatchesReference(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	bufferedTrials := 0
+	defer func() {
+		if bufferedTrials < 5 {
+			t.Errorf("only %d trials buffered pixels: the buffer goes untested", bufferedTrials)
+		}
+	}()
 	for trial := range uint64(44) {
 		c := randomDrawCase(t, trial, trial >= 40)
-		want, wantWarn := referenceSamples(t, c.cfg, c.names, c.scheme, c.ins)
+		want, wantWarn, wantBuffered := referenceSamples(t, c.cfg, c.names, c.scheme, c.ins)
 		wantBytes, err := want.Encode()
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := fmt.Sprintf("trial %d (%d inputs, max_per_class %d, balance %v, %d samples)", trial, len(c.ins),
-			c.cfg.MaxPerClass, c.cfg.Balance, want.N())
+		if wantBuffered > 0 {
+			bufferedTrials++
+		}
+		name := fmt.Sprintf("trial %d (%d inputs, max_per_class %d, balance %v, block %d, buffer %d, %d samples)", trial, len(c.ins),
+			c.cfg.MaxPerClass, c.cfg.Balance, c.cfg.BlockSize, c.cfg.Buffer, want.N())
 		for _, procs := range []int{1, 4} {
 			runtime.GOMAXPROCS(procs)
-			got, warn := drawSamples(t, c, c.ins)
+			got, warn, buffered := drawBuffered(t, c, c.ins)
 			if !bytes.Equal(got, wantBytes) {
 				t.Errorf("%s, GOMAXPROCS %d: samples differ from the reference", name, procs)
 			}
 			if !slices.Equal(warn, wantWarn) {
 				t.Errorf("%s, GOMAXPROCS %d: warnings %q, the reference's %q", name, procs, warn, wantWarn)
 			}
+			if buffered != wantBuffered {
+				t.Errorf("%s, GOMAXPROCS %d: %d pixels buffered, the reference %d", name, procs, buffered, wantBuffered)
+			}
 		}
-		if trial%4 == 0 {
-			got, _ := drawSamples(t, c, stripInputs(c.ins))
-			if !bytes.Equal(got, wantBytes) {
-				t.Errorf("%s: samples drawn strip by strip differ from the reference", name)
+		if trial%4 == 0 || c.cfg.Buffer > 0 {
+			got, _, buffered := drawBuffered(t, c, stripInputs(c.ins))
+			if !bytes.Equal(got, wantBytes) || buffered != wantBuffered {
+				t.Errorf("%s: samples drawn strip by strip differ from the reference (%d buffered, the reference %d)", name, buffered, wantBuffered)
 			}
 		}
 	}
@@ -323,7 +372,7 @@ func TestDrawKeepsEarlierInputs(t *testing.T) {
 		if len(c.ins) < 2 {
 			continue
 		}
-		want, _ := referenceSamples(t, c.cfg, c.names, c.scheme, c.ins)
+		want, _, _ := referenceSamples(t, c.cfg, c.names, c.scheme, c.ins)
 		wantBytes, _ := want.Encode()
 		files := stripInputs(c.ins)
 		mixed := slices.Clone(c.ins)

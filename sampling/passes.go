@@ -14,9 +14,10 @@ import (
 // the host, so the samples are the CPU's, bit for bit.
 type Passes interface {
 	// Count adds every candidate's key to hist (reservoir k's bin b at
-	// k<<r.Bits|b, for nres reservoirs) and counts in off, by code, the
-	// pixels whose code is outside the scheme.
-	Count(r *DeviceRule, nres int, hist []uint32, off *[256]int64) error
+	// k<<r.Bits|b, for nres reservoirs), counts in off, by code, the
+	// pixels whose code is outside the scheme, and in buffered the
+	// training candidates the buffer drops.
+	Count(r *DeviceRule, nres int, hist []uint32, off *[256]int64, buffered *int64) error
 	// Collect returns, in any order, every candidate whose key is at
 	// most its reservoir's bound; count[k] is how many reservoir k has.
 	Collect(r *DeviceRule, bound []uint64, count []int) (Collected, error)
@@ -44,6 +45,10 @@ type DeviceRule struct {
 	SplitBase, KeyBase uint64
 	Input              uint64 // the input's index: ids are Input<<40 | row<<20 | column
 	Block              int
+	// Buffer is Config.Buffer: a pixel of a training block within Buffer
+	// pixels (Chebyshev) of a pixel of a validation block is no candidate
+	// (see buffer.go); the tile's size says which blocks it has.
+	Buffer             int
 	ValidationFraction float64
 	Missing            *[2048]uint32 // the DNs that are nodata, a bit each
 	Bits               uint          // the top key bits the histograms count
@@ -59,7 +64,7 @@ type Collected struct {
 
 // device is the rule as Passes take it.
 func (rule *drawRule) device() *DeviceRule {
-	d := &DeviceRule{Reservoir: rule.res2, KeyBase: rule.keyBase(), Input: rule.input, Block: rule.block,
+	d := &DeviceRule{Reservoir: rule.res2, KeyBase: rule.keyBase(), Input: rule.input, Block: rule.block, Buffer: rule.buffer,
 		ValidationFraction: rule.valFrac, Missing: new([2048]uint32), Bits: rule.bits}
 	d.SplitBase = rng.Extend(rng.Extend(rng.Start(rule.seed), 0x7a1), rule.input)
 	for v := range 65536 {
@@ -72,12 +77,12 @@ func (rule *drawRule) device() *DeviceRule {
 
 // drawInputOn is drawInput with the passes run by p: the same
 // candidates, sorted and cut the same way (drawSelect).
-func drawInputOn(p Passes, nb int, rule *drawRule, limit []uint64, capacity int) (out [][]entry, bands [][]float32, off [256]int64, err error) {
+func drawInputOn(p Passes, nb int, rule *drawRule, limit []uint64, capacity int) (out [][]entry, bands [][]float32, off [256]int64, buffered int64, err error) {
 	nres, bins := rule.nres, 1<<rule.bits
 	dr := rule.device()
 	hist := make([]uint32, nres*bins)
-	if err := p.Count(dr, nres, hist, &off); err != nil {
-		return nil, nil, off, fmt.Errorf("draw: %w", err)
+	if err := p.Count(dr, nres, hist, &off, &buffered); err != nil {
+		return nil, nil, off, 0, fmt.Errorf("draw: %w", err)
 	}
 	bound := drawBounds(hist, rule.bits, limit, capacity)
 	count := make([]int, nres)
@@ -88,10 +93,10 @@ func drawInputOn(p Passes, nb int, rule *drawRule, limit []uint64, capacity int)
 	}
 	c, err := p.Collect(dr, bound, count)
 	if err != nil {
-		return nil, nil, off, fmt.Errorf("draw: %w", err)
+		return nil, nil, off, 0, fmt.Errorf("draw: %w", err)
 	}
 	if len(c.ID) != len(c.Key) || len(c.Reservoir) != len(c.Key) || len(c.DN) != len(c.Key)*nb {
-		return nil, nil, off, fmt.Errorf("draw: %d keys, %d ids, %d reservoirs and %d DNs collected", len(c.Key), len(c.ID), len(c.Reservoir), len(c.DN))
+		return nil, nil, off, 0, fmt.Errorf("draw: %d keys, %d ids, %d reservoirs and %d DNs collected", len(c.Key), len(c.ID), len(c.Reservoir), len(c.DN))
 	}
 	out, bands = make([][]entry, nres), make([][]float32, nres)
 	for k := range nres {
@@ -99,7 +104,7 @@ func drawInputOn(p Passes, nb int, rule *drawRule, limit []uint64, capacity int)
 	}
 	for j, k := range c.Reservoir {
 		if int(k) >= nres {
-			return nil, nil, off, fmt.Errorf("draw: a candidate in reservoir %d of %d", k, nres)
+			return nil, nil, off, 0, fmt.Errorf("draw: a candidate in reservoir %d of %d", k, nres)
 		}
 		out[k] = append(out[k], entry{key: c.Key[j], id: c.ID[j], at: len(bands[k])})
 		for _, v := range c.DN[j*nb : (j+1)*nb] {
@@ -108,9 +113,9 @@ func drawInputOn(p Passes, nb int, rule *drawRule, limit []uint64, capacity int)
 	}
 	for k := range nres {
 		if len(out[k]) != count[k] {
-			return nil, nil, off, fmt.Errorf("draw: reservoir %d collected %d candidates, counted %d", k, len(out[k]), count[k])
+			return nil, nil, off, 0, fmt.Errorf("draw: reservoir %d collected %d candidates, counted %d", k, len(out[k]), count[k])
 		}
 	}
 	drawSelect(out, limit, capacity)
-	return out, bands, off, nil
+	return out, bands, off, buffered, nil
 }

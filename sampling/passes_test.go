@@ -35,13 +35,47 @@ func (p pixelPasses) candidate(r *DeviceRule, i int) (k uint16, key uint64, ok b
 		}
 	}
 	row, col := uint64(i/w), uint64(i%w)
-	if rng.Unit(rng.Extend(rng.Extend(r.SplitBase, row/uint64(r.Block)), col/uint64(r.Block))) < r.ValidationFraction {
+	if p.validation(r, int(row/uint64(r.Block)), int(col/uint64(r.Block))) {
 		k |= 1
+	} else if p.buffered(r, int(row), int(col)) {
+		return k, 0, false
 	}
 	return k, rng.Extend(rng.Extend(r.KeyBase, row), col), true
 }
 
-func (p pixelPasses) Count(r *DeviceRule, nres int, hist []uint32, off *[256]int64) error {
+// validation reports whether block (br, bc) goes to validation.
+func (p pixelPasses) validation(r *DeviceRule, br, bc int) bool {
+	return rng.Unit(rng.Extend(rng.Extend(r.SplitBase, uint64(br)), uint64(bc))) < r.ValidationFraction
+}
+
+// buffered reports whether the pixel at (row, col), in a training block,
+// lies within the buffer of one of its block's eight neighbours that the
+// tile has and that goes to validation, as a kernel tests it.
+func (p pixelPasses) buffered(r *DeviceRule, row, col int) bool {
+	b, buf := r.Block, r.Buffer
+	w, h := p.tile.Grid.Width, p.tile.Grid.Height
+	br, bc, dr, dc := row/b, col/b, row%b, col%b
+	reach := func(d, at, off, size int) bool {
+		switch d {
+		case -1:
+			return off < buf && at > 0
+		case 1:
+			return off >= b-buf && (at+1)*b < size
+		}
+		return true
+	}
+	for dy := -1; dy <= 1; dy++ {
+		for dx := -1; dx <= 1; dx++ {
+			if (dy != 0 || dx != 0) && reach(dy, br, dr, h) && reach(dx, bc, dc, w) && p.validation(r, br+dy, bc+dx) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (p pixelPasses) Count(r *DeviceRule, nres int, hist []uint32, off *[256]int64, buffered *int64) error {
+	w := p.tile.Grid.Width
 	for i, code := range p.tile.Labels {
 		if r.Reservoir[code] == drawNone {
 			off[code]++
@@ -49,9 +83,21 @@ func (p pixelPasses) Count(r *DeviceRule, nres int, hist []uint32, off *[256]int
 		}
 		if k, key, ok := p.candidate(r, i); ok {
 			hist[int(k)<<r.Bits|int(key>>(64-r.Bits))]++
+		} else if p.present(r, i) && !p.validation(r, i/w/r.Block, i%w/r.Block) {
+			*buffered++
 		}
 	}
 	return nil
+}
+
+// present reports whether every band of pixel i has data.
+func (p pixelPasses) present(r *DeviceRule, i int) bool {
+	for _, plane := range p.tile.DN {
+		if v := plane[i]; r.Missing[v>>5]>>(v&31)&1 != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (p pixelPasses) Collect(r *DeviceRule, bound []uint64, count []int) (Collected, error) {
@@ -88,15 +134,16 @@ func (p pixelPasses) Collect(r *DeviceRule, bound []uint64, count []int) (Collec
 func TestDrawOnDeviceRule(t *testing.T) {
 	for trial := range uint64(24) {
 		c := randomDrawCase(t, 500+trial, trial >= 20)
-		want, _ := drawSamples(t, c, c.ins)
+		want, _, wantBuffered := drawBuffered(t, c, c.ins)
 		ins := make([]Input, len(c.ins))
 		for i, in := range c.ins {
 			in.Passes = pixelPasses{tile: in.Tile, shuffle: trial}
 			ins[i] = in
 		}
-		got, _ := drawSamples(t, c, ins)
-		if !bytes.Equal(got, want) {
-			t.Errorf("trial %d: %s", trial, fmt.Sprintf("the draw through the device rule differs from the CPU's (%d inputs)", len(ins)))
+		got, _, buffered := drawBuffered(t, c, ins)
+		if !bytes.Equal(got, want) || buffered != wantBuffered {
+			t.Errorf("trial %d: %s", trial, fmt.Sprintf("the draw through the device rule differs from the CPU's (%d inputs, buffer %d: %d buffered, the CPU %d)",
+				len(ins), c.cfg.Buffer, buffered, wantBuffered))
 		}
 	}
 }

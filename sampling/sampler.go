@@ -39,6 +39,8 @@ type Sampler struct {
 	// and the user is told.
 	labelled int64
 	outside  [256]int64
+	// buffered counts the training candidates the buffer dropped.
+	buffered int64
 	// outsideBy is outside per input added here, by name.
 	outsideBy map[string]map[uint8]int64
 	// mu guards the sampler's state when tiles in memory are added from
@@ -82,6 +84,9 @@ func (sp *Sampler) Add(in Input) error { return sp.AddAt(in, len(sp.sources)) }
 // draws on its own, the merges take turns): the draw is the same whatever
 // the order the inputs come in.
 func (sp *Sampler) AddAt(in Input, index int) error {
+	if err := sp.cfg.CheckBuffer(); err != nil {
+		return err
+	}
 	fs, err := features.NewSet(sp.names, in.Bands)
 	if err != nil {
 		return fmt.Errorf("%s: %w", in.Name, err)
@@ -126,8 +131,9 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 		for r, res := range sp.res {
 			limits[r] = res.limit
 		}
-		found, counts := screenStrip(st, len(fs.Bands), src.Width, k*stripRows, ii, class, limits, s)
+		found, counts := screenStrip(st, len(fs.Bands), src.Width, src.Height, k*stripRows, ii, class, limits, s)
 		sp.labelled += counts.labelled
+		sp.buffered += counts.buffered
 		for code, n := range counts.outside {
 			sp.outside[code] += n
 			sp.countOutside(in.Name, uint8(code), n)
@@ -152,11 +158,12 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 	return nil
 }
 
-// labelCounts are a strip's labelled pixels and, by code, those whose
-// code is not in the scheme.
+// labelCounts are a strip's labelled pixels, by code those whose code is
+// not in the scheme, and the training candidates the buffer dropped.
 type labelCounts struct {
 	labelled int64
 	outside  [256]int64
+	buffered int64
 }
 
 // countOutside adds n pixels of an input whose code is outside the scheme
@@ -181,6 +188,15 @@ func (sp *Sampler) OutsideOf(input string) map[uint8]int64 {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	return maps.Clone(sp.outsideBy[input])
+}
+
+// Buffered returns how many training candidates (pixels of the scheme's
+// classes with every band present, in training blocks) the buffer
+// (Config.Buffer) dropped for lying near a validation block.
+func (sp *Sampler) Buffered() int64 {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.buffered
 }
 
 // Warnings says how many labelled pixels carry codes outside the scheme,
@@ -209,9 +225,9 @@ type survivor struct {
 
 // screenStrip returns, per part of the strip's rows (in order) and per
 // reservoir, the labelled pixels with every band (the first nb planes)
-// present whose key is below the reservoir's limit, in raster order. Parts
-// run on every core.
-func screenStrip(st Strip, nb, w, r0 int, ii uint64, class [256]int, limits []uint64, s Config) ([][][]survivor, labelCounts) {
+// present, outside the buffer, whose key is below the reservoir's limit,
+// in raster order. Parts run on every core. The input is w × height.
+func screenStrip(st Strip, nb, w, height, r0 int, ii uint64, class [256]int, limits []uint64, s Config) ([][][]survivor, labelCounts) {
 	h := len(st.Labels) / w
 	parts := max(1, min(h, runtime.GOMAXPROCS(0)))
 	found := make([][][]survivor, parts)
@@ -220,12 +236,19 @@ func screenStrip(st Strip, nb, w, r0 int, ii uint64, class [256]int, limits []ui
 	for p := range parts {
 		found[p] = make([][]survivor, len(limits))
 		wg.Go(func() {
-			var splits []int
+			var splits []uint16
+			var near bufferRows
 			var splitRow uint64 = math.MaxUint64
 			for r := p * h / parts; r < (p+1)*h/parts; r++ {
 				row := uint64(r0 + r)
 				if blk := row / uint64(s.BlockSize); blk != splitRow {
 					splits, splitRow = blockSplits(s, ii, blk, w), blk
+					if s.Buffer > 0 {
+						near = neighbourSplits(s, ii, blk, w, height, splits)
+					}
+				}
+				if s.Buffer > 0 {
+					near.reach(int(row), height, s.BlockSize, s.Buffer)
 				}
 				for col := range w {
 					i := r*w + col
@@ -240,7 +263,12 @@ func screenStrip(st Strip, nb, w, r0 int, ii uint64, class [256]int, limits []ui
 					if c < 0 || missingBand(st.Planes[:nb], i) {
 						continue
 					}
-					res := c*2 + splits[col/s.BlockSize]
+					split := int(splits[col/s.BlockSize])
+					if split == 0 && s.Buffer > 0 && near.near(col, s.BlockSize, s.Buffer) {
+						counts[p].buffered++
+						continue
+					}
+					res := c*2 + split
 					key := rng.Hash(s.Seed, 0x5a4, ii, row, uint64(col))
 					if key >= limits[res] {
 						continue
@@ -254,6 +282,7 @@ func screenStrip(st Strip, nb, w, r0 int, ii uint64, class [256]int, limits []ui
 	var total labelCounts
 	for _, c := range counts {
 		total.labelled += c.labelled
+		total.buffered += c.buffered
 		for code, n := range c.outside {
 			total.outside[code] += n
 		}
@@ -263,14 +292,27 @@ func screenStrip(st Strip, nb, w, r0 int, ii uint64, class [256]int, limits []ui
 
 // blockSplits gives each block of a block row its split: 1 (validation)
 // for a fraction of blocks, by seeded hash.
-func blockSplits(s Config, ii, blockRow uint64, w int) []int {
-	splits := make([]int, (w+s.BlockSize-1)/s.BlockSize)
+func blockSplits(s Config, ii, blockRow uint64, w int) []uint16 {
+	splits := make([]uint16, (w+s.BlockSize-1)/s.BlockSize)
 	for b := range splits {
 		if rng.Unit(rng.Hash(s.Seed, 0x7a1, ii, blockRow, uint64(b))) < s.ValidationFraction {
 			splits[b] = 1
 		}
 	}
 	return splits
+}
+
+// neighbourSplits are the splits of block row blockRow (cur) and of the
+// block rows around it that an input of height rows has.
+func neighbourSplits(s Config, ii, blockRow uint64, w, height int, cur []uint16) bufferRows {
+	b := bufferRows{cur: cur}
+	if blockRow > 0 {
+		b.prev = blockSplits(s, ii, blockRow-1, w)
+	}
+	if int(blockRow+1)*s.BlockSize < height {
+		b.next = blockSplits(s, ii, blockRow+1, w)
+	}
+	return b
 }
 
 // missingBand reports whether any band is NaN (nodata) at pixel i.
@@ -314,7 +356,7 @@ func (sp *Sampler) Finish() (*samples.Set, *features.Set, error) {
 			return nil, nil, fmt.Errorf("input %d of the job's %d is missing: no draw or input covers it", i, max(sp.total, len(sp.sources)))
 		}
 	}
-	out := &samples.Set{Header: samples.Header{Features: sp.set.Names(), Classes: sp.scheme.Codes(), Sources: sp.sources, Seed: s.Seed}}
+	out := &samples.Set{Header: samples.Header{Features: sp.set.Names(), Classes: sp.scheme.Codes(), Sources: sp.sources, Seed: s.Seed, Buffered: sp.buffered}}
 	n := 0
 	for _, r := range sp.res {
 		n += len(r.entries)

@@ -31,10 +31,26 @@ type Config struct {
 	ValidationFraction float64 `yaml:"validation_fraction"`
 	MinPerClass        int     `yaml:"min_per_class"` // refuse a present class with fewer training samples
 	Seed               uint64  `yaml:"seed"`
+	// Buffer drops from training every pixel within Buffer pixels
+	// (Chebyshev: a (2×Buffer+1)² square) of a validation block, so that
+	// features computed over a neighbourhood of that radius never see
+	// validation pixels. 0 (the default) drops none; it must be below
+	// BlockSize (see CheckBuffer).
+	Buffer int `yaml:"buffer,omitempty" json:",omitempty"`
 	// Remap turns label codes outside the scheme into codes of the scheme
 	// (a train config's classes.remap): their pixels are drawn as that
 	// class.
 	Remap map[uint8]uint8 `yaml:"-" json:"-"`
+}
+
+// CheckBuffer refuses a buffer that is negative or not below the block
+// size: with Buffer < BlockSize, a pixel's square reaches no block beyond
+// its own block's eight neighbours, which is what every draw path tests.
+func (c Config) CheckBuffer() error {
+	if c.Buffer < 0 || c.Buffer >= c.BlockSize {
+		return fmt.Errorf("sampling.buffer: %d is outside [0, block_size %d)", c.Buffer, c.BlockSize)
+	}
+	return nil
 }
 
 // Computers makes a features computer for a feature set (the CPU's, or a

@@ -62,7 +62,7 @@ func (sp *Sampler) Draw(total int, scale, offset float64, nodata *float64) (*sam
 	if sp.set != nil {
 		bands = sp.set.Values()
 	}
-	out := &samples.Set{Header: samples.Header{Features: bands, Classes: sp.scheme.Codes(), Sources: names, Seed: sp.cfg.Seed, Draw: d}}
+	out := &samples.Set{Header: samples.Header{Features: bands, Classes: sp.scheme.Codes(), Sources: names, Seed: sp.cfg.Seed, Buffered: sp.buffered, Draw: d}}
 	for r, res := range sp.res {
 		res.keep(sp.cfg.MaxPerClass)
 		for _, e := range res.entries {
@@ -118,6 +118,7 @@ func (sp *Sampler) Merge(d *samples.Set) error {
 	}
 	sp.set = fs
 	sp.labelled += d.Draw.Labelled
+	sp.buffered += d.Buffered
 	for _, code := range slices.Sorted(maps.Keys(d.Draw.Outside)) {
 		sp.outside[code] += d.Draw.Outside[code]
 	}

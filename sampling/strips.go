@@ -45,7 +45,8 @@ func (px Pixel) AppendFeatures(dst []float32) []float32 {
 // visits every pixel whose label is one of scheme's codes and whose bands
 // are all present, in raster order, with its class, its split and its key
 // as the draw gives them: splits go by blocks of cfg.BlockSize pixels (a
-// fraction cfg.ValidationFraction of them to validation), keys are the
+// fraction cfg.ValidationFraction of them to validation; training pixels
+// within cfg.Buffer of a validation block are not visited), keys are the
 // pixel's hash seeded by cfg.Seed. Strips are read and their features
 // computed by several workers a few strips ahead of the visits.
 func Scan(ii uint64, in Input, set *features.Set, comp features.Computer, scheme landcover.Scheme, cfg Config, visit func(Pixel)) error {
@@ -53,7 +54,10 @@ func Scan(ii uint64, in Input, set *features.Set, comp features.Computer, scheme
 	if err != nil {
 		return err
 	}
-	seed, block, valFrac := cfg.Seed, cfg.BlockSize, cfg.ValidationFraction
+	if err := cfg.CheckBuffer(); err != nil {
+		return err
+	}
+	seed, block := cfg.Seed, cfg.BlockSize
 	var class [256]int
 	for i := range class {
 		class[i] = -1
@@ -71,16 +75,18 @@ func Scan(ii uint64, in Input, set *features.Set, comp features.Computer, scheme
 			return st.Err
 		}
 		r0, h := k*stripRows, len(st.Labels)/w
-		splits := make([]int, (w+block-1)/block)
+		var splits []uint16
+		var near bufferRows
 		for r := range h {
 			row := uint64(r0 + r)
 			if r == 0 || row%uint64(block) == 0 {
-				for b := range splits {
-					splits[b] = 0
-					if rng.Unit(rng.Hash(seed, 0x7a1, ii, row/uint64(block), uint64(b))) < valFrac {
-						splits[b] = 1
-					}
+				splits = blockSplits(cfg, ii, row/uint64(block), w)
+				if cfg.Buffer > 0 {
+					near = neighbourSplits(cfg, ii, row/uint64(block), w, src.Height, splits)
 				}
+			}
+			if cfg.Buffer > 0 {
+				near.reach(int(row), src.Height, block, cfg.Buffer)
 			}
 			for col := range w {
 				i := r*w + col
@@ -94,10 +100,11 @@ func Scan(ii uint64, in Input, set *features.Set, comp features.Computer, scheme
 						missing = true
 					}
 				}
-				if missing {
+				split := int(splits[col/block])
+				if missing || split == 0 && cfg.Buffer > 0 && near.near(col, block, cfg.Buffer) {
 					continue
 				}
-				visit(Pixel{class: c, split: splits[col/block], key: rng.Hash(seed, 0x5a4, ii, row, uint64(col)), id: ii<<40 | row<<20 | uint64(col), feats: st.feats, i: i})
+				visit(Pixel{class: c, split: split, key: rng.Hash(seed, 0x5a4, ii, row, uint64(col)), id: ii<<40 | row<<20 | uint64(col), feats: st.feats, i: i})
 			}
 		}
 		results[k].done()

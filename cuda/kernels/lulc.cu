@@ -1336,51 +1336,84 @@ extern "C" __global__ void gather_tiles(const unsigned long long* __restrict__ t
 // chains of splitmix64's finaliser: integer arithmetic, the same bits on
 // every machine.
 #define DRAW_NONE 0xffffu
+// DRAW_BUFFERED marks a training candidate that the split's buffer drops.
+#define DRAW_BUFFERED 0xfffeu
 
 // extend64 is rng.Extend.
 __device__ __forceinline__ unsigned long long extend64(unsigned long long h, unsigned long long k) {
     return mix(h ^ (k + GOLDEN));
 }
 
-// draw_pixel says whether pixel i (row r, column c) of a width-wide tile
-// is a candidate: its reservoir (the code's training reservoir, or its
-// validation one when its block went to validation), its key, or
-// DRAW_NONE when its code is outside the scheme or a band is nodata
-// (missing is a 65536-bit set of nodata DNs). splitBase and keyBase are
-// the input's hashes (sampling.drawRule's splitsOf and keyBase); a block's
+// draw_validation says whether block (br, bc) went to validation: its
 // split is Unit(Extend(Extend(splitBase, block row), block column)) <
 // valFrac, Unit being the top 53 bits over 2^53, exact in double.
+__device__ __forceinline__ bool draw_validation(unsigned long long splitBase, long long br, long long bc, double valFrac) {
+    unsigned long long hs = extend64(extend64(splitBase, (unsigned long long)br), (unsigned long long)bc);
+    return (double)(hs >> 11) / 9007199254740992.0 < valFrac;
+}
+
+// draw_reach says whether a pixel at offset off within its block (at
+// block index at, of a tile size pixels long in that direction) lies
+// within buffer of the neighbouring block d (-1 before, 0 its own, 1
+// after) that the tile has.
+__device__ __forceinline__ bool draw_reach(int d, long long at, long long off, long long size, int block, int buffer) {
+    if (d < 0) return off < buffer && at > 0;
+    if (d > 0) return off >= block - buffer && (at + 1) * block < size;
+    return true;
+}
+
+// draw_pixel says whether pixel i (row r, column c) of a width × height
+// tile is a candidate: its reservoir (the code's training reservoir, or
+// its validation one when its block went to validation), its key, or
+// DRAW_NONE when its code is outside the scheme or a band is nodata
+// (missing is a 65536-bit set of nodata DNs), or DRAW_BUFFERED when it is
+// a training candidate within buffer pixels (Chebyshev) of a validation
+// block (buffer < block: only the eight neighbouring blocks can be).
+// splitBase and keyBase are the input's hashes (sampling.drawRule's
+// splitsOf and keyBase).
 __device__ __forceinline__ unsigned int draw_pixel(const unsigned char* __restrict__ labels,
                                                    const unsigned short* __restrict__ dn, int nb, long long plane,
-                                                   long long i, long long r, long long c,
+                                                   int width, long long i, long long r, long long c,
                                                    const unsigned short* __restrict__ res2,
                                                    const unsigned int* __restrict__ missing,
                                                    unsigned long long splitBase, unsigned long long keyBase,
-                                                   int block, double valFrac, unsigned long long* key) {
+                                                   int block, int buffer, double valFrac, unsigned long long* key) {
     unsigned int k = res2[labels[i]];
     if (k == DRAW_NONE) return DRAW_NONE;
     for (int b = 0; b < nb; b++) {
         unsigned int v = dn[b * plane + i];
         if ((missing[v >> 5] >> (v & 31)) & 1u) return DRAW_NONE;
     }
-    unsigned long long hs = extend64(extend64(splitBase, (unsigned long long)(r / block)), (unsigned long long)(c / block));
-    double u = (double)(hs >> 11) / 9007199254740992.0;
-    if (u < valFrac) k |= 1u;
+    long long br = r / block, bc = c / block;
+    if (draw_validation(splitBase, br, bc, valFrac)) {
+        k |= 1u;
+    } else if (buffer > 0) {
+        long long height = plane / width, dr = r % block, dc = c % block;
+        for (int dy = -1; dy <= 1; dy++) {
+            if (!draw_reach(dy, br, dr, height, block, buffer)) continue;
+            for (int dx = -1; dx <= 1; dx++) {
+                if ((dy != 0 || dx != 0) && draw_reach(dx, bc, dc, width, block, buffer) &&
+                    draw_validation(splitBase, br + dy, bc + dx, valFrac))
+                    return DRAW_BUFFERED;
+            }
+        }
+    }
     *key = extend64(extend64(keyBase, (unsigned long long)r), (unsigned long long)c);
     return k;
 }
 
 // draw_count is the draw's first pass: every candidate's key counted in
 // its reservoir's histogram of the key's top bits (hist[k << bits | top]),
-// and the pixels whose code is outside the scheme counted by code (off,
-// through a block's shared counts).
+// the pixels whose code is outside the scheme counted by code (off[code],
+// through a block's shared counts), and the training candidates the
+// buffer drops (off[256]).
 extern "C" __global__ void draw_count(const unsigned char* __restrict__ labels, const unsigned short* __restrict__ dn,
                                       int nb, int width, long long n, const unsigned short* __restrict__ res2,
                                       const unsigned int* __restrict__ missing, unsigned long long splitBase,
-                                      unsigned long long keyBase, int block, unsigned long long valFracBits, int bits,
-                                      unsigned int* __restrict__ hist, unsigned long long* __restrict__ off) {
-    __shared__ unsigned int soff[256];
-    for (int j = threadIdx.x; j < 256; j += blockDim.x) soff[j] = 0;
+                                      unsigned long long keyBase, int block, int buffer, unsigned long long valFracBits,
+                                      int bits, unsigned int* __restrict__ hist, unsigned long long* __restrict__ off) {
+    __shared__ unsigned int soff[257];
+    for (int j = threadIdx.x; j < 257; j += blockDim.x) soff[j] = 0;
     __syncthreads();
     double valFrac = __longlong_as_double((long long)valFracBits);
     long long stride = (long long)gridDim.x * blockDim.x;
@@ -1391,12 +1424,15 @@ extern "C" __global__ void draw_count(const unsigned char* __restrict__ labels, 
             continue;
         }
         unsigned long long key;
-        unsigned int k = draw_pixel(labels, dn, nb, n, i, i / width, i % width, res2, missing, splitBase, keyBase,
-                                    block, valFrac, &key);
-        if (k != DRAW_NONE) atomicAdd(&hist[((unsigned long long)k << bits) | (key >> (64 - bits))], 1u);
+        unsigned int k = draw_pixel(labels, dn, nb, n, width, i, i / width, i % width, res2, missing, splitBase,
+                                    keyBase, block, buffer, valFrac, &key);
+        if (k == DRAW_BUFFERED)
+            atomicAdd(&soff[256], 1u);
+        else if (k != DRAW_NONE)
+            atomicAdd(&hist[((unsigned long long)k << bits) | (key >> (64 - bits))], 1u);
     }
     __syncthreads();
-    for (int j = threadIdx.x; j < 256; j += blockDim.x)
+    for (int j = threadIdx.x; j < 257; j += blockDim.x)
         if (soff[j]) atomicAdd(&off[j], (unsigned long long)soff[j]);
 }
 
@@ -1408,8 +1444,8 @@ extern "C" __global__ void draw_count(const unsigned char* __restrict__ labels, 
 extern "C" __global__ void draw_collect(const unsigned char* __restrict__ labels, const unsigned short* __restrict__ dn,
                                         int nb, int width, long long n, const unsigned short* __restrict__ res2,
                                         const unsigned int* __restrict__ missing, unsigned long long splitBase,
-                                        unsigned long long keyBase, int block, unsigned long long valFracBits,
-                                        unsigned long long input, const unsigned long long* __restrict__ bound,
+                                        unsigned long long keyBase, int block, int buffer,
+                                        unsigned long long valFracBits, unsigned long long input, const unsigned long long* __restrict__ bound,
                                         const unsigned int* __restrict__ start, unsigned int* __restrict__ fill,
                                         unsigned long long* __restrict__ outKey, unsigned long long* __restrict__ outID,
                                         unsigned short* __restrict__ outRes, unsigned short* __restrict__ outDN) {
@@ -1418,8 +1454,9 @@ extern "C" __global__ void draw_collect(const unsigned char* __restrict__ labels
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         long long r = i / width, c = i % width;
         unsigned long long key;
-        unsigned int k = draw_pixel(labels, dn, nb, n, i, r, c, res2, missing, splitBase, keyBase, block, valFrac, &key);
-        if (k == DRAW_NONE || key > bound[k]) continue;
+        unsigned int k = draw_pixel(labels, dn, nb, n, width, i, r, c, res2, missing, splitBase, keyBase, block, buffer,
+                                    valFrac, &key);
+        if (k == DRAW_NONE || k == DRAW_BUFFERED || key > bound[k]) continue;
         unsigned int at = start[k] + atomicAdd(&fill[k], 1u);
         outKey[at] = key;
         outID[at] = (input << 40) | ((unsigned long long)r << 20) | (unsigned long long)c;
