@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"unsafe"
 )
@@ -26,4 +27,19 @@ func SetConfig(options map[string]string) error {
 		C.free(unsafe.Pointer(cv))
 	}
 	return nil
+}
+
+// withThreadConfig runs f with a GDAL configuration option set for the
+// calling thread only (the goroutine is locked to it meanwhile): for an
+// option that must hold across several GDAL calls, such as one read when
+// a dataset is closed, without touching other threads' GDAL work.
+func withThreadConfig(key, value string, f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ck, cv := C.CString(key), C.CString(value)
+	defer C.free(unsafe.Pointer(ck))
+	defer C.free(unsafe.Pointer(cv))
+	C.CPLSetThreadLocalConfigOption(ck, cv)
+	defer C.CPLSetThreadLocalConfigOption(ck, nil)
+	return f()
 }

@@ -3,9 +3,13 @@ package raster
 import (
 	"fmt"
 	"math"
+	"os"
+	"strconv"
 	"strings"
 
 	"github.com/airbusgeo/godal"
+
+	"github.com/lulc/lulc/internal/atomicfs"
 )
 
 // VectorLabels says how a vector layer of labelled features becomes a
@@ -92,4 +96,61 @@ func RasterizeLabels(path string, v VectorLabels, g Grid) ([]uint8, error) {
 		out[i] = uint8(c)
 	}
 	return out, nil
+}
+
+// LabelPoint is a labelled point: its position in a layer's CRS and its
+// class code.
+type LabelPoint struct {
+	X, Y  float64
+	Class uint8
+}
+
+// WritePoints writes points as a GeoPackage of one point layer, layer,
+// in EPSG:epsg, each feature carrying its class code in an integer field
+// named field and numbered from 1 in the order given. The file is
+// assembled beside path and renamed into place; its bytes depend only on
+// the arguments (GeoPackage's last-change timestamp is pinned to the
+// epoch).
+func WritePoints(path, layer, field string, epsg int, pts []LabelPoint) error {
+	register()
+	if layer == "" || field == "" {
+		return fmt.Errorf("points %s: a layer and a field name are required", path)
+	}
+	// Features go in as GeoJSON text, which GDAL opens in place, and are
+	// translated to a GeoPackage, with the option that pins the timestamp
+	// set on this thread until the file is closed.
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"type":"FeatureCollection","features":[`)
+	for i, p := range pts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"type":"Feature","id":%d,"properties":{%q:%d},"geometry":{"type":"Point","coordinates":[%s,%s]}}`,
+			i+1, field, p.Class, strconv.FormatFloat(p.X, 'g', -1, 64), strconv.FormatFloat(p.Y, 'g', -1, 64))
+	}
+	b.WriteString("]}")
+	// GDAL wants the extension .gpkg even on the temporary file.
+	tmp := atomicfs.TempName(path) + ".gpkg"
+	os.Remove(tmp)
+	err := withThreadConfig("OGR_CURRENT_DATE", "1970-01-01T00:00:00.000Z", func() error {
+		src, err := godal.Open(b.String(), godal.VectorOnly())
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		out, err := src.VectorTranslate(tmp, []string{"-f", "GPKG", "-nln", layer, "-a_srs", fmt.Sprintf("EPSG:%d", epsg), "-preserve_fid"})
+		if err != nil {
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("points %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("points %s: %w", path, err)
+	}
+	return nil
 }

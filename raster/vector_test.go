@@ -109,3 +109,89 @@ func TestRasterizeLabelsReprojects(t *testing.T) {
 		t.Errorf("%d of %d pixels differ from LULC.tif after reprojection", diff, len(ref))
 	}
 }
+
+// TestRasterizePoints burns a point layer written by WritePoints: a point
+// labels the one pixel that contains it, wherever in the pixel it lies;
+// of two points in a pixel the later wins; points off the grid label
+// nothing; a point on pixel edges goes to the pixel right of and below
+// the edges (GDAL's rasterizer floors the pixel coordinates); points in
+// longitude and latitude are reprojected onto the grid. The file's bytes
+// depend only on the points.
+func TestRasterizePoints(t *testing.T) {
+	g := Grid{EPSG: 32631, Width: 20, Height: 10, Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}
+	at := func(col, row, dx, dy float64) (float64, float64) { return 500000 + 10*col + dx, 4000000 - 10*row - dy }
+	var pts []LabelPoint
+	add := func(col, row, dx, dy float64, class uint8) {
+		x, y := at(col, row, dx, dy)
+		pts = append(pts, LabelPoint{X: x, Y: y, Class: class})
+	}
+	add(3, 2, 5, 5, 10)        // a pixel's centre
+	add(5, 5, 9.9, 9.9, 20)    // near its lower right corner
+	add(7, 1, 0.1, 0.1, 30)    // near its upper left corner…
+	add(7, 1, 5, 5, 40)        // …then another point in the same pixel
+	add(-1, 4, 5, 5, 50)       // left of the grid
+	add(3, 10, 5, 5, 60)       // below it
+	add(10, 4, 0, 0, 70)       // the corner of pixels (9–10, 3–4)
+	add(19, 9, 9.99, 9.99, 80) // the grid's last pixel
+	dir := t.TempDir()
+	path := filepath.Join(dir, "points.gpkg")
+	if err := WritePoints(path, "points", "class", g.EPSG, pts); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]uint8, g.Width*g.Height)
+	want[2*20+3], want[5*20+5], want[1*20+7], want[4*20+10], want[9*20+19] = 10, 20, 40, 70, 80
+	got, err := RasterizeLabels(path, VectorLabels{Field: "class"}, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("pixel (%d, %d): label %d, want %d", i%g.Width, i/g.Width, got[i], want[i])
+		}
+	}
+	// All-touched changes nothing for points.
+	if touched, err := RasterizeLabels(path, VectorLabels{Field: "class", AllTouched: true}, g); err != nil || string(touched) != string(got) {
+		t.Errorf("all-touched points differ (%v)", err)
+	}
+
+	// The same points in longitude and latitude (centres only, off the
+	// edges): the same pixels.
+	tr, err := NewTransformer(g.EPSG, 4326)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var centres []LabelPoint
+	wantGeo := make([]uint8, len(want))
+	for _, p := range [][3]int{{3, 2, 10}, {5, 5, 20}, {12, 7, 30}, {0, 0, 40}} {
+		x, y := at(float64(p[0]), float64(p[1]), 5, 5)
+		xs, ys := []float64{x}, []float64{y}
+		if err := tr.Transform(xs, ys); err != nil {
+			t.Fatal(err)
+		}
+		// EPSG:4326 in GDAL's traditional GIS order: longitude first.
+		centres = append(centres, LabelPoint{X: xs[0], Y: ys[0], Class: uint8(p[2])})
+		wantGeo[p[1]*g.Width+p[0]] = uint8(p[2])
+	}
+	geo := filepath.Join(dir, "lonlat.gpkg")
+	if err := WritePoints(geo, "field survey", "code", 4326, centres); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := RasterizeLabels(geo, VectorLabels{Field: "code", Layer: "field survey"}, g); err != nil || string(got) != string(wantGeo) {
+		t.Errorf("points in lon/lat: %v (%v)", got, err)
+	}
+
+	// Written again: the same bytes.
+	again := filepath.Join(dir, "again.gpkg")
+	if err := WritePoints(again, "points", "class", g.EPSG, pts); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(path)
+	b, _ := os.ReadFile(again)
+	if len(a) == 0 || string(a) != string(b) {
+		t.Error("WritePoints gave other bytes for the same points")
+	}
+	if err := WritePoints(filepath.Join(dir, "x.gpkg"), "", "class", g.EPSG, pts); err == nil {
+		t.Error("a layer without a name was accepted")
+	}
+}
