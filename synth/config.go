@@ -48,6 +48,10 @@ type Config struct {
 	Classes map[int]float64 `yaml:"classes"`
 	// Dates are the acquisitions, one STAC item each.
 	Dates []Date `yaml:"dates"`
+	// LabelPoints, when not 0, is how many labelled points to sample from
+	// the label map into a GeoPackage beside it (points.go): vector
+	// labels, as field surveys give them.
+	LabelPoints int `yaml:"label_points,omitempty"`
 }
 
 // Date is one acquisition.
@@ -142,6 +146,9 @@ func (c Config) Validate() error {
 	}
 	if len(c.Dates) == 0 {
 		return errors.New("dates: no acquisition dates")
+	}
+	if c.LabelPoints < 0 || c.LabelPoints > c.Size*c.Size/16 {
+		return fmt.Errorf("label_points: %d is outside 0–%d (a point per 16 pixels of the scene at most)", c.LabelPoints, c.Size*c.Size/16)
 	}
 	seen := map[string]bool{}
 	for i, d := range c.Dates {

@@ -181,6 +181,14 @@ func Run(ctx context.Context, cfg Config, opt Options) (Result, error) {
 			return res, err
 		}
 	}
+	if needLabels && cfg.LabelPoints > 0 {
+		// Before the item, which marks the labels finished.
+		pts := sc.labelPoints(geo, labels)
+		if err := raster.WritePoints(stage.Path(wcCollection, wcID, pointsFile(wcID)), PointsLayer, PointsField, wcEPSG, pts); err != nil {
+			return res, err
+		}
+		res.Files++
+	}
 	if needLabels {
 		if err := writeJSON(stage.Path(wcCollection, wcID, wcID+".json"), wcItem(cfg, geo)); err != nil {
 			return res, err

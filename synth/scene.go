@@ -27,6 +27,7 @@ const (
 	seedBlob
 	seedLabel
 	seedDate
+	seedPoints
 )
 
 // cell is one landscape patch: a jittered Voronoi seed with its class and

@@ -234,7 +234,7 @@ func wcItem(cfg Config, geo *geometry) *stac.Item {
 		})
 	}
 	year := cfg.WorldCoverYear
-	return &stac.Item{
+	item := &stac.Item{
 		Version:    stacVersion,
 		Id:         id,
 		Collection: wcCollection,
@@ -274,6 +274,17 @@ func wcItem(cfg Config, geo *geometry) *stac.Item {
 		},
 		Extensions: []stac.Extension{&stacx.ProjectionItem{EPSG: wcEPSG}},
 	}
+	if cfg.LabelPoints > 0 {
+		item.Assets["points"] = &stac.Asset{
+			Href:  "./" + pointsFile(id),
+			Type:  "application/geopackage+sqlite3",
+			Title: "Labelled points",
+			Description: fmt.Sprintf("%d points sampled from the map (EPSG:4326): layer %s, class code in field %s",
+				cfg.LabelPoints, PointsLayer, PointsField),
+			Roles: []string{"labels"},
+		}
+	}
+	return item
 }
 
 func collection(id, title, desc string, bbox []float64, start, end *time.Time, itemIDs []string) *stac.Collection {
