@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,10 +43,44 @@ func IsVector(path string) bool {
 // (unlabelled); where features overlap, the last one wins, as in
 // gdal_rasterize. A code outside 1–255 is an error naming it.
 func RasterizeLabels(path string, v VectorLabels, g Grid) ([]uint8, error) {
-	register()
 	if v.Field == "" {
 		return nil, fmt.Errorf("rasterize %s: no class field given", path)
 	}
+	buf, err := rasterize(path, v, g, func(string) []string { return []string{"-a", v.Field} })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint8, len(buf))
+	for i, c := range buf {
+		if c > math.MaxUint8 {
+			return nil, fmt.Errorf("rasterize %s: field %s holds class code %d; label codes are 1–255", path, v.Field, c)
+		}
+		out[i] = uint8(c)
+	}
+	return out, nil
+}
+
+// RasterizeGroups burns the same features as RasterizeLabels, by the same
+// rule, with their group ids instead of their classes: the integer
+// attribute field when given, else the feature's FID + 1, so that 0 stays
+// "no feature" (GeoJSON numbers features from 0). A split that keeps each
+// group on one side (leave-location-out) reads them; where features
+// overlap, the feature that wins the label wins the group.
+func RasterizeGroups(path string, v VectorLabels, field string, g Grid) ([]uint32, error) {
+	return rasterize(path, v, g, func(layer string) []string {
+		if field != "" {
+			return []string{"-a", field}
+		}
+		// OGR's own SQL, whatever the format, for its FID special field.
+		return []string{"-a", "lulc_group", "-dialect", "OGRSQL",
+			"-sql", `SELECT FID + 1 AS lulc_group FROM "` + strings.ReplaceAll(layer, `"`, `""`) + `"`}
+	})
+}
+
+// rasterize burns the layer v names onto g with the value switches (given
+// the layer's name) choose, as 32-bit unsigned integers.
+func rasterize(path string, v VectorLabels, g Grid, value func(layer string) []string) ([]uint32, error) {
+	register()
 	vec, err := godal.Open(path, godal.VectorOnly())
 	if err != nil {
 		return nil, fmt.Errorf("rasterize %s: open vector: %w", path, err)
@@ -68,8 +103,8 @@ func RasterizeLabels(path string, v VectorLabels, g Grid) ([]uint8, error) {
 			return nil, fmt.Errorf("rasterize %s: no layer %q (layers: %s)", path, v.Layer, strings.Join(names, ", "))
 		}
 	}
-	// UInt16 so that a code above 255 shows instead of wrapping.
-	mem, err := godal.Create(godal.Memory, "", 1, godal.UInt16, g.Width, g.Height)
+	// 32 bits so that a value out of its range shows instead of wrapping.
+	mem, err := godal.Create(godal.Memory, "", 1, godal.UInt32, g.Width, g.Height)
 	if err != nil {
 		return nil, fmt.Errorf("rasterize %s: %w", path, err)
 	}
@@ -77,25 +112,21 @@ func RasterizeLabels(path string, v VectorLabels, g Grid) ([]uint8, error) {
 	if err := describe(mem, g, COGOptions{}); err != nil {
 		return nil, fmt.Errorf("rasterize %s: %w", path, err)
 	}
-	switches := []string{"-a", v.Field, "-l", layer}
+	switches := value(layer)
+	if !slices.Contains(switches, "-sql") {
+		switches = append(switches, "-l", layer)
+	}
 	if v.AllTouched {
 		switches = append(switches, "-at")
 	}
 	if err := mem.RasterizeInto(vec, switches); err != nil {
-		return nil, fmt.Errorf("rasterize %s (layer %s, field %s): %w", path, layer, v.Field, err)
+		return nil, fmt.Errorf("rasterize %s (layer %s, %s): %w", path, layer, strings.Join(switches[:2], " "), err)
 	}
-	buf := make([]uint16, g.Width*g.Height)
+	buf := make([]uint32, g.Width*g.Height)
 	if err := mem.Bands()[0].Read(0, 0, buf, g.Width, g.Height); err != nil {
 		return nil, fmt.Errorf("rasterize %s: read back: %w", path, err)
 	}
-	out := make([]uint8, len(buf))
-	for i, c := range buf {
-		if c > math.MaxUint8 {
-			return nil, fmt.Errorf("rasterize %s: field %s holds class code %d; label codes are 1–255", path, v.Field, c)
-		}
-		out[i] = uint8(c)
-	}
-	return out, nil
+	return buf, nil
 }
 
 // LabelPoint is a labelled point: its position in a layer's CRS and its

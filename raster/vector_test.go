@@ -3,6 +3,7 @@ package raster
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -193,5 +194,67 @@ func TestRasterizePoints(t *testing.T) {
 	}
 	if err := WritePoints(filepath.Join(dir, "x.gpkg"), "", "class", g.EPSG, pts); err == nil {
 		t.Error("a layer without a name was accepted")
+	}
+}
+
+// TestRasterizeGroups burns the Slovenian polygons' group ids: every
+// labelled pixel has one, a group holds one class (a polygon has one),
+// the FID groups and those of the unique attribute "index" are the same
+// partition of the pixels, and the points of a layer numbered from FID 0
+// get groups from 1.
+func TestRasterizeGroups(t *testing.T) {
+	gpkg := filepath.Join(sloveniaDir, "LULC.gpkg")
+	if _, err := os.Stat(gpkg); err != nil {
+		t.Skipf("real sample data not available: %v", err)
+	}
+	_, g, err := ReadBand[uint16](filepath.Join(sloveniaDir, "LULC.tif"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.EPSG = 32633
+	v := VectorLabels{Field: "LULC_ID"}
+	labels, err := RasterizeLabels(gpkg, v, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byFID, err := RasterizeGroups(gpkg, v, "", g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byIndex, err := RasterizeGroups(gpkg, v, "index", g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := map[uint32]uint8{}
+	pair := map[uint32]uint32{}
+	back := map[uint32]uint32{}
+	for i, gid := range byFID {
+		if gid == 0 {
+			t.Fatalf("pixel %d (label %d) has no group", i, labels[i])
+		}
+		if c, ok := class[gid]; ok && c != labels[i] {
+			t.Fatalf("group %d holds classes %d and %d", gid, c, labels[i])
+		}
+		class[gid] = labels[i]
+		if p, ok := pair[gid]; ok && p != byIndex[i] || back[byIndex[i]] != 0 && back[byIndex[i]] != gid {
+			t.Fatalf("pixel %d: FID group %d, index group %d: not the same partition", i, gid, byIndex[i])
+		}
+		pair[gid], back[byIndex[i]] = byIndex[i], gid
+	}
+	if len(class) < 20 {
+		t.Errorf("%d groups", len(class))
+	}
+
+	pts := filepath.Join(t.TempDir(), "points.geojson")
+	body := `{"type": "FeatureCollection", "crs": {"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::32631"}}, "features": [
+ {"type": "Feature", "properties": {"c": 3}, "geometry": {"type": "Point", "coordinates": [500005, 3999995]}},
+ {"type": "Feature", "properties": {"c": 4}, "geometry": {"type": "Point", "coordinates": [500015, 3999995]}}]}`
+	if err := os.WriteFile(pts, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	small := Grid{EPSG: 32631, Width: 3, Height: 1, Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}
+	got, err := RasterizeGroups(pts, VectorLabels{Field: "c"}, "", small)
+	if err != nil || !slices.Equal(got, []uint32{1, 2, 0}) {
+		t.Errorf("groups of points from FID 0: %v (%v)", got, err)
 	}
 }
