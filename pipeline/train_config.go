@@ -309,7 +309,7 @@ func (c TrainConfig) validateTraining() error {
 	case c.AOA.MaxPoints != 0 && (c.AOA.MaxPoints < 2 || c.AOA.MaxPoints > 200_000):
 		return fmt.Errorf("aoa.max_points: %d is not between 2 and 200000", c.AOA.MaxPoints)
 	}
-	if err := s.CheckBuffer(); err != nil {
+	if err := s.Check(); err != nil {
 		return err
 	}
 	switch c.Engine {

@@ -185,3 +185,30 @@ func WritePoints(path, layer, field string, epsg int, pts []LabelPoint) error {
 	}
 	return nil
 }
+
+// WriteGroups writes a plane of group ids (RasterizeGroups) as a UInt32
+// COG through GDAL's COG driver (lulc's own encoder takes 8 and 16 bits),
+// 0 as nodata, overviews by nearest neighbour; staged and renamed like
+// WriteCOG.
+func WriteGroups(path string, g Grid, ids []uint32, opt COGOptions) error {
+	register()
+	if len(ids) != g.Width*g.Height {
+		return fmt.Errorf("write %s: %d group ids for a %d×%d grid", path, len(ids), g.Width, g.Height)
+	}
+	mem, err := godal.Create(godal.Memory, "", 1, godal.UInt32, g.Width, g.Height)
+	if err != nil {
+		return fmt.Errorf("write %s: create in-memory dataset: %w", path, err)
+	}
+	defer mem.Close()
+	opt.NoData, opt.OverviewResampling, opt.Classes = new(float64), "NEAREST", nil
+	if opt.Description == "" {
+		opt.Description = "feature groups"
+	}
+	if err := describe(mem, g, opt); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := mem.Bands()[0].Write(0, 0, ids, g.Width, g.Height); err != nil {
+		return fmt.Errorf("write %s: fill in-memory dataset: %w", path, err)
+	}
+	return translateCOG(mem, path, opt)
+}

@@ -43,6 +43,9 @@ type drawTile struct {
 	width, height int
 	labels        []uint8    // class codes, row-major
 	dn            [][]uint16 // per band, row-major
+	// groups are the pixels' group ids, row-major, for a split by
+	// features (nil: by blocks).
+	groups []uint32
 }
 
 // drawRule says which pixels are candidates, in which reservoir, under
@@ -177,6 +180,20 @@ func (rule *drawRule) classify(labels []uint8, splits, res []uint16, off *[256]i
 	}
 }
 
+// classifyGroups is classify for a split by features: a pixel's split is
+// its group's.
+func (rule *drawRule) classifyGroups(labels []uint8, groups []uint32, gs *groupSplits, res []uint16, off *[256]int64) {
+	for col, code := range labels {
+		r := rule.res2[code]
+		if r == drawNone {
+			off[code]++
+			res[col] = drawNone
+			continue
+		}
+		res[col] = r | gs.of(groups[col])
+	}
+}
+
 // maskMissing sets res to drawNone where any band of the row at i0 is
 // nodata. With one nodata DN it tests four pixels of a band at once, band
 // after band, into ok (len(res)/4 words): a 16-bit lane of x is not zero
@@ -238,15 +255,20 @@ func drawCount(t drawTile, rule *drawRule, r0, r1 int, hist []uint32, off *[256]
 	nbc := (w + rule.block - 1) / rule.block
 	splits, prev, next := make([]uint16, nbc), make([]uint16, nbc), make([]uint16, nbc)
 	var near bufferRows
+	gs := &groupSplits{seed: rule.seed, valFrac: rule.valFrac}
 	base, shift := rule.keyBase(), 64-rule.bits
 	for r := r0; r < r1; r++ {
-		if r == r0 || r%rule.block == 0 {
-			rule.splitsOf(r/rule.block, splits)
-			if rule.buffer > 0 {
-				rule.neighbours(r/rule.block, &near, splits, prev, next)
+		if t.groups != nil {
+			rule.classifyGroups(t.labels[r*w:(r+1)*w], t.groups[r*w:(r+1)*w], gs, res, off)
+		} else {
+			if r == r0 || r%rule.block == 0 {
+				rule.splitsOf(r/rule.block, splits)
+				if rule.buffer > 0 {
+					rule.neighbours(r/rule.block, &near, splits, prev, next)
+				}
 			}
+			rule.classify(t.labels[r*w:(r+1)*w], splits, res, off)
 		}
-		rule.classify(t.labels[r*w:(r+1)*w], splits, res, off)
 		rule.maskMissing(t.dn, r*w, res, ok)
 		if rule.buffer > 0 {
 			*buffered += rule.dropBuffered(r, &near, res)
@@ -281,6 +303,7 @@ func drawCollect(t drawTile, rule *drawRule, r0, r1 int, bound []uint64, pos []i
 	}
 	var cands []rowCandidate
 	var dns []uint16 // per band, a DN per candidate
+	gs := &groupSplits{seed: rule.seed, valFrac: rule.valFrac}
 	for r := r0; r < r1; r++ {
 		if r == r0 || r%rule.block == 0 {
 			rule.splitsOf(r/rule.block, splits)
@@ -294,14 +317,28 @@ func drawCollect(t drawTile, rule *drawRule, r0, r1 int, bound []uint64, pos []i
 		labels := t.labels[r*w : (r+1)*w]
 		hr := rng.Extend(base, uint64(r))
 		cands = cands[:0]
-		for b, split := range splits {
-			for col := b * rule.block; col < min((b+1)*rule.block, w); col++ {
-				k := rule.res2[labels[col]] | split
-				if k == drawNone || k&1 == 0 && rule.buffer > 0 && near.near(col, rule.block, rule.buffer) {
+		if t.groups != nil {
+			groups := t.groups[r*w : (r+1)*w]
+			for col, code := range labels {
+				k := rule.res2[code]
+				if k == drawNone {
 					continue
 				}
+				k |= gs.of(groups[col])
 				if key := rng.Extend(hr, uint64(col)); key <= bound[k] {
 					cands = append(cands, rowCandidate{key: key, col: int32(col), res: k})
+				}
+			}
+		} else {
+			for b, split := range splits {
+				for col := b * rule.block; col < min((b+1)*rule.block, w); col++ {
+					k := rule.res2[labels[col]] | split
+					if k == drawNone || k&1 == 0 && rule.buffer > 0 && near.near(col, rule.block, rule.buffer) {
+						continue
+					}
+					if key := rng.Extend(hr, uint64(col)); key <= bound[k] {
+						cands = append(cands, rowCandidate{key: key, col: int32(col), res: k})
+					}
 				}
 			}
 		}
@@ -605,12 +642,17 @@ func (sp *Sampler) addTile(in Input, ii uint64, set *features.Set) error {
 	}
 	sp.mu.Unlock()
 	tile := drawTile{width: t.Grid.Width, height: t.Grid.Height, labels: t.Labels, dn: t.DN}
+	if s.byFeatures() {
+		tile.groups = in.Groups
+	}
 	var out [][]entry
 	var bands [][]float32
 	var off [256]int64
 	var buffered int64
 	var err error
-	if in.Passes != nil {
+	// The device's passes split by blocks only: a split by features is
+	// drawn on every core.
+	if in.Passes != nil && tile.groups == nil {
 		out, bands, off, buffered, err = drawInputOn(in.Passes, len(t.DN), rule, limit, s.MaxPerClass)
 	} else {
 		out, bands, off, buffered, err = drawInput(tile, rule, limit, s.MaxPerClass)

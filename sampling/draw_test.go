@@ -91,7 +91,12 @@ func referenceSamples(t *testing.T, cfg Config, names []string, scheme landcover
 					bands = append(bands, p[i])
 				}
 				split := 0
-				if validationAt(s, ii, row, col) {
+				if s.Split == SplitFeatures {
+					// The feature's split: a seeded hash of its group.
+					if rng.Unit(rng.Hash(s.Seed, 0x7a2, uint64(in.Groups[i]))) < s.ValidationFraction {
+						split = 1
+					}
+				} else if validationAt(s, ii, row, col) {
 					split = 1
 				} else if nearValidationPixel(s, ii, w, h, row, col) {
 					buffered++
@@ -207,9 +212,13 @@ func randomDrawCase(t *testing.T, seed uint64, big bool) drawCase {
 	}
 	cfg := Config{MaxPerClass: 1 + r.IntN(most), Balance: r.IntN(2) == 0, BlockSize: 1 + r.IntN(12),
 		ValidationFraction: r.Float64() * 0.6, Seed: r.Uint64()}
-	if r.IntN(2) == 0 {
+	switch r.IntN(4) {
+	case 0, 1:
 		// Half the cases buffer the split, up to the largest buffer.
 		cfg.Buffer = r.IntN(cfg.BlockSize)
+	case 2:
+		// A quarter split by features: the label patches, a group each.
+		cfg.Split = SplitFeatures
 	}
 	// Scaling and nodata: the stack's, none, a nodata DN that is not 0,
 	// and a scale that also makes DN 0 NaN (0 × Inf), so that two DNs are
@@ -261,7 +270,16 @@ func randomDrawCase(t *testing.T, seed uint64, big bool) drawCase {
 				}
 			}
 		}
-		ins = append(ins, Input{Name: tile.Name, Bands: bands, Scale: scale, Offset: offset, NoData: nodata, Tile: tile})
+		in := Input{Name: tile.Name, Bands: bands, Scale: scale, Offset: offset, NoData: nodata, Tile: tile}
+		if cfg.Split == SplitFeatures {
+			// Groups: the label patches, numbered across tiles (features
+			// may span tiles) with a few repeats.
+			in.Groups = make([]uint32, w*h)
+			for i := range in.Groups {
+				in.Groups[i] = uint32(rng.Hash(seed, uint64(i/w/patch), uint64(i%w/patch)) % 97)
+			}
+		}
+		ins = append(ins, in)
 	}
 	return drawCase{cfg, names, scheme, ins}
 }

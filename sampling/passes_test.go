@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -211,6 +212,63 @@ func TestDrawRemap(t *testing.T) {
 			got, warn := drawSamples(t, remapped, ins)
 			if !bytes.Equal(got, want) || !slices.Equal(warn, wantWarn) {
 				t.Errorf("trial %d: remapping 5 onto %d differs from relabelling (warnings %q, %q)", trial, to, warn, wantWarn)
+			}
+		}
+	}
+}
+
+// TestSplitByFeatures checks the split by features on the randomized
+// cases that use it: every group's samples lie on one side, across
+// inputs too, both sides are drawn, and a tile without group ids is
+// refused, from memory and strip by strip.
+func TestSplitByFeatures(t *testing.T) {
+	cases, both := 0, 0
+	defer func() {
+		if both < 3 {
+			t.Errorf("%d of %d cases drew both sides", both, cases)
+		}
+	}()
+	for trial := uint64(0); cases < 6; trial++ {
+		c := randomDrawCase(t, 1500+trial, false)
+		if c.cfg.Split != SplitFeatures {
+			continue
+		}
+		cases++
+		groupOf := map[uint64]uint32{}
+		for ii, in := range c.ins {
+			w := in.Tile.Grid.Width
+			for i, g := range in.Groups {
+				groupOf[uint64(ii)<<40|uint64(i/w)<<20|uint64(i%w)] = g
+			}
+		}
+		sp := New(c.cfg, c.names, c.scheme, cpu)
+		for _, in := range c.ins {
+			if err := sp.Add(in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		set, _, err := sp.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		side := map[uint32]uint8{}
+		var n [2]int
+		for i, p := range set.Pixel {
+			g := groupOf[p]
+			if s, ok := side[g]; ok && s != set.Split[i] {
+				t.Fatalf("trial %d: group %d on both sides of the split", trial, g)
+			}
+			side[g] = set.Split[i]
+			n[set.Split[i]]++
+		}
+		if n[0] > 0 && n[1] > 0 {
+			both++
+		}
+		bare := c.ins[0]
+		bare.Groups = nil
+		for _, in := range []Input{bare, stripInputs([]Input{bare})[0]} {
+			if err := New(c.cfg, c.names, c.scheme, cpu).Add(in); err == nil || !strings.Contains(err.Error(), "group id") {
+				t.Errorf("trial %d: an input without group ids: %v", trial, err)
 			}
 		}
 	}

@@ -84,7 +84,7 @@ func (sp *Sampler) Add(in Input) error { return sp.AddAt(in, len(sp.sources)) }
 // draws on its own, the merges take turns): the draw is the same whatever
 // the order the inputs come in.
 func (sp *Sampler) AddAt(in Input, index int) error {
-	if err := sp.cfg.CheckBuffer(); err != nil {
+	if err := sp.cfg.Check(); err != nil {
 		return err
 	}
 	fs, err := features.NewSet(sp.names, in.Bands)
@@ -102,6 +102,10 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 	}
 	sp.set = fs
 	ii := uint64(index)
+	if sp.cfg.byFeatures() && (in.Tile != nil && len(in.Groups) != in.Tile.Grid.Width*in.Tile.Grid.Height) {
+		sp.mu.Unlock()
+		return fmt.Errorf("%s: sampling.split %s needs the group id of every pixel (the features of vector labels: groups.tif)", in.Name, SplitFeatures)
+	}
 	if in.Tile != nil && !sp.scheme.Has(0) {
 		sp.mu.Unlock()
 		return sp.addTile(in, ii, fs)
@@ -127,6 +131,9 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 		st := <-slots[k].strips
 		if st.Err != nil {
 			return st.Err
+		}
+		if s.byFeatures() && len(st.Groups) != len(st.Labels) {
+			return fmt.Errorf("%s: sampling.split %s needs the group id of every pixel (the features of vector labels: groups.tif)", in.Name, SplitFeatures)
 		}
 		for r, res := range sp.res {
 			limits[r] = res.limit
@@ -239,9 +246,12 @@ func screenStrip(st Strip, nb, w, height, r0 int, ii uint64, class [256]int, lim
 			var splits []uint16
 			var near bufferRows
 			var splitRow uint64 = math.MaxUint64
+			groups := newGroupSplits(s)
 			for r := p * h / parts; r < (p+1)*h/parts; r++ {
 				row := uint64(r0 + r)
-				if blk := row / uint64(s.BlockSize); blk != splitRow {
+				if s.byFeatures() {
+					// No blocks: each pixel's split is its group's.
+				} else if blk := row / uint64(s.BlockSize); blk != splitRow {
 					splits, splitRow = blockSplits(s, ii, blk, w), blk
 					if s.Buffer > 0 {
 						near = neighbourSplits(s, ii, blk, w, height, splits)
@@ -263,7 +273,12 @@ func screenStrip(st Strip, nb, w, height, r0 int, ii uint64, class [256]int, lim
 					if c < 0 || missingBand(st.Planes[:nb], i) {
 						continue
 					}
-					split := int(splits[col/s.BlockSize])
+					var split int
+					if s.byFeatures() {
+						split = int(groups.of(st.Groups[i]))
+					} else {
+						split = int(splits[col/s.BlockSize])
+					}
 					if split == 0 && s.Buffer > 0 && near.near(col, s.BlockSize, s.Buffer) {
 						counts[p].buffered++
 						continue
@@ -300,6 +315,28 @@ func blockSplits(s Config, ii, blockRow uint64, w int) []uint16 {
 		}
 	}
 	return splits
+}
+
+// groupSplits gives pixels their group's split, remembering the last
+// group's (a feature's pixels come in runs).
+type groupSplits struct {
+	seed    uint64
+	valFrac float64
+	last    uint32
+	split   uint16
+	valid   bool
+}
+
+func newGroupSplits(s Config) *groupSplits {
+	return &groupSplits{seed: s.Seed, valFrac: s.ValidationFraction}
+}
+
+// of returns group g's split.
+func (gs *groupSplits) of(g uint32) uint16 {
+	if !gs.valid || g != gs.last {
+		gs.last, gs.split, gs.valid = g, groupSplit(gs.seed, gs.valFrac, g), true
+	}
+	return gs.split
 }
 
 // neighbourSplits are the splits of block row blockRow (cur) and of the

@@ -19,6 +19,7 @@ import (
 	"math"
 
 	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/stack"
 )
 
@@ -37,20 +38,56 @@ type Config struct {
 	// validation pixels. 0 (the default) drops none; it must be below
 	// BlockSize (see CheckBuffer).
 	Buffer int `yaml:"buffer,omitempty" json:",omitempty"`
+	// Split is how pixels go to validation: SplitBlocks (the default,
+	// also "") by block, SplitFeatures by the vector feature that labelled
+	// them (leave-location-out: each feature's pixels on one side), which
+	// needs the inputs' group ids (Input.Groups, Strip.Groups).
+	Split string `yaml:"split,omitempty" json:",omitempty"`
 	// Remap turns label codes outside the scheme into codes of the scheme
 	// (a train config's classes.remap): their pixels are drawn as that
 	// class.
 	Remap map[uint8]uint8 `yaml:"-" json:"-"`
 }
 
-// CheckBuffer refuses a buffer that is negative or not below the block
-// size: with Buffer < BlockSize, a pixel's square reaches no block beyond
-// its own block's eight neighbours, which is what every draw path tests.
-func (c Config) CheckBuffer() error {
+// The splits (Config.Split).
+const (
+	SplitBlocks   = "blocks"
+	SplitFeatures = "features"
+)
+
+// Check refuses a split it does not know, and a buffer that is negative
+// or not below the block size: with Buffer < BlockSize, a pixel's square
+// reaches no block beyond its own block's eight neighbours, which is what
+// every draw path tests. The buffer is a blocked split's: around features
+// it would need each pixel's neighbourhood of every strip, which the
+// strip path does not read.
+func (c Config) Check() error {
+	switch c.Split {
+	case "", SplitBlocks:
+	case SplitFeatures:
+		if c.Buffer != 0 {
+			return fmt.Errorf("sampling.buffer: %d with split %s; the buffer works with split %s only", c.Buffer, SplitFeatures, SplitBlocks)
+		}
+	default:
+		return fmt.Errorf("sampling.split: %q is not %s or %s", c.Split, SplitBlocks, SplitFeatures)
+	}
 	if c.Buffer < 0 || c.Buffer >= c.BlockSize {
 		return fmt.Errorf("sampling.buffer: %d is outside [0, block_size %d)", c.Buffer, c.BlockSize)
 	}
 	return nil
+}
+
+// byFeatures reports whether the split goes by feature.
+func (c Config) byFeatures() bool { return c.Split == SplitFeatures }
+
+// groupSplit is a feature's split (1: validation) by a seeded hash of its
+// group id, independent of the input, so that a feature spanning inputs
+// stays on one side.
+func groupSplit(seed uint64, valFrac float64, group uint32) uint16 {
+	if rng.Unit(rng.Hash(seed, 0x7a2, uint64(group))) < valFrac {
+		return 1
+	}
+	return 0
 }
 
 // Computers makes a features computer for a feature set (the CPU's, or a
@@ -66,8 +103,12 @@ type Input struct {
 	NoData        *float64 // the stored value that means no data, if any
 	// Tile, when set, is the input in memory: it is drawn from its DNs.
 	Tile *stack.Tile
+	// Groups, with Tile, are its pixels' group ids (the vector features
+	// that labelled them, row-major) for a split by features.
+	Groups []uint32
 	// Passes, with Tile, run the draw's passes on a device that holds
-	// the tile too; nil: on every core.
+	// the tile too; nil: on every core. A split by features runs on every
+	// core whatever Passes says.
 	Passes Passes
 	// Source gives the strips of an input in files (Tile nil).
 	Source Source
@@ -84,6 +125,7 @@ type Source struct {
 // (NaN at nodata), or the error that reading them met.
 type Strip struct {
 	Labels []uint8
+	Groups []uint32 // group ids, for a split by features
 	Planes [][]float32
 	Err    error
 	feats  [][]float32 // computed by readStrips when a scan asks

@@ -1,6 +1,7 @@
 package sampling
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -46,7 +47,8 @@ func (px Pixel) AppendFeatures(dst []float32) []float32 {
 // are all present, in raster order, with its class, its split and its key
 // as the draw gives them: splits go by blocks of cfg.BlockSize pixels (a
 // fraction cfg.ValidationFraction of them to validation; training pixels
-// within cfg.Buffer of a validation block are not visited), keys are the
+// within cfg.Buffer of a validation block are not visited; or by the
+// pixels' groups with split features), keys are the
 // pixel's hash seeded by cfg.Seed. Strips are read and their features
 // computed by several workers a few strips ahead of the visits.
 func Scan(ii uint64, in Input, set *features.Set, comp features.Computer, scheme landcover.Scheme, cfg Config, visit func(Pixel)) error {
@@ -54,7 +56,7 @@ func Scan(ii uint64, in Input, set *features.Set, comp features.Computer, scheme
 	if err != nil {
 		return err
 	}
-	if err := cfg.CheckBuffer(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return err
 	}
 	seed, block := cfg.Seed, cfg.BlockSize
@@ -75,11 +77,17 @@ func Scan(ii uint64, in Input, set *features.Set, comp features.Computer, scheme
 			return st.Err
 		}
 		r0, h := k*stripRows, len(st.Labels)/w
+		if cfg.byFeatures() && len(st.Groups) != len(st.Labels) {
+			return fmt.Errorf("%s: sampling.split %s needs the group id of every pixel (the features of vector labels: groups.tif)", in.Name, SplitFeatures)
+		}
 		var splits []uint16
 		var near bufferRows
+		groups := newGroupSplits(cfg)
 		for r := range h {
 			row := uint64(r0 + r)
-			if r == 0 || row%uint64(block) == 0 {
+			if cfg.byFeatures() {
+				// Each pixel's split is its group's.
+			} else if r == 0 || row%uint64(block) == 0 {
 				splits = blockSplits(cfg, ii, row/uint64(block), w)
 				if cfg.Buffer > 0 {
 					near = neighbourSplits(cfg, ii, row/uint64(block), w, src.Height, splits)
@@ -100,7 +108,12 @@ func Scan(ii uint64, in Input, set *features.Set, comp features.Computer, scheme
 						missing = true
 					}
 				}
-				split := int(splits[col/block])
+				var split int
+				if cfg.byFeatures() {
+					split = int(groups.of(st.Groups[i]))
+				} else {
+					split = int(splits[col/block])
+				}
 				if missing || split == 0 && cfg.Buffer > 0 && near.near(col, block, cfg.Buffer) {
 					continue
 				}
@@ -225,6 +238,9 @@ func memStrip(in Input, t *stack.Tile, r0, h int) Strip {
 	w := t.Grid.Width
 	st := Strip{Labels: make([]uint8, w*h), Planes: make([][]float32, len(t.DN))}
 	t.ReadLabels(0, r0, w, h, st.Labels)
+	if in.Groups != nil {
+		st.Groups = in.Groups[r0*w : (r0+h)*w]
+	}
 	for b, plane := range t.DN {
 		vals := make([]float32, w*h)
 		for i, v := range plane[r0*w : (r0+h)*w] {
