@@ -762,11 +762,30 @@ type tileSink interface {
 	Write(x, y, w, h int, stack [][]uint16, count, labels []uint8) error
 }
 
+// groupSink is a tile sink that also takes the tile's group ids whole
+// (the features of vector labels, raster.RasterizeGroups), which a split
+// by features draws with.
+type groupSink interface {
+	WriteGroups(ids []uint32) error
+}
+
 // tileWriters are the three rasters of a tile: the stack (UInt16 in lulc's
 // encoding, band descriptions from the config's bands), the labels (UInt8,
 // with the scheme's palette and names when given) and the valid counts.
 type tileWriters struct {
 	stack, label, count *raster.Writer
+	dir                 string
+	grid                raster.Grid
+	cog                 raster.COGOptions
+}
+
+// GroupsFile is a tile's group ids (UInt32, 0: no feature) when its labels
+// came from a vector layer.
+const GroupsFile = "groups.tif"
+
+// WriteGroups writes the tile's group ids as groups.tif.
+func (w *tileWriters) WriteGroups(ids []uint32) error {
+	return raster.WriteGroups(filepath.Join(w.dir, GroupsFile), w.grid, ids, w.cog)
 }
 
 func newTileWriters(dir string, grid raster.Grid, cfg IngestConfig, classes *landcover.Scheme) (*tileWriters, error) {
@@ -796,7 +815,7 @@ func newTileWriters(dir string, grid raster.Grid, cfg IngestConfig, classes *lan
 		labelW.Abort()
 		return nil, err
 	}
-	return &tileWriters{stack: stackW, label: labelW, count: countW}, nil
+	return &tileWriters{stack: stackW, label: labelW, count: countW, dir: dir, grid: grid, cog: cog}, nil
 }
 
 // Write stores a window of every stack band, the count and the labels.
@@ -812,7 +831,12 @@ func (w *tileWriters) Write(x, y, width, height int, stack [][]uint16, count, la
 	return w.label.Write(0, x, y, width, height, labels)
 }
 
-func (w *tileWriters) abort() { w.stack.Abort(); w.label.Abort(); w.count.Abort() }
+func (w *tileWriters) abort() {
+	w.stack.Abort()
+	w.label.Abort()
+	w.count.Abort()
+	os.Remove(filepath.Join(w.dir, GroupsFile))
+}
 
 // close encodes the three COGs at once (the labels and counts beside the
 // stack, which takes longest); on failure it discards them all.
@@ -836,6 +860,9 @@ func (w *tileWriters) close() error {
 func writeTileManifest(dir string, m manifest) error {
 	// The files are hashed at once: SHA-256 runs on one core per file.
 	files := []string{"stack.tif", "labels.tif", "valid_count.tif"}
+	if atomicfs.Exists(filepath.Join(dir, GroupsFile)) {
+		files = append(files, GroupsFile)
+	}
 	outs, errs := make([]manifestOutput, len(files)), make([]error, len(files))
 	var wg sync.WaitGroup
 	for i, f := range files {

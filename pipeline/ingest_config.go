@@ -61,6 +61,11 @@ type IngestConfig struct {
 		LabelField       string `yaml:"label_field" json:",omitempty"`
 		LabelLayer       string `yaml:"label_layer" json:",omitempty"`
 		LabelsAllTouched bool   `yaml:"labels_all_touched" json:",omitempty"`
+		// LabelGroupField is the integer attribute that groups vector
+		// labels' features for a split by features (sampling.split:
+		// features): default, each feature is its own group (FID + 1).
+		// The groups are written as groups.tif beside labels.tif.
+		LabelGroupField string `yaml:"label_group_field" json:",omitempty"`
 		// Collection holds the Sentinel-2 L2A items, LabelCollection the
 		// ESA WorldCover ones.
 		Collection      string `yaml:"collection"`
@@ -256,8 +261,8 @@ func (c IngestConfig) Validate() error {
 	if len(s.Bands) > 0 || s.Scale != 0 || s.Offset != 0 || s.NoData != nil {
 		return errors.New("source: bands, scale, offset and nodata describe rasters; STAC assets carry their own")
 	}
-	if s.LabelField != "" || s.LabelLayer != "" || s.LabelsAllTouched {
-		return errors.New("source: label_field, label_layer and labels_all_touched describe vector labels of source.rasters")
+	if s.LabelField != "" || s.LabelLayer != "" || s.LabelsAllTouched || s.LabelGroupField != "" {
+		return errors.New("source: label_field, label_layer, labels_all_touched and label_group_field describe vector labels of source.rasters")
 	}
 	switch {
 	case !slices.Contains([]string{"query", "cql2", "none"}, s.CloudFilter):

@@ -135,9 +135,27 @@ func (t *rasterTile) composite(ctx context.Context, cfg IngestConfig, opt Option
 		// window to copy from.
 		src := cfg.Source
 		var err error
-		job.labels, err = raster.RasterizeLabels(t.pair.Labels, raster.VectorLabels{Field: src.LabelField, Layer: src.LabelLayer, AllTouched: src.LabelsAllTouched}, t.grid)
+		v := raster.VectorLabels{Field: src.LabelField, Layer: src.LabelLayer, AllTouched: src.LabelsAllTouched}
+		job.labels, err = raster.RasterizeLabels(t.pair.Labels, v, t.grid)
 		if err != nil {
 			return tileStats{}, fmt.Errorf("tile %s: labels: %w", t.name(), err)
+		}
+		// The features' group ids, by the same rule, for sinks that keep
+		// them (a split by features draws with them).
+		var groups []uint32
+		for _, s := range sinks {
+			gs, ok := s.(groupSink)
+			if !ok {
+				continue
+			}
+			if groups == nil {
+				if groups, err = raster.RasterizeGroups(t.pair.Labels, v, src.LabelGroupField, t.grid); err != nil {
+					return tileStats{}, fmt.Errorf("tile %s: label groups: %w", t.name(), err)
+				}
+			}
+			if err := gs.WriteGroups(groups); err != nil {
+				return tileStats{}, fmt.Errorf("tile %s: label groups: %w", t.name(), err)
+			}
 		}
 	}
 	bar := opt.NewBar(int64(len(windows)), "ingest "+t.name()+" windows")

@@ -907,7 +907,12 @@ func (r *runner) sampleTile(sp *sampling.Sampler, mem *stack.Tile, mirror *cuda.
 	if err != nil {
 		return in, err
 	}
-	if mirror != nil {
+	switch {
+	case mirror != nil && r.job.Train.Sampling.Split == sampling.SplitFeatures:
+		// The device's passes split by blocks: a split by features is
+		// drawn on every core, the same function.
+		r.opt.Log.Debug("draw on the host: the device's passes split by blocks, not by features", "tile", mem.Name)
+	case mirror != nil:
 		si.Passes = devicePasses{mirror}
 	}
 	if err := sp.AddAt(si, index); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/radiometry"
 	"github.com/lulc/lulc/raster"
@@ -22,6 +23,9 @@ import (
 // trainInput is one labelled image: the stack (or raster) and its labels.
 type trainInput struct {
 	image, labels string
+	// groups is the labels' group ids (groups.tif), read for a split by
+	// features; "" otherwise.
+	groups        string
 	bands         []string
 	scale, offset float64
 	nodata        *float64
@@ -50,6 +54,9 @@ func (c TrainConfig) inputs() ([]trainInput, error) {
 		return c.drawInputs()
 	}
 	if c.Input.Stack == "" {
+		if c.Sampling.Split == sampling.SplitFeatures {
+			return nil, fmt.Errorf("sampling.split: %s needs the group ids that ingest burns from vector labels (%s in a stack); input.rasters have none", sampling.SplitFeatures, GroupsFile)
+		}
 		var out []trainInput
 		for _, r := range c.Input.Rasters {
 			out = append(out, trainInput{image: r.Image, labels: r.Labels, bands: c.Input.Bands,
@@ -78,8 +85,15 @@ func (c TrainConfig) inputs() ([]trainInput, error) {
 		if err != nil {
 			return nil, fmt.Errorf("input.stack: %s: %w", p, err)
 		}
-		out = append(out, trainInput{image: filepath.Join(dir, "stack.tif"), labels: filepath.Join(dir, "labels.tif"),
-			bands: m.Bands, scale: m.Scale, offset: m.Offset, nodata: &nd, darks: []radiometry.Levels{m.Dark}, labelScheme: ls})
+		in := trainInput{image: filepath.Join(dir, "stack.tif"), labels: filepath.Join(dir, "labels.tif"),
+			bands: m.Bands, scale: m.Scale, offset: m.Offset, nodata: &nd, darks: []radiometry.Levels{m.Dark}, labelScheme: ls}
+		if c.Sampling.Split == sampling.SplitFeatures {
+			in.groups = filepath.Join(dir, GroupsFile)
+			if !atomicfs.Exists(in.groups) {
+				return nil, fmt.Errorf("input.stack: tile %s has no %s: sampling.split %s needs labels ingested from a vector layer (source.label_field)", m.Tile, GroupsFile, sampling.SplitFeatures)
+			}
+		}
+		out = append(out, in)
 	}
 	return out, nil
 }
@@ -169,6 +183,7 @@ func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, e engine
 func (in trainInput) sampleInput() (sampling.Input, error) {
 	si := sampling.Input{Name: in.image, Bands: in.bands, Scale: in.scale, Offset: in.offset, NoData: in.nodata, Tile: in.mem}
 	if in.mem != nil {
+		si.Groups = in.mem.Groups
 		return si, nil
 	}
 	img, err := raster.Open(in.image)
@@ -184,6 +199,17 @@ func (in trainInput) sampleInput() (sampling.Input, error) {
 	if img.Width != lab.Width || img.Height != lab.Height || img.Transform != lab.Transform {
 		return si, fmt.Errorf("%s: labels %s are not on the image's grid", in.image, in.labels)
 	}
+	if in.groups != "" {
+		grp, err := raster.Open(in.groups)
+		if err != nil {
+			return si, err
+		}
+		same := img.Width == grp.Width && img.Height == grp.Height && img.Transform == grp.Transform
+		grp.Close()
+		if !same {
+			return si, fmt.Errorf("%s: group ids %s are not on the image's grid", in.image, in.groups)
+		}
+	}
 	if got, nb := bandCount(in.image), len(in.bands); got != nb {
 		return si, fmt.Errorf("%s has %d bands, the config or manifest lists %d (%s)", in.image, got, nb, strings.Join(in.bands, ", "))
 	}
@@ -197,8 +223,22 @@ func (in trainInput) sampleInput() (sampling.Input, error) {
 			wimg.Close()
 			return nil, nil, err
 		}
-		read := func(r0, h int) sampling.Strip { return fileStrip(si, wimg, wlab, r0, h) }
-		return read, func() { wimg.Close(); wlab.Close() }, nil
+		var wgrp *raster.Source
+		if in.groups != "" {
+			if wgrp, err = raster.Open(in.groups); err != nil {
+				wimg.Close()
+				wlab.Close()
+				return nil, nil, err
+			}
+		}
+		read := func(r0, h int) sampling.Strip { return fileStrip(si, wimg, wlab, wgrp, r0, h) }
+		return read, func() {
+			wimg.Close()
+			wlab.Close()
+			if wgrp != nil {
+				wgrp.Close()
+			}
+		}, nil
 	}
 	si.Source = sampling.Source{Width: img.Width, Height: img.Height, Open: open}
 	return si, nil
@@ -269,13 +309,19 @@ func (s *PixelScan) Run(ctx context.Context, gpu *cuda.Device, visit func(sampli
 }
 
 // fileStrip reads the h rows from r0 of an input's files.
-func fileStrip(in sampling.Input, img, lab *raster.Source, r0, h int) sampling.Strip {
+func fileStrip(in sampling.Input, img, lab, groups *raster.Source, r0, h int) sampling.Strip {
 	w, nb := img.Width, len(in.Bands)
 	win := raster.Grid{EPSG: img.EPSG, Width: w, Height: h,
 		Transform: [6]float64{img.Transform[0], img.Transform[1], 0, img.Transform[3] + float64(r0)*img.Transform[5], 0, img.Transform[5]}}
 	st := sampling.Strip{Labels: make([]uint8, w*h), Planes: make([][]float32, nb)}
 	if st.Err = lab.Read(win, "nearest", st.Labels); st.Err != nil {
 		return st
+	}
+	if groups != nil {
+		st.Groups = make([]uint32, w*h)
+		if st.Err = raster.ReadBandWindowInto(groups, 1, 0, r0, w, h, st.Groups); st.Err != nil {
+			return st
+		}
 	}
 	for b := range nb {
 		vals := make([]float32, w*h)

@@ -35,6 +35,20 @@ type Tile struct {
 	DN            [][]uint16 // per band, Grid.Width × Grid.Height, row-major
 	Labels        []uint8    // class codes, 0 where unlabelled
 	Count         []uint8    // valid observations per pixel
+	// Groups are the pixels' group ids (the features of vector labels,
+	// 0: none) when the labels came from a vector layer, else nil. They
+	// serve the draw, which comes before a tile is held: Spill does not
+	// keep them.
+	Groups []uint32
+}
+
+// WriteGroups keeps the tile's group ids (a sink of vector labels' tiles).
+func (t *Tile) WriteGroups(ids []uint32) error {
+	if len(ids) != t.Grid.Width*t.Grid.Height {
+		return fmt.Errorf("tile %s: %d group ids for %d×%d pixels", t.Name, len(ids), t.Grid.Width, t.Grid.Height)
+	}
+	t.Groups = ids
+	return nil
 }
 
 // New allocates a tile of the given bands on grid g.
