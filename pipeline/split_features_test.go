@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/samples"
 )
@@ -18,7 +20,7 @@ const sloveniaDir = "../../shared/data/eolearn-slovenia-testpatch"
 // the patch has no spectral bands, so the image's ten "bands" are ten of
 // its NDVI dates as DNs (NDVI × 5000 + 5000): enough to fit on, not a
 // Sentinel-2 stack; the point is the labels and their groups.
-func sloveniaStack(t *testing.T) (stack string, g raster.Grid) {
+func sloveniaStack(t *testing.T) (stack string, g raster.Grid, cfg IngestConfig) {
 	t.Helper()
 	gpkg := filepath.Join(sloveniaDir, "LULC.gpkg")
 	if _, err := os.Stat(gpkg); err != nil {
@@ -67,12 +69,12 @@ output:
   compress: DEFLATE
   blocksize: 512
 `, image, gpkg, strings.Join(bands, ", "), strings.Join(bands, ", "))
-	cfg, err := ParseIngestConfig([]byte(raw))
+	cfg, err = ParseIngestConfig([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, stack = ingest(t, cfg)
-	return stack, g
+	return stack, g, cfg
 }
 
 // sloveniaTrainConfig trains on the Slovenian stack's land-use classes.
@@ -122,7 +124,7 @@ forest:
 // validation, with polygons on both sides. The blocked split, on the same
 // stack, cuts polygons.
 func TestSplitByFeaturesSlovenia(t *testing.T) {
-	stack, g := sloveniaStack(t)
+	stack, g, icfg := sloveniaStack(t)
 	labels, _, err := raster.ReadBand[uint8](filepath.Join(stack, "slovenia", "labels.tif"), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -176,6 +178,31 @@ func TestSplitByFeaturesSlovenia(t *testing.T) {
 		return by, set
 	}
 	by, set := sides("features")
+
+	// lulc run draws the same samples from its tiles in memory.
+	raw, err := configs.Read("run-demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := ParseRunConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := sloveniaTrainConfig(t, stack, "features")
+	tc.Input.Stack = ""
+	out := filepath.Join(t.TempDir(), "run")
+	runJob(t, Job{Config: rc, Ingest: icfg, Train: &tc}, out, Options{})
+	body, err := os.ReadFile(filepath.Join(out, "model", SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran, err := samples.Decode(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ran.Pixel, set.Pixel) || !slices.Equal(ran.Split, set.Split) || !slices.Equal(ran.Y, set.Y) || !slices.Equal(ran.X, set.X) {
+		t.Errorf("lulc run drew %d samples, lulc train %d, or others", ran.N(), set.N())
+	}
 	if set.N() != labelled {
 		t.Errorf("%d samples of %d labelled pixels", set.N(), labelled)
 	}
