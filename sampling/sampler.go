@@ -22,7 +22,9 @@ import (
 // without replacement, independent of read order), up to max_per_class.
 // Validation pixels are those whose block_size×block_size block hashes
 // below the validation fraction, so that neighbours never straddle the
-// split. Inputs are numbered in the order they are added, which makes the
+// split (training pixels within Config.Buffer of a validation block are
+// dropped), or, with Config.Split features, those whose group (the
+// feature that labelled them) hashes below it. Inputs are numbered in the order they are added, which makes the
 // draw the same whether they come from files or from memory.
 type Sampler struct {
 	cfg        Config

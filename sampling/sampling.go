@@ -2,7 +2,9 @@
 // validated on: a stratified, block-split draw (for every class and split,
 // the pixels with the smallest seeded hashes, up to a cap) from tiles in
 // memory or from strips read out of files, and the features of the pixels
-// it keeps. A tile in memory is drawn from its digital numbers in two
+// it keeps. Training pixels near validation blocks may be dropped (a
+// buffer, buffer.go), or the split may go by the vector features that
+// labelled the pixels instead of blocks (leave-location-out). A tile in memory is drawn from its digital numbers in two
 // data-parallel passes (draw.go), run on every core or by a device that
 // holds the tile too (Passes, passes.go); strips from files are screened
 // on every core (sampler.go). All keep the same pixels, bit for bit. With
