@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -125,6 +126,11 @@ type TileResult struct {
 	Pixels      int
 	NoValidFrac float64 // share of pixels with no valid observation
 	Skipped     bool    // finished by an interrupted run and kept
+	// Outside counts, by code, the labelled pixels whose code is not in
+	// the labels' scheme (the label items' classification:classes, or
+	// the built-in scheme of their collection); nil when none are, or the
+	// labels have no scheme (raster pairs).
+	Outside map[uint8]int64
 }
 
 // Ingest finds the scenes the config selects and writes, per tile, an
@@ -545,7 +551,13 @@ func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomic
 		return tr, 0, err
 	}
 	hist := radiometry.NewHistogram(len(cfg.Bands), StackScale, StackOffset)
-	stats, err := st.composite(ctx, cfg, opt, tw, hist)
+	sinks := []tileSink{tw, hist}
+	var outside *outsideCounter
+	if s := st.labelScheme(cfg); s != nil {
+		outside = newOutsideCounter(*s)
+		sinks = append(sinks, outside)
+	}
+	stats, err := st.composite(ctx, cfg, opt, sinks...)
 	tr.Pixels, tr.Timings, tr.NoValidFrac = stats.pixels, stats.timings, stats.noValid
 	if err != nil {
 		tw.abort()
@@ -557,8 +569,15 @@ func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomic
 	}
 	tr.Timings.Encode = time.Since(encodeStart)
 	logTileStages(ctx, opt, name, tr)
+	if outside != nil {
+		tr.Outside = outside.counts()
+		if w := outside.warning(name); w != "" {
+			opt.Log.Warn(w)
+		}
+	}
 	m, err := st.manifest(ctx, cfg, opt, tr.NoValidFrac)
 	if err == nil {
+		m.LabelsOutsideScheme = tr.Outside
 		m.setDark(cfg.Bands, hist.Dark(), opt)
 		m.LabelScheme = recordScheme(st.labelScheme(cfg))
 		err = writeTileManifest(dir, m)
@@ -760,6 +779,75 @@ func (p *tilePlan) manifest(ctx context.Context, cfg IngestConfig, opt Options, 
 // writers and an in-memory stack.Tile are sinks.
 type tileSink interface {
 	Write(x, y, w, h int, stack [][]uint16, count, labels []uint8) error
+}
+
+// outsideCounter is a tile sink that counts, by code, the labelled pixels
+// whose code is not in a scheme (windows arrive from several workers).
+type outsideCounter struct {
+	scheme   landcover.Scheme
+	in       [256]bool
+	n        [256]atomic.Int64
+	labelled atomic.Int64
+}
+
+func newOutsideCounter(s landcover.Scheme) *outsideCounter {
+	c := &outsideCounter{scheme: s}
+	for _, k := range s.Classes {
+		c.in[k.Code] = true
+	}
+	c.in[0] = true // unlabelled
+	return c
+}
+
+// Write implements tileSink.
+func (c *outsideCounter) Write(_, _, _, _ int, _ [][]uint16, _, labels []uint8) error {
+	var n [256]int64
+	for _, code := range labels {
+		n[code]++
+	}
+	for code, k := range n {
+		if k == 0 {
+			continue
+		}
+		if code != 0 {
+			c.labelled.Add(k)
+		}
+		if !c.in[code] {
+			c.n[code].Add(k)
+		}
+	}
+	return nil
+}
+
+// counts returns the pixels outside the scheme by code, nil for none.
+func (c *outsideCounter) counts() map[uint8]int64 {
+	var m map[uint8]int64
+	for code := range c.n {
+		if k := c.n[code].Load(); k > 0 {
+			if m == nil {
+				m = map[uint8]int64{}
+			}
+			m[uint8(code)] = k
+		}
+	}
+	return m
+}
+
+// warning says how many of the tile's labelled pixels have codes outside
+// the scheme, by code; "" when none do.
+func (c *outsideCounter) warning(tile string) string {
+	m := c.counts()
+	if len(m) == 0 {
+		return ""
+	}
+	var total int64
+	var codes []string
+	for _, code := range slices.Sorted(maps.Keys(m)) {
+		total += m[code]
+		codes = append(codes, fmt.Sprintf("%d (%d)", code, m[code]))
+	}
+	return fmt.Sprintf("labels: tile %s: %.1f %% of the labelled pixels (%d of %d) have codes outside the scheme %s: %s",
+		tile, 100*float64(total)/float64(c.labelled.Load()), total, c.labelled.Load(), c.scheme.Name, strings.Join(codes, ", "))
 }
 
 // groupSink is a tile sink that also takes the tile's group ids whole

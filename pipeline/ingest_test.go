@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -769,5 +771,67 @@ func TestIngestMaskBand(t *testing.T) {
 		if _, err := ParseIngestConfig([]byte(text)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want an error saying %q", yaml, err, want)
 		}
+	}
+}
+
+// TestIngestWarnsOfCodesOutsideScheme ingests the tiny scene with a label
+// item whose classification:classes leave out tree cover (10): the tile's
+// result, its manifest and a warning count the tile's pixels of code 10,
+// as labels.tif holds them. The scene as written (every code declared)
+// records nothing.
+func TestIngestWarnsOfCodesOutsideScheme(t *testing.T) {
+	scene := makeScene(t, "tiny", synthConfig(t))
+	edited := filepath.Join(t.TempDir(), "scene")
+	if err := os.CopyFS(edited, os.DirFS(scene)); err != nil {
+		t.Fatal(err)
+	}
+	items, _ := filepath.Glob(filepath.Join(edited, "esa-worldcover", "*", "ESA_*.json"))
+	if len(items) != 1 {
+		t.Fatalf("label items %v", items)
+	}
+	body, _ := os.ReadFile(items[0])
+	var item map[string]any
+	if err := json.Unmarshal(body, &item); err != nil {
+		t.Fatal(err)
+	}
+	asset := item["assets"].(map[string]any)["map"].(map[string]any)
+	var kept []any
+	for _, c := range asset["classification:classes"].([]any) {
+		if c.(map[string]any)["value"].(float64) != 10 {
+			kept = append(kept, c)
+		}
+	}
+	asset["classification:classes"] = kept
+	body, _ = json.Marshal(item)
+	if err := os.WriteFile(items[0], body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	out := filepath.Join(t.TempDir(), "stack")
+	res, err := Ingest(context.Background(), ingestConfig(t, filepath.Join(edited, "catalog.json")),
+		Options{Out: out, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, _ := readU16(t, filepath.Join(out, "31TEJ", "labels.tif"), 1)
+	var trees int64
+	for _, v := range labels {
+		if v == 10 {
+			trees++
+		}
+	}
+	if trees == 0 || len(res.Tiles) != 1 || !maps.Equal(res.Tiles[0].Outside, map[uint8]int64{10: trees}) {
+		t.Fatalf("%d tree pixels; outside the scheme %v", trees, res.Tiles[0].Outside)
+	}
+	if !strings.Contains(logs.String(), "tile 31TEJ") || !strings.Contains(logs.String(), fmt.Sprintf("10 (%d)", trees)) {
+		t.Errorf("no warning of code 10 in the log:\n%s", logs.String())
+	}
+	manifest, _ := os.ReadFile(filepath.Join(out, "31TEJ", "manifest.json"))
+	if !strings.Contains(string(manifest), fmt.Sprintf(`"10": %d`, trees)) {
+		t.Error("the manifest does not count code 10 outside the scheme")
+	}
+	plain, _ := os.ReadFile(filepath.Join(demoStack(t), "31TEJ", "manifest.json"))
+	if strings.Contains(string(plain), "labels_outside_scheme") {
+		t.Error("a scene whose codes are all in its scheme records codes outside it")
 	}
 }

@@ -43,11 +43,14 @@ type manifest struct {
 	Dark radiometry.Levels `json:"dark_reflectance_p1,omitempty"`
 	// LabelScheme is the class scheme of the tile's labels (the one its
 	// labels COG carries), when they have one.
-	LabelScheme       *manifestScheme  `json:"label_scheme,omitempty"`
-	RadiometryWarning string           `json:"radiometry_warning,omitempty"`
-	Sources           []manifestItem   `json:"sources"`
-	Labels            []manifestItem   `json:"labels"`
-	Outputs           []manifestOutput `json:"outputs"`
+	LabelScheme *manifestScheme `json:"label_scheme,omitempty"`
+	// LabelsOutsideScheme counts, by code, the labelled pixels whose code
+	// is not in LabelScheme.
+	LabelsOutsideScheme map[uint8]int64  `json:"labels_outside_scheme,omitempty"`
+	RadiometryWarning   string           `json:"radiometry_warning,omitempty"`
+	Sources             []manifestItem   `json:"sources"`
+	Labels              []manifestItem   `json:"labels"`
+	Outputs             []manifestOutput `json:"outputs"`
 }
 
 // parseManifest reads a tile's manifest.json and checks what later stages
