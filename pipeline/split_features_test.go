@@ -82,7 +82,7 @@ func sloveniaTrainConfig(t *testing.T, stack, split string) TrainConfig {
 	t.Helper()
 	raw := fmt.Sprintf(`input:
   stack: %s
-features: [B02, B03, B04, B08, B05, B06, B07, B8A, B11, B12]
+features: [B02, B03, B04, B08, B05, B06, B07, B8A, B11, B12, ndvi, "mean(B08, 7)", "std(ndvi, 7)"]
 classes:
   scheme: custom
   name: raba-slovenia

@@ -224,6 +224,9 @@ func readStrip(read func(r0, h int) Strip, set *features.Set, width, height, r0,
 	}
 	inner := rect.Y * width
 	out := Strip{Labels: st.Labels[inner : inner+n]}
+	if st.Groups != nil {
+		out.Groups = st.Groups[inner : inner+n]
+	}
 	for _, p := range st.Planes {
 		out.Planes = append(out.Planes, p[inner:inner+n])
 	}
