@@ -218,6 +218,17 @@ func (t *rasterTile) manifest(ctx context.Context, cfg IngestConfig, opt Options
 		return m, err
 	}
 	m.Labels = []manifestItem{{ID: name, Assets: map[string]ManifestAsset{"labels": lab}}}
+	if t.vector {
+		rule := "the pixels whose centre a polygon contains"
+		if src.LabelsAllTouched {
+			rule = "every pixel a polygon touches"
+		}
+		m.LabelResampling = fmt.Sprintf("burned by GDAL's rasterizer from field %s (%s; a point's pixel; later features win)", src.LabelField, rule)
+		m.LabelGroups = "each feature's FID + 1 (0: no feature)"
+		if src.LabelGroupField != "" {
+			m.LabelGroups = "field " + src.LabelGroupField + " (0: no feature)"
+		}
+	}
 	return m, nil
 }
 

@@ -46,11 +46,13 @@ type manifest struct {
 	LabelScheme *manifestScheme `json:"label_scheme,omitempty"`
 	// LabelsOutsideScheme counts, by code, the labelled pixels whose code
 	// is not in LabelScheme.
-	LabelsOutsideScheme map[uint8]int64  `json:"labels_outside_scheme,omitempty"`
-	RadiometryWarning   string           `json:"radiometry_warning,omitempty"`
-	Sources             []manifestItem   `json:"sources"`
-	Labels              []manifestItem   `json:"labels"`
-	Outputs             []manifestOutput `json:"outputs"`
+	LabelsOutsideScheme map[uint8]int64 `json:"labels_outside_scheme,omitempty"`
+	// LabelGroups says what groups.tif holds, for vector labels.
+	LabelGroups       string           `json:"label_groups,omitempty"`
+	RadiometryWarning string           `json:"radiometry_warning,omitempty"`
+	Sources           []manifestItem   `json:"sources"`
+	Labels            []manifestItem   `json:"labels"`
+	Outputs           []manifestOutput `json:"outputs"`
 }
 
 // parseManifest reads a tile's manifest.json and checks what later stages

@@ -152,8 +152,8 @@ func TestSplitByFeaturesSlovenia(t *testing.T) {
 		classOf[id] = labels[i]
 	}
 	manifest, _ := os.ReadFile(filepath.Join(stack, "slovenia", "manifest.json"))
-	if !strings.Contains(string(manifest), `"file": "`+GroupsFile+`"`) {
-		t.Error("the manifest does not list groups.tif")
+	if !strings.Contains(string(manifest), `"file": "`+GroupsFile+`"`) || !strings.Contains(string(manifest), `"label_groups": "each feature's FID + 1`) {
+		t.Error("the manifest does not list groups.tif or say what it holds")
 	}
 
 	accuracy := map[string]float64{}
