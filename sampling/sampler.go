@@ -24,8 +24,9 @@ import (
 // below the validation fraction, so that neighbours never straddle the
 // split (training pixels within Config.Buffer of a validation block are
 // dropped), or, with Config.Split features, those whose group (the
-// feature that labelled them) hashes below it. Inputs are numbered in the order they are added, which makes the
-// draw the same whether they come from files or from memory.
+// feature that labelled them) hashes below it. Inputs are numbered in the
+// order they are added, which makes the draw the same whether they come
+// from files or from memory.
 type Sampler struct {
 	cfg        Config
 	names      []string // the configured features
@@ -104,7 +105,7 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 	}
 	sp.set = fs
 	ii := uint64(index)
-	if sp.cfg.byFeatures() && (in.Tile != nil && len(in.Groups) != in.Tile.Grid.Width*in.Tile.Grid.Height) {
+	if sp.cfg.byFeatures() && in.Tile != nil && len(in.Groups) != in.Tile.Grid.Width*in.Tile.Grid.Height {
 		sp.mu.Unlock()
 		return fmt.Errorf("%s: sampling.split %s needs the group id of every pixel (the features of vector labels: groups.tif)", in.Name, SplitFeatures)
 	}
