@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -67,5 +68,36 @@ func TestContextFeaturesInFlowLists(t *testing.T) {
 	want := []string{"B04", "mean(B08,15)", "std(nd(B08,B11),7)", "ndvi"}
 	if !reflect.DeepEqual(c.Features, want) {
 		t.Errorf("features %q, want %q", c.Features, want)
+	}
+}
+
+// TestContextBufferDefault checks that a train config without
+// sampling.buffer buffers its split by its features' largest context
+// radius, and that an explicit buffer, 0 included, stands.
+func TestContextBufferDefault(t *testing.T) {
+	raw, err := configs.Read("train-demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseTrainConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Sampling.Buffer != 7 {
+		t.Errorf("the demo's buffer is %d, want its largest radius 7", c.Sampling.Buffer)
+	}
+	for _, buf := range []int{0, 3} {
+		set := regexp.MustCompile(`(?m)^sampling:\n`).ReplaceAll(raw, fmt.Appendf(nil, "sampling:\n  buffer: %d\n", buf))
+		c, err := ParseTrainConfig(set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Sampling.Buffer != buf {
+			t.Errorf("buffer: %d read as %d", buf, c.Sampling.Buffer)
+		}
+	}
+	pixel := regexp.MustCompile(`(?s)features: \[.*?\]`).ReplaceAll(raw, []byte("features: [B04, ndvi]"))
+	if c, err := ParseTrainConfig(pixel); err != nil || c.Sampling.Buffer != 0 {
+		t.Errorf("per-pixel features: buffer %d, %v", c.Sampling.Buffer, err)
 	}
 }

@@ -6,16 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lulc/lulc/sampling"
 	"maps"
 	"regexp"
 	"slices"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/lulc/lulc/aoa"
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/landcover"
+	"github.com/lulc/lulc/sampling"
 )
 
 // Inputs lists the local files and directories training reads, which its
@@ -124,7 +127,31 @@ func ParseTrainConfig(raw []byte) (TrainConfig, error) {
 		c.Classes.Scheme = "esa-worldcover"
 	}
 	c.Features = joinParens(c.Features)
+	// Without a sampling.buffer of its own, the split's buffer is the
+	// features' largest context radius: no training pixel then sees a
+	// validation pixel through its window.
+	var keys struct {
+		Sampling map[string]any `yaml:"sampling"`
+	}
+	if err := yaml.Unmarshal(raw, &keys); err == nil {
+		if _, set := keys.Sampling["buffer"]; !set {
+			c.Sampling.Buffer = contextRadius(c.Features)
+		}
+	}
 	return c, c.Validate()
+}
+
+// contextRadius is the largest window radius among the named features
+// (0 without context features, or for names that do not parse, which
+// Validate reports).
+func contextRadius(names []string) int {
+	r := 0
+	for _, n := range names {
+		if f, err := features.ParseFeature(n); err == nil && f.Kind == "context" {
+			r = max(r, f.Size/2)
+		}
+	}
+	return r
 }
 
 // joinParens undoes what YAML's flow sequences do to features with

@@ -358,6 +358,7 @@ func TestTrainRejectsUnknownBands(t *testing.T) {
 func TestTrainBuffer(t *testing.T) {
 	cfg := trainConfig(t, "train-demo.yaml", demoStack(t))
 	cfg.Sampling.MaxPerClass = 100000 // every candidate: the drop shows in the counts
+	cfg.Sampling.Buffer = 0           // not the context features' default
 	_, plainOut := train(t, cfg)
 	cfg.Sampling.Buffer = 6
 	res, out := train(t, cfg)
