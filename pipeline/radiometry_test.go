@@ -62,6 +62,7 @@ func TestRadiometryOffsetNoticed(t *testing.T) {
 		// Per-pixel features, as the figures in docs/ingest.md were
 		// measured: the effect of an offset on a pixel's own values.
 		tc.Features = slices.DeleteFunc(tc.Features, func(f string) bool { return strings.Contains(f, "(") })
+		tc.Sampling.Buffer = 0
 		model := filepath.Join(t.TempDir(), "model")
 		if _, err := Train(context.Background(), tc, Options{Out: model}); err != nil {
 			t.Fatal(err)
