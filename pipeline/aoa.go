@@ -19,12 +19,13 @@ import (
 // index, band 2 the mask (1 inside, 0 outside), float32, NaN without data.
 const AOAFile = "aoa.tif"
 
-// CPUAOAStep is the default grid step of the area of applicability on the
-// CPU: the DI of every 10th pixel's cell (100 m on a 10 m tile), 3 to 5
-// core-minutes a full tile against 20,000 points of 20 to 40 features
-// (BenchmarkMapWindow), a fraction of the forest's prediction there. A
-// GPU computes every pixel.
-const CPUAOAStep = 10
+// DefaultAOAStep is the default grid step of the area of applicability,
+// on the CPU and the GPU alike (so that their aoa.tif are the same): the
+// DI of every 10th pixel's cell (100 m on a 10 m tile), 3 to 5
+// core-minutes a full tile against 20,000 points of 20 to 40 features on
+// the CPU (BenchmarkMapWindow), 4.4 s on an H100. Every pixel (step 1)
+// took the H100 177 s a full tile (docs/benchmarks.md).
+const DefaultAOAStep = 10
 
 // AOAWarnPercent is the share of a tile's pixels outside the area of
 // applicability above which predict and run warn.
@@ -37,9 +38,8 @@ type AOAOptions struct {
 	// applicability.
 	Off bool `yaml:"off"`
 	// Step is the grid step in pixels: the DI is computed at the centre of
-	// every Step × Step cell and aoa.tif has one pixel per cell. 0 is 1 on
-	// a GPU and CPUAOAStep on the CPU; set it to get the same aoa.tif on
-	// both.
+	// every Step × Step cell and aoa.tif has one pixel per cell. 0 is
+	// DefaultAOAStep.
 	Step int `yaml:"step"`
 }
 
@@ -51,15 +51,12 @@ func (o AOAOptions) Check() error {
 	return nil
 }
 
-// step is the grid step on the engine.
-func (o AOAOptions) step(e engine) int {
-	switch {
-	case o.Step > 0:
+// step is the grid step.
+func (o AOAOptions) step() int {
+	if o.Step > 0 {
 		return o.Step
-	case e.gpu != nil:
-		return 1
 	}
-	return CPUAOAStep
+	return DefaultAOAStep
 }
 
 // aoaSink fills a tile's DI map from the windows inference streams:

@@ -86,6 +86,7 @@ output:
 
 	tcfg := trainConfig(t, "train-demo.yaml", stack)
 	tcfg.Sampling.MaxPerClass, tcfg.Sampling.MinPerClass = 100000, 1
+	tcfg.Sampling.Buffer = 0 // every labelled point drawn: none dropped by the split's buffer
 	res, out := train(t, tcfg)
 	body, err := os.ReadFile(filepath.Join(out, SamplesFile))
 	if err != nil {

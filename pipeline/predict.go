@@ -148,7 +148,7 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 	manifests := make([]manifest, len(tiles))
 	key := fmt.Sprintf("predict %x %s %t %d", sha(body), pc.Compress, pc.Confidence, pc.Window)
 	if model.AOA != nil {
-		key += fmt.Sprintf(" aoa %t %d", pc.AOA.Off, pc.AOA.step(opt.engine()))
+		key += fmt.Sprintf(" aoa %t %d", pc.AOA.Off, pc.AOA.step())
 	}
 	for i, p := range tiles {
 		raw, err := os.ReadFile(p)
@@ -299,7 +299,7 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 		p.confusion = tile.Confusion
 	}
 	if model.AOA != nil && !pc.AOA.Off {
-		grid := aoa.Grid{Width: p.grid.Width, Height: p.grid.Height, Step: pc.AOA.step(opt.engine())}
+		grid := aoa.Grid{Width: p.grid.Width, Height: p.grid.Height, Step: pc.AOA.step()}
 		sink, closeSink, err := opt.engine().aoaSink(set, model.AOA, grid)
 		if err != nil {
 			p.abort()

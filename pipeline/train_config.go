@@ -134,7 +134,8 @@ func ParseTrainConfig(raw []byte) (TrainConfig, error) {
 		Sampling map[string]any `yaml:"sampling"`
 	}
 	if err := yaml.Unmarshal(raw, &keys); err == nil {
-		if _, set := keys.Sampling["buffer"]; !set {
+		// A split by features takes no buffer (sampling.Config.Check).
+		if _, set := keys.Sampling["buffer"]; !set && c.Sampling.Split != sampling.SplitFeatures {
 			c.Sampling.Buffer = contextRadius(c.Features)
 		}
 	}

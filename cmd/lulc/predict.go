@@ -40,7 +40,7 @@ probability 0–100), a STAC item and a quicklook PNG with a legend. When the mo
 carries an area of applicability (lulc train keeps one unless aoa.off), it also writes
 aoa.tif: the dissimilarity index to the training data and a mask of where it is within
 the model's threshold (Meyer & Pebesma 2021), on a grid of every --aoa-step-th pixel
-(default 10 on the CPU, every pixel on a GPU), and warns when more than 10 % of a tile
+(default 10, on the CPU and the GPU alike), and warns when more than 10 % of a tile
 lies outside. Outputs are staged
 and renamed when complete; --resume continues an interrupted run, keeping the tiles
 whose checksums verify. With STAC input (--catalog or --ingest-config) it first runs
@@ -137,7 +137,7 @@ ingest into OUT.stack and predicts from that stack.`,
 	cmd.Flags().StringVar(&pc.Compress, "compress", "", "DEFLATE (default) or ZSTD")
 	cmd.Flags().BoolVar(&pc.Resume, "resume", false, "continue an interrupted run, keeping verified tiles")
 	cmd.Flags().BoolVar(&noAOA, "no-aoa", false, "write no aoa.tif even when the model has an area of applicability")
-	cmd.Flags().IntVar(&pc.AOA.Step, "aoa-step", 0, "grid step of aoa.tif in pixels (0: 1 on a GPU, 10 on the CPU)")
+	cmd.Flags().IntVar(&pc.AOA.Step, "aoa-step", 0, "grid step of aoa.tif in pixels (0: 10)")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory")
 	addDeviceFlag(cmd, &device)
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")
