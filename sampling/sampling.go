@@ -1,6 +1,8 @@
 // Package sampling draws the labelled pixels a forest is trained and
 // validated on: a stratified, block-split draw (for every class and split,
-// the pixels with the smallest seeded hashes, up to a cap) from tiles in
+// the pixels with the smallest seeded hashes, up to a cap; with pixel
+// weights, a pixel of weight w keys as the smallest of w hashes: a
+// weighted draw, weightedKey) from tiles in
 // memory or from strips read out of files, and the features of the pixels
 // it keeps. Training pixels near validation blocks may be dropped (a
 // buffer, buffer.go), or the split may go by the vector features that
