@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lulc/lulc/features"
@@ -48,6 +49,12 @@ func withWeights(c drawCase, seed uint64) drawCase {
 // scan visits each pixel with its weighted key and skips weight 0.
 func TestWeightedDrawMatchesReference(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	keyed := 0
+	defer func() {
+		if keyed == 0 {
+			t.Error("no shard's draw carried its keys: the weighted merge goes untested")
+		}
+	}()
 	for trial := range uint64(20) {
 		c := withWeights(randomDrawCase(t, 3000+trial, trial%8 == 7), trial)
 		want, wantWarn, wantBuffered := referenceSamples(t, c.cfg, c.names, c.scheme, c.ins)
@@ -77,7 +84,9 @@ func TestWeightedDrawMatchesReference(t *testing.T) {
 			t.Errorf("%s: samples with device passes given differ from the reference", name)
 		}
 		if len(c.ins) >= 2 {
-			if got := mergedDraws(t, c); !bytes.Equal(got, wantBytes) {
+			got, k := mergedDraws(t, c)
+			keyed += k
+			if !bytes.Equal(got, wantBytes) {
 				t.Errorf("%s: merged draws differ from the reference", name)
 			}
 		}
@@ -86,8 +95,9 @@ func TestWeightedDrawMatchesReference(t *testing.T) {
 }
 
 // mergedDraws draws c's inputs as two shards (odd inputs strip by strip),
-// through their draw files, and merges them.
-func mergedDraws(t *testing.T, c drawCase) []byte {
+// through their draw files, and merges them; keyed is how many draws
+// carried their keys.
+func mergedDraws(t *testing.T, c drawCase) (b []byte, keyed int) {
 	t.Helper()
 	strips := stripInputs(c.ins)
 	var draws []*samples.Set
@@ -116,6 +126,9 @@ func mergedDraws(t *testing.T, c drawCase) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if back.Draw.Keys != nil {
+			keyed++
+		}
 		draws = append(draws, back)
 	}
 	sp := New(c.cfg, c.names, c.scheme, cpu)
@@ -128,11 +141,10 @@ func mergedDraws(t *testing.T, c drawCase) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := set.Encode()
-	if err != nil {
+	if b, err = set.Encode(); err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return b, keyed
 }
 
 // scanKeys checks that Scan visits pixels of weight 0 never, and every
@@ -223,5 +235,30 @@ func TestWeightedDrawRatio(t *testing.T) {
 	t.Logf("drawn: %d of weight 1, %d of weight 3: ratio %.3f", drawn[1], drawn[3], ratio)
 	if ratio < 2.75 || ratio > 3.2 {
 		t.Errorf("weight-3 pixels drawn %.3f times as often as weight-1 ones (%d against %d), want about 3", ratio, drawn[3], drawn[1])
+	}
+}
+
+// TestMergeRefusesForeignKeys checks that a weighted draw whose key lies
+// above its pixel's unweighted key (no weight gives that) is refused.
+func TestMergeRefusesForeignKeys(t *testing.T) {
+	for trial := uint64(0); ; trial++ {
+		c := withWeights(randomDrawCase(t, 4000+trial, false), trial)
+		sp := New(c.cfg, c.names, c.scheme, cpu)
+		if err := sp.AddAt(c.ins[0], 0); err != nil {
+			t.Fatal(err)
+		}
+		d, err := sp.Draw(1, 1, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Draw.Keys == nil {
+			continue
+		}
+		i := len(d.Draw.Keys) - 1
+		d.Draw.Keys[i] = unweightedKey(c.cfg.Seed, d.Pixel[i]) + 1
+		if err := New(c.cfg, c.names, c.scheme, cpu).Merge(d); err == nil || !strings.Contains(err.Error(), "above its unweighted key") {
+			t.Errorf("a foreign key merged: %v", err)
+		}
+		return
 	}
 }
