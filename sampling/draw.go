@@ -50,18 +50,6 @@ type drawTile struct {
 	weights []uint8
 }
 
-// key is the sampling key of pixel col of the row whose key hash is hr,
-// at index i of the tile, weighted (weightedKey); ok is false for a pixel
-// of weight 0, which is no candidate.
-func (t *drawTile) key(hr uint64, i, col int) (key uint64, ok bool) {
-	key = rng.Extend(hr, uint64(col))
-	if t.weights == nil {
-		return key, true
-	}
-	w := t.weights[i]
-	return weightedKey(key, w), w != 0
-}
-
 // drawRule says which pixels are candidates, in which reservoir, under
 // which key.
 type drawRule struct {
@@ -292,9 +280,14 @@ func drawCount(t drawTile, rule *drawRule, r0, r1 int, hist []uint32, off *[256]
 			if k == drawNone {
 				continue
 			}
-			key, ok := t.key(hr, r*w+col, col)
-			if !ok {
-				continue
+			key := rng.Extend(hr, uint64(col))
+			if t.weights != nil {
+				// Weight 0 is no candidate.
+				wt := t.weights[r*w+col]
+				if wt == 0 {
+					continue
+				}
+				key = weightedKey(key, wt)
 			}
 			hist[int(k)<<rule.bits|int(key>>shift)]++
 		}
@@ -342,7 +335,14 @@ func drawCollect(t drawTile, rule *drawRule, r0, r1 int, bound []uint64, pos []i
 					continue
 				}
 				k |= gs.of(groups[col])
-				if key, ok := t.key(hr, r*w+col, col); ok && key <= bound[k] {
+				key := rng.Extend(hr, uint64(col))
+				if t.weights != nil {
+					if t.weights[r*w+col] == 0 {
+						continue
+					}
+					key = weightedKey(key, t.weights[r*w+col])
+				}
+				if key <= bound[k] {
 					cands = append(cands, rowCandidate{key: key, col: int32(col), res: k})
 				}
 			}
@@ -353,7 +353,14 @@ func drawCollect(t drawTile, rule *drawRule, r0, r1 int, bound []uint64, pos []i
 					if k == drawNone || k&1 == 0 && rule.buffer > 0 && near.near(col, rule.block, rule.buffer) {
 						continue
 					}
-					if key, ok := t.key(hr, r*w+col, col); ok && key <= bound[k] {
+					key := rng.Extend(hr, uint64(col))
+					if t.weights != nil {
+						if t.weights[r*w+col] == 0 {
+							continue
+						}
+						key = weightedKey(key, t.weights[r*w+col])
+					}
+					if key <= bound[k] {
 						cands = append(cands, rowCandidate{key: key, col: int32(col), res: k})
 					}
 				}
