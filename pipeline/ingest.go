@@ -857,6 +857,13 @@ type groupSink interface {
 	WriteGroups(ids []uint32) error
 }
 
+// weightSink is a tile sink that also takes the tile's pixel weights
+// whole (a vector label attribute, raster.RasterizeWeights), which the
+// draw keys pixels by.
+type weightSink interface {
+	WriteWeights(w []uint8) error
+}
+
 // tileWriters are the three rasters of a tile: the stack (UInt16 in lulc's
 // encoding, band descriptions from the config's bands), the labels (UInt8,
 // with the scheme's palette and names when given) and the valid counts.
@@ -874,6 +881,15 @@ const GroupsFile = "groups.tif"
 // WriteGroups writes the tile's group ids as groups.tif.
 func (w *tileWriters) WriteGroups(ids []uint32) error {
 	return raster.WriteGroups(filepath.Join(w.dir, GroupsFile), w.grid, ids, w.cog)
+}
+
+// WeightsFile is a tile's pixel weights (UInt8, 0: never drawn) when its
+// labels came from a vector layer with source.label_weight_field.
+const WeightsFile = "weights.tif"
+
+// WriteWeights writes the tile's pixel weights as weights.tif.
+func (w *tileWriters) WriteWeights(weights []uint8) error {
+	return raster.WriteWeights(filepath.Join(w.dir, WeightsFile), w.grid, weights, w.cog)
 }
 
 func newTileWriters(dir string, grid raster.Grid, cfg IngestConfig, classes *landcover.Scheme) (*tileWriters, error) {
@@ -924,6 +940,7 @@ func (w *tileWriters) abort() {
 	w.label.Abort()
 	w.count.Abort()
 	os.Remove(filepath.Join(w.dir, GroupsFile))
+	os.Remove(filepath.Join(w.dir, WeightsFile))
 }
 
 // close encodes the three COGs at once (the labels and counts beside the
@@ -948,8 +965,10 @@ func (w *tileWriters) close() error {
 func writeTileManifest(dir string, m manifest) error {
 	// The files are hashed at once: SHA-256 runs on one core per file.
 	files := []string{"stack.tif", "labels.tif", "valid_count.tif"}
-	if atomicfs.Exists(filepath.Join(dir, GroupsFile)) {
-		files = append(files, GroupsFile)
+	for _, f := range []string{GroupsFile, WeightsFile} {
+		if atomicfs.Exists(filepath.Join(dir, f)) {
+			files = append(files, f)
+		}
 	}
 	outs, errs := make([]manifestOutput, len(files)), make([]error, len(files))
 	var wg sync.WaitGroup

@@ -66,6 +66,11 @@ type IngestConfig struct {
 		// features): default, each feature is its own group (FID + 1).
 		// The groups are written as groups.tif beside labels.tif.
 		LabelGroupField string `yaml:"label_group_field" json:",omitempty"`
+		// LabelWeightField is the numeric attribute that weights vector
+		// labels' features in the draw (rounded to an integer 0–255; 0:
+		// never drawn; default: every feature weighs 1): burned like the
+		// labels and written as weights.tif beside labels.tif.
+		LabelWeightField string `yaml:"label_weight_field" json:",omitempty"`
 		// Collection holds the Sentinel-2 L2A items, LabelCollection the
 		// ESA WorldCover ones.
 		Collection      string `yaml:"collection"`
@@ -261,8 +266,8 @@ func (c IngestConfig) Validate() error {
 	if len(s.Bands) > 0 || s.Scale != 0 || s.Offset != 0 || s.NoData != nil {
 		return errors.New("source: bands, scale, offset and nodata describe rasters; STAC assets carry their own")
 	}
-	if s.LabelField != "" || s.LabelLayer != "" || s.LabelsAllTouched || s.LabelGroupField != "" {
-		return errors.New("source: label_field, label_layer, labels_all_touched and label_group_field describe vector labels of source.rasters")
+	if s.LabelField != "" || s.LabelLayer != "" || s.LabelsAllTouched || s.LabelGroupField != "" || s.LabelWeightField != "" {
+		return errors.New("source: label_field, label_layer, labels_all_touched, label_group_field and label_weight_field describe vector labels of source.rasters")
 	}
 	switch {
 	case !slices.Contains([]string{"query", "cql2", "none"}, s.CloudFilter):

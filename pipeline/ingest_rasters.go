@@ -75,6 +75,9 @@ func checkRasterPair(cfg IngestConfig, i int, p RasterPair) (rasterTile, error) 
 		t.vector = true
 		return t, nil
 	}
+	if cfg.Source.LabelWeightField != "" {
+		return t, fmt.Errorf("%s.labels %s is a raster: source.label_weight_field weights the features of vector labels only", key, p.Labels)
+	}
 	lab, err := raster.Open(p.Labels)
 	if err != nil {
 		return t, fmt.Errorf("%s.labels: %w", key, err)
@@ -157,6 +160,25 @@ func (t *rasterTile) composite(ctx context.Context, cfg IngestConfig, opt Option
 				return tileStats{}, fmt.Errorf("tile %s: label groups: %w", t.name(), err)
 			}
 		}
+		// The features' weights, by the same rule, when the config names
+		// their field.
+		if src.LabelWeightField != "" {
+			var weights []uint8
+			for _, s := range sinks {
+				ws, ok := s.(weightSink)
+				if !ok {
+					continue
+				}
+				if weights == nil {
+					if weights, err = raster.RasterizeWeights(t.pair.Labels, v, src.LabelWeightField, t.grid); err != nil {
+						return tileStats{}, fmt.Errorf("tile %s: label weights: %w", t.name(), err)
+					}
+				}
+				if err := ws.WriteWeights(weights); err != nil {
+					return tileStats{}, fmt.Errorf("tile %s: label weights: %w", t.name(), err)
+				}
+			}
+		}
 	}
 	bar := opt.NewBar(int64(len(windows)), "ingest "+t.name()+" windows")
 	err := eachWindow(ctx, windows, opt.Workers, func() (func(raster.Grid) error, func(), error) {
@@ -227,6 +249,9 @@ func (t *rasterTile) manifest(ctx context.Context, cfg IngestConfig, opt Options
 		m.LabelGroups = "each feature's FID + 1 (0: no feature)"
 		if src.LabelGroupField != "" {
 			m.LabelGroups = "field " + src.LabelGroupField + " (0: no feature)"
+		}
+		if src.LabelWeightField != "" {
+			m.LabelWeights = "field " + src.LabelWeightField + ", rounded (0: no feature, or never drawn)"
 		}
 	}
 	return m, nil

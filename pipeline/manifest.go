@@ -48,7 +48,10 @@ type manifest struct {
 	// is not in LabelScheme.
 	LabelsOutsideScheme map[uint8]int64 `json:"labels_outside_scheme,omitempty"`
 	// LabelGroups says what groups.tif holds, for vector labels.
-	LabelGroups       string           `json:"label_groups,omitempty"`
+	LabelGroups string `json:"label_groups,omitempty"`
+	// LabelWeights says what weights.tif holds, for vector labels with a
+	// weight field.
+	LabelWeights      string           `json:"label_weights,omitempty"`
 	RadiometryWarning string           `json:"radiometry_warning,omitempty"`
 	Sources           []manifestItem   `json:"sources"`
 	Labels            []manifestItem   `json:"labels"`

@@ -912,6 +912,10 @@ func (r *runner) sampleTile(sp *sampling.Sampler, mem *stack.Tile, mirror *cuda.
 		// The device's passes split by blocks: a split by features is
 		// drawn on every core, the same function.
 		r.opt.Log.Debug("draw on the host: the device's passes split by blocks, not by features", "tile", mem.Name)
+	case mirror != nil && mem.Weights != nil:
+		// The device's passes key pixels unweighted: a tile with pixel
+		// weights is drawn on every core, the same function.
+		r.opt.Log.Debug("draw on the host: the device's passes do not weight pixels", "tile", mem.Name)
 	case mirror != nil:
 		si.Passes = devicePasses{mirror}
 	}

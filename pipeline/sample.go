@@ -25,7 +25,10 @@ type trainInput struct {
 	image, labels string
 	// groups is the labels' group ids (groups.tif), read for a split by
 	// features; "" otherwise.
-	groups        string
+	groups string
+	// weights is the pixels' weights (weights.tif), read when ingest
+	// burned them; "" otherwise (every pixel weighs 1).
+	weights       string
 	bands         []string
 	scale, offset float64
 	nodata        *float64
@@ -92,6 +95,10 @@ func (c TrainConfig) inputs() ([]trainInput, error) {
 			if !atomicfs.Exists(in.groups) {
 				return nil, fmt.Errorf("input.stack: tile %s has no %s: sampling.split %s needs labels ingested from a vector layer (source.label_field)", m.Tile, GroupsFile, sampling.SplitFeatures)
 			}
+		}
+		// Pixel weights, when ingest burned them, always key the draw.
+		if w := filepath.Join(dir, WeightsFile); atomicfs.Exists(w) {
+			in.weights = w
 		}
 		out = append(out, in)
 	}
@@ -183,7 +190,7 @@ func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, e engine
 func (in trainInput) sampleInput() (sampling.Input, error) {
 	si := sampling.Input{Name: in.image, Bands: in.bands, Scale: in.scale, Offset: in.offset, NoData: in.nodata, Tile: in.mem}
 	if in.mem != nil {
-		si.Groups = in.mem.Groups
+		si.Groups, si.Weights = in.mem.Groups, in.mem.Weights
 		return si, nil
 	}
 	img, err := raster.Open(in.image)
@@ -199,15 +206,18 @@ func (in trainInput) sampleInput() (sampling.Input, error) {
 	if img.Width != lab.Width || img.Height != lab.Height || img.Transform != lab.Transform {
 		return si, fmt.Errorf("%s: labels %s are not on the image's grid", in.image, in.labels)
 	}
-	if in.groups != "" {
-		grp, err := raster.Open(in.groups)
+	for _, plane := range []struct{ path, what string }{{in.groups, "group ids"}, {in.weights, "pixel weights"}} {
+		if plane.path == "" {
+			continue
+		}
+		src, err := raster.Open(plane.path)
 		if err != nil {
 			return si, err
 		}
-		same := img.Width == grp.Width && img.Height == grp.Height && img.Transform == grp.Transform
-		grp.Close()
+		same := img.Width == src.Width && img.Height == src.Height && img.Transform == src.Transform
+		src.Close()
 		if !same {
-			return si, fmt.Errorf("%s: group ids %s are not on the image's grid", in.image, in.groups)
+			return si, fmt.Errorf("%s: %s %s are not on the image's grid", in.image, plane.what, plane.path)
 		}
 	}
 	if got, nb := bandCount(in.image), len(in.bands); got != nb {
@@ -223,22 +233,28 @@ func (in trainInput) sampleInput() (sampling.Input, error) {
 			wimg.Close()
 			return nil, nil, err
 		}
-		var wgrp *raster.Source
+		var wgrp, wwt *raster.Source
+		closeAll := func() {
+			for _, src := range []*raster.Source{wimg, wlab, wgrp, wwt} {
+				if src != nil {
+					src.Close()
+				}
+			}
+		}
 		if in.groups != "" {
 			if wgrp, err = raster.Open(in.groups); err != nil {
-				wimg.Close()
-				wlab.Close()
+				closeAll()
 				return nil, nil, err
 			}
 		}
-		read := func(r0, h int) sampling.Strip { return fileStrip(si, wimg, wlab, wgrp, r0, h) }
-		return read, func() {
-			wimg.Close()
-			wlab.Close()
-			if wgrp != nil {
-				wgrp.Close()
+		if in.weights != "" {
+			if wwt, err = raster.Open(in.weights); err != nil {
+				closeAll()
+				return nil, nil, err
 			}
-		}, nil
+		}
+		read := func(r0, h int) sampling.Strip { return fileStrip(si, wimg, wlab, wgrp, wwt, r0, h) }
+		return read, closeAll, nil
 	}
 	si.Source = sampling.Source{Width: img.Width, Height: img.Height, Open: open}
 	return si, nil
@@ -308,8 +324,9 @@ func (s *PixelScan) Run(ctx context.Context, gpu *cuda.Device, visit func(sampli
 	return nil
 }
 
-// fileStrip reads the h rows from r0 of an input's files.
-func fileStrip(in sampling.Input, img, lab, groups *raster.Source, r0, h int) sampling.Strip {
+// fileStrip reads the h rows from r0 of an input's files (groups and
+// weights when not nil).
+func fileStrip(in sampling.Input, img, lab, groups, weights *raster.Source, r0, h int) sampling.Strip {
 	w, nb := img.Width, len(in.Bands)
 	win := raster.Grid{EPSG: img.EPSG, Width: w, Height: h,
 		Transform: [6]float64{img.Transform[0], img.Transform[1], 0, img.Transform[3] + float64(r0)*img.Transform[5], 0, img.Transform[5]}}
@@ -320,6 +337,12 @@ func fileStrip(in sampling.Input, img, lab, groups *raster.Source, r0, h int) sa
 	if groups != nil {
 		st.Groups = make([]uint32, w*h)
 		if st.Err = raster.ReadBandWindowInto(groups, 1, 0, r0, w, h, st.Groups); st.Err != nil {
+			return st
+		}
+	}
+	if weights != nil {
+		st.Weights = make([]uint8, w*h)
+		if st.Err = raster.ReadBandWindowInto(weights, 1, 0, r0, w, h, st.Weights); st.Err != nil {
 			return st
 		}
 	}

@@ -2,6 +2,7 @@ package raster
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -46,8 +47,9 @@ func RasterizeLabels(path string, v VectorLabels, g Grid) ([]uint8, error) {
 	if v.Field == "" {
 		return nil, fmt.Errorf("rasterize %s: no class field given", path)
 	}
-	buf, err := rasterize(path, v, g, func(string) []string { return []string{"-a", v.Field} })
-	if err != nil {
+	// 32 bits so that a value out of its range shows instead of wrapping.
+	buf := make([]uint32, g.Width*g.Height)
+	if err := rasterize(path, v, g, func(string) []string { return []string{"-a", v.Field} }, godal.UInt32, buf); err != nil {
 		return nil, err
 	}
 	out := make([]uint8, len(buf))
@@ -67,50 +69,170 @@ func RasterizeLabels(path string, v VectorLabels, g Grid) ([]uint8, error) {
 // group on one side (leave-location-out) reads them; where features
 // overlap, the feature that wins the label wins the group.
 func RasterizeGroups(path string, v VectorLabels, field string, g Grid) ([]uint32, error) {
-	return rasterize(path, v, g, func(layer string) []string {
+	buf := make([]uint32, g.Width*g.Height)
+	err := rasterize(path, v, g, func(layer string) []string {
 		if field != "" {
 			return []string{"-a", field}
 		}
 		// OGR's own SQL, whatever the format, for its FID special field.
 		return []string{"-a", "lulc_group", "-dialect", "OGRSQL",
 			"-sql", `SELECT FID + 1 AS lulc_group FROM "` + strings.ReplaceAll(layer, `"`, `""`) + `"`}
-	})
+	}, godal.UInt32, buf)
+	if err != nil {
+		return nil, err
+	}
+	return buf, nil
 }
 
-// rasterize burns the layer v names onto g with the value switches (given
-// the layer's name) choose, as 32-bit unsigned integers.
-func rasterize(path string, v VectorLabels, g Grid, value func(layer string) []string) ([]uint32, error) {
+// MaxWeight is the largest pixel weight (RasterizeWeights).
+const MaxWeight = 255
+
+// RasterizeWeights burns the same features as RasterizeLabels, by the same
+// rule, with their weights instead of their classes: the numeric attribute
+// field, rounded to the nearest integer (halves away from zero), which
+// must lie in 0–MaxWeight. A feature without a value, with a value out of
+// range, or a field that is not numeric is an error naming the feature
+// (its FID) and the value. Pixels no feature burns are 0; where features
+// overlap, the feature that wins the label wins the weight.
+func RasterizeWeights(path string, v VectorLabels, field string, g Grid) ([]uint8, error) {
+	if field == "" {
+		return nil, fmt.Errorf("rasterize %s: no weight field given", path)
+	}
+	if err := checkWeights(path, v, field); err != nil {
+		return nil, err
+	}
+	buf := make([]float64, g.Width*g.Height)
+	if err := rasterize(path, v, g, func(string) []string { return []string{"-a", field} }, godal.Float64, buf); err != nil {
+		return nil, err
+	}
+	out := make([]uint8, len(buf))
+	for i, x := range buf {
+		r := math.Round(x)
+		if !(r >= 0 && r <= MaxWeight) {
+			return nil, fmt.Errorf("rasterize %s: field %s burns weight %g; weights are 0–%d", path, field, x, MaxWeight)
+		}
+		out[i] = uint8(r)
+	}
+	return out, nil
+}
+
+// checkWeights reads every feature's weight (RasterizeWeights) and refuses
+// the first that is missing, not a number, or out of range once rounded.
+func checkWeights(path string, v VectorLabels, field string) error {
 	register()
 	vec, err := godal.Open(path, godal.VectorOnly())
 	if err != nil {
-		return nil, fmt.Errorf("rasterize %s: open vector: %w", path, err)
+		return fmt.Errorf("rasterize %s: open vector: %w", path, err)
 	}
 	defer vec.Close()
+	layer, err := findLayer(path, vec, v)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, l := range vec.Layers() {
+		if l.Name() == layer {
+			names = slices.Sorted(maps.Keys(layerFields(l)))
+		}
+	}
+	if names == nil {
+		return nil // no feature: nothing burns
+	}
+	if !slices.Contains(names, field) {
+		return fmt.Errorf("rasterize %s: layer %s has no weight field %q (fields: %s)", path, layer, field, strings.Join(names, ", "))
+	}
+	// OGR's own SQL, whatever the format, for each feature's FID beside
+	// its weight; first those whose weight is null (godal reads a null
+	// field as set).
+	quoted, from := `"`+strings.ReplaceAll(field, `"`, `""`)+`"`, ` FROM "`+strings.ReplaceAll(layer, `"`, `""`)+`"`
+	for _, where := range []string{" WHERE " + quoted + " IS NULL", ""} {
+		rs, err := vec.ExecuteSQL("SELECT FID AS lulc_fid, "+quoted+from+where, godal.OGRSQLDialect())
+		if err != nil {
+			return fmt.Errorf("rasterize %s: read weights from field %s: %w", path, field, err)
+		}
+		err = checkWeightRows(path, field, rs, where != "")
+		rs.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkWeightRows refuses the first feature of rs (FID as lulc_fid, and
+// field) whose weight is missing (every one, when null), not a number, or
+// out of range once rounded.
+func checkWeightRows(path, field string, rs *godal.ResultSet, null bool) error {
+	for f := rs.NextFeature(); f != nil; f = rs.NextFeature() {
+		fields := f.Fields()
+		fid, w := fields["lulc_fid"].Int(), fields[field]
+		f.Close()
+		switch {
+		case null || !w.IsSet():
+			return fmt.Errorf("rasterize %s: feature FID %d has no weight in field %s", path, fid, field)
+		case w.Type() != godal.FTInt && w.Type() != godal.FTInt64 && w.Type() != godal.FTReal:
+			return fmt.Errorf("rasterize %s: feature FID %d: weight field %s holds %q, not a number", path, fid, field, w.String())
+		}
+		if x := w.Float(); !(math.Round(x) >= 0 && math.Round(x) <= MaxWeight) {
+			return fmt.Errorf("rasterize %s: feature FID %d: weight field %s holds %g; weights are integers 0–%d (rounded)", path, fid, field, x, MaxWeight)
+		}
+	}
+	return nil
+}
+
+// layerFields returns a layer's attribute fields by name, from its first
+// feature (godal exposes no layer definition); nil for an empty layer.
+func layerFields(l godal.Layer) map[string]godal.Field {
+	l.ResetReading()
+	defer l.ResetReading()
+	f := l.NextFeature()
+	if f == nil {
+		return nil
+	}
+	defer f.Close()
+	return f.Fields()
+}
+
+// findLayer returns the name of the layer v names (the first when none).
+func findLayer(path string, vec *godal.Dataset, v VectorLabels) (string, error) {
 	layers := vec.Layers()
 	if len(layers) == 0 {
-		return nil, fmt.Errorf("rasterize %s: no vector layer", path)
+		return "", fmt.Errorf("rasterize %s: no vector layer", path)
 	}
-	layer := layers[0].Name()
-	if v.Layer != "" {
-		layer = v.Layer
-		found := false
-		var names []string
-		for _, l := range layers {
-			names = append(names, l.Name())
-			found = found || l.Name() == v.Layer
-		}
-		if !found {
-			return nil, fmt.Errorf("rasterize %s: no layer %q (layers: %s)", path, v.Layer, strings.Join(names, ", "))
-		}
+	if v.Layer == "" {
+		return layers[0].Name(), nil
 	}
-	// 32 bits so that a value out of its range shows instead of wrapping.
-	mem, err := godal.Create(godal.Memory, "", 1, godal.UInt32, g.Width, g.Height)
+	var names []string
+	for _, l := range layers {
+		if l.Name() == v.Layer {
+			return v.Layer, nil
+		}
+		names = append(names, l.Name())
+	}
+	return "", fmt.Errorf("rasterize %s: no layer %q (layers: %s)", path, v.Layer, strings.Join(names, ", "))
+}
+
+// rasterize burns the layer v names onto g with the value switches (given
+// the layer's name) choose, into buf (a []uint32 for dt UInt32, a
+// []float64 for Float64).
+func rasterize(path string, v VectorLabels, g Grid, value func(layer string) []string, dt godal.DataType, buf any) error {
+	register()
+	vec, err := godal.Open(path, godal.VectorOnly())
 	if err != nil {
-		return nil, fmt.Errorf("rasterize %s: %w", path, err)
+		return fmt.Errorf("rasterize %s: open vector: %w", path, err)
+	}
+	defer vec.Close()
+	layer, err := findLayer(path, vec, v)
+	if err != nil {
+		return err
+	}
+	mem, err := godal.Create(godal.Memory, "", 1, dt, g.Width, g.Height)
+	if err != nil {
+		return fmt.Errorf("rasterize %s: %w", path, err)
 	}
 	defer mem.Close()
 	if err := describe(mem, g, COGOptions{}); err != nil {
-		return nil, fmt.Errorf("rasterize %s: %w", path, err)
+		return fmt.Errorf("rasterize %s: %w", path, err)
 	}
 	switches := value(layer)
 	if !slices.Contains(switches, "-sql") {
@@ -120,13 +242,12 @@ func rasterize(path string, v VectorLabels, g Grid, value func(layer string) []s
 		switches = append(switches, "-at")
 	}
 	if err := mem.RasterizeInto(vec, switches); err != nil {
-		return nil, fmt.Errorf("rasterize %s (layer %s, %s): %w", path, layer, strings.Join(switches[:2], " "), err)
+		return fmt.Errorf("rasterize %s (layer %s, %s): %w", path, layer, strings.Join(switches[:2], " "), err)
 	}
-	buf := make([]uint32, g.Width*g.Height)
 	if err := mem.Bands()[0].Read(0, 0, buf, g.Width, g.Height); err != nil {
-		return nil, fmt.Errorf("rasterize %s: read back: %w", path, err)
+		return fmt.Errorf("rasterize %s: read back: %w", path, err)
 	}
-	return buf, nil
+	return nil
 }
 
 // LabelPoint is a labelled point: its position in a layer's CRS and its
@@ -191,23 +312,41 @@ func WritePoints(path, layer, field string, epsg int, pts []LabelPoint) error {
 // 0 as nodata, overviews by nearest neighbour; staged and renamed like
 // WriteCOG.
 func WriteGroups(path string, g Grid, ids []uint32, opt COGOptions) error {
-	register()
-	if len(ids) != g.Width*g.Height {
-		return fmt.Errorf("write %s: %d group ids for a %d×%d grid", path, len(ids), g.Width, g.Height)
+	opt.NoData = new(float64)
+	if opt.Description == "" {
+		opt.Description = "feature groups"
 	}
-	mem, err := godal.Create(godal.Memory, "", 1, godal.UInt32, g.Width, g.Height)
+	return writePlane(path, g, godal.UInt32, ids, len(ids), opt)
+}
+
+// WriteWeights writes a plane of pixel weights (RasterizeWeights) as a
+// UInt8 COG, like WriteGroups but with no nodata: 0 is a weight (never
+// drawn).
+func WriteWeights(path string, g Grid, weights []uint8, opt COGOptions) error {
+	opt.NoData = nil
+	if opt.Description == "" {
+		opt.Description = "pixel weights"
+	}
+	return writePlane(path, g, godal.Byte, weights, len(weights), opt)
+}
+
+// writePlane writes one band of n values of type dt (buf) on grid g as a
+// COG through GDAL's COG driver, overviews by nearest neighbour.
+func writePlane(path string, g Grid, dt godal.DataType, buf any, n int, opt COGOptions) error {
+	register()
+	if n != g.Width*g.Height {
+		return fmt.Errorf("write %s: %d values for a %d×%d grid", path, n, g.Width, g.Height)
+	}
+	mem, err := godal.Create(godal.Memory, "", 1, dt, g.Width, g.Height)
 	if err != nil {
 		return fmt.Errorf("write %s: create in-memory dataset: %w", path, err)
 	}
 	defer mem.Close()
-	opt.NoData, opt.OverviewResampling, opt.Classes = new(float64), "NEAREST", nil
-	if opt.Description == "" {
-		opt.Description = "feature groups"
-	}
+	opt.OverviewResampling, opt.Classes = "NEAREST", nil
 	if err := describe(mem, g, opt); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := mem.Bands()[0].Write(0, 0, ids, g.Width, g.Height); err != nil {
+	if err := mem.Bands()[0].Write(0, 0, buf, g.Width, g.Height); err != nil {
 		return fmt.Errorf("write %s: fill in-memory dataset: %w", path, err)
 	}
 	return translateCOG(mem, path, opt)

@@ -1,6 +1,7 @@
 package raster
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -256,5 +257,65 @@ func TestRasterizeGroups(t *testing.T) {
 	got, err := RasterizeGroups(pts, VectorLabels{Field: "c"}, "", small)
 	if err != nil || !slices.Equal(got, []uint32{1, 2, 0}) {
 		t.Errorf("groups of points from FID 0: %v (%v)", got, err)
+	}
+}
+
+// TestRasterizeWeights burns points' weights (rounded, halves away from
+// zero), onto the pixels their labels burn, and refuses weights that are
+// missing, not numbers, or outside 0–255 once rounded, naming the feature
+// and the value.
+func TestRasterizeWeights(t *testing.T) {
+	dir := t.TempDir()
+	layer := func(name string, weights ...string) string {
+		var feats []string
+		for i, w := range weights {
+			feats = append(feats, fmt.Sprintf(`{"type": "Feature", "properties": {"c": 3, "w": %s}, "geometry": {"type": "Point", "coordinates": [%d, 3999995]}}`, w, 500005+10*i))
+		}
+		path := filepath.Join(dir, name+".geojson")
+		body := `{"type": "FeatureCollection", "crs": {"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::32631"}}, "features": [` + strings.Join(feats, ",\n") + `]}`
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	g := Grid{EPSG: 32631, Width: 7, Height: 1, Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}
+	v := VectorLabels{Field: "c"}
+	good := layer("good", "1", "2.5", "0", "255", "254.6", "0.4")
+	got, err := RasterizeWeights(good, v, "w", g)
+	if err != nil || !slices.Equal(got, []uint8{1, 3, 0, 255, 255, 0, 0}) {
+		t.Errorf("weights %v (%v)", got, err)
+	}
+	// A layer whose weights are integers burns them as they are.
+	ints := layer("ints", "7", "1")
+	if got, err := RasterizeWeights(ints, v, "w", g); err != nil || !slices.Equal(got, []uint8{7, 1, 0, 0, 0, 0, 0}) {
+		t.Errorf("integer weights %v (%v)", got, err)
+	}
+	for _, c := range []struct {
+		weights []string
+		want    string
+	}{
+		{[]string{"1", "-1"}, "feature FID 1: weight field w holds -1;"},
+		{[]string{"256", "1"}, "feature FID 0: weight field w holds 256;"},
+		{[]string{"3", "2", "255.5"}, "feature FID 2: weight field w holds 255.5;"},
+		{[]string{"3", "null"}, "feature FID 1 has no weight in field w"},
+		{[]string{`"heavy"`}, `feature FID 0: weight field w holds "heavy", not a number`},
+	} {
+		path := layer("bad", c.weights...)
+		if _, err := RasterizeWeights(path, v, "w", g); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("weights %v: %v, want an error with %q", c.weights, err, c.want)
+		}
+	}
+	if _, err := RasterizeWeights(good, v, "weight", g); err == nil || !strings.Contains(err.Error(), `no weight field "weight" (fields: c, w)`) {
+		t.Errorf("a missing field: %v", err)
+	}
+
+	// Written and read back: the same bytes, no nodata.
+	out := filepath.Join(dir, "weights.tif")
+	if err := WriteWeights(out, g, got, COGOptions{Compress: "DEFLATE", BlockSize: 256}); err != nil {
+		t.Fatal(err)
+	}
+	back, _, err := ReadBand[uint8](out, 1)
+	if err != nil || !slices.Equal(back, got) {
+		t.Errorf("weights.tif reads back %v (%v)", back, err)
 	}
 }

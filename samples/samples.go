@@ -59,6 +59,11 @@ type Draw struct {
 	// Dark is each input's dark levels by band (package radiometry), in
 	// the order of Sources, when known: training records their median.
 	Dark []map[string]float64 `json:"dark,omitempty"`
+	// Keys are the candidates' sampling keys, in the order of Pixel, when
+	// any differs from the unweighted key its pixel id gives (a draw from
+	// inputs with pixel weights); absent, the keys are recomputed from the
+	// ids.
+	Keys []uint64 `json:"keys,omitempty"`
 }
 
 // Set is a table of samples.

@@ -46,6 +46,8 @@ type drawTile struct {
 	// groups are the pixels' group ids, row-major, for a split by
 	// features (nil: by blocks).
 	groups []uint32
+	// weights are the pixels' weights, row-major (nil: all 1).
+	weights []uint8
 }
 
 // drawRule says which pixels are candidates, in which reservoir, under
@@ -279,6 +281,14 @@ func drawCount(t drawTile, rule *drawRule, r0, r1 int, hist []uint32, off *[256]
 				continue
 			}
 			key := rng.Extend(hr, uint64(col))
+			if t.weights != nil {
+				// Weight 0 is no candidate.
+				wt := t.weights[r*w+col]
+				if wt == 0 {
+					continue
+				}
+				key = weightedKey(key, wt)
+			}
 			hist[int(k)<<rule.bits|int(key>>shift)]++
 		}
 	}
@@ -325,7 +335,14 @@ func drawCollect(t drawTile, rule *drawRule, r0, r1 int, bound []uint64, pos []i
 					continue
 				}
 				k |= gs.of(groups[col])
-				if key := rng.Extend(hr, uint64(col)); key <= bound[k] {
+				key := rng.Extend(hr, uint64(col))
+				if t.weights != nil {
+					if t.weights[r*w+col] == 0 {
+						continue
+					}
+					key = weightedKey(key, t.weights[r*w+col])
+				}
+				if key <= bound[k] {
 					cands = append(cands, rowCandidate{key: key, col: int32(col), res: k})
 				}
 			}
@@ -336,7 +353,14 @@ func drawCollect(t drawTile, rule *drawRule, r0, r1 int, bound []uint64, pos []i
 					if k == drawNone || k&1 == 0 && rule.buffer > 0 && near.near(col, rule.block, rule.buffer) {
 						continue
 					}
-					if key := rng.Extend(hr, uint64(col)); key <= bound[k] {
+					key := rng.Extend(hr, uint64(col))
+					if t.weights != nil {
+						if t.weights[r*w+col] == 0 {
+							continue
+						}
+						key = weightedKey(key, t.weights[r*w+col])
+					}
+					if key <= bound[k] {
 						cands = append(cands, rowCandidate{key: key, col: int32(col), res: k})
 					}
 				}
@@ -641,7 +665,7 @@ func (sp *Sampler) addTile(in Input, ii uint64, set *features.Set) error {
 		limit[k] = r.limit
 	}
 	sp.mu.Unlock()
-	tile := drawTile{width: t.Grid.Width, height: t.Grid.Height, labels: t.Labels, dn: t.DN}
+	tile := drawTile{width: t.Grid.Width, height: t.Grid.Height, labels: t.Labels, dn: t.DN, weights: in.Weights}
 	if s.byFeatures() {
 		tile.groups = in.Groups
 	}
@@ -650,9 +674,9 @@ func (sp *Sampler) addTile(in Input, ii uint64, set *features.Set) error {
 	var off [256]int64
 	var buffered int64
 	var err error
-	// The device's passes split by blocks only: a split by features is
-	// drawn on every core.
-	if in.Passes != nil && tile.groups == nil {
+	// The device's passes split by blocks and key pixels unweighted only:
+	// a split by features, or a tile with weights, is drawn on every core.
+	if in.Passes != nil && tile.groups == nil && tile.weights == nil {
 		out, bands, off, buffered, err = drawInputOn(in.Passes, len(t.DN), rule, limit, s.MaxPerClass)
 	} else {
 		out, bands, off, buffered, err = drawInput(tile, rule, limit, s.MaxPerClass)

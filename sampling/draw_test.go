@@ -20,7 +20,8 @@ import (
 
 // referenceSamples is the draw's specification, written the plain way:
 // every pixel of every input whose code is in the scheme and whose bands
-// are all present (no NaN reflectance) is keyed; per class and split, all
+// are all present (no NaN reflectance) is keyed (by its weight, when the
+// input has weights); per class and split, all
 // of them are sorted by (key, id) and the first max_per_class kept; with
 // balancing, every class of a split is cut to the rarest present class's
 // count; the rows go training split first, class by class, by key.
@@ -103,6 +104,20 @@ func referenceSamples(t *testing.T, cfg Config, names []string, scheme landcover
 					continue
 				}
 				key := rng.Hash(s.Seed, 0x5a4, uint64(ii), uint64(row), uint64(col))
+				if in.Weights != nil {
+					// Weight w: the smallest of w hashes, the key and the
+					// key extended by 1 … w−1; weight 0 is never drawn.
+					if in.Weights[i] == 0 {
+						continue
+					}
+					min := key
+					for j := 1; j < int(in.Weights[i]); j++ {
+						if h := rng.Hash(s.Seed, 0x5a4, uint64(ii), uint64(row), uint64(col), uint64(j)); h < min {
+							min = h
+						}
+					}
+					key = min
+				}
 				id := uint64(ii)<<40 | uint64(row)<<20 | uint64(col)
 				res[c*2+split] = append(res[c*2+split], pixel{key, id, bands})
 			}

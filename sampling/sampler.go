@@ -109,6 +109,10 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 		sp.mu.Unlock()
 		return fmt.Errorf("%s: sampling.split %s needs the group id of every pixel (the features of vector labels: groups.tif)", in.Name, SplitFeatures)
 	}
+	if in.Tile != nil && in.Weights != nil && len(in.Weights) != in.Tile.Grid.Width*in.Tile.Grid.Height {
+		sp.mu.Unlock()
+		return fmt.Errorf("%s: %d pixel weights for %d×%d pixels", in.Name, len(in.Weights), in.Tile.Grid.Width, in.Tile.Grid.Height)
+	}
 	if in.Tile != nil && !sp.scheme.Has(0) {
 		sp.mu.Unlock()
 		return sp.addTile(in, ii, fs)
@@ -137,6 +141,9 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 		}
 		if s.byFeatures() && len(st.Groups) != len(st.Labels) {
 			return fmt.Errorf("%s: sampling.split %s needs the group id of every pixel (the features of vector labels: groups.tif)", in.Name, SplitFeatures)
+		}
+		if st.Weights != nil && len(st.Weights) != len(st.Labels) {
+			return fmt.Errorf("%s: a strip of %d labels has %d weights", in.Name, len(st.Labels), len(st.Weights))
 		}
 		for r, res := range sp.res {
 			limits[r] = res.limit
@@ -288,6 +295,12 @@ func screenStrip(st Strip, nb, w, height, r0 int, ii uint64, class [256]int, lim
 					}
 					res := c*2 + split
 					key := rng.Hash(s.Seed, 0x5a4, ii, row, uint64(col))
+					if st.Weights != nil {
+						if st.Weights[i] == 0 {
+							continue
+						}
+						key = weightedKey(key, st.Weights[i])
+					}
 					if key >= limits[res] {
 						continue
 					}

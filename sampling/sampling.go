@@ -1,6 +1,8 @@
 // Package sampling draws the labelled pixels a forest is trained and
 // validated on: a stratified, block-split draw (for every class and split,
-// the pixels with the smallest seeded hashes, up to a cap) from tiles in
+// the pixels with the smallest seeded hashes, up to a cap; with pixel
+// weights, a pixel of weight w keys as the smallest of w hashes: a
+// weighted draw, weightedKey) from tiles in
 // memory or from strips read out of files, and the features of the pixels
 // it keeps. Training pixels near validation blocks may be dropped (a
 // buffer, buffer.go), or the split may go by the vector features that
@@ -92,6 +94,23 @@ func groupSplit(seed uint64, valFrac float64, group uint32) uint16 {
 	return 0
 }
 
+// weightedKey is the sampling key of a pixel of weight w whose
+// unweighted key is key: the smallest of w hashes, key itself and key
+// extended by 1 … w−1. The minimum of w independent uniform keys has
+// P(min ≤ x) = 1 − (1 − x)^w, the distribution of Efraimidis and
+// Spirakis's key u^(1/w) (in 1 − u form), so the smallest keys of a
+// reservoir are a sample without replacement weighted by w, computed
+// with integer hashes only (the same bits on every machine). Weight 1
+// gives key: an unweighted draw. Weight 0 pixels are never drawn (the
+// callers skip them).
+func weightedKey(key uint64, w uint8) uint64 {
+	k := key
+	for j := uint64(1); j < uint64(w); j++ {
+		k = min(k, rng.Extend(key, j))
+	}
+	return k
+}
+
 // Computers makes a features computer for a feature set (the CPU's, or a
 // GPU's) and its release.
 type Computers func(set *features.Set) (features.Computer, func(), error)
@@ -108,9 +127,13 @@ type Input struct {
 	// Groups, with Tile, are its pixels' group ids (the vector features
 	// that labelled them, row-major) for a split by features.
 	Groups []uint32
+	// Weights, with Tile, are its pixels' weights (the features of
+	// vector labels' weight attribute, row-major, 0 never drawn); nil:
+	// every pixel's is 1. See weightedKey.
+	Weights []uint8
 	// Passes, with Tile, run the draw's passes on a device that holds
-	// the tile too; nil: on every core. A split by features runs on every
-	// core whatever Passes says.
+	// the tile too; nil: on every core. A split by features, and a tile
+	// with weights, run on every core whatever Passes says.
 	Passes Passes
 	// Source gives the strips of an input in files (Tile nil).
 	Source Source
@@ -128,9 +151,11 @@ type Source struct {
 type Strip struct {
 	Labels []uint8
 	Groups []uint32 // group ids, for a split by features
-	Planes [][]float32
-	Err    error
-	feats  [][]float32 // computed by readStrips when a scan asks
+	// Weights are the pixels' weights (nil: all 1; see weightedKey).
+	Weights []uint8
+	Planes  [][]float32
+	Err     error
+	feats   [][]float32 // computed by readStrips when a scan asks
 }
 
 // source is the input's strips: from the tile in memory, or its Source.

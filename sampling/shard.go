@@ -63,16 +63,30 @@ func (sp *Sampler) Draw(total int, scale, offset float64, nodata *float64) (*sam
 		bands = sp.set.Values()
 	}
 	out := &samples.Set{Header: samples.Header{Features: bands, Classes: sp.scheme.Codes(), Sources: names, Seed: sp.cfg.Seed, Buffered: sp.buffered, Draw: d}}
+	var keys []uint64
+	weighted := false
 	for r, res := range sp.res {
 		res.keep(sp.cfg.MaxPerClass)
 		for _, e := range res.entries {
 			out.Y = append(out.Y, uint8(r/2))
 			out.Split = append(out.Split, uint8(r%2))
 			out.Pixel = append(out.Pixel, e.id)
+			keys = append(keys, e.key)
+			weighted = weighted || e.key != unweightedKey(sp.cfg.Seed, e.id)
 		}
 		out.X = append(out.X, res.bands...)
 	}
+	// Weighted keys cannot be recomputed from the ids: the draw carries
+	// them. An unweighted draw's bytes stay as they were.
+	if weighted {
+		d.Keys = keys
+	}
 	return out, nil
+}
+
+// unweightedKey is the sampling key of pixel id before any weight.
+func unweightedKey(seed, id uint64) uint64 {
+	return rng.Hash(seed, 0x5a4, id>>40, id>>20&(1<<20-1), id&(1<<20-1))
 }
 
 // Merge adds one shard's draw (Draw's output, from the same config) as if
@@ -125,9 +139,20 @@ func (sp *Sampler) Merge(d *samples.Set) error {
 	nb := len(d.Features)
 	cands := make([][]entry, len(sp.res))
 	bands := make([][]float32, len(sp.res))
+	if d.Draw.Keys != nil && len(d.Draw.Keys) != len(d.Pixel) {
+		return fmt.Errorf("merge: %d keys for %d candidates", len(d.Draw.Keys), len(d.Pixel))
+	}
 	for i, id := range d.Pixel {
 		r := int(d.Y[i])*2 + int(d.Split[i])
-		key := rng.Hash(sp.cfg.Seed, 0x5a4, id>>40, id>>20&(1<<20-1), id&(1<<20-1))
+		key := unweightedKey(sp.cfg.Seed, id)
+		if d.Draw.Keys != nil {
+			// A weighted key is the smallest of its pixel's hashes, the
+			// unweighted one among them: never above it.
+			if d.Draw.Keys[i] > key {
+				return fmt.Errorf("merge: candidate %d (pixel %#x) has key %#x, above its unweighted key %#x: not a draw of this seed", i, id, d.Draw.Keys[i], key)
+			}
+			key = d.Draw.Keys[i]
+		}
 		cands[r] = append(cands[r], entry{key: key, id: id, at: len(bands[r])})
 		bands[r] = append(bands[r], d.X[i*nb:(i+1)*nb]...)
 	}

@@ -49,7 +49,8 @@ func (px Pixel) AppendFeatures(dst []float32) []float32 {
 // fraction cfg.ValidationFraction of them to validation; training pixels
 // within cfg.Buffer of a validation block are not visited; or by the
 // pixels' groups with split features), keys are the
-// pixel's hash seeded by cfg.Seed. Strips are read and their features
+// pixel's hash seeded by cfg.Seed, weighted by the strip's weights when it
+// has them (weightedKey; pixels of weight 0 are not visited). Strips are read and their features
 // computed by several workers a few strips ahead of the visits.
 func Scan(ii uint64, in Input, set *features.Set, comp features.Computer, scheme landcover.Scheme, cfg Config, visit func(Pixel)) error {
 	src, err := in.source()
@@ -77,6 +78,9 @@ func Scan(ii uint64, in Input, set *features.Set, comp features.Computer, scheme
 			return st.Err
 		}
 		r0, h := k*stripRows, len(st.Labels)/w
+		if st.Weights != nil && len(st.Weights) != len(st.Labels) {
+			return fmt.Errorf("%s: a strip of %d labels has %d weights", in.Name, len(st.Labels), len(st.Weights))
+		}
 		if cfg.byFeatures() && len(st.Groups) != len(st.Labels) {
 			return fmt.Errorf("%s: sampling.split %s needs the group id of every pixel (the features of vector labels: groups.tif)", in.Name, SplitFeatures)
 		}
@@ -117,7 +121,14 @@ func Scan(ii uint64, in Input, set *features.Set, comp features.Computer, scheme
 				if missing || split == 0 && cfg.Buffer > 0 && near.near(col, block, cfg.Buffer) {
 					continue
 				}
-				visit(Pixel{class: c, split: split, key: rng.Hash(seed, 0x5a4, ii, row, uint64(col)), id: ii<<40 | row<<20 | uint64(col), feats: st.feats, i: i})
+				key := rng.Hash(seed, 0x5a4, ii, row, uint64(col))
+				if st.Weights != nil {
+					if st.Weights[i] == 0 {
+						continue
+					}
+					key = weightedKey(key, st.Weights[i])
+				}
+				visit(Pixel{class: c, split: split, key: key, id: ii<<40 | row<<20 | uint64(col), feats: st.feats, i: i})
 			}
 		}
 		results[k].done()
@@ -227,6 +238,9 @@ func readStrip(read func(r0, h int) Strip, set *features.Set, width, height, r0,
 	if st.Groups != nil {
 		out.Groups = st.Groups[inner : inner+n]
 	}
+	if st.Weights != nil {
+		out.Weights = st.Weights[inner : inner+n]
+	}
 	for _, p := range st.Planes {
 		out.Planes = append(out.Planes, p[inner:inner+n])
 	}
@@ -243,6 +257,9 @@ func memStrip(in Input, t *stack.Tile, r0, h int) Strip {
 	t.ReadLabels(0, r0, w, h, st.Labels)
 	if in.Groups != nil {
 		st.Groups = in.Groups[r0*w : (r0+h)*w]
+	}
+	if in.Weights != nil {
+		st.Weights = in.Weights[r0*w : (r0+h)*w]
 	}
 	for b, plane := range t.DN {
 		vals := make([]float32, w*h)

@@ -40,6 +40,10 @@ type Tile struct {
 	// serve the draw, which comes before a tile is held: Spill does not
 	// keep them.
 	Groups []uint32
+	// Weights are the pixels' weights (a vector label attribute, 0: never
+	// drawn) when ingest burned them, else nil (every pixel's is 1). Like
+	// Groups, they serve the draw only: Spill does not keep them.
+	Weights []uint8
 }
 
 // WriteGroups keeps the tile's group ids (a sink of vector labels' tiles).
@@ -48,6 +52,16 @@ func (t *Tile) WriteGroups(ids []uint32) error {
 		return fmt.Errorf("tile %s: %d group ids for %d×%d pixels", t.Name, len(ids), t.Grid.Width, t.Grid.Height)
 	}
 	t.Groups = ids
+	return nil
+}
+
+// WriteWeights keeps the tile's pixel weights (a sink of vector labels'
+// tiles with a weight field).
+func (t *Tile) WriteWeights(w []uint8) error {
+	if len(w) != t.Grid.Width*t.Grid.Height {
+		return fmt.Errorf("tile %s: %d pixel weights for %d×%d pixels", t.Name, len(w), t.Grid.Width, t.Grid.Height)
+	}
+	t.Weights = w
 	return nil
 }
 
