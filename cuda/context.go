@@ -167,6 +167,24 @@ func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata
 	if st.err != nil {
 		return st.err
 	}
+	// The fused windows' programs, uploaded before anything is queued.
+	progs := make([]uint64, nbase)
+	for b := range nbase {
+		prog, R, values := plan.fusedProgram(b)
+		if contextShared(R, values) > maxShared {
+			continue
+		}
+		var err error
+		if progs[b], err = put(m, fmt.Sprintf("context.fused.%d", b), prog); err != nil {
+			return err
+		}
+	}
+	// Copies from pageable memory (the caller's DNs, the programs) may
+	// still be on their way when the driver returns, and a non-blocking
+	// stream s does not wait for them: wait here.
+	if err := check(api.ctxSynchronize(), "cuCtxSynchronize"); err != nil {
+		return err
+	}
 	launch := func(name string, threads int, args ...any) error {
 		return fe.Dev.launchAsync(s, name, int64(threads), args...)
 	}
@@ -187,10 +205,7 @@ func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata
 			continue
 		}
 		fused[b] = true
-		dp, err := put(m, fmt.Sprintf("context.fused.%d", b), prog)
-		if err != nil {
-			return err
-		}
+		dp := progs[b]
 		v := dBase.ptr + uint64(b*ph*4)
 		gx, gy := uint32((iw+contextTile-1)/contextTile), uint32((ih+contextTile-1)/contextTile)
 		if err := fe.Dev.launchGrid(s, "context_fused", gx, gy, 256, uint32(shared), v, int32(w), int32(h), int32(rect.X), int32(rect.Y),
