@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/lulc/lulc/configs"
@@ -95,6 +96,10 @@ func TestContextBufferDefault(t *testing.T) {
 		if c.Sampling.Buffer != buf {
 			t.Errorf("buffer: %d read as %d", buf, c.Sampling.Buffer)
 		}
+	}
+	small := regexp.MustCompile(`block_size: \d+`).ReplaceAll(raw, []byte("block_size: 6"))
+	if _, err := ParseTrainConfig(small); err == nil || !strings.Contains(err.Error(), "too small for the context features") {
+		t.Errorf("blocks of 6 with a default buffer of 7: %v", err)
 	}
 	pixel := regexp.MustCompile(`(?s)features: \[.*?\]`).ReplaceAll(raw, []byte("features: [B04, ndvi]"))
 	if c, err := ParseTrainConfig(pixel); err != nil || c.Sampling.Buffer != 0 {

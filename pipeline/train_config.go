@@ -137,6 +137,9 @@ func ParseTrainConfig(raw []byte) (TrainConfig, error) {
 		// A split by features takes no buffer (sampling.Config.Check).
 		if _, set := keys.Sampling["buffer"]; !set && c.Sampling.Split != sampling.SplitFeatures {
 			c.Sampling.Buffer = contextRadius(c.Features)
+			if r := c.Sampling.Buffer; r > 0 && r >= c.Sampling.BlockSize && c.Sampling.BlockSize > 0 {
+				return c, fmt.Errorf("sampling.block_size: %d is too small for the context features' window radius %d, the split's buffer by default: use blocks above %d pixels, or set sampling.buffer", c.Sampling.BlockSize, r, r)
+			}
 		}
 	}
 	return c, c.Validate()

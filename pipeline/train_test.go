@@ -231,7 +231,7 @@ func TestTrainBadInput(t *testing.T) {
 			}{zero, lab})
 			c.Input.Bands, c.Input.Scale = []string{"B02", "B03", "B04"}, 0.0001
 			c.Features = []string{"nd(B02,B03)", "B04"}
-			c.Sampling.BlockSize = 4
+			c.Sampling.BlockSize, c.Sampling.Buffer = 4, 0
 		}, "NaN in every training sample"},
 	}
 	for _, c := range cases {
