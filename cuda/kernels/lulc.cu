@@ -1525,12 +1525,19 @@ extern "C" __global__ void __launch_bounds__(AOA_BLOCK) aoa_di(const float* __re
         long long i = base + threadIdx.x;
         bool live = i < n, nan = false;
         double z[AOA_MAX_FEATURES];
+        // The feature loops run to the compile-time bound, guarded, so
+        // that z stays in registers (a loop to nf would index it at run
+        // time, in local memory); the order of the sums is the same.
         if (live) {
             long long p = pixels ? (long long)pixels[i] : i;
-            for (int f = 0; f < nf; f++) {
-                double v = __dmul_rn(__dsub_rn((double)feats[f * stride + p], mean[f]), scale[f]);
-                if (v != v) nan = true;
-                z[f] = v;
+#pragma unroll
+            for (int f = 0; f < AOA_MAX_FEATURES; f++) {
+                z[f] = 0.0;
+                if (f < nf) {
+                    double v = __dmul_rn(__dsub_rn((double)feats[f * stride + p], mean[f]), scale[f]);
+                    if (v != v) nan = true;
+                    z[f] = v;
+                }
             }
         }
         double best = __longlong_as_double(0x7ff0000000000000LL);
@@ -1543,9 +1550,12 @@ extern "C" __global__ void __launch_bounds__(AOA_BLOCK) aoa_di(const float* __re
                 for (int j = 0; j < m; j++) {
                     const double* q = tile + j * nf;
                     double s = 0.0;
-                    for (int f = 0; f < nf; f++) {
-                        double d = __dsub_rn(z[f], q[f]);
-                        s = __dadd_rn(s, __dmul_rn(d, d));
+#pragma unroll
+                    for (int f = 0; f < AOA_MAX_FEATURES; f++) {
+                        if (f < nf) {
+                            double d = __dsub_rn(z[f], q[f]);
+                            s = __dadd_rn(s, __dmul_rn(d, d));
+                        }
                     }
                     if (s < best) best = s;
                 }
