@@ -23,8 +23,8 @@ const AOAFile = "aoa.tif"
 // on the CPU and the GPU alike (so that their aoa.tif are the same): the
 // DI of every 10th pixel's cell (100 m on a 10 m tile), 3 to 5
 // core-minutes a full tile against 20,000 points of 20 to 40 features on
-// the CPU (BenchmarkMapWindow), 4.4 s on an H100. Every pixel (step 1)
-// took the H100 177 s a full tile (docs/benchmarks.md).
+// the CPU (BenchmarkMapWindow), about 2 s on an H100. Every pixel (step
+// 1) took the H100 64 s a full tile (docs/benchmarks.md).
 const DefaultAOAStep = 10
 
 // AOAWarnPercent is the share of a tile's pixels outside the area of
