@@ -15,7 +15,23 @@ type contextPlan struct {
 	baseCodes []int32 // 5 per base: the operation and its input bands
 	base      Buffer
 	pairs     []contextPair
+	fused     []fusedBase // per base
 }
+
+// fusedBase is one base's windows as context_fused takes them (prog: 4
+// ints a window, uploaded once into dev), their largest radius, whether
+// one wants a range (values 1), and the shared memory that takes: above
+// maxShared the base's windows take the two-pass kernels instead.
+type fusedBase struct {
+	prog   []int32
+	R      int
+	values int32
+	shared int
+	dev    Buffer
+}
+
+// fits reports whether context_fused can take the base.
+func (f *fusedBase) fits() bool { return f.shared <= maxShared }
 
 // contextPair is one base feature over one window radius: the statistics
 // that context_cols writes, as feature indices (-1: not in the set).
@@ -60,6 +76,10 @@ func newContextPlan(set *features.Set) (contextPlan, error) {
 		default:
 			plan.pairs[k].rng = int32(fi)
 		}
+	}
+	for b := range plan.bases() {
+		prog, R, values := plan.fusedProgram(b)
+		plan.fused = append(plan.fused, fusedBase{prog: prog, R: R, values: values, shared: contextShared(R, values)})
 	}
 	return plan, nil
 }
@@ -167,16 +187,14 @@ func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata
 	if st.err != nil {
 		return st.err
 	}
-	// The fused windows' programs, uploaded before anything is queued.
-	progs := make([]uint64, nbase)
-	for b := range nbase {
-		prog, R, values := plan.fusedProgram(b)
-		if contextShared(R, values) > maxShared {
-			continue
-		}
-		var err error
-		if progs[b], err = put(m, fmt.Sprintf("context.fused.%d", b), prog); err != nil {
-			return err
+	// The fused windows' programs, uploaded on first use.
+	for b := range plan.fused {
+		fb := &plan.fused[b]
+		if fb.fits() && fb.dev.ptr == 0 {
+			var err error
+			if fb.dev, err = upload(fb.prog); err != nil {
+				return err
+			}
 		}
 	}
 	// Copies from pageable memory (the caller's DNs, the programs) may
@@ -197,24 +215,20 @@ func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata
 	// Per base, its windows in one fused pass where their shared memory
 	// fits (context_fused), else two passes per window through device
 	// memory (context_rows, context_cols).
-	fused := map[int]bool{}
-	for b := range nbase {
-		prog, R, values := plan.fusedProgram(b)
-		shared := contextShared(R, values)
-		if shared > maxShared {
+	for b := range plan.fused {
+		fb := &plan.fused[b]
+		if !fb.fits() {
 			continue
 		}
-		fused[b] = true
-		dp := progs[b]
 		v := dBase.ptr + uint64(b*ph*4)
 		gx, gy := uint32((iw+contextTile-1)/contextTile), uint32((ih+contextTile-1)/contextTile)
-		if err := fe.Dev.launchGrid(s, "context_fused", gx, gy, 256, uint32(shared), v, int32(w), int32(h), int32(rect.X), int32(rect.Y),
-			int32(iw), int32(ih), int32(R), dp, int32(len(prog)/4), values, out, int64(n)); err != nil {
+		if err := fe.Dev.launchGrid(s, "context_fused", gx, gy, 256, uint32(fb.shared), v, int32(w), int32(h), int32(rect.X), int32(rect.Y),
+			int32(iw), int32(ih), int32(fb.R), fb.dev.ptr, int32(len(fb.prog)/4), fb.values, out, int64(n)); err != nil {
 			return err
 		}
 	}
 	for _, pr := range plan.pairs {
-		if fused[pr.base] {
+		if plan.fused[pr.base].fits() {
 			continue
 		}
 		v := dBase.ptr + uint64(pr.base*ph*4)

@@ -282,6 +282,11 @@ func (f *Features) Close() {
 		if f.ctx.base.ptr != 0 {
 			f.ctx.base.free()
 		}
+		for b := range f.ctx.fused {
+			if f.ctx.fused[b].dev.ptr != 0 {
+				f.ctx.fused[b].dev.free()
+			}
+		}
 		return nil
 	})
 }

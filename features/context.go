@@ -3,11 +3,9 @@ package features
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Context features summarise a per-pixel feature (a band, an index or an
@@ -383,7 +381,9 @@ func (s *Set) ContextAt(dst []float32, xs, ys []int, width, height int, refl fun
 		bases[b].r = max(bases[b].r, f.Size/2)
 		of[k] = b
 	}
-	parallel(len(xs), func(lo, hi int) {
+	// A pixel's windows are hundreds of values: a few dozen pixels make a
+	// core's worth.
+	parallel(len(xs), 64, func(lo, hi int) {
 		in := make([]float32, 4)
 		vals := make([][]float32, len(bases))
 		for p := lo; p < hi; p++ {
@@ -448,14 +448,4 @@ func pixelValueBy(f *Feature, pos []int, at func(b int) float32, in []float32) f
 		return float32(math.NaN())
 	}
 	return v
-}
-
-// parallel runs f over [0, n) split into a range per core.
-func parallel(n int, f func(lo, hi int)) {
-	parts := max(1, min(runtime.GOMAXPROCS(0), n/64))
-	var wg sync.WaitGroup
-	for k := range parts {
-		wg.Go(func() { f(k*n/parts, (k+1)*n/parts) })
-	}
-	wg.Wait()
 }

@@ -308,8 +308,12 @@ func Rows(planes [][]float32) []float32 {
 
 // byRows runs f over n rows split into a range per core: transposing
 // samples is bound by memory, which one core cannot keep busy.
-func byRows(n int, f func(lo, hi int)) {
-	parts := max(1, min(runtime.GOMAXPROCS(0), n/4096))
+func byRows(n int, f func(lo, hi int)) { parallel(n, 4096, f) }
+
+// parallel runs f over [0, n) split into a range per core, each of at
+// least least items (one range when n is below twice that).
+func parallel(n, least int, f func(lo, hi int)) {
+	parts := max(1, min(runtime.GOMAXPROCS(0), n/least))
 	var wg sync.WaitGroup
 	for k := range parts {
 		wg.Go(func() { f(k*n/parts, (k+1)*n/parts) })
