@@ -141,6 +141,10 @@ type TileResult struct {
 func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, error) {
 	opt.Fill()
 	start := time.Now()
+	// mark logs, at debug level, a step of the ingest's timeline.
+	mark := func(step, tile string) {
+		opt.Log.Debug("ingest timeline", "step", step, "tile", tile, "at_s", time.Since(start).Seconds())
+	}
 	if err := cfg.Validate(); err != nil {
 		return IngestResult{}, err
 	}
@@ -156,10 +160,12 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 		return IngestResult{}, err
 	}
 	defer stage.Release()
+	mark("located", "")
 	res := IngestResult{Dir: stage.Final, Resumed: stage.Resumed}
 	busy := opt.engine().busy()
+	mark("engine ready", "")
 	for _, t := range tiles {
-		tr, decoded, err := ingestOne(ctx, cfg, opt, stage, t)
+		tr, decoded, err := ingestOne(ctx, cfg, opt, stage, t, mark)
 		res.DecodedBytes += decoded
 		if err != nil {
 			return res, fmt.Errorf("tile %s: %w", t.name(), err)
@@ -175,6 +181,7 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 	if err := stage.Commit(); err != nil {
 		return res, err
 	}
+	mark("committed", "")
 	res.Elapsed = time.Since(start)
 	res.DeviceBusy = opt.engine().busy() - busy
 	return res, nil
@@ -530,7 +537,7 @@ type tileStats struct {
 
 // ingestOne writes one tile's stack COGs and manifest into the stage. It
 // returns the bytes decoded.
-func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomicfs.Stage, st sourceTile) (TileResult, int64, error) {
+func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomicfs.Stage, st sourceTile, mark func(step, tile string)) (TileResult, int64, error) {
 	name := st.name()
 	dir := stage.Path(name)
 	tr := TileResult{Tile: name, Dir: filepath.Join(stage.Final, name), Dates: st.dates()}
@@ -546,10 +553,11 @@ func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomic
 	if err != nil {
 		return tr, 0, err
 	}
-	tw, err := newTileWriters(dir, grid, cfg, st.labelScheme(cfg))
+	tw, err := newTileWriters(dir, grid, cfg, st.labelScheme(cfg), true)
 	if err != nil {
 		return tr, 0, err
 	}
+	mark("planned", name)
 	hist := radiometry.NewHistogram(len(cfg.Bands), StackScale, StackOffset)
 	sinks := []tileSink{tw, hist}
 	var outside *outsideCounter
@@ -563,11 +571,13 @@ func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomic
 		tw.abort()
 		return tr, stats.decoded, err
 	}
+	mark("composited", name)
 	encodeStart := time.Now()
 	if err := tw.close(); err != nil {
 		return tr, stats.decoded, err
 	}
 	tr.Timings.Encode = time.Since(encodeStart)
+	mark("encoded", name)
 	logTileStages(ctx, opt, name, tr)
 	if outside != nil {
 		tr.Outside = outside.counts()
@@ -580,8 +590,9 @@ func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomic
 		m.LabelsOutsideScheme = tr.Outside
 		m.setDark(cfg.Bands, hist.Dark(), opt)
 		m.LabelScheme = recordScheme(st.labelScheme(cfg))
-		err = writeTileManifest(dir, m)
+		err = writeTileManifest(dir, m, tw.sums())
 	}
+	mark("manifest", name)
 	return tr, stats.decoded, err
 }
 
@@ -892,8 +903,12 @@ func (w *tileWriters) WriteWeights(weights []uint8) error {
 	return raster.WriteWeights(filepath.Join(w.dir, WeightsFile), w.grid, weights, w.cog)
 }
 
-func newTileWriters(dir string, grid raster.Grid, cfg IngestConfig, classes *landcover.Scheme) (*tileWriters, error) {
-	cog := raster.COGOptions{BlockSize: cfg.Output.BlockSize, Compress: cfg.Output.Compress, NoData: ptr(0.0)}
+// newTileWriters starts a tile's three rasters in dir. With early, their
+// full-resolution tiles are compressed as the windows complete them, and
+// the files are hashed as they are written (raster.COGOptions.EncodeEarly):
+// the compressed tiles are then held in memory until close.
+func newTileWriters(dir string, grid raster.Grid, cfg IngestConfig, classes *landcover.Scheme, early bool) (*tileWriters, error) {
+	cog := raster.COGOptions{BlockSize: cfg.Output.BlockSize, Compress: cfg.Output.Compress, NoData: ptr(0.0), EncodeEarly: early}
 	bandInfo := make([]raster.BandInfo, len(cfg.Bands))
 	for i, b := range cfg.Bands {
 		bandInfo[i] = raster.BandInfo{Description: b, Scale: StackScale, Offset: StackOffset}
@@ -919,7 +934,21 @@ func newTileWriters(dir string, grid raster.Grid, cfg IngestConfig, classes *lan
 		labelW.Abort()
 		return nil, err
 	}
+	// Groups and weights are written whole, once: nothing to gain early.
+	cog.EncodeEarly = false
 	return &tileWriters{stack: stackW, label: labelW, count: countW, dir: dir, grid: grid, cog: cog}, nil
+}
+
+// sums returns the checksums and sizes the writers took as they wrote,
+// by file name, after close.
+func (w *tileWriters) sums() map[string]manifestOutput {
+	known := map[string]manifestOutput{}
+	for name, r := range map[string]*raster.Writer{"stack.tif": w.stack, "labels.tif": w.label, "valid_count.tif": w.count} {
+		if sha, size, ok := r.Sum(); ok {
+			known[name] = manifestOutput{File: name, SHA256: sha, Size: size}
+		}
+	}
+	return known
 }
 
 // Write stores a window of every stack band, the count and the labels.
@@ -961,8 +990,9 @@ func (w *tileWriters) close() error {
 }
 
 // writeTileManifest adds the outputs' checksums to m and writes the
-// tile's manifest.json, which marks the tile finished.
-func writeTileManifest(dir string, m manifest) error {
+// tile's manifest.json, which marks the tile finished. Files in known were
+// hashed as they were written; the others are read back.
+func writeTileManifest(dir string, m manifest, known map[string]manifestOutput) error {
 	// The files are hashed at once: SHA-256 runs on one core per file.
 	files := []string{"stack.tif", "labels.tif", "valid_count.tif"}
 	for _, f := range []string{GroupsFile, WeightsFile} {
@@ -973,6 +1003,10 @@ func writeTileManifest(dir string, m manifest) error {
 	outs, errs := make([]manifestOutput, len(files)), make([]error, len(files))
 	var wg sync.WaitGroup
 	for i, f := range files {
+		if k, ok := known[f]; ok {
+			outs[i] = k
+			continue
+		}
 		wg.Go(func() {
 			sum, size, err := fileSHA256(filepath.Join(dir, f))
 			outs[i], errs[i] = manifestOutput{File: f, SHA256: sum, Size: size}, err

@@ -701,7 +701,7 @@ func (r *runner) compositeMirrored(ctx context.Context, opt Options, t sourceTil
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, err
 		}
-		if tw, err = newTileWriters(dir, grid, cfg, t.labelScheme(cfg)); err != nil {
+		if tw, err = newTileWriters(dir, grid, cfg, t.labelScheme(cfg), false); err != nil {
 			return nil, nil, err
 		}
 		sinks = append(sinks, tw)
@@ -730,7 +730,7 @@ func (r *runner) compositeMirrored(ctx context.Context, opt Options, t sourceTil
 			if err := tw.close(); err != nil {
 				return err
 			}
-			return writeTileManifest(dir, m)
+			return writeTileManifest(dir, m, nil)
 		})
 	}
 	return mem, dm, nil

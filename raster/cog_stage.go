@@ -19,6 +19,9 @@ type goStage interface {
 	write(band, x, y, width, height int, buf any) error
 	encode(path string, classes *landcover.Scheme) error
 	release() error
+	// sum is the encoded file's SHA-256 (hex) and size, when encode took
+	// them on the way (COGOptions.EncodeEarly).
+	sum() (sha string, size int64, ok bool)
 }
 
 // stageOf keeps every band as a full-resolution plane, in Go memory or,
@@ -30,10 +33,22 @@ type stageOf[T Pixels] struct {
 	plan   *cogPlan
 	levels [][][]T // level → band → plane; overviews allocated by encode in memory
 	mapped []byte  // the mapping, nil in memory
+	early  *earlyTiles[T]
+	sha    string // the file's SHA-256 and size, when early encoding took them
+	size   int64
 }
 
-func newStage[T Pixels](path string, p *cogPlan) (*stageOf[T], error) {
-	s := &stageOf[T]{plan: p, levels: make([][][]T, len(p.levels))}
+// newStage stages a raster planned by p; with early set, its full-
+// resolution tiles are compressed as their rows are completed.
+func newStage[T Pixels](path string, p *cogPlan, early bool) (s *stageOf[T], err error) {
+	s = &stageOf[T]{plan: p, levels: make([][][]T, len(p.levels))}
+	if early {
+		defer func() {
+			if err == nil {
+				s.early = newEarlyTiles(p, s.levels[0])
+			}
+		}()
+	}
 	var zero T
 	size := int64(unsafe.Sizeof(zero))
 	l0 := p.levels[0]
@@ -97,13 +112,21 @@ func (s *stageOf[T]) write(band, x, y, width, height int, buf any) error {
 		for r := range height {
 			copy(plane[(y+r)*l0.width+x:][:width], v[r*width:][:width])
 		}
-		return nil
 	case []uint8:
-		return copyWindow(plane, l0.width, x, y, width, height, v)
+		if err := copyWindow(plane, l0.width, x, y, width, height, v); err != nil {
+			return err
+		}
 	case []uint16:
-		return copyWindow(plane, l0.width, x, y, width, height, v)
+		if err := copyWindow(plane, l0.width, x, y, width, height, v); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unsupported buffer type %T", buf)
 	}
-	return fmt.Errorf("unsupported buffer type %T", buf)
+	if s.early != nil {
+		s.early.wrote(y, width, height)
+	}
+	return nil
 }
 
 // copyWindow copies a width×height window into a plane dstW pixels wide at
@@ -139,10 +162,26 @@ func (s *stageOf[T]) encode(path string, classes *landcover.Scheme) error {
 			}
 		}
 	}
-	return encodeLevels(path, s.plan, s.levels, classes)
+	if s.early == nil {
+		return encodeLevels(path, s.plan, s.levels, classes)
+	}
+	if classes != nil {
+		if err := writeCategories(path+".aux.xml", *classes); err != nil {
+			return err
+		}
+	}
+	var err error
+	s.sha, s.size, err = encodeEarly(path, s.plan, s.levels, s.early)
+	return err
 }
 
+func (s *stageOf[T]) sum() (string, int64, bool) { return s.sha, s.size, s.sha != "" }
+
 func (s *stageOf[T]) release() error {
+	if s.early != nil {
+		// The compressors read the planes: they stop before the planes go.
+		s.early.stop()
+	}
 	s.levels = nil
 	if s.mapped == nil {
 		return nil

@@ -110,8 +110,8 @@ func (c cogCase) options() COGOptions {
 }
 
 // write writes the case at path: through Writer in shuffled windows on
-// several goroutines, or WriteCOG.
-func (c cogCase) write(t testing.TB, path string) {
+// several goroutines (returning the closed Writer), or WriteCOG (nil).
+func (c cogCase) write(t testing.TB, path string) *Writer {
 	t.Helper()
 	g, opt := c.grid(), c.options()
 	if !c.writer {
@@ -125,7 +125,7 @@ func (c cogCase) write(t testing.TB, path string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return
+		return nil
 	}
 	infos := c.infos
 	if infos == nil {
@@ -183,6 +183,7 @@ func (c cogCase) write(t testing.TB, path string) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return w
 }
 
 func toU8(v []uint16) []uint8 {

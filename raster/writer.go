@@ -59,9 +59,9 @@ func NewWriter(path string, g Grid, dtype string, bands []BandInfo, opt COGOptio
 	if p, _ := planCOG(g, bytesPer, infos, opt); p != nil && bytesPer > 0 {
 		var err error
 		if bytesPer == 1 {
-			w.stage, err = newStage[uint8](path, p)
+			w.stage, err = newStage[uint8](path, p, opt.EncodeEarly)
 		} else {
-			w.stage, err = newStage[uint16](path, p)
+			w.stage, err = newStage[uint16](path, p, opt.EncodeEarly)
 		}
 		// Where the staging file cannot be mapped, GDAL stages instead.
 		if err == nil {
@@ -153,6 +153,18 @@ func (w *Writer) Close() error {
 	}
 	defer src.Close()
 	return translateCOG(src, w.path, w.opt)
+}
+
+// Sum returns the SHA-256 (hex) and size of the file Close wrote, when it
+// took them as it wrote (COGOptions.EncodeEarly with lulc's encoder); ok is
+// false otherwise, and the caller reads the file to hash it.
+func (w *Writer) Sum() (sha string, size int64, ok bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.stage == nil || !w.closed {
+		return "", 0, false
+	}
+	return w.stage.sum()
 }
 
 // Abort discards the raster; after a failed Close too.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 
 	"github.com/lulc/lulc/internal/redact"
@@ -19,7 +20,9 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stopProfile := startProfile(os.Getenv("LULC_CPUPROFILE"))
+	stopTrace := startTrace(os.Getenv("LULC_TRACE"))
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stopTrace()
 	stopProfile()
 	writeHeapProfile(os.Getenv("LULC_MEMPROFILE"))
 	stop()
@@ -44,6 +47,28 @@ func startProfile(path string) (stop func()) {
 	}
 	return func() {
 		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
+
+// startTrace writes a Go execution trace of the whole command to path when
+// it is set (LULC_TRACE, beside LULC_CPUPROFILE): `go tool trace` shows
+// every goroutine's time on a timeline, blocked, running or in GDAL and the
+// CUDA driver, which a CPU profile cannot show (waiting costs no CPU).
+func startTrace(path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = trace.Start(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lulc: LULC_TRACE: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		trace.Stop()
 		f.Close()
 	}
 }

@@ -1,0 +1,110 @@
+package raster
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestWriterEncodeEarly: compressing rows of tiles as windows complete
+// them gives the same file as compressing at Close, staged in memory and
+// in a mapped file, for every writer case; Sum is the file's SHA-256 and
+// size.
+func TestWriterEncodeEarly(t *testing.T) {
+	dir := t.TempDir()
+	defer func(v int64) { stageInMemoryMax = v }(stageInMemoryMax)
+	for _, c := range cogCases {
+		if !c.writer {
+			continue
+		}
+		for _, mapped := range []bool{false, true} {
+			stageInMemoryMax = 1 << 30
+			if mapped {
+				stageInMemoryMax = 0
+			}
+			late := filepath.Join(dir, c.name+"-late.tif")
+			c.write(t, late)
+			early := c
+			early.opt.EncodeEarly = true
+			path := filepath.Join(dir, c.name+"-early.tif")
+			w := early.write(t, path)
+			a, _ := os.ReadFile(late)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(a) == 0 || !bytes.Equal(a, b) {
+				t.Errorf("%s (mapped %v): early encoding gives another file (%d bytes, not %d)", c.name, mapped, len(b), len(a))
+			}
+			sha, size, ok := w.Sum()
+			sum := sha256.Sum256(b)
+			if !ok || sha != hex.EncodeToString(sum[:]) || size != int64(len(b)) {
+				t.Errorf("%s: Sum = %s, %d, %v; the file's is %x, %d", c.name, sha, size, ok, sum, len(b))
+			}
+			if _, _, ok := mustWriter(t, filepath.Join(dir, "x.tif"), c).Sum(); ok {
+				t.Errorf("%s: Sum before Close", c.name)
+			}
+		}
+	}
+}
+
+// TestWriterEncodeEarlyRewritten: a window written twice before its row
+// was complete (the row's count passes its size) still ends up in the
+// file with its last values, as without early encoding.
+func TestWriterEncodeEarlyRewritten(t *testing.T) {
+	c := cogCases[4]
+	dir := t.TempDir()
+	for _, early := range []bool{false, true} {
+		opt := c.options()
+		opt.EncodeEarly = early
+		w, err := NewWriter(filepath.Join(dir, map[bool]string{false: "late.tif", true: "early.tif"}[early]), c.grid(), "uint16", c.infos, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		planes := make([][]uint16, c.bands)
+		for b := range planes {
+			planes[b] = cogPixels(c, b)
+		}
+		junk := make([]uint16, c.width*100)
+		for i := range junk {
+			junk[i] = 7
+		}
+		// Band 0's top 100 rows twice: first junk, then the real values.
+		if err := w.Write(0, 0, 0, c.width, 100, junk); err != nil {
+			t.Fatal(err)
+		}
+		for b := range c.bands {
+			if err := w.Write(b, 0, 0, c.width, c.height, planes[b]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _ := os.ReadFile(filepath.Join(dir, "late.tif"))
+	b, _ := os.ReadFile(filepath.Join(dir, "early.tif"))
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Error("a rewritten window gives another file with early encoding")
+	}
+}
+
+func mustWriter(t *testing.T, path string, c cogCase) *Writer {
+	t.Helper()
+	opt := c.options()
+	opt.EncodeEarly = true
+	dtype := map[bool]string{false: "uint8", true: "uint16"}[c.u16]
+	infos := c.infos
+	if infos == nil {
+		infos = make([]BandInfo, c.bands)
+	}
+	w, err := NewWriter(path, c.grid(), dtype, infos, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Abort)
+	return w
+}
