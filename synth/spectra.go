@@ -144,10 +144,10 @@ func phenDay(doy, lat float64) float64 {
 // sigmoid is the logistic function 1 / (1 + e^−x).
 func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
-// doubleLogistic is a double logistic on a 365-day circle: about 1 between up and
-// down, about 0 outside, with rise and fall widths kUp and kDown (days).
-// Day t is taken on the lap nearest the season's middle, so a season may
-// run across new year.
+// doubleLogistic is σ((t − up)/kUp) − σ((t − down)/kDown) on a 365-day
+// circle: about 1 between up and down, about 0 outside, rising and falling
+// over widths kUp and kDown (days). Day t is taken on the lap nearest the
+// season's middle, so a season may run across new year.
 func doubleLogistic(t, up, down, kUp, kDown float64) float64 {
 	mid := (up + down) / 2
 	dt := math.Mod(t-mid, 365)
