@@ -58,6 +58,7 @@ type acquisition struct {
 	date      Date
 	index     int
 	doy       float64
+	phenDay   float64 // day of the class curves: doy, shifted half a year south of the equator
 	cloud     *field
 	cloudThr  float64
 	cirrus    *field
@@ -83,6 +84,7 @@ func newAcquisition(s *scene, i int, lat float64) *acquisition {
 	d := s.cfg.Dates[i]
 	a := &acquisition{date: d, index: i, seed: hash(s.seed+seedDate, int64(i), d.Datetime.Unix())}
 	a.doy = float64(d.Datetime.UTC().YearDay())
+	a.phenDay = phenDay(a.doy, lat)
 
 	// Sun at the Sentinel-2 overpass (10:30 local solar time): a simple
 	// declination model is enough for shadow directions.
@@ -253,21 +255,23 @@ func (s *scene) generate(acqs []*acquisition, progress func(rows int)) {
 
 // scratch holds one strip's working buffers.
 type scratch struct {
-	surf []surface
-	gain []float32
-	pure []spectrum
-	refl []spectrum
-	sky  []sky
+	surf  []surface
+	gain  []float32
+	green []float32
+	pure  []spectrum
+	refl  []spectrum
+	sky   []sky
 }
 
 func newScratch(n int) *scratch {
 	w, h := n+2, stripRows+2
 	return &scratch{
-		surf: make([]surface, w*h),
-		gain: make([]float32, w*h),
-		pure: make([]spectrum, w*h),
-		refl: make([]spectrum, stripRows*n),
-		sky:  make([]sky, stripRows/2*(n/2)),
+		surf:  make([]surface, w*h),
+		gain:  make([]float32, w*h),
+		green: make([]float32, w*h),
+		pure:  make([]spectrum, w*h),
+		refl:  make([]spectrum, stripRows*n),
+		sky:   make([]sky, stripRows/2*(n/2)),
 	}
 }
 
@@ -294,22 +298,28 @@ func (s *scene) strip(r0, rows int, acqs []*acquisition, sc *scratch) {
 	}
 
 	pure := sc.pure[:w*h]
+	green := sc.green[:w*h] // greenness on this date, for SCL
 	refl := sc.refl[:rows*n]
 	n2 := n / 2
 	skies := sc.sky[:rows/2*n2]
 	for _, a := range acqs {
-		// Neighbouring pixels mostly share a patch: greenness (a cos or an
-		// exp) is computed once per run of equal keys.
-		prevKey, prevG := ^uint64(0), float32(0)
+		// Neighbouring pixels mostly share a patch: the seasonal spectrum
+		// (logistics, cosines, mixing) is computed once per run of equal
+		// keys, leaving one multiply per band and pixel.
+		prevKey := ^uint64(0)
+		var spec spectrum
+		var g float32
 		for k := range pure {
 			sf := &surf[k]
 			if sf.key != prevKey {
 				prevKey = sf.key
-				prevG = float32(greenness(sf.class, a.doy, float64(sf.phase), float64(sf.ampl)))
+				var g64 float64
+				spec, g64 = surfaceSpectrum(sf, a.phenDay)
+				g = float32(g64)
 			}
-			m := &classModels[sf.class]
+			green[k] = g
 			for b := range nBands {
-				pure[k][b] = (m.dry[b] + prevG*(m.green[b]-m.dry[b])) * gain[k]
+				pure[k][b] = spec[b] * gain[k]
 			}
 		}
 		// The sky is smooth at 60 m: it is evaluated once per 20 m pixel,
@@ -338,7 +348,7 @@ func (s *scene) strip(r0, rows int, acqs []*acquisition, sc *scratch) {
 				refl[(rr-1)*n+c] = px
 			}
 		}
-		s.writeStrip(a, r0, rows, refl, surf, skies, w)
+		s.writeStrip(a, r0, rows, refl, surf, green, skies, w)
 	}
 }
 
@@ -394,7 +404,7 @@ func (a *acquisition) atmosphere(px *spectrum, sk *sky, r, c int) {
 
 // writeStrip quantises a strip of reflectances into the 10, 20 and 60 m
 // rasters and classifies it into SCL.
-func (s *scene) writeStrip(a *acquisition, r0, rows int, refl []spectrum, surf []surface, skies []sky, w int) {
+func (s *scene) writeStrip(a *acquisition, r0, rows int, refl []spectrum, surf []surface, green []float32, skies []sky, w int) {
 	n := s.cfg.Size
 	a.quantise(r0, rows, n, refl, 1, bands10m)
 	a.quantise(r0, rows, n, refl, 2, bands20m)
@@ -408,7 +418,8 @@ func (s *scene) writeStrip(a *acquisition, r0, rows int, refl []spectrum, surf [
 		v := (float64(r2) + 0.5) * 20
 		for c2 := range n2 {
 			nd := a.nodata((float64(c2)+0.5)*20, v)
-			cls := a.classify(surf[(rr+1)*w+2*c2+1], &skies[rr/2*n2+c2], nd, r2, c2)
+			k := (rr+1)*w + 2*c2 + 1
+			cls := a.classify(surf[k].class, green[k], &skies[rr/2*n2+c2], nd, r2, c2)
 			a.scl[r2*n2+c2] = cls
 			counts[cls]++
 		}
@@ -449,8 +460,9 @@ func (a *acquisition) quantise(r0, rows, n int, refl []spectrum, f int, bands []
 }
 
 // classify gives a 20 m pixel its SCL class as Sen2Cor would, from what the model knows
-// is there: nodata, cloud probability, shadow, cirrus, then the surface.
-func (a *acquisition) classify(sf surface, sk *sky, nd bool, r2, c2 int) uint8 {
+// is there: nodata, cloud probability, shadow, cirrus, then the surface (its
+// class and its greenness on this date).
+func (a *acquisition) classify(class uint8, g float32, sk *sky, nd bool, r2, c2 int) uint8 {
 	switch {
 	case nd:
 		return sclNoData
@@ -470,13 +482,13 @@ func (a *acquisition) classify(sf surface, sk *sky, nd bool, r2, c2 int) uint8 {
 	case h < 0.003:
 		return sclDark
 	}
-	switch sf.class {
+	switch class {
 	case 80:
 		return sclWater
 	case 70:
 		return sclSnow
 	}
-	if classModels[sf.class].vegetated && greenness(sf.class, a.doy, float64(sf.phase), float64(sf.ampl)) > 0.3 {
+	if classModels[class].vegetated && g > 0.3 {
 		return sclVegetation
 	}
 	return sclBare

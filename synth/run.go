@@ -6,7 +6,9 @@
 // The landscape is a warped Voronoi tessellation of patches whose classes
 // follow smooth terrain, moisture and urban fields; cropland patches are cut
 // into parcels with their own crop calendars. Each class has a dry and a
-// green reflectance spectrum mixed by a seasonal greenness, with patch,
+// green reflectance spectrum mixed by a greenness that follows the class's
+// seasonal curve (crops green up, ripen and are harvested, deciduous trees
+// leaf out and shed, water and built-up stay flat), with patch,
 // texture and pixel variation, mixed pixels at boundaries, and an atmosphere
 // per date (clouds, their shadows, cirrus, haze, swath edges). Labels carry a
 // configurable fraction of plausible errors. Everything is a counter-based

@@ -36,8 +36,7 @@ type cell struct {
 	su, sv float64 // seed position
 	class  uint8
 	bright float32 // brightness factor around 1
-	vigour float32 // greenness shift of non-crop vegetation
-	phase  float32 // days of offset in the class's seasonal cycle
+	phen   phen    // seasonal curve (cropland parcels draw their own)
 	// cropland only: parcel grid orientation and size in metres
 	theta, pw, ph float32
 }
@@ -47,8 +46,7 @@ type surface struct {
 	class  uint8
 	key    uint64 // patch or parcel identity: neighbours with other keys mix
 	bright float32
-	phase  float32
-	ampl   float32 // cropland: peak greenness; other classes: greenness shift + 1
+	phen   phen
 }
 
 type scene struct {
@@ -198,8 +196,23 @@ func (s *scene) makeCell(i, j int) cell {
 	c.bright = float32(1 + 0.12*gauss(h(3)))
 	// Patches of one class differ in vigour (a dry meadow, a lush one):
 	// this is what makes neighbouring vegetation classes overlap.
-	c.vigour = float32(0.25 * gauss(h(8)))
-	c.phase = float32(20 * signed(h(4)))
+	c.phen.vigour = float32(0.25 * gauss(h(8)))
+	c.phen.phase = float32(20 * signed(h(4)))
+	if c.class == 10 {
+		// Tree patches are broadleaf deciduous, evergreen needleleaf or
+		// mixed stands. Budburst comes late April, give or take ten days,
+		// and leaf fall in mid October.
+		switch r := unit(h(9)); {
+		case r < 0.45:
+			c.phen.decid = float32(0.8 + 0.2*unit(h(10)))
+		case r < 0.75:
+			c.phen.decid = float32(0.2 * unit(h(10)))
+		default:
+			c.phen.decid = float32(0.3 + 0.4*unit(h(10)))
+		}
+		c.phen.up = float32(118 + 10*signed(h(11)))
+		c.phen.down = float32(290 + 10*signed(h(12)))
+	}
 	if c.class == 40 {
 		c.theta = float32(math.Pi * unit(h(5)))
 		c.pw = float32(max(60, s.size*(0.2+0.3*unit(h(6)))))
@@ -244,24 +257,34 @@ func (s *scene) classAt(u, v float64) uint8 { return s.cells[s.cellAt(u, v)].cla
 func (s *scene) surfaceAt(u, v float64) surface {
 	k := s.cellAt(u, v)
 	c := &s.cells[k]
-	sf := surface{class: c.class, key: uint64(k), bright: c.bright, phase: c.phase, ampl: 1 + c.vigour}
+	sf := surface{class: c.class, key: uint64(k), bright: c.bright, phen: c.phen}
 	if c.class == 40 {
 		sin, cos := math.Sincos(float64(c.theta))
 		pu := math.Floor((u*cos + v*sin) / float64(c.pw))
 		pv := math.Floor((-u*sin + v*cos) / float64(c.ph))
 		h := hash(s.seed+seedCells, int64(k), int64(pu), int64(pv))
 		sf.key = h
-		// Crop calendars cluster: winter cereals peak in May, summer
-		// crops in late July, a few others at any time.
+		// Crop calendars cluster: winter cereals green up in early
+		// spring and are harvested in July, summer crops (maize,
+		// sunflower) green up in June and are harvested in September,
+		// a few others (vegetables, second crops) grow at any time.
+		// Days are the middle of the rise and of the fall.
+		p := &sf.phen
 		switch r := unit(h); {
 		case r < 0.45:
-			sf.phase = float32(130 + 15*gauss(mix(h+3)))
+			p.up = float32(88 + 8*gauss(mix(h+3)))
+			p.down = p.up + float32(95+8*gauss(mix(h+4)))
+			p.cover = 0.3
 		case r < 0.85:
-			sf.phase = float32(205 + 15*gauss(mix(h+3)))
+			p.up = float32(170 + 10*gauss(mix(h+3)))
+			p.down = p.up + float32(90+8*gauss(mix(h+4)))
 		default:
-			sf.phase = float32(365 * unit(mix(h+3)))
+			p.up = float32(365 * unit(mix(h+3)))
+			p.down = p.up + float32(60+60*unit(mix(h+4)))
 		}
-		sf.ampl = float32(0.55 + 0.45*unit(mix(h+1)))
+		p.peak = float32(0.6 + 0.4*unit(mix(h+1)))
+		// Stubble stays a month or three before ploughing.
+		p.till = p.down + float32(30+60*unit(mix(h+5)))
 		sf.bright = c.bright * float32(1+0.06*gauss(mix(h+2)))
 	}
 	return sf
