@@ -1,6 +1,7 @@
 // Package composite builds cloud-free mosaics: per pixel, the temporal
-// median of the valid observations of each band, and the number of valid
-// observations.
+// median of the valid observations of each band, the number of valid
+// observations, and optionally temporal planes, percentiles and seasonal
+// medians of bands and indices over the dates (temporal.go).
 //
 // It is pure Go with no cgo. These CPU functions are the specification that
 // the GPU twins in package cuda must match bit for bit, so every rule is
@@ -25,6 +26,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/lulc/lulc/decode"
 	"github.com/lulc/lulc/resample"
@@ -206,6 +208,9 @@ type Date struct {
 	// them with package decode on the CPU; the GPU twin decodes them on the
 	// device.
 	Raw []*decode.Rect
+	// Time is when the date was acquired: the seasons of temporal planes
+	// go by it.
+	Time time.Time
 }
 
 // Decode fills every date's DN and coarse planes from its raw bands with
@@ -262,10 +267,20 @@ func Resample(dates []Date) error {
 // to DNs with qscale/qoffset (0 where no date is valid); the valid dates'
 // count per pixel. out has one plane per band.
 func Window(dates []Date, drop []uint8, qscale, qoffset float64, out [][]uint16, count []uint8) error {
+	return WindowTemporal(dates, drop, nil, qscale, qoffset, out, count)
+}
+
+// WindowTemporal is Window that also computes tp's temporal planes (nil:
+// none), quantised like the medians: out holds the bands' planes, then
+// tp.Planes(). Seasons go by each date's Time.
+func WindowTemporal(dates []Date, drop []uint8, tp *Temporal, qscale, qoffset float64, out [][]uint16, count []uint8) error {
 	if len(dates) == 0 {
 		return fmt.Errorf("composite: no dates")
 	}
-	n, nb := len(count), len(out)
+	n, nb := len(count), len(out)-len(tp.Planes())
+	if nb < 1 {
+		return fmt.Errorf("composite: %d output planes for %d temporal planes", len(out), len(tp.Planes()))
+	}
 	valid := make([][]bool, len(dates))
 	stacks := make([][][]float32, nb) // band → date → pixels
 	for b := range stacks {
@@ -302,6 +317,18 @@ func Window(dates []Date, drop []uint8, qscale, qoffset float64, out [][]uint16,
 			return err
 		}
 		Quantise(out[b], med, qscale, qoffset)
+	}
+	if tp != nil {
+		for k, o := range out[nb:] {
+			if len(o) != n {
+				return fmt.Errorf("composite: temporal plane %d has %d pixels, want %d", k, len(o), n)
+			}
+		}
+		masks := make([]uint32, len(dates))
+		for di, d := range dates {
+			masks[di] = tp.SeasonMask(d.Time)
+		}
+		tp.temporalPlanes(out[nb:], stacks, masks, qscale, qoffset)
 	}
 	return Count(count, valid)
 }

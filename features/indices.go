@@ -24,19 +24,26 @@ import (
 // a normalised difference of two bands; or a context feature, a statistic
 // of a per-pixel feature over a window (context.go).
 type Feature struct {
-	Name   string   // as configured: "ndvi", "B04", "nd(B08,B11)", "mean(B08,15)"
-	Kind   string   // "band", "index", "nd" or "context"
+	Name   string   // as configured: "ndvi", "B04", "nd(B08,B11)", "mean(B08,15)", "p10(ndvi)"
+	Kind   string   // "band", "index", "nd", "context" or "temporal"
 	Index  string   // registry name for Kind "index"
 	Inputs []string // lulc band names it reads, in the order fn takes them
 	// Op names the expression for the GPU twin: band, nd, evi, savi or bsi
-	// (every registry ratio is an nd of its two inputs).
+	// (every registry ratio is an nd of its two inputs), context, or shift
+	// (a temporal plane of an index: the plane − TemporalShift).
 	Op string
 	// Stat ("mean", "std" or "range"), Size (the window's odd side) and
 	// Base (the per-pixel feature summarised) describe a context feature.
 	Stat string
 	Size int
 	Base *Feature
-	fn   func(in []float32) float32
+	// Percentile (1–99) or Season (a season's name) says which statistic
+	// over the dates a temporal feature is (temporal.go); Base is then the
+	// feature summarised. The stack holds the values as a plane of the
+	// feature's own name, its one input.
+	Percentile int
+	Season     string
+	fn         func(in []float32) float32
 }
 
 // index is a registry entry: inputs as band names and the expression.
@@ -100,11 +107,15 @@ func Indices() []string {
 
 // ParseFeature parses a configured feature name: a band ("B04" or an
 // asset key such as "red"), an index name ("ndvi"), a custom normalised
-// difference "nd(a, b)" of two bands, or a context feature "stat(f, size)"
-// with stat mean, std or range.
+// difference "nd(a, b)" of two bands, a context feature "stat(f, size)"
+// with stat mean, std or range, or a temporal feature "pNN(f)" or
+// "season(f, name)" (temporal.go).
 func ParseFeature(name string) (Feature, error) {
 	s := strings.TrimSpace(name)
 	if f, ok, err := parseContext(s); ok {
+		return f, err
+	}
+	if f, ok, err := parseTemporal(s); ok {
 		return f, err
 	}
 	if ix, ok := registry[strings.ToLower(s)]; ok {
@@ -138,7 +149,7 @@ func ParseFeature(name string) (Feature, error) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	return Feature{}, fmt.Errorf("unknown feature %q (indices: %s; or a band such as B04, nd(a, b), or mean|std|range(feature, size))", name, strings.Join(names, ", "))
+	return Feature{}, fmt.Errorf("unknown feature %q (indices: %s; or a band such as B04, nd(a, b), mean|std|range(feature, size), pNN(feature) or season(feature, name))", name, strings.Join(names, ", "))
 }
 
 // Set is an ordered list of features computed from a stack whose bands
@@ -176,6 +187,9 @@ func NewSet(names, bands []string) (*Set, error) {
 		var pos []int
 		for _, in := range f.Inputs {
 			i := slices.Index(bands, in)
+			if i < 0 && (f.Kind == "temporal" || f.Base != nil && f.Base.Kind == "temporal") {
+				return nil, fmt.Errorf("feature %s needs the temporal plane %s, which the stack lacks: the ingest config's temporal section makes it (stack planes: %s)", f.Name, in, strings.Join(bands, ", "))
+			}
 			if i < 0 {
 				return nil, fmt.Errorf("feature %s needs band %s, which the stack lacks (stack bands: %s)", f.Name, in, strings.Join(bands, ", "))
 			}
