@@ -21,9 +21,9 @@ import (
 func TestPredictDNContextBitExact(t *testing.T) {
 	d := gpu(t)
 	defer d.Close()
-	bands := []string{"B02", "B03", "B04", "B08", "B11"}
+	bands := []string{"B02", "B03", "B04", "B08", "B11", "p50(ndvi)"}
 	names := []string{"B04", "ndvi", "mean(B08,15)", "std(B08,15)", "range(B08,15)", "std(ndvi,7)", "mean(ndwi,3)",
-		"range(evi,5)", "mean(nd(B03,B11),31)", "range(nd(B03,B11),3)", "std(bsi,31)", "B11"}
+		"range(evi,5)", "mean(nd(B03,B11),31)", "range(nd(B03,B11),3)", "std(bsi,31)", "B11", "p50(ndvi)", "std(p50(ndvi),7)"}
 	// Every base but nd(B03,B11) fits context_fused's shared memory; that
 	// one (a 31-px window and a range) takes the two-pass kernels.
 	set, err := features.NewSet(names, bands)

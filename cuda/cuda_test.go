@@ -6,8 +6,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/features"
@@ -82,10 +84,10 @@ func sameBits(a, b []float32) int {
 func TestFeaturesBitExact(t *testing.T) {
 	d := gpu(t)
 	defer d.Close()
-	bands := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
+	bands := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12", "p10(ndvi)", "season(B08,summer)"}
 	names := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12",
 		"ndvi", "ndwi", "mndwi", "ndbi", "nbr", "ndmi", "evi", "savi", "bsi", "ndre1", "nd(B06,B8A)",
-		"mean(B08,7)", "std(ndvi,15)"}
+		"mean(B08,7)", "std(ndvi,15)", "p10(ndvi)", "season(B08,summer)", "mean(p10(ndvi),7)"}
 	set, err := features.NewSet(names, bands)
 	if err != nil {
 		t.Fatal(err)
@@ -354,13 +356,13 @@ func TestPredictorBitExact(t *testing.T) {
 // TestCompositeBitExact checks the fused composite (masking, reflectance,
 // median, quantisation, counts) against composite.Window over random
 // windows: nodata, dropped and kept scene classes, extreme DNs, two
-// processing baselines' scalings, 1 to 24 dates.
+// processing baselines' scalings, 1 to 255 dates.
 func TestCompositeBitExact(t *testing.T) {
 	d := gpu(t)
 	defer d.Close()
 	r := rand.New(rand.NewPCG(13, 14))
 	const n, nb = 70_001, 4
-	for _, nd := range []int{1, 2, 3, 5, 12, 24} {
+	for _, nd := range []int{1, 2, 3, 5, 12, 24, 70, 255} {
 		dates := make([]composite.Date, nd)
 		for di := range dates {
 			cd := composite.Date{SCL: make([]uint8, n)}
@@ -408,6 +410,73 @@ func TestCompositeBitExact(t *testing.T) {
 			for b := range nb {
 				if want[b][i] != got[b][i] {
 					t.Fatalf("%d dates, pixel %d band %d: CPU %d, GPU %d", nd, i, b, want[b][i], got[b][i])
+				}
+			}
+		}
+	}
+}
+
+// TestCompositeTemporalBitExact checks the temporal planes (percentiles
+// and seasonal medians of bands and indices, composite.WindowTemporal)
+// with the medians and counts, over random series of 1 to 255 dates with
+// gaps, ties and seasons that wrap over new year.
+func TestCompositeTemporalBitExact(t *testing.T) {
+	d := gpu(t)
+	defer d.Close()
+	r := rand.New(rand.NewPCG(31, 32))
+	bands := []string{"B02", "B04", "B08", "B11"}
+	tp, err := composite.NewTemporal([]string{"ndvi", "B08", "evi", "nd(B11,B08)", "bsi"}, bands, []int{1, 10, 50, 90, 99},
+		[]composite.Season{{Name: "winter", From: composite.MonthDay{Month: time.December, Day: 1}, To: composite.MonthDay{Month: time.February, Day: 28}},
+			{Name: "summer", From: composite.MonthDay{Month: time.June, Day: 1}, To: composite.MonthDay{Month: time.August, Day: 31}},
+			{Name: "all", From: composite.MonthDay{Month: time.January, Day: 1}, To: composite.MonthDay{Month: time.December, Day: 31}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30_011
+	nb, np := len(bands), len(bands)+len(tp.Planes())
+	for _, nd := range []int{1, 2, 7, 12, 70, 255} {
+		dates := make([]composite.Date, nd)
+		for di := range dates {
+			cd := composite.Date{SCL: make([]uint8, n), Time: time.Date(2020+r.IntN(3), time.Month(1+r.IntN(12)), 1+r.IntN(28), 10, 0, 0, 0, time.UTC)}
+			for range nb {
+				dn := make([]uint16, n)
+				for i := range dn {
+					switch r.IntN(40) {
+					case 0:
+						dn[i] = 0
+					case 1:
+						dn[i] = 1000 // reflectance 0 at offset −0.1: zero denominators
+					default:
+						dn[i] = uint16(r.IntN(60)) * 100 // ties
+					}
+				}
+				cd.DN, cd.NoData = append(cd.DN, dn), append(cd.NoData, 0)
+				cd.Scale, cd.Offset = append(cd.Scale, 0.0001), append(cd.Offset, -0.1)
+			}
+			for i := range cd.SCL {
+				cd.SCL[i] = uint8(r.IntN(12))
+			}
+			dates[di] = cd
+		}
+		want, got := make([][]uint16, np), make([][]uint16, np)
+		for b := range np {
+			want[b], got[b] = make([]uint16, n), make([]uint16, n)
+		}
+		wc, gc := make([]uint8, n), make([]uint8, n)
+		if err := composite.WindowTemporal(dates, composite.DefaultDropSCL, tp, 0.0001, -0.1, want, wc); err != nil {
+			t.Fatal(err)
+		}
+		if err := CompositeMirrored(d, dates, composite.DefaultDropSCL, tp, 0.0001, -0.1, got, gc, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		names := append(slices.Clone(bands), tp.Planes()...)
+		for i := range n {
+			if wc[i] != gc[i] {
+				t.Fatalf("%d dates, pixel %d: count CPU %d, GPU %d", nd, i, wc[i], gc[i])
+			}
+			for b := range np {
+				if want[b][i] != got[b][i] {
+					t.Fatalf("%d dates, pixel %d, %s: CPU %d, GPU %d", nd, i, names[b], want[b][i], got[b][i])
 				}
 			}
 		}

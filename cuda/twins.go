@@ -13,7 +13,7 @@ import (
 	"github.com/lulc/lulc/resample"
 )
 
-var opCodes = map[string]int32{"band": 0, "nd": 1, "evi": 2, "savi": 3, "bsi": 4, "context": 5}
+var opCodes = map[string]int32{"band": 0, "nd": 1, "evi": 2, "savi": 3, "bsi": 4, "context": 5, "shift": 6}
 
 // Features computes a feature set on the GPU in one fused pass; it
 // implements features.Computer and gives the same bits as features.CPU.
@@ -579,21 +579,27 @@ func gatherInputs(dates []composite.Date, nb, n int) (*compositeInputs, error) {
 // go up as uint16 (half the bytes of reflectances), or compressed, and
 // only the quantised medians and counts come back.
 func Composite(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffset float64, out [][]uint16, count []uint8) error {
-	return CompositeMirrored(dev, dates, drop, qscale, qoffset, out, count, nil, 0)
+	return CompositeMirrored(dev, dates, drop, nil, qscale, qoffset, out, count, nil, 0)
 }
 
-// CompositeMirrored is Composite that also places the window's composite
-// and labels into a tile's mirror in device memory (into, when not nil;
-// width is the window's width), from the device's own output: the
-// composite crosses the bus once, downwards.
-func CompositeMirrored(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffset float64, out [][]uint16, count []uint8,
+// CompositeMirrored is Composite with temporal planes (composite.
+// WindowTemporal: tp, nil for none; out holds the bands' planes, then
+// tp's) that also places the window's composite and labels into a tile's
+// mirror in device memory (into, when not nil; width is the window's
+// width), from the device's own output: the composite crosses the bus
+// once, downwards.
+func CompositeMirrored(dev *Device, dates []composite.Date, drop []uint8, tp *composite.Temporal, qscale, qoffset float64, out [][]uint16, count []uint8,
 	into *MirrorWindow, width int) error {
-	nd, nb, n := len(dates), len(out), len(count)
-	if into != nil && into.Mirror.bands != nb {
-		return fmt.Errorf("cuda composite: %d bands into a mirror of %d", nb, into.Mirror.bands)
+	nd, nplanes, n := len(dates), len(out), len(count)
+	nb := nplanes - len(tp.Planes())
+	if nb < 1 {
+		return fmt.Errorf("cuda composite: %d output planes for %d temporal planes", nplanes, len(tp.Planes()))
 	}
-	if nd == 0 || nd > 64 {
-		return fmt.Errorf("cuda composite: %d dates (1–64)", nd)
+	if into != nil && into.Mirror.bands != nplanes {
+		return fmt.Errorf("cuda composite: %d planes into a mirror of %d", nplanes, into.Mirror.bands)
+	}
+	if nd == 0 || nd > 255 {
+		return fmt.Errorf("cuda composite: %d dates (1–255)", nd)
 	}
 	in, err := gatherInputs(dates, nb, n)
 	if err != nil {
@@ -608,6 +614,35 @@ func CompositeMirrored(dev *Device, dates []composite.Date, drop []uint8, qscale
 	for _, c := range drop {
 		dropped[c>>5] |= 1 << (c & 31)
 	}
+	// The temporal program: per source its operation and input bands, as
+	// the features kernel's; the percentiles; each date's seasons. Empty
+	// lists go up as one unused word.
+	tprog, pcts, smask := []int32{0}, []int32{0}, []uint32{0}
+	var nsrc, npct, nseason int
+	if tp != nil {
+		nsrc, npct, nseason = len(tp.Sources), len(tp.Percentiles), len(tp.Seasons)
+		tprog, smask = nil, make([]uint32, nd)
+		for si, f := range tp.Sources {
+			op, ok := opCodes[f.Op]
+			if !ok || f.Op == "context" || f.Op == "shift" {
+				return fmt.Errorf("cuda composite: temporal source %s has no GPU operation %q", f.Name, f.Op)
+			}
+			code := []int32{op, 0, 0, 0, 0}
+			for k, b := range tp.Inputs[si] {
+				code[1+k] = int32(b)
+			}
+			tprog = append(tprog, code...)
+		}
+		if npct > 0 {
+			pcts = pcts[:0]
+			for _, p := range tp.Percentiles {
+				pcts = append(pcts, int32(p))
+			}
+		}
+		for di, d := range dates {
+			smask[di] = tp.SeasonMask(d.Time)
+		}
+	}
 	return dev.Do(func() error {
 		m := dev.mem
 		var st staging
@@ -619,8 +654,11 @@ func CompositeMirrored(dev *Device, dates []composite.Date, drop []uint8, qscale
 		psc := st.ptr(put(m, "composite.scale", in.scale))
 		pof := st.ptr(put(m, "composite.offset", in.offset))
 		pnd := st.ptr(put(m, "composite.nodata", in.nodata))
-		pout := st.buf(m.get("composite.out", uint64(nb*n)*2))
+		pout := st.buf(m.get("composite.out", uint64(nplanes*n)*2))
 		pcount := st.buf(m.get("composite.count", uint64(n)))
+		ptprog := st.ptr(put(m, "composite.tprog", tprog))
+		ppcts := st.ptr(put(m, "composite.pcts", pcts))
+		psmask := st.ptr(put(m, "composite.smask", smask))
 		if st.err != nil {
 			return st.err
 		}
@@ -656,7 +694,8 @@ func CompositeMirrored(dev *Device, dates []composite.Date, drop []uint8, qscale
 			}
 		}
 		if err := dev.launch("composite", int64(n), pdn, pscl, int32(nd), int32(nb), int64(n), pdrop, psc, pof, pnd,
-			math.Float64bits(qscale), math.Float64bits(qoffset), pout.ptr, pcount.ptr); err != nil {
+			math.Float64bits(qscale), math.Float64bits(qoffset), pout.ptr, pcount.ptr,
+			ptprog, int32(nsrc), ppcts, int32(npct), psmask, int32(nseason)); err != nil {
 			return err
 		}
 		if into != nil {

@@ -71,13 +71,14 @@ func (e engine) decodeAhead(b *cuda.AheadBatch) error {
 }
 
 // composite resamples a window's coarse bands, masks and composites it
-// (composite.Resample and composite.Window, or cuda.Composite), and says
+// with tp's temporal planes after the bands' (composite.Resample and
+// composite.WindowTemporal, or cuda.CompositeMirrored), and says
 // how long the CPU spent resampling (on the GPU that is part of the
 // device's composite). On the GPU, into (when not nil) is where the
 // window goes in its tile's mirror, width its width.
-func (e engine) composite(dates []composite.Date, drop []uint8, out [][]uint16, count []uint8, into *cuda.MirrorWindow, width int) (time.Duration, error) {
+func (e engine) composite(dates []composite.Date, drop []uint8, tp *composite.Temporal, out [][]uint16, count []uint8, into *cuda.MirrorWindow, width int) (time.Duration, error) {
 	if e.gpu != nil {
-		return 0, cuda.CompositeMirrored(e.gpu, dates, drop, StackScale, StackOffset, out, count, into, width)
+		return 0, cuda.CompositeMirrored(e.gpu, dates, drop, tp, StackScale, StackOffset, out, count, into, width)
 	}
 	if into != nil {
 		return 0, errors.New("composite: a device mirror on the CPU")
@@ -87,7 +88,7 @@ func (e engine) composite(dates []composite.Date, drop []uint8, out [][]uint16, 
 		return 0, err
 	}
 	resample := time.Since(t)
-	return resample, composite.Window(dates, drop, StackScale, StackOffset, out, count)
+	return resample, composite.WindowTemporal(dates, drop, tp, StackScale, StackOffset, out, count)
 }
 
 // mirror keeps a tile's composite in device memory too, for the draw of

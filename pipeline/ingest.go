@@ -682,7 +682,11 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 	for i, v := range cfg.Mask.DropSCL {
 		drop[i] = uint8(v)
 	}
-	job := &windowJob{cfg: cfg, grid: plan.grid, dates: make([]windowDate, len(plan.dates)), drop: drop,
+	tp, err := cfg.temporal()
+	if err != nil {
+		return nil, err
+	}
+	job := &windowJob{cfg: cfg, grid: plan.grid, dates: make([]windowDate, len(plan.dates)), drop: drop, temporal: tp,
 		labels: plan.labels, sinks: sinks, windows: len(plan.windows), engine: opt.engine(), log: opt.Log,
 		cache: raster.NewBlockCache(blockCacheBudget(plan))}
 	for _, s := range sinks {
@@ -693,7 +697,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 		}
 	}
 	for i, d := range plan.dates {
-		job.dates[i] = windowDate{bands: d.bands, scale: d.scale, offset: d.offset, scl: d.scl}
+		job.dates[i] = windowDate{bands: d.bands, scale: d.scale, offset: d.offset, scl: d.scl, time: d.item.Datetime}
 	}
 	bar := opt.NewBar(int64(len(plan.windows)), "ingest "+plan.tile+" windows")
 	defer bar.Finish()
@@ -753,8 +757,8 @@ func (p *tilePlan) manifest(ctx context.Context, cfg IngestConfig, opt Options, 
 	m := manifest{
 		Version: opt.Version, ConfigHash: cfg.Hash(), Tile: p.tile,
 		Grid:  manifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
-		Bands: cfg.Bands, DataType: "uint16", Scale: StackScale, Offset: StackOffset, NoData: 0,
-		Composite:  "per-pixel temporal median of valid observations (composite package rules)",
+		Bands: cfg.StackPlanes(), DataType: "uint16", Scale: StackScale, Offset: StackOffset, NoData: 0,
+		Composite:  "per-pixel temporal median of valid observations (composite package rules)", Temporal: cfg.Temporal,
 		Mask:       manifestMask{DropSCL: cfg.Mask.DropSCL, Band: cfg.Mask.Band, NoData: "any band at its nodata value"},
 		Resampling: cfg.Resampling.Reflectance, LabelResampling: cfg.Resampling.Labels,
 		NoValidFraction: noValid,
@@ -909,8 +913,9 @@ func (w *tileWriters) WriteWeights(weights []uint8) error {
 // the compressed tiles are then held in memory until close.
 func newTileWriters(dir string, grid raster.Grid, cfg IngestConfig, classes *landcover.Scheme, early bool) (*tileWriters, error) {
 	cog := raster.COGOptions{BlockSize: cfg.Output.BlockSize, Compress: cfg.Output.Compress, NoData: ptr(0.0), EncodeEarly: early}
-	bandInfo := make([]raster.BandInfo, len(cfg.Bands))
-	for i, b := range cfg.Bands {
+	planes := cfg.StackPlanes()
+	bandInfo := make([]raster.BandInfo, len(planes))
+	for i, b := range planes {
 		bandInfo[i] = raster.BandInfo{Description: b, Scale: StackScale, Offset: StackOffset}
 	}
 	stackW, err := raster.NewWriter(filepath.Join(dir, "stack.tif"), grid, "uint16", bandInfo, cog)
@@ -1051,6 +1056,9 @@ type windowJob struct {
 	grid    raster.Grid
 	dates   []windowDate
 	drop    []uint8
+	// temporal describes the stack's temporal planes, after the bands'
+	// medians (nil: none).
+	temporal *composite.Temporal
 	labels  []catalog.Asset
 	sinks   []tileSink
 	windows int
@@ -1080,6 +1088,7 @@ type windowDate struct {
 	bands         []catalog.Asset
 	scale, offset []float64
 	scl           catalog.Asset
+	time          time.Time // acquisition, for the seasons of temporal planes
 }
 
 // maskAsset is an item's mask band: the asset the config's assets map
@@ -1118,7 +1127,7 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 
 	t1 := time.Now()
 	// The composite writes every pixel of its outputs.
-	meds := make([][]uint16, len(j.cfg.Bands))
+	meds := make([][]uint16, len(j.cfg.Bands)+len(j.temporal.Planes()))
 	for bi := range meds {
 		meds[bi] = j.out.Get(n)
 		defer j.out.Put(meds[bi])
@@ -1131,7 +1140,7 @@ func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, err
 	if j.mirror != nil {
 		into = &cuda.MirrorWindow{Mirror: j.mirror, X: x, Y: y, Labels: labels}
 	}
-	resampled, err := j.engine.composite(cdates, j.drop, meds, count, into, w.Width)
+	resampled, err := j.engine.composite(cdates, j.drop, j.temporal, meds, count, into, w.Width)
 	if err != nil {
 		return err
 	}
@@ -1186,7 +1195,7 @@ func (r *windowReader) dates() ([]composite.Date, error) {
 	cdates := make([]composite.Date, len(r.job.dates))
 	for di, d := range r.job.dates {
 		cd := composite.Date{SCL: make([]uint8, r.n), Scale: d.scale, Offset: d.offset, Coarse: make([]*resample.Coarse, len(d.bands)),
-			Raw: make([]*decode.Rect, len(d.bands))}
+			Raw: make([]*decode.Rect, len(d.bands)), Time: d.time}
 		if d.scl.Href != "" {
 			if _, err := r.read(d.scl.Href, "nearest", cd.SCL, 1); err != nil {
 				return nil, err

@@ -24,6 +24,7 @@ import (
 	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/redact"
 	"go.yaml.in/yaml/v3"
@@ -123,12 +124,64 @@ type IngestConfig struct {
 		Reflectance string `yaml:"reflectance"` // bilinear or cubic (nearest allowed)
 		Labels      string `yaml:"labels"`      // mode or nearest
 	} `yaml:"resampling"`
-	Mask   MaskConfig `yaml:"mask"`
-	Window int        `yaml:"window"` // window side in output pixels, a multiple of 512
+	Mask MaskConfig `yaml:"mask"`
+	// Temporal adds planes to the stack after the bands' medians:
+	// percentiles and seasonal medians of bands and indices over the
+	// tile's dates (composite.Temporal), which models read as features
+	// named like the planes: p10(ndvi), season(ndvi,summer).
+	Temporal *TemporalConfig `yaml:"temporal" json:",omitempty"`
+	Window   int             `yaml:"window"` // window side in output pixels, a multiple of 512
 	Output struct {
 		Compress  string `yaml:"compress"`
 		BlockSize int    `yaml:"blocksize"`
 	} `yaml:"output"`
+}
+
+// TemporalConfig lists the temporal planes of a stack: the percentiles and
+// the seasons' medians of each feature in Of.
+type TemporalConfig struct {
+	Of          []string       `yaml:"of"`          // bands or indices: B08, ndvi, nd(B08,B11)
+	Percentiles []int          `yaml:"percentiles"` // 1–99, nearest rank
+	Seasons     []SeasonConfig `yaml:"seasons"`
+}
+
+// SeasonConfig is a named part of the year, From to To inclusive as MM-DD
+// (From after To wraps over new year).
+type SeasonConfig struct {
+	Name string `yaml:"name"`
+	From string `yaml:"from"`
+	To   string `yaml:"to"`
+}
+
+// temporal is the stack's temporal description; nil without one.
+func (c IngestConfig) temporal() (*composite.Temporal, error) {
+	t := c.Temporal
+	if t == nil {
+		return nil, nil
+	}
+	var seasons []composite.Season
+	for i, s := range t.Seasons {
+		from, err := composite.ParseMonthDay(s.From)
+		if err != nil {
+			return nil, fmt.Errorf("temporal.seasons[%d].from: %w", i, err)
+		}
+		to, err := composite.ParseMonthDay(s.To)
+		if err != nil {
+			return nil, fmt.Errorf("temporal.seasons[%d].to: %w", i, err)
+		}
+		seasons = append(seasons, composite.Season{Name: s.Name, From: from, To: to})
+	}
+	return composite.NewTemporal(t.Of, c.Bands, t.Percentiles, seasons)
+}
+
+// StackPlanes names the stack's planes in order: the bands' medians, then
+// the temporal planes.
+func (c IngestConfig) StackPlanes() []string {
+	tp, err := c.temporal()
+	if err != nil {
+		return c.Bands
+	}
+	return append(slices.Clone(c.Bands), tp.Planes()...)
 }
 
 // RasterPair is one analysis-ready image and its labels (Byte class codes,
@@ -338,6 +391,9 @@ func (c IngestConfig) Validate() error {
 	if slices.Contains(c.Bands, c.Mask.Band) {
 		return fmt.Errorf("mask.band: %s is one of the stacked bands, not a mask", c.Mask.Band)
 	}
+	if _, err := c.temporal(); err != nil {
+		return err
+	}
 	return c.validateOutput()
 }
 
@@ -371,6 +427,33 @@ func checkBandNames(key string, bands []string) error {
 	return nil
 }
 
+// checkStackPlanes accepts a stack's planes: Sentinel-2 bands, then
+// temporal planes by their canonical feature names (p10(ndvi)).
+func checkStackPlanes(key string, planes []string) error {
+	nb := 0
+	for nb < len(planes) {
+		if _, ok := catalog.DefaultAssetKeys[planes[nb]]; !ok {
+			break
+		}
+		nb++
+	}
+	if err := checkBandNames(key, planes[:nb]); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, p := range planes[nb:] {
+		f, err := features.ParseFeature(p)
+		if err != nil || f.Kind != "temporal" || f.Name != p {
+			return fmt.Errorf("%s: %q is neither a Sentinel-2 reflectance band (B01…B12, B8A) nor a temporal plane such as p10(ndvi)", key, p)
+		}
+		if seen[p] {
+			return fmt.Errorf("%s: %s listed twice", key, p)
+		}
+		seen[p] = true
+	}
+	return nil
+}
+
 // validateRasters checks a config whose source is rasters: the images'
 // description, the pairs, and that no key of the STAC path is set (it
 // would be silently ignored).
@@ -392,6 +475,7 @@ func (c IngestConfig) validateRasters() error {
 		{"grid.epsg and grid.bounds", c.Grid.EPSG != 0 || len(c.Grid.Bounds) > 0},
 		{"resampling", c.Resampling.Reflectance != "" || c.Resampling.Labels != ""},
 		{"mask", c.Mask.DropSCL != nil || c.Mask.Band != ""},
+		{"temporal", c.Temporal != nil},
 	}
 	for _, k := range stacOnly {
 		if k.set {

@@ -23,20 +23,23 @@ import (
 // manifest records what a tile's stack was made from and how, so that
 // reruns and later stages can reproduce it and skip finished work.
 type manifest struct {
-	Version         string       `json:"lulc_version"`
-	ConfigHash      string       `json:"config_sha256"`
-	Tile            string       `json:"tile"`
-	Grid            manifestGrid `json:"grid"`
-	Bands           []string     `json:"bands"`
-	DataType        string       `json:"data_type"`
-	Scale           float64      `json:"scale"`
-	Offset          float64      `json:"offset"`
-	NoData          float64      `json:"nodata"`
-	Composite       string       `json:"composite"`
-	Mask            manifestMask `json:"mask"`
-	Resampling      string       `json:"resampling"`
-	LabelResampling string       `json:"label_resampling"`
-	NoValidFraction float64      `json:"no_valid_fraction"`
+	Version    string       `json:"lulc_version"`
+	ConfigHash string       `json:"config_sha256"`
+	Tile       string       `json:"tile"`
+	Grid       manifestGrid `json:"grid"`
+	Bands      []string     `json:"bands"`
+	DataType   string       `json:"data_type"`
+	Scale      float64      `json:"scale"`
+	Offset     float64      `json:"offset"`
+	NoData     float64      `json:"nodata"`
+	Composite  string       `json:"composite"`
+	// Temporal is the config of the stack's temporal planes, which
+	// follow the bands' medians in Bands.
+	Temporal        *TemporalConfig `json:"temporal,omitempty"`
+	Mask            manifestMask    `json:"mask"`
+	Resampling      string          `json:"resampling"`
+	LabelResampling string          `json:"label_resampling"`
+	NoValidFraction float64         `json:"no_valid_fraction"`
 	// Dark is each band's dark level (package radiometry), and
 	// RadiometryWarning what it suggests about the sources' declared
 	// scaling, if anything.
@@ -78,7 +81,7 @@ func parseManifest(raw []byte) (manifest, error) {
 	case m.Scale == 0 || math.IsNaN(m.Scale) || math.IsInf(m.Scale, 0) || math.IsNaN(m.Offset) || math.IsInf(m.Offset, 0):
 		return m, fmt.Errorf("manifest of tile %s: scale %g and offset %g are not a scaling", m.Tile, m.Scale, m.Offset)
 	}
-	if err := checkBandNames("manifest bands", m.Bands); err != nil || len(m.Bands) == 0 {
+	if err := checkStackPlanes("manifest bands", m.Bands); err != nil || len(m.Bands) == 0 {
 		return m, fmt.Errorf("manifest of tile %s: bands %v: %v", m.Tile, m.Bands, err)
 	}
 	return m, nil

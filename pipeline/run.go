@@ -557,7 +557,7 @@ func (r *runner) run(ctx context.Context, tiles []sourceTile, res *RunResult) er
 		res.Model = filepath.Join(r.stage.Final, "model", ModelFile)
 		modelFile = res.Model
 	}
-	if err := model.Check(model.Features, r.job.Ingest.Bands); err != nil {
+	if err := model.Check(model.Features, r.job.Ingest.StackPlanes()); err != nil {
 		return fmt.Errorf("model %s: %w", modelFile, err)
 	}
 	if model.Scale != StackScale || model.Offset != StackOffset {
@@ -679,11 +679,11 @@ func (r *runner) compositeMirrored(ctx context.Context, opt Options, t sourceTil
 	if err != nil {
 		return nil, nil, err
 	}
-	mem = stack.New(t.name(), grid, cfg.Bands, StackScale, StackOffset)
+	mem = stack.New(t.name(), grid, cfg.StackPlanes(), StackScale, StackOffset)
 	hist := radiometry.NewHistogram(len(cfg.Bands), StackScale, StackOffset)
 	sinks := []tileSink{mem, hist}
 	if mirror {
-		if dm, err = opt.engine().mirror(grid, len(cfg.Bands)); err != nil {
+		if dm, err = opt.engine().mirror(grid, len(cfg.StackPlanes())); err != nil {
 			return nil, nil, err
 		}
 		if m := dm; m != nil {

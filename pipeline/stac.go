@@ -235,6 +235,8 @@ func stackItem(m manifest, manifestFile *stacx.File, out tileOut, labels *landco
 		eb := &eo.Band{Name: name}
 		if b, err := features.LookupBand(name); err == nil {
 			eb.CommonName, eb.CenterWavelength, eb.FullWidthHalfMax = b.CommonName, ptr(b.Wavelength), ptr(b.FWHM)
+		} else if f, err := features.ParseFeature(name); err == nil && f.Kind == "temporal" {
+			eb.Description = temporalDescription(f)
 		}
 		ebands = append(ebands, eb)
 	}
@@ -377,4 +379,17 @@ func outputItems(dir string, tiles []string) []string {
 		}
 	}
 	return items
+}
+
+// temporalDescription says what a temporal plane of the stack holds.
+func temporalDescription(f features.Feature) string {
+	what := fmt.Sprintf("%d-th percentile (nearest rank)", f.Percentile)
+	if f.Season != "" {
+		what = "median over the season " + f.Season
+	}
+	unit := "reflectance"
+	if f.Base.Kind != "band" {
+		unit = fmt.Sprintf("value + %d", features.TemporalShift)
+	}
+	return fmt.Sprintf("%s of %s over the valid dates, as %s", what, f.Base.Name, unit)
 }

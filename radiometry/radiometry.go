@@ -66,9 +66,12 @@ func NewHistogram(nb int, scale, offset float64) *Histogram {
 // sampled pixels' DNs, band by band (a tile sink; counts and labels are
 // not used).
 func (h *Histogram) Write(x, y, w, ht int, dn [][]uint16, _, _ []uint8) error {
-	if len(dn) != len(h.counts) {
+	if len(dn) < len(h.counts) {
 		return fmt.Errorf("radiometry: %d bands, counting %d", len(dn), len(h.counts))
 	}
+	// Planes after the bands (a stack's temporal planes) are not
+	// reflectance of one band: they are not counted.
+	dn = dn[:len(h.counts)]
 	// The first sampled column and row of the window, on the tile's
 	// lattice of every Stride-th pixel.
 	c0, r0 := (Stride-x%Stride)%Stride, (Stride-y%Stride)%Stride

@@ -17,12 +17,14 @@ __device__ __forceinline__ float nd(float a, float b) {
 // the kernel's to write: its values come from its window's neighbourhood,
 // computed before (context_* kernels or the host), and are put in place
 // after.
-enum { OP_BAND = 0, OP_ND = 1, OP_EVI = 2, OP_SAVI = 3, OP_BSI = 4, OP_CONTEXT = 5 };
+enum { OP_BAND = 0, OP_ND = 1, OP_EVI = 2, OP_SAVI = 3, OP_BSI = 4, OP_CONTEXT = 5, OP_SHIFT = 6 };
 
 // apply_op is feature operation op on its inputs v, none of them NaN,
 // as features.Feature's expression computes it.
 __device__ __forceinline__ float apply_op(int op, const float* v) {
     if (op == OP_BAND) return v[0];
+    // A temporal plane of an index holds the value + 1 (composite.Temporal).
+    if (op == OP_SHIFT) return __fsub_rn(v[0], 1.0f);
     if (op == OP_ND) return nd(v[0], v[1]);
     if (op == OP_EVI) {
         // 2.5 (n − r) / (n + 6 r − 7.5 b + 1)
@@ -38,7 +40,9 @@ __device__ __forceinline__ float apply_op(int op, const float* v) {
     return nd(__fadd_rn(v[0], v[1]), __fadd_rn(v[2], v[3]));
 }
 
-__device__ __forceinline__ int op_inputs(int op) { return op == OP_BAND ? 1 : op == OP_EVI ? 3 : op == OP_BSI ? 4 : 2; }
+__device__ __forceinline__ int op_inputs(int op) {
+    return op == OP_BAND || op == OP_SHIFT ? 1 : op == OP_EVI ? 3 : op == OP_BSI ? 4 : 2;
+}
 
 // features computes nfeat feature planes from nbands reflectance planes in
 // one pass. prog holds 5 ints per feature: the operation and up to four
@@ -849,35 +853,65 @@ extern "C" __global__ void rf_split_tiny(
     }
 }
 
-// composite is composite.Window on the device: per pixel and date, valid
-// where the scene class is not dropped (drop: a 256-bit set) and no band
-// is at its nodata; per band, the median of the valid dates' reflectances
-// float32(dn) × scale + offset (a stable insertion sort in date order, as
-// composite.Median), quantised to round((r − qoffset) / qscale) clamped to
-// 1…65535 in double, 0 where no date is valid; and the valid count. dn is
-// date-major: dn[(d × nbands + b) × n + i]; scale, offset and nodata are
-// per (date, band); out[b × n + i].
+// composite is composite.WindowTemporal on the device: per pixel and date,
+// valid where the scene class is not dropped (drop: a 256-bit set) and no
+// band is at its nodata; per band, the median of the valid dates'
+// reflectances float32(dn) × scale + offset (a stable insertion sort in
+// date order, as composite.Median), quantised to round((r − qoffset) /
+// qscale) clamped to 1…65535 in double, 0 where no date is valid; and the
+// valid count. dn is date-major: dn[(d × nbands + b) × n + i]; scale,
+// offset and nodata are per (date, band); out[b × n + i].
+//
+// With nsrc > 0 it also writes the temporal planes after the bands' (as
+// composite.Temporal): per source (tprog: 5 ints each, its operation and
+// input bands, as the features kernel's program), its value on each valid
+// date, NaN values not counted, sorted stably; npct percentiles by nearest
+// rank v[(p·k + 99)/100 − 1], then per season (smask: each date's season
+// bits) the median of the season's values in sorted order; sources other
+// than bands add 1 before quantisation.
+#define MAX_DATES 255
+__device__ __forceinline__ unsigned short quantise_dn(float m, double qscale, double qoffset) {
+    if (m != m) return 0;
+    double r = round(__ddiv_rn(__dsub_rn((double)m, qoffset), qscale));
+    return (unsigned short)fmax(1.0, fmin(65535.0, r));
+}
+
+__device__ __forceinline__ float median_of(const float* v, int k) {
+    if (k == 0) return NAN_F;
+    if (k % 2 == 1) return v[k / 2];
+    float m = __fmul_rn(__fadd_rn(v[k / 2 - 1], v[k / 2]), 0.5f);
+    return m == m ? m : NAN_F;
+}
+
 extern "C" __global__ void composite(const unsigned short* __restrict__ dn, const unsigned char* __restrict__ scl,
                                      int ndates, int nbands, long long n, const unsigned int* __restrict__ drop,
                                      const float* __restrict__ scale, const float* __restrict__ offset,
                                      const unsigned short* __restrict__ nodata, double qscale, double qoffset,
-                                     unsigned short* __restrict__ out, unsigned char* __restrict__ count) {
+                                     unsigned short* __restrict__ out, unsigned char* __restrict__ count,
+                                     const int* __restrict__ tprog, int nsrc, const int* __restrict__ pcts, int npct,
+                                     const unsigned int* __restrict__ smask, int nseason) {
     long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        unsigned long long valid = 0;
+        // A bit per date: up to 255 dates (the count is a byte).
+        unsigned int valid[(MAX_DATES + 32) / 32];
+        int nvalid = 0;
         for (int d = 0; d < ndates; d++) {
             unsigned int c = scl[(long long)d * n + i];
             bool ok = !((drop[c >> 5] >> (c & 31)) & 1u);
             for (int b = 0; b < nbands && ok; b++)
                 if (dn[((long long)d * nbands + b) * n + i] == nodata[d * nbands + b]) ok = false;
-            if (ok) valid |= 1ull << d;
+            if ((d & 31) == 0) valid[d >> 5] = 0;
+            if (ok) {
+                valid[d >> 5] |= 1u << (d & 31);
+                nvalid++;
+            }
         }
-        count[i] = (unsigned char)__popcll(valid);
+        count[i] = (unsigned char)nvalid;
+        float buf[MAX_DATES];
         for (int b = 0; b < nbands; b++) {
-            float buf[64];
             int k = 0;
             for (int d = 0; d < ndates; d++) {
-                if (!((valid >> d) & 1ull)) continue;
+                if (!((valid[d >> 5] >> (d & 31)) & 1u)) continue;
                 float x = __fadd_rn(__fmul_rn((float)dn[((long long)d * nbands + b) * n + i], scale[d * nbands + b]), offset[d * nbands + b]);
                 int j = k;
                 while (j > 0 && buf[j - 1] > x) {
@@ -887,20 +921,66 @@ extern "C" __global__ void composite(const unsigned short* __restrict__ dn, cons
                 buf[j] = x;
                 k++;
             }
-            unsigned short q = 0;
-            if (k > 0) {
-                float m;
-                if (k % 2 == 1) {
-                    m = buf[k / 2];
-                } else {
-                    m = __fmul_rn(__fadd_rn(buf[k / 2 - 1], buf[k / 2]), 0.5f);
+            out[(long long)b * n + i] = quantise_dn(median_of(buf, k), qscale, qoffset);
+        }
+        int per = npct + nseason;
+        for (int s = 0; s < nsrc; s++) {
+            const int* p = tprog + 5 * s;
+            int op = p[0], ni = op_inputs(op);
+            unsigned char date[MAX_DATES];
+            int k = 0;
+            for (int d = 0; d < ndates; d++) {
+                if (!((valid[d >> 5] >> (d & 31)) & 1u)) continue;
+                float v[4];
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    v[q] = 0.0f;
+                    if (q < ni) {
+                        int b = p[1 + q];
+                        v[q] = __fadd_rn(__fmul_rn((float)dn[((long long)d * nbands + b) * n + i], scale[d * nbands + b]), offset[d * nbands + b]);
+                    }
                 }
-                if (m == m) {
-                    double r = round(__ddiv_rn(__dsub_rn((double)m, qoffset), qscale));
-                    q = (unsigned short)fmax(1.0, fmin(65535.0, r));
+                float x = apply_op(op, v);
+                if (x != x) continue;
+                int j = k;
+                while (j > 0 && buf[j - 1] > x) {
+                    buf[j] = buf[j - 1];
+                    date[j] = date[j - 1];
+                    j--;
                 }
+                buf[j] = x;
+                date[j] = (unsigned char)d;
+                k++;
             }
-            out[(long long)b * n + i] = q;
+            long long o = (long long)(nbands + s * per) * n + i;
+            for (int j = 0; j < per; j++) {
+                float x;
+                if (j < npct) {
+                    x = k == 0 ? NAN_F : buf[(pcts[j] * k + 99) / 100 - 1];
+                } else {
+                    // The season's values in sorted order: the median's
+                    // one or two ranks among them, found in one walk.
+                    int bit = j - npct, ks = 0;
+                    for (int q = 0; q < k; q++) ks += (smask[date[q]] >> bit) & 1u;
+                    float lo = NAN_F, hi = NAN_F;
+                    for (int q = 0, r = 0; q < k && r <= ks / 2; q++) {
+                        if (!((smask[date[q]] >> bit) & 1u)) continue;
+                        if (r == ks / 2 - 1) lo = buf[q];
+                        if (r == ks / 2) hi = buf[q];
+                        r++;
+                    }
+                    if (ks == 0) {
+                        x = NAN_F;
+                    } else if (ks % 2 == 1) {
+                        x = hi;
+                    } else {
+                        x = __fmul_rn(__fadd_rn(lo, hi), 0.5f);
+                        if (x != x) x = NAN_F;
+                    }
+                }
+                if (op != OP_BAND && x == x) x = __fadd_rn(x, 1.0f);
+                out[o + (long long)j * n] = quantise_dn(x, qscale, qoffset);
+            }
         }
     }
 }
