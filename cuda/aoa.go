@@ -89,8 +89,8 @@ func (a *AOA) DI(feats [][]float32, di []float32) error {
 // receives their DIs.
 func (a *AOA) DIFromDN(fe *Features, dn [][]uint16, rect features.Rect, nodata uint16, scale, offset float32, pixels []int32, di []float32) error {
 	nb, nf := len(dn), a.ref.Features()
-	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf || nb > 16 {
-		return fmt.Errorf("cuda aoa: %d band planes for %d bands (at most 16), %d features for %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
+	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf {
+		return fmt.Errorf("cuda aoa: %d band planes for %d bands, %d features for %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
 	}
 	if len(di) != len(pixels) {
 		return fmt.Errorf("cuda aoa: %d pixels and %d DIs", len(pixels), len(di))
@@ -117,6 +117,8 @@ func (a *AOA) DIFromDN(fe *Features, dn [][]uint16, rect features.Rect, nodata u
 	if len(pixels) == 0 {
 		return nil
 	}
+	dn = usedPlanes(fe, dn)
+	nb = len(dn)
 	if context {
 		return a.fromBlock(fe, dn, rect, nodata, scale, offset, pixels, di)
 	}

@@ -41,7 +41,8 @@ type contextPair struct {
 }
 
 // newContextPlan groups the set's context features by base and window.
-func newContextPlan(set *features.Set) (contextPlan, error) {
+// Inputs are addressed by their slot among the planes the device gets.
+func newContextPlan(set *features.Set, slot map[int]int32) (contextPlan, error) {
 	var plan contextPlan
 	bases := map[string]int{}
 	pairs := map[[2]int]int{}
@@ -55,7 +56,7 @@ func newContextPlan(set *features.Set) (contextPlan, error) {
 			}
 			p := [5]int32{op, 0, 0, 0, 0}
 			for k, pos := range set.Inputs(fi) {
-				p[1+k] = int32(pos)
+				p[1+k] = slot[pos]
 			}
 			b = len(bases)
 			bases[f.Base.Name] = b
@@ -101,8 +102,10 @@ func (p *Predictor) PredictDNContext(fe *Features, dn [][]uint16, rect features.
 	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf {
 		return fmt.Errorf("cuda predict: %d band planes for %d bands, %d features for a model of %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
 	}
-	if nb > 16 || nf > 64 {
-		return fmt.Errorf("cuda predict: %d bands and %d features (at most 16 and 64)", nb, nf)
+	dn = usedPlanes(fe, dn)
+	nb = len(dn)
+	if nf > 64 {
+		return fmt.Errorf("cuda predict: %d features (at most 64)", nf)
 	}
 	plan := &fe.ctx
 	if plan.bases() == 0 {
@@ -170,7 +173,7 @@ func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata
 			return err
 		}
 	}
-	nb, nf := len(fe.Set.Bands), len(fe.Set.Features)
+	nb, nf := len(fe.used), len(fe.Set.Features)
 	w, h, iw, ih := rect.Width, rect.Height, rect.InnerW, rect.InnerH
 	n, ph := iw*ih, w*h
 	m := fe.Dev.mem

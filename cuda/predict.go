@@ -171,8 +171,10 @@ func (p *Predictor) PredictDN(fe *Features, dn [][]uint16, nodata uint16, scale,
 	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf {
 		return fmt.Errorf("cuda predict: %d band planes for %d bands, %d features for a model of %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
 	}
-	if nb > 16 || nf > 64 {
-		return fmt.Errorf("cuda predict: %d bands and %d features (at most 16 and 64)", nb, nf)
+	dn = usedPlanes(fe, dn)
+	nb = len(dn)
+	if nf > 64 {
+		return fmt.Errorf("cuda predict: %d features (at most 64)", nf)
 	}
 	if fe.Set.Radius() > 0 {
 		return fmt.Errorf("cuda predict: context features need their window's halo: predict them from planes")

@@ -18,8 +18,13 @@ var opCodes = map[string]int32{"band": 0, "nd": 1, "evi": 2, "savi": 3, "bsi": 4
 // Features computes a feature set on the GPU in one fused pass; it
 // implements features.Computer and gives the same bits as features.CPU.
 type Features struct {
-	Dev       *Device
-	Set       *features.Set
+	Dev *Device
+	Set *features.Set
+	// used are the stack planes any feature reads, in stack order: only
+	// they go to the device (a stack with temporal planes may hold more
+	// than the kernels' 16 and more than a model reads), and the
+	// programs address them by their place in it.
+	used      []int
 	progCodes []int32
 	prog      Buffer
 	// ctx computes the context features of PredictDNContext
@@ -46,6 +51,21 @@ func (f *Features) program() (uint64, error) {
 // NewFeatures compiles the set into the kernel's program.
 func NewFeatures(dev *Device, set *features.Set) (*Features, error) {
 	f := &Features{Dev: dev, Set: set}
+	slot := map[int]int32{}
+	for i := range set.Features {
+		for _, pos := range set.Inputs(i) {
+			slot[pos] = 0
+		}
+	}
+	for b := range set.Bands {
+		if _, ok := slot[b]; ok {
+			slot[b] = int32(len(f.used))
+			f.used = append(f.used, b)
+		}
+	}
+	if len(f.used) > 16 {
+		return nil, fmt.Errorf("cuda features: the features read %d stack planes (at most 16)", len(f.used))
+	}
 	for i, ft := range set.Features {
 		op, ok := opCodes[ft.Op]
 		if !ok {
@@ -54,14 +74,23 @@ func NewFeatures(dev *Device, set *features.Set) (*Features, error) {
 		p := [5]int32{op, 0, 0, 0, 0}
 		if ft.Kind != "context" {
 			for k, pos := range set.Inputs(i) {
-				p[1+k] = int32(pos)
+				p[1+k] = slot[pos]
 			}
 		}
 		f.progCodes = append(f.progCodes, p[:]...)
 	}
 	var err error
-	f.ctx, err = newContextPlan(set)
+	f.ctx, err = newContextPlan(set, slot)
 	return f, err
+}
+
+// usedPlanes picks the planes the features read from the stack's.
+func usedPlanes[T any](f *Features, planes [][]T) [][]T {
+	out := make([][]T, len(f.used))
+	for k, b := range f.used {
+		out[k] = planes[b]
+	}
+	return out
 }
 
 // Compute implements features.Computer. Pixels go through in chunks, two
@@ -77,7 +106,7 @@ func (f *Features) Compute(dst, src [][]float32) error {
 		return fmt.Errorf("cuda features: %d input planes and %d feature planes for %d bands, %d context features and %d features", len(src), len(dst), len(f.Set.Bands), f.Set.Planes()-len(f.Set.Bands), len(f.Set.Features))
 	}
 	nb := len(f.Set.Bands)
-	if err := f.compute(dst, src[:nb]); err != nil {
+	if err := f.compute(dst, usedPlanes(f, src[:nb])); err != nil {
 		return err
 	}
 	for k, fi := range f.Set.ContextFeatures() {
@@ -86,7 +115,8 @@ func (f *Features) Compute(dst, src [][]float32) error {
 	return nil
 }
 
-// compute is Compute of the per-pixel features from the band planes.
+// compute is Compute of the per-pixel features from the planes they read
+// (Features.used).
 func (f *Features) compute(dst, src [][]float32) error {
 	if len(src) > 16 || len(dst) > 64 {
 		return fmt.Errorf("cuda features: %d bands and %d features (at most 16 and 64)", len(src), len(dst))
