@@ -1,8 +1,9 @@
 // Package features computes features from an analysis-ready Sentinel-2
-// stack: per-pixel features (raw bands and spectral indices) and context
-// features, statistics of a per-pixel feature over the window around each
-// pixel (context.go), computed for a block of pixels from its halo or for
-// chosen pixels of a tile.
+// stack: per-pixel features (raw bands and spectral indices), temporal
+// features read from the stack's temporal planes (temporal.go), and
+// context features, statistics of a per-pixel feature over the window
+// around each pixel (context.go), computed for a block of pixels from its
+// halo or for chosen pixels of a tile.
 //
 // It is pure Go with no cgo so that its tests run on GPU hosts without GDAL,
 // and its CPU implementations are the specification the CUDA twins in
