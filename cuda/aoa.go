@@ -161,7 +161,7 @@ func (a *AOA) DIFromDN(fe *Features, dn [][]uint16, rect features.Rect, nodata u
 			if err := a.Dev.launch("reflectance", int64(c*nb), ddn.ptr, int64(c*nb), int32(nodata), scale, offset, bands.ptr); err != nil {
 				return err
 			}
-			if err := a.Dev.launch("features", int64(c), bands.ptr, int32(nb), int64(c), prog, int32(nf), feats.ptr); err != nil {
+			if err := a.Dev.launch(fe.kernel(), int64(c), bands.ptr, int32(nb), int64(c), prog, int32(nf), feats.ptr); err != nil {
 				return err
 			}
 			if err := a.run(feats.ptr, int64(c), idx.ptr+uint64(k0*4), int64(k-k0), out.ptr+uint64(k0*4)); err != nil {

@@ -212,7 +212,7 @@ func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata
 	if err := launch("reflectance", ph*nb, dn, int64(ph*nb), int32(nodata), scale, offset, dRefl.ptr); err != nil {
 		return err
 	}
-	if err := launch("features", ph, dRefl.ptr, int32(nb), int64(ph), plan.base.ptr, int32(nbase), dBase.ptr); err != nil {
+	if err := launch(fe.kernel(), ph, dRefl.ptr, int32(nb), int64(ph), plan.base.ptr, int32(nbase), dBase.ptr); err != nil {
 		return err
 	}
 	// Per base, its windows in one fused pass where their shared memory
@@ -253,7 +253,7 @@ func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata
 	if err := launch("crop", n*nb, dRefl.ptr, int32(w), int32(h), int32(rect.X), int32(rect.Y), int32(iw), int32(ih), int32(nb), dCrop.ptr); err != nil {
 		return err
 	}
-	return launch("features", n, dCrop.ptr, int32(nb), int64(n), prog, int32(nf), out)
+	return launch(fe.kernel(), n, dCrop.ptr, int32(nb), int64(n), prog, int32(nf), out)
 }
 
 // Context computes the set's context features at chosen pixels of the

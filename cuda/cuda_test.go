@@ -3,6 +3,7 @@ package cuda
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -84,13 +85,21 @@ func sameBits(a, b []float32) int {
 func TestFeaturesBitExact(t *testing.T) {
 	d := gpu(t)
 	defer d.Close()
-	// 18 stack planes, of which the features read 12: only those go to
-	// the device, whose kernels take 16.
+	// 18 stack planes. The narrow set reads 12 of them: only those go to
+	// the device, into the features kernel (16 at most); the wide set
+	// reads all 18, which takes features_wide.
 	bands := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12", "p10(ndvi)", "season(B08,summer)",
 		"p50(ndvi)", "p90(ndvi)", "p10(B08)", "p50(B08)", "p90(B08)", "p10(ndwi)"}
-	names := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12",
+	narrow := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12",
 		"ndvi", "ndwi", "mndwi", "ndbi", "nbr", "ndmi", "evi", "savi", "bsi", "ndre1", "nd(B06,B8A)",
 		"mean(B08,7)", "std(ndvi,15)", "p10(ndvi)", "season(B08,summer)", "mean(p10(ndvi),7)"}
+	wide := append(slices.Clone(narrow), "p50(ndvi)", "p90(ndvi)", "p10(B08)", "p50(B08)", "p90(B08)", "p10(ndwi)")
+	for _, names := range [][]string{narrow, wide} {
+		featuresBitExact(t, d, bands, names)
+	}
+}
+
+func featuresBitExact(t *testing.T, d *Device, bands, names []string) {
 	set, err := features.NewSet(names, bands)
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +127,7 @@ func TestFeaturesBitExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
+	t.Logf("%d features reading %d planes: kernel %s", len(names), len(g.used), g.kernel())
 	// Several chunks of an odd size, so both streams and the tail run;
 	// then one batch (the pooled, unstaged path).
 	defer func(c int) { featureChunk = c }(featureChunk)
@@ -573,8 +583,21 @@ func TestCompositeCoarseBitExact(t *testing.T) {
 func TestPredictDNBitExact(t *testing.T) {
 	d := gpu(t)
 	defer d.Close()
-	bands := []string{"B02", "B03", "B04", "B08", "B11"}
-	names := []string{"B02", "B04", "B08", "B11", "ndvi", "ndwi", "evi", "bsi"}
+	// With 17 planes read (temporal planes after the bands), the features
+	// take features_wide.
+	var temporal []string
+	for _, p := range []int{5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99} {
+		temporal = append(temporal, fmt.Sprintf("p%d(ndvi)", p))
+	}
+	for _, c := range []struct{ bands, names []string }{
+		{[]string{"B02", "B03", "B04", "B08", "B11"}, []string{"B02", "B04", "B08", "B11", "ndvi", "ndwi", "evi", "bsi"}},
+		{append([]string{"B02", "B03", "B04", "B08", "B11"}, temporal...), append([]string{"B02", "B04", "B08", "B11", "ndvi", "ndwi", "evi", "bsi", "B03"}, temporal...)},
+	} {
+		predictDNBitExact(t, d, c.bands, c.names)
+	}
+}
+
+func predictDNBitExact(t *testing.T, d *Device, bands, names []string) {
 	set, err := features.NewSet(names, bands)
 	if err != nil {
 		t.Fatal(err)

@@ -335,7 +335,7 @@ func (d *Device) loadModule() error {
 	if r != 0 {
 		return fmt.Errorf("load lulc kernels (PTX %s): %w: %s", ptxVersion(), Result(r), cString(&logBuf[0]))
 	}
-	for _, name := range []string{"features", "reflectance", "context_rows", "context_cols", "context_fused", "context_at", "crop", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear", "inflate", "tiff_unpack", "gather_tiles",
+	for _, name := range []string{"features", "features_wide", "reflectance", "context_rows", "context_cols", "context_fused", "context_at", "crop", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear", "inflate", "tiff_unpack", "gather_tiles",
 		"draw_count", "draw_collect", "place_u16", "place_u8", "aoa_di"} {
 		var f uintptr
 		cname := append([]byte(name), 0)

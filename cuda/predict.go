@@ -222,7 +222,7 @@ func (p *Predictor) PredictDN(fe *Features, dn [][]uint16, nodata uint16, scale,
 			if err := p.Dev.launchAsync(st, "reflectance", int64(m*nb), p.dDN[s].ptr, int64(m*nb), int32(nodata), scale, offset, p.dBands[s].ptr); err != nil {
 				return err
 			}
-			if err := p.Dev.launchAsync(st, "features", int64(m), p.dBands[s].ptr, int32(nb), int64(m), prog, int32(nf), p.dIn[s].ptr); err != nil {
+			if err := p.Dev.launchAsync(st, fe.kernel(), int64(m), p.dBands[s].ptr, int32(nb), int64(m), prog, int32(nf), p.dIn[s].ptr); err != nil {
 				return err
 			}
 			return p.walk(s, m)

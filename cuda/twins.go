@@ -63,8 +63,8 @@ func NewFeatures(dev *Device, set *features.Set) (*Features, error) {
 			f.used = append(f.used, b)
 		}
 	}
-	if len(f.used) > 16 {
-		return nil, fmt.Errorf("cuda features: the features read %d stack planes (at most 16)", len(f.used))
+	if len(set.Features) > 64 {
+		return nil, fmt.Errorf("cuda features: %d features (at most 64)", len(set.Features))
 	}
 	for i, ft := range set.Features {
 		op, ok := opCodes[ft.Op]
@@ -82,6 +82,16 @@ func NewFeatures(dev *Device, set *features.Set) (*Features, error) {
 	var err error
 	f.ctx, err = newContextPlan(set, slot)
 	return f, err
+}
+
+// kernel is the features kernel for the set: features, which stages each
+// pixel's planes in shared memory, for up to 16 planes; features_wide,
+// which reads them from device memory, for more.
+func (f *Features) kernel() string {
+	if len(f.used) > 16 {
+		return "features_wide"
+	}
+	return "features"
 }
 
 // usedPlanes picks the planes the features read from the stack's.
@@ -118,8 +128,8 @@ func (f *Features) Compute(dst, src [][]float32) error {
 // compute is Compute of the per-pixel features from the planes they read
 // (Features.used).
 func (f *Features) compute(dst, src [][]float32) error {
-	if len(src) > 16 || len(dst) > 64 {
-		return fmt.Errorf("cuda features: %d bands and %d features (at most 16 and 64)", len(src), len(dst))
+	if len(dst) > 64 {
+		return fmt.Errorf("cuda features: %d features (at most 64)", len(dst))
 	}
 	n := len(src[0])
 	for _, p := range append(append([][]float32{}, src...), dst...) {
@@ -148,7 +158,7 @@ func (f *Features) compute(dst, src [][]float32) error {
 			if err := check(api.memcpyHtoDAsync(f.dIn[s].ptr, f.hostIn[s], bytes*uint64(nb), st), "cuMemcpyHtoDAsync"); err != nil {
 				return err
 			}
-			if err := f.Dev.launchAsync(st, "features", int64(m), f.dIn[s].ptr, int32(nb), int64(m), f.prog.ptr, int32(nf), f.dOut[s].ptr); err != nil {
+			if err := f.Dev.launchAsync(st, f.kernel(), int64(m), f.dIn[s].ptr, int32(nb), int64(m), f.prog.ptr, int32(nf), f.dOut[s].ptr); err != nil {
 				return err
 			}
 			return check(api.memcpyDtoHAsync(f.hostOut[s], f.dOut[s].ptr, bytes*uint64(nf), st), "cuMemcpyDtoHAsync")
@@ -183,7 +193,7 @@ func (f *Features) computeOnce(dst, src [][]float32) error {
 				return err
 			}
 		}
-		if err := f.Dev.launch("features", int64(n), in.ptr, int32(nb), int64(n), prog, int32(nf), out.ptr); err != nil {
+		if err := f.Dev.launch(f.kernel(), int64(n), in.ptr, int32(nb), int64(n), prog, int32(nf), out.ptr); err != nil {
 			return err
 		}
 		for i, plane := range dst {

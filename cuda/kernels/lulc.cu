@@ -103,6 +103,39 @@ extern "C" __global__ void __launch_bounds__(FEATURE_BLOCK) features(const float
     }
 }
 
+// features_wide is features for more planes than the staging in shared
+// memory holds (up to 64): each feature reads its inputs straight from
+// device memory, where the cache serves the repeated reads. Same program,
+// same arithmetic, same bits.
+extern "C" __global__ void __launch_bounds__(FEATURE_BLOCK) features_wide(const float* __restrict__ bands, int nbands, long long n,
+                                    const int* __restrict__ prog, int nfeat, float* __restrict__ out) {
+    __shared__ int sprog[5 * 64];
+    for (int k = threadIdx.x; k < 5 * nfeat && k < 5 * 64; k += blockDim.x) sprog[k] = prog[k];
+    __syncthreads();
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        for (int f = 0; f < nfeat; f++) {
+            const int* p = sprog + 5 * f;
+            int op = p[0];
+            if (op == OP_CONTEXT) continue;
+            int ninputs = op_inputs(op);
+            float v[4];
+            bool nan = false;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                v[k] = 0.0f;
+                if (k < ninputs) {
+                    v[k] = bands[(long long)p[1 + k] * n + i];
+                    nan = nan || (v[k] != v[k]);
+                }
+            }
+            float r = nan ? NAN_F : apply_op(op, v);
+            if (r != r) r = NAN_F;
+            out[(long long)f * n + i] = r;
+        }
+    }
+}
+
 // reflectance turns n digital numbers into reflectance as
 // composite.Reflectance does: float32(dn) × scale rounded, then + offset
 // rounded (two roundings, never a fused multiply-add), and the canonical
