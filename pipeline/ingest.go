@@ -758,7 +758,8 @@ func (p *tilePlan) manifest(ctx context.Context, cfg IngestConfig, opt Options, 
 		Version: opt.Version, ConfigHash: cfg.Hash(), Tile: p.tile,
 		Grid:  manifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
 		Bands: cfg.StackPlanes(), DataType: "uint16", Scale: StackScale, Offset: StackOffset, NoData: 0,
-		Composite:  "per-pixel temporal median of valid observations (composite package rules)", Temporal: cfg.Temporal,
+		Composite:  "per-pixel temporal median of valid observations (composite package rules)",
+		Temporal:   cfg.Temporal,
 		Mask:       manifestMask{DropSCL: cfg.Mask.DropSCL, Band: cfg.Mask.Band, NoData: "any band at its nodata value"},
 		Resampling: cfg.Resampling.Reflectance, LabelResampling: cfg.Resampling.Labels,
 		NoValidFraction: noValid,
@@ -1056,9 +1057,6 @@ type windowJob struct {
 	grid    raster.Grid
 	dates   []windowDate
 	drop    []uint8
-	// temporal describes the stack's temporal planes, after the bands'
-	// medians (nil: none).
-	temporal *composite.Temporal
 	labels  []catalog.Asset
 	sinks   []tileSink
 	windows int
@@ -1069,6 +1067,9 @@ type windowJob struct {
 	// layoutMu serialises reading layouts (see layout).
 	layoutMu sync.Mutex
 	log      *slog.Logger
+	// temporal describes the stack's temporal planes, after the bands'
+	// medians (nil: none).
+	temporal *composite.Temporal
 	ahead    *decodeAhead // with a device that decodes: the compressed tiles, read and decoded ahead
 	// mirror is the tile's composite in device memory, which the device
 	// composite fills (nil: none, or filled through its sink).

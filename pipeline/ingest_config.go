@@ -131,7 +131,7 @@ type IngestConfig struct {
 	// named like the planes: p10(ndvi), season(ndvi,summer).
 	Temporal *TemporalConfig `yaml:"temporal" json:",omitempty"`
 	Window   int             `yaml:"window"` // window side in output pixels, a multiple of 512
-	Output struct {
+	Output   struct {
 		Compress  string `yaml:"compress"`
 		BlockSize int    `yaml:"blocksize"`
 	} `yaml:"output"`
