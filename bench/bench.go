@@ -6,8 +6,11 @@
 // per engine (lulc's GPU and CPU forests, golearn, scikit-learn) at several
 // sample sizes on the same pixels (report.json, report.md). Decode times
 // the decoding of every tile of a directory's GeoTIFFs by GDAL, lulc's Go
-// decoder and the GPU's kernels. They are what `lulc bench`, `lulc bench
-// forest` and `lulc bench decode` run.
+// decoder and the GPU's kernels. TemporalReal measures accuracy, not time:
+// a median NDVI against NDVI percentiles and seasonal medians on a real
+// series with polygon labels, leave-polygon-out (report.json, report.md).
+// They are what `lulc bench`, `lulc bench forest`, `lulc bench decode` and
+// `lulc bench temporal-real` run.
 package bench
 
 import (

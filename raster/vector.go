@@ -351,3 +351,46 @@ func writePlane(path string, g Grid, dt godal.DataType, buf any, n int, opt COGO
 	}
 	return translateCOG(mem, path, opt)
 }
+
+// ClassNames reads the names a vector layer's features give their class
+// codes: code (v.Field) → name (nameField), from the first feature of
+// each code in reading order. Features without a code are skipped; a
+// missing field is an error naming the layer's fields.
+func ClassNames(path string, v VectorLabels, nameField string) (map[int]string, error) {
+	register()
+	vec, err := godal.Open(path, godal.VectorOnly())
+	if err != nil {
+		return nil, fmt.Errorf("class names %s: open vector: %w", path, err)
+	}
+	defer vec.Close()
+	layer, err := findLayer(path, vec, v)
+	if err != nil {
+		return nil, err
+	}
+	names := map[int]string{}
+	for _, l := range vec.Layers() {
+		if l.Name() != layer {
+			continue
+		}
+		fields := layerFields(l)
+		for _, want := range []string{v.Field, nameField} {
+			if _, ok := fields[want]; !ok && fields != nil {
+				return nil, fmt.Errorf("class names %s: layer %s has no field %q (fields: %s)", path, layer, want, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
+			}
+		}
+		l.ResetReading()
+		for f := l.NextFeature(); f != nil; f = l.NextFeature() {
+			fs := f.Fields()
+			code, name := fs[v.Field], fs[nameField]
+			f.Close()
+			if !code.IsSet() {
+				continue
+			}
+			if _, seen := names[int(code.Int())]; !seen {
+				names[int(code.Int())] = name.String()
+			}
+		}
+		l.ResetReading()
+	}
+	return names, nil
+}

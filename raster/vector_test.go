@@ -2,6 +2,7 @@ package raster
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -317,5 +318,25 @@ func TestRasterizeWeights(t *testing.T) {
 	back, _, err := ReadBand[uint8](out, 1)
 	if err != nil || !slices.Equal(back, got) {
 		t.Errorf("weights.tif reads back %v (%v)", back, err)
+	}
+}
+
+// TestClassNames reads the Slovenian polygons' class names (LULC_NAME)
+// per code (LULC_ID), as the fixture's README lists them.
+func TestClassNames(t *testing.T) {
+	gpkg := filepath.Join(sloveniaDir, "LULC.gpkg")
+	if _, err := os.Stat(gpkg); err != nil {
+		t.Skipf("no Slovenian test patch: %v", err)
+	}
+	names, err := ClassNames(gpkg, VectorLabels{Field: "LULC_ID"}, "LULC_NAME")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]string{0: "", 1: "cultivated land", 2: "forest", 3: "grassland", 4: "schrubland", 8: "artificial surface"}
+	if !maps.Equal(names, want) {
+		t.Errorf("names %v, want %v", names, want)
+	}
+	if _, err := ClassNames(gpkg, VectorLabels{Field: "LULC_ID"}, "NAME"); err == nil || !strings.Contains(err.Error(), `no field "NAME"`) {
+		t.Errorf("a missing name field: %v", err)
 	}
 }

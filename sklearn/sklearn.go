@@ -47,6 +47,31 @@ type Result struct {
 // bootstrap and seed on x (rows of nf features) and y, and measures it on
 // the validation rows in the .npy files valX and valY (WriteNpy).
 func (r Runner) Fit(ctx context.Context, p forest.Params, x []float32, y []uint8, nf int, valX, valY string) (Result, error) {
+	return r.fit(ctx, p, x, y, nf, valX, valY, "")
+}
+
+// FitPredict is Fit that also returns the forest's predicted class for
+// each of the n validation rows, for metrics beyond accuracy.
+func (r Runner) FitPredict(ctx context.Context, p forest.Params, x []float32, y []uint8, nf int, valX, valY string, n int) (Result, []uint8, error) {
+	pred := filepath.Join(r.Dir, "pred.u8")
+	defer os.Remove(pred)
+	res, err := r.fit(ctx, p, x, y, nf, valX, valY, pred)
+	if err != nil {
+		return res, nil, err
+	}
+	out, err := os.ReadFile(pred)
+	if err != nil {
+		return res, nil, fmt.Errorf("sklearn: predictions: %w", err)
+	}
+	if len(out) != n {
+		return res, nil, fmt.Errorf("sklearn: %d predictions for %d validation rows", len(out), n)
+	}
+	return res, out, nil
+}
+
+// fit runs the script; pred, when set, is where it writes the validation
+// rows' predicted classes (one byte each).
+func (r Runner) fit(ctx context.Context, p forest.Params, x []float32, y []uint8, nf int, valX, valY, pred string) (Result, error) {
 	tx, ty := filepath.Join(r.Dir, "train_x.npy"), filepath.Join(r.Dir, "train_y.npy")
 	if err := WriteNpy(tx, x, []int{len(y), nf}); err != nil {
 		return Result{}, err
@@ -71,6 +96,9 @@ func (r Runner) Fit(ctx context.Context, p forest.Params, x []float32, y []uint8
 	}
 	args := []string{path, tx, ty, valX, valY, fmt.Sprint(p.Trees), fmt.Sprint(p.MaxDepth), maxFeatures,
 		fmt.Sprint(p.MinSamplesLeaf), fmt.Sprint(p.Bootstrap), fmt.Sprint(r.Jobs), fmt.Sprint(p.Seed)}
+	if pred != "" {
+		args = append(args, pred)
+	}
 	out, err := exec.CommandContext(ctx, python, args...).Output()
 	if err != nil {
 		var ee *exec.ExitError

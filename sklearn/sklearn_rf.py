@@ -1,11 +1,12 @@
 """Fits scikit-learn's RandomForestClassifier for lulc's training benchmark.
 
 Usage: sklearn_rf.py TRAIN_X TRAIN_Y VAL_X VAL_Y TREES MAX_DEPTH MAX_FEATURES
-       MIN_SAMPLES_LEAF BOOTSTRAP JOBS SEED
+       MIN_SAMPLES_LEAF BOOTSTRAP JOBS SEED [PRED]
 
 The arrays are .npy files written by lulc (package sklearn). Prints one JSON line:
 the fit's and the validation prediction's wall times, the validation accuracy, the
-total node count and scikit-learn's version.
+total node count and scikit-learn's version. With PRED, it also writes the
+validation rows' predicted classes there, one byte each.
 """
 import json
 import sys
@@ -32,6 +33,8 @@ def main(argv):
     pred = rf.predict(vx)
     predict = time.perf_counter() - t0
     acc = float((pred == vy).mean())
+    if len(argv) > 12:
+        pred.astype(np.uint8).tofile(argv[12])
     nodes = int(sum(e.tree_.node_count for e in rf.estimators_))
     print(json.dumps({"fit_seconds": fit, "predict_seconds": predict, "accuracy": acc, "nodes": nodes,
                       "version": sklearn.__version__}))

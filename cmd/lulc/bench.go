@@ -74,7 +74,7 @@ whether repeats and CPU/GPU outputs are byte-identical, the hardware and cost.`,
 	cmd.Flags().StringVar(&engines, "engines", "", "comma-separated engines, overriding the config (cpu, golearn, gpu)")
 	cmd.Flags().IntVar(&repeat, "repeat", 0, "repeats per engine, overriding the config")
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing report directory")
-	cmd.AddCommand(newBenchForestCmd(a), newBenchDecodeCmd(a))
+	cmd.AddCommand(newBenchForestCmd(a), newBenchDecodeCmd(a), newBenchTemporalRealCmd(a))
 	return cmd
 }
 
@@ -236,6 +236,85 @@ report.md: fit times, validation accuracy, speed-ups and whether GPU and CPU tre
 	cmd.Flags().StringVar(&sizes, "sizes", "", "comma-separated training row counts, overriding the config")
 	cmd.Flags().StringVar(&engines, "engines", "", "comma-separated engines, overriding the config (gpu, cpu, golearn, sklearn)")
 	addDeviceFlag(cmd, &device)
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing report directory")
+	return cmd
+}
+
+const defaultTemporalRealTrain = "train-real.yaml"
+
+func newBenchTemporalRealCmd(a *app) *cobra.Command {
+	var data, out, trainCfg, seeds, engines, python string
+	var folds, jobs int
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "temporal-real --data DIR --out DIR [--train configs/train-<name>.yaml] [--seeds 1,2,3] [--folds 5] [--engines lulc,sklearn]",
+		Short: "Compare a median NDVI with NDVI percentiles and seasonal medians on a real series, leave-polygon-out",
+		Long: `bench temporal-real reads an NDVI series with cloud masks and polygon labels laid out as
+eo-learn's Slovenian test patch (NDVI.tif, CLM.tif with 1 = cloud, timestamps.json, LULC.gpkg
+with fields LULC_ID and LULC_NAME, and its rasterisation LULC.tif, in ../shared/data/
+eolearn-slovenia-testpatch), rasterises the polygons with lulc and compares them with LULC.tif,
+and computes per labelled pixel, over the clear dates, the median NDVI (composite.Median), the
+10th to 90th NDVI percentiles and the four seasons' medians (composite.Temporal). Each feature
+set is cross-validated by group k-fold over the polygons (each polygon's pixels in one fold,
+folds dealt by a seeded hash) with lulc's forest and scikit-learn's, once per seed, with the
+train config's forest parameters. It writes report.json and report.md: OA, kappa, macro-F1
+and per-class F1 per set and engine, mean and spread over the seeds.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return usagef("--out: no output directory given")
+			}
+			if data == "" {
+				return usagef("--data: no folder given (../shared/data/eolearn-slovenia-testpatch)")
+			}
+			tcfg, err := loadConfig(trainCfg, defaultTemporalRealTrain, pipeline.ParseTrainConfig)
+			if err != nil {
+				return err
+			}
+			cfg := bench.DefaultTemporalReal(data, tcfg.Forest)
+			cfg.Folds, cfg.Python, cfg.Jobs = folds, python, jobs
+			if seeds != "" {
+				cfg.Seeds = nil
+				for _, s := range strings.Split(seeds, ",") {
+					n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+					if err != nil {
+						return usagef("--seeds: %q is not a seed (a non-negative integer)", s)
+					}
+					cfg.Seeds = append(cfg.Seeds, n)
+				}
+			}
+			if engines != "" {
+				cfg.Engines = strings.Split(engines, ",")
+			}
+			if err := cfg.Check(); err != nil {
+				return usageError{err}
+			}
+			cmdline := redact.String(fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " ")))
+			rep, err := bench.TemporalReal(cmd.Context(), cfg, cmdline, pipeline.Options{Out: out, Inputs: []string{trainCfg}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
+			if err != nil {
+				return fmt.Errorf("bench temporal-real: %w", err)
+			}
+			if a.summary(rep) {
+				fmt.Fprintf(a.stdout, "rasterisation: %d of %d pixels differ from LULC.tif\n", rep.Raster.Differ, rep.Raster.Pixels)
+				for _, s := range rep.Sets {
+					for _, m := range s.Summary {
+						fmt.Fprintf(a.stdout, "%-26s %-8s OA %.3f ± %.3f  kappa %.3f ± %.3f  macro-F1 %.3f ± %.3f\n", s.Name, m.Engine,
+							m.Accuracy.Mean, m.Accuracy.SD, m.Kappa.Mean, m.Kappa.SD, m.MacroF1.Mean, m.MacroF1.SD)
+					}
+				}
+				fmt.Fprintf(a.stdout, "report: %s/report.md\n", out)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "", "folder of the NDVI series and polygons")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "report directory")
+	cmd.Flags().StringVar(&trainCfg, "train", "", "train config whose forest parameters to use (default: embedded "+defaultTemporalRealTrain+")")
+	cmd.Flags().StringVar(&seeds, "seeds", "", "comma-separated seeds of the folds and forests (default 1,2,3)")
+	cmd.Flags().IntVar(&folds, "folds", 5, "folds of polygons")
+	cmd.Flags().StringVar(&engines, "engines", "", "comma-separated engines (default lulc,sklearn)")
+	cmd.Flags().StringVar(&python, "python", "", "python3 with scikit-learn (default: python3 or /usr/bin/python3, whichever has it)")
+	cmd.Flags().IntVar(&jobs, "jobs", 0, "scikit-learn's n_jobs (0: every CPU)")
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing report directory")
 	return cmd
 }
