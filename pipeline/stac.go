@@ -383,7 +383,7 @@ func outputItems(dir string, tiles []string) []string {
 
 // temporalDescription says what a temporal plane of the stack holds.
 func temporalDescription(f features.Feature) string {
-	what := fmt.Sprintf("%d-th percentile (nearest rank)", f.Percentile)
+	what := fmt.Sprintf("percentile %d (nearest rank)", f.Percentile)
 	if f.Season != "" {
 		what = "median over the season " + f.Season
 	}

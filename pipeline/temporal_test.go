@@ -89,6 +89,14 @@ func TestTemporalStack(t *testing.T) {
 		t.Errorf("stack.tif has more than the manifest's %d bands", len(m.Bands))
 	}
 
+	item := string(must(os.ReadFile(filepath.Join(dir, "stack-item.json"))))
+	for _, want := range []string{`"name": "p10(ndvi)"`, "percentile 10 (nearest rank) of ndvi over the valid dates, as value + 1",
+		"median over the season summer of B08 over the valid dates, as reflectance"} {
+		if !strings.Contains(item, want) {
+			t.Errorf("the stack item lacks %q", want)
+		}
+	}
+
 	// A model with temporal features trains and maps the stack.
 	tc := trainConfig(t, "train-demo.yaml", out)
 	tc.Features = append(tc.Features[:20:20], "p10(ndvi)", "p90(ndvi)", "season(ndvi,summer)", "p90(B08)", "mean(p10(ndvi),7)")
