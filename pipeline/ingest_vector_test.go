@@ -183,7 +183,8 @@ func pointPixels(t *testing.T, path, field string, g raster.Grid) (want map[int]
 // the point's class (placed by the test itself), every other pixel is 0;
 // groups.tif marks the same pixels; the stack and counts are those of the
 // same scene ingested with its label collection; the manifest records the
-// layer's href, size and SHA-256 and how it was burned, and no scheme.
+// layer's href, size and SHA-256 and how it was burned, and no scheme; the
+// resolved ingest.yaml is taken back.
 func TestIngestVectorPoints(t *testing.T) {
 	catalog, gpkg, scfg := vectorScene(t)
 	cfg := vectorConfig(t, catalog, gpkg, synth.PointsField, "")
@@ -235,6 +236,17 @@ func TestIngestVectorPoints(t *testing.T) {
 	}
 	if _, ok := m.output(GroupsFile); !ok {
 		t.Errorf("manifest outputs %+v lack %s", m.Outputs, GroupsFile)
+	}
+	// The resolved config, written beside the tiles, is taken back: its
+	// empty label collection and label resampling are no keys set beside
+	// source.labels.
+	resolved, err := os.ReadFile(filepath.Join(out, IngestConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseIngestConfig(resolved)
+	if err != nil || back.Source.Labels != gpkg || back.Source.LabelField != synth.PointsField {
+		t.Errorf("%s read back: %v, source %+v", IngestConfigFile, err, back.Source)
 	}
 }
 

@@ -191,7 +191,7 @@ func (c TrainConfig) Scheme() (landcover.Scheme, error) {
 			return landcover.Scheme{}, errors.New("classes: list is for scheme custom")
 		}
 		if c.labels == nil {
-			return landcover.Scheme{}, errors.New("classes.scheme labels: the inputs' labels carry no class scheme (STAC label items without classification:classes, raster pairs, or sample phases' draws): name one (esa-worldcover, esri-io or custom)")
+			return landcover.Scheme{}, errors.New("classes.scheme labels: the inputs' labels carry no class scheme (STAC label items without classification:classes, raster pairs, vector labels, or sample phases' draws): name one (esa-worldcover, esri-io or custom)")
 		}
 		return *c.labels, nil
 	case "custom":
