@@ -129,7 +129,7 @@ type TileResult struct {
 	// Outside counts, by code, the labelled pixels whose code is not in
 	// the labels' scheme (the label items' classification:classes, or
 	// the built-in scheme of their collection); nil when none are, or the
-	// labels have no scheme (raster pairs).
+	// labels have no scheme (raster pairs, source.labels).
 	Outside map[uint8]int64
 }
 
@@ -206,7 +206,8 @@ func writeStackCatalog(stage *atomicfs.Stage, cfg IngestConfig, tiles []TileResu
 
 // locate configures GDAL for the sources and finds the tiles to ingest,
 // in order: the raster pairs, each checked, or the STAC items grouped by
-// tile with the label items over the area.
+// tile with the label items over the area (none with source.labels, whose
+// layer is checked instead).
 func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, error) {
 	if err := configureGDAL(cfg); err != nil {
 		return nil, err
@@ -224,6 +225,11 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 		}
 		opt.Log.Info("analysis-ready rasters", "pairs", len(tiles))
 		return tiles, nil
+	}
+	if cfg.Source.Labels != "" {
+		if err := checkVectorLabels(cfg); err != nil {
+			return nil, err
+		}
 	}
 	area, intersects, err := cfg.area()
 	if err != nil {
@@ -259,6 +265,11 @@ func configureGDAL(cfg IngestConfig) error {
 		// serves little more than the label rasters' neighbouring blocks.
 		"GDAL_CACHEMAX": "256",
 	}
+	// GDAL reads only the listed extensions over HTTP: a remote vector
+	// layer's own must be among them.
+	if ext := vectorExtension(cfg.Source.Labels); ext != "" {
+		gdalOpts["CPL_VSIL_CURL_ALLOWED_EXTENSIONS"] += "," + ext
+	}
 	for k, v := range cfg.Source.GDAL {
 		gdalOpts[k] = v
 	}
@@ -268,7 +279,8 @@ func configureGDAL(cfg IngestConfig) error {
 	return nil
 }
 
-// searchItems finds the scene and label items over the area, unsigned.
+// searchItems finds the scene and label items over the area, unsigned;
+// with source.labels there is no label collection to search.
 func searchItems(ctx context.Context, cfg IngestConfig, opt Options, area [4]float64, intersects json.RawMessage) (items, labelItems []catalog.Item, err error) {
 	startT, endT, _ := cfg.dateRange()
 	client := sourceClient(cfg, opt)
@@ -286,6 +298,9 @@ func searchItems(ctx context.Context, cfg IngestConfig, opt Options, area [4]flo
 	if len(items) == 0 {
 		return nil, nil, fmt.Errorf("no %s items over %v between %s and %s with cloud cover below %g %%",
 			cfg.Source.Collection, area, cfg.Dates.Start, cfg.Dates.End, cfg.MaxCloudCover)
+	}
+	if cfg.Source.Labels != "" {
+		return items, nil, nil
 	}
 	lq := catalog.Query{Collections: []string{cfg.Source.LabelCollection}, BBox: area, Intersects: intersects,
 		Limit: cfg.Source.Limit, CloudFilter: "none"}
@@ -446,8 +461,11 @@ type tilePlan struct {
 	bandNames []string // the config's bands, in the order of planDate.bands
 	dates     []planDate
 	labels    []catalog.Asset
-	grid      raster.Grid
-	windows   []raster.Grid
+	// burned are vector labels (source.labels) burned onto grid, in place
+	// of label assets; nil until the tile is composited.
+	burned  []uint8
+	grid    raster.Grid
+	windows []raster.Grid
 }
 
 type planDate struct {
@@ -459,7 +477,9 @@ type planDate struct {
 }
 
 // planTile resolves a tile's assets and grid, so that a missing band or
-// labels that miss the grid fail before any pixel is read.
+// label rasters that miss the grid fail before any pixel is read. With
+// source.labels there are no label items: the layer is burned onto the
+// grid when the tile is composited.
 func planTile(cfg IngestConfig, t tileItems, labelItems []catalog.Item, area [4]float64) (*tilePlan, error) {
 	p := &tilePlan{tile: t.tile, bandNames: cfg.Bands, dates: make([]planDate, len(t.items))}
 	for i, it := range t.items {
@@ -502,8 +522,10 @@ func planTile(cfg IngestConfig, t tileItems, labelItems []catalog.Item, area [4]
 	if err != nil {
 		return nil, err
 	}
-	if err := checkLabelsOverlap(p.labels, grid); err != nil {
-		return nil, err
+	if cfg.Source.Labels == "" {
+		if err := checkLabelsOverlap(p.labels, grid); err != nil {
+			return nil, err
+		}
 	}
 	p.grid, p.windows = grid, tileWindows(grid, tileGrid, cfg.Window)
 	return p, nil
@@ -599,8 +621,12 @@ func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomic
 // labelScheme is the scheme of STAC labels: the label items'
 // classification:classes when one declares them (the first by id), else
 // the built-in Esri/IO scheme for Impact Observatory's io-lulc
-// collections, else ESA WorldCover's.
+// collections, else ESA WorldCover's. Vector labels (source.labels) have
+// none: their codes are the user's own, as raster pairs' are.
 func (t *stacTile) labelScheme(cfg IngestConfig) *landcover.Scheme {
+	if cfg.Source.Labels != "" {
+		return nil
+	}
 	items := slices.Clone(t.labelItems)
 	slices.SortFunc(items, func(a, b catalog.Item) int { return strings.Compare(a.ID, b.ID) })
 	for _, li := range items {
@@ -647,16 +673,40 @@ func (t *stacTile) plan(cfg IngestConfig) (raster.Grid, error) {
 	return p.grid, nil
 }
 
+// composite makes the tile's windows. With source.labels the layer is
+// burned onto the tile's grid first, once, for every window to copy from.
 func (t *stacTile) composite(ctx context.Context, cfg IngestConfig, opt Options, sinks ...tileSink) (tileStats, error) {
+	var burned time.Duration
+	if cfg.Source.Labels != "" {
+		t0 := time.Now()
+		labels, err := burnVectorLabels(cfg, cfg.Source.Labels, t.p.grid, sinks)
+		if err != nil {
+			return tileStats{}, err
+		}
+		if !slices.ContainsFunc(labels, func(c uint8) bool { return c != 0 }) {
+			// Not an error: a layer may label some tiles of an area only.
+			opt.Log.Warn(fmt.Sprintf("tile %s: no feature of source.labels %s lies on the tile's grid: its labels are empty", t.name(), cfg.Source.Labels))
+		}
+		t.p.burned, burned = labels, time.Since(t0)
+	}
 	job, err := compositeTile(ctx, cfg, opt, t.p, sinks...)
 	if job == nil {
 		return tileStats{}, err
 	}
-	return tileStats{timings: job.timings(opt.Workers), decoded: job.decoded.Load(), pixels: job.pixels(), noValid: job.noValidFrac()}, err
+	timings := job.timings(opt.Workers)
+	// Burning is reading labels, once for the tile.
+	timings.Read, timings.Labels = timings.Read+burned, timings.Labels+burned
+	return tileStats{timings: timings, decoded: job.decoded.Load(), pixels: job.pixels(), noValid: job.noValidFrac()}, err
 }
 
 func (t *stacTile) manifest(ctx context.Context, cfg IngestConfig, opt Options, noValid float64) (manifest, error) {
-	return t.p.manifest(ctx, cfg, opt, noValid, t.labelItems), nil
+	m := t.p.manifest(ctx, cfg, opt, noValid, t.labelItems)
+	if cfg.Source.Labels != "" {
+		if err := vectorManifest(ctx, &m, cfg, opt); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
 }
 
 // compositeTile reads, masks and composites every window of a plan on
@@ -687,7 +737,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 		return nil, err
 	}
 	job := &windowJob{cfg: cfg, grid: plan.grid, dates: make([]windowDate, len(plan.dates)), drop: drop, temporal: tp,
-		labels: plan.labels, sinks: sinks, windows: len(plan.windows), engine: opt.engine(), log: opt.Log,
+		labels: plan.labels, burned: plan.burned, sinks: sinks, windows: len(plan.windows), engine: opt.engine(), log: opt.Log,
 		cache: raster.NewBlockCache(blockCacheBudget(plan))}
 	for _, s := range sinks {
 		if m, ok := s.(mirrorSink); ok && job.engine.gpu != nil {
@@ -1053,11 +1103,14 @@ func blockCacheBudget(p *tilePlan) int64 {
 
 // windowJob is the per-window work of one tile, shared by its workers.
 type windowJob struct {
-	cfg     IngestConfig
-	grid    raster.Grid
-	dates   []windowDate
-	drop    []uint8
-	labels  []catalog.Asset
+	cfg    IngestConfig
+	grid   raster.Grid
+	dates  []windowDate
+	drop   []uint8
+	labels []catalog.Asset
+	// burned are the tile's vector labels, read in place of labels' assets
+	// (nil: none).
+	burned  []uint8
 	sinks   []tileSink
 	windows int
 	engine  engine
@@ -1221,9 +1274,18 @@ func (r *windowReader) dates() ([]composite.Date, error) {
 }
 
 // labels reads the label rasters over the window; where several cover a
-// pixel the first (by item id) wins.
+// pixel the first (by item id) wins. Burned vector labels are copied.
 func (r *windowReader) labels() ([]uint8, error) {
 	labels := make([]uint8, r.n)
+	if b := r.job.burned; b != nil {
+		g := r.job.grid
+		x := int(math.Round((r.w.Transform[0] - g.Transform[0]) / g.Transform[1]))
+		y := int(math.Round((r.w.Transform[3] - g.Transform[3]) / g.Transform[5]))
+		for row := range r.w.Height {
+			copy(labels[row*r.w.Width:(row+1)*r.w.Width], b[(y+row)*g.Width+x:])
+		}
+		return labels, nil
+	}
 	buf := make([]uint8, r.n)
 	for _, a := range r.job.labels {
 		if _, err := r.read(a.Href, r.job.cfg.Resampling.Labels, buf, 0); err != nil {

@@ -54,11 +54,18 @@ type IngestConfig struct {
 		// NoData is the image value marking missing pixels (default: the
 		// file's nodata, if it has one).
 		NoData *float64 `yaml:"nodata" json:"NoData,omitempty"`
+		// Labels is a vector layer (a path, or a GDAL URL such as
+		// /vsicurl/… or /vsis3/…) labelling a STAC source's tiles in place
+		// of a label collection: its features are burned onto each tile's
+		// grid as the vector labels of raster pairs are. Omitted from the
+		// hash when empty, so that configs written before it keep theirs.
+		Labels string `yaml:"labels" json:",omitempty"`
 		// Labels given as vector layers (points or polygons in any format
-		// GDAL reads) are rasterised onto their image's grid: LabelField
-		// is the features' class-code attribute, LabelLayer the layer
-		// (default: the first), LabelsAllTouched burns every pixel a
-		// polygon touches instead of those whose centre it contains.
+		// GDAL reads: source.labels, or a pair's labels) are rasterised
+		// onto the tile's grid: LabelField is the features' class-code
+		// attribute, LabelLayer the layer (default: the first),
+		// LabelsAllTouched burns every pixel a polygon touches instead of
+		// those whose centre it contains.
 		LabelField       string `yaml:"label_field" json:",omitempty"`
 		LabelLayer       string `yaml:"label_layer" json:",omitempty"`
 		LabelsAllTouched bool   `yaml:"labels_all_touched" json:",omitempty"`
@@ -73,7 +80,7 @@ type IngestConfig struct {
 		// labels and written as weights.tif beside labels.tif.
 		LabelWeightField string `yaml:"label_weight_field" json:",omitempty"`
 		// Collection holds the Sentinel-2 L2A items, LabelCollection the
-		// ESA WorldCover ones.
+		// ESA WorldCover ones (default, unless source.labels is set).
 		Collection      string `yaml:"collection"`
 		LabelCollection string `yaml:"label_collection"`
 		// CloudFilter: query (Earth Search), cql2 or none.
@@ -122,7 +129,7 @@ type IngestConfig struct {
 	} `yaml:"grid"`
 	Resampling struct {
 		Reflectance string `yaml:"reflectance"` // bilinear or cubic (nearest allowed)
-		Labels      string `yaml:"labels"`      // mode or nearest
+		Labels      string `yaml:"labels"`      // mode or nearest; unset with source.labels (burned, not resampled)
 	} `yaml:"resampling"`
 	Mask MaskConfig `yaml:"mask"`
 	// Temporal adds planes to the stack after the bands' medians:
@@ -199,7 +206,8 @@ type RasterPair struct {
 
 // Inputs lists the local files and directories the ingest reads, which its
 // output must not touch: a static catalog's directory (its items and COGs
-// lie under it), the area's GeoJSON and the raster pairs.
+// lie under it), the area's GeoJSON, the vector labels and the raster
+// pairs. GDAL URLs among them are skipped by atomicfs.CheckInputs.
 func (c IngestConfig) Inputs() []string {
 	var in []string
 	switch {
@@ -210,7 +218,7 @@ func (c IngestConfig) Inputs() []string {
 		// Nothing is read from a directory without its catalog.
 		in = append(in, c.Source.Catalog)
 	}
-	in = append(in, c.Area.GeoJSON)
+	in = append(in, c.Area.GeoJSON, c.Source.Labels)
 	// Directories the href policy was widened to are read too.
 	in = append(in, c.Source.AllowHrefs...)
 	for _, p := range c.Source.Rasters {
@@ -255,7 +263,11 @@ func (c *IngestConfig) defaults() {
 	if c.Source.Collection == "" {
 		c.Source.Collection = "sentinel-2-l2a"
 	}
-	if c.Source.LabelCollection == "" {
+	// A vector layer labels the tiles in place of a label collection, and
+	// is burned rather than resampled: neither default applies to it, or
+	// Validate would take the defaults for keys set beside it.
+	vector := c.Source.Labels != ""
+	if c.Source.LabelCollection == "" && !vector {
 		c.Source.LabelCollection = "esa-worldcover"
 	}
 	if c.Source.CloudFilter == "" {
@@ -274,7 +286,7 @@ func (c *IngestConfig) defaults() {
 	if c.Resampling.Reflectance == "" {
 		c.Resampling.Reflectance = "bilinear"
 	}
-	if c.Resampling.Labels == "" {
+	if c.Resampling.Labels == "" && !vector {
 		c.Resampling.Labels = "mode"
 	}
 	if c.Mask.DropSCL == nil && c.Mask.Band == "" {
@@ -319,8 +331,8 @@ func (c IngestConfig) Validate() error {
 	if len(s.Bands) > 0 || s.Scale != 0 || s.Offset != 0 || s.NoData != nil {
 		return errors.New("source: bands, scale, offset and nodata describe rasters; STAC assets carry their own")
 	}
-	if s.LabelField != "" || s.LabelLayer != "" || s.LabelsAllTouched || s.LabelGroupField != "" || s.LabelWeightField != "" {
-		return errors.New("source: label_field, label_layer, labels_all_touched, label_group_field and label_weight_field describe vector labels of source.rasters")
+	if err := c.validateVectorLabels(); err != nil {
+		return err
 	}
 	switch {
 	case !slices.Contains([]string{"query", "cql2", "none"}, s.CloudFilter):
@@ -377,7 +389,7 @@ func (c IngestConfig) Validate() error {
 	if !slices.Contains([]string{"bilinear", "cubic", "nearest"}, c.Resampling.Reflectance) {
 		return fmt.Errorf("resampling.reflectance: %q is not bilinear, cubic or nearest", c.Resampling.Reflectance)
 	}
-	if !slices.Contains([]string{"mode", "nearest"}, c.Resampling.Labels) {
+	if s.Labels == "" && !slices.Contains([]string{"mode", "nearest"}, c.Resampling.Labels) {
 		return fmt.Errorf("resampling.labels: %q is not mode or nearest", c.Resampling.Labels)
 	}
 	for _, v := range c.Mask.DropSCL {
@@ -395,6 +407,29 @@ func (c IngestConfig) Validate() error {
 		return err
 	}
 	return c.validateOutput()
+}
+
+// validateVectorLabels checks a STAC source's label keys: source.labels
+// replaces the label collection and needs its class field; the other
+// label_* keys describe a vector layer, so they need one. Existence is not
+// checked here: the layer may be a GDAL URL, read only when ingesting.
+func (c IngestConfig) validateVectorLabels() error {
+	s := c.Source
+	if s.Labels == "" {
+		if s.LabelField != "" || s.LabelLayer != "" || s.LabelsAllTouched || s.LabelGroupField != "" || s.LabelWeightField != "" {
+			return errors.New("source: label_field, label_layer, labels_all_touched, label_group_field and label_weight_field describe vector labels: set source.labels to a vector layer (or use them with source.rasters)")
+		}
+		return nil
+	}
+	switch {
+	case s.LabelCollection != "":
+		return fmt.Errorf("source.labels: %s labels the tiles in place of source.label_collection (%s): set one or the other", s.Labels, s.LabelCollection)
+	case s.LabelField == "":
+		return fmt.Errorf("source.label_field: source.labels %s needs the attribute holding its features' class codes", s.Labels)
+	case c.Resampling.Labels != "":
+		return fmt.Errorf("resampling.labels: %q is not used with source.labels (vector labels are burned onto the grid, not resampled)", c.Resampling.Labels)
+	}
+	return nil
 }
 
 // validateOutput checks the keys every source shares: window and output.
@@ -459,6 +494,9 @@ func checkStackPlanes(key string, planes []string) error {
 // would be silently ignored).
 func (c IngestConfig) validateRasters() error {
 	s := c.Source
+	if s.Labels != "" {
+		return errors.New("source.labels: not used with source.rasters (each pair names its own labels, source.rasters[i].labels)")
+	}
 	stacOnly := []struct {
 		key string
 		set bool

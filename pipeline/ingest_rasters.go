@@ -136,48 +136,9 @@ func (t *rasterTile) composite(ctx context.Context, cfg IngestConfig, opt Option
 	if t.vector {
 		// Vector labels are burned onto the image's grid once, for every
 		// window to copy from.
-		src := cfg.Source
 		var err error
-		v := raster.VectorLabels{Field: src.LabelField, Layer: src.LabelLayer, AllTouched: src.LabelsAllTouched}
-		job.labels, err = raster.RasterizeLabels(t.pair.Labels, v, t.grid)
-		if err != nil {
-			return tileStats{}, fmt.Errorf("tile %s: labels: %w", t.name(), err)
-		}
-		// The features' group ids, by the same rule, for sinks that keep
-		// them (a split by features draws with them).
-		var groups []uint32
-		for _, s := range sinks {
-			gs, ok := s.(groupSink)
-			if !ok {
-				continue
-			}
-			if groups == nil {
-				if groups, err = raster.RasterizeGroups(t.pair.Labels, v, src.LabelGroupField, t.grid); err != nil {
-					return tileStats{}, fmt.Errorf("tile %s: label groups: %w", t.name(), err)
-				}
-			}
-			if err := gs.WriteGroups(groups); err != nil {
-				return tileStats{}, fmt.Errorf("tile %s: label groups: %w", t.name(), err)
-			}
-		}
-		// The features' weights, by the same rule, when the config names
-		// their field.
-		if src.LabelWeightField != "" {
-			var weights []uint8
-			for _, s := range sinks {
-				ws, ok := s.(weightSink)
-				if !ok {
-					continue
-				}
-				if weights == nil {
-					if weights, err = raster.RasterizeWeights(t.pair.Labels, v, src.LabelWeightField, t.grid); err != nil {
-						return tileStats{}, fmt.Errorf("tile %s: label weights: %w", t.name(), err)
-					}
-				}
-				if err := ws.WriteWeights(weights); err != nil {
-					return tileStats{}, fmt.Errorf("tile %s: label weights: %w", t.name(), err)
-				}
-			}
+		if job.labels, err = burnVectorLabels(cfg, t.pair.Labels, t.grid, sinks); err != nil {
+			return tileStats{}, fmt.Errorf("tile %s: %w", t.name(), err)
 		}
 	}
 	bar := opt.NewBar(int64(len(windows)), "ingest "+t.name()+" windows")
@@ -241,28 +202,24 @@ func (t *rasterTile) manifest(ctx context.Context, cfg IngestConfig, opt Options
 	}
 	m.Labels = []manifestItem{{ID: name, Assets: map[string]ManifestAsset{"labels": lab}}}
 	if t.vector {
-		rule := "the pixels whose centre a polygon contains"
-		if src.LabelsAllTouched {
-			rule = "every pixel a polygon touches"
-		}
-		m.LabelResampling = fmt.Sprintf("burned by GDAL's rasterizer from field %s (%s; a point's pixel; later features win)", src.LabelField, rule)
-		m.LabelGroups = "each feature's FID + 1 (0: no feature)"
-		if src.LabelGroupField != "" {
-			m.LabelGroups = "field " + src.LabelGroupField + " (0: no feature)"
-		}
-		if src.LabelWeightField != "" {
-			m.LabelWeights = "field " + src.LabelWeightField + ", rounded (0: no feature, or never drawn)"
-		}
+		describeVectorLabels(&m, cfg)
 	}
 	return m, nil
 }
 
-// DescribeRasterFile records an input raster's identity as ingest writes
-// it into the manifest: href and size, and for a local file its SHA-256
-// (for a remote one, the ETag of a HEAD request with opt.HTTP).
+// DescribeRasterFile records an input file's identity (a raster, or a
+// vector layer of labels) as ingest writes it into the manifest: href and
+// size, and for a local file its SHA-256 (for a remote one, the ETag of a
+// HEAD request with opt.HTTP, also through GDAL's /vsicurl/ prefix).
 func DescribeRasterFile(ctx context.Context, opt Options, href string) (ManifestAsset, error) {
 	opt.Fill() // callers outside the stages may leave opt.HTTP unset
 	a := describeAsset(ctx, opt.HTTP, catalog.Asset{Href: href}, 0, 0)
+	if u, ok := strings.CutPrefix(href, "/vsicurl/"); ok {
+		// The URL behind the prefix answers the HEAD; the href stays as
+		// the config gives it.
+		remote := describeAsset(ctx, opt.HTTP, catalog.Asset{Href: u}, 0, 0)
+		a.Size, a.ETag = remote.Size, remote.ETag
+	}
 	if strings.Contains(href, "://") || strings.HasPrefix(href, "/vsi") {
 		return a, nil
 	}

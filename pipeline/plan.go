@@ -19,7 +19,9 @@ const PlanVersion = 1
 // JobPlan is a job's tiles and the scenes of each, resolved once from the
 // ingest config's area, dates and STAC source (lulc plan), so that every
 // task of an array job maps the same tiles from the same scenes even if
-// the catalog changes while the job runs. Hrefs are stored unsigned;
+// the catalog changes while the job runs. With source.labels the plan has
+// no label items: the vector layer, named in the config (whose hash the
+// plan records), labels the tiles. Hrefs are stored unsigned;
 // runs sign them when they read the plan. Digest identifies the plan.
 type JobPlan struct {
 	Version int `json:"version"`
@@ -117,6 +119,11 @@ func (p JobPlan) tiles(ctx context.Context, cfg IngestConfig, opt Options) ([]so
 	}
 	if err := configureGDAL(cfg); err != nil {
 		return nil, err
+	}
+	if cfg.Source.Labels != "" {
+		if err := checkVectorLabels(cfg); err != nil {
+			return nil, err
+		}
 	}
 	// Signing writes into the items' asset maps: sign copies.
 	labels := cloneItems(p.Labels)

@@ -191,7 +191,7 @@ func (c TrainConfig) Scheme() (landcover.Scheme, error) {
 			return landcover.Scheme{}, errors.New("classes: list is for scheme custom")
 		}
 		if c.labels == nil {
-			return landcover.Scheme{}, errors.New("classes.scheme labels: the inputs' labels carry no class scheme (STAC label items without classification:classes, raster pairs, or sample phases' draws): name one (esa-worldcover, esri-io or custom)")
+			return landcover.Scheme{}, errors.New("classes.scheme labels: the inputs' labels carry no class scheme (STAC label items without classification:classes, raster pairs, vector labels, or sample phases' draws): name one (esa-worldcover, esri-io or custom)")
 		}
 		return *c.labels, nil
 	case "custom":
@@ -260,7 +260,7 @@ func (c *TrainConfig) resolveLabels(schemes []*landcover.Scheme) error {
 	}
 	for i, s := range schemes {
 		if s == nil {
-			return errors.New("classes.scheme labels: an input's labels carry no class scheme (raster pairs, sample phases' draws, or stacks ingested before lulc recorded schemes): name one (esa-worldcover, esri-io or custom)")
+			return errors.New("classes.scheme labels: an input's labels carry no class scheme (raster pairs, vector labels, sample phases' draws, or stacks ingested before lulc recorded schemes): name one (esa-worldcover, esri-io or custom)")
 		}
 		if !s.Equal(*schemes[0]) {
 			return fmt.Errorf("classes.scheme labels: the inputs' labels carry different schemes (%s and %s)", schemes[0].Name, schemes[i].Name)

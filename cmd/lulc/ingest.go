@@ -24,6 +24,11 @@ band to one grid, masks clouds with SCL, and writes per tile a median composite
 (stack.tif), ESA WorldCover labels on the same grid (labels.tif), the number of
 valid observations (valid_count.tif) and a manifest.
 
+With source.labels (a vector layer: a path or a GDAL URL such as /vsicurl/…, and
+source.label_field, its class-code attribute) the tiles are labelled by your own
+points or polygons, burned onto each tile's grid, instead of a label collection;
+see docs/ingest.md, "Vector labels for STAC sources".
+
 With source.rasters instead of a catalog it stacks analysis-ready rasters
 (an image and its labels per tile, on their own grid: no search, mask or
 resampling); see docs/ingest.md, "Analysis-ready rasters".

@@ -236,10 +236,11 @@ func newPlanCmd(a *app) *cobra.Command {
 		Use:   "plan --out plan.json [--config configs/run-<name>.yaml] [--catalog CATALOG]",
 		Short: "Resolve a job's tiles and their scenes once, into a plan file every task reads",
 		Long: `plan searches the run config's ingest source (a STAC catalog or API) over its area and
-dates once and writes the tiles and each tile's scenes, with the label items, to a plan
-file (JSON, hrefs unsigned) whose digest identifies the job. lulc run --plan maps exactly
-those tiles from those scenes, even if the catalog changes while an array job runs, and
-refuses a plan made with another ingest config or edited by hand.
+dates once and writes the tiles and each tile's scenes, with the label items (none with
+source.labels, a vector layer the config names), to a plan file (JSON, hrefs unsigned)
+whose digest identifies the job. lulc run --plan maps exactly those tiles from those
+scenes, even if the catalog changes while an array job runs, and refuses a plan made with
+another ingest config or edited by hand.
 
 Without --config it uses the embedded ` + defaultRunConfig + `.`,
 		Args: noArgs,
