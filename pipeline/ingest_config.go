@@ -131,7 +131,7 @@ type IngestConfig struct {
 		Reflectance string `yaml:"reflectance"` // bilinear or cubic (nearest allowed)
 		Labels      string `yaml:"labels"`      // mode or nearest; unset with source.labels (burned, not resampled)
 	} `yaml:"resampling"`
-	Mask MaskConfig `yaml:"mask"`
+	Mask MaskConfig `yaml:"mask,omitempty"`
 	// Temporal adds planes to the stack after the bands' medians:
 	// percentiles and seasonal medians of bands and indices over the
 	// tile's dates (composite.Temporal), which models read as features
@@ -250,6 +250,24 @@ func ParseIngestConfig(raw []byte) (IngestConfig, error) {
 	}
 	redact.Add(c.Source.SASToken)
 	redact.Options(c.Source.GDAL)
+	// An empty mapping or list means the same as an absent key; the
+	// resolved config that ingest writes beside its outputs spells absent
+	// ones so (assets: {}, bounds: []), and must hash as it was read.
+	if len(c.Source.Assets) == 0 {
+		c.Source.Assets = nil
+	}
+	if len(c.Source.GDAL) == 0 {
+		c.Source.GDAL = nil
+	}
+	if len(c.Source.AllowHrefs) == 0 {
+		c.Source.AllowHrefs = nil
+	}
+	if len(c.Area.BBox) == 0 {
+		c.Area.BBox = nil
+	}
+	if len(c.Grid.Bounds) == 0 {
+		c.Grid.Bounds = nil
+	}
 	c.defaults()
 	return c, c.Validate()
 }
@@ -633,6 +651,25 @@ type MaskConfig struct {
 	Band string `yaml:"band" json:",omitempty"`
 }
 
+// IsZero reports an unset mask (the word scl before defaults, or a raster
+// pair's, which has none), so that a resolved config leaves the key out.
+func (m MaskConfig) IsZero() bool { return m.DropSCL == nil && m.Band == "" }
+
+// MarshalYAML writes the form that reads back as m: none, a band's key, or
+// the mapping of the classes dropped.
+func (m MaskConfig) MarshalYAML() (any, error) {
+	switch {
+	case m.Band != "" && len(m.DropSCL) == 0:
+		return m.Band, nil
+	case m.Band == "" && m.DropSCL != nil && len(m.DropSCL) == 0:
+		return "none", nil
+	}
+	return struct {
+		DropSCL []int  `yaml:"drop_scl"`
+		Band    string `yaml:"band,omitempty"`
+	}{m.DropSCL, m.Band}, nil
+}
+
 // UnmarshalYAML reads the word form (scl, none or a band) or the mapping.
 func (m *MaskConfig) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
@@ -663,6 +700,9 @@ func (m *MaskConfig) UnmarshalYAML(n *yaml.Node) error {
 		return err
 	}
 	*m = MaskConfig(plain)
+	if m.Band != "" && len(m.DropSCL) == 0 {
+		m.DropSCL = nil // as the word form reads it
+	}
 	return m.checkBand(n.Line)
 }
 

@@ -835,3 +835,65 @@ func TestIngestWarnsOfCodesOutsideScheme(t *testing.T) {
 		t.Error("a scene whose codes are all in its scheme records codes outside it")
 	}
 }
+
+// TestResolvedIngestConfigRoundTrip writes every embedded ingest config,
+// and variants of its mask and labels, as ingest writes its resolved
+// ingest.yaml, and reads it back: it must be accepted and hash the same,
+// so that a run given its own ingest.yaml resumes rather than refusing a
+// different config.
+func TestResolvedIngestConfigRoundTrip(t *testing.T) {
+	var raws []string
+	for _, name := range configs.Names() {
+		if !strings.HasPrefix(name, "ingest-") {
+			continue
+		}
+		raw, err := configs.Read(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws = append(raws, string(raw))
+	}
+	if len(raws) < 4 {
+		t.Fatalf("only %d embedded ingest configs", len(raws))
+	}
+	base := raws[0]
+	if !strings.Contains(base, "  label_collection: esa-worldcover\n") || !strings.Contains(base, "  labels: mode\n") {
+		t.Fatalf("%s has no label collection or label resampling to vary", configs.Names()[0])
+	}
+	unmasked := regexp.MustCompile(`(?m)^mask:.*\n(  .*\n)*`).ReplaceAllString(base, "")
+	if unmasked == base {
+		t.Fatal("no mask key to vary")
+	}
+	for _, mask := range []string{"none", "CLM", "{band: CLM}", "{drop_scl: [3, 8]}", "{drop_scl: []}", "scl"} {
+		raws = append(raws, unmasked+"mask: "+mask+"\n")
+	}
+	raws = append(raws, strings.NewReplacer("  label_collection: esa-worldcover\n", "  labels: /data/field.gpkg\n  label_field: class\n",
+		"  labels: mode\n", "").Replace(base))
+	ungridded := regexp.MustCompile(`(?m)^grid:.*\n(  .*\n)*`).ReplaceAllString(base, "")
+	raws = append(raws, ungridded+"grid: {resolution: 10, epsg: 32631, bounds: [500000, 5000000, 510000, 5010000]}\n")
+	dir := t.TempDir()
+	for i, raw := range raws {
+		cfg, err := ParseIngestConfig([]byte(raw))
+		if err != nil {
+			t.Fatalf("config %d: %v\n%s", i, err, raw)
+		}
+		path := filepath.Join(dir, fmt.Sprintf("ingest-%d.yaml", i))
+		if err := writeResolvedConfig(path, cfg.Redacted()); err != nil {
+			t.Fatal(err)
+		}
+		written, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseIngestConfig(written)
+		if err != nil {
+			t.Errorf("config %d: its resolved config is refused: %v\n%s", i, err, written)
+			continue
+		}
+		if back.Hash() != cfg.Hash() {
+			a, _ := json.Marshal(cfg.Redacted())
+			b, _ := json.Marshal(back.Redacted())
+			t.Errorf("config %d: hash changed when read back\nread:    %s\nwritten: %s", i, a, b)
+		}
+	}
+}
