@@ -16,56 +16,121 @@ import (
 	"github.com/lulc/lulc/internal/atomicfs"
 )
 
-// earlyTiles compresses a staged raster's full-resolution tiles while its
-// windows are still being written (COGOptions.EncodeEarly): a row of tiles
-// goes to the compressors once every band of every pixel of it has been
-// written, so that Close is left with the overviews and one sequential
-// write. Rows are counted in samples written; windows are written once
-// each, so a row's count reaches its size exactly once. A row written
-// again after that is marked stale and compressed again at Close.
+// earlyTiles compresses a staged raster's tiles while its windows are
+// still being written (COGOptions.EncodeEarly): the tiles of a row of
+// full-resolution tiles go to the compressors once every band of every
+// pixel of the row has been written; an overview's row is downsampled
+// once the two rows of the level above that it reduces hold their pixels,
+// and its tiles then go to the compressors too. Each tile is its own job,
+// so the rows completed last are compressed on every thread; Close is
+// left with one sequential write. Rows are counted in samples written;
+// windows are written once each, so a row's count reaches its size
+// exactly once. A row written again after that is marked stale: it and
+// every overview are made again at Close.
 type earlyTiles[T Pixels] struct {
 	p       *cogPlan
-	plane   [][]T          // level 0, band → plane
-	written []atomic.Int64 // samples written per row of tiles, all bands
+	levels  [][][]T        // level → band → plane, overviews included
+	nodata  *T             // the planes' nodata, for downsampling
+	written []atomic.Int64 // samples written per row of level-0 tiles, all bands
 	stale   []atomic.Bool
-	tiles   [][]byte // compressed level-0 tiles, ty*tilesX+tx; nil until made
-	rows    chan int
+	tiles   [][][]byte // level → compressed tiles, ty*tilesX+tx; nil until made
+	jobs    chan earlyJob
+	pending sync.WaitGroup // jobs queued and not yet done (their follow-ups queued first)
 	wg      sync.WaitGroup
 	stopped bool
 
-	mu  sync.Mutex
-	err error // the first compression failure, reported by Close
+	mu    sync.Mutex
+	ready [][]bool // level → rows of tiles whose pixels are all there
+	err   error    // the first failure, reported by Close
 }
 
-// newEarlyTiles starts p.threads compressors over level-0 planes.
-func newEarlyTiles[T Pixels](p *cogPlan, plane [][]T) *earlyTiles[T] {
+// earlyJob is tile (tx, ty) of a level to compress or, with tx < 0, row
+// ty of an overview to downsample from the level above.
+type earlyJob struct{ level, tx, ty int }
+
+// newEarlyTiles starts p.threads compressors over the planes of every
+// level (levels[0] written by the windows, the overviews made here).
+func newEarlyTiles[T Pixels](p *cogPlan, levels [][][]T) *earlyTiles[T] {
 	l0 := p.levels[0]
-	e := &earlyTiles[T]{p: p, plane: plane, written: make([]atomic.Int64, l0.tilesY), stale: make([]atomic.Bool, l0.tilesY),
-		tiles: make([][]byte, l0.tiles()), rows: make(chan int, l0.tilesY)}
-	levels := [][][]T{plane}
+	jobs := 0
+	for _, lv := range p.levels {
+		jobs += lv.tiles() + lv.tilesY
+	}
+	e := &earlyTiles[T]{p: p, levels: levels, written: make([]atomic.Int64, l0.tilesY), stale: make([]atomic.Bool, l0.tilesY),
+		tiles: make([][][]byte, len(p.levels)), ready: make([][]bool, len(p.levels)),
+		jobs: make(chan earlyJob, jobs)} // room for every job: queueing never blocks
+	if p.nodata != nil {
+		nd := T(*p.nodata)
+		e.nodata = &nd
+	}
+	for l, lv := range p.levels {
+		e.tiles[l] = make([][]byte, lv.tiles())
+		e.ready[l] = make([]bool, lv.tilesY)
+	}
 	for range p.threads {
 		e.wg.Go(func() {
 			enc, err := newTileEncoder[T](p)
 			if err == nil {
 				defer enc.close()
 			}
-			for ty := range e.rows {
-				for tx := range l0.tilesX {
-					if err == nil {
-						var data []byte
-						data, err = enc.encode(levels, tileJob{0, tx, ty}, nil)
-						e.tiles[ty*l0.tilesX+tx] = data
-					}
+			for j := range e.jobs {
+				if err == nil {
+					err = e.run(enc, j)
 				}
 				if err != nil {
 					e.mu.Lock()
-					e.err = cmpErr(e.err, fmt.Errorf("compress row %d of tiles: %w", ty, err))
+					e.err = cmpErr(e.err, fmt.Errorf("compress tile %d,%d of level %d: %w", j.tx, j.ty, j.level, err))
 					e.mu.Unlock()
 				}
+				e.pending.Done()
 			}
 		})
 	}
 	return e
+}
+
+// run does job j: compresses its tile, or downsamples its overview row
+// and queues what that row makes possible.
+func (e *earlyTiles[T]) run(enc *tileEncoder[T], j earlyJob) error {
+	p := e.p
+	if j.tx >= 0 {
+		data, err := enc.encode(e.levels, tileJob{j.level, j.tx, j.ty}, nil)
+		e.tiles[j.level][j.ty*p.levels[j.level].tilesX+j.tx] = data
+		return err
+	}
+	lv, up := p.levels[j.level], p.levels[j.level-1]
+	y0, y1 := j.ty*p.block, min((j.ty+1)*p.block, lv.height)
+	for b := range p.bands {
+		downsampleRows(e.levels[j.level][b], lv.width, e.levels[j.level-1][b], up.width, up.height, y0, y1, p.rule, e.nodata)
+	}
+	e.rowReady(j.level, j.ty)
+	return nil
+}
+
+// rowReady records that row ty of level l holds its pixels, queues its
+// tiles, and queues the overview row below once both rows it reduces
+// (2k and 2k+1, the second cut at the level's edge) are ready.
+func (e *earlyTiles[T]) rowReady(l, ty int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.ready[l][ty] = true
+	for tx := range e.p.levels[l].tilesX {
+		e.queue(earlyJob{l, tx, ty})
+	}
+	next := l + 1
+	if next >= len(e.p.levels) {
+		return
+	}
+	k, rows := ty/2, e.p.levels[l].tilesY
+	if k < e.p.levels[next].tilesY && e.ready[l][2*k] && (2*k+1 >= rows || e.ready[l][2*k+1]) {
+		e.queue(earlyJob{next, -1, k})
+	}
+}
+
+// queue hands a job to the compressors.
+func (e *earlyTiles[T]) queue(j earlyJob) {
+	e.pending.Add(1)
+	e.jobs <- j
 }
 
 func cmpErr(first, err error) error {
@@ -89,20 +154,43 @@ func (e *earlyTiles[T]) wrote(y, width, height int) {
 		want := int64(l0.width) * int64(min(bs, l0.height-ty*bs)) * int64(e.p.bands)
 		switch {
 		case n == want:
-			e.rows <- ty // buffered for every row: never blocks
+			e.rowReady(0, ty)
 		case n > want:
 			e.stale[ty].Store(true)
 		}
 	}
 }
 
-// stop waits for the compressors; the planes may then be released.
+// stop waits for the jobs queued and those they lead to, then for the
+// compressors; the planes may then be released.
 func (e *earlyTiles[T]) stop() {
 	if !e.stopped {
 		e.stopped = true
-		close(e.rows)
+		e.pending.Wait()
+		close(e.jobs)
 		e.wg.Wait()
 	}
+}
+
+// made reports whether tile (tx, ty) of level l was made early and still
+// holds: a stale full-resolution row spoils itself and every overview.
+func (e *earlyTiles[T]) made(l, tx, ty int) bool {
+	if l > 0 && e.anyStale() {
+		return false
+	}
+	if l == 0 && e.stale[ty].Load() {
+		return false
+	}
+	return e.tiles[l][ty*e.p.levels[l].tilesX+tx] != nil
+}
+
+func (e *earlyTiles[T]) anyStale() bool {
+	for i := range e.stale {
+		if e.stale[i].Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // encodeEarly writes the COG at path like encodeCOG, with the level-0
@@ -120,8 +208,18 @@ func encodeEarly[T Pixels](path string, p *cogPlan, levels [][][]T, e *earlyTile
 		nd := T(*p.nodata)
 		nodata = &nd
 	}
+	// An overview is made again whole unless every row of it was made
+	// early: its pixels are the same either way, and the level below
+	// reads them all.
 	for l := 1; l < len(p.levels); l++ {
 		up, lv := p.levels[l-1], p.levels[l]
+		whole := true
+		for ty := range lv.tilesY {
+			whole = whole && e.made(l, 0, ty)
+		}
+		if whole {
+			continue
+		}
 		for b := range p.bands {
 			downsample(levels[l][b], lv.width, lv.height, levels[l-1][b], up.width, up.height, p.rule, nodata, p.threads)
 		}
@@ -129,10 +227,9 @@ func encodeEarly[T Pixels](path string, p *cogPlan, levels [][][]T, e *earlyTile
 	jobs := p.order()
 	data := make([][]byte, len(jobs))
 	var todo []int
-	tilesX := p.levels[0].tilesX
 	for i, j := range jobs {
-		if j.level == 0 && !e.stale[j.ty].Load() && e.tiles[j.ty*tilesX+j.tx] != nil {
-			data[i] = e.tiles[j.ty*tilesX+j.tx]
+		if e.made(j.level, j.tx, j.ty) {
+			data[i] = e.tiles[j.level][j.ty*p.levels[j.level].tilesX+j.tx]
 			continue
 		}
 		todo = append(todo, i)

@@ -39,6 +39,9 @@ func TestWriterEncodeEarly(t *testing.T) {
 			if len(a) == 0 || !bytes.Equal(a, b) {
 				t.Errorf("%s (mapped %v): early encoding gives another file (%d bytes, not %d)", c.name, mapped, len(b), len(a))
 			}
+			if n, made := earlyMade(w); made != n || n == 0 {
+				t.Errorf("%s (mapped %v): %d of %d tiles made before Close", c.name, mapped, made, n)
+			}
 			sha, size, ok := w.Sum()
 			sum := sha256.Sum256(b)
 			if !ok || sha != hex.EncodeToString(sum[:]) || size != int64(len(b)) {
@@ -49,6 +52,33 @@ func TestWriterEncodeEarly(t *testing.T) {
 			}
 		}
 	}
+}
+
+// earlyMade counts the tiles of every level of a closed Writer's raster,
+// and those its compressors made while the windows were written and Close
+// kept (overviews included).
+func earlyMade(w *Writer) (n, made int) {
+	count := func(p *cogPlan, made func(l, tx, ty int) bool) (int, int) {
+		n, m := 0, 0
+		for l, lv := range p.levels {
+			for ty := range lv.tilesY {
+				for tx := range lv.tilesX {
+					n++
+					if made(l, tx, ty) {
+						m++
+					}
+				}
+			}
+		}
+		return n, m
+	}
+	switch s := w.stage.(type) {
+	case *stageOf[uint8]:
+		return count(s.plan, s.early.made)
+	case *stageOf[uint16]:
+		return count(s.plan, s.early.made)
+	}
+	return 0, 0
 }
 
 // TestWriterEncodeEarlyRewritten: a window written twice before its row

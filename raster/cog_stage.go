@@ -31,7 +31,7 @@ type goStage interface {
 // soon as it is mapped, so nothing is left behind whatever happens.
 type stageOf[T Pixels] struct {
 	plan   *cogPlan
-	levels [][][]T // level → band → plane; overviews allocated by encode in memory
+	levels [][][]T // level → band → plane; in memory, overviews allocated by encode unless early
 	mapped []byte  // the mapping, nil in memory
 	early  *earlyTiles[T]
 	sha    string // the file's SHA-256 and size, when early encoding took them
@@ -45,7 +45,7 @@ func newStage[T Pixels](path string, p *cogPlan, early bool) (s *stageOf[T], err
 	if early {
 		defer func() {
 			if err == nil {
-				s.early = newEarlyTiles(p, s.levels[0])
+				s.early = newEarlyTiles(p, s.levels)
 			}
 		}()
 	}
@@ -54,9 +54,18 @@ func newStage[T Pixels](path string, p *cogPlan, early bool) (s *stageOf[T], err
 	l0 := p.levels[0]
 	defer s.fillNoData()
 	if int64(l0.width)*int64(l0.height)*int64(p.bands)*size <= stageInMemoryMax {
-		s.levels[0] = make([][]T, p.bands)
-		for b := range s.levels[0] {
-			s.levels[0][b] = make([]T, l0.width*l0.height)
+		// Early encoding makes the overviews as rows complete: their
+		// planes are needed from the start.
+		levels := 1
+		if early {
+			levels = len(p.levels)
+		}
+		for l := range levels {
+			lv := p.levels[l]
+			s.levels[l] = make([][]T, p.bands)
+			for b := range s.levels[l] {
+				s.levels[l][b] = make([]T, lv.width*lv.height)
+			}
 		}
 		return s, nil
 	}

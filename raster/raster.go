@@ -74,13 +74,16 @@ type COGOptions struct {
 	Description        string            // band description
 	Metadata           map[string]string // dataset metadata items
 	Classes            *landcover.Scheme // colour table and category names
-	// EncodeEarly has a Writer (with lulc's encoder) compress each row of
-	// full-resolution tiles as soon as every band of it has been written,
-	// while later windows are still being made, and hold the compressed
-	// tiles in memory until Close, which then writes the file in one pass
-	// and takes its SHA-256 on the way (Writer.Sum). It assumes windows
-	// are written once each (a row written again is compressed again at
-	// Close). The file's bytes are the same either way.
+	// EncodeEarly has a Writer (with lulc's encoder) compress the tiles of
+	// each row of full-resolution tiles as soon as every band of it has
+	// been written, and make each overview row (downsampled, then its
+	// tiles compressed) as soon as the rows it reduces are there, while
+	// later windows are still being made; it holds the compressed tiles in
+	// memory until Close, which then writes the file in one pass and
+	// takes its SHA-256 on the way (Writer.Sum). It assumes windows are
+	// written once each (a row written again is compressed again at
+	// Close, with every overview). The file's bytes are the same either
+	// way.
 	EncodeEarly bool
 }
 
