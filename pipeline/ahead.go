@@ -16,14 +16,22 @@ import (
 // reads are byte copies (from the page cache or the network), not decoding.
 const aheadReaders = 8
 
+// aheadRows is how many rows of windows the reader runs ahead of the
+// oldest row with windows still in progress. With two, the reader and the
+// windows waited for each other for about 3 s of a 12-date tile's 7 s of
+// windows; with three, 1.4–1.7 s, and the windows ended 1.0–1.4 s sooner
+// (four gained nothing more; docs/benchmarks.md, issue 15). Each row
+// holds its compressed bytes on the host until its windows are done.
+const aheadRows = 3
+
 // decodeAhead reads the compressed tiles of a tile's windows a row of
 // windows at a time, ahead of the windows, and has the device decode each
 // row's tiles in one batch (cuda.DecodeAhead), which keeps them for the
 // windows: one warp decodes one tile at a few MB/s, so the device is fast
 // only with thousands of tiles in flight, far more than one window has.
 // The windows take their rectangles from it (take) and find the decoded
-// tiles on the device. It runs at most two rows ahead of the oldest row
-// with windows still in progress, bounding the compressed bytes held.
+// tiles on the device. It runs at most aheadRows rows ahead of the oldest
+// row with windows still in progress, bounding the compressed bytes held.
 type decodeAhead struct {
 	job    *windowJob
 	rows   [][]raster.Grid
@@ -96,7 +104,7 @@ func (a *decodeAhead) run() {
 		defer close(rows)
 		for i := range a.rows {
 			t := time.Now()
-			if i >= 2 && !a.waitRow(i-2) {
+			if i >= aheadRows && !a.waitRow(i-aheadRows) {
 				return
 			}
 			a.mu.Lock()
