@@ -30,6 +30,7 @@ import (
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/meminfo"
 	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/synth"
@@ -562,14 +563,7 @@ func hostInfo(version string) HostInfo {
 			}
 		}
 	}
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		var kb uint64
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if n, _ := fmt.Sscanf(line, "MemTotal: %d kB", &kb); n == 1 {
-				h.RAM = kb * 1024
-			}
-		}
-	}
+	h.RAM = meminfo.Total()
 	if b, err := os.ReadFile("/etc/os-release"); err == nil {
 		for line := range strings.SplitSeq(string(b), "\n") {
 			if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {

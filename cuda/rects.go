@@ -282,6 +282,15 @@ type AheadBatch struct {
 	packed  map[decode.Format]packedTiles
 }
 
+// Bytes is the size of the batch's compressed tiles as laid out.
+func (b *AheadBatch) Bytes() int64 {
+	var n int64
+	for _, p := range b.packed {
+		n += int64(len(p.data))
+	}
+	return n
+}
+
 // NewAheadBatch returns an empty batch, for tiles a caller packs itself
 // (Add).
 func NewAheadBatch() *AheadBatch {

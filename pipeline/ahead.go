@@ -8,6 +8,7 @@ import (
 
 	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/decode"
+	"github.com/lulc/lulc/internal/meminfo"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/resample"
 )
@@ -21,8 +22,28 @@ const aheadReaders = 8
 // windows waited for each other for about 3 s of a 12-date tile's 7 s of
 // windows; with three, 1.4–1.7 s, and the windows ended 1.0–1.4 s sooner
 // (four gained nothing more; docs/benchmarks.md, issue 15). Each row
-// holds its compressed bytes on the host until its windows are done.
+// holds its compressed bytes on the host until its windows are done:
+// aheadBudget bounds them.
 const aheadRows = 3
+
+// aheadBudgetSet replaces aheadBudget's figure when positive (tests).
+var aheadBudgetSet int64
+
+// aheadBudget is how many bytes of compressed tiles the rows in progress
+// may hold before the reader waits for their windows (it always reads one
+// row when none is in progress): a quarter of the memory available, at
+// least 2 GiB (8 GiB where unknown). A 12-date full tile's row holds about
+// 1.3 GB; a year of scenes', several times that.
+func aheadBudget() int64 {
+	if aheadBudgetSet > 0 {
+		return aheadBudgetSet
+	}
+	avail := meminfo.Available()
+	if avail == 0 {
+		return 8 << 30
+	}
+	return max(2<<30, int64(avail/4))
+}
 
 // decodeAhead reads the compressed tiles of a tile's windows a row of
 // windows at a time, ahead of the windows, and has the device decode each
@@ -55,6 +76,11 @@ type decodeAhead struct {
 	// The bytes of the tiles read for the previous row and for this one
 	// (the reader's own): a coarse band's halo reaches one row back.
 	prevBytes, rowBytes map[string][]byte
+	// budget bounds the compressed bytes of the rows in progress; fetched
+	// holds each row's, once read.
+	budget  int64
+	fetched []int64
+	maxRows int // the most rows in progress at once, row i counted as it is read
 }
 
 type aheadKey struct {
@@ -83,6 +109,8 @@ func newDecodeAhead(j *windowJob, windows []raster.Grid) *decodeAhead {
 	}
 	a.ready = make([]chan struct{}, len(a.rows))
 	a.left = make([]int, len(a.rows))
+	a.fetched = make([]int64, len(a.rows))
+	a.budget = aheadBudget()
 	for i, r := range a.rows {
 		a.ready[i] = make(chan struct{})
 		a.left[i] = len(r)
@@ -104,7 +132,7 @@ func (a *decodeAhead) run() {
 		defer close(rows)
 		for i := range a.rows {
 			t := time.Now()
-			if i >= aheadRows && !a.waitRow(i-aheadRows) {
+			if i >= aheadRows && !a.waitRow(i-aheadRows) || !a.waitBytes(i) {
 				return
 			}
 			a.mu.Lock()
@@ -174,6 +202,44 @@ func (a *decodeAhead) waitRow(i int) bool {
 	return true
 }
 
+// waitBytes waits until the rows in progress (read, their windows not
+// all done) hold few enough compressed bytes that row i, expected to be
+// as large as the row before it, fits the budget beside them, or none is
+// in progress; false when the reader is stopped.
+func (a *decodeAhead) waitBytes(i int) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for {
+		var held, next int64
+		busy := false
+		for j := range i {
+			if a.left[j] > 0 {
+				held += a.fetched[j]
+				busy = true
+			}
+		}
+		if i > 0 {
+			next = a.fetched[i-1]
+		}
+		if !busy || held+next <= a.budget {
+			n := 1 // row i
+			for j := range i {
+				if a.left[j] > 0 {
+					n++
+				}
+			}
+			a.maxRows = max(a.maxRows, n)
+			return true
+		}
+		select {
+		case <-a.stop:
+			return false
+		default:
+		}
+		a.finished.Wait()
+	}
+}
+
 // fetchRow plans the rectangles of every band of every date over the
 // row's windows and reads each tile not read for the row before (the halo
 // of coarse bands reaches into the previous row's tiles) once, straight
@@ -214,6 +280,9 @@ func (a *decodeAhead) fetchRow(f *fetchedRow, row []raster.Grid) error {
 	if err != nil {
 		return err
 	}
+	a.mu.Lock()
+	a.fetched[f.i] = batch.Bytes()
+	a.mu.Unlock()
 	g = errgroup.Group{}
 	g.SetLimit(aheadReaders)
 	for _, rd := range reads {
@@ -427,6 +496,7 @@ func (a *decodeAhead) close() time.Duration {
 	}
 	sec := func(ns int64) float64 { return time.Duration(ns).Seconds() }
 	a.job.log.Info("read ahead", "rows", len(a.rows), "fetch_s", sec(a.fetchNs),
-		"read_worker_s", sec(a.readNs), "device_decode_s", sec(a.decodeNs), "held_s", sec(a.heldNs), "windows_waiting_worker_s", sec(a.waitNs))
+		"read_worker_s", sec(a.readNs), "device_decode_s", sec(a.decodeNs), "held_s", sec(a.heldNs), "windows_waiting_worker_s", sec(a.waitNs),
+		"rows_in_progress_max", a.maxRows, "budget_bytes", a.budget)
 	return time.Duration(a.readNs)
 }

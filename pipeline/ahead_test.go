@@ -18,7 +18,8 @@ import (
 // and taking the bands compressed, read a row of windows ahead
 // (decodeAhead) and decoded by package decode, as a device that decodes
 // does. The stacks, labels and counts must be the same bytes, and the
-// compressed path must have been taken.
+// compressed path must have been taken; and again with a read-ahead
+// budget that lets one row be in progress at a time.
 func TestIngestRawBandsSameBytes(t *testing.T) {
 	raw, err := configs.Read("synth-small.yaml")
 	if err != nil {
@@ -66,6 +67,21 @@ func TestIngestRawBandsSameBytes(t *testing.T) {
 		}
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s differs between GDAL's decoding and lulc's", f)
+		}
+	}
+	// A budget too small for two rows' compressed bytes: the reader reads
+	// a row only when no other is in progress, and the bytes stay the same.
+	aheadBudgetSet = 1
+	defer func() { aheadBudgetSet = 0 }()
+	tight, logs := run("raw-tight", true)
+	if !strings.Contains(logs, "rows_in_progress_max=1 ") || !strings.Contains(logs, "budget_bytes=1") {
+		t.Errorf("with a budget of 1 byte, more than one row was in progress:\n%s", logs)
+	}
+	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif"} {
+		a, _ := os.ReadFile(filepath.Join(gdal, "31TEJ", f))
+		b, err := os.ReadFile(filepath.Join(tight, "31TEJ", f))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs with a tight read-ahead budget", f)
 		}
 	}
 }

@@ -25,12 +25,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/meminfo"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
@@ -77,7 +77,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (Result, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	newBar := progress.OrNop(opt.NewBar)
-	if need, avail := cfg.EstimateMemory(), availableMemory(); avail > 0 && need > avail {
+	if need, avail := cfg.EstimateMemory(), meminfo.Available(); avail > 0 && need > avail {
 		return Result{}, fmt.Errorf("size: a %d×%d scene with %d dates needs about %.1f GB of memory, more than the %.1f GB available",
 			cfg.Size, cfg.Size, len(cfg.Dates), float64(need)/1e9, float64(avail)/1e9)
 	}
@@ -391,19 +391,4 @@ func writeCatalog(stage *atomicfs.Stage, cfg Config, geo *geometry, itemIDs []st
 		return err
 	}
 	return writeJSON(stage.Path("catalog.json"), catalog(cfg))
-}
-
-// availableMemory reads MemAvailable from /proc/meminfo (0 if unknown).
-func availableMemory() uint64 {
-	body, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	var kb uint64
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if n, _ := fmt.Sscanf(line, "MemAvailable: %d kB", &kb); n == 1 {
-			return kb * 1024
-		}
-	}
-	return 0
 }
