@@ -211,24 +211,18 @@ func (a *decodeAhead) waitBytes(i int) bool {
 	defer a.mu.Unlock()
 	for {
 		var held, next int64
-		busy := false
+		busy := 0
 		for j := range i {
 			if a.left[j] > 0 {
 				held += a.fetched[j]
-				busy = true
+				busy++
 			}
 		}
 		if i > 0 {
 			next = a.fetched[i-1]
 		}
-		if !busy || held+next <= a.budget {
-			n := 1 // row i
-			for j := range i {
-				if a.left[j] > 0 {
-					n++
-				}
-			}
-			a.maxRows = max(a.maxRows, n)
+		if busy == 0 || held+next <= a.budget {
+			a.maxRows = max(a.maxRows, busy+1) // row i too
 			return true
 		}
 		select {

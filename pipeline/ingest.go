@@ -226,10 +226,8 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 		opt.Log.Info("analysis-ready rasters", "pairs", len(tiles))
 		return tiles, nil
 	}
-	if cfg.Source.Labels != "" {
-		if err := checkVectorLabels(cfg); err != nil {
-			return nil, err
-		}
+	if err := checkVectorLabels(cfg); err != nil {
+		return nil, err
 	}
 	area, intersects, err := cfg.area()
 	if err != nil {

@@ -86,12 +86,12 @@ func describeVectorLabels(m *manifest, cfg IngestConfig) {
 	}
 }
 
-// checkVectorLabels fails, before anything is written, when GDAL opens no
-// vector layer at source.labels (a missing file, a raster, a URL that does
-// not answer).
+// checkVectorLabels fails, before anything is written, when source.labels
+// is set and GDAL opens no vector layer there (a missing file, a raster, a
+// URL that does not answer).
 func checkVectorLabels(cfg IngestConfig) error {
 	href := cfg.Source.Labels
-	if !raster.IsVector(raster.GDALPath(href)) {
+	if href != "" && !raster.IsVector(raster.GDALPath(href)) {
 		return fmt.Errorf("source.labels: GDAL opens no vector layer at %s", href)
 	}
 	return nil

@@ -120,10 +120,8 @@ func (p JobPlan) tiles(ctx context.Context, cfg IngestConfig, opt Options) ([]so
 	if err := configureGDAL(cfg); err != nil {
 		return nil, err
 	}
-	if cfg.Source.Labels != "" {
-		if err := checkVectorLabels(cfg); err != nil {
-			return nil, err
-		}
+	if err := checkVectorLabels(cfg); err != nil {
+		return nil, err
 	}
 	// Signing writes into the items' asset maps: sign copies.
 	labels := cloneItems(p.Labels)

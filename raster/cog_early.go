@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -38,6 +39,7 @@ type earlyTiles[T Pixels] struct {
 	pending sync.WaitGroup // jobs queued and not yet done (their follow-ups queued first)
 	wg      sync.WaitGroup
 	stopped bool
+	spoiled bool // a full-resolution row went stale: every overview is made again (set by stop)
 
 	mu    sync.Mutex
 	ready [][]bool // level → rows of tiles whose pixels are all there
@@ -169,28 +171,20 @@ func (e *earlyTiles[T]) stop() {
 		e.pending.Wait()
 		close(e.jobs)
 		e.wg.Wait()
+		for i := range e.stale {
+			e.spoiled = e.spoiled || e.stale[i].Load()
+		}
 	}
 }
 
 // made reports whether tile (tx, ty) of level l was made early and still
 // holds: a stale full-resolution row spoils itself and every overview.
+// Only after stop.
 func (e *earlyTiles[T]) made(l, tx, ty int) bool {
-	if l > 0 && e.anyStale() {
-		return false
-	}
-	if l == 0 && e.stale[ty].Load() {
+	if l > 0 && e.spoiled || l == 0 && e.stale[ty].Load() {
 		return false
 	}
 	return e.tiles[l][ty*e.p.levels[l].tilesX+tx] != nil
-}
-
-func (e *earlyTiles[T]) anyStale() bool {
-	for i := range e.stale {
-		if e.stale[i].Load() {
-			return true
-		}
-	}
-	return false
 }
 
 // encodeEarly writes the COG at path like encodeCOG, with the level-0
@@ -208,16 +202,12 @@ func encodeEarly[T Pixels](path string, p *cogPlan, levels [][][]T, e *earlyTile
 		nd := T(*p.nodata)
 		nodata = &nd
 	}
-	// An overview is made again whole unless every row of it was made
+	// An overview is downsampled again whole unless every row of it was
 	// early: its pixels are the same either way, and the level below
 	// reads them all.
 	for l := 1; l < len(p.levels); l++ {
 		up, lv := p.levels[l-1], p.levels[l]
-		whole := true
-		for ty := range lv.tilesY {
-			whole = whole && e.made(l, 0, ty)
-		}
-		if whole {
+		if !e.spoiled && !slices.Contains(e.ready[l], false) {
 			continue
 		}
 		for b := range p.bands {
