@@ -25,6 +25,7 @@ import (
 	"github.com/lulc/lulc/decode"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/bufpool"
+	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/internal/redact"
 	"github.com/lulc/lulc/landcover"
@@ -998,8 +999,8 @@ func newTileWriters(dir string, grid raster.Grid, cfg IngestConfig, classes *lan
 func (w *tileWriters) sums() map[string]manifestOutput {
 	known := map[string]manifestOutput{}
 	for name, r := range map[string]*raster.Writer{"stack.tif": w.stack, "labels.tif": w.label, "valid_count.tif": w.count} {
-		if sha, size, ok := r.Sum(); ok {
-			known[name] = manifestOutput{File: name, SHA256: sha, Size: size}
+		if sum, size, ok := r.Sum(); ok {
+			known[name] = manifestOutput{File: name, BLAKE3: sum, Size: size}
 		}
 	}
 	return known
@@ -1047,7 +1048,7 @@ func (w *tileWriters) close() error {
 // tile's manifest.json, which marks the tile finished. Files in known were
 // hashed as they were written; the others are read back.
 func writeTileManifest(dir string, m manifest, known map[string]manifestOutput) error {
-	// The files are hashed at once: SHA-256 runs on one core per file.
+	// The files are hashed at once.
 	files := []string{"stack.tif", "labels.tif", "valid_count.tif"}
 	for _, f := range []string{GroupsFile, WeightsFile} {
 		if atomicfs.Exists(filepath.Join(dir, f)) {
@@ -1062,8 +1063,8 @@ func writeTileManifest(dir string, m manifest, known map[string]manifestOutput) 
 			continue
 		}
 		wg.Go(func() {
-			sum, size, err := fileSHA256(filepath.Join(dir, f))
-			outs[i], errs[i] = manifestOutput{File: f, SHA256: sum, Size: size}, err
+			sum, size, err := digest.File(filepath.Join(dir, f))
+			outs[i], errs[i] = manifestOutput{File: f, BLAKE3: sum, Size: size}, err
 		})
 	}
 	wg.Wait()

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/raster"
 )
@@ -117,8 +118,8 @@ func TestIngestRastersTerraMind(t *testing.T) {
 			t.Errorf("%s: manifest %s", p.Tile, body)
 		}
 		for _, o := range m.Outputs {
-			if sum, _, _ := fileSHA256(filepath.Join(dir, o.File)); sum != o.SHA256 {
-				t.Errorf("%s: %s checksum %s, file %s", p.Tile, o.File, o.SHA256, sum)
+			if sum, _, _ := digest.File(filepath.Join(dir, o.File)); sum != o.BLAKE3 {
+				t.Errorf("%s: %s checksum %s, file %s", p.Tile, o.File, o.BLAKE3, sum)
 			}
 		}
 	}

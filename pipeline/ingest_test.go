@@ -23,6 +23,7 @@ import (
 
 	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/synth"
@@ -219,7 +220,7 @@ func TestIngestTinyScene(t *testing.T) {
 		t.Errorf("manifest %+v", m)
 	}
 	for _, o := range m.Outputs {
-		if sum, _, _ := fileSHA256(filepath.Join(dir, o.File)); sum != o.SHA256 {
+		if sum, _, _ := digest.File(filepath.Join(dir, o.File)); sum != o.BLAKE3 || o.SHA256 != "" {
 			t.Errorf("manifest checksum of %s is stale", o.File)
 		}
 	}

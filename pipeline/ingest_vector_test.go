@@ -20,6 +20,7 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/synth"
@@ -369,8 +370,8 @@ func TestIngestVectorPolygons(t *testing.T) {
 	for _, f := range []string{GroupsFile, WeightsFile} {
 		if o, ok := m.output(f); !ok {
 			t.Errorf("manifest outputs lack %s", f)
-		} else if sum, size := sha256Of(t, filepath.Join(tile, f)); o.SHA256 != sum || o.Size != size {
-			t.Errorf("manifest output %+v, the file's SHA-256 %s, %d bytes", o, sum, size)
+		} else if sum, size, _ := digest.File(filepath.Join(tile, f)); o.BLAKE3 != sum || o.Size != size {
+			t.Errorf("manifest output %+v, the file's checksum %s, %d bytes", o, sum, size)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lulc/lulc/catalog"
+	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/redact"
 )
 
@@ -122,9 +123,40 @@ type ManifestAsset struct {
 }
 
 type manifestOutput struct {
-	File   string `json:"file"`
-	SHA256 string `json:"sha256"`
+	File string `json:"file"`
+	// BLAKE3 is the file's checksum (package digest).
+	BLAKE3 string `json:"blake3,omitempty"`
+	// SHA256 is the checksum manifests written before lulc switched to
+	// BLAKE3 record instead; they still read.
+	SHA256 string `json:"sha256,omitempty"`
 	Size   int64  `json:"size"`
+}
+
+// multihash is the output's checksum as STAC's file:checksum records it.
+func (o manifestOutput) multihash() string {
+	if o.BLAKE3 == "" && o.SHA256 != "" {
+		return "1220" + o.SHA256
+	}
+	return digest.Multihash(o.BLAKE3)
+}
+
+// checksumMatches says whether the file at path has the checksum a
+// multihash records: BLAKE3, which lulc writes, or SHA-256, which it wrote
+// before.
+func checksumMatches(path, multihash string) bool {
+	var sum string
+	var err error
+	switch {
+	case strings.HasPrefix(multihash, "1e20"):
+		sum, _, err = digest.File(path)
+		sum = digest.Multihash(sum)
+	case strings.HasPrefix(multihash, "1220"):
+		sum, _, err = fileSHA256(path)
+		sum = "1220" + sum
+	default:
+		return false
+	}
+	return err == nil && sum == multihash
 }
 
 // describeAsset records an input's identity: size for local files, size

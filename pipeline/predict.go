@@ -461,8 +461,7 @@ func verified(dir string) bool {
 		if a.Checksum == "" {
 			continue
 		}
-		sum, _, err := fileSHA256(filepath.Join(dir, strings.TrimPrefix(a.Href, "./")))
-		if err != nil || "1220"+sum != a.Checksum {
+		if !checksumMatches(filepath.Join(dir, strings.TrimPrefix(a.Href, "./")), a.Checksum) {
 			return false
 		}
 	}

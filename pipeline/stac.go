@@ -26,6 +26,7 @@ import (
 
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/landcover"
 	lraster "github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/stacx"
@@ -192,11 +193,11 @@ func gridProjection(grid lraster.Grid) *stacx.ProjectionAsset {
 
 // fileOf is the file extension's fields for a file in dir.
 func fileOf(dir, name string) (*stacx.File, error) {
-	sum, size, err := fileSHA256(filepath.Join(dir, name))
+	sum, size, err := digest.File(filepath.Join(dir, name))
 	if err != nil {
 		return nil, err
 	}
-	return &stacx.File{Checksum: "1220" + sum, Size: size}, nil
+	return &stacx.File{Checksum: digest.Multihash(sum), Size: size}, nil
 }
 
 // classesOf lists a scheme's classes for the classification extension.
@@ -220,7 +221,7 @@ func stackItem(m manifest, manifestFile *stacx.File, out tileOut, labels *landco
 	}
 	files := map[string]*stacx.File{}
 	for _, o := range m.Outputs {
-		files[o.File] = &stacx.File{Checksum: "1220" + o.SHA256, Size: o.Size}
+		files[o.File] = &stacx.File{Checksum: o.multihash(), Size: o.Size}
 	}
 	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif"} {
 		if files[f] == nil {

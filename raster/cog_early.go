@@ -1,10 +1,7 @@
 package raster
 
 import (
-	"bufio"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/digest"
 )
 
 // earlyTiles compresses a staged raster's tiles while its windows are
@@ -189,7 +187,7 @@ func (e *earlyTiles[T]) made(l, tx, ty int) bool {
 
 // encodeEarly writes the COG at path like encodeCOG, with the level-0
 // tiles the compressors made (the rest compressed now), and returns the
-// file's SHA-256 (hex) and size: with every tile in memory the header is
+// file's checksum (package digest) and size: with every tile in memory the header is
 // known before the first byte, so the file is written in order and hashed
 // as it is written.
 func encodeEarly[T Pixels](path string, p *cogPlan, levels [][][]T, e *earlyTiles[T]) (string, int64, error) {
@@ -255,16 +253,17 @@ func encodeEarly[T Pixels](path string, p *cogPlan, levels [][][]T, e *earlyTile
 		return "", 0, fmt.Errorf("write %s: %w", path, err)
 	}
 	defer os.Remove(tmp) // a no-op once renamed
-	// Writing and hashing the same bytes at once: each takes about as long.
-	h := sha256.New()
-	var hashed sync.WaitGroup
-	hashed.Go(func() { emitTiles(h, header, data) })
-	bw := bufio.NewWriterSize(f, 1<<20)
-	err = emitTiles(bw, header, data)
+	// The file is written and hashed at once, the hashing on every core
+	// (package digest): this is the step a tile's ingest ends on.
+	dw := digest.NewWriter(f)
+	err = emitTiles(dw, header, data)
+	sum, n, cerr := dw.Close()
 	if err == nil {
-		err = bw.Flush()
+		err = cerr
 	}
-	hashed.Wait()
+	if err == nil && n != pos {
+		err = fmt.Errorf("wrote %d bytes, planned %d", n, pos)
+	}
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -274,7 +273,7 @@ func encodeEarly[T Pixels](path string, p *cogPlan, levels [][][]T, e *earlyTile
 	if err != nil {
 		return "", 0, fmt.Errorf("write %s: %w", path, err)
 	}
-	return hex.EncodeToString(h.Sum(nil)), pos, nil
+	return sum, pos, nil
 }
 
 // compressAll compresses jobs[i] for every i in todo into data[i], on

@@ -2,16 +2,16 @@ package raster
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/lulc/lulc/internal/digest"
 )
 
 // TestWriterEncodeEarly: compressing rows of tiles as windows complete
 // them gives the same file as compressing at Close, staged in memory and
-// in a mapped file, for every writer case; Sum is the file's SHA-256 and
+// in a mapped file, for every writer case; Sum is the file's checksum and
 // size.
 func TestWriterEncodeEarly(t *testing.T) {
 	dir := t.TempDir()
@@ -43,9 +43,8 @@ func TestWriterEncodeEarly(t *testing.T) {
 				t.Errorf("%s (mapped %v): %d of %d tiles made before Close", c.name, mapped, made, n)
 			}
 			sha, size, ok := w.Sum()
-			sum := sha256.Sum256(b)
-			if !ok || sha != hex.EncodeToString(sum[:]) || size != int64(len(b)) {
-				t.Errorf("%s: Sum = %s, %d, %v; the file's is %x, %d", c.name, sha, size, ok, sum, len(b))
+			if sum := digest.Bytes(b); !ok || sha != sum || size != int64(len(b)) {
+				t.Errorf("%s: Sum = %s, %d, %v; the file's is %s, %d", c.name, sha, size, ok, sum, len(b))
 			}
 			if _, _, ok := mustWriter(t, filepath.Join(dir, "x.tif"), c).Sum(); ok {
 				t.Errorf("%s: Sum before Close", c.name)

@@ -19,7 +19,7 @@ type goStage interface {
 	write(band, x, y, width, height int, buf any) error
 	encode(path string, classes *landcover.Scheme) error
 	release() error
-	// sum is the encoded file's SHA-256 (hex) and size, when encode took
+	// sum is the encoded file's checksum (package digest) and size, when encode took
 	// them on the way (COGOptions.EncodeEarly).
 	sum() (sha string, size int64, ok bool)
 }
@@ -34,7 +34,7 @@ type stageOf[T Pixels] struct {
 	levels [][][]T // level → band → plane; in memory, overviews allocated by encode unless early
 	mapped []byte  // the mapping, nil in memory
 	early  *earlyTiles[T]
-	sha    string // the file's SHA-256 and size, when early encoding took them
+	sha    string // the file's checksum and size, when early encoding took them
 	size   int64
 }
 

@@ -80,7 +80,7 @@ type COGOptions struct {
 	// tiles compressed) as soon as the rows it reduces are there, while
 	// later windows are still being made; it holds the compressed tiles in
 	// memory until Close, which then writes the file in one pass and
-	// takes its SHA-256 on the way (Writer.Sum). It assumes windows are
+	// takes its checksum (package digest) on the way (Writer.Sum). It assumes windows are
 	// written once each (a row written again is compressed again at
 	// Close, with every overview). The file's bytes are the same either
 	// way.

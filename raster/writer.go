@@ -155,7 +155,7 @@ func (w *Writer) Close() error {
 	return translateCOG(src, w.path, w.opt)
 }
 
-// Sum returns the SHA-256 (hex) and size of the file Close wrote, when it
+// Sum returns the checksum (package digest) and size of the file Close wrote, when it
 // took them as it wrote (COGOptions.EncodeEarly with lulc's encoder); ok is
 // false otherwise, and the caller reads the file to hash it.
 func (w *Writer) Sum() (sha string, size int64, ok bool) {
