@@ -193,6 +193,18 @@ func (d *Device) stageTiles(p packedTiles, f decode.Format, dst []uint64) (stage
 	return s, st.err
 }
 
+// stageOnDevice stages compressed tiles whose bytes are on the device
+// already (src, laid out as p.data): only their offsets, sizes and
+// destinations are copied.
+func (d *Device) stageOnDevice(p packedTiles, src Buffer, dst []uint64) (stagedTiles, error) {
+	var st staging
+	s := stagedTiles{n: len(p.off), src: src.ptr}
+	s.dst = st.ptr(put(d.mem, "ahead.dst", dst))
+	s.srcOff = st.ptr(put(d.mem, "ahead.srcoff", p.off))
+	s.srcSize = st.ptr(put(d.mem, "ahead.srcsize", p.size))
+	return s, st.err
+}
+
 // runDecode inflates a staged batch, warps tiles to a block, checks every
 // tile's status, and turns the bytes into samples (byte order, predictor).
 func (d *Device) runDecode(s stagedTiles, f decode.Format, warps int) error {

@@ -397,87 +397,94 @@ func (b *testBand) rect(x, y, w, h int) *decode.Rect {
 // host plane, on the device and on the CPU (composite.Resample decodes with
 // the Go twin), over windows that share tiles, at the rasters' edges too.
 func TestCompositeRawBitExact(t *testing.T) {
-	d := gpu(t)
-	defer d.Close()
-	r := rand.New(rand.NewPCG(31, 32))
-	const rw, rh, k = 300, 260, 2
-	fine := decode.Format{Compression: "DEFLATE", Predictor: 1, SampleBytes: 2, W: 64, H: 64}
-	coarse := decode.Format{Compression: "DEFLATE", Predictor: 2, SampleBytes: 2, W: 32, H: 32}
-	nd := 3
-	var fines, coarses []*testBand
-	for di := range nd {
-		fines = append(fines, newTestBand(r, fmt.Sprintf("fine-%d.tif", di), rw, rh, fine))
-		cb := newTestBand(r, fmt.Sprintf("coarse-%d.tif", di), rw/k, rh/k, coarse)
-		cb.fill = 7
-		coarses = append(coarses, cb)
-	}
-	windows := [][4]int{{0, 0, 128, 128}, {128, 0, 128, 128}, {0, 128, 128, 128}, {128, 128, 128, 128}, {256, 128, 44, 132}, {64, 64, 100, 60}}
-	// The first four windows' 10 m tiles are decoded ahead, as a row of
-	// windows is: those windows find them on the device (its cache keeps
-	// tiles of that size only; the coarse ones are decoded per window).
-	var ahead []*decode.Rect
-	for _, w := range windows[:4] {
-		for di := range nd {
-			ahead = append(ahead, fines[di].rect(w[0], w[1], w[2], w[3]))
-		}
-	}
-	b, err := packAhead(ahead)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := DecodeAhead(d, b); err != nil {
-		t.Fatal(err)
-	}
-	if packed := len(b.keys[fine]); len(d.tiles.slot) != packed {
-		t.Fatalf("%d tiles decoded ahead, %d packed", len(d.tiles.slot), packed)
-	}
-	for _, w := range windows {
-		n := w[2] * w[3]
-		win := resample.Window{X: w[0], Y: w[1], W: w[2], H: w[3], K: k, RasterW: rw / k, RasterH: rh / k}
-		cpu, dev := make([]composite.Date, nd), make([]composite.Date, nd)
-		for di := range nd {
-			mk := func() composite.Date {
-				cd := composite.Date{SCL: make([]uint8, n), NoData: []uint16{0, 0, 0}, Scale: []float64{1e-4, 1e-4, 1e-4},
-					Offset: []float64{-0.1, -0.1, -0.1}, Coarse: make([]*resample.Coarse, 3), Raw: make([]*decode.Rect, 3), DN: make([][]uint16, 3)}
-				for i := range cd.SCL {
-					cd.SCL[i] = uint8((i*7 + di) % 12)
-				}
-				cd.Raw[0] = fines[di].rect(w[0], w[1], w[2], w[3])
-				px, py, pw, ph := win.Need(true)
-				cd.Raw[1] = coarses[di].rect(px, py, pw, ph)
-				cd.Coarse[1] = &resample.Coarse{Window: win, Plane: resample.Plane[uint16]{X0: px, Y0: py, W: pw, H: ph}, HasNoData: true}
-				host := make([]uint16, n)
-				for i := range host {
-					host[i] = uint16(500 + (i*31+di*17)%4000)
-				}
-				cd.DN[2] = host
-				return cd
+	// Both ways of staging a row decoded ahead: its bytes copied on the
+	// copier thread, and on the owner.
+	for _, copier := range []string{"on", "off"} {
+		t.Run("copier-"+copier, func(t *testing.T) {
+			t.Setenv("LULC_DEVICE_COPIER", copier)
+			d := gpu(t)
+			defer d.Close()
+			r := rand.New(rand.NewPCG(31, 32))
+			const rw, rh, k = 300, 260, 2
+			fine := decode.Format{Compression: "DEFLATE", Predictor: 1, SampleBytes: 2, W: 64, H: 64}
+			coarse := decode.Format{Compression: "DEFLATE", Predictor: 2, SampleBytes: 2, W: 32, H: 32}
+			nd := 3
+			var fines, coarses []*testBand
+			for di := range nd {
+				fines = append(fines, newTestBand(r, fmt.Sprintf("fine-%d.tif", di), rw, rh, fine))
+				cb := newTestBand(r, fmt.Sprintf("coarse-%d.tif", di), rw/k, rh/k, coarse)
+				cb.fill = 7
+				coarses = append(coarses, cb)
 			}
-			cpu[di], dev[di] = mk(), mk()
-		}
-		want, got := [][]uint16{make([]uint16, n), make([]uint16, n), make([]uint16, n)}, [][]uint16{make([]uint16, n), make([]uint16, n), make([]uint16, n)}
-		wc, gc := make([]uint8, n), make([]uint8, n)
-		if err := composite.Resample(cpu); err != nil {
-			t.Fatal(err)
-		}
-		if err := composite.Window(cpu, composite.DefaultDropSCL, 1e-4, -0.1, want, wc); err != nil {
-			t.Fatal(err)
-		}
-		if err := Composite(d, dev, composite.DefaultDropSCL, 1e-4, -0.1, got, gc); err != nil {
-			t.Fatal(err)
-		}
-		for i := range n {
-			if wc[i] != gc[i] {
-				t.Fatalf("window %v pixel %d: count CPU %d, GPU %d", w, i, wc[i], gc[i])
-			}
-			for b := range 3 {
-				if want[b][i] != got[b][i] {
-					t.Fatalf("window %v pixel %d band %d: CPU %d, GPU %d", w, i, b, want[b][i], got[b][i])
+			windows := [][4]int{{0, 0, 128, 128}, {128, 0, 128, 128}, {0, 128, 128, 128}, {128, 128, 128, 128}, {256, 128, 44, 132}, {64, 64, 100, 60}}
+			// The first four windows' 10 m tiles are decoded ahead, as a row of
+			// windows is: those windows find them on the device (its cache keeps
+			// tiles of that size only; the coarse ones are decoded per window).
+			var ahead []*decode.Rect
+			for _, w := range windows[:4] {
+				for di := range nd {
+					ahead = append(ahead, fines[di].rect(w[0], w[1], w[2], w[3]))
 				}
 			}
-		}
-	}
+			b, err := packAhead(ahead)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := DecodeAhead(d, b); err != nil {
+				t.Fatal(err)
+			}
+			if packed := len(b.keys[fine]); len(d.tiles.slot) != packed {
+				t.Fatalf("%d tiles decoded ahead, %d packed", len(d.tiles.slot), packed)
+			}
+			for _, w := range windows {
+				n := w[2] * w[3]
+				win := resample.Window{X: w[0], Y: w[1], W: w[2], H: w[3], K: k, RasterW: rw / k, RasterH: rh / k}
+				cpu, dev := make([]composite.Date, nd), make([]composite.Date, nd)
+				for di := range nd {
+					mk := func() composite.Date {
+						cd := composite.Date{SCL: make([]uint8, n), NoData: []uint16{0, 0, 0}, Scale: []float64{1e-4, 1e-4, 1e-4},
+							Offset: []float64{-0.1, -0.1, -0.1}, Coarse: make([]*resample.Coarse, 3), Raw: make([]*decode.Rect, 3), DN: make([][]uint16, 3)}
+						for i := range cd.SCL {
+							cd.SCL[i] = uint8((i*7 + di) % 12)
+						}
+						cd.Raw[0] = fines[di].rect(w[0], w[1], w[2], w[3])
+						px, py, pw, ph := win.Need(true)
+						cd.Raw[1] = coarses[di].rect(px, py, pw, ph)
+						cd.Coarse[1] = &resample.Coarse{Window: win, Plane: resample.Plane[uint16]{X0: px, Y0: py, W: pw, H: ph}, HasNoData: true}
+						host := make([]uint16, n)
+						for i := range host {
+							host[i] = uint16(500 + (i*31+di*17)%4000)
+						}
+						cd.DN[2] = host
+						return cd
+					}
+					cpu[di], dev[di] = mk(), mk()
+				}
+				want, got := [][]uint16{make([]uint16, n), make([]uint16, n), make([]uint16, n)}, [][]uint16{make([]uint16, n), make([]uint16, n), make([]uint16, n)}
+				wc, gc := make([]uint8, n), make([]uint8, n)
+				if err := composite.Resample(cpu); err != nil {
+					t.Fatal(err)
+				}
+				if err := composite.Window(cpu, composite.DefaultDropSCL, 1e-4, -0.1, want, wc); err != nil {
+					t.Fatal(err)
+				}
+				if err := Composite(d, dev, composite.DefaultDropSCL, 1e-4, -0.1, got, gc); err != nil {
+					t.Fatal(err)
+				}
+				for i := range n {
+					if wc[i] != gc[i] {
+						t.Fatalf("window %v pixel %d: count CPU %d, GPU %d", w, i, wc[i], gc[i])
+					}
+					for b := range 3 {
+						if want[b][i] != got[b][i] {
+							t.Fatalf("window %v pixel %d band %d: CPU %d, GPU %d", w, i, b, want[b][i], got[b][i])
+						}
+					}
+				}
+			}
 
+		})
+	}
 }
 
 // packAhead packs the written tiles of rects, each once, into a batch for

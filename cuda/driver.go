@@ -235,6 +235,18 @@ type Device struct {
 	// tileCall counts its calls.
 	tiles    *tileCache
 	tileCall uint64
+	ctx      uintptr // the primary context
+	// copier is a second goroutine locked to its own OS thread with the
+	// context current, started on first use (Aside): it makes copies from
+	// pageable host memory, which hold their calling thread for as long
+	// as the bytes take to stage, while the owner goes on launching work.
+	copier     chan func()
+	copyStream uintptr // non-blocking: its copies overlap the owner's kernels
+	copyOnce   sync.Once
+	copyErr    error
+	// ahead serialises DecodeAhead calls (one reader per lane, and lanes
+	// may share a device): they share the device buffers of a row.
+	ahead sync.Mutex
 }
 
 // Open retains device index's primary context on a new owner goroutine
@@ -268,6 +280,7 @@ func (d *Device) own(ready chan<- error) {
 	if err == nil {
 		err = check(api.ctxSetCurrent(ctx), "cuCtxSetCurrent")
 	}
+	d.ctx = ctx
 	if err == nil {
 		err = check(api.memAllocHost(&d.params, 4096), "cuMemAllocHost")
 	}
@@ -302,6 +315,43 @@ func (d *Device) Do(f func() error) error {
 	return <-done
 }
 
+// aside runs f on the copier goroutine (see Device.copier), which it
+// starts on first use, and waits for it. f may use d.copyStream and no
+// other state of the owner's: the owner runs meanwhile.
+func (d *Device) aside(f func() error) error {
+	if d.closed {
+		return errors.New("cuda: device closed")
+	}
+	d.copyOnce.Do(func() {
+		d.copier = make(chan func())
+		ready := make(chan error)
+		go func() {
+			runtime.LockOSThread()
+			err := check(api.ctxSetCurrent(d.ctx), "cuCtxSetCurrent")
+			if err == nil {
+				// CU_STREAM_NON_BLOCKING: no implicit ordering with the
+				// owner's work on the legacy default stream.
+				err = check(api.streamCreate(&d.copyStream, 1), "cuStreamCreate")
+			}
+			ready <- err
+			if err == nil {
+				for f := range d.copier {
+					f()
+				}
+			}
+			select {} // parked, as the owner is (see own)
+		}()
+		d.copyErr = <-ready
+	})
+	if d.copyErr != nil {
+		return d.copyErr
+	}
+	// Not counted in Busy: the copier's time overlaps the owner's.
+	done := make(chan error)
+	d.copier <- func() { done <- f() }
+	return <-done
+}
+
 // Busy returns the time the owner goroutine has spent running work: the
 // GPU's transfers and kernels and the host staging around them. Against a
 // command's wall time it says how busy the device was kept.
@@ -318,6 +368,9 @@ func (d *Device) Close() {
 		})
 		d.closed = true
 		close(d.work)
+		if d.copier != nil {
+			close(d.copier)
+		}
 	}
 }
 

@@ -3,8 +3,11 @@ package cuda
 import (
 	"cmp"
 	"fmt"
+	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/lulc/lulc/decode"
 )
@@ -320,21 +323,62 @@ func (b *AheadBatch) Add(f decode.Format, data []byte, off []uint64, size []uint
 
 // DecodeAhead decodes a batch's tiles on the device and keeps them for
 // the windows that will need them (Composite finds them there), in one
-// launch per format: one warp decodes a tile, at a few MB/s, so the device
-// reaches its throughput only with thousands of tiles in flight. Tiles
-// that do not fit in the cache are decoded again when a window needs them.
+// launch per format: one warp decodes one tile, at a few MB/s, so the
+// device reaches its throughput only with thousands of tiles in flight.
+// Tiles that do not fit in the cache are decoded again when a window needs
+// them. A row's compressed bytes (a gigabyte and more at a dozen dates)
+// cross to the device on the copier goroutine (Device.aside), from
+// pageable memory, while the owner goes on with the windows' work; the
+// owner then picks the tiles the cache lacks and decodes them in one
+// atomic step, so no window sees a slot claimed but not yet decoded.
+//
+// LULC_DEVICE_COPIER=off makes the copies on the owner goroutine instead,
+// for comparing both ways on one machine.
 func DecodeAhead(dev *Device, b *AheadBatch) error {
-	return dev.Do(func() error {
-		for _, f := range b.formats {
-			if err := dev.decodeAhead(f, b.keys[f], b.packed[f]); err != nil {
+	dev.ahead.Lock()
+	defer dev.ahead.Unlock()
+	if os.Getenv("LULC_DEVICE_COPIER") == "off" {
+		return dev.Do(func() error {
+			for _, f := range b.formats {
+				if err := dev.decodeAhead(f, b.keys[f], b.packed[f], Buffer{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	for _, f := range b.formats {
+		p := b.packed[f]
+		var src Buffer
+		if f.Compression != "NONE" && len(p.data) > 0 {
+			name := "ahead.src." + f.Compression
+			if err := dev.Do(func() (err error) {
+				src, err = dev.mem.get(name, uint64(len(p.data)))
+				return err
+			}); err != nil {
 				return err
 			}
+			if err := dev.aside(func() error {
+				if err := check(api.memcpyHtoDAsync(src.ptr, unsafe.Pointer(&p.data[0]), uint64(len(p.data)), dev.copyStream), "cuMemcpyHtoDAsync ahead"); err != nil {
+					return err
+				}
+				return check(api.streamSync(dev.copyStream), "cuStreamSynchronize ahead")
+			}); err != nil {
+				return err
+			}
+			runtime.KeepAlive(p.data)
 		}
-		return nil
-	})
+		if err := dev.Do(func() error { return dev.decodeAhead(f, b.keys[f], p, src) }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles) error {
+// decodeAhead decodes the tiles of p the cache lacks into slots it claims
+// for them; src holds p's bytes on the device already (compressed tiles),
+// or is zero (uncompressed tiles, copied straight into their slots).
+func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles, src Buffer) error {
 	d.tileCall++
 	if !d.cacheFor(uint64(f.TileBytes())) {
 		return nil
@@ -359,7 +403,13 @@ func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles) erro
 		return nil
 	}
 	sel.data = p.data
-	s, err := d.stageTiles(sel, f, dst)
+	var s stagedTiles
+	var err error
+	if src.ptr != 0 {
+		s, err = d.stageOnDevice(sel, src, dst)
+	} else {
+		s, err = d.stageTiles(sel, f, dst)
+	}
 	if err == nil {
 		err = d.runDecode(s, f, inflateWarps)
 	}
