@@ -8,29 +8,39 @@ import (
 )
 
 // contextPlan is how a feature set's context features are computed on the
-// device: the distinct per-pixel features they summarise, as a program of
-// the features kernel, and per (base, window) pair the feature planes its
-// mean, standard deviation and range go to.
+// device: the distinct per-pixel features they summarise (their bases), as
+// programs of the features kernels, and per (base, window) pair the
+// feature planes its mean, standard deviation and range go to.
 type contextPlan struct {
 	baseCodes []int32 // 5 per base: the operation and its input bands
 	base      Buffer
 	pairs     []contextPair
 	fused     []fusedBase // per base
+	// The programs of features_context, uploaded on first use: per base 4
+	// ints (its largest radius, -1 for a base left to the two-pass
+	// kernels; whether it keeps values for a range; where its windows
+	// start in pairProg, and how many), and each base's windows.
+	baseProg, pairProg []int32
+	baseDev, pairDev   Buffer
+	// shared is features_context's dynamic shared memory for the bases
+	// it takes; twoPass says whether some base is left to context_rows and
+	// context_cols.
+	shared  int
+	twoPass bool
 }
 
-// fusedBase is one base's windows as context_fused takes them (prog: 4
-// ints a window, uploaded once into dev), their largest radius, whether
-// one wants a range (values 1), and the shared memory that takes: above
-// maxShared the base's windows take the two-pass kernels instead.
+// fusedBase is one base's windows as features_context takes them (prog:
+// 4 ints a window), their largest radius, whether one wants a range
+// (values 1), and the shared memory that takes: above maxShared the
+// base's windows take the two-pass kernels instead.
 type fusedBase struct {
 	prog   []int32
 	R      int
 	values int32
 	shared int
-	dev    Buffer
 }
 
-// fits reports whether context_fused can take the base.
+// fits reports whether features_context can take the base.
 func (f *fusedBase) fits() bool { return f.shared <= maxShared }
 
 // contextPair is one base feature over one window radius: the statistics
@@ -80,9 +90,29 @@ func newContextPlan(set *features.Set, slot map[int]int32) (contextPlan, error) 
 	}
 	for b := range plan.bases() {
 		prog, R, values := plan.fusedProgram(b)
-		plan.fused = append(plan.fused, fusedBase{prog: prog, R: R, values: values, shared: contextShared(R, values)})
+		fb := fusedBase{prog: prog, R: R, values: values, shared: contextShared(R, values)}
+		plan.fused = append(plan.fused, fb)
+		if !fb.fits() {
+			plan.twoPass = true
+			plan.baseProg = append(plan.baseProg, -1, 0, 0, 0)
+			continue
+		}
+		plan.baseProg = append(plan.baseProg, int32(R), values, int32(len(plan.pairProg)), int32(len(prog)/4))
+		plan.pairProg = append(plan.pairProg, prog...)
+		plan.shared = max(plan.shared, fb.shared)
 	}
 	return plan, nil
+}
+
+// chunk is how many pixels features_context stages at once for the
+// per-pixel features (nb reflectances each, in shared memory), and the
+// shared memory the kernel then takes.
+func (c *contextPlan) chunk(nb int) (chunk, shared int) {
+	chunk = 256
+	if nb*chunk*4 > maxShared {
+		chunk = maxShared / (4 * nb) / 32 * 32
+	}
+	return chunk, max(c.shared, nb*chunk*4)
 }
 
 // bases is the number of distinct base features.
@@ -91,10 +121,8 @@ func (c *contextPlan) bases() int { return len(c.baseCodes) / 5 }
 // PredictDNContext is PredictDN for a feature set with context features: dn
 // holds the band planes of a block with its halo (rect, as
 // features.Halo gives it), and cls and conf receive the inner rectangle's
-// classes and confidences. On the device: reflectance of the whole block,
-// the context features' base values, their window statistics in two
-// passes (context_rows, context_cols) straight into the feature planes,
-// the inner bands cropped and their per-pixel features, then the bin
+// classes and confidences. On the device: the window's features in one
+// pass from its DNs (features_context, see contextPass), then the bin
 // codes and the forest walk. The bits are the CPU's: features.Set's
 // ContextCompute and CPU.Compute, then Predict.
 func (p *Predictor) PredictDNContext(fe *Features, dn [][]uint16, rect features.Rect, nodata uint16, scale, offset float32, cls []uint8, conf []float32) error {
@@ -162,18 +190,58 @@ func (p *Predictor) PredictDNContext(fe *Features, dn [][]uint16, rect features.
 
 // contextPass queues on stream s, from a block's DN planes on the device
 // (dn, rect's size), the window's features into out (the set's planes of
-// rect's inner pixels): reflectance, the context features' base values,
-// their statistics (context_rows, context_cols), the inner bands cropped
-// and the per-pixel features (owner goroutine).
+// rect's inner pixels), in one kernel (features_context): each 32² tile
+// of inner pixels computes its bases' values with their halo from the DNs
+// in shared memory, their window sums there, and its per-pixel features,
+// so that the DNs are read and the feature planes written and nothing
+// else crosses device memory. A base whose windows would not fit in
+// shared memory (a 31-px window with a range) takes two passes through
+// device memory instead: reflectance and the base values of the whole
+// block, then context_rows and context_cols (owner goroutine).
 func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata uint16, scale, offset float32, prog, out uint64) error {
 	plan := &fe.ctx
-	if plan.base.ptr == 0 {
-		var err error
-		if plan.base, err = upload(plan.baseCodes); err != nil {
+	nb, nf := len(fe.used), len(fe.Set.Features)
+	chunk, shared := plan.chunk(nb)
+	if chunk < 32 {
+		return fmt.Errorf("cuda features: %d band planes, too many to stage", nb)
+	}
+	// The programs, uploaded on first use.
+	for _, u := range []struct {
+		b    *Buffer
+		prog []int32
+	}{{&plan.base, plan.baseCodes}, {&plan.baseDev, plan.baseProg}, {&plan.pairDev, plan.pairProg}} {
+		if u.b.ptr == 0 && len(u.prog) > 0 {
+			var err error
+			if *u.b, err = upload(u.prog); err != nil {
+				return err
+			}
+		}
+	}
+	w, h, iw, ih := rect.Width, rect.Height, rect.InnerW, rect.InnerH
+	// Copies from pageable memory (the caller's DNs, the programs) may
+	// still be on their way when the driver returns, and a non-blocking
+	// stream s does not wait for them: wait here.
+	if err := check(api.ctxSynchronize(), "cuCtxSynchronize"); err != nil {
+		return err
+	}
+	if plan.twoPass {
+		if err := fe.contextTwoPass(s, dn, rect, nodata, scale, offset, out); err != nil {
 			return err
 		}
 	}
-	nb, nf := len(fe.used), len(fe.Set.Features)
+	gx, gy := uint32((iw+contextTile-1)/contextTile), uint32((ih+contextTile-1)/contextTile)
+	return fe.Dev.launchGrid(s, "features_context", gx, gy, 256, uint32(shared), dn, int32(nb), int32(w), int32(h),
+		int32(rect.X), int32(rect.Y), int32(iw), int32(ih), int32(nodata), scale, offset, plan.base.ptr, int32(plan.bases()),
+		plan.baseDev.ptr, plan.pairDev.ptr, prog, int32(nf), int32(chunk), out, int64(iw*ih))
+}
+
+// contextTwoPass queues the windows of the bases features_context leaves
+// (see contextPass): reflectance and base values of the whole block, then
+// per window the row sums (context_rows) and the column sums
+// (context_cols) through device memory, into their feature planes of out.
+func (fe *Features) contextTwoPass(s uintptr, dn uint64, rect features.Rect, nodata uint16, scale, offset float32, out uint64) error {
+	plan := &fe.ctx
+	nb := len(fe.used)
 	w, h, iw, ih := rect.Width, rect.Height, rect.InnerW, rect.InnerH
 	n, ph := iw*ih, w*h
 	m := fe.Dev.mem
@@ -181,7 +249,6 @@ func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata
 	nbase, rows := plan.bases(), uint64(h*iw)
 	dRefl := st.buf(m.get("context.refl", uint64(ph*nb)*4))
 	dBase := st.buf(m.get("context.base", uint64(ph*nbase)*4))
-	dCrop := st.buf(m.get("context.crop", uint64(n*nb)*4))
 	dS := st.buf(m.get("context.s", rows*8))
 	dSQ := st.buf(m.get("context.sq", rows*8))
 	dCnt := st.buf(m.get("context.count", rows*4))
@@ -189,22 +256,6 @@ func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata
 	dHi := st.buf(m.get("context.hi", rows*4))
 	if st.err != nil {
 		return st.err
-	}
-	// The fused windows' programs, uploaded on first use.
-	for b := range plan.fused {
-		fb := &plan.fused[b]
-		if fb.fits() && fb.dev.ptr == 0 {
-			var err error
-			if fb.dev, err = upload(fb.prog); err != nil {
-				return err
-			}
-		}
-	}
-	// Copies from pageable memory (the caller's DNs, the programs) may
-	// still be on their way when the driver returns, and a non-blocking
-	// stream s does not wait for them: wait here.
-	if err := check(api.ctxSynchronize(), "cuCtxSynchronize"); err != nil {
-		return err
 	}
 	launch := func(name string, threads int, args ...any) error {
 		return fe.Dev.launchAsync(s, name, int64(threads), args...)
@@ -214,21 +265,6 @@ func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata
 	}
 	if err := launch(fe.kernel(), ph, dRefl.ptr, int32(nb), int64(ph), plan.base.ptr, int32(nbase), dBase.ptr); err != nil {
 		return err
-	}
-	// Per base, its windows in one fused pass where their shared memory
-	// fits (context_fused), else two passes per window through device
-	// memory (context_rows, context_cols).
-	for b := range plan.fused {
-		fb := &plan.fused[b]
-		if !fb.fits() {
-			continue
-		}
-		v := dBase.ptr + uint64(b*ph*4)
-		gx, gy := uint32((iw+contextTile-1)/contextTile), uint32((ih+contextTile-1)/contextTile)
-		if err := fe.Dev.launchGrid(s, "context_fused", gx, gy, 256, uint32(fb.shared), v, int32(w), int32(h), int32(rect.X), int32(rect.Y),
-			int32(iw), int32(ih), int32(fb.R), fb.dev.ptr, int32(len(fb.prog)/4), fb.values, out, int64(n)); err != nil {
-			return err
-		}
 	}
 	for _, pr := range plan.pairs {
 		if plan.fused[pr.base].fits() {
@@ -250,10 +286,7 @@ func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata
 			return err
 		}
 	}
-	if err := launch("crop", n*nb, dRefl.ptr, int32(w), int32(h), int32(rect.X), int32(rect.Y), int32(iw), int32(ih), int32(nb), dCrop.ptr); err != nil {
-		return err
-	}
-	return launch(fe.kernel(), n, dCrop.ptr, int32(nb), int64(n), prog, int32(nf), out)
+	return nil
 }
 
 // Context computes the set's context features at chosen pixels of the
@@ -309,14 +342,14 @@ func (m *Mirror) Context(set *features.Set, refl *[65536]float32, xs, ys []int, 
 	})
 }
 
-// contextTile is context_fused's tile side (CONTEXT_TILE), maxShared the
+// contextTile is features_context's tile side (CONTEXT_TILE), maxShared the
 // dynamic shared memory a block may take without opting in.
 const (
 	contextTile = 32
 	maxShared   = 48 << 10
 )
 
-// contextShared is context_fused's shared memory for a largest radius R:
+// contextShared is features_context's shared memory for a largest radius R:
 // the row sums of its largest window, the quantised values and, with a
 // range (values 1), the values.
 func contextShared(R int, values int32) int {
@@ -324,7 +357,7 @@ func contextShared(R int, values int32) int {
 	return rows*contextTile*(8+4+4) + side*side*4*(1+int(values))
 }
 
-// fusedProgram is base b's windows as context_fused takes them: 4 ints
+// fusedProgram is base b's windows as features_context takes them: 4 ints
 // each (radius, mean, std and range planes), the largest radius, and
 // whether any window wants a range (its values kept in shared memory).
 func (c *contextPlan) fusedProgram(b int) (prog []int32, R int, values int32) {

@@ -24,7 +24,7 @@ func TestPredictDNContextBitExact(t *testing.T) {
 	bands := []string{"B02", "B03", "B04", "B08", "B11", "p50(ndvi)"}
 	names := []string{"B04", "ndvi", "mean(B08,15)", "std(B08,15)", "range(B08,15)", "std(ndvi,7)", "mean(ndwi,3)",
 		"range(evi,5)", "mean(nd(B03,B11),31)", "range(nd(B03,B11),3)", "std(bsi,31)", "B11", "p50(ndvi)", "std(p50(ndvi),7)"}
-	// Every base but nd(B03,B11) fits context_fused's shared memory; that
+	// Every base but nd(B03,B11) fits features_context's shared memory; that
 	// one (a 31-px window and a range) takes the two-pass kernels.
 	set, err := features.NewSet(names, bands)
 	if err != nil {
@@ -38,46 +38,9 @@ func TestPredictDNContextBitExact(t *testing.T) {
 		{Width: 315, Height: 275, X: 0, Y: 0, InnerW: 300, InnerH: 260},
 		{Width: 211, Height: 97, X: 0, Y: 15, InnerW: 211, InnerH: 67},
 	} {
-		ph, n := rect.Width*rect.Height, rect.InnerW*rect.InnerH
-		dn := make([][]uint16, len(bands))
-		for b := range dn {
-			dn[b] = make([]uint16, ph)
-			for i := range dn[b] {
-				dn[b][i] = uint16(800 + (i/rect.Width/11+i%rect.Width/13+b)%5*900 + r.IntN(700))
-				if r.IntN(60) == 0 {
-					dn[b][i] = 0 // nodata
-				}
-				if r.IntN(500) == 0 {
-					dn[b][i] = 65535 // past the clamp
-				}
-			}
-		}
-		// The CPU: reflectance of the block, context over the halo, the
-		// inner window's bands, features.
-		refl := make([][]float32, len(bands))
-		for b := range refl {
-			refl[b] = composite.Reflectance(dn[b], 0, scale, offset)
-		}
-		src := make([][]float32, set.Planes())
-		for b := range bands {
-			src[b] = make([]float32, n)
-			for i := range rect.InnerH {
-				copy(src[b][i*rect.InnerW:(i+1)*rect.InnerW], refl[b][(rect.Y+i)*rect.Width+rect.X:])
-			}
-		}
-		for c := len(bands); c < len(src); c++ {
-			src[c] = make([]float32, n)
-		}
-		if err := set.ContextCompute(src[len(bands):], refl, rect); err != nil {
-			t.Fatal(err)
-		}
-		feats := make([][]float32, len(names))
-		for f := range feats {
-			feats[f] = make([]float32, n)
-		}
-		if err := (features.CPU{Set: set}).Compute(feats, src); err != nil {
-			t.Fatal(err)
-		}
+		n := rect.InnerW * rect.InnerH
+		dn := testDN(r, len(bands), rect.Width, rect.Height)
+		feats := cpuContextFeatures(t, set, dn, rect, scale, offset)
 		nf := len(names)
 		rows := features.Rows(feats)
 		y := make([]uint8, n)
@@ -117,6 +80,159 @@ func TestPredictDNContextBitExact(t *testing.T) {
 		}
 		fe.Close()
 		g.Close()
+	}
+}
+
+// cpuContextFeatures is the CPU's features of a block's inner window:
+// reflectance of the block, context over the halo, the inner window's
+// bands, features.
+func cpuContextFeatures(t *testing.T, set *features.Set, dn [][]uint16, rect features.Rect, scale, offset float32) [][]float32 {
+	t.Helper()
+	n, nb := rect.InnerW*rect.InnerH, len(set.Bands)
+	refl := make([][]float32, nb)
+	for b := range refl {
+		refl[b] = composite.Reflectance(dn[b], 0, scale, offset)
+	}
+	src := make([][]float32, set.Planes())
+	for b := range nb {
+		src[b] = make([]float32, n)
+		for i := range rect.InnerH {
+			copy(src[b][i*rect.InnerW:(i+1)*rect.InnerW], refl[b][(rect.Y+i)*rect.Width+rect.X:])
+		}
+	}
+	for c := nb; c < len(src); c++ {
+		src[c] = make([]float32, n)
+	}
+	if err := set.ContextCompute(src[nb:], refl, rect); err != nil {
+		t.Fatal(err)
+	}
+	feats := make([][]float32, len(set.Features))
+	for f := range feats {
+		feats[f] = make([]float32, n)
+	}
+	if err := (features.CPU{Set: set}).Compute(feats, src); err != nil {
+		t.Fatal(err)
+	}
+	return feats
+}
+
+// testDN makes a block's DN planes with patches, noise, nodata (0) and
+// values past the context features' clamp.
+func testDN(r *rand.Rand, nb, w, h int) [][]uint16 {
+	dn := make([][]uint16, nb)
+	for b := range dn {
+		dn[b] = make([]uint16, w*h)
+		for i := range dn[b] {
+			dn[b][i] = uint16(800 + (i/w/11+i%w/13+b)%5*900 + r.IntN(700))
+			if r.IntN(60) == 0 {
+				dn[b][i] = 0 // nodata
+			}
+			if r.IntN(500) == 0 {
+				dn[b][i] = 65535 // past the clamp
+			}
+		}
+	}
+	return dn
+}
+
+// TestContextPassBitExact compares every feature plane of the device's
+// features pass over a block (Features.contextPass) with the CPU's, bit
+// for bit: the default context set; a set with a base left to the
+// two-pass kernels, ranges, indices of indices and a temporal plane; and
+// a set reading more planes than a tile stages 256 pixels of (fewer at
+// once), on blocks inside a tile, at its corner and cut to odd sizes.
+func TestContextPassBitExact(t *testing.T) {
+	d := gpu(t)
+	defer d.Close()
+	ten := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
+	def := append([]string{}, ten...)
+	def = append(def, "ndvi", "ndwi", "mndwi", "ndbi", "nbr", "ndmi", "evi", "savi", "bsi", "ndre1")
+	for _, b := range []string{"B04", "B08", "B11", "ndvi", "ndwi"} {
+		for _, w := range []int{7, 15} {
+			def = append(def, fmt.Sprintf("mean(%s,%d)", b, w), fmt.Sprintf("std(%s,%d)", b, w))
+		}
+	}
+	mixedBands := []string{"B02", "B03", "B04", "B08", "B11", "p50(ndvi)"}
+	mixed := []string{"B04", "ndvi", "mean(B08,15)", "std(B08,15)", "range(B08,15)", "std(ndvi,7)", "mean(ndwi,3)",
+		"range(evi,5)", "mean(nd(B03,B11),31)", "range(nd(B03,B11),3)", "std(bsi,31)", "B11", "p50(ndvi)", "std(p50(ndvi),7)"}
+	var manyBands, many []string
+	for p := 1; p <= 52; p++ {
+		manyBands = append(manyBands, fmt.Sprintf("p%d(B08)", p))
+		many = append(many, fmt.Sprintf("p%d(B08)", p))
+	}
+	manyBands = append(manyBands, "B04", "B08")
+	many = append(many, "ndvi", "mean(ndvi,7)", "std(B08,15)", "range(p50(B08),3)")
+	r := rand.New(rand.NewPCG(43, 44))
+	const scale, offset = float32(1e-4), float32(-0.1)
+	for _, c := range []struct {
+		name         string
+		bands, names []string
+	}{{"default", ten, def}, {"mixed", mixedBands, mixed}, {"many planes", manyBands, many}} {
+		set, err := features.NewSet(c.names, c.bands)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fe, err := NewFeatures(d, set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		R := set.Radius()
+		for _, rect := range []features.Rect{
+			{Width: 300 + 2*R, Height: 260 + 2*R, X: R, Y: R, InnerW: 300, InnerH: 260},
+			{Width: 300 + R, Height: 260 + R, X: 0, Y: 0, InnerW: 300, InnerH: 260},
+			{Width: 211, Height: 67 + 2*R, X: 0, Y: R, InnerW: 211, InnerH: 67},
+		} {
+			dn := testDN(r, len(c.bands), rect.Width, rect.Height)
+			want := cpuContextFeatures(t, set, dn, rect, scale, offset)
+			n, nf := rect.InnerW*rect.InnerH, len(c.names)
+			got := make([]float32, n*nf)
+			must(t, d.Do(func() error {
+				used := usedPlanes(fe, dn)
+				ph := rect.Width * rect.Height
+				in, err := alloc(uint64(len(used) * ph * 2))
+				if err != nil {
+					return err
+				}
+				defer in.free()
+				for b, plane := range used {
+					if err := putAt(in.ptr+uint64(b*ph*2), plane); err != nil {
+						return err
+					}
+				}
+				out, err := alloc(uint64(n * nf * 4))
+				if err != nil {
+					return err
+				}
+				defer out.free()
+				prog, err := fe.program()
+				if err != nil {
+					return err
+				}
+				if err := fe.contextPass(0, in.ptr, rect, 0, scale, offset, prog, out.ptr); err != nil {
+					return err
+				}
+				if err := check(api.ctxSynchronize(), "cuCtxSynchronize"); err != nil {
+					return err
+				}
+				return download(got, out)
+			}))
+			bad := 0
+			for f := range nf {
+				for i := range n {
+					if g, w := got[f*n+i], want[f][i]; math.Float32bits(g) != math.Float32bits(w) && bad < 5 {
+						bad++
+						t.Errorf("%s, block %+v: feature %s, pixel %d: GPU %v, CPU %v", c.name, rect, c.names[f], i, g, w)
+					}
+				}
+			}
+		}
+		if chunk, _ := fe.ctx.chunk(len(fe.used)); c.name == "many planes" && chunk >= 256 || c.name != "many planes" && chunk != 256 {
+			t.Errorf("%s: %d planes staged %d pixels at a time", c.name, len(fe.used), chunk)
+		}
+		if c.name == "mixed" != fe.ctx.twoPass {
+			t.Errorf("%s: two-pass kernels %v", c.name, fe.ctx.twoPass)
+		}
+		fe.Close()
 	}
 }
 

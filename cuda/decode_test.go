@@ -397,11 +397,11 @@ func (b *testBand) rect(x, y, w, h int) *decode.Rect {
 // host plane, on the device and on the CPU (composite.Resample decodes with
 // the Go twin), over windows that share tiles, at the rasters' edges too.
 func TestCompositeRawBitExact(t *testing.T) {
-	// Both ways of staging a row decoded ahead: its bytes copied on the
-	// copier thread, and on the owner.
-	for _, copier := range []string{"on", "off"} {
-		t.Run("copier-"+copier, func(t *testing.T) {
-			t.Setenv("LULC_DEVICE_COPIER", copier)
+	// Both ways of copying a row decoded ahead: through the pinned
+	// staging, and from its pageable memory.
+	for _, staging := range []string{"on", "off"} {
+		t.Run("staging-"+staging, func(t *testing.T) {
+			t.Setenv("LULC_DEVICE_STAGING", staging)
 			d := gpu(t)
 			defer d.Close()
 			r := rand.New(rand.NewPCG(31, 32))

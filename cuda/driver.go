@@ -244,6 +244,7 @@ type Device struct {
 	copyStream uintptr // non-blocking: its copies overlap the owner's kernels
 	copyOnce   sync.Once
 	copyErr    error
+	stage      *stager // the copier's pinned staging, made on first use
 	// ahead serialises DecodeAhead calls (one reader per lane, and lanes
 	// may share a device): they share the device buffers of a row.
 	ahead sync.Mutex
@@ -364,6 +365,9 @@ func (d *Device) Close() {
 			d.mem.release()
 			d.tiles.release()
 			api.memFreeHost(d.params)
+			if d.stage != nil {
+				d.stage.free()
+			}
 			return nil
 		})
 		d.closed = true
@@ -388,7 +392,7 @@ func (d *Device) loadModule() error {
 	if r != 0 {
 		return fmt.Errorf("load lulc kernels (PTX %s): %w: %s", ptxVersion(), Result(r), cString(&logBuf[0]))
 	}
-	for _, name := range []string{"features", "features_wide", "reflectance", "context_rows", "context_cols", "context_fused", "context_at", "crop", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear", "inflate", "tiff_unpack", "gather_tiles",
+	for _, name := range []string{"features", "features_wide", "reflectance", "context_rows", "context_cols", "features_context", "context_at", "crop", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear", "inflate", "tiff_unpack", "gather_tiles",
 		"draw_count", "draw_collect", "place_u16", "place_u8", "aoa_di"} {
 		var f uintptr
 		cname := append([]byte(name), 0)

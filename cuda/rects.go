@@ -327,26 +327,18 @@ func (b *AheadBatch) Add(f decode.Format, data []byte, off []uint64, size []uint
 // device reaches its throughput only with thousands of tiles in flight.
 // Tiles that do not fit in the cache are decoded again when a window needs
 // them. A row's compressed bytes (a gigabyte and more at a dozen dates)
-// cross to the device on the copier goroutine (Device.aside), from
-// pageable memory, while the owner goes on with the windows' work; the
-// owner then picks the tiles the cache lacks and decodes them in one
-// atomic step, so no window sees a slot claimed but not yet decoded.
+// cross to the device on the copier goroutine (Device.aside), through
+// pinned staging buffers filled on every core (stager), while the owner
+// goes on with the windows' work; the owner then picks the tiles the cache
+// lacks and decodes them in one atomic step, so no window sees a slot
+// claimed but not yet decoded.
 //
-// LULC_DEVICE_COPIER=off makes the copies on the owner goroutine instead,
-// for comparing both ways on one machine.
+// LULC_DEVICE_STAGING=off copies straight from the row's pageable memory
+// instead, for comparing both ways on one machine.
 func DecodeAhead(dev *Device, b *AheadBatch) error {
 	dev.ahead.Lock()
 	defer dev.ahead.Unlock()
-	if os.Getenv("LULC_DEVICE_COPIER") == "off" {
-		return dev.Do(func() error {
-			for _, f := range b.formats {
-				if err := dev.decodeAhead(f, b.keys[f], b.packed[f], Buffer{}); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
+	staged := os.Getenv("LULC_DEVICE_STAGING") != "off"
 	for _, f := range b.formats {
 		p := b.packed[f]
 		var src Buffer
@@ -359,6 +351,15 @@ func DecodeAhead(dev *Device, b *AheadBatch) error {
 				return err
 			}
 			if err := dev.aside(func() error {
+				if staged {
+					if dev.stage == nil {
+						var err error
+						if dev.stage, err = newStager(); err != nil {
+							return err
+						}
+					}
+					return dev.stage.copy(src.ptr, p.data)
+				}
 				if err := check(api.memcpyHtoDAsync(src.ptr, unsafe.Pointer(&p.data[0]), uint64(len(p.data)), dev.copyStream), "cuMemcpyHtoDAsync ahead"); err != nil {
 					return err
 				}

@@ -319,12 +319,9 @@ func (f *Features) Close() {
 		if f.prog.ptr != 0 {
 			f.prog.free()
 		}
-		if f.ctx.base.ptr != 0 {
-			f.ctx.base.free()
-		}
-		for b := range f.ctx.fused {
-			if f.ctx.fused[b].dev.ptr != 0 {
-				f.ctx.fused[b].dev.free()
+		for _, b := range []Buffer{f.ctx.base, f.ctx.baseDev, f.ctx.pairDev} {
+			if b.ptr != 0 {
+				b.free()
 			}
 		}
 		return nil

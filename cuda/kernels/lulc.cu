@@ -265,85 +265,190 @@ extern "C" __global__ void context_cols(const long long* __restrict__ s, const l
     }
 }
 
-// context_fused computes one base feature's context statistics for a
-// CONTEXT_TILE² tile of inner pixels per block, in shared memory: the
-// tile's values with a halo of R (the base's largest radius; values
-// beyond the block are missing, as the tile's edge cuts windows) are read
-// once and quantised, then for each of the base's npairs windows (prog: 4
-// ints each, the radius and the mean, std and range feature planes, -1
-// where not wanted) the row sums of every row the tile's windows touch,
-// then the column sums of those, into the feature planes of out (n pixels
-// each). The same integer sums as context_rows and context_cols, in less
-// traffic. Shared memory, dynamic: the row sums (rows x CONTEXT_TILE of a
-// long long and two ints) of the largest window, the quantised values and,
-// with a range, the values themselves.
+// features_context is the whole features pass of a window with context
+// features, for a CONTEXT_TILE² tile of inner pixels per block, from the
+// block's digital numbers (nb planes of w x h, the inner iw x ih from
+// (x0, y0)): nothing between the DNs read and the feature planes written
+// goes through device memory.
+//
+// For each base feature b (bprog: 5 ints, the operation and its input
+// planes) with cprog[4b] = R >= 0 (its largest radius; -1: the base is
+// left to context_rows and context_cols), the tile's base values with a
+// halo of R (values beyond the block are missing, as the tile's edge cuts
+// windows) are computed from their DNs (reflectance, then the operation,
+// as the reflectance and features kernels do) and quantised into shared
+// memory; then for each of its cprog[4b+3] windows (pprog from
+// cprog[4b+2]: 4 ints each, the radius and the mean, std and range
+// feature planes, -1 where not wanted) the row sums of every row the
+// tile's windows touch, then the column sums of those, both as running
+// sums over segments of CONTEXT_SEG outputs (integers: exact in any
+// order), into the feature planes of out (n pixels each). cprog[4b+1] is
+// 1 where a window wants a range: the values are kept too.
+//
+// Then the tile's per-pixel features (fprog: the features kernel's
+// program), chunk pixels at a time, each pixel's reflectance staged in
+// shared memory once.
+//
+// Shared memory, dynamic: the largest of the bases' (row sums: rows x
+// CONTEXT_TILE of a long long and two ints; the quantised values and, with
+// a range, the values) and nb x chunk floats.
 #define CONTEXT_TILE 32
-extern "C" __global__ void __launch_bounds__(256) context_fused(const float* __restrict__ v, int w, int h, int x0, int y0, int iw,
-                                                               int ih, int R, const int* __restrict__ prog, int npairs,
-                                                               int values, float* __restrict__ out, long long n) {
+__device__ __forceinline__ float refl_of(unsigned int v, unsigned int nodata, float scale, float offset) {
+    return v == nodata ? NAN_F : __fadd_rn(__fmul_rn((float)v, scale), offset);
+}
+
+extern "C" __global__ void __launch_bounds__(256) features_context(
+    const unsigned short* __restrict__ dn, int nb, int w, int h, int x0, int y0, int iw, int ih, unsigned int nodata,
+    float scale, float offset, const int* __restrict__ bprog, int nbase, const int* __restrict__ cprog,
+    const int* __restrict__ pprog, const int* __restrict__ fprog, int nfeat, int chunk, float* __restrict__ out,
+    long long n) {
     extern __shared__ long long smem[];
-    const int T = CONTEXT_TILE, side = T + 2 * R, maxRows = T + 2 * R;
-    long long* rsq = smem;
-    int* rs = (int*)(rsq + maxRows * T);
-    int* rn = rs + maxRows * T;
-    int* q = rn + maxRows * T;
-    float* fv = (float*)(q + side * side);
+    const int T = CONTEXT_TILE, SEG = CONTEXT_SEG;
+    const long long ph = (long long)w * h;
     const int MISSING = (int)0x80000000;
     int tx0 = blockIdx.x * T, ty0 = blockIdx.y * T;
-    int bx = x0 + tx0 - R, by = y0 + ty0 - R; // the shared tile's corner in the block
-    for (int k = threadIdx.x; k < side * side; k += blockDim.x) {
-        int gy = by + k / side, gx = bx + k % side;
-        float val = NAN_F;
-        if (gx >= 0 && gx < w && gy >= 0 && gy < h) val = v[(long long)gy * w + gx];
-        q[k] = val != val ? MISSING : (int)ctx_quantise(val);
-        if (values) fv[k] = val;
-    }
-    __syncthreads();
-    for (int p = 0; p < npairs; p++) {
-        int r = prog[4 * p], fmean = prog[4 * p + 1], fstd = prog[4 * p + 2], frange = prog[4 * p + 3];
-        int rows = T + 2 * r;
-        // Row sums: shared row R - r + lr, the window of column R + c.
-        for (int k = threadIdx.x; k < rows * T; k += blockDim.x) {
-            const int* row = q + (R - r + k / T) * side + R + k % T - r;
-            int S = 0, N = 0;
-            long long SQ = 0;
-            for (int dx = 0; dx <= 2 * r; dx++) {
-                int qv = row[dx];
-                if (qv == MISSING) continue;
-                S += qv;
-                SQ += (long long)qv * qv;
-                N++;
-            }
-            rs[k] = S;
-            rsq[k] = SQ;
-            rn[k] = N;
-        }
-        __syncthreads();
-        for (int k = threadIdx.x; k < T * T; k += blockDim.x) {
-            int ly = k / T, c = k % T;
-            if (ty0 + ly >= ih || tx0 + c >= iw) continue;
-            long long S = 0, SQ = 0, N = 0;
-            for (int dy = 0; dy <= 2 * r; dy++) {
-                int at = (ly + dy) * T + c;
-                S += rs[at];
-                SQ += rsq[at];
-                N += rn[at];
-            }
-            float mn = __int_as_float(0x7f800000), mx = __int_as_float(0xff800000);
-            if (frange >= 0) {
-                for (int dy = -r; dy <= r; dy++) {
-                    const float* row = fv + (R + ly + dy) * side + R + c;
-                    for (int dx = -r; dx <= r; dx++) {
-                        float val = row[dx];
-                        if (val != val) continue;
-                        mn = val < mn ? val : mn;
-                        mx = val > mx ? val : mx;
+    for (int b = 0; b < nbase; b++) {
+        int R = cprog[4 * b], values = cprog[4 * b + 1];
+        if (R < 0) continue;
+        const int* pp = pprog + cprog[4 * b + 2];
+        int npairs = cprog[4 * b + 3];
+        int side = T + 2 * R;
+        long long* rsq = smem;
+        int* rs = (int*)(rsq + side * T);
+        int* rn = rs + side * T;
+        int* q = rn + side * T;
+        float* fv = (float*)(q + side * side);
+        int op = bprog[5 * b], ninputs = op_inputs(op);
+        int bx = x0 + tx0 - R, by = y0 + ty0 - R; // the shared tile's corner in the block
+        for (int k = threadIdx.x; k < side * side; k += blockDim.x) {
+            int gy = by + k / side, gx = bx + k % side;
+            float val = NAN_F;
+            if (gx >= 0 && gx < w && gy >= 0 && gy < h) {
+                long long at = (long long)gy * w + gx;
+                float v[4];
+                bool nan = false;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    v[i] = 0.0f;
+                    if (i < ninputs) {
+                        v[i] = refl_of(dn[bprog[5 * b + 1 + i] * ph + at], nodata, scale, offset);
+                        nan = nan || (v[i] != v[i]);
                     }
                 }
+                val = nan ? NAN_F : apply_op(op, v);
+                if (val != val) val = NAN_F;
             }
-            context_out(out, n, (long long)(ty0 + ly) * iw + tx0 + c, S, SQ, N, mn, mx, fmean, fstd, frange);
+            q[k] = val != val ? MISSING : (int)ctx_quantise(val);
+            if (values) fv[k] = val;
         }
         __syncthreads();
+        for (int p = 0; p < npairs; p++) {
+            int r = pp[4 * p], fmean = pp[4 * p + 1], fstd = pp[4 * p + 2], frange = pp[4 * p + 3];
+            int rows = T + 2 * r;
+            // Row sums: output (lr, c) is the window of shared column R + c
+            // in shared row R - r + lr; a thread runs along SEG columns.
+            for (int k = threadIdx.x; k < rows * (T / SEG); k += blockDim.x) {
+                int lr = k / (T / SEG), c0 = k % (T / SEG) * SEG;
+                const int* row = q + (R - r + lr) * side + R - r + c0;
+                int S = 0, N = 0;
+                long long SQ = 0;
+                for (int dx = 0; dx <= 2 * r; dx++) {
+                    int qv = row[dx];
+                    if (qv == MISSING) continue;
+                    S += qv;
+                    SQ += (long long)qv * qv;
+                    N++;
+                }
+                int at = lr * T + c0;
+                rs[at] = S;
+                rsq[at] = SQ;
+                rn[at] = N;
+                for (int c = 1; c < SEG; c++) {
+                    int in = row[c + 2 * r], gone = row[c - 1];
+                    if (in != MISSING) {
+                        S += in;
+                        SQ += (long long)in * in;
+                        N++;
+                    }
+                    if (gone != MISSING) {
+                        S -= gone;
+                        SQ -= (long long)gone * gone;
+                        N--;
+                    }
+                    rs[at + c] = S;
+                    rsq[at + c] = SQ;
+                    rn[at + c] = N;
+                }
+            }
+            __syncthreads();
+            // Column sums: a thread runs down SEG/2 rows of one column, a
+            // warp's threads on neighbouring columns (its writes coalesce).
+            const int CS = SEG / 2;
+            for (int k = threadIdx.x; k < T * (T / CS); k += blockDim.x) {
+                int c = k % T, ly0 = k / T * CS;
+                long long S = 0, SQ = 0, N = 0;
+                for (int dy = 0; dy <= 2 * r; dy++) {
+                    int at = (ly0 + dy) * T + c;
+                    S += rs[at];
+                    SQ += rsq[at];
+                    N += rn[at];
+                }
+                for (int ly = ly0; ly < ly0 + CS; ly++) {
+                    if (ly > ly0) {
+                        int in = (ly + 2 * r) * T + c, gone = (ly - 1) * T + c;
+                        S += rs[in] - rs[gone];
+                        SQ += rsq[in] - rsq[gone];
+                        N += rn[in] - rn[gone];
+                    }
+                    if (ty0 + ly >= ih || tx0 + c >= iw) continue;
+                    float mn = __int_as_float(0x7f800000), mx = __int_as_float(0xff800000);
+                    if (frange >= 0) {
+                        for (int dy = -r; dy <= r; dy++) {
+                            const float* frow = fv + (R + ly + dy) * side + R + c;
+                            for (int dx = -r; dx <= r; dx++) {
+                                float val = frow[dx];
+                                if (val != val) continue;
+                                mn = val < mn ? val : mn;
+                                mx = val > mx ? val : mx;
+                            }
+                        }
+                    }
+                    context_out(out, n, (long long)(ty0 + ly) * iw + tx0 + c, S, SQ, N, mn, mx, fmean, fstd, frange);
+                }
+            }
+            __syncthreads();
+        }
+    }
+    // The per-pixel features of the tile's inner pixels.
+    float* px = (float*)smem;
+    for (int k0 = 0; k0 < T * T; k0 += chunk) {
+        int k = k0 + threadIdx.x, ly = k / T, c = k % T;
+        bool in = threadIdx.x < chunk && ty0 + ly < ih && tx0 + c < iw;
+        long long at = (long long)(y0 + ty0 + ly) * w + x0 + tx0 + c;
+        if (in)
+            for (int b = 0; b < nb; b++) px[b * chunk + threadIdx.x] = refl_of(dn[b * ph + at], nodata, scale, offset);
+        if (in) {
+            long long o = (long long)(ty0 + ly) * iw + tx0 + c;
+            for (int f = 0; f < nfeat; f++) {
+                const int* p = fprog + 5 * f;
+                int op = p[0];
+                if (op == OP_CONTEXT) continue;
+                int ninputs = op_inputs(op);
+                float v[4];
+                bool nan = false;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    v[i] = 0.0f;
+                    if (i < ninputs) {
+                        v[i] = px[p[1 + i] * chunk + threadIdx.x];
+                        nan = nan || (v[i] != v[i]);
+                    }
+                }
+                float r = nan ? NAN_F : apply_op(op, v);
+                if (r != r) r = NAN_F;
+                out[(long long)f * n + o] = r;
+            }
+        }
     }
 }
 
