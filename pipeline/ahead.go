@@ -73,6 +73,7 @@ type decodeAhead struct {
 	// decoding (wall), the reader held back by earlier rows, and windows
 	// waiting for their row (summed over windows).
 	fetchNs, decodeNs, heldNs, waitNs int64
+	planNs                            int64 // of fetchNs, planning and laying out (wall)
 	// The bytes of the tiles read for the previous row and for this one
 	// (the reader's own), and the buffer each lies in: a coarse band's
 	// halo reaches one row back.
@@ -292,6 +293,7 @@ func (a *decodeAhead) fetchRow(f *fetchedRow, row []raster.Grid) error {
 	}
 	a.mu.Lock()
 	a.fetched[f.i] = batch.Bytes()
+	a.planNs += int64(time.Since(start))
 	a.mu.Unlock()
 	g = errgroup.Group{}
 	g.SetLimit(aheadReaders)
@@ -554,7 +556,7 @@ func (a *decodeAhead) close() time.Duration {
 		s.Close()
 	}
 	sec := func(ns int64) float64 { return time.Duration(ns).Seconds() }
-	a.job.log.Info("read ahead", "rows", len(a.rows), "fetch_s", sec(a.fetchNs),
+	a.job.log.Info("read ahead", "rows", len(a.rows), "fetch_s", sec(a.fetchNs), "plan_s", sec(a.planNs),
 		"read_worker_s", sec(a.readNs), "device_decode_s", sec(a.decodeNs), "held_s", sec(a.heldNs), "windows_waiting_worker_s", sec(a.waitNs),
 		"rows_in_progress_max", a.maxRows, "budget_bytes", a.budget, "buffers_made", a.made, "buffers_reused", a.reused)
 	return time.Duration(a.readNs)
