@@ -222,6 +222,10 @@ func Devices() ([]Info, error) {
 type Device struct {
 	Info
 	work   chan func()
+	// first carries work that goes before any waiting in work: the
+	// decoding of a row read ahead, which every window of that row waits
+	// for, goes before the windows' own calls.
+	first chan func()
 	module uintptr
 	funcs  map[string]uintptr
 	params unsafe.Pointer // pinned host memory for kernel arguments
@@ -260,7 +264,7 @@ func Open(index int) (*Device, error) {
 	if index < 0 || index >= len(devs) {
 		return nil, fmt.Errorf("no GPU %d (the driver sees %d)", index, len(devs))
 	}
-	d := &Device{Info: devs[index], work: make(chan func()), funcs: map[string]uintptr{}, mem: pool{}}
+	d := &Device{Info: devs[index], work: make(chan func()), first: make(chan func()), funcs: map[string]uintptr{}, mem: pool{}}
 	ready := make(chan error)
 	go d.own(ready)
 	if err := <-ready; err != nil {
@@ -290,8 +294,23 @@ func (d *Device) own(ready chan<- error) {
 	}
 	ready <- err
 	if err == nil {
-		for f := range d.work {
-			f()
+	loop:
+		for {
+			select {
+			case f := <-d.first:
+				f()
+				continue
+			default:
+			}
+			select {
+			case f := <-d.first:
+				f()
+			case f, ok := <-d.work:
+				if !ok {
+					break loop
+				}
+				f()
+			}
 		}
 	}
 	// Park the goroutine instead of returning: a locked goroutine that
@@ -302,12 +321,17 @@ func (d *Device) own(ready chan<- error) {
 }
 
 // Do runs f on the owner goroutine, where the context is current.
-func (d *Device) Do(f func() error) error {
+func (d *Device) Do(f func() error) error { return d.do(d.work, f) }
+
+// doFirst is Do ahead of the calls waiting in Do.
+func (d *Device) doFirst(f func() error) error { return d.do(d.first, f) }
+
+func (d *Device) do(queue chan func(), f func() error) error {
 	if d.closed {
 		return errors.New("cuda: device closed")
 	}
 	done := make(chan error)
-	d.work <- func() {
+	queue <- func() {
 		t0 := time.Now()
 		err := f()
 		d.busy.Add(int64(time.Since(t0)))
@@ -512,6 +536,11 @@ func (d *Device) launchOn(stream uintptr, wait bool, name string, n int64, args 
 // uint64 device pointer, int32, int64 or float32) are staged in pinned host
 // memory, since the driver reads them through pointers.
 func (d *Device) launchGrid(stream uintptr, name string, gx, gy, block, shared uint32, args ...any) error {
+	return d.launchGrid3(stream, name, gx, gy, 1, block, shared, args...)
+}
+
+// launchGrid3 is launchGrid with a third grid dimension.
+func (d *Device) launchGrid3(stream uintptr, name string, gx, gy, gz, block, shared uint32, args ...any) error {
 	f, ok := d.funcs[name]
 	if !ok {
 		return fmt.Errorf("no kernel %s", name)
@@ -538,7 +567,7 @@ func (d *Device) launchGrid(stream uintptr, name string, gx, gy, block, shared u
 	}
 	// The driver copies the arguments at launch, so the staging area can
 	// be reused at once.
-	return check(api.launchKernel(f, gx, gy, 1, block, 1, 1, shared, stream, d.params, nil), "launch "+name)
+	return check(api.launchKernel(f, gx, gy, gz, block, 1, 1, shared, stream, d.params, nil), "launch "+name)
 }
 
 // MemInfo returns the device's free and total memory in bytes.

@@ -331,7 +331,8 @@ func (b *AheadBatch) Add(f decode.Format, data []byte, off []uint64, size []uint
 // pinned staging buffers filled on every core (stager), while the owner
 // goes on with the windows' work; the owner then picks the tiles the cache
 // lacks and decodes them in one atomic step, so no window sees a slot
-// claimed but not yet decoded.
+// claimed but not yet decoded; both steps go before the windows' calls
+// waiting for the owner (Device.doFirst).
 //
 // LULC_DEVICE_STAGING=off copies straight from the row's pageable memory
 // instead, for comparing both ways on one machine.
@@ -344,7 +345,7 @@ func DecodeAhead(dev *Device, b *AheadBatch) error {
 		var src Buffer
 		if f.Compression != "NONE" && len(p.data) > 0 {
 			name := "ahead.src." + f.Compression
-			if err := dev.Do(func() (err error) {
+			if err := dev.doFirst(func() (err error) {
 				src, err = dev.mem.get(name, uint64(len(p.data)))
 				return err
 			}); err != nil {
@@ -369,7 +370,7 @@ func DecodeAhead(dev *Device, b *AheadBatch) error {
 			}
 			runtime.KeepAlive(p.data)
 		}
-		if err := dev.Do(func() error { return dev.decodeAhead(f, b.keys[f], p, src) }); err != nil {
+		if err := dev.doFirst(func() error { return dev.decodeAhead(f, b.keys[f], p, src) }); err != nil {
 			return err
 		}
 	}

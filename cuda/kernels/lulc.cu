@@ -271,8 +271,8 @@ extern "C" __global__ void context_cols(const long long* __restrict__ s, const l
 // (x0, y0)): nothing between the DNs read and the feature planes written
 // goes through device memory.
 //
-// For each base feature b (bprog: 5 ints, the operation and its input
-// planes) with cprog[4b] = R >= 0 (its largest radius; -1: the base is
+// The grid's z index picks the work: base feature b < nbase (bprog: 5
+// ints, the operation and its input planes), if cprog[4b] = R >= 0 (its largest radius; -1: the base is
 // left to context_rows and context_cols), the tile's base values with a
 // halo of R (values beyond the block are missing, as the tile's edge cuts
 // windows) are computed from their DNs (reflectance, then the operation,
@@ -285,7 +285,7 @@ extern "C" __global__ void context_cols(const long long* __restrict__ s, const l
 // order), into the feature planes of out (n pixels each). cprog[4b+1] is
 // 1 where a window wants a range: the values are kept too.
 //
-// Then the tile's per-pixel features (fprog: the features kernel's
+// z = nbase: the tile's per-pixel features (fprog: the features kernel's
 // program), chunk pixels at a time, each pixel's reflectance staged in
 // shared memory once.
 //
@@ -307,9 +307,14 @@ extern "C" __global__ void __launch_bounds__(256) features_context(
     const long long ph = (long long)w * h;
     const int MISSING = (int)0x80000000;
     int tx0 = blockIdx.x * T, ty0 = blockIdx.y * T;
-    for (int b = 0; b < nbase; b++) {
+    // Blocks of the grid's z index b < nbase compute base b's windows, those
+    // of z = nbase the per-pixel features: smaller blocks than a tile's
+    // whole pass, so that the last wave of blocks is a small part of the
+    // kernel's time.
+    int b = blockIdx.z;
+    if (b < nbase) {
         int R = cprog[4 * b], values = cprog[4 * b + 1];
-        if (R < 0) continue;
+        if (R < 0) return;
         const int* pp = pprog + cprog[4 * b + 2];
         int npairs = cprog[4 * b + 3];
         int side = T + 2 * R;
@@ -419,6 +424,7 @@ extern "C" __global__ void __launch_bounds__(256) features_context(
             __syncthreads();
         }
     }
+    if (b != nbase) return;
     // The per-pixel features of the tile's inner pixels.
     float* px = (float*)smem;
     for (int k0 = 0; k0 < T * T; k0 += chunk) {
