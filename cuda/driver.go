@@ -221,11 +221,11 @@ func Devices() ([]Info, error) {
 // Device is one GPU with its primary context, owned by a goroutine.
 type Device struct {
 	Info
-	work   chan func()
+	work chan func()
 	// first carries work that goes before any waiting in work: the
 	// decoding of a row read ahead, which every window of that row waits
 	// for, goes before the windows' own calls.
-	first chan func()
+	first  chan func()
 	module uintptr
 	funcs  map[string]uintptr
 	params unsafe.Pointer // pinned host memory for kernel arguments

@@ -83,7 +83,7 @@ type decodeAhead struct {
 	// for later rows to read into: a buffer touched for the first time
 	// costs its pages' faults (about 0.3 s a gigabyte), which the readers
 	// would pay for every row.
-	bufs, free []*aheadBuf
+	bufs, free   []*aheadBuf
 	made, reused int // buffers made, and taken again
 	// budget bounds the compressed bytes of the rows in progress; fetched
 	// holds each row's, once read.
