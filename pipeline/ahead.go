@@ -75,29 +75,13 @@ type decodeAhead struct {
 	fetchNs, decodeNs, heldNs, waitNs int64
 	planNs                            int64 // of fetchNs, planning and laying out (wall)
 	// The bytes of the tiles read for the previous row and for this one
-	// (the reader's own), and the buffer each lies in: a coarse band's
-	// halo reaches one row back.
+	// (the reader's own): a coarse band's halo reaches one row back.
 	prevBytes, rowBytes map[string][]byte
-	prevBuf, rowBuf     map[string]*aheadBuf
-	// bufs are the rows' buffers in use, free those whose rows are done,
-	// for later rows to read into: a buffer touched for the first time
-	// costs its pages' faults (about 0.3 s a gigabyte), which the readers
-	// would pay for every row.
-	bufs, free   []*aheadBuf
-	made, reused int // buffers made, and taken again
 	// budget bounds the compressed bytes of the rows in progress; fetched
 	// holds each row's, once read.
 	budget  int64
 	fetched []int64
 	maxRows int // the most rows in progress at once, row i counted as it is read
-}
-
-// aheadBuf is a buffer of compressed tiles read for row first, whose
-// tiles rows up to last use (a tile of a coarse band reused by the next
-// row extends last).
-type aheadBuf struct {
-	b           []byte
-	first, last int
 }
 
 type aheadKey struct {
@@ -114,7 +98,7 @@ type aheadRect struct {
 // workers take them); close must be called when the windows are done.
 func newDecodeAhead(j *windowJob, windows []raster.Grid) *decodeAhead {
 	a := &decodeAhead{job: j, row: map[[2]float64]int{}, stop: make(chan struct{}),
-		rects: map[aheadKey]aheadRect{}, srcs: map[string]*raster.Source{}, prevBytes: map[string][]byte{}, rowBytes: map[string][]byte{}, prevBuf: map[string]*aheadBuf{}, rowBuf: map[string]*aheadBuf{}, exited: make(chan struct{})}
+		rects: map[aheadKey]aheadRect{}, srcs: map[string]*raster.Source{}, prevBytes: map[string][]byte{}, rowBytes: map[string][]byte{}, exited: make(chan struct{})}
 	a.finished = sync.NewCond(&a.mu)
 	for _, w := range windows {
 		o := origin(w)
@@ -287,7 +271,7 @@ func (a *decodeAhead) fetchRow(f *fetchedRow, row []raster.Grid) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	reads, batch, err := a.layOut(f.i, f.got, layouts)
+	reads, batch, err := a.layOut(f.got, layouts)
 	if err != nil {
 		return err
 	}
@@ -336,7 +320,7 @@ type fileReads struct {
 // previous row again, the others a place in this row's buffer of their
 // format (each once), listed by file for the readers; and the batch of the
 // new ones for the device.
-func (a *decodeAhead) layOut(row int, rects []aheadRect, layouts []*raster.TileLayout) ([]*fileReads, *cuda.AheadBatch, error) {
+func (a *decodeAhead) layOut(rects []aheadRect, layouts []*raster.TileLayout) ([]*fileReads, *cuda.AheadBatch, error) {
 	// A tile's place in its format's buffer, and the reader that fills it.
 	type place struct {
 		f    decode.Format
@@ -374,11 +358,6 @@ func (a *decodeAhead) layOut(row int, rects []aheadRect, layouts []*raster.TileL
 				if b, ok := a.prevBytes[key]; ok {
 					r.Tiles[j*r.TW+i] = b
 					a.rowBytes[key] = b
-					ab := a.prevBuf[key]
-					a.rowBuf[key] = ab
-					a.mu.Lock()
-					ab.last = row
-					a.mu.Unlock()
 					continue
 				}
 				refs = append(refs, tileRef{r, j*r.TW + i, key})
@@ -403,74 +382,30 @@ func (a *decodeAhead) layOut(row int, rects []aheadRect, layouts []*raster.TileL
 			}
 		}
 	}
-	bufs := map[decode.Format]*aheadBuf{}
+	bufs := map[decode.Format][]byte{}
 	for _, f := range formats {
-		bufs[f] = a.buffer(int(end[f]+8), row)
+		bufs[f] = make([]byte, end[f]+8)
 	}
 	for _, fr := range reads {
 		fr.dst = make([][]byte, len(fr.offs))
 	}
 	for key, p := range places {
-		b := bufs[p.f].b[p.at : p.at+uint64(p.size) : p.at+uint64(p.size)]
+		b := bufs[p.f][p.at : p.at+uint64(p.size) : p.at+uint64(p.size)]
 		p.fr.dst[p.k] = b
 		a.rowBytes[key] = b
-		a.rowBuf[key] = bufs[p.f]
 	}
 	for _, ref := range refs {
 		ref.r.Tiles[ref.i] = a.rowBytes[ref.key]
 	}
 	batch := cuda.NewAheadBatch()
 	for _, f := range formats {
-		if err := batch.Add(f, bufs[f].b, offs[f], sizes[f], keys[f]); err != nil {
+		if err := batch.Add(f, bufs[f], offs[f], sizes[f], keys[f]); err != nil {
 			return nil, nil, err
 		}
 	}
 	// Tiles read for this row may serve the next one; older ones not.
 	a.prevBytes, a.rowBytes = a.rowBytes, map[string][]byte{}
-	a.prevBuf, a.rowBuf = a.rowBuf, map[string]*aheadBuf{}
 	return reads, batch, nil
-}
-
-// buffer returns a buffer of n bytes for row's tiles: a free one large
-// enough (the smallest such), else a new one. Called once row's tiles
-// reused from the row before are recorded: a buffer is free once every
-// row that uses its tiles has finished its windows and row does not use
-// it (no later row can then reuse a tile of it).
-func (a *decodeAhead) buffer(n, row int) *aheadBuf {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	inUse := a.bufs[:0]
-	for _, b := range a.bufs {
-		done := b.last < row
-		for i := b.first; i <= b.last && done; i++ {
-			done = a.left[i] == 0
-		}
-		if done {
-			a.free = append(a.free, b)
-		} else {
-			inUse = append(inUse, b)
-		}
-	}
-	a.bufs = inUse
-	best := -1
-	for k, b := range a.free {
-		if cap(b.b) >= n && (best < 0 || cap(b.b) < cap(a.free[best].b)) {
-			best = k
-		}
-	}
-	var b *aheadBuf
-	if best >= 0 {
-		b = a.free[best]
-		a.free = append(a.free[:best], a.free[best+1:]...)
-		b.b = b.b[:n]
-		a.reused++
-	} else {
-		b = &aheadBuf{b: make([]byte, n)}
-		a.made++
-	}
-	b.first, b.last = row, row
-	a.bufs = append(a.bufs, b)
-	return b
 }
 
 // source returns the band's source (its geometry only: safe to share
@@ -558,6 +493,6 @@ func (a *decodeAhead) close() time.Duration {
 	sec := func(ns int64) float64 { return time.Duration(ns).Seconds() }
 	a.job.log.Info("read ahead", "rows", len(a.rows), "fetch_s", sec(a.fetchNs), "plan_s", sec(a.planNs),
 		"read_worker_s", sec(a.readNs), "device_decode_s", sec(a.decodeNs), "held_s", sec(a.heldNs), "windows_waiting_worker_s", sec(a.waitNs),
-		"rows_in_progress_max", a.maxRows, "budget_bytes", a.budget, "buffers_made", a.made, "buffers_reused", a.reused)
+		"rows_in_progress_max", a.maxRows, "budget_bytes", a.budget)
 	return time.Duration(a.readNs)
 }
