@@ -123,14 +123,16 @@ func newDecodeAhead(j *windowJob, windows []raster.Grid) *decodeAhead {
 func origin(w raster.Grid) [2]float64 { return [2]float64{w.Transform[0], w.Transform[3]} }
 
 // run reads row after row and has the device decode each row while the
-// next is read: a reader goroutine fetches rows into batches, this one
-// decodes them and releases their windows, in order. Stopped, it releases
-// the windows still waiting (they then read for themselves).
+// next is read, in three stages: a planner goroutine lays out the rows'
+// tiles, a reader goroutine reads each planned row's tiles (while the
+// next row is planned), and this one has the device decode them and
+// releases their windows, in order. Stopped, it releases the windows
+// still waiting (they then read for themselves).
 func (a *decodeAhead) run() {
 	defer close(a.exited)
-	rows := make(chan *fetchedRow, 1)
+	planned := make(chan *fetchedRow, 1)
 	go func() {
-		defer close(rows)
+		defer close(planned)
 		for i := range a.rows {
 			t := time.Now()
 			if i >= aheadRows && !a.waitRow(i-aheadRows) || !a.waitBytes(i) {
@@ -141,7 +143,21 @@ func (a *decodeAhead) run() {
 			a.mu.Unlock()
 			f := &fetchedRow{i: i}
 			if a.failed() == nil {
-				f.err = a.fetchRow(f, a.rows[i])
+				f.err = a.planRow(f, a.rows[i])
+			}
+			select {
+			case planned <- f:
+			case <-a.stop:
+				return
+			}
+		}
+	}()
+	rows := make(chan *fetchedRow, 1)
+	go func() {
+		defer close(rows)
+		for f := range planned {
+			if f.err == nil && a.failed() == nil {
+				f.err = a.readRow(f)
 			}
 			select {
 			case rows <- f:
@@ -172,14 +188,17 @@ func (a *decodeAhead) run() {
 	}
 }
 
-// fetchedRow is a row read and laid out, waiting for the device: each
-// window's band and its rectangle, and the batch of new tiles.
+// fetchedRow is a row laid out (its reads, the batch of its new tiles),
+// then read, waiting for the device: each window's band and its
+// rectangle, and the batch once its tiles are read.
 type fetchedRow struct {
-	i     int
-	jobs  []aheadJob
-	got   []aheadRect
-	batch *cuda.AheadBatch
-	err   error
+	i       int
+	jobs    []aheadJob
+	got     []aheadRect
+	reads   []*fileReads
+	planned *cuda.AheadBatch
+	batch   *cuda.AheadBatch
+	err     error
 }
 
 type aheadJob struct {
@@ -235,15 +254,16 @@ func (a *decodeAhead) waitBytes(i int) bool {
 	}
 }
 
-// fetchRow plans the rectangles of every band of every date over the
-// row's windows and reads each tile not read for the row before (the halo
-// of coarse bands reaches into the previous row's tiles) once, straight
-// into one buffer per tile format laid out for the device.
-func (a *decodeAhead) fetchRow(f *fetchedRow, row []raster.Grid) error {
+// planRow plans the rectangles of every band of every date over the
+// row's windows and lays out each tile not read for the row before (the
+// halo of coarse bands reaches into the previous row's tiles) once, in one
+// buffer per tile format laid out for the device, for readRow.
+func (a *decodeAhead) planRow(f *fetchedRow, row []raster.Grid) error {
 	start := time.Now()
 	defer func() {
 		a.mu.Lock()
 		a.fetchNs += int64(time.Since(start))
+		a.planNs += int64(time.Since(start))
 		a.mu.Unlock()
 	}()
 	for _, w := range row {
@@ -277,11 +297,22 @@ func (a *decodeAhead) fetchRow(f *fetchedRow, row []raster.Grid) error {
 	}
 	a.mu.Lock()
 	a.fetched[f.i] = batch.Bytes()
-	a.planNs += int64(time.Since(start))
 	a.mu.Unlock()
-	g = errgroup.Group{}
+	f.reads, f.planned = reads, batch
+	return nil
+}
+
+// readRow reads a planned row's tiles into their places.
+func (a *decodeAhead) readRow(f *fetchedRow) error {
+	start := time.Now()
+	defer func() {
+		a.mu.Lock()
+		a.fetchNs += int64(time.Since(start))
+		a.mu.Unlock()
+	}()
+	var g errgroup.Group
 	g.SetLimit(aheadReaders)
-	for _, rd := range reads {
+	for _, rd := range f.reads {
 		g.Go(func() error {
 			t := time.Now()
 			err := raster.ReadRangesInto(rd.path, rd.offs, rd.sizes, rd.dst)
@@ -294,7 +325,7 @@ func (a *decodeAhead) fetchRow(f *fetchedRow, row []raster.Grid) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	f.batch = batch
+	f.batch = f.planned
 	return nil
 }
 
