@@ -21,10 +21,14 @@ const aheadReaders = 8
 // oldest row with windows still in progress. With two, the reader and the
 // windows waited for each other for about 3 s of a 12-date tile's 7 s of
 // windows; with three, 1.4–1.7 s, and the windows ended 1.0–1.4 s sooner
-// (four gained nothing more; docs/benchmarks.md, issue 15). Each row
-// holds its compressed bytes on the host until its windows are done:
+// (four gained nothing more while the reader was the bottleneck). Once
+// rows crossed to the device through pinned staging and were planned
+// while the row before was read, the reader waited 2.1–2.9 s for the
+// windows with three, and four made the ingest 0.26 s faster in the
+// median (five was slower; docs/benchmarks.md, issue 15). Each row holds
+// its compressed bytes on the host until its windows are done:
 // aheadBudget bounds them.
-const aheadRows = 3
+const aheadRows = 4
 
 // aheadBudgetSet replaces aheadBudget's figure when positive (tests).
 var aheadBudgetSet int64
