@@ -9,7 +9,10 @@
 //
 // A Device is owned by one goroutine locked to its OS thread, which holds
 // the device's primary context; work is handed to it, so any number of
-// goroutines may use a Device, and N GPUs mean N owners.
+// goroutines may use a Device, and N GPUs mean N owners. Work that others
+// wait on may go first (doFirst), and large copies from the host go on a
+// second thread with the context current (the copier), through pinned
+// staging buffers, while the owner goes on.
 package cuda
 
 import (
