@@ -18,8 +18,10 @@ require (
 	golang.org/x/image v0.24.0
 	golang.org/x/sync v0.20.0
 	golang.org/x/term v0.44.0
+	gonum.org/v1/gonum v0.15.1
 	gonum.org/v1/plot v0.15.2
 	google.golang.org/protobuf v1.36.5
+	lukechampine.com/blake3 v1.4.1
 )
 
 require (
@@ -49,8 +51,6 @@ require (
 	golang.org/x/exp v0.0.0-20241009180824-f66d83c29e7c // indirect
 	golang.org/x/sys v0.46.0 // indirect
 	golang.org/x/text v0.22.0 // indirect
-	gonum.org/v1/gonum v0.15.1 // indirect
-	lukechampine.com/blake3 v1.4.1 // indirect
 )
 
 replace github.com/santhosh-tekuri/jsonschema/v5 => github.com/tschaub/jsonschema/v5 v5.1.0-beta.1

@@ -395,6 +395,9 @@ func (d *Device) Close() {
 			if d.stage != nil {
 				d.stage.free()
 			}
+			if d.copyStream != 0 {
+				api.streamDestroy(d.copyStream)
+			}
 			return nil
 		})
 		d.closed = true

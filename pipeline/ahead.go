@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -135,7 +136,8 @@ func origin(w raster.Grid) [2]float64 { return [2]float64{w.Transform[0], w.Tran
 func (a *decodeAhead) run() {
 	defer close(a.exited)
 	planned := make(chan *fetchedRow, 1)
-	go func() {
+	var planner sync.WaitGroup
+	planner.Go(func() {
 		defer close(planned)
 		for i := range a.rows {
 			t := time.Now()
@@ -155,7 +157,7 @@ func (a *decodeAhead) run() {
 				return
 			}
 		}
-	}()
+	})
 	rows := make(chan *fetchedRow, 1)
 	go func() {
 		defer close(rows)
@@ -172,7 +174,11 @@ func (a *decodeAhead) run() {
 	}()
 	next := 0
 	for f := range rows {
-		if f.err == nil && f.batch != nil {
+		// After a failure no row is decoded or stored: a row planned
+		// before it may point into buffers never read (the row that failed,
+		// or tiles it shares with the row before), so its windows read
+		// for themselves.
+		if f.err == nil && f.batch != nil && a.failed() == nil {
 			t := time.Now()
 			f.err = a.job.engine.decodeAhead(f.batch)
 			a.mu.Lock()
@@ -181,7 +187,7 @@ func (a *decodeAhead) run() {
 		}
 		if f.err != nil {
 			a.fail(f.err)
-		} else {
+		} else if f.batch != nil && a.failed() == nil {
 			a.store(f)
 		}
 		close(a.ready[f.i])
@@ -190,6 +196,9 @@ func (a *decodeAhead) run() {
 	for ; next < len(a.rows); next++ {
 		close(a.ready[next])
 	}
+	// The planner may still be planning a row (opening sources) after a
+	// stop: close must not release the sources before it is done.
+	planner.Wait()
 }
 
 // fetchedRow is a row laid out (its reads, the batch of its new tiles),
@@ -306,8 +315,14 @@ func (a *decodeAhead) planRow(f *fetchedRow, row []raster.Grid) error {
 	return nil
 }
 
+// aheadFailRow makes reading that row fail when non-negative (tests).
+var aheadFailRow = -1
+
 // readRow reads a planned row's tiles into their places.
 func (a *decodeAhead) readRow(f *fetchedRow) error {
+	if f.i == aheadFailRow {
+		return fmt.Errorf("row %d: a read failed (test)", f.i)
+	}
 	start := time.Now()
 	defer func() {
 		a.mu.Lock()

@@ -69,6 +69,22 @@ func TestIngestRawBandsSameBytes(t *testing.T) {
 			t.Errorf("%s differs between GDAL's decoding and lulc's", f)
 		}
 	}
+	// Reading a row fails: that row's windows and the later ones read for
+	// themselves, and the bytes stay the same (rows planned before the
+	// failure point into buffers never filled, and must not be used).
+	aheadFailRow = 1
+	failed, logs := run("raw-failed", true)
+	aheadFailRow = -1
+	if !strings.Contains(logs, "reading tiles ahead failed") {
+		t.Errorf("no failure logged:\n%s", logs)
+	}
+	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif"} {
+		a, _ := os.ReadFile(filepath.Join(gdal, "31TEJ", f))
+		b, err := os.ReadFile(filepath.Join(failed, "31TEJ", f))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs when a row read ahead fails", f)
+		}
+	}
 	// A budget too small for two rows' compressed bytes: the reader reads
 	// a row only when no other is in progress, and the bytes stay the same.
 	aheadBudgetSet = 1

@@ -255,7 +255,7 @@ func encodeEarly[T Pixels](path string, p *cogPlan, levels [][][]T, e *earlyTile
 	defer os.Remove(tmp) // a no-op once renamed
 	// The file is written and hashed at once, the hashing on every core
 	// (package digest): this is the step a tile's ingest ends on.
-	dw := digest.NewWriter(f)
+	dw := digest.NewWriter(f, pos)
 	err = emitTiles(dw, header, data)
 	sum, n, cerr := dw.Close()
 	if err == nil {

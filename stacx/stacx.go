@@ -82,7 +82,8 @@ func (e *ClassificationAsset) Decode(assetMap map[string]any) error {
 // FileURI is the file extension's schema.
 const FileURI = "https://stac-extensions.github.io/file/v2.1.0/schema.json"
 
-// File holds an asset's checksum (a multihash: "1220" + hex SHA-256) and size.
+// File holds an asset's checksum (a multihash: "1e20" + hex BLAKE3-256, as
+// lulc writes it, or "1220" + hex SHA-256) and size.
 type File struct {
 	Checksum string `json:"file:checksum"`
 	Size     int64  `json:"file:size"`

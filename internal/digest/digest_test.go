@@ -36,7 +36,7 @@ func TestWriter(t *testing.T) {
 		want[i] = byte(r.Uint32())
 	}
 	var got bytes.Buffer
-	w := NewWriter(&got)
+	w := NewWriter(&got, int64(len(want)))
 	for p := want; len(p) > 0; {
 		k := min(len(p), []int{0, 1, 4, 4096, 300_000, blockSize + 7}[r.IntN(6)])
 		if n, err := w.Write(p[:k]); n != k || err != nil {
@@ -48,9 +48,16 @@ func TestWriter(t *testing.T) {
 	if err != nil || n != int64(len(want)) || sum != Bytes(want) || !bytes.Equal(got.Bytes(), want) {
 		t.Errorf("Close = %s, %d, %v; want %s, %d, and the bytes equal: %v", sum, n, err, Bytes(want), len(want), bytes.Equal(got.Bytes(), want))
 	}
+	// The size is a hint: more bytes than it says go through too.
+	got.Reset()
+	w = NewWriter(&got, 1000)
+	w.Write(want[:5<<20])
+	if sum, n, err := w.Close(); err != nil || n != 5<<20 || sum != Bytes(want[:5<<20]) || !bytes.Equal(got.Bytes(), want[:5<<20]) {
+		t.Errorf("5 MiB through a Writer sized for 1000 bytes: %s, %d, %v", sum, n, err)
+	}
 	// A Writer given nothing writes nothing and sums the empty input.
 	got.Reset()
-	if sum, n, err := NewWriter(&got).Close(); sum != Bytes(nil) || n != 0 || err != nil || got.Len() != 0 {
+	if sum, n, err := NewWriter(&got, 0).Close(); sum != Bytes(nil) || n != 0 || err != nil || got.Len() != 0 {
 		t.Errorf("empty: %s, %d, %v, %d bytes written", sum, n, err, got.Len())
 	}
 }
@@ -68,7 +75,7 @@ func (f *failing) Write(p []byte) (int, error) {
 // The underlying writer's error comes back, from a later Write or from
 // Close, and no checksum with it.
 func TestWriterError(t *testing.T) {
-	w := NewWriter(&failing{after: 1})
+	w := NewWriter(&failing{after: 1}, 4*blockSize)
 	big := make([]byte, blockSize)
 	var werr error
 	for range 4 {
