@@ -203,15 +203,15 @@ func (a *decodeAhead) run() {
 
 // fetchedRow is a row laid out (its reads, the batch of its new tiles),
 // then read, waiting for the device: each window's band and its
-// rectangle, and the batch once its tiles are read.
+// rectangle. Once a row has failed, later rows are not read, and run
+// uses none of them.
 type fetchedRow struct {
-	i       int
-	jobs    []aheadJob
-	got     []aheadRect
-	reads   []*fileReads
-	planned *cuda.AheadBatch
-	batch   *cuda.AheadBatch
-	err     error
+	i     int
+	jobs  []aheadJob
+	got   []aheadRect
+	reads []*fileReads
+	batch *cuda.AheadBatch
+	err   error
 }
 
 type aheadJob struct {
@@ -311,7 +311,7 @@ func (a *decodeAhead) planRow(f *fetchedRow, row []raster.Grid) error {
 	a.mu.Lock()
 	a.fetched[f.i] = batch.Bytes()
 	a.mu.Unlock()
-	f.reads, f.planned = reads, batch
+	f.reads, f.batch = reads, batch
 	return nil
 }
 
@@ -341,11 +341,7 @@ func (a *decodeAhead) readRow(f *fetchedRow) error {
 			return err
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	f.batch = f.planned
-	return nil
+	return g.Wait()
 }
 
 // store makes a decoded row's rectangles available to its windows.
