@@ -187,18 +187,11 @@ func TestContextPassBitExact(t *testing.T) {
 			n, nf := rect.InnerW*rect.InnerH, len(c.names)
 			got := make([]float32, n*nf)
 			must(t, d.Do(func() error {
-				used := usedPlanes(fe, dn)
-				ph := rect.Width * rect.Height
-				in, err := alloc(uint64(len(used) * ph * 2))
+				in, err := upload(slices.Concat(usedPlanes(fe, dn)...))
 				if err != nil {
 					return err
 				}
 				defer in.free()
-				for b, plane := range used {
-					if err := putAt(in.ptr+uint64(b*ph*2), plane); err != nil {
-						return err
-					}
-				}
 				out, err := alloc(uint64(n * nf * 4))
 				if err != nil {
 					return err
