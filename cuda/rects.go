@@ -353,13 +353,7 @@ func DecodeAhead(dev *Device, b *AheadBatch) error {
 			}
 			if err := dev.aside(func() error {
 				if staged {
-					if dev.stage == nil {
-						var err error
-						if dev.stage, err = newStager(); err != nil {
-							return err
-						}
-					}
-					return dev.stage.copy(src.ptr, p.data)
+					return dev.stagedCopy(src.ptr, p.data)
 				}
 				if err := check(api.memcpyHtoDAsync(src.ptr, unsafe.Pointer(&p.data[0]), uint64(len(p.data)), dev.copyStream), "cuMemcpyHtoDAsync ahead"); err != nil {
 					return err

@@ -46,6 +46,18 @@ func newStager() (*stager, error) {
 	return s, nil
 }
 
+// stagedCopy copies src to device address dst through the device's
+// stager, made on first use (on the copier goroutine, in Device.aside).
+func (d *Device) stagedCopy(dst uint64, src []byte) error {
+	if d.stage == nil {
+		var err error
+		if d.stage, err = newStager(); err != nil {
+			return err
+		}
+	}
+	return d.stage.copy(dst, src)
+}
+
 // copy copies src to device address dst and returns once the bytes are
 // there.
 func (s *stager) copy(dst uint64, src []byte) error {

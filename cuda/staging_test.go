@@ -40,15 +40,7 @@ func TestStagerCopy(t *testing.T) {
 			dst, err = alloc(uint64(n))
 			return err
 		}))
-		must(t, d.aside(func() error {
-			if d.stage == nil {
-				var err error
-				if d.stage, err = newStager(); err != nil {
-					return err
-				}
-			}
-			return d.stage.copy(dst.ptr, src)
-		}))
+		must(t, d.aside(func() error { return d.stagedCopy(dst.ptr, src) }))
 		got := make([]byte, n)
 		must(t, d.Do(func() error {
 			defer dst.free()
