@@ -343,18 +343,21 @@ func (m *Mirror) Context(set *features.Set, refl *[65536]float32, xs, ys []int, 
 }
 
 // contextTile is features_context's tile side (CONTEXT_TILE), maxShared the
-// dynamic shared memory a block may take without opting in.
+// dynamic shared memory a block may take without opting in: 48 KiB less
+// the kernel's static program (5 ints for each of up to 64 features).
 const (
 	contextTile = 32
-	maxShared   = 48 << 10
+	maxShared   = 48<<10 - 5*64*4
 )
 
 // contextShared is features_context's shared memory for a largest radius R:
-// the row sums of its largest window, the quantised values and, with a
-// range (values 1), the values.
+// the quantised values and, with a range (values 1), the values, then the
+// row results of its largest window (a sum, and the count with the sum of
+// squares in one 64-bit integer, 12 bytes; a range's row extremes take
+// their place).
 func contextShared(R int, values int32) int {
 	side, rows := contextTile+2*R, contextTile+2*R
-	return rows*contextTile*(8+4+4) + side*side*4*(1+int(values))
+	return (side*side*(1+int(values))+1)/2*8 + rows*contextTile*(8+4)
 }
 
 // fusedProgram is base b's windows as features_context takes them: 4 ints

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lulc/lulc/composite"
@@ -135,6 +136,29 @@ func testDN(r *rand.Rand, nb, w, h int) [][]uint16 {
 	return dn
 }
 
+// flatten makes a third of the 16×16 patches of the planes dn (w×h)
+// flat: every band the same DN, whose reflectance is −0.01, 0 or 0.01
+// with the tests' offset of −0.1, so that normalised differences are +0
+// or −0 there and windows hold zeros of both signs, ties and spans of
+// nothing but equal values.
+func flatten(r *rand.Rand, dn [][]uint16, w, h int) {
+	for py := 0; py < h; py += 16 {
+		for px := 0; px < w; px += 16 {
+			if r.IntN(3) != 0 {
+				continue
+			}
+			v := uint16(900 + 100*r.IntN(3))
+			for y := py; y < min(h, py+16); y++ {
+				for x := px; x < min(w, px+16); x++ {
+					for b := range dn {
+						dn[b][y*w+x] = v
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestContextPassBitExact compares every feature plane of the device's
 // features pass over a block (Features.contextPass) with the CPU's, bit
 // for bit: the default context set; a set with a base left to the
@@ -152,6 +176,14 @@ func TestContextPassBitExact(t *testing.T) {
 			def = append(def, fmt.Sprintf("mean(%s,%d)", b, w), fmt.Sprintf("std(%s,%d)", b, w))
 		}
 	}
+	// The default set: the 20 per-pixel features and the mean, std and
+	// range of six bases over 7 and 15 px.
+	ranged := append([]string{}, def[:20]...)
+	for _, b := range []string{"B04", "B08", "B11", "ndvi", "ndwi", "ndbi"} {
+		for _, w := range []int{7, 15} {
+			ranged = append(ranged, fmt.Sprintf("mean(%s,%d)", b, w), fmt.Sprintf("std(%s,%d)", b, w), fmt.Sprintf("range(%s,%d)", b, w))
+		}
+	}
 	mixedBands := []string{"B02", "B03", "B04", "B08", "B11", "p50(ndvi)"}
 	mixed := []string{"B04", "ndvi", "mean(B08,15)", "std(B08,15)", "range(B08,15)", "std(ndvi,7)", "mean(ndwi,3)",
 		"range(evi,5)", "mean(nd(B03,B11),31)", "range(nd(B03,B11),3)", "std(bsi,31)", "B11", "p50(ndvi)", "std(p50(ndvi),7)"}
@@ -167,7 +199,9 @@ func TestContextPassBitExact(t *testing.T) {
 	for _, c := range []struct {
 		name         string
 		bands, names []string
-	}{{"default", ten, def}, {"mixed", mixedBands, mixed}, {"many planes", manyBands, many}} {
+		flat         bool
+	}{{"old default", ten, def, false}, {"default", ten, ranged, false}, {"default, flat patches", ten, ranged, true},
+		{"mixed", mixedBands, mixed, false}, {"mixed, flat patches", mixedBands, mixed, true}, {"many planes", manyBands, many, false}} {
 		set, err := features.NewSet(c.names, c.bands)
 		if err != nil {
 			t.Fatal(err)
@@ -183,6 +217,9 @@ func TestContextPassBitExact(t *testing.T) {
 			{Width: 211, Height: 67 + 2*R, X: 0, Y: R, InnerW: 211, InnerH: 67},
 		} {
 			dn := testDN(r, len(c.bands), rect.Width, rect.Height)
+			if c.flat {
+				flatten(r, dn, rect.Width, rect.Height)
+			}
 			want := cpuContextFeatures(t, set, dn, rect, scale, offset)
 			n, nf := rect.InnerW*rect.InnerH, len(c.names)
 			got := make([]float32, n*nf)
@@ -222,7 +259,7 @@ func TestContextPassBitExact(t *testing.T) {
 		if chunk, _ := fe.ctx.chunk(len(fe.used)); c.name == "many planes" && chunk >= 256 || c.name != "many planes" && chunk != 256 {
 			t.Errorf("%s: %d planes staged %d pixels at a time", c.name, len(fe.used), chunk)
 		}
-		if c.name == "mixed" != fe.ctx.twoPass {
+		if strings.HasPrefix(c.name, "mixed") != fe.ctx.twoPass {
 			t.Errorf("%s: two-pass kernels %v", c.name, fe.ctx.twoPass)
 		}
 		fe.Close()
@@ -274,13 +311,20 @@ func TestGPUContextReport(t *testing.T) {
 		}
 		ranges = append(ranges, fmt.Sprintf("range(%s,7)", b))
 	}
+	var ranged []string
+	for _, b := range []string{"B04", "B08", "B11", "ndvi", "ndwi", "ndbi"} {
+		for _, w := range []int{7, 15} {
+			ranged = append(ranged, fmt.Sprintf("mean(%s,%d)", b, w), fmt.Sprintf("std(%s,%d)", b, w), fmt.Sprintf("range(%s,%d)", b, w))
+		}
+	}
 	r := rand.New(rand.NewPCG(5, 6))
 	const side = 1024
 	tileWindows := float64(10980*10980) / float64(side*side)
 	for _, c := range []struct {
 		name  string
 		names []string
-	}{{"per-pixel", pixel}, {"context, 7 and 15 px", append(slices.Clone(pixel), wide...)}, {"context, 3, 7, 15 px and ranges", append(slices.Clone(pixel), ranges...)}} {
+	}{{"per-pixel", pixel}, {"context, 7 and 15 px", append(slices.Clone(pixel), wide...)}, {"context, 3, 7, 15 px and ranges", append(slices.Clone(pixel), ranges...)},
+		{"context and ranges over 7 and 15 px (the default)", append(slices.Clone(pixel), ranged...)}} {
 		set, err := features.NewSet(c.names, bands)
 		if err != nil {
 			t.Fatal(err)

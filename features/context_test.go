@@ -228,3 +228,35 @@ func TestContextComputeRefuses(t *testing.T) {
 		t.Error("Compute without the context plane was accepted")
 	}
 }
+
+// TestMeanFloatPath checks what the GPU's mean relies on (ctx_mean in
+// cuda/kernels/lulc.cu): for |Σq| < 2²⁴ and n <= 961, the float32 division
+// of Σq by n gives the bits of Moments' float64 division rounded to
+// float32. Random sums, sums next to n × (k + ½) (where a tie in one
+// rounding could hide behind the other) and the ends of the range.
+func TestMeanFloatPath(t *testing.T) {
+	r := rand.New(rand.NewPCG(61, 62))
+	const lim = 1 << 24
+	check := func(s, n int64) {
+		if s <= -lim || s >= lim {
+			return
+		}
+		got := float32(s) / float32(n) * (1.0 / contextQuantum)
+		if want := Moments(s, 0, n, false); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("sum %d, n %d: float32 %v, Moments %v", s, n, got, want)
+		}
+	}
+	for n := int64(1); n <= ContextMaxSize*ContextMaxSize; n++ {
+		for range 2000 {
+			check(r.Int64N(2*lim-1)-(lim-1), n)
+			k := r.Int64N(lim/n + 1)
+			for d := int64(-2); d <= 2; d++ {
+				check(n*k+n/2+d, n)
+				check(-(n*k + n/2 + d), n)
+			}
+		}
+		for _, s := range []int64{0, 1, -1, lim - 1, -(lim - 1), lim - n, n} {
+			check(s, n)
+		}
+	}
+}

@@ -17,7 +17,7 @@ func TestExportCommands(t *testing.T) {
 	run := filepath.Dir(model)
 	onnx := filepath.Join(dir, "model.onnx")
 	code, stdout, stderr := lulc(t, "export", "model", "--model", model, "--out", onnx)
-	if code != 0 || !strings.Contains(stdout, "trees over 40 features") {
+	if code != 0 || !strings.Contains(stdout, "trees over 56 features") {
 		t.Fatalf("export model: exit %d: %s%s", code, stdout, stderr)
 	}
 	if b, err := os.ReadFile(onnx); err != nil || !strings.Contains(string(b), "TreeEnsembleClassifier") || !strings.Contains(string(b), "ai.onnx.ml") {

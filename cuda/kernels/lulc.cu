@@ -44,6 +44,33 @@ __device__ __forceinline__ int op_inputs(int op) {
     return op == OP_BAND || op == OP_SHIFT ? 1 : op == OP_EVI ? 3 : op == OP_BSI ? 4 : 2;
 }
 
+// pixel_features writes one pixel's per-pixel features, as prog (5 ints a
+// feature: the operation and up to four input positions) computes them
+// from its inputs v0[position × stride], to out[f × n + o]; context
+// features are left. A NaN input gives NaN; every NaN out is canonical.
+__device__ __forceinline__ void pixel_features(const float* v0, long long stride, const int* prog, int nfeat,
+                                               float* __restrict__ out, long long n, long long o) {
+    for (int f = 0; f < nfeat; f++) {
+        const int* p = prog + 5 * f;
+        int op = p[0];
+        if (op == OP_CONTEXT) continue;
+        int ninputs = op_inputs(op);
+        float v[4];
+        bool nan = false;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            v[k] = 0.0f;
+            if (k < ninputs) {
+                v[k] = v0[p[1 + k] * stride];
+                nan = nan || (v[k] != v[k]);
+            }
+        }
+        float r = nan ? NAN_F : apply_op(op, v);
+        if (r != r) r = NAN_F;
+        out[(long long)f * n + o] = r;
+    }
+}
+
 // features computes nfeat feature planes from nbands reflectance planes in
 // one pass. prog holds 5 ints per feature: the operation and up to four
 // input band positions. Each thread stages its pixel's bands in shared
@@ -80,25 +107,7 @@ extern "C" __global__ void __launch_bounds__(FEATURE_BLOCK) features(const float
                 for (int b = 0; b < MAX_BANDS; b++)
                     if (b < nbands) bv[b] = bands[(long long)b * n + next];
             }
-            for (int f = 0; f < nfeat; f++) {
-                const int* p = sprog + 5 * f;
-                int op = p[0];
-                if (op == OP_CONTEXT) continue;
-                int ninputs = op_inputs(op);
-                float v[4];
-                bool nan = false;
-#pragma unroll
-                for (int k = 0; k < 4; k++) {
-                    v[k] = 0.0f;
-                    if (k < ninputs) {
-                        v[k] = px[p[1 + k] * FEATURE_BLOCK + threadIdx.x];
-                        nan = nan || (v[k] != v[k]);
-                    }
-                }
-                float r = nan ? NAN_F : apply_op(op, v);
-                if (r != r) r = NAN_F;
-                out[(long long)f * n + i] = r;
-            }
+            pixel_features(px + threadIdx.x, FEATURE_BLOCK, sprog, nfeat, out, n, i);
         }
     }
 }
@@ -114,25 +123,7 @@ extern "C" __global__ void __launch_bounds__(FEATURE_BLOCK) features_wide(const 
     __syncthreads();
     long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        for (int f = 0; f < nfeat; f++) {
-            const int* p = sprog + 5 * f;
-            int op = p[0];
-            if (op == OP_CONTEXT) continue;
-            int ninputs = op_inputs(op);
-            float v[4];
-            bool nan = false;
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                v[k] = 0.0f;
-                if (k < ninputs) {
-                    v[k] = bands[(long long)p[1 + k] * n + i];
-                    nan = nan || (v[k] != v[k]);
-                }
-            }
-            float r = nan ? NAN_F : apply_op(op, v);
-            if (r != r) r = NAN_F;
-            out[(long long)f * n + i] = r;
-        }
+        pixel_features(bands + i, n, sprog, nfeat, out, n, i);
     }
 }
 
@@ -198,12 +189,23 @@ extern "C" __global__ void context_rows(const float* __restrict__ v, int w, int 
     }
 }
 
+// ctx_mean is the mean of a window, S / N × 2^-18 rounded to float as
+// features.Moments computes it through float64. Where |S| < 2^24, S and N
+// are floats, and a quotient of floats rounded to float64 and then to
+// float32 is the quotient rounded to float32 at once (double rounding is
+// innocuous for division when 53 >= 2 × 24 + 2: Figueroa, "When is double
+// rounding innocuous?", SIGNUM 1995; features.TestMeanFloatPath checks
+// it): one float division, the scaling by 2^-18 exact in both.
+__device__ __forceinline__ float ctx_mean(long long S, long long N) {
+    if (S > -(1LL << 24) && S < (1LL << 24)) return __fmul_rn(__fdiv_rn((float)S, (float)N), 1.0f / 262144.0f);
+    return __double2float_rn(__dmul_rn(__ddiv_rn(__ll2double_rn(S), __ll2double_rn(N)), 1.0 / 262144.0));
+}
+
 // context_out writes one inner pixel's statistics from its window's sums,
 // count and extremes, as features.Moments and max - min compute them.
 __device__ __forceinline__ void context_out(float* out, long long n, long long k, long long S, long long SQ, long long N,
                                             float mn, float mx, int fmean, int fstd, int frange) {
-    if (fmean >= 0)
-        out[fmean * n + k] = N == 0 ? NAN_F : __double2float_rn(__dmul_rn(__ddiv_rn(__ll2double_rn(S), __ll2double_rn(N)), 1.0 / 262144.0));
+    if (fmean >= 0) out[fmean * n + k] = N == 0 ? NAN_F : ctx_mean(S, N);
     if (fstd >= 0)
         out[fstd * n + k] = N == 0 ? NAN_F
                                    : __double2float_rn(__dmul_rn(__ddiv_rn(__dsqrt_rn(__ll2double_rn(N * SQ - S * S)), __ll2double_rn(N)), 1.0 / 262144.0));
@@ -293,8 +295,125 @@ extern "C" __global__ void context_cols(const long long* __restrict__ s, const l
 // CONTEXT_TILE of a long long and two ints; the quantised values and, with
 // a range, the values) and nb x chunk floats.
 #define CONTEXT_TILE 32
+// A thread's run of outputs in features_context's row and column sums:
+// longer runs start fewer windows from scratch.
+#ifndef CTX_ROW_SEG
+#define CTX_ROW_SEG 8
+#endif
+#ifndef CTX_COL_SEG
+#define CTX_COL_SEG 4
+#endif
+// u16_float is float(v) for a 16-bit v, exactly, without the conversion
+// unit (a quarter of the arithmetic units' rate): 2^23 + v is a float
+// whose low mantissa bits are v.
+__device__ __forceinline__ float u16_float(unsigned int v) {
+    return __fsub_rn(__int_as_float(0x4b000000 | v), 8388608.0f);
+}
 __device__ __forceinline__ float refl_of(unsigned int v, unsigned int nodata, float scale, float offset) {
-    return v == nodata ? NAN_F : __fadd_rn(__fmul_rn((float)v, scale), offset);
+    return v == nodata ? NAN_F : __fadd_rn(__fmul_rn(u16_float(v), scale), offset);
+}
+
+// ctx_q is ctx_quantise for a value that is not NaN, as an int (|q| <=
+// 2^20), without the conversion unit: adding 1.5 x 2^23 rounds |x| < 2^22
+// half to even onto the integers, which are then the float's low bits.
+__device__ __forceinline__ int ctx_q(float v) {
+    v = fminf(fmaxf(v, -4.0f), 4.0f);
+    return __float_as_int(__fadd_rn(__fmul_rn(v, 262144.0f), 12582912.0f)) - 0x4b400000;
+}
+
+// A window's count and sum of squares travel as one integer: n << 50 |
+// Σq². Σq² <= 31² x 2^40 < 2^50 and n <= 961 < 2^13, and sums of these
+// are exact (carries never cross), so one 64-bit sum carries both.
+#define CTX_N_SHIFT 50
+#define CTX_SQ_MASK ((1LL << CTX_N_SHIFT) - 1)
+
+// run_extremes gives the G outputs j of a run their window's minimum and
+// maximum, of vlo[(j + d) × stride] and vhi[(j + d) × stride] for d in
+// [−r, r], NaN passed over (+inf and −inf where all are NaN): the part
+// every window holds, [G − 1 − r, r], is taken once, and the rest by a
+// walk to the left and one to the right. G <= 2r + 2.
+template <int G>
+__device__ __forceinline__ void run_extremes(const float* vlo, const float* vhi, int stride, int r, float* lo, float* hi) {
+    const float inf = __int_as_float(0x7f800000);
+    float clo = inf, chi = -inf;
+    for (int x = G - 1 - r; x <= r; x++) {
+        clo = fminf(clo, vlo[x * stride]);
+        chi = fmaxf(chi, vhi[x * stride]);
+    }
+    // Output j's window less the common part: [j − r, G − 2 − r] to the
+    // left, [r + 1, j + r] to the right.
+    float a = inf, z = -inf;
+    lo[G - 1] = clo;
+    hi[G - 1] = chi;
+#pragma unroll
+    for (int j = G - 2; j >= 0; j--) {
+        a = fminf(a, vlo[(j - r) * stride]);
+        z = fmaxf(z, vhi[(j - r) * stride]);
+        lo[j] = fminf(clo, a);
+        hi[j] = fmaxf(chi, z);
+    }
+    a = inf;
+    z = -inf;
+#pragma unroll
+    for (int j = 1; j < G; j++) {
+        a = fminf(a, vlo[(j + r) * stride]);
+        z = fmaxf(z, vhi[(j + r) * stride]);
+        lo[j] = fminf(lo[j], a);
+        hi[j] = fmaxf(hi[j], z);
+    }
+}
+
+// range_rows: the extremes along rows of features_context's values fv
+// (side wide, the tile's corner at (R, R)) over radius r, for the rows
+// rows of the windows of a tile, into rlo and rhi (rows x CONTEXT_TILE).
+template <int G>
+__device__ __forceinline__ void range_rows(const float* fv, int side, int R, int r, int rows, float* rlo, float* rhi) {
+    const int T = CONTEXT_TILE;
+    for (int k = threadIdx.x; k < rows * (T / G); k += blockDim.x) {
+        int lr = k / (T / G), c0 = k % (T / G) * G;
+        const float* v = fv + (R - r + lr) * side + R + c0;
+        float lo[G], hi[G];
+        run_extremes<G>(v, v, 1, r, lo, hi);
+#pragma unroll
+        for (int j = 0; j < G; j++) {
+            rlo[lr * T + c0 + j] = lo[j];
+            rhi[lr * T + c0 + j] = hi[j];
+        }
+    }
+}
+
+// range_cols: the extremes down columns of the row extremes, max − min
+// into feature plane f of out for the tile's inner pixels.
+template <int G>
+__device__ __forceinline__ void range_cols(const float* rlo, const float* rhi, int r, float* out, long long n, int f, int tx0,
+                                           int ty0, int iw, int ih) {
+    const int T = CONTEXT_TILE;
+    for (int k = threadIdx.x; k < T * (T / G); k += blockDim.x) {
+        int c = k % T, ly0 = k / T * G;
+        float lo[G], hi[G];
+        run_extremes<G>(rlo + (ly0 + r) * T + c, rhi + (ly0 + r) * T + c, T, r, lo, hi);
+#pragma unroll
+        for (int j = 0; j < G; j++) {
+            if (ty0 + ly0 + j >= ih || tx0 + c >= iw) continue;
+            // max − min is never −0 on the CPU, whichever zeros min and
+            // max picked.
+            float d = lo[j] > hi[j] ? NAN_F : __fsub_rn(hi[j], lo[j]);
+            out[f * n + (long long)(ty0 + ly0 + j) * iw + tx0 + c] = d == 0.0f ? 0.0f : d;
+        }
+    }
+}
+
+// ctx_moments writes a window's mean and standard deviation (planes fmean
+// and fstd of out; -1: not wanted) from its sums, as context_out does,
+// with the sums as features_context keeps them (32-bit where they fit).
+__device__ __forceinline__ void ctx_moments(float* out, long long n, long long k, int S, long long SQ, int N, int fmean,
+                                            int fstd) {
+    if (fmean >= 0) out[fmean * n + k] = N == 0 ? NAN_F : ctx_mean(S, N);
+    if (fstd >= 0)
+        out[fstd * n + k] = N == 0 ? NAN_F
+                                   : __double2float_rn(__dmul_rn(__ddiv_rn(__dsqrt_rn(__ll2double_rn(N * SQ - (long long)S * S)),
+                                                                            (double)N),
+                                                                 1.0 / 262144.0));
 }
 
 extern "C" __global__ void __launch_bounds__(256) features_context(
@@ -303,7 +422,8 @@ extern "C" __global__ void __launch_bounds__(256) features_context(
     const int* __restrict__ pprog, const int* __restrict__ fprog, int nfeat, int chunk, float* __restrict__ out,
     long long n) {
     extern __shared__ long long smem[];
-    const int T = CONTEXT_TILE, SEG = CONTEXT_SEG;
+    __shared__ int sprog[5 * 64];
+    const int T = CONTEXT_TILE, SEG = CTX_ROW_SEG, CS = CTX_COL_SEG;
     const long long ph = (long long)w * h;
     const int MISSING = (int)0x80000000;
     int tx0 = blockIdx.x * T, ty0 = blockIdx.y * T;
@@ -318,15 +438,25 @@ extern "C" __global__ void __launch_bounds__(256) features_context(
         const int* pp = pprog + cprog[4 * b + 2];
         int npairs = cprog[4 * b + 3];
         int side = T + 2 * R;
-        long long* rsq = smem;
-        int* rs = (int*)(rsq + side * T);
-        int* rn = rs + side * T;
-        int* q = rn + side * T;
+        // Shared memory: the quantised values, the values (for a range),
+        // then the row results: Σq (int) and n << 50 | Σq² (long long),
+        // or for a range the row minima and maxima (floats) in their place.
+        int* q = (int*)smem;
         float* fv = (float*)(q + side * side);
+        long long* re = smem + (side * side * (1 + values) + 1) / 2;
+        int* rs = (int*)(re + (T + 2 * R) * T);
+        float *rlo = (float*)re, *rhi = rlo + (T + 2 * R) * T;
         int op = bprog[5 * b], ninputs = op_inputs(op);
+        const unsigned short* in[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) in[i] = dn + bprog[5 * b + 1 + (i < ninputs ? i : 0)] * ph;
         int bx = x0 + tx0 - R, by = y0 + ty0 - R; // the shared tile's corner in the block
+        // k / side by a multiply: exact for k < 4096 and side <= 62
+        // (the error, k / 2^20, stays below 1 / side).
+        const int inv = ((1 << 20) + side - 1) / side;
         for (int k = threadIdx.x; k < side * side; k += blockDim.x) {
-            int gy = by + k / side, gx = bx + k % side;
+            int ly = (k * inv) >> 20, lx = k - ly * side;
+            int gx = bx + lx, gy = by + ly;
             float val = NAN_F;
             if (gx >= 0 && gx < w && gy >= 0 && gy < h) {
                 long long at = (long long)gy * w + gx;
@@ -336,125 +466,107 @@ extern "C" __global__ void __launch_bounds__(256) features_context(
                 for (int i = 0; i < 4; i++) {
                     v[i] = 0.0f;
                     if (i < ninputs) {
-                        v[i] = refl_of(dn[bprog[5 * b + 1 + i] * ph + at], nodata, scale, offset);
+                        v[i] = refl_of(in[i][at], nodata, scale, offset);
                         nan = nan || (v[i] != v[i]);
                     }
                 }
                 val = nan ? NAN_F : apply_op(op, v);
                 if (val != val) val = NAN_F;
             }
-            q[k] = val != val ? MISSING : (int)ctx_quantise(val);
+            q[k] = val != val ? MISSING : ctx_q(val);
             if (values) fv[k] = val;
         }
         __syncthreads();
         for (int p = 0; p < npairs; p++) {
             int r = pp[4 * p], fmean = pp[4 * p + 1], fstd = pp[4 * p + 2], frange = pp[4 * p + 3];
-            int rows = T + 2 * r;
-            // Row sums: output (lr, c) is the window of shared column R + c
-            // in shared row R - r + lr; a thread runs along SEG columns.
-            for (int k = threadIdx.x; k < rows * (T / SEG); k += blockDim.x) {
-                int lr = k / (T / SEG), c0 = k % (T / SEG) * SEG;
-                const int* row = q + (R - r + lr) * side + R - r + c0;
-                int S = 0, N = 0;
-                long long SQ = 0;
-                for (int dx = 0; dx <= 2 * r; dx++) {
-                    int qv = row[dx];
-                    if (qv == MISSING) continue;
-                    S += qv;
-                    SQ += (long long)qv * qv;
-                    N++;
-                }
-                int at = lr * T + c0;
-                rs[at] = S;
-                rsq[at] = SQ;
-                rn[at] = N;
-                for (int c = 1; c < SEG; c++) {
-                    int in = row[c + 2 * r], gone = row[c - 1];
-                    if (in != MISSING) {
-                        S += in;
-                        SQ += (long long)in * in;
-                        N++;
+            int rows = T + 2 * r, span = 2 * r + 1;
+            if (fmean >= 0 || fstd >= 0) {
+                // Row sums: output (lr, c) is the window of shared column
+                // R + c in shared row R - r + lr; a thread runs along SEG
+                // columns.
+                for (int k = threadIdx.x; k < rows * (T / SEG); k += blockDim.x) {
+                    int lr = k / (T / SEG), c0 = k % (T / SEG) * SEG;
+                    const int* row = q + (R - r + lr) * side + R - r + c0;
+                    int S = 0;
+                    long long E = 0;
+                    for (int dx = 0; dx < span; dx++) {
+                        int qv = row[dx];
+                        bool ok = qv != MISSING;
+                        qv = ok ? qv : 0;
+                        S += qv;
+                        E += (long long)qv * qv + (ok ? 1LL << CTX_N_SHIFT : 0);
                     }
-                    if (gone != MISSING) {
-                        S -= gone;
-                        SQ -= (long long)gone * gone;
-                        N--;
+                    int at = lr * T + c0;
+                    rs[at] = S;
+                    re[at] = E;
+                    for (int c = 1; c < SEG; c++) {
+                        int a = row[c + 2 * r], g = row[c - 1];
+                        bool aok = a != MISSING, gok = g != MISSING;
+                        a = aok ? a : 0;
+                        g = gok ? g : 0;
+                        S += a - g;
+                        E += (long long)a * a - (long long)g * g + (long long)((int)aok - (int)gok) * (1LL << CTX_N_SHIFT);
+                        rs[at + c] = S;
+                        re[at + c] = E;
                     }
-                    rs[at + c] = S;
-                    rsq[at + c] = SQ;
-                    rn[at + c] = N;
                 }
-            }
-            __syncthreads();
-            // Column sums: a thread runs down SEG/2 rows of one column, a
-            // warp's threads on neighbouring columns (its writes coalesce).
-            const int CS = SEG / 2;
-            for (int k = threadIdx.x; k < T * (T / CS); k += blockDim.x) {
-                int c = k % T, ly0 = k / T * CS;
-                long long S = 0, SQ = 0, N = 0;
-                for (int dy = 0; dy <= 2 * r; dy++) {
-                    int at = (ly0 + dy) * T + c;
-                    S += rs[at];
-                    SQ += rsq[at];
-                    N += rn[at];
-                }
-                for (int ly = ly0; ly < ly0 + CS; ly++) {
-                    if (ly > ly0) {
-                        int in = (ly + 2 * r) * T + c, gone = (ly - 1) * T + c;
-                        S += rs[in] - rs[gone];
-                        SQ += rsq[in] - rsq[gone];
-                        N += rn[in] - rn[gone];
+                __syncthreads();
+                // Column sums: a thread runs down CS rows of one column, a
+                // warp's threads on neighbouring columns (its writes
+                // coalesce).
+                for (int k = threadIdx.x; k < T * (T / CS); k += blockDim.x) {
+                    int c = k % T, ly0 = k / T * CS;
+                    int S = 0;
+                    long long E = 0;
+                    for (int dy = 0; dy < span; dy++) {
+                        int at = (ly0 + dy) * T + c;
+                        S += rs[at];
+                        E += re[at];
                     }
-                    if (ty0 + ly >= ih || tx0 + c >= iw) continue;
-                    float mn = __int_as_float(0x7f800000), mx = __int_as_float(0xff800000);
-                    if (frange >= 0) {
-                        for (int dy = -r; dy <= r; dy++) {
-                            const float* frow = fv + (R + ly + dy) * side + R + c;
-                            for (int dx = -r; dx <= r; dx++) {
-                                float val = frow[dx];
-                                if (val != val) continue;
-                                mn = val < mn ? val : mn;
-                                mx = val > mx ? val : mx;
-                            }
+                    for (int ly = ly0; ly < ly0 + CS; ly++) {
+                        if (ly > ly0) {
+                            int a = (ly + 2 * r) * T + c, g = (ly - 1) * T + c;
+                            S += rs[a] - rs[g];
+                            E += re[a] - re[g];
                         }
+                        if (ty0 + ly >= ih || tx0 + c >= iw) continue;
+                        ctx_moments(out, n, (long long)(ty0 + ly) * iw + tx0 + c, S, E & CTX_SQ_MASK, (int)(E >> CTX_N_SHIFT), fmean,
+                                    fstd);
                     }
-                    context_out(out, n, (long long)(ty0 + ly) * iw + tx0 + c, S, SQ, N, mn, mx, fmean, fstd, frange);
                 }
+                __syncthreads();
             }
-            __syncthreads();
+            if (frange >= 0) {
+                // Range, separably: the row extremes of every row the
+                // tile's windows touch, then the extremes of those down
+                // each column, a thread taking a run of outputs whose
+                // windows share most of their values (run_extremes).
+                if (r >= 3) {
+                    range_rows<8>(fv, side, R, r, rows, rlo, rhi);
+                    __syncthreads();
+                    range_cols<8>(rlo, rhi, r, out, n, frange, tx0, ty0, iw, ih);
+                } else {
+                    range_rows<4>(fv, side, R, r, rows, rlo, rhi);
+                    __syncthreads();
+                    range_cols<4>(rlo, rhi, r, out, n, frange, tx0, ty0, iw, ih);
+                }
+                __syncthreads();
+            }
         }
     }
     if (b != nbase) return;
-    // The per-pixel features of the tile's inner pixels.
+    // The per-pixel features of the tile's inner pixels, chunk at a time,
+    // each pixel's reflectance staged in shared memory once. A thread
+    // reads only what it staged: no barrier.
+    for (int k = threadIdx.x; k < 5 * nfeat && k < 5 * 64; k += blockDim.x) sprog[k] = fprog[k];
+    __syncthreads();
     float* px = (float*)smem;
     for (int k0 = 0; k0 < T * T; k0 += chunk) {
         int k = k0 + threadIdx.x, ly = k / T, c = k % T;
-        bool in = threadIdx.x < chunk && ty0 + ly < ih && tx0 + c < iw;
+        if (threadIdx.x >= chunk || k >= T * T || ty0 + ly >= ih || tx0 + c >= iw) continue;
         long long at = (long long)(y0 + ty0 + ly) * w + x0 + tx0 + c;
-        if (in)
-            for (int b = 0; b < nb; b++) px[b * chunk + threadIdx.x] = refl_of(dn[b * ph + at], nodata, scale, offset);
-        if (in) {
-            long long o = (long long)(ty0 + ly) * iw + tx0 + c;
-            for (int f = 0; f < nfeat; f++) {
-                const int* p = fprog + 5 * f;
-                int op = p[0];
-                if (op == OP_CONTEXT) continue;
-                int ninputs = op_inputs(op);
-                float v[4];
-                bool nan = false;
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    v[i] = 0.0f;
-                    if (i < ninputs) {
-                        v[i] = px[p[1 + i] * chunk + threadIdx.x];
-                        nan = nan || (v[i] != v[i]);
-                    }
-                }
-                float r = nan ? NAN_F : apply_op(op, v);
-                if (r != r) r = NAN_F;
-                out[(long long)f * n + o] = r;
-            }
-        }
+        for (int b = 0; b < nb; b++) px[b * chunk + threadIdx.x] = refl_of(dn[b * ph + at], nodata, scale, offset);
+        pixel_features(px + threadIdx.x, chunk, sprog, nfeat, out, n, (long long)(ty0 + ly) * iw + tx0 + c);
     }
 }
 
