@@ -80,7 +80,7 @@ func TestHostileConfigs(t *testing.T) {
 		return []string{"train", "-c", cfg, "--stack", c.w.stack, "--out", c.out()}
 	}, []mut{
 		{"features: [B02, B03", "features: [FOO, B03", "FOO"},
-		{"std(ndwi, 15)]", "std(ndwi, 15), nd(B02)]", "nd(B02)"},
+		{"range(ndbi, 15)]", "range(ndbi, 15), nd(B02)]", "nd(B02)"},
 		{"scheme: esa-worldcover", "scheme: corine", "scheme"},
 		{"max_per_class: 2000", "max_per_class: 0", "max_per_class"},
 		{"block_size: 32", "block_size: 0", "block_size"},
