@@ -273,27 +273,30 @@ extern "C" __global__ void context_cols(const long long* __restrict__ s, const l
 // (x0, y0)): nothing between the DNs read and the feature planes written
 // goes through device memory.
 //
-// The grid's z index picks the work: base feature b < nbase (bprog: 5
-// ints, the operation and its input planes), if cprog[4b] = R >= 0 (its largest radius; -1: the base is
-// left to context_rows and context_cols), the tile's base values with a
-// halo of R (values beyond the block are missing, as the tile's edge cuts
-// windows) are computed from their DNs (reflectance, then the operation,
-// as the reflectance and features kernels do) and quantised into shared
-// memory; then for each of its cprog[4b+3] windows (pprog from
-// cprog[4b+2]: 4 ints each, the radius and the mean, std and range
-// feature planes, -1 where not wanted) the row sums of every row the
-// tile's windows touch, then the column sums of those, both as running
-// sums over segments of CONTEXT_SEG outputs (integers: exact in any
-// order), into the feature planes of out (n pixels each). cprog[4b+1] is
-// 1 where a window wants a range: the values are kept too.
+// The grid's z index picks the work. z = b < nbase is base feature b
+// (bprog: 5 ints, the operation and its input planes). If cprog[4b] = R
+// >= 0 (its largest radius; -1: the base is left to context_rows and
+// context_cols), the tile's base values with a halo of R are computed
+// from their DNs (reflectance, then the operation, as the reflectance and
+// features kernels do; values beyond the block are missing, as the
+// tile's edge cuts windows) and quantised into shared memory, the values
+// kept too where cprog[4b+1] is 1 (a window wants a range). Then for each
+// of its cprog[4b+3] windows (pprog from cprog[4b+2]: 4 ints each, the
+// radius and the mean, std and range feature planes, -1 where not
+// wanted): the row sums of every row the tile's windows touch, then the
+// column sums of those, both as running sums over runs of CTX_ROW_SEG
+// and CTX_COL_SEG outputs (integers: exact in any order), and a range's
+// row extremes, then column extremes (run_extremes), into the feature
+// planes of out (n pixels each).
 //
 // z = nbase: the tile's per-pixel features (fprog: the features kernel's
 // program), chunk pixels at a time, each pixel's reflectance staged in
 // shared memory once.
 //
-// Shared memory, dynamic: the largest of the bases' (row sums: rows x
-// CONTEXT_TILE of a long long and two ints; the quantised values and, with
-// a range, the values) and nb x chunk floats.
+// Shared memory, dynamic: the largest of the bases' (the quantised values
+// and, with a range, the values, side² each; then rows x CONTEXT_TILE row
+// results of 12 bytes: a sum, and the count with the sum of squares) and
+// nb x chunk floats; static: the per-pixel program.
 #define CONTEXT_TILE 32
 // A thread's run of outputs in features_context's row and column sums:
 // longer runs start fewer windows from scratch.
