@@ -318,37 +318,84 @@ func windowMoments(mean, std, v []float32, q []int64, rect Rect, r int) {
 }
 
 // windowRange writes max − min of every inner pixel's window: the row
-// extremes over each inner column's span, then the column extremes.
+// extremes over each inner column's span, then the column extremes of
+// those, each a sliding window of 2r+1 values (slideExtremes, a few
+// comparisons an output whatever the window). Go's min and max order −0
+// below +0, so the extremes, and their difference, do not depend on the
+// order they are taken in.
 func windowRange(dst, v []float32, rect Rect, r int) {
 	w, h := rect.Width, rect.Height
-	iw := rect.InnerW
+	iw, ih := rect.InnerW, rect.InnerH
+	k := 2*r + 1
 	inf := float32(math.Inf(1))
-	hmax, hmin := make([]float32, h*iw), make([]float32, h*iw)
+	rowLo, rowHi := make([]float32, h*iw), make([]float32, h*iw)
+	// A line of values and its window extremes. Positions beyond the
+	// block and NaNs are missing: +inf to a minimum, −inf to a maximum.
+	n := max(iw, ih) + 2*r
+	lo, hi := make([]float32, n), make([]float32, n)
+	s := newSlider(n)
 	for y := range h {
 		row := v[y*w : (y+1)*w]
-		for j := range iw {
-			lo, hi := inf, -inf
-			for x := max(0, rect.X+j-r); x <= min(w-1, rect.X+j+r); x++ {
-				if val := row[x]; val == val {
-					lo, hi = min(lo, val), max(hi, val)
-				}
+		for i := range iw + 2*r {
+			lo[i], hi[i] = inf, -inf
+			if x := rect.X - r + i; x >= 0 && x < w && row[x] == row[x] {
+				lo[i], hi[i] = row[x], row[x]
 			}
-			hmax[y*iw+j], hmin[y*iw+j] = hi, lo
 		}
+		s.extremes(lo[:iw+2*r], hi[:iw+2*r], k, rowLo[y*iw:(y+1)*iw], rowHi[y*iw:(y+1)*iw])
 	}
-	for i := range rect.InnerH {
-		y := rect.Y + i
-		for j := range iw {
-			lo, hi := inf, -inf
-			for yy := max(0, y-r); yy <= min(h-1, y+r); yy++ {
-				lo, hi = min(lo, hmin[yy*iw+j]), max(hi, hmax[yy*iw+j])
+	outLo, outHi := make([]float32, ih), make([]float32, ih)
+	for j := range iw {
+		for i := range ih + 2*r {
+			lo[i], hi[i] = inf, -inf
+			if y := rect.Y - r + i; y >= 0 && y < h {
+				lo[i], hi[i] = rowLo[y*iw+j], rowHi[y*iw+j]
 			}
-			if lo > hi {
+		}
+		s.extremes(lo[:ih+2*r], hi[:ih+2*r], k, outLo, outHi)
+		for i := range ih {
+			if outLo[i] > outHi[i] {
 				dst[i*iw+j] = float32(math.NaN())
 			} else {
-				dst[i*iw+j] = hi - lo
+				dst[i*iw+j] = outHi[i] - outLo[i]
 			}
 		}
+	}
+}
+
+// slider holds the scratch of slideExtremes' passes for lines of up to n
+// values.
+type slider struct{ gLo, gHi, sLo, sHi []float32 }
+
+func newSlider(n int) *slider {
+	return &slider{make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)}
+}
+
+// extremes writes the minimum of lo and the maximum of hi over every
+// window of k consecutive values, window j to outLo[j] and outHi[j]
+// (len(lo) − k + 1 of them), as van Herk and Gil-Werman do: in blocks of
+// k, running extremes from each block's start (g) and from its end (s);
+// a window spans the end of one block and the start of the next, so its
+// extremes are s at its first value and g at its last.
+func (sl *slider) extremes(lo, hi []float32, k int, outLo, outHi []float32) {
+	n := len(lo)
+	gLo, gHi, sLo, sHi := sl.gLo[:n], sl.gHi[:n], sl.sLo[:n], sl.sHi[:n]
+	for i := range n {
+		if i%k == 0 {
+			gLo[i], gHi[i] = lo[i], hi[i]
+		} else {
+			gLo[i], gHi[i] = min(gLo[i-1], lo[i]), max(gHi[i-1], hi[i])
+		}
+	}
+	for i := n - 1; i >= 0; i-- {
+		if i == n-1 || i%k == k-1 {
+			sLo[i], sHi[i] = lo[i], hi[i]
+		} else {
+			sLo[i], sHi[i] = min(sLo[i+1], lo[i]), max(sHi[i+1], hi[i])
+		}
+	}
+	for j := range n - k + 1 {
+		outLo[j], outHi[j] = min(sLo[j], gLo[j+k-1]), max(sHi[j], gHi[j+k-1])
 	}
 }
 

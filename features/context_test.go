@@ -1,6 +1,7 @@
 package features
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -257,6 +258,93 @@ func TestMeanFloatPath(t *testing.T) {
 		}
 		for _, s := range []int64{0, 1, -1, lim - 1, -(lim - 1), lim - n, n} {
 			check(s, n)
+		}
+	}
+}
+
+// BenchmarkContextCompute times the context features of the default set
+// over one 1024² window with its 7-px halo, on one core: the whole set,
+// and its ranges alone.
+func BenchmarkContextCompute(b *testing.B) {
+	const side, r = 1024, 7
+	bands, planes := contextTile(side+2*r, side+2*r, 9)
+	var all, ranges []string
+	for _, base := range []string{"B04", "B08", "B11", "ndvi", "ndwi", "ndbi"} {
+		for _, w := range []int{7, 15} {
+			all = append(all, fmt.Sprintf("mean(%s,%d)", base, w), fmt.Sprintf("std(%s,%d)", base, w), fmt.Sprintf("range(%s,%d)", base, w))
+			ranges = append(ranges, fmt.Sprintf("range(%s,%d)", base, w))
+		}
+	}
+	rect := Rect{Width: side + 2*r, Height: side + 2*r, X: r, Y: r, InnerW: side, InnerH: side}
+	for _, c := range []struct {
+		name  string
+		names []string
+	}{{"default", all}, {"ranges", ranges}} {
+		b.Run(c.name, func(b *testing.B) {
+			set, err := NewSet(c.names, bands)
+			if err != nil {
+				b.Fatal(err)
+			}
+			dst := make([][]float32, len(c.names))
+			for k := range dst {
+				dst[k] = make([]float32, side*side)
+			}
+			for b.Loop() {
+				if err := set.ContextCompute(dst, planes, rect); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestContextRangeFlat checks ranges (and moments) against the definition
+// where a third of the 8×8 patches are flat: every band the same value,
+// −0.01, −0, +0 or 0.01, so that windows hold zeros of both signs, ties
+// and nothing but equal values, on an inner block with its halo.
+func TestContextRangeFlat(t *testing.T) {
+	w, h := 71, 59
+	bands, planes := contextTile(w, h, 5)
+	r := rand.New(rand.NewPCG(7, 8))
+	flat := []float32{-0.01, float32(math.Copysign(0, -1)), 0, 0.01}
+	for py := 0; py < h; py += 8 {
+		for px := 0; px < w; px += 8 {
+			if r.IntN(3) != 0 {
+				continue
+			}
+			v := flat[r.IntN(len(flat))]
+			for y := py; y < min(h, py+8); y++ {
+				for x := px; x < min(w, px+8); x++ {
+					for b := range planes {
+						planes[b][y*w+x] = v
+					}
+				}
+			}
+		}
+	}
+	names := []string{"range(B04,3)", "range(ndvi,5)", "range(nd(B08,B11),7)", "range(ndwi,15)", "mean(ndvi,7)", "std(ndvi,15)"}
+	set, err := NewSet(names, bands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rect := Rect{Width: w, Height: h, X: 5, Y: 3, InnerW: w - 9, InnerH: h - 7}
+	ctx := set.ContextFeatures()
+	dst := make([][]float32, len(ctx))
+	for k := range dst {
+		dst[k] = make([]float32, rect.InnerW*rect.InnerH)
+	}
+	if err := set.ContextCompute(dst, planes, rect); err != nil {
+		t.Fatal(err)
+	}
+	for k, fi := range ctx {
+		f := set.Features[fi]
+		for i := range rect.InnerH {
+			for j := range rect.InnerW {
+				want := naiveContext(f, set.Inputs(fi), planes, w, h, rect.X+j, rect.Y+i)
+				if got := dst[k][i*rect.InnerW+j]; math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("%s at inner (%d, %d): %v, want %v", f.Name, j, i, got, want)
+				}
+			}
 		}
 	}
 }
