@@ -136,6 +136,27 @@ func testDN(r *rand.Rand, nb, w, h int) [][]uint16 {
 	return dn
 }
 
+// contextOver is the context features stats of each base over each
+// window size, base by base.
+func contextOver(bases []string, sizes []int, stats ...string) []string {
+	var names []string
+	for _, b := range bases {
+		for _, w := range sizes {
+			for _, s := range stats {
+				names = append(names, fmt.Sprintf("%s(%s,%d)", s, b, w))
+			}
+		}
+	}
+	return names
+}
+
+// The default set's context features (configs/train-full.yaml), and the
+// default's before them.
+var (
+	defaultContext    = contextOver([]string{"B04", "B08", "B11", "ndvi", "ndwi", "ndbi"}, []int{7, 15}, "mean", "std", "range")
+	oldDefaultContext = contextOver([]string{"B04", "B08", "B11", "ndvi", "ndwi"}, []int{7, 15}, "mean", "std")
+)
+
 // flatten makes a third of the 16×16 patches of the planes dn (w×h)
 // flat: every band the same DN, whose reflectance is −0.01, 0 or 0.01
 // with the tests' offset of −0.1, so that normalised differences are +0
@@ -169,21 +190,9 @@ func TestContextPassBitExact(t *testing.T) {
 	d := gpu(t)
 	defer d.Close()
 	ten := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
-	def := append([]string{}, ten...)
-	def = append(def, "ndvi", "ndwi", "mndwi", "ndbi", "nbr", "ndmi", "evi", "savi", "bsi", "ndre1")
-	for _, b := range []string{"B04", "B08", "B11", "ndvi", "ndwi"} {
-		for _, w := range []int{7, 15} {
-			def = append(def, fmt.Sprintf("mean(%s,%d)", b, w), fmt.Sprintf("std(%s,%d)", b, w))
-		}
-	}
-	// The default set: the 20 per-pixel features and the mean, std and
-	// range of six bases over 7 and 15 px.
-	ranged := append([]string{}, def[:20]...)
-	for _, b := range []string{"B04", "B08", "B11", "ndvi", "ndwi", "ndbi"} {
-		for _, w := range []int{7, 15} {
-			ranged = append(ranged, fmt.Sprintf("mean(%s,%d)", b, w), fmt.Sprintf("std(%s,%d)", b, w), fmt.Sprintf("range(%s,%d)", b, w))
-		}
-	}
+	pixel := append(slices.Clone(ten), "ndvi", "ndwi", "mndwi", "ndbi", "nbr", "ndmi", "evi", "savi", "bsi", "ndre1")
+	def := append(slices.Clone(pixel), oldDefaultContext...)
+	ranged := append(slices.Clone(pixel), defaultContext...)
 	mixedBands := []string{"B02", "B03", "B04", "B08", "B11", "p50(ndvi)"}
 	mixed := []string{"B04", "ndvi", "mean(B08,15)", "std(B08,15)", "range(B08,15)", "std(ndvi,7)", "mean(ndwi,3)",
 		"range(evi,5)", "mean(nd(B03,B11),31)", "range(nd(B03,B11),3)", "std(bsi,31)", "B11", "p50(ndvi)", "std(p50(ndvi),7)"}
@@ -298,12 +307,7 @@ func TestGPUContextReport(t *testing.T) {
 	}))
 	bands := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
 	pixel := append(append([]string{}, bands...), "ndvi", "ndwi", "mndwi", "ndbi", "nbr", "ndmi", "evi", "savi", "bsi", "ndre1")
-	var wide []string
-	for _, b := range []string{"B04", "B08", "B11", "ndvi", "ndwi"} {
-		for _, w := range []int{7, 15} {
-			wide = append(wide, fmt.Sprintf("mean(%s,%d)", b, w), fmt.Sprintf("std(%s,%d)", b, w))
-		}
-	}
+	wide := oldDefaultContext
 	var ranges []string
 	for _, b := range []string{"B04", "B08", "B11", "ndvi", "ndwi"} {
 		for _, w := range []int{3, 7, 15} {
@@ -311,12 +315,7 @@ func TestGPUContextReport(t *testing.T) {
 		}
 		ranges = append(ranges, fmt.Sprintf("range(%s,7)", b))
 	}
-	var ranged []string
-	for _, b := range []string{"B04", "B08", "B11", "ndvi", "ndwi", "ndbi"} {
-		for _, w := range []int{7, 15} {
-			ranged = append(ranged, fmt.Sprintf("mean(%s,%d)", b, w), fmt.Sprintf("std(%s,%d)", b, w), fmt.Sprintf("range(%s,%d)", b, w))
-		}
-	}
+	ranged := defaultContext
 	r := rand.New(rand.NewPCG(5, 6))
 	const side = 1024
 	tileWindows := float64(10980*10980) / float64(side*side)

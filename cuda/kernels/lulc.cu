@@ -44,6 +44,13 @@ __device__ __forceinline__ int op_inputs(int op) {
     return op == OP_BAND || op == OP_SHIFT ? 1 : op == OP_EVI ? 3 : op == OP_BSI ? 4 : 2;
 }
 
+// op_value is feature operation op on its inputs v: NaN where an input is
+// (nan, found as they are gathered), and every NaN canonical.
+__device__ __forceinline__ float op_value(int op, const float* v, bool nan) {
+    float r = nan ? NAN_F : apply_op(op, v);
+    return r != r ? NAN_F : r;
+}
+
 // pixel_features writes one pixel's per-pixel features, as prog (5 ints a
 // feature: the operation and up to four input positions) computes them
 // from its inputs v0[position × stride], to out[f × n + o]; context
@@ -65,9 +72,7 @@ __device__ __forceinline__ void pixel_features(const float* v0, long long stride
                 nan = nan || (v[k] != v[k]);
             }
         }
-        float r = nan ? NAN_F : apply_op(op, v);
-        if (r != r) r = NAN_F;
-        out[(long long)f * n + o] = r;
+        out[(long long)f * n + o] = op_value(op, v, nan);
     }
 }
 
@@ -201,14 +206,24 @@ __device__ __forceinline__ float ctx_mean(long long S, long long N) {
     return __double2float_rn(__dmul_rn(__ddiv_rn(__ll2double_rn(S), __ll2double_rn(N)), 1.0 / 262144.0));
 }
 
+// ctx_moments writes a window's mean and standard deviation (planes fmean
+// and fstd of out; -1: not wanted) from its sums, count and Σq² (|Σq| <
+// 2^30 and n <= 961 fit 32 bits), as features.Moments computes them.
+__device__ __forceinline__ void ctx_moments(float* out, long long n, long long k, int S, long long SQ, int N, int fmean,
+                                            int fstd) {
+    if (fmean >= 0) out[fmean * n + k] = N == 0 ? NAN_F : ctx_mean(S, N);
+    if (fstd >= 0)
+        out[fstd * n + k] = N == 0 ? NAN_F
+                                   : __double2float_rn(__dmul_rn(__ddiv_rn(__dsqrt_rn(__ll2double_rn(N * SQ - (long long)S * S)),
+                                                                            (double)N),
+                                                                 1.0 / 262144.0));
+}
+
 // context_out writes one inner pixel's statistics from its window's sums,
 // count and extremes, as features.Moments and max - min compute them.
 __device__ __forceinline__ void context_out(float* out, long long n, long long k, long long S, long long SQ, long long N,
                                             float mn, float mx, int fmean, int fstd, int frange) {
-    if (fmean >= 0) out[fmean * n + k] = N == 0 ? NAN_F : ctx_mean(S, N);
-    if (fstd >= 0)
-        out[fstd * n + k] = N == 0 ? NAN_F
-                                   : __double2float_rn(__dmul_rn(__ddiv_rn(__dsqrt_rn(__ll2double_rn(N * SQ - S * S)), __ll2double_rn(N)), 1.0 / 262144.0));
+    ctx_moments(out, n, k, (int)S, SQ, (int)N, fmean, fstd);
     if (frange >= 0) out[frange * n + k] = N == 0 ? NAN_F : __fsub_rn(mx, mn);
 }
 
@@ -406,18 +421,6 @@ __device__ __forceinline__ void range_cols(const float* rlo, const float* rhi, i
     }
 }
 
-// ctx_moments writes a window's mean and standard deviation (planes fmean
-// and fstd of out; -1: not wanted) from its sums, as context_out does,
-// with the sums as features_context keeps them (32-bit where they fit).
-__device__ __forceinline__ void ctx_moments(float* out, long long n, long long k, int S, long long SQ, int N, int fmean,
-                                            int fstd) {
-    if (fmean >= 0) out[fmean * n + k] = N == 0 ? NAN_F : ctx_mean(S, N);
-    if (fstd >= 0)
-        out[fstd * n + k] = N == 0 ? NAN_F
-                                   : __double2float_rn(__dmul_rn(__ddiv_rn(__dsqrt_rn(__ll2double_rn(N * SQ - (long long)S * S)),
-                                                                            (double)N),
-                                                                 1.0 / 262144.0));
-}
 
 extern "C" __global__ void __launch_bounds__(256) features_context(
     const unsigned short* __restrict__ dn, int nb, int w, int h, int x0, int y0, int iw, int ih, unsigned int nodata,
@@ -473,8 +476,7 @@ extern "C" __global__ void __launch_bounds__(256) features_context(
                         nan = nan || (v[i] != v[i]);
                     }
                 }
-                val = nan ? NAN_F : apply_op(op, v);
-                if (val != val) val = NAN_F;
+                val = op_value(op, v, nan);
             }
             q[k] = val != val ? MISSING : ctx_q(val);
             if (values) fv[k] = val;
@@ -606,8 +608,7 @@ extern "C" __global__ void context_at(const unsigned short* __restrict__ dn, int
                         nan = nan || (v[b] != v[b]);
                     }
                 }
-                if (nan) continue;
-                float val = apply_op(op, v);
+                float val = op_value(op, v, nan);
                 if (val != val) continue;
                 long long q = ctx_quantise(val);
                 S += q;
