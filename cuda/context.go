@@ -105,12 +105,13 @@ func newContextPlan(set *features.Set, slot map[int]int32) (contextPlan, error) 
 }
 
 // chunk is how many pixels features_context stages at once for the
-// per-pixel features (nb reflectances each, in shared memory), and the
-// shared memory the kernel then takes.
+// per-pixel features (nb reflectances each, in shared memory): the whole
+// tile where it fits (each thread then takes several pixels), else at
+// most one a thread. shared is the shared memory the kernel then takes.
 func (c *contextPlan) chunk(nb int) (chunk, shared int) {
-	chunk = 256
+	chunk = contextTile * contextTile
 	if nb*chunk*4 > maxShared {
-		chunk = maxShared / (4 * nb) / 32 * 32
+		chunk = min(256, maxShared/(4*nb)/32*32)
 	}
 	return chunk, max(c.shared, nb*chunk*4)
 }

@@ -180,12 +180,27 @@ func flatten(r *rand.Rand, dn [][]uint16, w, h int) {
 	}
 }
 
+// mend gives the nodata DNs of the planes dn (w×h) below their top third
+// a value, so that windows there are whole: features_context then sums
+// without counting, and divides by a window's reciprocal.
+func mend(dn [][]uint16, w, h int) {
+	for b := range dn {
+		for i := h / 3 * w; i < w*h; i++ {
+			if dn[b][i] == 0 {
+				dn[b][i] = 1234
+			}
+		}
+	}
+}
+
 // TestContextPassBitExact compares every feature plane of the device's
 // features pass over a block (Features.contextPass) with the CPU's, bit
 // for bit: the default context set; a set with a base left to the
 // two-pass kernels, ranges, indices of indices and a temporal plane; and
 // a set reading more planes than a tile stages 256 pixels of (fewer at
-// once), on blocks inside a tile, at its corner and cut to odd sizes.
+// once), on blocks inside a tile, at its corner and cut to odd sizes,
+// with nodata everywhere or only in their top third (whole windows
+// below).
 func TestContextPassBitExact(t *testing.T) {
 	d := gpu(t)
 	defer d.Close()
@@ -208,9 +223,11 @@ func TestContextPassBitExact(t *testing.T) {
 	for _, c := range []struct {
 		name         string
 		bands, names []string
-		flat         bool
-	}{{"old default", ten, def, false}, {"default", ten, ranged, false}, {"default, flat patches", ten, ranged, true},
-		{"mixed", mixedBands, mixed, false}, {"mixed, flat patches", mixedBands, mixed, true}, {"many planes", manyBands, many, false}} {
+		flat, whole  bool
+	}{{"old default", ten, def, false, false}, {"default", ten, ranged, false, false}, {"default, flat patches", ten, ranged, true, false},
+		{"default, whole windows", ten, ranged, false, true}, {"old default, whole windows", ten, def, true, true},
+		{"mixed", mixedBands, mixed, false, false}, {"mixed, flat patches", mixedBands, mixed, true, false},
+		{"mixed, whole windows", mixedBands, mixed, false, true}, {"many planes", manyBands, many, false, true}} {
 		set, err := features.NewSet(c.names, c.bands)
 		if err != nil {
 			t.Fatal(err)
@@ -228,6 +245,9 @@ func TestContextPassBitExact(t *testing.T) {
 			dn := testDN(r, len(c.bands), rect.Width, rect.Height)
 			if c.flat {
 				flatten(r, dn, rect.Width, rect.Height)
+			}
+			if c.whole {
+				mend(dn, rect.Width, rect.Height)
 			}
 			want := cpuContextFeatures(t, set, dn, rect, scale, offset)
 			n, nf := rect.InnerW*rect.InnerH, len(c.names)
@@ -265,7 +285,7 @@ func TestContextPassBitExact(t *testing.T) {
 				}
 			}
 		}
-		if chunk, _ := fe.ctx.chunk(len(fe.used)); c.name == "many planes" && chunk >= 256 || c.name != "many planes" && chunk != 256 {
+		if chunk, _ := fe.ctx.chunk(len(fe.used)); c.name == "many planes" && chunk > 256 || c.name != "many planes" && chunk != contextTile*contextTile {
 			t.Errorf("%s: %d planes staged %d pixels at a time", c.name, len(fe.used), chunk)
 		}
 		if strings.HasPrefix(c.name, "mixed") != fe.ctx.twoPass {

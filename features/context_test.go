@@ -3,6 +3,7 @@ package features
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -258,6 +259,76 @@ func TestMeanFloatPath(t *testing.T) {
 		}
 		for _, s := range []int64{0, 1, -1, lim - 1, -(lim - 1), lim - n, n} {
 			check(s, n)
+		}
+	}
+}
+
+// TestMomentsReciprocal checks the device's arithmetic for windows of an
+// odd count (cuda's ctx_moments given 1/N): the mean as S × RN(1/N)
+// rounded to float32, and the std's quotient by two Markstein corrections
+// of √V × RN(1/N), against Moments, for every odd count a window can hold,
+// random sums and sums whose quotient lies next to a midpoint between
+// float32s.
+func TestMomentsReciprocal(t *testing.T) {
+	r := rand.New(rand.NewPCG(63, 64))
+	mean := func(s, n int64) float32 {
+		return float32(float64(s)*(1/float64(n))) * (1.0 / contextQuantum)
+	}
+	std := func(s, sq, n int64) float32 {
+		rn, x, fn := 1/float64(n), math.Sqrt(float64(n*sq-s*s)), float64(n)
+		q := float64(x * rn)
+		q = math.FMA(math.FMA(-q, fn, x), rn, q)
+		q = math.FMA(math.FMA(-q, fn, x), rn, q)
+		return float32(q * (1.0 / contextQuantum))
+	}
+	const qmax = 1 << 20 // |q| after the clamp
+	checkMean := func(s, n int64) {
+		if got, want := mean(s, n), Moments(s, 0, n, false); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("mean of sum %d, n %d: %v, Moments %v", s, n, got, want)
+		}
+	}
+	// checkStd takes a window whose n·Σq² − (Σq)² is v, or the next value
+	// that n values can give.
+	checkStd := func(v, n int64) {
+		for s := range n {
+			if (v+s*s)%n != 0 {
+				continue
+			}
+			sq := (v + s*s) / n
+			if got, want := std(s, sq, n), Moments(s, sq, n, true); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("std of sum %d, squares %d, n %d: %v, Moments %v", s, sq, n, got, want)
+			}
+			return
+		}
+	}
+	for n := int64(1); n <= ContextMaxSize*ContextMaxSize; n += 2 {
+		for range 300 {
+			checkMean(r.Int64N(2*n*qmax+1)-n*qmax, n)
+			// A midpoint m between float32s of a random binade, and sums
+			// whose mean lies beside it.
+			e := r.IntN(31) - 10
+			m := (2*(1<<23+r.Int64N(1<<23)) + 1) // m × 2^(e−24)
+			num := new(big.Int).Mul(big.NewInt(m), big.NewInt(n))
+			shift := uint(24 - e)
+			s := new(big.Int).Rsh(num, shift).Int64()
+			for d := int64(-1); d <= 2; d++ {
+				if abs := max(s+d, -(s + d)); abs <= n*qmax {
+					checkMean(s+d, n)
+					checkMean(-(s + d), n)
+				}
+			}
+		}
+		for range 30 {
+			// A std of (2k+1) × 2^(e−24), a midpoint, squared, over n²: the
+			// window's n·Σq² − (Σq)² next to it.
+			e := r.IntN(21)
+			m := big.NewInt(2*(1<<23+r.Int64N(1<<23)) + 1)
+			v := new(big.Int).Mul(m, big.NewInt(n))
+			v.Mul(v, v).Rsh(v, uint(48-2*e))
+			for d := int64(-2); d <= 2; d++ {
+				checkStd(v.Int64()+d, n)
+			}
+			checkStd(r.Int64N(n*n*qmax*qmax/4), n)
 		}
 	}
 }

@@ -40,9 +40,9 @@ __device__ __forceinline__ float apply_op(int op, const float* v) {
     return nd(__fadd_rn(v[0], v[1]), __fadd_rn(v[2], v[3]));
 }
 
-__device__ __forceinline__ int op_inputs(int op) {
-    return op == OP_BAND || op == OP_SHIFT ? 1 : op == OP_EVI ? 3 : op == OP_BSI ? 4 : 2;
-}
+// OP_INPUTS is how many inputs operation op takes.
+#define OP_INPUTS(op) ((op) == OP_BAND || (op) == OP_SHIFT ? 1 : (op) == OP_EVI ? 3 : (op) == OP_BSI ? 4 : 2)
+__device__ __forceinline__ int op_inputs(int op) { return OP_INPUTS(op); }
 
 // op_value is feature operation op on its inputs v: NaN where an input is
 // (nan, found as they are gathered), and every NaN canonical.
@@ -51,28 +51,54 @@ __device__ __forceinline__ float op_value(int op, const float* v, bool nan) {
     return r != r ? NAN_F : r;
 }
 
-// pixel_features writes one pixel's per-pixel features, as prog (5 ints a
-// feature: the operation and up to four input positions) computes them
-// from its inputs v0[position × stride], to out[f × n + o]; context
-// features are left. A NaN input gives NaN; every NaN out is canonical.
-__device__ __forceinline__ void pixel_features(const float* v0, long long stride, const int* prog, int nfeat,
-                                               float* __restrict__ out, long long n, long long o) {
-    for (int f = 0; f < nfeat; f++) {
-        const int* p = prog + 5 * f;
-        int op = p[0];
-        if (op == OP_CONTEXT) continue;
-        int ninputs = op_inputs(op);
-        float v[4];
-        bool nan = false;
+// feature_run is one per-pixel feature of operation OP, known when
+// compiled, for a thread's first npx of P pixels: pixel j's inputs are
+// v0[j × pstride + position × stride] (p[1..]: the positions), its value
+// goes to o[j × ostride]. The operation picked once per feature, not once
+// per pixel, leaves a pixel only its loads, its arithmetic and its store.
+template <int OP, int P>
+__device__ __forceinline__ void feature_run(const float* v0, long long stride, int pstride, const int* p,
+                                            float* __restrict__ o, long long ostride, int npx) {
+    const int NI = OP_INPUTS(OP);
+    long long at[NI];
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
-            v[k] = 0.0f;
-            if (k < ninputs) {
-                v[k] = v0[p[1 + k] * stride];
+    for (int k = 0; k < NI; k++) at[k] = p[1 + k] * stride;
+#pragma unroll
+    for (int j = 0; j < P; j++) {
+        if (j < npx) {
+            float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            bool nan = false;
+#pragma unroll
+            for (int k = 0; k < NI; k++) {
+                v[k] = v0[j * pstride + at[k]];
                 nan = nan || (v[k] != v[k]);
             }
+            o[j * ostride] = op_value(OP, v, nan);
         }
-        out[(long long)f * n + o] = op_value(op, v, nan);
+    }
+}
+
+// pixel_features writes the per-pixel features of a thread's first npx
+// of P pixels, as prog (5 ints a feature: the operation and up to four
+// input positions) computes them from their inputs (pixel j's at v0[j ×
+// pstride + position × stride]), to out[f × n + o + j × ostride]; context
+// features are left. A NaN input gives NaN; every NaN out is canonical.
+template <int P>
+__device__ __forceinline__ void pixel_features(const float* v0, long long stride, int pstride, const int* prog, int nfeat,
+                                               float* __restrict__ out, long long n, long long o, long long ostride,
+                                               int npx) {
+    for (int f = 0; f < nfeat; f++) {
+        const int* p = prog + 5 * f;
+        float* of = out + f * n + o;
+        switch (p[0]) {
+        case OP_BAND: feature_run<OP_BAND, P>(v0, stride, pstride, p, of, ostride, npx); break;
+        case OP_SHIFT: feature_run<OP_SHIFT, P>(v0, stride, pstride, p, of, ostride, npx); break;
+        case OP_ND: feature_run<OP_ND, P>(v0, stride, pstride, p, of, ostride, npx); break;
+        case OP_EVI: feature_run<OP_EVI, P>(v0, stride, pstride, p, of, ostride, npx); break;
+        case OP_SAVI: feature_run<OP_SAVI, P>(v0, stride, pstride, p, of, ostride, npx); break;
+        case OP_BSI: feature_run<OP_BSI, P>(v0, stride, pstride, p, of, ostride, npx); break;
+        default: break; // OP_CONTEXT: not this loop's to write
+        }
     }
 }
 
@@ -112,7 +138,7 @@ extern "C" __global__ void __launch_bounds__(FEATURE_BLOCK) features(const float
                 for (int b = 0; b < MAX_BANDS; b++)
                     if (b < nbands) bv[b] = bands[(long long)b * n + next];
             }
-            pixel_features(px + threadIdx.x, FEATURE_BLOCK, sprog, nfeat, out, n, i);
+            pixel_features<1>(px + threadIdx.x, FEATURE_BLOCK, 0, sprog, nfeat, out, n, i, 0, 1);
         }
     }
 }
@@ -128,7 +154,7 @@ extern "C" __global__ void __launch_bounds__(FEATURE_BLOCK) features_wide(const 
     __syncthreads();
     long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        pixel_features(bands + i, n, sprog, nfeat, out, n, i);
+        pixel_features<1>(bands + i, n, 0, sprog, nfeat, out, n, i, 0, 1);
     }
 }
 
@@ -206,24 +232,50 @@ __device__ __forceinline__ float ctx_mean(long long S, long long N) {
     return __double2float_rn(__dmul_rn(__ddiv_rn(__ll2double_rn(S), __ll2double_rn(N)), 1.0 / 262144.0));
 }
 
-// ctx_moments writes a window's mean and standard deviation (planes fmean
-// and fstd of out; -1: not wanted) from its sums, count and Σq² (|Σq| <
-// 2^30 and n <= 961 fit 32 bits), as features.Moments computes them.
-__device__ __forceinline__ void ctx_moments(float* out, long long n, long long k, int S, long long SQ, int N, int fmean,
-                                            int fstd) {
-    if (fmean >= 0) out[fmean * n + k] = N == 0 ? NAN_F : ctx_mean(S, N);
-    if (fstd >= 0)
-        out[fstd * n + k] = N == 0 ? NAN_F
-                                   : __double2float_rn(__dmul_rn(__ddiv_rn(__dsqrt_rn(__ll2double_rn(N * SQ - (long long)S * S)),
-                                                                            (double)N),
-                                                                 1.0 / 262144.0));
+// ctx_quotient is s / N rounded to float64, as __ddiv_rn gives it, from
+// rn = 1 / N rounded: q = s × rn is within 2 ulps of the quotient, the
+// remainder s − qN is then exact in one fused multiply-add, and two of
+// Markstein's corrections q + (s − qN) × rn make it faithful, then
+// correctly rounded (Markstein, "Computation of elementary functions on
+// the IBM RISC System/6000 processor", IBM J. Res. Dev. 34(1), 1990;
+// features.TestMomentsReciprocal checks the same steps).
+__device__ __forceinline__ double ctx_quotient(double s, double N, double rn) {
+    double q = __dmul_rn(s, rn);
+    q = __fma_rn(__fma_rn(-q, N, s), rn, q);
+    return __fma_rn(__fma_rn(-q, N, s), rn, q);
+}
+
+// ctx_moments writes a window's mean and standard deviation (to om[k] and
+// os[k]; null: not wanted) from its sums, count and Σq² (|Σq| <
+// 2^30 and n <= 961 fit 32 bits), as features.Moments computes them. rn
+// is 1 / N rounded to float64 where the caller knows N is odd, else 0.
+// For an odd N the mean S / N, an integer over an odd one, is never a
+// midpoint between floats and lies at least 2^-35 of itself from one, so
+// S × rn (within 2^-52 of itself) rounds to float as the quotient does,
+// directly or through float64 (features.TestMomentsReciprocal).
+__device__ __forceinline__ void ctx_moments(float* om, float* os, long long k, int S, long long SQ, int N, double rn) {
+    if (om) {
+        float m = NAN_F;
+        if (N != 0)
+            m = rn != 0.0 ? __fmul_rn(__double2float_rn(__dmul_rn(__int2double_rn(S), rn)), 1.0f / 262144.0f) : ctx_mean(S, N);
+        om[k] = m;
+    }
+    if (os) {
+        float d = NAN_F;
+        if (N != 0) {
+            double s = __dsqrt_rn(__ll2double_rn(N * SQ - (long long)S * S));
+            double t = rn != 0.0 ? ctx_quotient(s, (double)N, rn) : __ddiv_rn(s, (double)N);
+            d = __double2float_rn(__dmul_rn(t, 1.0 / 262144.0));
+        }
+        os[k] = d;
+    }
 }
 
 // context_out writes one inner pixel's statistics from its window's sums,
 // count and extremes, as features.Moments and max - min compute them.
 __device__ __forceinline__ void context_out(float* out, long long n, long long k, long long S, long long SQ, long long N,
                                             float mn, float mx, int fmean, int fstd, int frange) {
-    ctx_moments(out, n, k, (int)S, SQ, (int)N, fmean, fstd);
+    ctx_moments(fmean >= 0 ? out + fmean * n : nullptr, fstd >= 0 ? out + fstd * n : nullptr, k, (int)S, SQ, (int)N, 0.0);
     if (frange >= 0) out[frange * n + k] = N == 0 ? NAN_F : __fsub_rn(mx, mn);
 }
 
@@ -295,24 +347,30 @@ extern "C" __global__ void context_cols(const long long* __restrict__ s, const l
 // from their DNs (reflectance, then the operation, as the reflectance and
 // features kernels do; values beyond the block are missing, as the
 // tile's edge cuts windows) and quantised into shared memory, the values
-// kept too where cprog[4b+1] is 1 (a window wants a range). Then for each
-// of its cprog[4b+3] windows (pprog from cprog[4b+2]: 4 ints each, the
+// kept too where cprog[4b+1] is 1 (a window wants a range)
+// (base_values). Then for each of its cprog[4b+3] windows (pprog from cprog[4b+2]: 4 ints each, the
 // radius and the mean, std and range feature planes, -1 where not
 // wanted): the row sums of every row the tile's windows touch, then the
 // column sums of those, both as running sums over runs of CTX_ROW_SEG
-// and CTX_COL_SEG outputs (integers: exact in any order), and a range's
-// row extremes, then column extremes (run_extremes), into the feature
-// planes of out (n pixels each).
+// and CTX_COL_SEG outputs (integers: exact in any order; without a
+// missing value in the tile, counts are left out and a window's mean and
+// std divide by the reciprocal of its size), and a range's row extremes,
+// then column extremes (run_extremes), into the feature planes of out (n
+// pixels each).
 //
 // z = nbase: the tile's per-pixel features (fprog: the features kernel's
-// program), chunk pixels at a time, each pixel's reflectance staged in
-// shared memory once.
+// program), chunk pixels at a time (the whole tile where its planes fit,
+// CONTEXT_PIXELS a thread), each pixel's reflectance staged in shared
+// memory once.
 //
 // Shared memory, dynamic: the largest of the bases' (the quantised values
 // and, with a range, the values, side² each; then rows x CONTEXT_TILE row
 // results of 12 bytes: a sum, and the count with the sum of squares) and
 // nb x chunk floats; static: the per-pixel program.
 #define CONTEXT_TILE 32
+// The pixels a thread of features_context takes for the per-pixel
+// features when the tile's planes fit in shared memory (256 threads).
+#define CONTEXT_PIXELS 4
 // A thread's run of outputs in features_context's row and column sums:
 // longer runs start fewer windows from scratch.
 #ifndef CTX_ROW_SEG
@@ -337,6 +395,53 @@ __device__ __forceinline__ float refl_of(unsigned int v, unsigned int nodata, fl
 __device__ __forceinline__ int ctx_q(float v) {
     v = fminf(fmaxf(v, -4.0f), 4.0f);
     return __float_as_int(__fadd_rn(__fmul_rn(v, 262144.0f), 12582912.0f)) - 0x4b400000;
+}
+
+// base_values fills features_context's shared tile of a base of operation
+// OP, known when compiled (bp: its program), side x side from the block's
+// (bx, by): each value from its DNs (reflectance, then the operation, as
+// the reflectance and features kernels do; values beyond the block are
+// missing, as the tile's edge cuts windows), quantised into q
+// (CTX_MISSING where NaN) and, for a range (values), kept in fv. It reports
+// whether any of the thread's values is missing.
+#define CTX_MISSING ((int)0x80000000)
+template <int OP>
+__device__ __forceinline__ bool base_values(const unsigned short* __restrict__ dn, const int* bp, long long ph, int w, int h,
+                                            int bx, int by, int side, unsigned int nodata, float scale, float offset,
+                                            int values, int* q, float* fv) {
+    const int NI = OP_INPUTS(OP);
+    const unsigned short* in[NI];
+#pragma unroll
+    for (int i = 0; i < NI; i++) in[i] = dn + bp[1 + i] * ph;
+    // A thread walks one column of the tile, lx, down every rstep-th row
+    // from ly: its column's bounds are checked once, and its rows' offsets
+    // advance by adding.
+    const int rstep = blockDim.x / side; // side <= 62: at least 4 rows
+    int ly = threadIdx.x / side, lx = threadIdx.x % side;
+    int gx = bx + lx, gy = by + ly;
+    bool gap = false;
+    if (ly >= rstep) return gap; // the threads past rstep whole rows
+    bool xin = gx >= 0 && gx < w;
+    long long at = (long long)gy * w + gx;
+    const long long atstep = (long long)rstep * w;
+    for (int k = ly * side + lx; ly < side; ly += rstep, gy += rstep, k += rstep * side, at += atstep) {
+        float val = NAN_F;
+        if (xin && gy >= 0 && gy < h) {
+            float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            bool nan = false;
+#pragma unroll
+            for (int i = 0; i < NI; i++) {
+                v[i] = refl_of(in[i][at], nodata, scale, offset);
+                nan = nan || (v[i] != v[i]);
+            }
+            val = op_value(OP, v, nan);
+        }
+        bool miss = val != val;
+        gap = gap || miss;
+        q[k] = miss ? CTX_MISSING : ctx_q(val);
+        if (values) fv[k] = val;
+    }
+    return gap;
 }
 
 // A window's count and sum of squares travel as one integer: n << 50 |
@@ -422,6 +527,48 @@ __device__ __forceinline__ void range_cols(const float* rlo, const float* rhi, i
 }
 
 
+// row_sums: the sums along rows of features_context's quantised values q
+// (side wide, the tile's corner at (R, R)) over radius r, for the rows
+// rows of the windows of a tile, into rs (Σq) and re (n << 50 | Σq²),
+// rows x CONTEXT_TILE: a thread runs along CTX_ROW_SEG columns, its
+// windows' sums running. GAPS: whether q may hold CTX_MISSING; without,
+// every window holds 2r + 1 values.
+template <bool GAPS>
+__device__ __forceinline__ void row_sums(const int* q, int side, int R, int r, int rows, int* rs, long long* re) {
+    const int T = CONTEXT_TILE, SEG = CTX_ROW_SEG;
+    for (int k = threadIdx.x; k < rows * (T / SEG); k += blockDim.x) {
+        int lr = k / (T / SEG), c0 = k % (T / SEG) * SEG;
+        const int* row = q + (R - r + lr) * side + R - r + c0;
+        int S = 0;
+        long long E = GAPS ? 0 : (long long)(2 * r + 1) << CTX_N_SHIFT;
+        for (int dx = 0; dx <= 2 * r; dx++) {
+            int qv = row[dx];
+            bool ok = !GAPS || qv != CTX_MISSING;
+            qv = ok ? qv : 0;
+            S += qv;
+            E += (long long)qv * qv;
+            if (GAPS && ok) E += 1LL << CTX_N_SHIFT;
+        }
+        int at = lr * T + c0;
+        rs[at] = S;
+        re[at] = E;
+#pragma unroll
+        for (int c = 1; c < SEG; c++) {
+            int a = row[c + 2 * r], g = row[c - 1];
+            if (GAPS) {
+                bool aok = a != CTX_MISSING, gok = g != CTX_MISSING;
+                a = aok ? a : 0;
+                g = gok ? g : 0;
+                E += (long long)((int)aok - (int)gok) * (1LL << CTX_N_SHIFT);
+            }
+            S += a - g;
+            E += (long long)a * a - (long long)g * g;
+            rs[at + c] = S;
+            re[at + c] = E;
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(256) features_context(
     const unsigned short* __restrict__ dn, int nb, int w, int h, int x0, int y0, int iw, int ih, unsigned int nodata,
     float scale, float offset, const int* __restrict__ bprog, int nbase, const int* __restrict__ cprog,
@@ -431,7 +578,6 @@ extern "C" __global__ void __launch_bounds__(256) features_context(
     __shared__ int sprog[5 * 64];
     const int T = CONTEXT_TILE, SEG = CTX_ROW_SEG, CS = CTX_COL_SEG;
     const long long ph = (long long)w * h;
-    const int MISSING = (int)0x80000000;
     int tx0 = blockIdx.x * T, ty0 = blockIdx.y * T;
     // Blocks of the grid's z index b < nbase compute base b's windows, those
     // of z = nbase the per-pixel features: smaller blocks than a tile's
@@ -452,73 +598,37 @@ extern "C" __global__ void __launch_bounds__(256) features_context(
         long long* re = smem + (side * side * (1 + values) + 1) / 2;
         int* rs = (int*)(re + (T + 2 * R) * T);
         float *rlo = (float*)re, *rhi = rlo + (T + 2 * R) * T;
-        int op = bprog[5 * b], ninputs = op_inputs(op);
-        const unsigned short* in[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++) in[i] = dn + bprog[5 * b + 1 + (i < ninputs ? i : 0)] * ph;
         int bx = x0 + tx0 - R, by = y0 + ty0 - R; // the shared tile's corner in the block
-        // k / side by a multiply: exact for k < 4096 and side <= 62
-        // (the error, k / 2^20, stays below 1 / side).
-        const int inv = ((1 << 20) + side - 1) / side;
-        for (int k = threadIdx.x; k < side * side; k += blockDim.x) {
-            int ly = (k * inv) >> 20, lx = k - ly * side;
-            int gx = bx + lx, gy = by + ly;
-            float val = NAN_F;
-            if (gx >= 0 && gx < w && gy >= 0 && gy < h) {
-                long long at = (long long)gy * w + gx;
-                float v[4];
-                bool nan = false;
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    v[i] = 0.0f;
-                    if (i < ninputs) {
-                        v[i] = refl_of(in[i][at], nodata, scale, offset);
-                        nan = nan || (v[i] != v[i]);
-                    }
-                }
-                val = op_value(op, v, nan);
-            }
-            q[k] = val != val ? MISSING : ctx_q(val);
-            if (values) fv[k] = val;
+        const int* bp = bprog + 5 * b;
+        bool gap = false;
+        switch (bp[0]) {
+        case OP_BAND: gap = base_values<OP_BAND>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
+        case OP_SHIFT: gap = base_values<OP_SHIFT>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
+        case OP_ND: gap = base_values<OP_ND>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
+        case OP_EVI: gap = base_values<OP_EVI>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
+        case OP_SAVI: gap = base_values<OP_SAVI>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
+        default: gap = base_values<OP_BSI>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
         }
-        __syncthreads();
+        // Without a missing value in the shared tile every window is
+        // whole: the sums need not count.
+        gap = __syncthreads_or(gap);
         for (int p = 0; p < npairs; p++) {
             int r = pp[4 * p], fmean = pp[4 * p + 1], fstd = pp[4 * p + 2], frange = pp[4 * p + 3];
             int rows = T + 2 * r, span = 2 * r + 1;
             if (fmean >= 0 || fstd >= 0) {
                 // Row sums: output (lr, c) is the window of shared column
-                // R + c in shared row R - r + lr; a thread runs along SEG
-                // columns.
-                for (int k = threadIdx.x; k < rows * (T / SEG); k += blockDim.x) {
-                    int lr = k / (T / SEG), c0 = k % (T / SEG) * SEG;
-                    const int* row = q + (R - r + lr) * side + R - r + c0;
-                    int S = 0;
-                    long long E = 0;
-                    for (int dx = 0; dx < span; dx++) {
-                        int qv = row[dx];
-                        bool ok = qv != MISSING;
-                        qv = ok ? qv : 0;
-                        S += qv;
-                        E += (long long)qv * qv + (ok ? 1LL << CTX_N_SHIFT : 0);
-                    }
-                    int at = lr * T + c0;
-                    rs[at] = S;
-                    re[at] = E;
-                    for (int c = 1; c < SEG; c++) {
-                        int a = row[c + 2 * r], g = row[c - 1];
-                        bool aok = a != MISSING, gok = g != MISSING;
-                        a = aok ? a : 0;
-                        g = gok ? g : 0;
-                        S += a - g;
-                        E += (long long)a * a - (long long)g * g + (long long)((int)aok - (int)gok) * (1LL << CTX_N_SHIFT);
-                        rs[at + c] = S;
-                        re[at + c] = E;
-                    }
-                }
+                // R + c in shared row R - r + lr.
+                if (gap)
+                    row_sums<true>(q, side, R, r, rows, rs, re);
+                else
+                    row_sums<false>(q, side, R, r, rows, rs, re);
                 __syncthreads();
                 // Column sums: a thread runs down CS rows of one column, a
                 // warp's threads on neighbouring columns (its writes
-                // coalesce).
+                // coalesce). Without gaps every window holds span²
+                // values, an odd count.
+                double rn = gap ? 0.0 : __ddiv_rn(1.0, (double)(span * span));
+                float *om = fmean >= 0 ? out + fmean * n : nullptr, *os = fstd >= 0 ? out + fstd * n : nullptr;
                 for (int k = threadIdx.x; k < T * (T / CS); k += blockDim.x) {
                     int c = k % T, ly0 = k / T * CS;
                     int S = 0;
@@ -535,8 +645,7 @@ extern "C" __global__ void __launch_bounds__(256) features_context(
                             E += re[a] - re[g];
                         }
                         if (ty0 + ly >= ih || tx0 + c >= iw) continue;
-                        ctx_moments(out, n, (long long)(ty0 + ly) * iw + tx0 + c, S, E & CTX_SQ_MASK, (int)(E >> CTX_N_SHIFT), fmean,
-                                    fstd);
+                        ctx_moments(om, os, (long long)(ty0 + ly) * iw + tx0 + c, S, E & CTX_SQ_MASK, (int)(E >> CTX_N_SHIFT), rn);
                     }
                 }
                 __syncthreads();
@@ -560,18 +669,35 @@ extern "C" __global__ void __launch_bounds__(256) features_context(
         }
     }
     if (b != nbase) return;
-    // The per-pixel features of the tile's inner pixels, chunk at a time,
-    // each pixel's reflectance staged in shared memory once. A thread
-    // reads only what it staged: no barrier.
+    // The per-pixel features of the tile's inner pixels, each pixel's
+    // reflectance staged in shared memory once. A thread reads only what
+    // it staged: no barrier.
     for (int k = threadIdx.x; k < 5 * nfeat && k < 5 * 64; k += blockDim.x) sprog[k] = fprog[k];
     __syncthreads();
     float* px = (float*)smem;
+    if (chunk >= T * T) {
+        // The whole tile at once, CONTEXT_PIXELS pixels a thread, STEP
+        // apart (rows ly, ly + ROWS, ... of column c): the program is read
+        // and its operations picked once for them all.
+        const int P = CONTEXT_PIXELS, STEP = T * T / P, ROWS = STEP / T;
+        int ly = threadIdx.x / T, c = threadIdx.x % T;
+        int npx = tx0 + c < iw ? min(P, max(0, (ih - ty0 - ly + ROWS - 1) / ROWS)) : 0;
+        long long at = (long long)(y0 + ty0 + ly) * w + x0 + tx0 + c;
+        for (int j = 0; j < npx; j++)
+            for (int b = 0; b < nb; b++)
+                px[b * T * T + j * STEP + threadIdx.x] = refl_of(dn[b * ph + at + (long long)j * ROWS * w], nodata, scale, offset);
+        pixel_features<P>(px + threadIdx.x, T * T, STEP, sprog, nfeat, out, n, (long long)(ty0 + ly) * iw + tx0 + c,
+                          (long long)ROWS * iw, npx);
+        return;
+    }
+    // Chunk pixels at a time, one a thread, when the tile's planes would
+    // not fit in shared memory.
     for (int k0 = 0; k0 < T * T; k0 += chunk) {
         int k = k0 + threadIdx.x, ly = k / T, c = k % T;
         if (threadIdx.x >= chunk || k >= T * T || ty0 + ly >= ih || tx0 + c >= iw) continue;
         long long at = (long long)(y0 + ty0 + ly) * w + x0 + tx0 + c;
         for (int b = 0; b < nb; b++) px[b * chunk + threadIdx.x] = refl_of(dn[b * ph + at], nodata, scale, offset);
-        pixel_features(px + threadIdx.x, chunk, sprog, nfeat, out, n, (long long)(ty0 + ly) * iw + tx0 + c);
+        pixel_features<1>(px + threadIdx.x, chunk, 0, sprog, nfeat, out, n, (long long)(ty0 + ly) * iw + tx0 + c, 0, 1);
     }
 }
 
