@@ -105,11 +105,11 @@ func newContextPlan(set *features.Set, slot map[int]int32) (contextPlan, error) 
 }
 
 // chunk is how many pixels features_context stages at once for the
-// per-pixel features (nb reflectances each, in shared memory): the whole
-// tile where it fits (each thread then takes several pixels), else at
-// most one a thread. shared is the shared memory the kernel then takes.
+// per-pixel features (nb reflectances each, in shared memory):
+// contextPixels a thread where they fit, else at most one a thread.
+// shared is the shared memory the kernel then takes.
 func (c *contextPlan) chunk(nb int) (chunk, shared int) {
-	chunk = contextTile * contextTile
+	chunk = contextPixels * 256
 	if nb*chunk*4 > maxShared {
 		chunk = min(256, maxShared/(4*nb)/32*32)
 	}
@@ -350,6 +350,10 @@ const (
 	contextTile = 32
 	maxShared   = 48<<10 - 5*64*4
 )
+
+// contextPixels is how many pixels a thread of features_context takes at
+// once for the per-pixel features (CONTEXT_PIXELS).
+const contextPixels = 4
 
 // contextShared is features_context's shared memory for a largest radius R:
 // the quantised values and, with a range (values 1), the values, then the

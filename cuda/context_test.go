@@ -285,7 +285,7 @@ func TestContextPassBitExact(t *testing.T) {
 				}
 			}
 		}
-		if chunk, _ := fe.ctx.chunk(len(fe.used)); c.name == "many planes" && chunk > 256 || c.name != "many planes" && chunk != contextTile*contextTile {
+		if chunk, _ := fe.ctx.chunk(len(fe.used)); c.name == "many planes" && chunk > 256 || c.name != "many planes" && chunk != contextPixels*256 {
 			t.Errorf("%s: %d planes staged %d pixels at a time", c.name, len(fe.used), chunk)
 		}
 		if strings.HasPrefix(c.name, "mixed") != fe.ctx.twoPass {

@@ -359,18 +359,21 @@ extern "C" __global__ void context_cols(const long long* __restrict__ s, const l
 // pixels each).
 //
 // z = nbase: the tile's per-pixel features (fprog: the features kernel's
-// program), chunk pixels at a time (the whole tile where its planes fit,
-// CONTEXT_PIXELS a thread), each pixel's reflectance staged in shared
-// memory once.
+// program), chunk pixels at a time (CONTEXT_PIXELS a thread where their
+// planes fit), each pixel's reflectance staged in shared memory once.
 //
 // Shared memory, dynamic: the largest of the bases' (the quantised values
 // and, with a range, the values, side² each; then rows x CONTEXT_TILE row
 // results of 12 bytes: a sum, and the count with the sum of squares) and
 // nb x chunk floats; static: the per-pixel program.
 #define CONTEXT_TILE 32
-// The pixels a thread of features_context takes for the per-pixel
-// features when the tile's planes fit in shared memory (256 threads).
+// The pixels a thread of features_context takes at once for the
+// per-pixel features, where their planes fit in shared memory (256
+// threads): more share the program's reading among more pixels, fewer
+// leave shared memory for more blocks.
+#ifndef CONTEXT_PIXELS
 #define CONTEXT_PIXELS 4
+#endif
 // A thread's run of outputs in features_context's row and column sums:
 // longer runs start fewer windows from scratch.
 #ifndef CTX_ROW_SEG
@@ -569,7 +572,11 @@ __device__ __forceinline__ void row_sums(const int* q, int side, int R, int r, i
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) features_context(
+// Five blocks a multiprocessor (48 registers a thread), as many as the
+// shared memory of the default set takes, hide more of the latency of
+// the DN reads and the barriers than the four that the registers the
+// compiler would otherwise take (61) allow; six (40 registers) spill.
+extern "C" __global__ void __launch_bounds__(256, 5) features_context(
     const unsigned short* __restrict__ dn, int nb, int w, int h, int x0, int y0, int iw, int ih, unsigned int nodata,
     float scale, float offset, const int* __restrict__ bprog, int nbase, const int* __restrict__ cprog,
     const int* __restrict__ pprog, const int* __restrict__ fprog, int nfeat, int chunk, float* __restrict__ out,
@@ -675,19 +682,22 @@ extern "C" __global__ void __launch_bounds__(256) features_context(
     for (int k = threadIdx.x; k < 5 * nfeat && k < 5 * 64; k += blockDim.x) sprog[k] = fprog[k];
     __syncthreads();
     float* px = (float*)smem;
-    if (chunk >= T * T) {
-        // The whole tile at once, CONTEXT_PIXELS pixels a thread, STEP
-        // apart (rows ly, ly + ROWS, ... of column c): the program is read
-        // and its operations picked once for them all.
-        const int P = CONTEXT_PIXELS, STEP = T * T / P, ROWS = STEP / T;
+    if (chunk >= CONTEXT_PIXELS * 256) {
+        // Rounds of CONTEXT_PIXELS pixels a thread, STEP apart (rows ly,
+        // ly + ROWS, ... of column c): the program is read and its
+        // operations picked once for them all.
+        const int P = CONTEXT_PIXELS, STEP = 256, ROWS = STEP / T;
         int ly = threadIdx.x / T, c = threadIdx.x % T;
-        int npx = tx0 + c < iw ? min(P, max(0, (ih - ty0 - ly + ROWS - 1) / ROWS)) : 0;
-        long long at = (long long)(y0 + ty0 + ly) * w + x0 + tx0 + c;
-        for (int j = 0; j < npx; j++)
-            for (int b = 0; b < nb; b++)
-                px[b * T * T + j * STEP + threadIdx.x] = refl_of(dn[b * ph + at + (long long)j * ROWS * w], nodata, scale, offset);
-        pixel_features<P>(px + threadIdx.x, T * T, STEP, sprog, nfeat, out, n, (long long)(ty0 + ly) * iw + tx0 + c,
-                          (long long)ROWS * iw, npx);
+        for (int k0 = 0; k0 < T * T; k0 += P * STEP, ly += P * ROWS) {
+            int npx = tx0 + c < iw ? min(P, max(0, (ih - ty0 - ly + ROWS - 1) / ROWS)) : 0;
+            long long at = (long long)(y0 + ty0 + ly) * w + x0 + tx0 + c;
+            for (int j = 0; j < npx; j++)
+                for (int b = 0; b < nb; b++)
+                    px[b * P * STEP + j * STEP + threadIdx.x] =
+                        refl_of(dn[b * ph + at + (long long)j * ROWS * w], nodata, scale, offset);
+            pixel_features<P>(px + threadIdx.x, P * STEP, STEP, sprog, nfeat, out, n, (long long)(ty0 + ly) * iw + tx0 + c,
+                              (long long)ROWS * iw, npx);
+        }
         return;
     }
     // Chunk pixels at a time, one a thread, when the tile's planes would
