@@ -225,7 +225,7 @@ func TestContextPassBitExact(t *testing.T) {
 		bands, names []string
 		flat, whole  bool
 	}{{"old default", ten, def, false, false}, {"default", ten, ranged, false, false}, {"default, flat patches", ten, ranged, true, false},
-		{"default, whole windows", ten, ranged, false, true}, {"old default, whole windows", ten, def, true, true},
+		{"default, whole windows", ten, ranged, false, true}, {"old default, flat patches, whole windows", ten, def, true, true},
 		{"mixed", mixedBands, mixed, false, false}, {"mixed, flat patches", mixedBands, mixed, true, false},
 		{"mixed, whole windows", mixedBands, mixed, false, true}, {"many planes", manyBands, many, false, true}} {
 		set, err := features.NewSet(c.names, c.bands)
