@@ -178,9 +178,13 @@ extern "C" __global__ void reflectance(const unsigned short* __restrict__ dn, lo
 // they are exact and their order does not matter; the CPU sums the same
 // integers with running sums. Two passes: along rows, then along columns.
 
-__device__ __forceinline__ long long ctx_quantise(float v) {
+// ctx_quantise is a value that is not NaN, clamped and quantised, as an
+// int (|q| <= 2^20), without the conversion unit: adding 1.5 x 2^23
+// rounds |x| < 2^22 half to even onto the integers (as the CPU's
+// math.RoundToEven), which are then the float's low bits.
+__device__ __forceinline__ int ctx_quantise(float v) {
     v = fminf(fmaxf(v, -4.0f), 4.0f);
-    return __float2ll_rn(__fmul_rn(v, 262144.0f));
+    return __float_as_int(__fadd_rn(__fmul_rn(v, 262144.0f), 12582912.0f)) - 0x4b400000;
 }
 
 // context_rows: for every row y of the w x h block v and inner column j
@@ -203,7 +207,7 @@ extern "C" __global__ void context_rows(const float* __restrict__ v, int w, int 
             float val = row[x];
             if (val != val) continue;
             // |q| <= 2^20: a 32-bit product widened (mul.wide) is exact.
-            int q = (int)ctx_quantise(val);
+            int q = ctx_quantise(val);
             S += q;
             SQ += (long long)q * q;
             n++;
@@ -348,9 +352,9 @@ extern "C" __global__ void context_cols(const long long* __restrict__ s, const l
 // features kernels do; values beyond the block are missing, as the
 // tile's edge cuts windows) and quantised into shared memory, the values
 // kept too where cprog[4b+1] is 1 (a window wants a range)
-// (base_values). Then for each of its cprog[4b+3] windows (pprog from cprog[4b+2]: 4 ints each, the
-// radius and the mean, std and range feature planes, -1 where not
-// wanted): the row sums of every row the tile's windows touch, then the
+// (base_values). Then for each of its cprog[4b+3] windows (pprog from
+// cprog[4b+2]: 4 ints each, the radius and the mean, std and range
+// feature planes, -1 where not wanted): the row sums of every row the tile's windows touch, then the
 // column sums of those, both as running sums over runs of CTX_ROW_SEG
 // and CTX_COL_SEG outputs (integers: exact in any order; without a
 // missing value in the tile, counts are left out and a window's mean and
@@ -393,13 +397,6 @@ __device__ __forceinline__ float refl_of(unsigned int v, unsigned int nodata, fl
     return v == nodata ? NAN_F : __fadd_rn(__fmul_rn(u16_float(v), scale), offset);
 }
 
-// ctx_q is ctx_quantise for a value that is not NaN, as an int (|q| <=
-// 2^20), without the conversion unit: adding 1.5 x 2^23 rounds |x| < 2^22
-// half to even onto the integers, which are then the float's low bits.
-__device__ __forceinline__ int ctx_q(float v) {
-    v = fminf(fmaxf(v, -4.0f), 4.0f);
-    return __float_as_int(__fadd_rn(__fmul_rn(v, 262144.0f), 12582912.0f)) - 0x4b400000;
-}
 
 // base_values fills features_context's shared tile of a base of operation
 // OP, known when compiled (bp: its program), side x side from the block's
@@ -442,7 +439,7 @@ __device__ __forceinline__ bool base_values(const unsigned short* __restrict__ d
         }
         bool miss = val != val;
         gap = gap || miss;
-        q[k] = miss ? CTX_MISSING : ctx_q(val);
+        q[k] = miss ? CTX_MISSING : ctx_quantise(val);
         if (values) fv[k] = val;
     }
     return gap;
@@ -529,7 +526,6 @@ __device__ __forceinline__ void range_cols(const float* rlo, const float* rhi, i
         }
     }
 }
-
 
 // row_sums: the sums along rows of features_context's quantised values q
 // (side wide, the tile's corner at (R, R)) over radius r, for the rows
