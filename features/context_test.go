@@ -264,22 +264,27 @@ func TestMeanFloatPath(t *testing.T) {
 }
 
 // TestMomentsReciprocal checks the device's arithmetic for windows of an
-// odd count (cuda's ctx_moments given 1/N): the mean as S × RN(1/N)
-// rounded to float32, and the std's quotient by two Markstein corrections
-// of √V × RN(1/N), against Moments, for every odd count a window can hold,
+// odd count (cuda's ctx_mean_whole and ctx_std_whole): the mean as S ×
+// RN(2^-18/N) rounded to float32, and the std's quotient by two Markstein
+// corrections of √V × RN(2^-18/N) with N × 2^18, against Moments, for
+// every odd count a window can hold,
 // random sums and sums whose quotient lies next to a midpoint between
 // float32s.
 func TestMomentsReciprocal(t *testing.T) {
 	r := rand.New(rand.NewPCG(63, 64))
+	// The device's steps (ctx_mean_whole, ctx_std_whole): the reciprocal
+	// and the count scaled by the quantum, 2^-18, so that nothing is
+	// scaled after.
 	mean := func(s, n int64) float32 {
-		return float32(float64(s)*(1/float64(n))) * (1.0 / contextQuantum)
+		rn := (1.0 / contextQuantum) / float64(n)
+		return float32(float64(float64(s) * rn))
 	}
 	std := func(s, sq, n int64) float32 {
-		rn, x, fn := 1/float64(n), math.Sqrt(float64(n*sq-s*s)), float64(n)
+		rn, x, fn := (1.0/contextQuantum)/float64(n), math.Sqrt(float64(n*sq-s*s)), float64(n)*contextQuantum
 		q := float64(x * rn)
 		q = math.FMA(math.FMA(-q, fn, x), rn, q)
 		q = math.FMA(math.FMA(-q, fn, x), rn, q)
-		return float32(q * (1.0 / contextQuantum))
+		return float32(q)
 	}
 	const qmax = 1 << 20 // |q| after the clamp
 	checkMean := func(s, n int64) {

@@ -7,10 +7,12 @@
 #define NAN_F __int_as_float(0x7fc00000)
 
 // nd is the normalised difference (a − b) / (a + b); NaN when a + b == 0.
+// The quotient is computed either way and then chosen, so that the
+// operation has no branch.
 __device__ __forceinline__ float nd(float a, float b) {
     float den = __fadd_rn(a, b);
-    if (den == 0.0f) return NAN_F;
-    return __fdiv_rn(__fsub_rn(a, b), den);
+    float r = __fdiv_rn(__fsub_rn(a, b), den);
+    return den == 0.0f ? NAN_F : r;
 }
 
 // Feature operations, as in features.Op. A context feature's plane is not
@@ -19,8 +21,8 @@ __device__ __forceinline__ float nd(float a, float b) {
 // after.
 enum { OP_BAND = 0, OP_ND = 1, OP_EVI = 2, OP_SAVI = 3, OP_BSI = 4, OP_CONTEXT = 5, OP_SHIFT = 6 };
 
-// apply_op is feature operation op on its inputs v, none of them NaN,
-// as features.Feature's expression computes it.
+// apply_op is feature operation op on its inputs v as features.Feature's
+// expression computes it (its value used only where none is NaN).
 __device__ __forceinline__ float apply_op(int op, const float* v) {
     if (op == OP_BAND) return v[0];
     // A temporal plane of an index holds the value + 1 (composite.Temporal).
@@ -29,12 +31,14 @@ __device__ __forceinline__ float apply_op(int op, const float* v) {
     if (op == OP_EVI) {
         // 2.5 (n − r) / (n + 6 r − 7.5 b + 1)
         float den = __fadd_rn(__fsub_rn(__fadd_rn(v[0], __fmul_rn(6.0f, v[1])), __fmul_rn(7.5f, v[2])), 1.0f);
-        return den == 0.0f ? NAN_F : __fdiv_rn(__fmul_rn(2.5f, __fsub_rn(v[0], v[1])), den);
+        float r = __fdiv_rn(__fmul_rn(2.5f, __fsub_rn(v[0], v[1])), den);
+        return den == 0.0f ? NAN_F : r;
     }
     if (op == OP_SAVI) {
         // 1.5 (n − r) / (n + r + 0.5)
         float den = __fadd_rn(__fadd_rn(v[0], v[1]), 0.5f);
-        return den == 0.0f ? NAN_F : __fdiv_rn(__fmul_rn(1.5f, __fsub_rn(v[0], v[1])), den);
+        float r = __fdiv_rn(__fmul_rn(1.5f, __fsub_rn(v[0], v[1])), den);
+        return den == 0.0f ? NAN_F : r;
     }
     // bsi = nd(swir1 + red, nir + blue)
     return nd(__fadd_rn(v[0], v[1]), __fadd_rn(v[2], v[3]));
@@ -45,10 +49,11 @@ __device__ __forceinline__ float apply_op(int op, const float* v) {
 __device__ __forceinline__ int op_inputs(int op) { return OP_INPUTS(op); }
 
 // op_value is feature operation op on its inputs v: NaN where an input is
-// (nan, found as they are gathered), and every NaN canonical.
+// (nan, found as they are gathered; the operation's value is then not
+// used), and every NaN canonical.
 __device__ __forceinline__ float op_value(int op, const float* v, bool nan) {
-    float r = nan ? NAN_F : apply_op(op, v);
-    return r != r ? NAN_F : r;
+    float r = apply_op(op, v);
+    return nan || r != r ? NAN_F : r;
 }
 
 // feature_run is one per-pixel feature of operation OP, known when
@@ -81,15 +86,16 @@ __device__ __forceinline__ void feature_run(const float* v0, long long stride, i
 // pixel_features writes the per-pixel features of a thread's first npx
 // of P pixels, as prog (5 ints a feature: the operation and up to four
 // input positions) computes them from their inputs (pixel j's at v0[j ×
-// pstride + position × stride]), to out[f × n + o + j × ostride]; context
-// features are left. A NaN input gives NaN; every NaN out is canonical.
+// pstride + position × stride]), to out[plane × n + o + j × ostride],
+// plane being planes[f] (null: f); context features are left. A NaN
+// input gives NaN; every NaN out is canonical.
 template <int P>
 __device__ __forceinline__ void pixel_features(const float* v0, long long stride, int pstride, const int* prog, int nfeat,
-                                               float* __restrict__ out, long long n, long long o, long long ostride,
-                                               int npx) {
+                                               const int* planes, float* __restrict__ out, long long n, long long o,
+                                               long long ostride, int npx) {
     for (int f = 0; f < nfeat; f++) {
         const int* p = prog + 5 * f;
-        float* of = out + f * n + o;
+        float* of = out + (planes ? planes[f] : f) * n + o;
         switch (p[0]) {
         case OP_BAND: feature_run<OP_BAND, P>(v0, stride, pstride, p, of, ostride, npx); break;
         case OP_SHIFT: feature_run<OP_SHIFT, P>(v0, stride, pstride, p, of, ostride, npx); break;
@@ -138,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(FEATURE_BLOCK) features(const float
                 for (int b = 0; b < MAX_BANDS; b++)
                     if (b < nbands) bv[b] = bands[(long long)b * n + next];
             }
-            pixel_features<1>(px + threadIdx.x, FEATURE_BLOCK, 0, sprog, nfeat, out, n, i, 0, 1);
+            pixel_features<1>(px + threadIdx.x, FEATURE_BLOCK, 0, sprog, nfeat, nullptr, out, n, i, 0, 1);
         }
     }
 }
@@ -154,7 +160,7 @@ extern "C" __global__ void __launch_bounds__(FEATURE_BLOCK) features_wide(const 
     __syncthreads();
     long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        pixel_features<1>(bands + i, n, 0, sprog, nfeat, out, n, i, 0, 1);
+        pixel_features<1>(bands + i, n, 0, sprog, nfeat, nullptr, out, n, i, 0, 1);
     }
 }
 
@@ -249,37 +255,43 @@ __device__ __forceinline__ double ctx_quotient(double s, double N, double rn) {
     return __fma_rn(__fma_rn(-q, N, s), rn, q);
 }
 
+// ctx_std is a window's standard deviation from its sums, count N > 0
+// and Σq² (|Σq| < 2^30 and N <= 961 fit 32 bits), as features.Moments
+// computes it.
+__device__ __forceinline__ float ctx_std(int S, long long SQ, int N) {
+    double s = __dsqrt_rn(__ll2double_rn(N * SQ - (long long)S * S));
+    return __double2float_rn(__dmul_rn(__ddiv_rn(s, (double)N), 1.0 / 262144.0));
+}
+
 // ctx_moments writes a window's mean and standard deviation (to om[k] and
-// os[k]; null: not wanted) from its sums, count and Σq² (|Σq| <
-// 2^30 and n <= 961 fit 32 bits), as features.Moments computes them. rn
-// is 1 / N rounded to float64 where the caller knows N is odd, else 0.
-// For an odd N the mean S / N, an integer over an odd one, is never a
-// midpoint between floats and lies at least 2^-35 of itself from one, so
-// S × rn (within 2^-52 of itself) rounds to float as the quotient does,
-// directly or through float64 (features.TestMomentsReciprocal).
-__device__ __forceinline__ void ctx_moments(float* om, float* os, long long k, int S, long long SQ, int N, double rn) {
-    if (om) {
-        float m = NAN_F;
-        if (N != 0)
-            m = rn != 0.0 ? __fmul_rn(__double2float_rn(__dmul_rn(__int2double_rn(S), rn)), 1.0f / 262144.0f) : ctx_mean(S, N);
-        om[k] = m;
-    }
-    if (os) {
-        float d = NAN_F;
-        if (N != 0) {
-            double s = __dsqrt_rn(__ll2double_rn(N * SQ - (long long)S * S));
-            double t = rn != 0.0 ? ctx_quotient(s, (double)N, rn) : __ddiv_rn(s, (double)N);
-            d = __double2float_rn(__dmul_rn(t, 1.0 / 262144.0));
-        }
-        os[k] = d;
-    }
+// os[k]; null: not wanted) from its sums, count and Σq², as
+// features.Moments computes them.
+__device__ __forceinline__ void ctx_moments(float* om, float* os, long long k, int S, long long SQ, int N) {
+    if (om) om[k] = N == 0 ? NAN_F : ctx_mean(S, N);
+    if (os) os[k] = N == 0 ? NAN_F : ctx_std(S, SQ, N);
+}
+
+// The moments of a whole window, of an odd count N, from rn = 1 / N
+// rounded to float64 and scaled by 2^-18 (exactly: a power of two), and N
+// scaled likewise (N18). The mean S / N, an integer over an odd one, is
+// never a midpoint between floats and lies at least 2^-35 of itself from
+// one, so S × rn (within 2^-52 of itself) rounds to float as the quotient
+// does, directly or through float64; the std's quotient takes
+// ctx_quotient, whose every step is the unscaled one's times 2^-18
+// (features.TestMomentsReciprocal). Both then need no scaling after.
+__device__ __forceinline__ float ctx_mean_whole(int S, double rn18) {
+    return __double2float_rn(__dmul_rn(__int2double_rn(S), rn18));
+}
+__device__ __forceinline__ float ctx_std_whole(int S, long long SQ, int N, double N18, double rn18) {
+    double s = __dsqrt_rn(__ll2double_rn(N * SQ - (long long)S * S));
+    return __double2float_rn(ctx_quotient(s, N18, rn18));
 }
 
 // context_out writes one inner pixel's statistics from its window's sums,
 // count and extremes, as features.Moments and max - min compute them.
 __device__ __forceinline__ void context_out(float* out, long long n, long long k, long long S, long long SQ, long long N,
                                             float mn, float mx, int fmean, int fstd, int frange) {
-    ctx_moments(fmean >= 0 ? out + fmean * n : nullptr, fstd >= 0 ? out + fstd * n : nullptr, k, (int)S, SQ, (int)N, 0.0);
+    ctx_moments(fmean >= 0 ? out + fmean * n : nullptr, fstd >= 0 ? out + fstd * n : nullptr, k, (int)S, SQ, (int)N);
     if (frange >= 0) out[frange * n + k] = N == 0 ? NAN_F : __fsub_rn(mx, mn);
 }
 
@@ -410,37 +422,47 @@ template <int OP>
 __device__ __forceinline__ bool base_values(const unsigned short* __restrict__ dn, const int* bp, long long ph, int w, int h,
                                             int bx, int by, int side, unsigned int nodata, float scale, float offset,
                                             int values, int* q, float* fv) {
-    const int NI = OP_INPUTS(OP);
+    const int NI = OP_INPUTS(OP), U = 2;
     const unsigned short* in[NI];
 #pragma unroll
     for (int i = 0; i < NI; i++) in[i] = dn + bp[1 + i] * ph;
     // A thread walks one column of the tile, lx, down every rstep-th row
-    // from ly: its column's bounds are checked once, and its rows' offsets
-    // advance by adding.
+    // from ly, U rows a round: their DNs are all read before any is used.
+    // A read beyond the block is of its nearest pixel, the value then
+    // missing, so that the round has no branch.
     const int rstep = blockDim.x / side; // side <= 62: at least 4 rows
     int ly = threadIdx.x / side, lx = threadIdx.x % side;
-    int gx = bx + lx, gy = by + ly;
     bool gap = false;
     if (ly >= rstep) return gap; // the threads past rstep whole rows
+    int gx = bx + lx;
     bool xin = gx >= 0 && gx < w;
-    long long at = (long long)gy * w + gx;
-    const long long atstep = (long long)rstep * w;
-    for (int k = ly * side + lx; ly < side; ly += rstep, gy += rstep, k += rstep * side, at += atstep) {
-        float val = NAN_F;
-        if (xin && gy >= 0 && gy < h) {
+    int cx = min(max(gx, 0), w - 1);
+    for (; ly < side; ly += U * rstep) {
+        unsigned int d[U][NI];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            long long at = (long long)min(max(by + ly + u * rstep, 0), h - 1) * w + cx;
+#pragma unroll
+            for (int i = 0; i < NI; i++) d[u][i] = in[i][at];
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int y = ly + u * rstep, gy = by + y;
+            if (y >= side) break;
             float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             bool nan = false;
 #pragma unroll
             for (int i = 0; i < NI; i++) {
-                v[i] = refl_of(in[i][at], nodata, scale, offset);
+                v[i] = refl_of(d[u][i], nodata, scale, offset);
                 nan = nan || (v[i] != v[i]);
             }
-            val = op_value(OP, v, nan);
+            float val = xin && gy >= 0 && gy < h ? op_value(OP, v, nan) : NAN_F;
+            bool miss = val != val;
+            gap = gap || miss;
+            int k = y * side + lx;
+            q[k] = miss ? CTX_MISSING : ctx_quantise(val);
+            if (values) fv[k] = val;
         }
-        bool miss = val != val;
-        gap = gap || miss;
-        q[k] = miss ? CTX_MISSING : ctx_quantise(val);
-        if (values) fv[k] = val;
     }
     return gap;
 }
@@ -507,22 +529,25 @@ __device__ __forceinline__ void range_rows(const float* fv, int side, int R, int
 }
 
 // range_cols: the extremes down columns of the row extremes, max − min
-// into feature plane f of out for the tile's inner pixels.
+// into the feature plane of out of for the tile's inner pixels.
 template <int G>
-__device__ __forceinline__ void range_cols(const float* rlo, const float* rhi, int r, float* out, long long n, int f, int tx0,
-                                           int ty0, int iw, int ih) {
+__device__ __forceinline__ void range_cols(const float* rlo, const float* rhi, int r, float* of, int tx0, int ty0, int iw,
+                                           int ih) {
     const int T = CONTEXT_TILE;
     for (int k = threadIdx.x; k < T * (T / G); k += blockDim.x) {
         int c = k % T, ly0 = k / T * G;
         float lo[G], hi[G];
         run_extremes<G>(rlo + (ly0 + r) * T + c, rhi + (ly0 + r) * T + c, T, r, lo, hi);
+        int x = tx0 + c, y = ty0 + ly0;
+        int rows = x < iw ? min(G, ih - y) : 0;
+        float* o = of + (long long)y * iw + x;
 #pragma unroll
         for (int j = 0; j < G; j++) {
-            if (ty0 + ly0 + j >= ih || tx0 + c >= iw) continue;
             // max − min is never −0 on the CPU, whichever zeros min and
             // max picked.
             float d = lo[j] > hi[j] ? NAN_F : __fsub_rn(hi[j], lo[j]);
-            out[f * n + (long long)(ty0 + ly0 + j) * iw + tx0 + c] = d == 0.0f ? 0.0f : d;
+            if (j < rows) *o = d == 0.0f ? 0.0f : d;
+            o += iw;
         }
     }
 }
@@ -532,7 +557,7 @@ __device__ __forceinline__ void range_cols(const float* rlo, const float* rhi, i
 // rows of the windows of a tile, into rs (Σq) and re (n << 50 | Σq²),
 // rows x CONTEXT_TILE: a thread runs along CTX_ROW_SEG columns, its
 // windows' sums running. GAPS: whether q may hold CTX_MISSING; without,
-// every window holds 2r + 1 values.
+// every window holds 2r + 1 values, and re holds Σq² alone.
 template <bool GAPS>
 __device__ __forceinline__ void row_sums(const int* q, int side, int R, int r, int rows, int* rs, long long* re) {
     const int T = CONTEXT_TILE, SEG = CTX_ROW_SEG;
@@ -540,7 +565,7 @@ __device__ __forceinline__ void row_sums(const int* q, int side, int R, int r, i
         int lr = k / (T / SEG), c0 = k % (T / SEG) * SEG;
         const int* row = q + (R - r + lr) * side + R - r + c0;
         int S = 0;
-        long long E = GAPS ? 0 : (long long)(2 * r + 1) << CTX_N_SHIFT;
+        long long E = 0;
         for (int dx = 0; dx <= 2 * r; dx++) {
             int qv = row[dx];
             bool ok = !GAPS || qv != CTX_MISSING;
@@ -569,6 +594,68 @@ __device__ __forceinline__ void row_sums(const int* q, int side, int R, int r, i
     }
 }
 
+// col_moments: the sums down columns of features_context's row results
+// (rs, re: rows x CONTEXT_TILE, as row_sums leaves them) over 2r + 1 rows,
+// and from them the mean and std of the tile's inner pixels into the
+// feature planes om and os (MEAN, STD: which are wanted). A thread runs
+// down CTX_COL_SEG rows of one column, a warp's threads on neighbouring
+// columns (its writes coalesce). GAPS as in row_sums; without, every
+// window holds (2r + 1)² values, an odd count, and its moments take the
+// reciprocal (ctx_mean_whole, ctx_std_whole).
+template <bool GAPS, bool MEAN, bool STD>
+__device__ __forceinline__ void col_moments(const int* rs, const long long* re, int r, float* om, float* os, int tx0,
+                                            int ty0, int iw, int ih) {
+    const int T = CONTEXT_TILE, CS = CTX_COL_SEG;
+    const int span = 2 * r + 1, N = span * span;
+    const double N18 = (double)N * 262144.0, rn18 = GAPS ? 0.0 : __ddiv_rn(1.0 / 262144.0, (double)N);
+    for (int k = threadIdx.x; k < T * (T / CS); k += blockDim.x) {
+        int c = k % T, ly0 = k / T * CS;
+        const int* rp = rs + ly0 * T + c;
+        const long long* ep = re + ly0 * T + c;
+        int S = 0;
+        long long E = 0;
+        for (int dy = 0; dy < span; dy++) {
+            S += rp[dy * T];
+            E += ep[dy * T];
+        }
+        int x = tx0 + c, y = ty0 + ly0;
+        int rows = x < iw ? min(CS, ih - y) : 0;
+        long long o = (long long)y * iw + x;
+        float *pm = MEAN ? om + o : nullptr, *ps = STD ? os + o : nullptr;
+#pragma unroll
+        for (int j = 0; j < CS; j++) {
+            if (j > 0) {
+                S += rp[(j + 2 * r) * T] - rp[(j - 1) * T];
+                E += ep[(j + 2 * r) * T] - ep[(j - 1) * T];
+            }
+            if (j < rows) {
+                if (GAPS) {
+                    int n = (int)(E >> CTX_N_SHIFT);
+                    if (MEAN) *pm = n == 0 ? NAN_F : ctx_mean(S, n);
+                    if (STD) *ps = n == 0 ? NAN_F : ctx_std(S, E & CTX_SQ_MASK, n);
+                } else {
+                    if (MEAN) *pm = ctx_mean_whole(S, rn18);
+                    if (STD) *ps = ctx_std_whole(S, E, N, N18, rn18);
+                }
+            }
+            if (MEAN) pm += iw;
+            if (STD) ps += iw;
+        }
+    }
+}
+
+// col_pick calls col_moments for the planes wanted (om, os; null: not).
+template <bool GAPS>
+__device__ __forceinline__ void col_pick(const int* rs, const long long* re, int r, float* om, float* os, int tx0,
+                                         int ty0, int iw, int ih) {
+    if (om && os)
+        col_moments<GAPS, true, true>(rs, re, r, om, os, tx0, ty0, iw, ih);
+    else if (om)
+        col_moments<GAPS, true, false>(rs, re, r, om, os, tx0, ty0, iw, ih);
+    else
+        col_moments<GAPS, false, true>(rs, re, r, om, os, tx0, ty0, iw, ih);
+}
+
 // Five blocks a multiprocessor (48 registers a thread), as many as the
 // shared memory of the default set takes, hide more of the latency of
 // the DN reads and the barriers than the four that the registers the
@@ -580,7 +667,7 @@ extern "C" __global__ void __launch_bounds__(256, 5) features_context(
     long long n) {
     extern __shared__ long long smem[];
     __shared__ int sprog[5 * 64];
-    const int T = CONTEXT_TILE, SEG = CTX_ROW_SEG, CS = CTX_COL_SEG;
+    const int T = CONTEXT_TILE;
     const long long ph = (long long)w * h;
     int tx0 = blockIdx.x * T, ty0 = blockIdx.y * T;
     // Blocks of the grid's z index b < nbase compute base b's windows, those
@@ -618,7 +705,7 @@ extern "C" __global__ void __launch_bounds__(256, 5) features_context(
         gap = __syncthreads_or(gap);
         for (int p = 0; p < npairs; p++) {
             int r = pp[4 * p], fmean = pp[4 * p + 1], fstd = pp[4 * p + 2], frange = pp[4 * p + 3];
-            int rows = T + 2 * r, span = 2 * r + 1;
+            int rows = T + 2 * r;
             if (fmean >= 0 || fstd >= 0) {
                 // Row sums: output (lr, c) is the window of shared column
                 // R + c in shared row R - r + lr.
@@ -627,31 +714,11 @@ extern "C" __global__ void __launch_bounds__(256, 5) features_context(
                 else
                     row_sums<false>(q, side, R, r, rows, rs, re);
                 __syncthreads();
-                // Column sums: a thread runs down CS rows of one column, a
-                // warp's threads on neighbouring columns (its writes
-                // coalesce). Without gaps every window holds span²
-                // values, an odd count.
-                double rn = gap ? 0.0 : __ddiv_rn(1.0, (double)(span * span));
                 float *om = fmean >= 0 ? out + fmean * n : nullptr, *os = fstd >= 0 ? out + fstd * n : nullptr;
-                for (int k = threadIdx.x; k < T * (T / CS); k += blockDim.x) {
-                    int c = k % T, ly0 = k / T * CS;
-                    int S = 0;
-                    long long E = 0;
-                    for (int dy = 0; dy < span; dy++) {
-                        int at = (ly0 + dy) * T + c;
-                        S += rs[at];
-                        E += re[at];
-                    }
-                    for (int ly = ly0; ly < ly0 + CS; ly++) {
-                        if (ly > ly0) {
-                            int a = (ly + 2 * r) * T + c, g = (ly - 1) * T + c;
-                            S += rs[a] - rs[g];
-                            E += re[a] - re[g];
-                        }
-                        if (ty0 + ly >= ih || tx0 + c >= iw) continue;
-                        ctx_moments(om, os, (long long)(ty0 + ly) * iw + tx0 + c, S, E & CTX_SQ_MASK, (int)(E >> CTX_N_SHIFT), rn);
-                    }
-                }
+                if (gap)
+                    col_pick<true>(rs, re, r, om, os, tx0, ty0, iw, ih);
+                else
+                    col_pick<false>(rs, re, r, om, os, tx0, ty0, iw, ih);
                 __syncthreads();
             }
             if (frange >= 0) {
@@ -665,35 +732,57 @@ extern "C" __global__ void __launch_bounds__(256, 5) features_context(
                 range_rows<4>(fv, side, R, r, rows, rlo, rhi);
                 __syncthreads();
                 if (r >= 3)
-                    range_cols<8>(rlo, rhi, r, out, n, frange, tx0, ty0, iw, ih);
+                    range_cols<8>(rlo, rhi, r, out + frange * n, tx0, ty0, iw, ih);
                 else
-                    range_cols<4>(rlo, rhi, r, out, n, frange, tx0, ty0, iw, ih);
+                    range_cols<4>(rlo, rhi, r, out + frange * n, tx0, ty0, iw, ih);
                 __syncthreads();
             }
         }
     }
     if (b != nbase) return;
     // The per-pixel features of the tile's inner pixels, each pixel's
-    // reflectance staged in shared memory once. A thread reads only what
-    // it staged: no barrier.
-    for (int k = threadIdx.x; k < 5 * nfeat && k < 5 * 64; k += blockDim.x) sprog[k] = fprog[k];
+    // reflectance staged in shared memory once. The program is kept
+    // without the context features (which are the bases' blocks' to
+    // write), each feature with its plane: warp 0 packs it.
+    __shared__ int splane[64], sfeat;
+    if (threadIdx.x < 32) {
+        int m = 0;
+        for (int f0 = 0; f0 < nfeat && f0 < 64; f0 += 32) {
+            int f = f0 + threadIdx.x;
+            bool keep = f < nfeat && f < 64 && fprog[5 * f] != OP_CONTEXT;
+            unsigned int ball = __ballot_sync(0xffffffffu, keep);
+            if (keep) {
+                int at = m + __popc(ball & ((1u << threadIdx.x) - 1));
+                for (int i = 0; i < 5; i++) sprog[5 * at + i] = fprog[5 * f + i];
+                splane[at] = f;
+            }
+            m += __popc(ball);
+        }
+        if (threadIdx.x == 0) sfeat = m;
+    }
     __syncthreads();
+    const int npix = sfeat;
+    // A thread reads only what it staged: no barrier.
     float* px = (float*)smem;
     if (chunk >= CONTEXT_PIXELS * 256) {
         // Rounds of CONTEXT_PIXELS pixels a thread, STEP apart (rows ly,
         // ly + ROWS, ... of column c): the program is read and its
-        // operations picked once for them all.
+        // operations picked once for them all, and a band's DNs of the
+        // round are read at once.
         const int P = CONTEXT_PIXELS, STEP = 256, ROWS = STEP / T;
         int ly = threadIdx.x / T, c = threadIdx.x % T;
         for (int k0 = 0; k0 < T * T; k0 += P * STEP, ly += P * ROWS) {
             int npx = tx0 + c < iw ? min(P, max(0, (ih - ty0 - ly + ROWS - 1) / ROWS)) : 0;
-            long long at = (long long)(y0 + ty0 + ly) * w + x0 + tx0 + c;
-            for (int j = 0; j < npx; j++)
-                for (int b = 0; b < nb; b++)
-                    px[b * P * STEP + j * STEP + threadIdx.x] =
-                        refl_of(dn[b * ph + at + (long long)j * ROWS * w], nodata, scale, offset);
-            pixel_features<P>(px + threadIdx.x, P * STEP, STEP, sprog, nfeat, out, n, (long long)(ty0 + ly) * iw + tx0 + c,
-                              (long long)ROWS * iw, npx);
+            const unsigned short* at = dn + (long long)(y0 + ty0 + ly) * w + x0 + tx0 + c;
+            for (int b = 0; b < nb; b++) {
+                unsigned int v[P];
+#pragma unroll
+                for (int j = 0; j < P; j++) v[j] = j < npx ? at[b * ph + (long long)j * ROWS * w] : nodata;
+#pragma unroll
+                for (int j = 0; j < P; j++) px[b * P * STEP + j * STEP + threadIdx.x] = refl_of(v[j], nodata, scale, offset);
+            }
+            pixel_features<P>(px + threadIdx.x, P * STEP, STEP, sprog, npix, splane, out, n,
+                              (long long)(ty0 + ly) * iw + tx0 + c, (long long)ROWS * iw, npx);
         }
         return;
     }
@@ -704,7 +793,8 @@ extern "C" __global__ void __launch_bounds__(256, 5) features_context(
         if (threadIdx.x >= chunk || k >= T * T || ty0 + ly >= ih || tx0 + c >= iw) continue;
         long long at = (long long)(y0 + ty0 + ly) * w + x0 + tx0 + c;
         for (int b = 0; b < nb; b++) px[b * chunk + threadIdx.x] = refl_of(dn[b * ph + at], nodata, scale, offset);
-        pixel_features<1>(px + threadIdx.x, chunk, 0, sprog, nfeat, out, n, (long long)(ty0 + ly) * iw + tx0 + c, 0, 1);
+        pixel_features<1>(px + threadIdx.x, chunk, 0, sprog, npix, splane, out, n, (long long)(ty0 + ly) * iw + tx0 + c, 0,
+                          1);
     }
 }
 
