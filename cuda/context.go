@@ -206,6 +206,10 @@ func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata
 	if chunk < 32 {
 		return fmt.Errorf("cuda features: %d band planes, too many to stage", nb)
 	}
+	// features_context addresses the DNs with 32-bit offsets.
+	if uint64(nb)*uint64(rect.Width)*uint64(rect.Height) >= 1<<32 {
+		return fmt.Errorf("cuda features: a %d x %d block of %d band planes is too large for one pass (4 Gi values at most)", rect.Width, rect.Height, nb)
+	}
 	// The programs, uploaded on first use.
 	for _, u := range []struct {
 		b    *Buffer

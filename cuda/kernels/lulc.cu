@@ -399,6 +399,10 @@ extern "C" __global__ void context_cols(const long long* __restrict__ s, const l
 #ifndef CTX_COL_SEG
 #define CTX_COL_SEG 4
 #endif
+// A thread's run of outputs down columns in a range of radius 3 or more.
+#ifndef CTX_RANGE_RUN
+#define CTX_RANGE_RUN 8
+#endif
 // u16_float is float(v) for a 16-bit v, exactly, without the conversion
 // unit (a quarter of the arithmetic units' rate): 2^23 + v is a float
 // whose low mantissa bits are v.
@@ -423,9 +427,11 @@ __device__ __forceinline__ bool base_values(const unsigned short* __restrict__ d
                                             int bx, int by, int side, unsigned int nodata, float scale, float offset,
                                             int values, int* q, float* fv) {
     const int NI = OP_INPUTS(OP), U = 2;
-    const unsigned short* in[NI];
+    // Offsets into dn are 32-bit (the host keeps a block's DNs below
+    // 2^32): one multiply-add to an address, not four.
+    unsigned int in[NI];
 #pragma unroll
-    for (int i = 0; i < NI; i++) in[i] = dn + bp[1 + i] * ph;
+    for (int i = 0; i < NI; i++) in[i] = (unsigned int)bp[1 + i] * (unsigned int)ph;
     // A thread walks one column of the tile, lx, down every rstep-th row
     // from ly, U rows a round: their DNs are all read before any is used.
     // A read beyond the block is of its nearest pixel, the value then
@@ -441,9 +447,9 @@ __device__ __forceinline__ bool base_values(const unsigned short* __restrict__ d
         unsigned int d[U][NI];
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            long long at = (long long)min(max(by + ly + u * rstep, 0), h - 1) * w + cx;
+            unsigned int at = (unsigned int)(min(max(by + ly + u * rstep, 0), h - 1) * w + cx);
 #pragma unroll
-            for (int i = 0; i < NI; i++) d[u][i] = in[i][at];
+            for (int i = 0; i < NI; i++) d[u][i] = dn[in[i] + at];
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
@@ -656,6 +662,47 @@ __device__ __forceinline__ void col_pick(const int* rs, const long long* re, int
         col_moments<GAPS, false, true>(rs, re, r, om, os, tx0, ty0, iw, ih);
 }
 
+// window_pair computes one window of a base in features_context: its
+// row sums, then column sums and moments (into om and os), and its range
+// (into orng; each null where not wanted), over radius RC where RC > 0,
+// known when compiled (so that the loops over a window unroll and its
+// offsets are constants), else rr.
+template <int RC>
+__device__ __forceinline__ void window_pair(const int* q, const float* fv, int side, int R, int rr, bool gap, float* om,
+                                            float* os, float* orng, int* rs, long long* re, float* rlo, float* rhi,
+                                            int tx0, int ty0, int iw, int ih) {
+    const int r = RC > 0 ? RC : rr, rows = CONTEXT_TILE + 2 * r;
+    if (om || os) {
+        // Row sums: output (lr, c) is the window of shared column R + c in
+        // shared row R - r + lr.
+        if (gap)
+            row_sums<true>(q, side, R, r, rows, rs, re);
+        else
+            row_sums<false>(q, side, R, r, rows, rs, re);
+        __syncthreads();
+        if (gap)
+            col_pick<true>(rs, re, r, om, os, tx0, ty0, iw, ih);
+        else
+            col_pick<false>(rs, re, r, om, os, tx0, ty0, iw, ih);
+        __syncthreads();
+    }
+    if (orng) {
+        // Range, separably: the row extremes of every row the tile's
+        // windows touch, then the extremes of those down each column, a
+        // thread taking a run of outputs whose windows share most of their
+        // values (run_extremes). Runs of 4 along rows share the rows among
+        // more threads (measured faster than 8); down columns, runs of 8
+        // where the window allows.
+        range_rows<4>(fv, side, R, r, rows, rlo, rhi);
+        __syncthreads();
+        if (r >= 3)
+            range_cols<CTX_RANGE_RUN>(rlo, rhi, r, orng, tx0, ty0, iw, ih);
+        else
+            range_cols<4>(rlo, rhi, r, orng, tx0, ty0, iw, ih);
+        __syncthreads();
+    }
+}
+
 // Five blocks a multiprocessor (48 registers a thread), as many as the
 // shared memory of the default set takes, hide more of the latency of
 // the DN reads and the barriers than the four that the registers the
@@ -705,37 +752,16 @@ extern "C" __global__ void __launch_bounds__(256, 5) features_context(
         gap = __syncthreads_or(gap);
         for (int p = 0; p < npairs; p++) {
             int r = pp[4 * p], fmean = pp[4 * p + 1], fstd = pp[4 * p + 2], frange = pp[4 * p + 3];
-            int rows = T + 2 * r;
-            if (fmean >= 0 || fstd >= 0) {
-                // Row sums: output (lr, c) is the window of shared column
-                // R + c in shared row R - r + lr.
-                if (gap)
-                    row_sums<true>(q, side, R, r, rows, rs, re);
-                else
-                    row_sums<false>(q, side, R, r, rows, rs, re);
-                __syncthreads();
-                float *om = fmean >= 0 ? out + fmean * n : nullptr, *os = fstd >= 0 ? out + fstd * n : nullptr;
-                if (gap)
-                    col_pick<true>(rs, re, r, om, os, tx0, ty0, iw, ih);
-                else
-                    col_pick<false>(rs, re, r, om, os, tx0, ty0, iw, ih);
-                __syncthreads();
-            }
-            if (frange >= 0) {
-                // Range, separably: the row extremes of every row the
-                // tile's windows touch, then the extremes of those down
-                // each column, a thread taking a run of outputs whose
-                // windows share most of their values (run_extremes).
-                // Runs of 4 along rows share the rows among more threads
-                // (measured faster than 8); down columns, runs of 8 where
-                // the window allows.
-                range_rows<4>(fv, side, R, r, rows, rlo, rhi);
-                __syncthreads();
-                if (r >= 3)
-                    range_cols<8>(rlo, rhi, r, out + frange * n, tx0, ty0, iw, ih);
-                else
-                    range_cols<4>(rlo, rhi, r, out + frange * n, tx0, ty0, iw, ih);
-                __syncthreads();
+            float *om = fmean >= 0 ? out + fmean * n : nullptr, *os = fstd >= 0 ? out + fstd * n : nullptr;
+            float* orng = frange >= 0 ? out + frange * n : nullptr;
+            // The windows of 3, 7 and 15 px (those of lulc's configs) with
+            // their radius known when compiled; the rest take it as it
+            // comes, with the same arithmetic.
+            switch (r) {
+            case 1: window_pair<1>(q, fv, side, R, r, gap, om, os, orng, rs, re, rlo, rhi, tx0, ty0, iw, ih); break;
+            case 3: window_pair<3>(q, fv, side, R, r, gap, om, os, orng, rs, re, rlo, rhi, tx0, ty0, iw, ih); break;
+            case 7: window_pair<7>(q, fv, side, R, r, gap, om, os, orng, rs, re, rlo, rhi, tx0, ty0, iw, ih); break;
+            default: window_pair<0>(q, fv, side, R, r, gap, om, os, orng, rs, re, rlo, rhi, tx0, ty0, iw, ih); break;
             }
         }
     }
@@ -773,11 +799,11 @@ extern "C" __global__ void __launch_bounds__(256, 5) features_context(
         int ly = threadIdx.x / T, c = threadIdx.x % T;
         for (int k0 = 0; k0 < T * T; k0 += P * STEP, ly += P * ROWS) {
             int npx = tx0 + c < iw ? min(P, max(0, (ih - ty0 - ly + ROWS - 1) / ROWS)) : 0;
-            const unsigned short* at = dn + (long long)(y0 + ty0 + ly) * w + x0 + tx0 + c;
-            for (int b = 0; b < nb; b++) {
+            unsigned int at = (unsigned int)((y0 + ty0 + ly) * w + x0 + tx0 + c);
+            for (int b = 0; b < nb; b++, at += (unsigned int)ph) {
                 unsigned int v[P];
 #pragma unroll
-                for (int j = 0; j < P; j++) v[j] = j < npx ? at[b * ph + (long long)j * ROWS * w] : nodata;
+                for (int j = 0; j < P; j++) v[j] = j < npx ? dn[at + j * ROWS * w] : nodata;
 #pragma unroll
                 for (int j = 0; j < P; j++) px[b * P * STEP + j * STEP + threadIdx.x] = refl_of(v[j], nodata, scale, offset);
             }
