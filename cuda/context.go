@@ -349,11 +349,11 @@ func (m *Mirror) Context(set *features.Set, refl *[65536]float32, xs, ys []int, 
 
 // contextTile is features_context's tile side (CONTEXT_TILE), maxShared the
 // dynamic shared memory a block may take without opting in: 48 KiB less
-// the kernel's static per-pixel program (5 ints and a plane for each of
-// up to 64 features, and their count).
+// the kernel's static per-pixel program (5 ints and a plane's 64-bit
+// offset for each of up to 64 features, and their count, aligned).
 const (
 	contextTile = 32
-	maxShared   = 48<<10 - (5*64+64+1)*4
+	maxShared   = 48<<10 - (5*64*4 + 64*8 + 16)
 )
 
 // contextPixels is how many pixels a thread of features_context takes at

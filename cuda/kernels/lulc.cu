@@ -48,12 +48,12 @@ __device__ __forceinline__ float apply_op(int op, const float* v) {
 #define OP_INPUTS(op) ((op) == OP_BAND || (op) == OP_SHIFT ? 1 : (op) == OP_EVI ? 3 : (op) == OP_BSI ? 4 : 2)
 __device__ __forceinline__ int op_inputs(int op) { return OP_INPUTS(op); }
 
-// op_value is feature operation op on its inputs v: NaN where an input is
-// (nan, found as they are gathered; the operation's value is then not
-// used), and every NaN canonical.
-__device__ __forceinline__ float op_value(int op, const float* v, bool nan) {
+// op_value is feature operation op on its inputs v, every NaN canonical:
+// NaN where an input is, as every operation's arithmetic carries a NaN
+// operand through (IEEE 754), so no test of the inputs is needed.
+__device__ __forceinline__ float op_value(int op, const float* v) {
     float r = apply_op(op, v);
-    return nan || r != r ? NAN_F : r;
+    return r != r ? NAN_F : r;
 }
 
 // feature_run is one per-pixel feature of operation OP, known when
@@ -72,13 +72,9 @@ __device__ __forceinline__ void feature_run(const float* v0, long long stride, i
     for (int j = 0; j < P; j++) {
         if (j < npx) {
             float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            bool nan = false;
 #pragma unroll
-            for (int k = 0; k < NI; k++) {
-                v[k] = v0[j * pstride + at[k]];
-                nan = nan || (v[k] != v[k]);
-            }
-            o[j * ostride] = op_value(OP, v, nan);
+            for (int k = 0; k < NI; k++) v[k] = v0[j * pstride + at[k]];
+            o[j * ostride] = op_value(OP, v);
         }
     }
 }
@@ -86,16 +82,17 @@ __device__ __forceinline__ void feature_run(const float* v0, long long stride, i
 // pixel_features writes the per-pixel features of a thread's first npx
 // of P pixels, as prog (5 ints a feature: the operation and up to four
 // input positions) computes them from their inputs (pixel j's at v0[j ×
-// pstride + position × stride]), to out[plane × n + o + j × ostride],
-// plane being planes[f] (null: f); context features are left. A NaN
-// input gives NaN; every NaN out is canonical.
-template <int P>
+// pstride + position × stride]), to out[at + o + j × ostride], at being
+// planes[f] where PLANES (the feature's plane's offset), else f × n;
+// context features are left. A NaN input gives NaN; every NaN out is
+// canonical.
+template <int P, bool PLANES>
 __device__ __forceinline__ void pixel_features(const float* v0, long long stride, int pstride, const int* prog, int nfeat,
-                                               const int* planes, float* __restrict__ out, long long n, long long o,
-                                               long long ostride, int npx) {
+                                               const long long* planes, float* __restrict__ out, long long n,
+                                               long long o, long long ostride, int npx) {
     for (int f = 0; f < nfeat; f++) {
         const int* p = prog + 5 * f;
-        float* of = out + (planes ? planes[f] : f) * n + o;
+        float* of = out + (PLANES ? planes[f] : f * n) + o;
         switch (p[0]) {
         case OP_BAND: feature_run<OP_BAND, P>(v0, stride, pstride, p, of, ostride, npx); break;
         case OP_SHIFT: feature_run<OP_SHIFT, P>(v0, stride, pstride, p, of, ostride, npx); break;
@@ -144,7 +141,7 @@ extern "C" __global__ void __launch_bounds__(FEATURE_BLOCK) features(const float
                 for (int b = 0; b < MAX_BANDS; b++)
                     if (b < nbands) bv[b] = bands[(long long)b * n + next];
             }
-            pixel_features<1>(px + threadIdx.x, FEATURE_BLOCK, 0, sprog, nfeat, nullptr, out, n, i, 0, 1);
+            pixel_features<1, false>(px + threadIdx.x, FEATURE_BLOCK, 0, sprog, nfeat, nullptr, out, n, i, 0, 1);
         }
     }
 }
@@ -160,7 +157,7 @@ extern "C" __global__ void __launch_bounds__(FEATURE_BLOCK) features_wide(const 
     __syncthreads();
     long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        pixel_features<1>(bands + i, n, 0, sprog, nfeat, nullptr, out, n, i, 0, 1);
+        pixel_features<1, false>(bands + i, n, 0, sprog, nfeat, nullptr, out, n, i, 0, 1);
     }
 }
 
@@ -409,8 +406,11 @@ extern "C" __global__ void context_cols(const long long* __restrict__ s, const l
 __device__ __forceinline__ float u16_float(unsigned int v) {
     return __fsub_rn(__int_as_float(0x4b000000 | v), 8388608.0f);
 }
+// refl_of is a DN's reflectance, NaN for nodata: computed either way and
+// then chosen, so that no branch or predicate guards the arithmetic.
 __device__ __forceinline__ float refl_of(unsigned int v, unsigned int nodata, float scale, float offset) {
-    return v == nodata ? NAN_F : __fadd_rn(__fmul_rn(u16_float(v), scale), offset);
+    float r = __fadd_rn(__fmul_rn(u16_float(v), scale), offset);
+    return v == nodata ? NAN_F : r;
 }
 
 
@@ -419,14 +419,19 @@ __device__ __forceinline__ float refl_of(unsigned int v, unsigned int nodata, fl
 // (bx, by): each value from its DNs (reflectance, then the operation, as
 // the reflectance and features kernels do; values beyond the block are
 // missing, as the tile's edge cuts windows), quantised into q
-// (CTX_MISSING where NaN) and, for a range (values), kept in fv. It reports
-// whether any of the thread's values is missing.
+// (CTX_MISSING where NaN) and, for a range (values), kept in fv. EDGE:
+// whether the tile may reach beyond the block (else its reads need no
+// bounds). It reports whether any of the thread's values is missing.
 #define CTX_MISSING ((int)0x80000000)
-template <int OP>
+// The rows a thread of base_values reads at once.
+#ifndef CTX_HALO_ROWS
+#define CTX_HALO_ROWS 2
+#endif
+template <int OP, bool EDGE>
 __device__ __forceinline__ bool base_values(const unsigned short* __restrict__ dn, const int* bp, long long ph, int w, int h,
                                             int bx, int by, int side, unsigned int nodata, float scale, float offset,
                                             int values, int* q, float* fv) {
-    const int NI = OP_INPUTS(OP), U = 2;
+    const int NI = OP_INPUTS(OP), U = CTX_HALO_ROWS;
     // Offsets into dn are 32-bit (the host keeps a block's DNs below
     // 2^32): one multiply-add to an address, not four.
     unsigned int in[NI];
@@ -434,35 +439,35 @@ __device__ __forceinline__ bool base_values(const unsigned short* __restrict__ d
     for (int i = 0; i < NI; i++) in[i] = (unsigned int)bp[1 + i] * (unsigned int)ph;
     // A thread walks one column of the tile, lx, down every rstep-th row
     // from ly, U rows a round: their DNs are all read before any is used.
-    // A read beyond the block is of its nearest pixel, the value then
-    // missing, so that the round has no branch.
+    // At an edge, a read beyond the block is of its nearest pixel, the
+    // value then missing, so that the round has no branch.
     const int rstep = blockDim.x / side; // side <= 62: at least 4 rows
     int ly = threadIdx.x / side, lx = threadIdx.x % side;
     bool gap = false;
     if (ly >= rstep) return gap; // the threads past rstep whole rows
     int gx = bx + lx;
     bool xin = gx >= 0 && gx < w;
-    int cx = min(max(gx, 0), w - 1);
-    for (; ly < side; ly += U * rstep) {
+    int cx = EDGE ? min(max(gx, 0), w - 1) : gx;
+    const unsigned int astep = (unsigned int)rstep * w;
+    unsigned int row = (unsigned int)(by + ly) * w + cx;
+    for (; ly < side; ly += U * rstep, row += U * astep) {
         unsigned int d[U][NI];
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            unsigned int at = (unsigned int)(min(max(by + ly + u * rstep, 0), h - 1) * w + cx);
+            unsigned int at = EDGE ? (unsigned int)min(max(by + ly + u * rstep, 0), h - 1) * w + cx : row + u * astep;
+            bool read = EDGE || ly + u * rstep < side;
 #pragma unroll
-            for (int i = 0; i < NI; i++) d[u][i] = dn[in[i] + at];
+            for (int i = 0; i < NI; i++) d[u][i] = read ? dn[in[i] + at] : 0;
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
             int y = ly + u * rstep, gy = by + y;
             if (y >= side) break;
             float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            bool nan = false;
 #pragma unroll
-            for (int i = 0; i < NI; i++) {
-                v[i] = refl_of(d[u][i], nodata, scale, offset);
-                nan = nan || (v[i] != v[i]);
-            }
-            float val = xin && gy >= 0 && gy < h ? op_value(OP, v, nan) : NAN_F;
+            for (int i = 0; i < NI; i++) v[i] = refl_of(d[u][i], nodata, scale, offset);
+            float val = op_value(OP, v);
+            if (EDGE && !(xin && gy >= 0 && gy < h)) val = NAN_F;
             bool miss = val != val;
             gap = gap || miss;
             int k = y * side + lx;
@@ -471,6 +476,16 @@ __device__ __forceinline__ bool base_values(const unsigned short* __restrict__ d
         }
     }
     return gap;
+}
+
+// base_fill is base_values for a tile inside the block or at its edge.
+template <int OP>
+__device__ __forceinline__ bool base_fill(const unsigned short* __restrict__ dn, const int* bp, long long ph, int w, int h,
+                                          int bx, int by, int side, unsigned int nodata, float scale, float offset,
+                                          int values, int* q, float* fv) {
+    if (bx >= 0 && by >= 0 && bx + side <= w && by + side <= h)
+        return base_values<OP, false>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv);
+    return base_values<OP, true>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv);
 }
 
 // A window's count and sum of squares travel as one integer: n << 50 |
@@ -613,7 +628,9 @@ __device__ __forceinline__ void col_moments(const int* rs, const long long* re, 
                                             int ty0, int iw, int ih) {
     const int T = CONTEXT_TILE, CS = CTX_COL_SEG;
     const int span = 2 * r + 1, N = span * span;
-    const double N18 = (double)N * 262144.0, rn18 = GAPS ? 0.0 : __ddiv_rn(1.0 / 262144.0, (double)N);
+    // Double division is correctly rounded on the device, and folded as
+    // such where the radius is known when compiled.
+    const double N18 = (double)N * 262144.0, rn18 = GAPS ? 0.0 : (1.0 / 262144.0) / (double)N;
     for (int k = threadIdx.x; k < T * (T / CS); k += blockDim.x) {
         int c = k % T, ly0 = k / T * CS;
         const int* rp = rs + ly0 * T + c;
@@ -740,12 +757,12 @@ extern "C" __global__ void __launch_bounds__(256, 5) features_context(
         const int* bp = bprog + 5 * b;
         bool gap = false;
         switch (bp[0]) {
-        case OP_BAND: gap = base_values<OP_BAND>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
-        case OP_SHIFT: gap = base_values<OP_SHIFT>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
-        case OP_ND: gap = base_values<OP_ND>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
-        case OP_EVI: gap = base_values<OP_EVI>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
-        case OP_SAVI: gap = base_values<OP_SAVI>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
-        default: gap = base_values<OP_BSI>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
+        case OP_BAND: gap = base_fill<OP_BAND>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
+        case OP_SHIFT: gap = base_fill<OP_SHIFT>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
+        case OP_ND: gap = base_fill<OP_ND>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
+        case OP_EVI: gap = base_fill<OP_EVI>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
+        case OP_SAVI: gap = base_fill<OP_SAVI>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
+        default: gap = base_fill<OP_BSI>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
         }
         // Without a missing value in the shared tile every window is
         // whole: the sums need not count.
@@ -769,8 +786,9 @@ extern "C" __global__ void __launch_bounds__(256, 5) features_context(
     // The per-pixel features of the tile's inner pixels, each pixel's
     // reflectance staged in shared memory once. The program is kept
     // without the context features (which are the bases' blocks' to
-    // write), each feature with its plane: warp 0 packs it.
-    __shared__ int splane[64], sfeat;
+    // write), each feature with its plane's offset: warp 0 packs it.
+    __shared__ long long splane[64];
+    __shared__ int sfeat;
     if (threadIdx.x < 32) {
         int m = 0;
         for (int f0 = 0; f0 < nfeat && f0 < 64; f0 += 32) {
@@ -780,7 +798,7 @@ extern "C" __global__ void __launch_bounds__(256, 5) features_context(
             if (keep) {
                 int at = m + __popc(ball & ((1u << threadIdx.x) - 1));
                 for (int i = 0; i < 5; i++) sprog[5 * at + i] = fprog[5 * f + i];
-                splane[at] = f;
+                splane[at] = f * n;
             }
             m += __popc(ball);
         }
@@ -799,7 +817,7 @@ extern "C" __global__ void __launch_bounds__(256, 5) features_context(
         int ly = threadIdx.x / T, c = threadIdx.x % T;
         for (int k0 = 0; k0 < T * T; k0 += P * STEP, ly += P * ROWS) {
             int npx = tx0 + c < iw ? min(P, max(0, (ih - ty0 - ly + ROWS - 1) / ROWS)) : 0;
-            unsigned int at = (unsigned int)((y0 + ty0 + ly) * w + x0 + tx0 + c);
+            unsigned int at = (unsigned int)(y0 + ty0 + ly) * w + x0 + tx0 + c;
             for (int b = 0; b < nb; b++, at += (unsigned int)ph) {
                 unsigned int v[P];
 #pragma unroll
@@ -807,7 +825,7 @@ extern "C" __global__ void __launch_bounds__(256, 5) features_context(
 #pragma unroll
                 for (int j = 0; j < P; j++) px[b * P * STEP + j * STEP + threadIdx.x] = refl_of(v[j], nodata, scale, offset);
             }
-            pixel_features<P>(px + threadIdx.x, P * STEP, STEP, sprog, npix, splane, out, n,
+            pixel_features<P, true>(px + threadIdx.x, P * STEP, STEP, sprog, npix, splane, out, n,
                               (long long)(ty0 + ly) * iw + tx0 + c, (long long)ROWS * iw, npx);
         }
         return;
@@ -819,7 +837,7 @@ extern "C" __global__ void __launch_bounds__(256, 5) features_context(
         if (threadIdx.x >= chunk || k >= T * T || ty0 + ly >= ih || tx0 + c >= iw) continue;
         long long at = (long long)(y0 + ty0 + ly) * w + x0 + tx0 + c;
         for (int b = 0; b < nb; b++) px[b * chunk + threadIdx.x] = refl_of(dn[b * ph + at], nodata, scale, offset);
-        pixel_features<1>(px + threadIdx.x, chunk, 0, sprog, npix, splane, out, n, (long long)(ty0 + ly) * iw + tx0 + c, 0,
+        pixel_features<1, true>(px + threadIdx.x, chunk, 0, sprog, npix, splane, out, n, (long long)(ty0 + ly) * iw + tx0 + c, 0,
                           1);
     }
 }
@@ -848,16 +866,9 @@ extern "C" __global__ void context_at(const unsigned short* __restrict__ dn, int
             for (int xx = max(0, x - r); xx <= min(w - 1, x + r); xx++) {
                 long long i = (long long)yy * w + xx;
                 float v[4];
-                bool nan = false;
 #pragma unroll
-                for (int b = 0; b < 4; b++) {
-                    v[b] = 0.0f;
-                    if (b < ninputs) {
-                        v[b] = refl[dn[pr[1 + b] * plane + i]];
-                        nan = nan || (v[b] != v[b]);
-                    }
-                }
-                float val = op_value(op, v, nan);
+                for (int b = 0; b < 4; b++) v[b] = b < ninputs ? refl[dn[pr[1 + b] * plane + i]] : 0.0f;
+                float val = op_value(op, v);
                 if (val != val) continue;
                 long long q = ctx_quantise(val);
                 S += q;
