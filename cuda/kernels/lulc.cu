@@ -425,7 +425,7 @@ __device__ __forceinline__ float refl_of(unsigned int v, unsigned int nodata, fl
 #define CTX_MISSING ((int)0x80000000)
 // The rows a thread of base_values reads at once.
 #ifndef CTX_HALO_ROWS
-#define CTX_HALO_ROWS 2
+#define CTX_HALO_ROWS 4
 #endif
 template <int OP, bool EDGE>
 __device__ __forceinline__ bool base_values(const unsigned short* __restrict__ dn, const int* bp, long long ph, int w, int h,
@@ -462,17 +462,18 @@ __device__ __forceinline__ bool base_values(const unsigned short* __restrict__ d
 #pragma unroll
         for (int u = 0; u < U; u++) {
             int y = ly + u * rstep, gy = by + y;
-            if (y >= side) break;
-            float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            if (y < side) {
+                float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-            for (int i = 0; i < NI; i++) v[i] = refl_of(d[u][i], nodata, scale, offset);
-            float val = op_value(OP, v);
-            if (EDGE && !(xin && gy >= 0 && gy < h)) val = NAN_F;
-            bool miss = val != val;
-            gap = gap || miss;
-            int k = y * side + lx;
-            q[k] = miss ? CTX_MISSING : ctx_quantise(val);
-            if (values) fv[k] = val;
+                for (int i = 0; i < NI; i++) v[i] = refl_of(d[u][i], nodata, scale, offset);
+                float val = op_value(OP, v);
+                if (EDGE && !(xin && gy >= 0 && gy < h)) val = NAN_F;
+                bool miss = val != val;
+                gap = gap || miss;
+                int k = y * side + lx;
+                q[k] = miss ? CTX_MISSING : ctx_quantise(val);
+                if (values) fv[k] = val;
+            }
         }
     }
     return gap;
@@ -724,7 +725,10 @@ __device__ __forceinline__ void window_pair(const int* q, const float* fv, int s
 // shared memory of the default set takes, hide more of the latency of
 // the DN reads and the barriers than the four that the registers the
 // compiler would otherwise take (61) allow; six (40 registers) spill.
-extern "C" __global__ void __launch_bounds__(256, 5) features_context(
+#ifndef CTX_MIN_BLOCKS
+#define CTX_MIN_BLOCKS 5
+#endif
+extern "C" __global__ void __launch_bounds__(256, CTX_MIN_BLOCKS) features_context(
     const unsigned short* __restrict__ dn, int nb, int w, int h, int x0, int y0, int iw, int ih, unsigned int nodata,
     float scale, float offset, const int* __restrict__ bprog, int nbase, const int* __restrict__ cprog,
     const int* __restrict__ pprog, const int* __restrict__ fprog, int nfeat, int chunk, float* __restrict__ out,
