@@ -361,13 +361,14 @@ const (
 const contextPixels = 4
 
 // contextShared is features_context's shared memory for a largest radius R:
-// the quantised values and, with a range (values 1), the values, then the
-// row results of its largest window (a sum, and the count with the sum of
-// squares in one 64-bit integer, 12 bytes; a range's row extremes take
-// their place).
+// the quantised values and, with a range (values 1), the values (side
+// rows, an odd number of words apart), then the row results of its
+// largest window (rows of contextTile+1: a sum, and the count with the
+// sum of squares in one 64-bit integer, 12 bytes; a range's row extremes
+// take their place).
 func contextShared(R int, values int32) int {
 	side, rows := contextTile+2*R, contextTile+2*R
-	return (side*side*(1+int(values))+1)/2*8 + rows*contextTile*(8+4)
+	return (side*(side|1)*(1+int(values))+1)/2*8 + rows*(contextTile+1)*(8+4)
 }
 
 // fusedProgram is base b's windows as features_context takes them: 4 ints

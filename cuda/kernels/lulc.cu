@@ -379,10 +379,12 @@ extern "C" __global__ void context_cols(const long long* __restrict__ s, const l
 // pixel's reflectance staged in shared memory once.
 //
 // Shared memory, dynamic: the largest of the bases' (the quantised values
-// and, with a range, the values, side² each; then rows x CONTEXT_TILE row
-// results of 12 bytes: a sum, and the count with the sum of squares) and
-// nb x chunk floats; static: the per-pixel program.
+// and, with a range, the values, side rows of side | 1 each; then rows x
+// CTX_RP row results of 12 bytes: a sum, and the count with the sum of
+// squares) and nb x chunk floats; static: the per-pixel program.
 #define CONTEXT_TILE 32
+// The row stride of features_context's row results (sums, extremes).
+#define CTX_RP (CONTEXT_TILE + 1)
 // The pixels a thread of features_context takes at once for the
 // per-pixel features, where their planes fit in shared memory (256
 // threads): more share the program's reading among more pixels, fewer
@@ -432,8 +434,8 @@ __device__ __forceinline__ float refl_of(unsigned int v, unsigned int nodata, fl
 #endif
 template <int OP, bool EDGE>
 __device__ __forceinline__ bool base_values(const unsigned short* __restrict__ dn, const int* bp, long long ph, int w, int h,
-                                            int bx, int by, int side, unsigned int nodata, float scale, float offset,
-                                            int values, int* q, float* fv) {
+                                            int bx, int by, int side, int pitch, unsigned int nodata, float scale,
+                                            float offset, int values, int* q, float* fv) {
     const int NI = OP_INPUTS(OP), U = CTX_HALO_ROWS;
     // Offsets into dn are 32-bit (the host keeps a block's DNs below
     // 2^32): one multiply-add to an address, not four.
@@ -473,7 +475,7 @@ __device__ __forceinline__ bool base_values(const unsigned short* __restrict__ d
                 if (EDGE && !(xin && gy >= 0 && gy < h)) val = NAN_F;
                 bool miss = val != val;
                 gap = gap || miss;
-                int k = y * side + lx;
+                int k = y * pitch + lx;
                 q[k] = miss ? CTX_MISSING : ctx_quantise(val);
                 if (values) fv[k] = val;
             }
@@ -485,11 +487,11 @@ __device__ __forceinline__ bool base_values(const unsigned short* __restrict__ d
 // base_fill is base_values for a tile inside the block or at its edge.
 template <int OP>
 __device__ __forceinline__ bool base_fill(const unsigned short* __restrict__ dn, const int* bp, long long ph, int w, int h,
-                                          int bx, int by, int side, unsigned int nodata, float scale, float offset,
-                                          int values, int* q, float* fv) {
+                                          int bx, int by, int side, int pitch, unsigned int nodata, float scale,
+                                          float offset, int values, int* q, float* fv) {
     if (bx >= 0 && by >= 0 && bx + side <= w && by + side <= h)
-        return base_values<OP, false>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv);
-    return base_values<OP, true>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv);
+        return base_values<OP, false>(dn, bp, ph, w, h, bx, by, side, pitch, nodata, scale, offset, values, q, fv);
+    return base_values<OP, true>(dn, bp, ph, w, h, bx, by, side, pitch, nodata, scale, offset, values, q, fv);
 }
 
 // A window's count and sum of squares travel as one integer: n << 50 |
@@ -535,20 +537,20 @@ __device__ __forceinline__ void run_extremes(const float* vlo, const float* vhi,
 }
 
 // range_rows: the extremes along rows of features_context's values fv
-// (side wide, the tile's corner at (R, R)) over radius r, for the rows
-// rows of the windows of a tile, into rlo and rhi (rows x CONTEXT_TILE).
+// (rows pitch apart, the tile's corner at (R, R)) over radius r, for the rows
+// rows of the windows of a tile, into rlo and rhi (rows x CTX_RP).
 template <int G>
-__device__ __forceinline__ void range_rows(const float* fv, int side, int R, int r, int rows, float* rlo, float* rhi) {
+__device__ __forceinline__ void range_rows(const float* fv, int pitch, int R, int r, int rows, float* rlo, float* rhi) {
     const int T = CONTEXT_TILE;
     for (int k = threadIdx.x; k < rows * (T / G); k += blockDim.x) {
         int lr = k / (T / G), c0 = k % (T / G) * G;
-        const float* v = fv + (R - r + lr) * side + R + c0;
+        const float* v = fv + (R - r + lr) * pitch + R + c0;
         float lo[G], hi[G];
         run_extremes<G>(v, v, 1, r, lo, hi);
 #pragma unroll
         for (int j = 0; j < G; j++) {
-            rlo[lr * T + c0 + j] = lo[j];
-            rhi[lr * T + c0 + j] = hi[j];
+            rlo[lr * CTX_RP + c0 + j] = lo[j];
+            rhi[lr * CTX_RP + c0 + j] = hi[j];
         }
     }
 }
@@ -562,7 +564,7 @@ __device__ __forceinline__ void range_cols(const float* rlo, const float* rhi, i
     for (int k = threadIdx.x; k < T * (T / G); k += blockDim.x) {
         int c = k % T, ly0 = k / T * G;
         float lo[G], hi[G];
-        run_extremes<G>(rlo + (ly0 + r) * T + c, rhi + (ly0 + r) * T + c, T, r, lo, hi);
+        run_extremes<G>(rlo + (ly0 + r) * CTX_RP + c, rhi + (ly0 + r) * CTX_RP + c, CTX_RP, r, lo, hi);
         int x = tx0 + c, y = ty0 + ly0;
         int rows = x < iw ? min(G, ih - y) : 0;
         float* o = of + (long long)y * iw + x;
@@ -578,17 +580,17 @@ __device__ __forceinline__ void range_cols(const float* rlo, const float* rhi, i
 }
 
 // row_sums: the sums along rows of features_context's quantised values q
-// (side wide, the tile's corner at (R, R)) over radius r, for the rows
+// (rows pitch apart, the tile's corner at (R, R)) over radius r, for the rows
 // rows of the windows of a tile, into rs (Σq) and re (n << 50 | Σq²),
-// rows x CONTEXT_TILE: a thread runs along CTX_ROW_SEG columns, its
+// rows x CTX_RP: a thread runs along CTX_ROW_SEG columns, its
 // windows' sums running. GAPS: whether q may hold CTX_MISSING; without,
 // every window holds 2r + 1 values, and re holds Σq² alone.
 template <bool GAPS>
-__device__ __forceinline__ void row_sums(const int* q, int side, int R, int r, int rows, int* rs, long long* re) {
+__device__ __forceinline__ void row_sums(const int* q, int pitch, int R, int r, int rows, int* rs, long long* re) {
     const int T = CONTEXT_TILE, SEG = CTX_ROW_SEG;
     for (int k = threadIdx.x; k < rows * (T / SEG); k += blockDim.x) {
         int lr = k / (T / SEG), c0 = k % (T / SEG) * SEG;
-        const int* row = q + (R - r + lr) * side + R - r + c0;
+        const int* row = q + (R - r + lr) * pitch + R - r + c0;
         int S = 0;
         long long E = 0;
         for (int dx = 0; dx <= 2 * r; dx++) {
@@ -599,7 +601,7 @@ __device__ __forceinline__ void row_sums(const int* q, int side, int R, int r, i
             E += (long long)qv * qv;
             if (GAPS && ok) E += 1LL << CTX_N_SHIFT;
         }
-        int at = lr * T + c0;
+        int at = lr * CTX_RP + c0;
         rs[at] = S;
         re[at] = E;
 #pragma unroll
@@ -620,7 +622,7 @@ __device__ __forceinline__ void row_sums(const int* q, int side, int R, int r, i
 }
 
 // col_moments: the sums down columns of features_context's row results
-// (rs, re: rows x CONTEXT_TILE, as row_sums leaves them) over 2r + 1 rows,
+// (rs, re: rows x CTX_RP, as row_sums leaves them) over 2r + 1 rows,
 // and from them the mean and std of the tile's inner pixels into the
 // feature planes om and os (MEAN, STD: which are wanted). A thread runs
 // down CTX_COL_SEG rows of one column, a warp's threads on neighbouring
@@ -637,13 +639,13 @@ __device__ __forceinline__ void col_moments(const int* rs, const long long* re, 
     const double N18 = (double)N * 262144.0, rn18 = GAPS ? 0.0 : (1.0 / 262144.0) / (double)N;
     for (int k = threadIdx.x; k < T * (T / CS); k += blockDim.x) {
         int c = k % T, ly0 = k / T * CS;
-        const int* rp = rs + ly0 * T + c;
-        const long long* ep = re + ly0 * T + c;
+        const int* rp = rs + ly0 * CTX_RP + c;
+        const long long* ep = re + ly0 * CTX_RP + c;
         int S = 0;
         long long E = 0;
         for (int dy = 0; dy < span; dy++) {
-            S += rp[dy * T];
-            E += ep[dy * T];
+            S += rp[dy * CTX_RP];
+            E += ep[dy * CTX_RP];
         }
         int x = tx0 + c, y = ty0 + ly0;
         int rows = x < iw ? min(CS, ih - y) : 0;
@@ -652,8 +654,8 @@ __device__ __forceinline__ void col_moments(const int* rs, const long long* re, 
 #pragma unroll
         for (int j = 0; j < CS; j++) {
             if (j > 0) {
-                S += rp[(j + 2 * r) * T] - rp[(j - 1) * T];
-                E += ep[(j + 2 * r) * T] - ep[(j - 1) * T];
+                S += rp[(j + 2 * r) * CTX_RP] - rp[(j - 1) * CTX_RP];
+                E += ep[(j + 2 * r) * CTX_RP] - ep[(j - 1) * CTX_RP];
             }
             if (j < rows) {
                 if (GAPS) {
@@ -689,7 +691,7 @@ __device__ __forceinline__ void col_pick(const int* rs, const long long* re, int
 // known when compiled (so that the loops over a window unroll and its
 // offsets are constants), else rr.
 template <int RC>
-__device__ __forceinline__ void window_pair(const int* q, const float* fv, int side, int R, int rr, bool gap, float* om,
+__device__ __forceinline__ void window_pair(const int* q, const float* fv, int pitch, int R, int rr, bool gap, float* om,
                                             float* os, float* orng, int* rs, long long* re, float* rlo, float* rhi,
                                             int tx0, int ty0, int iw, int ih) {
     const int r = RC > 0 ? RC : rr, rows = CONTEXT_TILE + 2 * r;
@@ -697,9 +699,9 @@ __device__ __forceinline__ void window_pair(const int* q, const float* fv, int s
         // Row sums: output (lr, c) is the window of shared column R + c in
         // shared row R - r + lr.
         if (gap)
-            row_sums<true>(q, side, R, r, rows, rs, re);
+            row_sums<true>(q, pitch, R, r, rows, rs, re);
         else
-            row_sums<false>(q, side, R, r, rows, rs, re);
+            row_sums<false>(q, pitch, R, r, rows, rs, re);
         __syncthreads();
         if (gap)
             col_pick<true>(rs, re, r, om, os, tx0, ty0, iw, ih);
@@ -714,7 +716,7 @@ __device__ __forceinline__ void window_pair(const int* q, const float* fv, int s
         // values (run_extremes). Runs of 4 along rows share the rows among
         // more threads (measured faster than 8); down columns, runs of 8
         // where the window allows.
-        range_rows<4>(fv, side, R, r, rows, rlo, rhi);
+        range_rows<4>(fv, pitch, R, r, rows, rlo, rhi);
         __syncthreads();
         if (r >= 3)
             range_cols<CTX_RANGE_RUN>(rlo, rhi, r, orng, tx0, ty0, iw, ih);
@@ -755,15 +757,19 @@ extern "C" __global__ void __launch_bounds__(256, CTX_MIN_BLOCKS) features_conte
         if (R < 0) return;
         const int* pp = pprog + cprog[4 * b + 2];
         int npairs = cprog[4 * b + 3];
-        int side = T + 2 * R;
+        // Rows of the shared tile are an odd number of words apart, and
+        // rows of the row results CTX_RP: a warp's runs, four columns
+        // apart along a row and spread over four rows, then meet every
+        // bank once.
+        int side = T + 2 * R, pitch = side | 1;
         // Shared memory: the quantised values, the values (for a range),
         // then the row results: Σq (int) and n << 50 | Σq² (long long),
         // or for a range the row minima and maxima (floats) in their place.
         int* q = (int*)smem;
-        float* fv = (float*)(q + side * side);
-        long long* re = smem + (side * side * (1 + values) + 1) / 2;
-        int* rs = (int*)(re + (T + 2 * R) * T);
-        float *rlo = (float*)re, *rhi = rlo + (T + 2 * R) * T;
+        float* fv = (float*)(q + side * pitch);
+        long long* re = smem + (side * pitch * (1 + values) + 1) / 2;
+        int* rs = (int*)(re + (T + 2 * R) * CTX_RP);
+        float *rlo = (float*)re, *rhi = rlo + (T + 2 * R) * CTX_RP;
         // The windows' program, read while the tile fills (a base's
         // windows, at most 15, fit the per-pixel program's space).
         for (int k = threadIdx.x; k < 4 * npairs && k < 5 * 64; k += blockDim.x) sprog[k] = pp[k];
@@ -771,12 +777,12 @@ extern "C" __global__ void __launch_bounds__(256, CTX_MIN_BLOCKS) features_conte
         const int* bp = bprog + 5 * b;
         bool gap = false;
         switch (bp[0]) {
-        case OP_BAND: gap = base_fill<OP_BAND>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
-        case OP_SHIFT: gap = base_fill<OP_SHIFT>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
-        case OP_ND: gap = base_fill<OP_ND>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
-        case OP_EVI: gap = base_fill<OP_EVI>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
-        case OP_SAVI: gap = base_fill<OP_SAVI>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
-        default: gap = base_fill<OP_BSI>(dn, bp, ph, w, h, bx, by, side, nodata, scale, offset, values, q, fv); break;
+        case OP_BAND: gap = base_fill<OP_BAND>(dn, bp, ph, w, h, bx, by, side, pitch, nodata, scale, offset, values, q, fv); break;
+        case OP_SHIFT: gap = base_fill<OP_SHIFT>(dn, bp, ph, w, h, bx, by, side, pitch, nodata, scale, offset, values, q, fv); break;
+        case OP_ND: gap = base_fill<OP_ND>(dn, bp, ph, w, h, bx, by, side, pitch, nodata, scale, offset, values, q, fv); break;
+        case OP_EVI: gap = base_fill<OP_EVI>(dn, bp, ph, w, h, bx, by, side, pitch, nodata, scale, offset, values, q, fv); break;
+        case OP_SAVI: gap = base_fill<OP_SAVI>(dn, bp, ph, w, h, bx, by, side, pitch, nodata, scale, offset, values, q, fv); break;
+        default: gap = base_fill<OP_BSI>(dn, bp, ph, w, h, bx, by, side, pitch, nodata, scale, offset, values, q, fv); break;
         }
         // Without a missing value in the shared tile every window is
         // whole: the sums need not count.
@@ -789,10 +795,10 @@ extern "C" __global__ void __launch_bounds__(256, CTX_MIN_BLOCKS) features_conte
             // their radius known when compiled; the rest take it as it
             // comes, with the same arithmetic.
             switch (r) {
-            case 1: window_pair<1>(q, fv, side, R, r, gap, om, os, orng, rs, re, rlo, rhi, tx0, ty0, iw, ih); break;
-            case 3: window_pair<3>(q, fv, side, R, r, gap, om, os, orng, rs, re, rlo, rhi, tx0, ty0, iw, ih); break;
-            case 7: window_pair<7>(q, fv, side, R, r, gap, om, os, orng, rs, re, rlo, rhi, tx0, ty0, iw, ih); break;
-            default: window_pair<0>(q, fv, side, R, r, gap, om, os, orng, rs, re, rlo, rhi, tx0, ty0, iw, ih); break;
+            case 1: window_pair<1>(q, fv, pitch, R, r, gap, om, os, orng, rs, re, rlo, rhi, tx0, ty0, iw, ih); break;
+            case 3: window_pair<3>(q, fv, pitch, R, r, gap, om, os, orng, rs, re, rlo, rhi, tx0, ty0, iw, ih); break;
+            case 7: window_pair<7>(q, fv, pitch, R, r, gap, om, os, orng, rs, re, rlo, rhi, tx0, ty0, iw, ih); break;
+            default: window_pair<0>(q, fv, pitch, R, r, gap, om, os, orng, rs, re, rlo, rhi, tx0, ty0, iw, ih); break;
             }
         }
     }
