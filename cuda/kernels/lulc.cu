@@ -353,8 +353,7 @@ extern "C" __global__ void context_cols(const long long* __restrict__ s, const l
 // (x0, y0)): nothing between the DNs read and the feature planes written
 // goes through device memory.
 //
-// A grid of (tiles across, tiles down, nbase + 1) blocks, taken in the
-// grid's order as a tile's nbase + 1 blocks one after another: block b <
+// A grid of (nbase + 1, tiles across, tiles down) blocks: block b <
 // nbase of a tile is base feature b (bprog: 5 ints, the operation and its
 // input planes). If cprog[4b] = R >= 0 (its largest radius; -1: the base
 // is left to context_rows and context_cols), the tile's base values with
@@ -745,13 +744,12 @@ extern "C" __global__ void __launch_bounds__(256, CTX_MIN_BLOCKS) features_conte
     // A tile's blocks, one per base (b < nbase: the base's windows) and
     // one for the per-pixel features (b = nbase), smaller than a tile's
     // whole pass so that the last wave of blocks is a small part of the
-    // kernel's time. They are consecutive in the grid's order, so that
-    // blocks of every kind run side by side (the per-pixel blocks wait on
-    // memory, the bases' on arithmetic) and a tile's DNs are read while
-    // the L2 cache holds them: 3-5 % faster than the grid's z index
-    // picking the base (measured, H100).
-    unsigned int L = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z), tile = L / gridDim.z;
-    int b = L % gridDim.z, tx0 = tile % gridDim.x * T, ty0 = tile / gridDim.x * T;
+    // kernel's time. The grid's x index picks the block of the tile, so
+    // a tile's blocks are consecutive in the grid's order: blocks of every
+    // kind run side by side (the per-pixel blocks wait on memory, the
+    // bases' on arithmetic) and a tile's DNs are read while the L2 cache
+    // holds them, 3-5 % faster than a base per z index (measured, H100).
+    int b = blockIdx.x, tx0 = blockIdx.y * T, ty0 = blockIdx.z * T;
     if (b < nbase) {
         int R = cprog[4 * b], values = cprog[4 * b + 1];
         if (R < 0) return;
