@@ -267,9 +267,8 @@ func TestMeanFloatPath(t *testing.T) {
 // odd count (cuda's ctx_mean_whole and ctx_std_whole): the mean as S ×
 // RN(2^-18/N) rounded to float32, and the std's quotient by two Markstein
 // corrections of √V × RN(2^-18/N) with N × 2^18, against Moments, for
-// every odd count a window can hold,
-// random sums and sums whose quotient lies next to a midpoint between
-// float32s.
+// every odd count a window can hold, on random sums and on sums whose
+// quotient lies next to a midpoint between float32s.
 func TestMomentsReciprocal(t *testing.T) {
 	r := rand.New(rand.NewPCG(63, 64))
 	// The device's steps (ctx_mean_whole, ctx_std_whole): the reciprocal

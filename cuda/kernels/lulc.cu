@@ -417,7 +417,6 @@ __device__ __forceinline__ float refl_of(unsigned int v, unsigned int nodata, fl
     return v == nodata ? NAN_F : r;
 }
 
-
 // base_values fills features_context's shared tile of a base of operation
 // OP, known when compiled (bp: its program), side x side from the block's
 // (bx, by): each value from its DNs (reflectance, then the operation, as
@@ -536,8 +535,8 @@ __device__ __forceinline__ void run_extremes(const float* vlo, const float* vhi,
 }
 
 // range_rows: the extremes along rows of features_context's values fv
-// (rows pitch apart, the tile's corner at (R, R)) over radius r, for the rows
-// rows of the windows of a tile, into rlo and rhi (rows x CTX_RP).
+// (rows pitch apart, the tile's corner at (R, R)) over radius r, for the
+// rows rows of the windows of a tile, into rlo and rhi (rows x CTX_RP).
 template <int G>
 __device__ __forceinline__ void range_rows(const float* fv, int pitch, int R, int r, int rows, float* rlo, float* rhi) {
     const int T = CONTEXT_TILE;
@@ -555,7 +554,7 @@ __device__ __forceinline__ void range_rows(const float* fv, int pitch, int R, in
 }
 
 // range_cols: the extremes down columns of the row extremes, max − min
-// into the feature plane of out of for the tile's inner pixels.
+// into feature plane of for the tile's inner pixels.
 template <int G>
 __device__ __forceinline__ void range_cols(const float* rlo, const float* rhi, int r, float* of, int tx0, int ty0, int iw,
                                            int ih) {
@@ -579,9 +578,9 @@ __device__ __forceinline__ void range_cols(const float* rlo, const float* rhi, i
 }
 
 // row_sums: the sums along rows of features_context's quantised values q
-// (rows pitch apart, the tile's corner at (R, R)) over radius r, for the rows
-// rows of the windows of a tile, into rs (Σq) and re (n << 50 | Σq²),
-// rows x CTX_RP: a thread runs along CTX_ROW_SEG columns, its
+// (rows pitch apart, the tile's corner at (R, R)) over radius r, for the
+// rows rows of the windows of a tile, into rs (Σq) and re (n << 50 |
+// Σq²), rows x CTX_RP: a thread runs along CTX_ROW_SEG columns, its
 // windows' sums running. GAPS: whether q may hold CTX_MISSING; without,
 // every window holds 2r + 1 values, and re holds Σq² alone.
 template <bool GAPS>
