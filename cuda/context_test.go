@@ -344,9 +344,8 @@ func TestGPUContextReport(t *testing.T) {
 		}
 		ranges = append(ranges, fmt.Sprintf("range(%s,7)", b))
 	}
-	ranged := defaultContext
 	r := rand.New(rand.NewPCG(5, 6))
-	def := append(slices.Clone(pixel), ranged...)
+	def := append(slices.Clone(pixel), defaultContext...)
 	for _, c := range []struct {
 		name  string
 		names []string
