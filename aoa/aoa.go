@@ -26,6 +26,7 @@ package aoa
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -103,8 +104,10 @@ type Sample struct {
 // least two folds) with nf features and the forest's importance per
 // feature. Samples with a missing (NaN) feature are left out; of the
 // rest, the maxPoints with the smallest keys are kept, in their order.
-// folds describes the fold rule for the record.
-func Build(samples []Sample, nf int, importance []float64, maxPoints int, folds string) (*Reference, error) {
+// folds describes the fold rule for the record. Once ctx is done (an
+// interrupt) the pairwise distances stop at their next row and Build
+// returns ctx's error.
+func Build(ctx context.Context, samples []Sample, nf int, importance []float64, maxPoints int, folds string) (*Reference, error) {
 	if len(importance) != nf {
 		return nil, fmt.Errorf("aoa: %d importances for %d features", len(importance), nf)
 	}
@@ -175,7 +178,10 @@ func Build(samples []Sample, nf int, importance []float64, maxPoints int, folds 
 		r.Transform(samples[i].X, r.Points[k*nf:(k+1)*nf])
 		fold[k] = samples[i].Fold
 	}
-	sum, cv := pairs(r.Points, nf, fold)
+	sum, cv := pairs(ctx, r.Points, nf, fold)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("aoa: %w", err)
+	}
 	r.MeanDistance = sum / (float64(n) * float64(n-1) / 2)
 	if !(r.MeanDistance > 0) {
 		return nil, errors.New("aoa: the training samples are all alike in the weighted features: no distance to measure by")
@@ -197,7 +203,7 @@ func Build(samples []Sample, nf int, importance []float64, maxPoints int, folds 
 // their distances (rows summed in order, then the rows' sums in order, so
 // the sum does not depend on scheduling) and each point's squared
 // distance to the nearest point of another fold (+Inf when none).
-func pairs(p []float64, nf int, fold []uint64) (float64, []float64) {
+func pairs(ctx context.Context, p []float64, nf int, fold []uint64) (float64, []float64) {
 	n := len(fold)
 	rows := make([]float64, n)
 	cv := make([]float64, n)
@@ -220,7 +226,7 @@ func pairs(p []float64, nf int, fold []uint64) (float64, []float64) {
 				i := row
 				row++
 				next.Unlock()
-				if i >= n {
+				if i >= n || ctx.Err() != nil {
 					return
 				}
 				pi := p[i*nf : (i+1)*nf]

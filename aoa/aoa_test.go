@@ -1,6 +1,7 @@
 package aoa
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -62,7 +63,7 @@ func naive(t *testing.T, r *Reference, fold []uint64) (meanDist float64, di []fl
 func TestBuildMatchesDefinition(t *testing.T) {
 	s := randomSamples(300, 5, 6, 1)
 	imp := []float64{0.4, 0.1, 0.3, -0.2, 0.2}
-	r, err := Build(s, 5, imp, 1000, "test folds")
+	r, err := Build(context.Background(), s, 5, imp, 1000, "test folds")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,17 +113,17 @@ func TestThresholdIsRType7Whisker(t *testing.T) {
 
 func TestBuildRefuses(t *testing.T) {
 	s := randomSamples(50, 3, 1, 2)
-	if _, err := Build(s, 3, []float64{1, 1, 1}, 100, "one fold"); err == nil {
+	if _, err := Build(context.Background(), s, 3, []float64{1, 1, 1}, 100, "one fold"); err == nil {
 		t.Error("one fold: no error")
 	}
 	same := make([]Sample, 10)
 	for i := range same {
 		same[i] = Sample{X: []float32{1, 2}, Fold: uint64(i)}
 	}
-	if _, err := Build(same, 2, []float64{1, 1}, 100, "alike"); err == nil {
+	if _, err := Build(context.Background(), same, 2, []float64{1, 1}, 100, "alike"); err == nil {
 		t.Error("identical samples: no error")
 	}
-	if _, err := Build(s, 3, []float64{1, 1}, 100, "x"); err == nil {
+	if _, err := Build(context.Background(), s, 3, []float64{1, 1}, 100, "x"); err == nil {
 		t.Error("wrong importance length: no error")
 	}
 }
@@ -130,7 +131,7 @@ func TestBuildRefuses(t *testing.T) {
 func TestCapKeepsSmallestKeysWhateverTheOrder(t *testing.T) {
 	s := randomSamples(500, 4, 5, 3)
 	s[7].X[2] = float32(math.NaN()) // left out before the cap
-	a, err := Build(s, 4, []float64{1, 2, 3, 4}, 100, "f")
+	a, err := Build(context.Background(), s, 4, []float64{1, 2, 3, 4}, 100, "f")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestCapKeepsSmallestKeysWhateverTheOrder(t *testing.T) {
 	// order, so compared as sets of rows).
 	rev := slices.Clone(s)
 	slices.Reverse(rev)
-	b, err := Build(rev, 4, []float64{1, 2, 3, 4}, 100, "f")
+	b, err := Build(context.Background(), rev, 4, []float64{1, 2, 3, 4}, 100, "f")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestCapKeepsSmallestKeysWhateverTheOrder(t *testing.T) {
 		}
 	}
 	// Reruns give the same bits.
-	c, _ := Build(s, 4, []float64{1, 2, 3, 4}, 100, "f")
+	c, _ := Build(context.Background(), s, 4, []float64{1, 2, 3, 4}, 100, "f")
 	if !slices.Equal(a.Points, c.Points) || a.MeanDistance != c.MeanDistance || a.Threshold != c.Threshold {
 		t.Error("rerun differs")
 	}
@@ -176,7 +177,7 @@ func TestKDTreeEqualsBruteForce(t *testing.T) {
 		if nf > 2 {
 			imp[1] = 0 // a dimension the tree leaves out
 		}
-		r, err := Build(s, nf, imp, 20000, "f")
+		r, err := Build(context.Background(), s, nf, imp, 20000, "f")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +210,7 @@ func TestKDTreeEqualsBruteForce(t *testing.T) {
 
 func TestNaNFeatureHasNoDI(t *testing.T) {
 	s := randomSamples(100, 3, 4, 5)
-	r, err := Build(s, 3, []float64{1, 1, 1}, 100, "f")
+	r, err := Build(context.Background(), s, 3, []float64{1, 1, 1}, 100, "f")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func BenchmarkNearest(b *testing.B) {
 		for f := range imp {
 			imp[f] = 1
 		}
-		r, err := Build(s, nf, imp, 20000, "f")
+		r, err := Build(context.Background(), s, nf, imp, 20000, "f")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -308,7 +309,7 @@ func BenchmarkBuild20k(b *testing.B) {
 		imp[f] = float64(1 + f%5)
 	}
 	for b.Loop() {
-		if _, err := Build(s, 20, imp, DefaultMaxPoints, "f"); err != nil {
+		if _, err := Build(context.Background(), s, 20, imp, DefaultMaxPoints, "f"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -325,7 +326,7 @@ func BenchmarkMapWindow(b *testing.B) {
 		for f := range imp {
 			imp[f] = float64(1 + f%5)
 		}
-		r, err := Build(s, nf, imp, DefaultMaxPoints, "f")
+		r, err := Build(context.Background(), s, nf, imp, DefaultMaxPoints, "f")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package baseline
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -74,7 +75,7 @@ func BenchmarkVsGolearn(b *testing.B) {
 				bins, _ = forest.QuantileBins(xt, nf, p.Bins, 200_000, p.Seed)
 				xb, _ := bins.Bin(xt, nf)
 				var err error
-				if f, err = forest.Train(xb, yt, k, p, 0); err != nil {
+				if f, err = forest.Train(context.Background(), xb, yt, k, p, 0); err != nil {
 					b.Fatal(err)
 				}
 			}

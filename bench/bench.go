@@ -503,7 +503,7 @@ func runOnce(ctx context.Context, engine string, icfg pipeline.IngestConfig, tcf
 	t0 = time.Now()
 	var oa float64
 	for _, t := range pr.Tiles {
-		ev, err := pipeline.Evaluate(t.Class, filepath.Join(stack, t.Tile, "labels.tif"), pipeline.DefaultEvaluateConfig(), sub(dir+"/evaluate-"+t.Tile))
+		ev, err := pipeline.Evaluate(ctx, t.Class, filepath.Join(stack, t.Tile, "labels.tif"), pipeline.DefaultEvaluateConfig(), sub(dir+"/evaluate-"+t.Tile))
 		if err != nil {
 			return nil, err
 		}

@@ -137,7 +137,7 @@ func Forest(ctx context.Context, bc ForestConfig, cfg pipeline.TrainConfig, comm
 	if err != nil {
 		return nil, err
 	}
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, "forest bench")
+	stage, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "forest bench")
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +271,7 @@ func (fr *forestRun) size(ctx context.Context, x []float32, y []uint8) ([]Forest
 			if err := binOnce(); err != nil {
 				return nil, err
 			}
-			if forests[e], err = fr.ours(e, bins, binned, y, &fit); fit.Skipped == "" {
+			if forests[e], err = fr.ours(ctx, e, bins, binned, y, &fit); fit.Skipped == "" {
 				fit.BinSec = binSec
 			}
 		case "golearn":
@@ -316,7 +316,7 @@ func (fr *forestRun) size(ctx context.Context, x []float32, y []uint8) ([]Forest
 // rows, binning included: on the first device for the GPU, on all cores
 // for the CPU. A fit that fails is recorded as skipped; the error
 // returned is a prediction's.
-func (fr *forestRun) ours(e string, bins *forest.Bins, binned *forest.Binned, y []uint8, fit *ForestFit) (*forest.Forest, error) {
+func (fr *forestRun) ours(ctx context.Context, e string, bins *forest.Bins, binned *forest.Binned, y []uint8, fit *ForestFit) (*forest.Forest, error) {
 	devs := fr.opt.GPUs
 	if e == "gpu1" {
 		devs = devs[:min(1, len(devs))]
@@ -334,11 +334,14 @@ func (fr *forestRun) ours(e string, bins *forest.Bins, binned *forest.Binned, y 
 	var err error
 	if e != "cpu" {
 		fit.GPUs = len(devs)
-		f, err = cuda.Train(devs, binned, y, fr.classes, fr.cfg.Forest, func(format string, args ...any) {
+		f, err = cuda.Train(ctx, devs, binned, y, fr.classes, fr.cfg.Forest, func(format string, args ...any) {
 			fr.opt.Log.Info(fmt.Sprintf(format, args...))
 		})
 	} else {
-		f, err = forest.Train(binned, y, fr.classes, fr.cfg.Forest, fr.opt.Workers)
+		f, err = forest.Train(ctx, binned, y, fr.classes, fr.cfg.Forest, fr.opt.Workers)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
 	if err != nil {
 		fit.Skipped = err.Error()

@@ -451,7 +451,7 @@ func TemporalReal(ctx context.Context, c TemporalRealConfig, command string, opt
 	if err != nil {
 		return nil, fmt.Errorf("temporal-real: %w", err)
 	}
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, "temporal-real bench")
+	stage, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "temporal-real bench")
 	if err != nil {
 		return nil, err
 	}
@@ -707,7 +707,7 @@ func lulcFold(xtr []float32, ytr []uint8, xte []float32, nf, classes int, p fore
 	if err != nil {
 		return nil, err
 	}
-	f, err := forest.Train(bt, ytr, classes, p, 0)
+	f, err := forest.Train(context.Background(), bt, ytr, classes, p, 0)
 	if err != nil {
 		return nil, err
 	}

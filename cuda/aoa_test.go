@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -79,7 +80,7 @@ func TestAOABitExact(t *testing.T) {
 		for f := range imp {
 			imp[f] = float64(1 + f%3)
 		}
-		ref, err := aoa.Build(s, nf, imp, 1000, "test")
+		ref, err := aoa.Build(context.Background(), s, nf, imp, 1000, "test")
 		if err != nil {
 			t.Fatal(err)
 		}

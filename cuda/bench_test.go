@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -208,7 +209,7 @@ func TestGPUReport(t *testing.T) {
 	bins, _ := forest.QuantileBins(xt[:200_000*nf], nf, p.Bins, 200_000, p.Seed)
 	xb, _ := bins.Bin(xt[:200_000*nf], nf)
 	t0 := time.Now()
-	fo, err := forest.Train(xb, yt[:200_000], k, p, 0)
+	fo, err := forest.Train(context.Background(), xb, yt[:200_000], k, p, 0)
 	must(t, err)
 	nodes, depth := fo.Nodes()
 	fmt.Printf("forest: trained in %.1f s on %d cores, %d nodes (%d per tree), depth %d\n", time.Since(t0).Seconds(), runtime.NumCPU(), nodes, nodes/p.Trees, depth)

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -280,7 +281,7 @@ func fitForest(t *testing.T, x []float32, y []uint8, nf, k int, p forest.Params)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fo, err := forest.Train(xb, y, k, p, 0)
+	fo, err := forest.Train(context.Background(), xb, y, k, p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -34,8 +35,9 @@ var maxBatch = 0
 // nothing), and the forest lists them in id order. On each device trees
 // are grown level by level in batches as large as its memory allows;
 // logf (may be nil) hears about batching and about retries after running
-// out of memory.
-func Train(devs []*Device, x *forest.Binned, y []uint8, classes int, p forest.Params, logf func(format string, args ...any)) (*forest.Forest, error) {
+// out of memory. Once ctx is done (an interrupt) every device stops before
+// its next tree level and Train returns ctx's error.
+func Train(ctx context.Context, devs []*Device, x *forest.Binned, y []uint8, classes int, p forest.Params, logf func(format string, args ...any)) (*forest.Forest, error) {
 	if len(devs) == 0 {
 		return nil, errors.New("gpu train: no device")
 	}
@@ -63,10 +65,13 @@ func Train(devs []*Device, x *forest.Binned, y []uint8, classes int, p forest.Pa
 			ids = append(ids, uint64(t))
 		}
 		wg.Go(func() {
-			trees[k], imp[k], errs[k] = trainOn(devs[k], x, y, classes, nbins, p, ids, logf)
+			trees[k], imp[k], errs[k] = trainOn(ctx, devs[k], x, y, classes, nbins, p, ids, logf)
 		})
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("gpu train: %w", err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -74,7 +79,7 @@ func Train(devs []*Device, x *forest.Binned, y []uint8, classes int, p forest.Pa
 }
 
 // trainOn grows the trees ids on one device.
-func trainOn(dev *Device, x *forest.Binned, y []uint8, classes, nbins int, p forest.Params, ids []uint64, logf func(format string, args ...any)) ([]forest.Tree, [][]float64, error) {
+func trainOn(ctx context.Context, dev *Device, x *forest.Binned, y []uint8, classes, nbins int, p forest.Params, ids []uint64, logf func(format string, args ...any)) ([]forest.Tree, [][]float64, error) {
 	e := &engine{dev: dev, x: x, classes: classes, p: p, mtry: p.Mtry(x.F), nbins: nbins, mem: pool{},
 		profile: os.Getenv("LULC_TRAIN_PROFILE") == "1", prof: map[string]time.Duration{}}
 	if err := dev.Do(func() error {
@@ -114,7 +119,7 @@ func trainOn(dev *Device, x *forest.Binned, y []uint8, classes, nbins int, p for
 	imp := make([][]float64, 0, len(ids))
 	for t0 := 0; t0 < len(ids); {
 		n := min(batch, len(ids)-t0)
-		tr, ti, err := forest.Grow(e, ids[t0:t0+n], classes, x.F, p)
+		tr, ti, err := forest.Grow(ctx, e, ids[t0:t0+n], classes, x.F, p)
 		if err != nil {
 			if errors.Is(err, ErrorOutOfMemory) && n > 1 {
 				batch = n / 2

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -92,14 +93,14 @@ func TestTrainSameModel(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("n%d_f%d_k%d_d%d", c.n, c.nf, c.k, c.p.MaxDepth), func(t *testing.T) {
 			xb, b, y := blobs(c.n, c.nf, c.k, c.bins, c.p.Seed)
-			cpu, err := forest.Train(xb, y, c.k, c.p, 0)
+			cpu, err := forest.Train(context.Background(), xb, y, c.k, c.p, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer func(m int) { maxBatch = m }(maxBatch)
 			maxBatch = c.batch
 			before, _ := DeviceMemory()
-			g, err := Train([]*Device{d}, xb, y, c.k, c.p, t.Logf)
+			g, err := Train(context.Background(), []*Device{d}, xb, y, c.k, c.p, t.Logf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,13 +176,13 @@ func TestTrainSeveralDevices(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("trees%d_batch%d", c.p.Trees, c.batch), func(t *testing.T) {
 			xb, b, y := blobs(c.n, c.nf, c.k, c.p.Bins, c.p.Seed)
-			cpu, err := forest.Train(xb, y, c.k, c.p, 0)
+			cpu, err := forest.Train(context.Background(), xb, y, c.k, c.p, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer func(m int) { maxBatch = m }(maxBatch)
 			maxBatch = c.batch
-			g, err := Train(devs, xb, y, c.k, c.p, t.Logf)
+			g, err := Train(context.Background(), devs, xb, y, c.k, c.p, t.Logf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,7 +191,7 @@ func TestTrainSeveralDevices(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Train(nil, &forest.Binned{N: 1, F: 1, Codes: []uint8{0}}, []uint8{0}, 1, forest.Params{Trees: 1, MaxDepth: 1, MinSamplesLeaf: 1, Bins: 2}, nil); err == nil {
+	if _, err := Train(context.Background(), nil, &forest.Binned{N: 1, F: 1, Codes: []uint8{0}}, []uint8{0}, 1, forest.Params{Trees: 1, MaxDepth: 1, MinSamplesLeaf: 1, Bins: 2}, nil); err == nil {
 		t.Error("training on no device: no error")
 	}
 }
@@ -225,7 +226,7 @@ func TestGPUTrainSpeed(t *testing.T) {
 	for _, n := range sizes {
 		xb, _, y := blobs(n, 16, 11, 128, 9)
 		t0 := time.Now()
-		g, err := Train([]*Device{d}, xb, y, 11, p, t.Logf)
+		g, err := Train(context.Background(), []*Device{d}, xb, y, 11, p, t.Logf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +235,7 @@ func TestGPUTrainSpeed(t *testing.T) {
 		fmt.Printf("train %d×16: gpu %.2f s (%d nodes)", n, gs, nodes)
 		if n <= cpuMax {
 			t0 = time.Now()
-			c, err := forest.Train(xb, y, 11, p, 0)
+			c, err := forest.Train(context.Background(), xb, y, 11, p, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -278,7 +279,7 @@ func TestGPUTrainLarge(t *testing.T) {
 	p := forest.Params{Trees: 100, MaxDepth: 16, MinSamplesLeaf: 1, Bins: 128, Bootstrap: true, Seed: 1}
 	ResetPeakMemory()
 	t0 := time.Now()
-	f, err := Train([]*Device{d}, x, y, k, p, t.Logf)
+	f, err := Train(context.Background(), []*Device{d}, x, y, k, p, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

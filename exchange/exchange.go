@@ -21,6 +21,7 @@ package exchange
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -120,8 +121,10 @@ func readAll(p string) ([]byte, error) {
 // same files (a task kept from an earlier run) nothing is written.
 // Otherwise the old commit is removed first, the files uploaded, the
 // objects only the old commit listed removed, and the new commit written
-// last.
-func Push(dir, url string, log *slog.Logger) (Commit, error) {
+// last. Once ctx is done (an interrupt) Push stops before its next object
+// and never writes the commit: the prefix then holds no commit, which
+// readers take for unfinished, and a rerun uploads again.
+func Push(ctx context.Context, dir, url string, log *slog.Logger) (Commit, error) {
 	if err := Check(url); err != nil {
 		return Commit{}, err
 	}
@@ -141,7 +144,11 @@ func Push(dir, url string, log *slog.Logger) (Commit, error) {
 	if err := raster.Remove(vsi(Join(url, CommitFile))); err != nil {
 		return c, err
 	}
+	log.Debug("uploading", "url", url, "files", len(c.Files))
 	for _, f := range c.Files {
+		if err := ctx.Err(); err != nil {
+			return c, fmt.Errorf("push %s: interrupted, nothing committed: %w", url, err)
+		}
 		if err := upload(filepath.Join(dir, filepath.FromSlash(f.Name)), Join(url, f.Name), f); err != nil {
 			return c, err
 		}
@@ -152,6 +159,9 @@ func Push(dir, url string, log *slog.Logger) (Commit, error) {
 				return c, err
 			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return c, fmt.Errorf("push %s: interrupted, nothing committed: %w", url, err)
 	}
 	body, _ := json.MarshalIndent(c, "", "  ")
 	if err := writeObject(Join(url, CommitFile), bytes.NewReader(append(body, '\n'))); err != nil {

@@ -1,6 +1,7 @@
 package forest
 
 import (
+	"context"
 	"fmt"
 	"testing"
 )
@@ -21,7 +22,7 @@ func BenchmarkTrain(b *testing.B) {
 			var f *Forest
 			for b.Loop() {
 				var err error
-				if f, err = Train(xb, y[:n], k, p, 0); err != nil {
+				if f, err = Train(context.Background(), xb, y[:n], k, p, 0); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -47,7 +48,7 @@ func BenchmarkModelDecode(b *testing.B) {
 	p := Params{Trees: 100, MaxDepth: 16, MinSamplesLeaf: 1, Bins: 128, Bootstrap: true, Seed: 1}
 	bins, _ := QuantileBins(x, nf, p.Bins, 200_000, p.Seed)
 	xb, _ := bins.Bin(x, nf)
-	f, err := Train(xb, y, k, p, 0)
+	f, err := Train(context.Background(), xb, y, k, p, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func BenchmarkClassify(b *testing.B) {
 	p := Params{Trees: 100, MaxDepth: 16, MinSamplesLeaf: 1, Bins: 128, Bootstrap: true, Seed: 1}
 	bins, _ := QuantileBins(x[:100_000*nf], nf, p.Bins, 200_000, p.Seed)
 	xb, _ := bins.Bin(x[:100_000*nf], nf)
-	f, err := Train(xb, y[:100_000], k, p, 0)
+	f, err := Train(context.Background(), xb, y[:100_000], k, p, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

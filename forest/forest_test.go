@@ -1,6 +1,7 @@
 package forest
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -43,7 +44,7 @@ func fit(t *testing.T, x []float32, y []uint8, nf, k int, p Params, workers int)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := Train(xb, y, k, p, workers)
+	f, err := Train(context.Background(), xb, y, k, p, workers)
 	if err != nil {
 		t.Fatal(err)
 	}

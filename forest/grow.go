@@ -1,6 +1,7 @@
 package forest
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"slices"
@@ -58,8 +59,9 @@ type pending struct {
 // Grow grows the trees numbered trees (one batch) with e; it returns them
 // with their impurity decrease per feature. The host's share of the work
 // (decisions, feature draws, tree arrays) runs in parallel over the
-// batch's trees; the result does not depend on it.
-func Grow(e Engine, trees []uint64, classes, features int, p Params) ([]Tree, [][]float64, error) {
+// batch's trees; the result does not depend on it. Grow checks ctx before
+// each level, so that an interrupt stops a fit within one level's work.
+func Grow(ctx context.Context, e Engine, trees []uint64, classes, features int, p Params) ([]Tree, [][]float64, error) {
 	if err := p.Validate(features); err != nil {
 		return nil, nil, err
 	}
@@ -76,6 +78,9 @@ func Grow(e Engine, trees []uint64, classes, features int, p Params) ([]Tree, []
 	}
 	workers := min(len(trees), runtime.GOMAXPROCS(0))
 	for len(level) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, fmt.Errorf("grow: %w", err)
+		}
 		// A level lists its nodes tree by tree (children follow their
 		// parents' order), so it cuts into per-tree segments that workers
 		// handle apart and that join back in order.

@@ -1,6 +1,7 @@
 package forest
 
 import (
+	"context"
 	"reflect"
 	"testing"
 )
@@ -60,7 +61,7 @@ func TestGrowBatch(t *testing.T) {
 		ids[k] = uint64(k)
 		m.gs = append(m.gs, newGrower(xb, y, 5, p))
 	}
-	trees, imp, err := Grow(m, ids, 5, 7, p)
+	trees, imp, err := Grow(context.Background(), m, ids, 5, 7, p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package forest
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"reflect"
 	"strings"
@@ -17,7 +18,7 @@ func smallModel(t testing.TB) *Model {
 	p := Params{Trees: 4, MaxDepth: 5, MinSamplesLeaf: 2, Bins: 32, Bootstrap: true, Seed: 9}
 	b, _ := QuantileBins(x, nf, p.Bins, 1000, p.Seed)
 	xb, _ := b.Bin(x, nf)
-	f, err := Train(xb, y, k, p, 2)
+	f, err := Train(context.Background(), xb, y, k, p, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestModelAOARoundTrip(t *testing.T) {
 	for i := range 300 {
 		s = append(s, aoa.Sample{X: x[i*3 : (i+1)*3], Fold: uint64(i % 5), Key: uint64(i * 7919 % 300)})
 	}
-	ref, err := aoa.Build(s, 3, m.Forest.Importance, 200, "test")
+	ref, err := aoa.Build(context.Background(), s, 3, m.Forest.Importance, 200, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package forest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -69,8 +70,9 @@ type Forest struct {
 
 // Train fits a forest to a binned matrix and class indices y (0…classes−1)
 // using up to workers goroutines (0: all CPUs). The result depends only on
-// the data and p, not on workers.
-func Train(x *Binned, y []uint8, classes int, p Params, workers int) (*Forest, error) {
+// the data and p, not on workers. Once ctx is done (an interrupt) the
+// workers stop at their next tree level and Train returns ctx's error.
+func Train(ctx context.Context, x *Binned, y []uint8, classes int, p Params, workers int) (*Forest, error) {
 	if err := CheckData(x, y, classes, p); err != nil {
 		return nil, err
 	}
@@ -87,10 +89,10 @@ func Train(x *Binned, y []uint8, classes int, p Params, workers int) (*Forest, e
 			g := newGrower(x, y, classes, p)
 			for {
 				t := int(next.Add(1) - 1)
-				if t >= p.Trees {
+				if t >= p.Trees || ctx.Err() != nil {
 					return
 				}
-				tr, ti, err := Grow(g, []uint64{uint64(t)}, classes, x.F, p)
+				tr, ti, err := Grow(ctx, g, []uint64{uint64(t)}, classes, x.F, p)
 				if err != nil {
 					errs[t] = err
 					continue
@@ -100,6 +102,9 @@ func Train(x *Binned, y []uint8, classes int, p Params, workers int) (*Forest, e
 		})
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("forest: %w", err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

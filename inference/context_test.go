@@ -82,7 +82,7 @@ func TestContextWindowsAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := forest.Params{Trees: 9, MaxDepth: 24, MinSamplesLeaf: 1, Bins: 255, Bootstrap: true, Seed: 1}
-	fo, err := forest.Train(xb, y, 2, p, 2)
+	fo, err := forest.Train(context.Background(), xb, y, 2, p, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestContextWindowsAgree(t *testing.T) {
 	}
 	cls := make([]uint8, w*h)
 	conf := make([]float32, w*h)
-	if err := NewCPU(m).Predict(feats, valid, cls, conf); err != nil {
+	if err := NewCPU(m).Predict(context.Background(), feats, valid, cls, conf); err != nil {
 		t.Fatal(err)
 	}
 	codes := []uint8{10, 20}

@@ -27,9 +27,10 @@ import (
 
 // Predictor classifies feature planes: feats[f][i] for n pixels; it writes
 // class indices into cls and the winning probability into conf. Pixels
-// marked missing (valid[i] false) are skipped.
+// marked missing (valid[i] false) are skipped. Once ctx is done (an
+// interrupt) Predict may stop early and return ctx's error.
 type Predictor interface {
-	Predict(feats [][]float32, valid []bool, cls []uint8, conf []float32) error
+	Predict(ctx context.Context, feats [][]float32, valid []bool, cls []uint8, conf []float32) error
 }
 
 // CPU predicts with the model's forest in Go.
@@ -41,11 +42,37 @@ type CPU struct {
 // NewCPU packs the model's forest for prediction once.
 func NewCPU(m *forest.Model) *CPU { return &CPU{Model: m, compiled: m.Forest.Compile()} }
 
+// cpuBand is how many rows the CPU predictor walks between looks at its
+// context: a second or less of one core's walk, so that an interrupt
+// stops a window's prediction promptly; many of the forest's 4096-row
+// chunks, so that every core still has work.
+const cpuBand = 1 << 16
+
 // Predict implements Predictor: it bins the planes with the model's edges
 // (the planes are already the column-major layout the forest walks) and
-// averages tree probabilities.
-func (p *CPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float32) error {
+// averages tree probabilities, band of rows by band, stopping between
+// bands once ctx is done.
+func (p *CPU) Predict(ctx context.Context, feats [][]float32, valid []bool, cls []uint8, conf []float32) error {
 	n := len(valid)
+	for lo := 0; lo < n; lo += cpuBand {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hi := min(n, lo+cpuBand)
+		band := make([][]float32, len(feats))
+		for f, plane := range feats {
+			band[f] = plane[lo:hi]
+		}
+		if err := p.predict(band, cls[lo:hi], conf[lo:hi]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// predict classifies every row of feats.
+func (p *CPU) predict(feats [][]float32, cls []uint8, conf []float32) error {
+	n := len(cls)
 	m := p.Model
 	xb := &forest.Binned{N: n, F: len(feats), Codes: make([]uint8, n*len(feats))}
 	for f, plane := range feats {
@@ -134,8 +161,12 @@ func (p *GPUDN) PredictDN(dn [][]uint16, rect features.Rect, scale, offset float
 // Close frees the forest on the device.
 func (p *GPU) Close() { p.p.Close() }
 
-// Predict implements Predictor.
-func (p *GPU) Predict(feats [][]float32, valid []bool, cls []uint8, conf []float32) error {
+// Predict implements Predictor. A window's walk on the device takes
+// milliseconds: ctx is looked at only before it.
+func (p *GPU) Predict(ctx context.Context, feats [][]float32, valid []bool, cls []uint8, conf []float32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	return p.p.Predict(feats, cls, conf)
 }
 
@@ -249,7 +280,7 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 				comp = t.Features
 			}
 			for w := range read {
-				featSec, predSec, err := t.classify(&w, comp, pred, len(set.Features), &bufs)
+				featSec, predSec, err := t.classify(ctx, &w, comp, pred, len(set.Features), &bufs)
 				if err != nil {
 					fail(err)
 					return
@@ -304,7 +335,7 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 // classify computes a window's features and predictions and turns them
 // into class codes and confidence percentages (0 where the window has no
 // valid pixel). It returns the time each step took.
-func (t Tile) classify(w *window, comp features.Computer, pred Predictor, nf int, bufs *buffers) (time.Duration, time.Duration, error) {
+func (t Tile) classify(ctx context.Context, w *window, comp features.Computer, pred Predictor, nf int, bufs *buffers) (time.Duration, time.Duration, error) {
 	n := len(w.valid)
 	t0 := time.Now()
 	cls := bufs.bytes.Get(n)
@@ -319,6 +350,9 @@ func (t Tile) classify(w *window, comp features.Computer, pred Predictor, nf int
 			if err := t.Sink.DN(w.x, w.y, w.g.Width, w.g.Height, w.dn, w.rect, float32(t.Scale), float32(t.Offset)); err != nil {
 				return 0, 0, err
 			}
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
 		}
 		if err := dp.PredictDN(w.dn, w.rect, float32(t.Scale), float32(t.Offset), cls, conf); err != nil {
 			return 0, 0, err
@@ -341,7 +375,7 @@ func (t Tile) classify(w *window, comp features.Computer, pred Predictor, nf int
 			}
 		}
 		t1 = time.Now()
-		if err := pred.Predict(feats, w.valid, cls, conf); err != nil {
+		if err := pred.Predict(ctx, feats, w.valid, cls, conf); err != nil {
 			return 0, 0, err
 		}
 	}

@@ -42,7 +42,7 @@ func testModel(t *testing.T) (*forest.Model, []float32, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fo, err := forest.Train(xb, y, k, p, 0)
+	fo, err := forest.Train(context.Background(), xb, y, k, p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

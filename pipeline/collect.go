@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -44,7 +45,7 @@ type CollectTile struct {
 // UTM zones share no grid; where tiles overlap, the later in name order
 // wins), and the job's report. A missing task or a damaged tile fails it,
 // naming each and how to redo it.
-func Collect(out string, opt Options) (CollectResult, error) {
+func Collect(ctx context.Context, out string, opt Options) (CollectResult, error) {
 	opt.Fill()
 	shards, count, err := listShards(out)
 	if err != nil {
@@ -101,7 +102,7 @@ func Collect(out string, opt Options) (CollectResult, error) {
 	}
 	slices.SortFunc(tiles, func(a, b CollectTile) int { return strings.Compare(a.Tile, b.Tile) })
 
-	stage, err := atomicfs.Begin(filepath.Join(out, CollectDir), true, opt.BreakLock, "collect "+job)
+	stage, err := atomicfs.Begin(ctx, filepath.Join(out, CollectDir), true, opt.BreakLock, "collect "+job)
 	if err != nil {
 		return CollectResult{}, err
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -159,18 +160,19 @@ func (e engine) predictor(set *features.Set, model *forest.Model) (features.Comp
 	return comp, gp, func() { gp.Close(); closeComp() }, nil
 }
 
-// fit grows the forest on binned samples.
-func (e engine) fit(xb *forest.Binned, y []uint8, classes int, p forest.Params, logf func(string, ...any)) (*forest.Forest, error) {
+// fit grows the forest on binned samples; an interrupt (ctx done) stops
+// it within a tree level.
+func (e engine) fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, logf func(string, ...any)) (*forest.Forest, error) {
 	if e.gpu != nil {
-		return cuda.Train(e.gpus, xb, y, classes, p, logf)
+		return cuda.Train(ctx, e.gpus, xb, y, classes, p, logf)
 	}
-	return forest.Train(xb, y, classes, p, e.workers)
+	return forest.Train(ctx, xb, y, classes, p, e.workers)
 }
 
 // classify predicts the class index of every row of x (nf features a row):
 // on the device, or on every worker. Both bin with the model's edges and
 // give the classes the forest's own Classify gives.
-func (e engine) classify(model *forest.Model, x []float32, nf int) ([]uint8, error) {
+func (e engine) classify(ctx context.Context, model *forest.Model, x []float32, nf int) ([]uint8, error) {
 	n := len(x) / nf
 	planes := features.Columns(x, nf)
 	cls, conf, valid := make([]uint8, n), make([]float32, n), make([]bool, n)
@@ -183,7 +185,7 @@ func (e engine) classify(model *forest.Model, x []float32, nf int) ([]uint8, err
 			return nil, err
 		}
 		defer g.Close()
-		return cls, g.Predict(planes, valid, cls, conf)
+		return cls, g.Predict(ctx, planes, valid, cls, conf)
 	}
 	cpu := inference.NewCPU(model)
 	parts := max(1, min(e.workers, n/4096))
@@ -196,7 +198,7 @@ func (e engine) classify(model *forest.Model, x []float32, nf int) ([]uint8, err
 			for f := range sub {
 				sub[f] = planes[f][lo:hi]
 			}
-			errs[p] = cpu.Predict(sub, valid[lo:hi], cls[lo:hi], conf[lo:hi])
+			errs[p] = cpu.Predict(ctx, sub, valid[lo:hi], cls[lo:hi], conf[lo:hi])
 		})
 	}
 	wg.Wait()

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -52,7 +53,7 @@ func DefaultEvaluateConfig() EvaluateConfig {
 // names), else WorldCover's. Pixels where either side is 0 or a code
 // outside the classes are left out. It writes metrics.json and
 // confusion.png into opt.Out.
-func Evaluate(prediction, labels string, ec EvaluateConfig, opt Options) (EvaluateResult, error) {
+func Evaluate(ctx context.Context, prediction, labels string, ec EvaluateConfig, opt Options) (EvaluateResult, error) {
 	opt.Fill()
 	alg := ec.Resampling
 	if err := atomicfs.CheckInputs(opt.Out, append([]string{prediction, labels}, opt.Inputs...)...); err != nil {
@@ -117,7 +118,7 @@ func Evaluate(prediction, labels string, ec EvaluateConfig, opt Options) (Evalua
 	for _, c := range scheme.Classes {
 		res.Names = append(res.Names, c.Name)
 	}
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, fmt.Sprintf("evaluate %s %s %s", prediction, labels, alg))
+	stage, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, fmt.Sprintf("evaluate %s %s %s", prediction, labels, alg))
 	if err != nil {
 		return res, err
 	}

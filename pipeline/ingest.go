@@ -156,7 +156,7 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 	if err != nil {
 		return IngestResult{}, err
 	}
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, "ingest "+cfg.Hash())
+	stage, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "ingest "+cfg.Hash())
 	if err != nil {
 		return IngestResult{}, err
 	}
@@ -755,6 +755,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 		defer func() { job.readNs.Add(int64(job.ahead.close())) }()
 	}
 	tileStart := time.Now()
+	var done atomic.Int64
 	return job, eachWindow(ctx, plan.windows, opt.Workers, func() (func(raster.Grid) error, func(), error) {
 		// Each worker keeps its own GDAL handles, opened on first use; the
 		// CRS of each source is read by the first worker to open it.
@@ -780,6 +781,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 		mbps := float64(job.decoded.Load()) / 1e6 / time.Since(tileStart).Seconds()
 		bar.Describe(fmt.Sprintf("ingest %s: %d dates, %.0f MB/s decoded, windows", plan.tile, len(plan.dates), mbps))
 		bar.Add(1)
+		opt.Log.Debug("window composited", "tile", plan.tile, "done", done.Add(1), "of", len(plan.windows))
 	})
 }
 

@@ -167,7 +167,7 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 		}
 		key += fmt.Sprintf(" %x", sha(raw))
 	}
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, key)
+	stage, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, key)
 	if err != nil {
 		return PredictResult{}, err
 	}

@@ -154,7 +154,7 @@ func TestPredictMatchesForest(t *testing.T) {
 	}
 
 	// Evaluate against the stack's labels: the forest was trained on them.
-	ev, err := Evaluate(filepath.Join(out, "31TEJ", ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), DefaultEvaluateConfig(), Options{Out: filepath.Join(t.TempDir(), "ev")})
+	ev, err := Evaluate(context.Background(), filepath.Join(out, "31TEJ", ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), DefaultEvaluateConfig(), Options{Out: filepath.Join(t.TempDir(), "ev")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestPredictRealTerraMind(t *testing.T) {
 	}
 	res, out := predict(t, PredictConfig{Model: filepath.Join(run, ModelFile), Input: stack})
 	for i, tile := range res.Tiles {
-		ev, err := Evaluate(filepath.Join(out, tile.Tile, ClassFile), cfg.Input.Rasters[i].Labels, EvaluateConfig{Resampling: "nearest", SamplePerClass: 1000, Seed: 1}, Options{Out: filepath.Join(t.TempDir(), "ev")})
+		ev, err := Evaluate(context.Background(), filepath.Join(out, tile.Tile, ClassFile), cfg.Input.Rasters[i].Labels, EvaluateConfig{Resampling: "nearest", SamplePerClass: 1000, Seed: 1}, Options{Out: filepath.Join(t.TempDir(), "ev")})
 		if err != nil {
 			t.Fatal(err)
 		}

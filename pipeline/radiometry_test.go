@@ -96,7 +96,7 @@ func TestRadiometryOffsetNoticed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ev, err := Evaluate(filepath.Join(out, applyPair.Tile, ClassFile), applyPair.Labels, EvaluateConfig{Resampling: "nearest", Seed: 1}, Options{Out: filepath.Join(t.TempDir(), "ev")})
+			ev, err := Evaluate(context.Background(), filepath.Join(out, applyPair.Tile, ClassFile), applyPair.Labels, EvaluateConfig{Resampling: "nearest", Seed: 1}, Options{Out: filepath.Join(t.TempDir(), "ev")})
 			if err != nil {
 				t.Fatal(err)
 			}

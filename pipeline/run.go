@@ -138,6 +138,11 @@ type Job struct {
 	// draw (DrawFile), which lulc train merges with the other tasks'; it
 	// trains and maps nothing. "" is the whole job.
 	Phase string
+	// KeepFinished keeps a complete, intact output of this same job at
+	// the output path instead of refusing it, as an array task's is kept:
+	// for an output that stands in for an object-storage prefix, where a
+	// run that finished but was interrupted while it uploaded leaves one.
+	KeepFinished bool
 }
 
 // modelHref is how the outputs name the given model.
@@ -318,6 +323,8 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	all := tiles
 	if job.Shard.Count > 0 {
 		tiles = job.shardTiles(tiles, opt)
+	}
+	if job.Shard.Count > 0 || job.KeepFinished {
 		// An array task may run again after it finished (a retry, a
 		// requeue): a complete, intact output of the same task is kept.
 		if !opt.Force {
@@ -328,7 +335,7 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 			opt.Force = atomicfs.Exists(opt.Out)
 		}
 	}
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, "run "+hash)
+	stage, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "run "+hash)
 	if err != nil {
 		return RunResult{}, err
 	}
@@ -394,7 +401,9 @@ func completedTask(dir, hash, phase string, all, tiles []sourceTile, opt Options
 		opt.Log.Warn("the task's output has no readable report: mapping again", "dir", dir, "why", err)
 		return RunResult{}, false, nil
 	}
-	if rep.Job != hash || !rep.Shard {
+	// The hash covers the task count: equal hashes are both tasks of one
+	// job or both whole jobs.
+	if rep.Job != hash {
 		return RunResult{}, false, fmt.Errorf("output %s holds another job's run (use --force to replace it)", dir)
 	}
 	res := RunResult{Dir: dir, Model: rep.Model, GPU: rep.GPU}
@@ -649,7 +658,16 @@ func (r *runner) eachTile(ctx context.Context, tiles []sourceTile, f func(ctx co
 		select {
 		case lane = <-free:
 		case <-gctx.Done():
-			return g.Wait()
+		}
+		// A lane and the end may both be ready, and select picks either:
+		// the end is looked at after. Either a tile failed (its error is
+		// g.Wait's) or the run was interrupted, when the tiles not begun
+		// must not pass for done.
+		if gctx.Err() != nil {
+			if err := g.Wait(); err != nil {
+				return err
+			}
+			return ctx.Err()
 		}
 		g.Go(func() error {
 			defer func() { free <- lane }()
@@ -659,7 +677,10 @@ func (r *runner) eachTile(ctx context.Context, tiles []sourceTile, f func(ctx co
 			return nil
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // composite reads and composites a tile once into memory, writing its

@@ -115,7 +115,7 @@ func TestRunMatchesSeparateStages(t *testing.T) {
 	for _, f := range []string{ClassFile, ConfidenceFile, QuicklookFile, AOAFile} {
 		sameFile(t, filepath.Join(out, "31TEJ", f), filepath.Join(pred, "31TEJ", f))
 	}
-	ev, err := Evaluate(filepath.Join(pred, "31TEJ", ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), DefaultEvaluateConfig(), Options{Out: filepath.Join(t.TempDir(), "eval")})
+	ev, err := Evaluate(context.Background(), filepath.Join(pred, "31TEJ", ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), DefaultEvaluateConfig(), Options{Out: filepath.Join(t.TempDir(), "eval")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestRunShards(t *testing.T) {
 		t.Errorf("the tasks mapped %d of 3 tiles", len(seen))
 	}
 
-	col, err := Collect(root, Options{})
+	col, err := Collect(context.Background(), root, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestRunShards(t *testing.T) {
 	if err := os.Rename(outs[1], filepath.Join(root, "gone")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Collect(root, Options{}); err == nil || !strings.Contains(err.Error(), "task 1 of 2: no output") || !strings.Contains(err.Error(), "--shard 1/2") {
+	if _, err := Collect(context.Background(), root, Options{}); err == nil || !strings.Contains(err.Error(), "task 1 of 2: no output") || !strings.Contains(err.Error(), "--shard 1/2") {
 		t.Errorf("collect without task 1: %v", err)
 	}
 	other := job

@@ -92,7 +92,7 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 	if len(cfg.Input.Samples) > 0 {
 		fitCfg.Input = TrainConfig{}.Input
 	}
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, "train "+cfg.Hash())
+	stage, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "train "+cfg.Hash())
 	if err != nil {
 		return TrainResult{}, err
 	}
@@ -182,7 +182,7 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 	if i := slices.IndexFunc(ins, func(in trainInput) bool { return len(in.bands) > 0 }); i >= 0 {
 		in = ins[i]
 	}
-	model, pred, err := fit(cfg, scheme, set, in, opt, res)
+	model, pred, err := fit(ctx, cfg, scheme, set, in, opt, res)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +193,10 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 			// samples cannot give one (all in one block), training says so
 			// and goes on.
 			t0 := time.Now()
-			if model.AOA, err = trainAOA(cfg, set, model.Forest.Importance); err != nil {
+			opt.Log.Debug("area of applicability: measuring the training samples' distances")
+			if model.AOA, err = trainAOA(ctx, cfg, set, model.Forest.Importance); ctx.Err() != nil {
+				return nil, ctx.Err()
+			} else if err != nil {
 				res.Warnings = append(res.Warnings, err.Error())
 				opt.Log.Warn(err.Error())
 			} else {
@@ -206,8 +209,9 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 }
 
 // fit trains the configured engine and classifies the validation rows. The
-// model is nil for golearn, whose forests lulc cannot save.
-func fit(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, in trainInput, opt Options, res *TrainResult) (*forest.Model, []uint8, error) {
+// model is nil for golearn, whose forests lulc cannot save. An interrupt
+// (ctx done) stops the fit promptly and returns ctx's error.
+func fit(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, in trainInput, opt Options, res *TrainResult) (*forest.Model, []uint8, error) {
 	xt, yt := set.Subset(0)
 	xv, _ := set.Subset(1)
 	nf := len(set.Features)
@@ -218,7 +222,9 @@ func fit(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, in trainInp
 		if len(ys) < len(yt) {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("golearn trained on a seeded subset of %d of %d training samples (golearn.max_samples)", len(ys), len(yt)))
 		}
-		f, err := baseline.Train(xs, nf, ys, len(scheme.Classes), g.Trees, g.FeaturesPerTree, int64(cfg.Sampling.Seed))
+		f, err := interruptible(ctx, func() (*baseline.Forest, error) {
+			return baseline.Train(xs, nf, ys, len(scheme.Classes), g.Trees, g.FeaturesPerTree, int64(cfg.Sampling.Seed))
+		})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -235,7 +241,7 @@ func fit(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, in trainInp
 		return nil, nil, err
 	}
 	opt.Log.Debug("fit: features binned", "s", time.Since(t1).Seconds())
-	f, err := opt.engine().fit(xb, yt, len(scheme.Classes), cfg.Forest, func(format string, args ...any) {
+	f, err := opt.engine().fit(ctx, xb, yt, len(scheme.Classes), cfg.Forest, func(format string, args ...any) {
 		opt.Log.Info(fmt.Sprintf(format, args...))
 	})
 	if err != nil {
@@ -248,7 +254,7 @@ func fit(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, in trainInp
 		model.Classes = append(model.Classes, forest.Class{Code: c.Code, Name: c.Name, Color: fmt.Sprintf("#%02x%02x%02x", c.Color.R, c.Color.G, c.Color.B)})
 	}
 	t2 := time.Now()
-	pred, err := opt.engine().classify(model, xv, nf)
+	pred, err := opt.engine().classify(ctx, model, xv, nf)
 	opt.Log.Debug("fit: validation rows classified", "rows", len(xv)/max(1, nf), "s", time.Since(t2).Seconds())
 	return model, pred, err
 }
@@ -386,7 +392,7 @@ func subsample(x []float32, y []uint8, nf, n int, seed uint64) ([]float32, []uin
 // sample's DI is taken to the nearest training sample in another block.
 // The cap keeps the samples with the smallest keys seeded by
 // sampling.seed and the pixel.
-func trainAOA(cfg TrainConfig, set *samples.Set, importance []float64) (*aoa.Reference, error) {
+func trainAOA(ctx context.Context, cfg TrainConfig, set *samples.Set, importance []float64) (*aoa.Reference, error) {
 	nf, bs := len(set.Features), uint64(cfg.Sampling.BlockSize)
 	var s []aoa.Sample
 	for i, sp := range set.Split {
@@ -398,11 +404,34 @@ func trainAOA(cfg TrainConfig, set *samples.Set, importance []float64) (*aoa.Ref
 		s = append(s, aoa.Sample{X: set.X[i*nf : (i+1)*nf], Fold: src<<40 | (row/bs)<<20 | col/bs,
 			Key: rng.Hash(cfg.Sampling.Seed, 0xa0a, id)})
 	}
-	ref, err := aoa.Build(s, nf, importance, cfg.AOA.maxPoints(), fmt.Sprintf("sampling blocks of %d × %d pixels", bs, bs))
+	ref, err := aoa.Build(ctx, s, nf, importance, cfg.AOA.maxPoints(), fmt.Sprintf("sampling blocks of %d × %d pixels", bs, bs))
 	if err != nil {
 		return nil, fmt.Errorf("the model has no area of applicability: %w", err)
 	}
 	return ref, nil
+}
+
+// interruptible runs f, which cannot be stopped (golearn's fit takes no
+// context), and returns its result, or ctx's error at once when ctx is
+// done first. f then runs on unobserved until the process, which is
+// exiting on the interrupt, ends.
+func interruptible[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
 // trainingDark is the training data's dark level per band: the median

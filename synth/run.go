@@ -82,7 +82,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (Result, error) {
 			cfg.Size, cfg.Size, len(cfg.Dates), float64(need)/1e9, float64(avail)/1e9)
 	}
 
-	stage, err := atomicfs.Begin(opt.Out, opt.Force, opt.BreakLock, fmt.Sprintf("synth v%d %s", modelVersion, cfg.Hash()))
+	stage, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, fmt.Sprintf("synth v%d %s", modelVersion, cfg.Hash()))
 	if err != nil {
 		return Result{}, err
 	}

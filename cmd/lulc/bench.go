@@ -107,7 +107,7 @@ decoder's byte for byte. It writes report.json and report.md.`,
 				return err
 			}
 			defer devs.Close()
-			stage, err := atomicfs.Begin(out, force, a.breakLock, "decode bench")
+			stage, err := atomicfs.Begin(cmd.Context(), out, force, a.breakLock, "decode bench")
 			if err != nil {
 				return err
 			}

@@ -60,12 +60,12 @@ with the --shard that redoes it.`,
 					return err
 				}
 			}
-			res, err := pipeline.Collect(out, pipeline.Options{Log: a.log, BreakLock: a.breakLock})
+			res, err := pipeline.Collect(cmd.Context(), out, pipeline.Options{Log: a.log, BreakLock: a.breakLock})
 			if err != nil {
 				return ws.named(err)
 			}
 			if url != "" {
-				if err := ws.push(res.Dir, exchange.Join(url, pipeline.CollectDir)); err != nil {
+				if err := ws.push(cmd.Context(), res.Dir, exchange.Join(url, pipeline.CollectDir)); err != nil {
 					return ws.named(err)
 				}
 				res.Dir = exchange.Join(url, pipeline.CollectDir)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -81,8 +82,8 @@ func (w *workspace) pull(url, dir string) (bool, error) {
 }
 
 // push uploads dir to url and commits it, then removes the workspace.
-func (w *workspace) push(dir, url string) error {
-	if _, err := exchange.Push(dir, url, w.log); err != nil {
+func (w *workspace) push(ctx context.Context, dir, url string) error {
+	if _, err := exchange.Push(ctx, dir, url, w.log); err != nil {
 		return err
 	}
 	return w.remove()

@@ -170,7 +170,7 @@ figures a map's users can cite. metrics.json holds both; confusion.png the matri
 				return usagef("--sample-per-class: %d is negative", ec.SamplePerClass)
 			}
 			ec.Resampling = alg
-			res, err := pipeline.Evaluate(prediction, labels, ec, pipeline.Options{Out: out, Force: force, BreakLock: a.breakLock, Log: a.log})
+			res, err := pipeline.Evaluate(cmd.Context(), prediction, labels, ec, pipeline.Options{Out: out, Force: force, BreakLock: a.breakLock, Log: a.log})
 			if err != nil {
 				return fmt.Errorf("evaluate: %w", err)
 			}

@@ -91,6 +91,10 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 					return err
 				}
 				if outURL != "" {
+					// The workspace's output is only ever this URL's: one
+					// left by a run interrupted while it uploaded is
+					// uploaded, not made again.
+					job.KeepFinished = true
 					out = ws.out()
 					if _, err := ws.pull(outURL, filepath.Join(out, task)); err != nil {
 						return err
@@ -158,7 +162,7 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 				return ws.named(fmt.Errorf("run: %w", err))
 			}
 			if outURL != "" {
-				if err := ws.push(res.Dir, outURL); err != nil {
+				if err := ws.push(cmd.Context(), res.Dir, outURL); err != nil {
 					return ws.named(fmt.Errorf("run: %w", err))
 				}
 				res.Dir = outURL

@@ -112,7 +112,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 				cmp = &c
 			}
 			if outURL != "" {
-				if err := ws.push(res.Dir, outURL); err != nil {
+				if err := ws.push(cmd.Context(), res.Dir, outURL); err != nil {
 					return ws.named(fmt.Errorf("train: %w", err))
 				}
 				res.Dir = outURL

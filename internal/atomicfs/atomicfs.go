@@ -8,6 +8,7 @@
 package atomicfs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -56,19 +57,25 @@ type Stage struct {
 	Dir     string // where it is assembled
 	Resumed bool   // Dir held a previous, interrupted run with the same key
 	lock    *LockFile
+	ctx     context.Context
 }
 
 const keyFile = ".lulc-stage"
 
 // Begin locks final (see Lock: a second writer of the same output fails
 // at once, naming the first; breakLock takes over a lock whose holder is
-// known to be gone) and prepares its staging directory. An existing final
+// known to be gone) and prepares its staging directory. Once ctx is done
+// (the command was interrupted) Commit refuses: whatever the stages after
+// the interrupt returned, an interrupted run never commits. An existing final
 // is an error unless force is set (it is then replaced on Commit, not
 // before). A staging directory left with the same key is resumed: files
 // already renamed into it are complete and may be kept. One with another
 // key is discarded. Commit or Release gives the lock back; callers defer
 // Release so that every exit path does.
-func Begin(final string, force, breakLock bool, key string) (*Stage, error) {
+func Begin(ctx context.Context, final string, force, breakLock bool, key string) (*Stage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("output %s: %w", final, err)
+	}
 	final = filepath.Clean(final)
 	parent := filepath.Dir(final)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -83,7 +90,7 @@ func Begin(final string, force, breakLock bool, key string) (*Stage, error) {
 		lock.Release()
 		return nil, err
 	}
-	s.lock = lock
+	s.lock, s.ctx = lock, ctx
 	return s, nil
 }
 
@@ -139,9 +146,14 @@ func (s *Stage) Path(elem ...string) string {
 }
 
 // Commit moves the finished output to its final path, replacing an
-// existing one (Begin refused that unless forced).
+// existing one (Begin refused that unless forced). After an interrupt
+// (Begin's context done) it leaves the staging directory for a rerun to
+// resume and returns the context's error instead.
 func (s *Stage) Commit() error {
 	defer s.Release()
+	if err := s.ctx.Err(); err != nil {
+		return fmt.Errorf("commit %s: interrupted, nothing committed (rerun the command to resume): %w", s.Final, err)
+	}
 	if err := os.Remove(filepath.Join(s.Dir, keyFile)); err != nil {
 		return fmt.Errorf("commit %s: %w", s.Final, err)
 	}

@@ -1,6 +1,7 @@
 package atomicfs
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -11,7 +12,7 @@ import (
 
 func TestStageCommitAndResume(t *testing.T) {
 	final := filepath.Join(t.TempDir(), "out")
-	s, err := Begin(final, false, false, "k1")
+	s, err := Begin(context.Background(), final, false, false, "k1")
 	if err != nil || s.Resumed {
 		t.Fatalf("begin: %v, resumed %v", err, s != nil && s.Resumed)
 	}
@@ -25,12 +26,12 @@ func TestStageCommitAndResume(t *testing.T) {
 	// Interrupted (its process gone, its lock with it): a run with the same
 	// key resumes, another key restarts.
 	s.Release()
-	s2, err := Begin(final, false, false, "k1")
+	s2, err := Begin(context.Background(), final, false, false, "k1")
 	if err != nil || !s2.Resumed || !Exists(s2.Path("a.txt")) {
 		t.Fatalf("same key: %v, resumed %v", err, s2.Resumed)
 	}
 	s2.Release()
-	s3, err := Begin(final, false, false, "k2")
+	s3, err := Begin(context.Background(), final, false, false, "k2")
 	if err != nil || s3.Resumed || Exists(s3.Path("a.txt")) {
 		t.Fatalf("other key: %v, resumed %v", err, s3.Resumed)
 	}
@@ -46,10 +47,10 @@ func TestStageCommitAndResume(t *testing.T) {
 	}
 
 	// An existing output needs force, and is replaced only on commit.
-	if _, err := Begin(final, false, false, "k3"); err == nil || !strings.Contains(err.Error(), "already exists") {
+	if _, err := Begin(context.Background(), final, false, false, "k3"); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("existing output: %v", err)
 	}
-	s4, err := Begin(final, true, false, "k3")
+	s4, err := Begin(context.Background(), final, true, false, "k3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +84,54 @@ func TestWriteFileLeavesNoTemporary(t *testing.T) {
 func TestUnwritableParent(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(file, nil, 0o644)
-	_, err := Begin(filepath.Join(file, "out"), false, false, "k")
+	_, err := Begin(context.Background(), filepath.Join(file, "out"), false, false, "k")
 	if err == nil || !strings.Contains(err.Error(), "not writable") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestInterruptedStageNeverCommits cancels the stage's context (SIGINT)
+// after its files are written: Commit refuses, the final path stays absent
+// (or, forced, keeps the previous output), the staging directory stays for
+// the rerun, which resumes and commits.
+func TestInterruptedStageNeverCommits(t *testing.T) {
+	for _, previous := range []bool{false, true} {
+		final := filepath.Join(t.TempDir(), "out")
+		if previous {
+			if err := os.MkdirAll(final, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			WriteFile(filepath.Join(final, "old.txt"), []byte("old"))
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		s, err := Begin(ctx, final, previous, false, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		WriteFile(s.Path("a.txt"), []byte("a"))
+		cancel()
+		err = s.Commit()
+		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "nothing committed") {
+			t.Fatalf("commit after interrupt: %v", err)
+		}
+		if Exists(filepath.Join(final, "a.txt")) {
+			t.Fatal("an interrupted stage was committed")
+		}
+		if previous != Exists(filepath.Join(final, "old.txt")) {
+			t.Fatal("the previous output was touched by an interrupted run")
+		}
+		if _, err := Begin(ctx, final, previous, false, "k"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("begin after interrupt: %v", err)
+		}
+		s2, err := Begin(context.Background(), final, previous, false, "k")
+		if err != nil || !s2.Resumed || !Exists(s2.Path("a.txt")) {
+			t.Fatalf("rerun: %v, resumed %v", err, s2 != nil && s2.Resumed)
+		}
+		if err := s2.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if !Exists(filepath.Join(final, "a.txt")) {
+			t.Fatal("the rerun did not commit")
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package atomicfs
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -16,11 +17,11 @@ import (
 // once released, the output can be taken again, and the lock file is gone.
 func TestSecondWriterRefused(t *testing.T) {
 	final := filepath.Join(t.TempDir(), "out")
-	s, err := Begin(final, false, false, "k")
+	s, err := Begin(context.Background(), final, false, false, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Begin(final, false, false, "k")
+	_, err = Begin(context.Background(), final, false, false, "k")
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("second writer: %v", err)
 	}
@@ -38,7 +39,7 @@ func TestSecondWriterRefused(t *testing.T) {
 	if Exists(LockPath(final)) {
 		t.Fatal("release left the lock file")
 	}
-	s2, err := Begin(final, false, false, "k")
+	s2, err := Begin(context.Background(), final, false, false, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestStaleLockTakenOver(t *testing.T) {
 	host, _ := os.Hostname()
 	dead := Holder{Host: host, PID: cmd.Process.Pid, ProcStart: "1", Command: "lulc run (killed)"}
 	writeLock(t, LockPath(final), dead)
-	s, err := Begin(final, false, false, "k")
+	s, err := Begin(context.Background(), final, false, false, "k")
 	if err != nil {
 		t.Fatalf("stale lock of a dead process: %v", err)
 	}
@@ -74,10 +75,10 @@ func TestStaleLockTakenOver(t *testing.T) {
 	// A live holder on another host: refused, then broken on request.
 	other := Holder{Host: host + "-elsewhere", PID: os.Getpid(), Command: "lulc run"}
 	writeLock(t, LockPath(final), other)
-	if _, err := Begin(final, false, false, "k"); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), other.Host) {
+	if _, err := Begin(context.Background(), final, false, false, "k"); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), other.Host) {
 		t.Fatalf("lock of another host: %v", err)
 	}
-	s, err = Begin(final, false, true, "k")
+	s, err = Begin(context.Background(), final, false, true, "k")
 	if err != nil {
 		t.Fatalf("--break-lock: %v", err)
 	}
@@ -92,7 +93,7 @@ func TestStaleLockTakenOver(t *testing.T) {
 	// A live holder on this host (this process) is never stale.
 	me := self()
 	writeLock(t, LockPath(final), me)
-	if _, err := Begin(final, false, false, "k"); !errors.Is(err, ErrLocked) {
+	if _, err := Begin(context.Background(), final, false, false, "k"); !errors.Is(err, ErrLocked) {
 		t.Fatalf("live holder on this host: %v", err)
 	}
 }
@@ -109,13 +110,13 @@ func writeLock(t *testing.T, path string, h Holder) {
 // that a later run with the key still resumes.
 func TestRestart(t *testing.T) {
 	final := filepath.Join(t.TempDir(), "out")
-	s, err := Begin(final, false, false, "k")
+	s, err := Begin(context.Background(), final, false, false, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
 	WriteFile(s.Path("a"), []byte("a"))
 	s.Release()
-	s, err = Begin(final, false, false, "k")
+	s, err = Begin(context.Background(), final, false, false, "k")
 	if err != nil || !s.Resumed {
 		t.Fatalf("resume: %v", err)
 	}
@@ -126,7 +127,7 @@ func TestRestart(t *testing.T) {
 		t.Fatal("restart kept the old files")
 	}
 	s.Release()
-	if s, err = Begin(final, false, false, "k"); err != nil || !s.Resumed {
+	if s, err = Begin(context.Background(), final, false, false, "k"); err != nil || !s.Resumed {
 		t.Fatalf("the key did not survive the restart: %v", err)
 	}
 	s.Release()
