@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/exchange"
 )
 
 // The promise these tests hold lulc to: SIGINT or SIGTERM in any long
@@ -249,13 +250,14 @@ func sameTrees(t *testing.T, want, got string, skip []string) {
 	}
 }
 
-// TestInterruptUpload interrupts `lulc run --out s3://…` while it uploads
-// its finished output to a store that takes a while over each object: the
-// process exits with 130 in time, no commit object is written, and a
-// rerun uploads and commits the objects of an uninterrupted run.
+// TestInterruptUpload interrupts `lulc run --out s3://…` and `lulc train
+// --out s3://…` while they upload their finished output to a store that
+// takes a while over each object: the process exits with 130 in time, no
+// commit object is written, and a rerun uploads and commits the objects
+// of an uninterrupted run.
 func TestInterruptUpload(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the demo scene's job three times")
+		t.Skip("runs the demo scene's job and training three times each")
 	}
 	w := hostileWorld(t)
 	store := newSlowS3(150 * time.Millisecond)
@@ -265,38 +267,53 @@ func TestInterruptUpload(t *testing.T) {
 		"AWS_ACCESS_KEY_ID": "lulc", "AWS_SECRET_ACCESS_KEY": "lulc-secret", "AWS_REGION": "us-east-1", "CPL_VSIL_CURL_NON_CACHED": "/vsis3/"} {
 		t.Setenv(k, v)
 	}
-	work := t.TempDir()
-	args := func(prefix string) []string {
-		return []string{"run", "--catalog", w.catalog, "--work", work, "--out", "s3://lulc-test/" + prefix}
-	}
-	if code, _, stderr := lulc(t, append([]string{"-q"}, args("want")...)...); code != 0 {
-		t.Fatalf("uninterrupted run: %s", stderr)
-	}
-	p := phase{name: "upload", at: `msg=uploading`, done: `msg="uploaded and committed"`, strict: true, sig: syscall.SIGINT}
-	interrupt(t, p, args("got"), filepath.Join(work, "no-such-output"), func() bool { return store.has("got/") })
-	if store.has("got/lulc-commit.json") {
-		t.Fatal("an interrupted upload wrote its commit object")
-	}
-	if code, _, stderr := lulc(t, append([]string{"-q"}, args("got")...)...); code != 0 {
-		t.Fatalf("rerun after the interrupt: %s", stderr)
-	}
-	want, got := store.under("want/"), store.under("got/")
-	if len(want) < 10 {
-		t.Fatalf("the uninterrupted run uploaded %d objects", len(want))
-	}
-	for name, body := range want {
-		g, ok := got[name]
-		switch {
-		case !ok:
-			t.Errorf("%s was not uploaded by the rerun", name)
-		case !bytes.Equal(g, body) && name != "report.json" && name != "model/run.json" && name != "lulc-commit.json":
-			t.Errorf("%s differs from the uninterrupted run's", name)
-		}
-	}
-	for name := range got {
-		if _, ok := want[name]; !ok {
-			t.Errorf("the rerun uploaded %s, which the uninterrupted run did not", name)
-		}
+	for _, c := range []struct {
+		name    string
+		args    []string
+		timings []string
+	}{
+		{"run", []string{"run", "--catalog", w.catalog}, []string{"report.json", "model/run.json"}},
+		{"train", []string{"train", "--stack", w.stack}, []string{"run.json"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			work := t.TempDir()
+			args := func(prefix string) []string {
+				return append(slices.Clone(c.args), "--work", work, "--out", "s3://lulc-test/"+c.name+"/"+prefix)
+			}
+			if code, _, stderr := lulc(t, append([]string{"-q"}, args("want")...)...); code != 0 {
+				t.Fatalf("uninterrupted %s: %s", c.name, stderr)
+			}
+			p := phase{name: "upload", at: `msg=uploading`, done: `msg="uploaded and committed"`, strict: true, sig: syscall.SIGINT}
+			got := c.name + "/got/"
+			interrupt(t, p, args("got"), filepath.Join(work, "no-such-output"), func() bool { return store.has(got) })
+			if store.has(got + exchange.CommitFile) {
+				t.Fatal("an interrupted upload wrote its commit object")
+			}
+			if code, _, stderr := lulc(t, append([]string{"-q"}, args("got")...)...); code != 0 {
+				t.Fatalf("rerun after the interrupt: %s", stderr)
+			}
+			if !store.has(got + exchange.CommitFile) {
+				t.Fatal("the rerun wrote no commit object")
+			}
+			wantObjs, gotObjs := store.under(c.name+"/want/"), store.under(got)
+			if len(wantObjs) < 5 {
+				t.Fatalf("the uninterrupted %s uploaded %d objects", c.name, len(wantObjs))
+			}
+			for name, body := range wantObjs {
+				g, ok := gotObjs[name]
+				switch {
+				case !ok:
+					t.Errorf("%s was not uploaded by the rerun", name)
+				case !bytes.Equal(g, body) && name != exchange.CommitFile && !slices.Contains(c.timings, name):
+					t.Errorf("%s differs from the uninterrupted %s's", name, c.name)
+				}
+			}
+			for name := range gotObjs {
+				if _, ok := wantObjs[name]; !ok {
+					t.Errorf("the rerun uploaded %s, which the uninterrupted %s did not", name, c.name)
+				}
+			}
+		})
 	}
 }
 

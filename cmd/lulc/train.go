@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lulc/lulc/exchange"
+	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/pipeline"
 )
 
@@ -76,6 +77,13 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 				}
 				if outURL != "" {
 					out = ws.out()
+					// The workspace's output is only ever this URL's, never
+					// published: one left by a training interrupted while it
+					// uploaded is made again (the same bytes) and uploaded.
+					if atomicfs.Exists(out) {
+						a.log.Info("the workspace holds an output whose upload did not finish: training again", "url", outURL)
+						force = true
+					}
 				}
 				for i, s := range cfg.Input.Samples {
 					if exchange.IsURL(s) {
