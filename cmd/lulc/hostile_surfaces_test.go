@@ -1,0 +1,122 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// temporalSection is a valid temporal section for the tiny ingest config,
+// which the cases below damage one key at a time.
+const temporalSection = `
+temporal:
+  of: [ndvi, B08]
+  percentiles: [10, 90]
+  seasons:
+    - {name: spring, from: 03-01, to: 05-31}
+    - {name: summer, from: 06-01, to: 08-31}
+`
+
+// TestHostileSurfaces runs hostile cases on the surfaces added since the
+// first rounds: temporal and context feature configs, the evaluator's and
+// the exporter's inputs, the environment's flags and the config command.
+func TestHostileSurfaces(t *testing.T) {
+	const fail, usage = exitFailure, exitUsage
+	temporal := func(old, new string) func(c *hcase) []string {
+		return func(c *hcase) []string {
+			raw, err := readConfig("ingest-tiny.yaml")
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			section := temporalSection
+			if old != "" {
+				if !strings.Contains(section, old) {
+					c.t.Fatalf("the temporal section has no %q", old)
+				}
+				section = strings.Replace(section, old, new, 1)
+			}
+			cfg := c.file("ingest.yaml", append(raw, section...))
+			return []string{"ingest", "-c", cfg, "--catalog", c.w.catalog, "--out", c.out()}
+		}
+	}
+	feature := func(f string) func(c *hcase) []string {
+		return func(c *hcase) []string {
+			cfg := c.config("train-demo.yaml", "range(ndbi, 15)]", "range(ndbi, 15), "+f+"]")
+			return []string{"train", "-c", cfg, "--stack", c.w.stack, "--out", c.out()}
+		}
+	}
+	env := func(name, value string, args ...string) func(c *hcase) []string {
+		return func(c *hcase) []string {
+			c.t.Setenv(name, value)
+			return args
+		}
+	}
+	cases := []hostile{
+		// Temporal planes: every key of the section, damaged.
+		{name: "temporal-of-unknown", code: fail, want: []string{"evi9"}, setup: temporal("of: [ndvi, B08]", "of: [ndvi, evi9]")},
+		{name: "temporal-of-empty", code: fail, want: []string{"temporal"}, setup: temporal("of: [ndvi, B08]", "of: []")},
+		{name: "temporal-percentile-above-100", code: fail, want: []string{"150"}, setup: temporal("percentiles: [10, 90]", "percentiles: [10, 150]")},
+		{name: "temporal-percentile-negative", code: fail, want: []string{"-5"}, setup: temporal("percentiles: [10, 90]", "percentiles: [-5, 90]")},
+		{name: "temporal-percentile-repeated", code: fail, want: []string{"10"}, setup: temporal("percentiles: [10, 90]", "percentiles: [10, 10]")},
+		{name: "temporal-season-month-13", code: fail, want: []string{"13-01"}, setup: temporal("from: 03-01", "from: 13-01")},
+		{name: "temporal-season-day-32", code: fail, want: []string{"05-32"}, setup: temporal("to: 05-31", "to: 05-32")},
+		{name: "temporal-season-no-name", code: fail, want: []string{"name"}, setup: temporal("name: spring, ", "")},
+		{name: "temporal-season-twice", code: fail, want: []string{"summer"}, setup: temporal("name: spring", "name: summer")},
+		{name: "temporal-season-name-path", code: fail, want: []string{"../x"}, setup: temporal("name: spring", "name: ../x")},
+		{name: "temporal-unknown-key", code: fail, want: []string{"medians"}, setup: temporal("  percentiles:", "  medians: [1]\n  percentiles:")},
+		// Context and temporal features in a train config.
+		{name: "context-window-zero", code: fail, want: []string{"mean(B08,0)", "window size"}, setup: feature("mean(B08, 0)")},
+		{name: "context-window-even", code: fail, want: []string{"mean(B08,4)", "odd"}, setup: feature("mean(B08, 4)")},
+		{name: "context-window-huge", code: fail, want: []string{"std(B08,999)", "3 to 31"}, setup: feature("std(B08, 999)")},
+		{name: "context-unknown-band", code: fail, want: []string{"B99"}, setup: feature("range(B99, 7)")},
+		{name: "context-no-window", code: fail, want: []string{"mean(B08)"}, setup: feature("mean(B08)")},
+		{name: "context-unknown-function", code: fail, want: []string{"median(B08,7)"}, setup: feature("median(B08, 7)")},
+		{name: "temporal-feature-missing-plane", code: fail, want: []string{"p10(ndvi)"}, setup: feature("p10(ndvi)")},
+		{name: "feature-repeated", code: fail, want: []string{"ndvi"}, setup: feature("ndvi, ndvi")},
+		// The evaluator's inputs.
+		{name: "evaluate-prediction-text", code: fail, want: []string{"class.tif"}, setup: func(c *hcase) []string {
+			p := c.file("class.tif", []byte("not a raster\n"))
+			return []string{"evaluate", "--prediction", p, "--labels", c.w.stack + "/31TEJ/labels.tif", "--out", c.out()}
+		}},
+		{name: "evaluate-labels-missing", code: fail, want: []string{"nolabels.tif"}, setup: func(c *hcase) []string {
+			return []string{"evaluate", "--prediction", c.w.stack + "/31TEJ/labels.tif", "--labels", c.path("nolabels.tif"), "--out", c.out()}
+		}},
+		{name: "evaluate-resampling-bogus", code: usage, want: []string{"cubic"}, setup: func(c *hcase) []string {
+			return []string{"evaluate", "--prediction", c.w.stack + "/31TEJ/labels.tif", "--labels", c.w.stack + "/31TEJ/labels.tif", "--resampling", "cubic", "--out", c.out()}
+		}},
+		{name: "evaluate-sample-negative", code: usage, want: []string{"sample-per-class"}, setup: func(c *hcase) []string {
+			return []string{"evaluate", "--prediction", c.w.stack + "/31TEJ/labels.tif", "--labels", c.w.stack + "/31TEJ/labels.tif", "--sample-per-class", "-5", "--out", c.out()}
+		}},
+		{name: "evaluate-stack-as-prediction", code: fail, want: []string{"stack.tif"}, setup: func(c *hcase) []string {
+			return []string{"evaluate", "--prediction", c.w.stack + "/31TEJ/stack.tif", "--labels", c.w.stack + "/31TEJ/labels.tif", "--out", c.out()}
+		}},
+		// The exporter's inputs.
+		{name: "export-model-truncated", code: fail, want: []string{"model.lulcrf"}, setup: func(c *hcase) []string {
+			body, err := os.ReadFile(c.w.model)
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			m := c.file("model.lulcrf", body[:len(body)/2])
+			return []string{"export", "model", "--model", m, "--out", c.path("model.onnx")}
+		}},
+		{name: "export-samples-are-a-model", code: fail, want: []string{"model.lulcrf"}, setup: func(c *hcase) []string {
+			return []string{"export", "samples", "--samples", c.w.model, "--out", c.path("samples.npz")}
+		}},
+		// Flags from the environment.
+		// Loud: the runner's own -q would hide the environment's quiet flag.
+		{name: "env-device-bogus", code: usage, want: []string{"tpu"}, loud: true, setup: func(c *hcase) []string {
+			c.t.Setenv("LULC_DEVICE", "tpu")
+			return []string{"predict", "--model", c.w.model, "--input", c.w.stack, "--out", c.out()}
+		}},
+		{name: "env-quiet-not-bool", code: usage, want: []string{"LULC_QUIET", "maybe"}, loud: true, setup: env("LULC_QUIET", "maybe", "version")},
+		{name: "env-window-not-number", code: usage, want: []string{"LULC_WINDOW", "wide"}, setup: func(c *hcase) []string {
+			c.t.Setenv("LULC_WINDOW", "wide")
+			return []string{"predict", "--model", c.w.model, "--input", c.w.stack, "--out", c.out()}
+		}},
+		// The config command.
+		{name: "config-show-unknown", code: usage, want: []string{"nosuch.yaml"}, setup: func(c *hcase) []string {
+			return []string{"config", "show", "nosuch.yaml"}
+		}},
+	}
+	runHostile(t, cases)
+}
