@@ -196,7 +196,10 @@ func writeStackCatalog(stage *atomicfs.Stage, cfg IngestConfig, tiles []TileResu
 	names := make([]string, len(tiles))
 	for i, t := range tiles {
 		names[i] = t.Tile
-		out := tileOut{dir: stage.Path(t.Tile), final: filepath.Join(stage.Final, t.Tile), collection: col}
+		out, err := newTileOut(stage, t.Tile, col)
+		if err != nil {
+			return err
+		}
 		if err := writeStackItem(out); err != nil {
 			return fmt.Errorf("tile %s: %w", t.Tile, err)
 		}
@@ -241,7 +244,10 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 	if err := signItems(ctx, cfg, opt, items, labelItems); err != nil {
 		return nil, err
 	}
-	groups := groupByTile(items)
+	groups, err := groupByTile(items)
+	if err != nil {
+		return nil, err
+	}
 	opt.Log.Info("scenes found", "items", len(items), "tiles", len(groups), "label_items", len(labelItems))
 	for _, g := range groups {
 		tiles = append(tiles, &stacTile{items: g, labelItems: labelItems, area: area})
@@ -424,14 +430,20 @@ type tileItems struct {
 }
 
 // groupByTile groups items by MGRS tile and keeps one item per tile and
-// day (the first by id), so that reprocessed duplicates count once.
-func groupByTile(items []catalog.Item) []tileItems {
+// day (the first by id), so that reprocessed duplicates count once. The
+// tile (or, without one, the item's id) names the tile's output directory:
+// an item whose tile cannot (checkTileName) is an error naming the item,
+// not a tile silently lost or written elsewhere.
+func groupByTile(items []catalog.Item) ([]tileItems, error) {
 	byTile := map[string]*tileItems{}
 	var order []string
 	for _, it := range items {
 		key := it.Tile
 		if key == "" {
 			key = it.ID
+		}
+		if err := checkTileName(key); err != nil {
+			return nil, fmt.Errorf("item %q (%s): its tile id: %w", it.ID, it.Location, err)
 		}
 		t, ok := byTile[key]
 		if !ok {
@@ -449,7 +461,7 @@ func groupByTile(items []catalog.Item) []tileItems {
 	for i, k := range order {
 		out[i] = *byTile[k]
 	}
-	return out
+	return out, nil
 }
 
 // tilePlan is what ingesting one STAC tile needs, resolved before any
@@ -560,7 +572,10 @@ type tileStats struct {
 // returns the bytes decoded.
 func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomicfs.Stage, st sourceTile, mark func(step, tile string)) (TileResult, int64, error) {
 	name := st.name()
-	dir := stage.Path(name)
+	dir, err := tileDir(stage, name)
+	if err != nil {
+		return TileResult{}, 0, err
+	}
 	tr := TileResult{Tile: name, Dir: filepath.Join(stage.Final, name), Dates: st.dates()}
 	if atomicfs.Exists(filepath.Join(dir, "manifest.json")) {
 		tr.Skipped = true
