@@ -723,6 +723,28 @@ func (t *stacTile) manifest(ctx context.Context, cfg IngestConfig, opt Options, 
 	return m, nil
 }
 
+// warnEmptySeasons warns, once per tile, of each temporal season that no
+// date of the tile lies in: its planes are nodata over the whole tile,
+// which a map trained on them would take for a real value. The warning
+// names the season, its days and the tile's dates.
+func warnEmptySeasons(log *slog.Logger, tile string, tp *composite.Temporal, dates []windowDate) {
+	if tp == nil {
+		return
+	}
+	var mask uint32
+	days := make([]string, len(dates))
+	for i, d := range dates {
+		mask |= tp.SeasonMask(d.time)
+		days[i] = d.time.UTC().Format("2006-01-02")
+	}
+	for j, s := range tp.Seasons {
+		if mask&(1<<j) == 0 {
+			log.Warn(fmt.Sprintf("tile %s: temporal season %s (%s to %s) matches none of the tile's dates [%s]: its planes are nodata over the whole tile",
+				tile, s.Name, s.From, s.To, strings.Join(days, ", ")), "tile", tile, "season", s.Name)
+		}
+	}
+}
+
 // compositeTile reads, masks and composites every window of a plan on
 // opt.Workers workers and hands each finished window to the sinks.
 func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *tilePlan, sinks ...tileSink) (*windowJob, error) {
@@ -763,6 +785,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 	for i, d := range plan.dates {
 		job.dates[i] = windowDate{bands: d.bands, scale: d.scale, offset: d.offset, scl: d.scl, time: d.item.Datetime}
 	}
+	warnEmptySeasons(opt.Log, plan.tile, tp, job.dates)
 	bar := opt.NewBar(int64(len(plan.windows)), "ingest "+plan.tile+" windows")
 	defer bar.Finish()
 	if job.engine.rawBands() {
@@ -1473,6 +1496,9 @@ func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (raste
 	f := tile.Transform[1] / res
 	tile.Transform[1], tile.Transform[5] = res, -res
 	tile.Width, tile.Height = int(math.Round(float64(tile.Width)*f)), int(math.Round(float64(tile.Height)*f))
+	if err := checkTileResolution(ref.Grid, res); err != nil {
+		return raster.Grid{}, raster.Grid{}, err
+	}
 
 	if cfg.Grid.EPSG != 0 {
 		b := cfg.Grid.Bounds
@@ -1519,6 +1545,21 @@ func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (raste
 	g := raster.Grid{EPSG: tile.EPSG, Transform: [6]float64{x0 + c0, res, 0, y0 - r0, 0, -res},
 		Width: int(math.Round((c1 - c0) / res)), Height: int(math.Round((r1 - r0) / res))}
 	return g, tile, checkGridSize(g, res)
+}
+
+// checkTileResolution refuses a grid.resolution so coarse that the tile
+// (src, its finest band's grid) would not hold one 6-pixel block, the
+// lattice on which 20 m and 60 m pixels nest: the tile would vanish, and
+// the area be reported outside it. The error names the resolution and the
+// range that makes sense for this tile.
+func checkTileResolution(src raster.Grid, res float64) error {
+	w, h := float64(src.Width)*src.Transform[1], float64(src.Height)*-src.Transform[5]
+	coarsest := min(w, h) / 6
+	if res <= coarsest {
+		return nil
+	}
+	return fmt.Errorf("grid.resolution: %g is too coarse for the tile (%.0f × %.0f units of EPSG:%d): it would be less than 6 pixels across; sensible resolutions lie between the bands' own %g and %g",
+		res, w, h, src.EPSG, src.Transform[1], math.Floor(coarsest))
 }
 
 // maxGridPixels bounds an output grid: 2³¹ pixels, a 46,000-pixel square
