@@ -225,12 +225,17 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 			if err != nil {
 				return nil, err
 			}
+			if t.vector {
+				if err := censusVectorLabels(cfg, p.Labels, fmt.Sprintf("source.rasters[%d].labels", i), opt.Log); err != nil {
+					return nil, err
+				}
+			}
 			tiles = append(tiles, &t)
 		}
 		opt.Log.Info("analysis-ready rasters", "pairs", len(tiles))
 		return tiles, nil
 	}
-	if err := checkVectorLabels(cfg); err != nil {
+	if err := checkVectorLabels(cfg, opt.Log); err != nil {
 		return nil, err
 	}
 	area, intersects, err := cfg.area()

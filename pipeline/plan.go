@@ -136,7 +136,7 @@ func (p JobPlan) tiles(ctx context.Context, cfg IngestConfig, opt Options) ([]so
 	if err := configureGDAL(cfg); err != nil {
 		return nil, err
 	}
-	if err := checkVectorLabels(cfg); err != nil {
+	if err := checkVectorLabels(cfg, opt.Log); err != nil {
 		return nil, err
 	}
 	// Signing writes into the items' asset maps: sign copies.
