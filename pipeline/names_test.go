@@ -90,3 +90,22 @@ func TestTileDirStaysInsideTheStage(t *testing.T) {
 		t.Errorf("T2: %q %v", d, err)
 	}
 }
+
+// TestCollectRefusesBadTileNames: a task's report.json names its tiles,
+// and collect reads each tile's directory by that name: one that leads
+// out of the task is refused, naming the report.
+func TestCollectRefusesBadTileNames(t *testing.T) {
+	out := t.TempDir()
+	task := filepath.Join(out, "shards", "0-of-1")
+	if err := os.MkdirAll(task, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"job": "j", "tiles": [{"tile": "../../../etc"}]}`
+	if err := os.WriteFile(filepath.Join(task, "report.json"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Collect(out, Options{})
+	if err == nil || !strings.Contains(err.Error(), "report.json") || !errors.Is(err, atomicfs.ErrBadName) {
+		t.Fatalf("got %v", err)
+	}
+}
