@@ -57,9 +57,9 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 			if err := flagsFromEnv(cmd); err != nil {
 				return usageError{err}
 			}
-			if a.quiet && a.verbose {
-				// -q -v is refused by cobra; the environment must not
-				// reach what the command line cannot.
+			if a.quiet && a.verbose && !(cmd.Flags().Changed("quiet") && cmd.Flags().Changed("verbose")) {
+				// -q -v is refused by cobra (its own message); the
+				// environment must not reach what the command line cannot.
 				return usagef("%s and %s contradict each other: give one", flagSource(cmd, "quiet"), flagSource(cmd, "verbose"))
 			}
 			level := slog.LevelInfo
