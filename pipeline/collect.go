@@ -76,6 +76,9 @@ func Collect(ctx context.Context, out string, opt Options) (CollectResult, error
 		}
 		name := filepath.Base(dir)
 		for _, rt := range rep.Tiles {
+			if err := checkTileName(rt.Tile); err != nil {
+				return CollectResult{}, fmt.Errorf("collect %s: %s: report.json: %w", out, dir, err)
+			}
 			if other, dup := seen[rt.Tile]; dup {
 				return CollectResult{}, fmt.Errorf("collect %s: tile %s was mapped by two tasks (%s and %s)", out, rt.Tile, other, name)
 			}

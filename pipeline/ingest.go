@@ -196,7 +196,10 @@ func writeStackCatalog(stage *atomicfs.Stage, cfg IngestConfig, tiles []TileResu
 	names := make([]string, len(tiles))
 	for i, t := range tiles {
 		names[i] = t.Tile
-		out := tileOut{dir: stage.Path(t.Tile), final: filepath.Join(stage.Final, t.Tile), collection: col}
+		out, err := newTileOut(stage, t.Tile, col)
+		if err != nil {
+			return err
+		}
 		if err := writeStackItem(out); err != nil {
 			return fmt.Errorf("tile %s: %w", t.Tile, err)
 		}
@@ -222,12 +225,17 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 			if err != nil {
 				return nil, err
 			}
+			if t.vector {
+				if err := censusVectorLabels(cfg, p.Labels, fmt.Sprintf("source.rasters[%d].labels", i), opt.Log); err != nil {
+					return nil, err
+				}
+			}
 			tiles = append(tiles, &t)
 		}
 		opt.Log.Info("analysis-ready rasters", "pairs", len(tiles))
 		return tiles, nil
 	}
-	if err := checkVectorLabels(cfg); err != nil {
+	if err := checkVectorLabels(cfg, opt.Log); err != nil {
 		return nil, err
 	}
 	area, intersects, err := cfg.area()
@@ -241,7 +249,10 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 	if err := signItems(ctx, cfg, opt, items, labelItems); err != nil {
 		return nil, err
 	}
-	groups := groupByTile(items)
+	groups, err := groupByTile(items)
+	if err != nil {
+		return nil, err
+	}
 	opt.Log.Info("scenes found", "items", len(items), "tiles", len(groups), "label_items", len(labelItems))
 	for _, g := range groups {
 		tiles = append(tiles, &stacTile{items: g, labelItems: labelItems, area: area})
@@ -424,14 +435,20 @@ type tileItems struct {
 }
 
 // groupByTile groups items by MGRS tile and keeps one item per tile and
-// day (the first by id), so that reprocessed duplicates count once.
-func groupByTile(items []catalog.Item) []tileItems {
+// day (the first by id), so that reprocessed duplicates count once. The
+// tile (or, without one, the item's id) names the tile's output directory:
+// an item whose tile cannot (checkTileName) is an error naming the item,
+// not a tile silently lost or written elsewhere.
+func groupByTile(items []catalog.Item) ([]tileItems, error) {
 	byTile := map[string]*tileItems{}
 	var order []string
 	for _, it := range items {
 		key := it.Tile
 		if key == "" {
 			key = it.ID
+		}
+		if err := checkTileName(key); err != nil {
+			return nil, fmt.Errorf("item %q (%s): its tile id: %w", it.ID, it.Location, err)
 		}
 		t, ok := byTile[key]
 		if !ok {
@@ -449,7 +466,7 @@ func groupByTile(items []catalog.Item) []tileItems {
 	for i, k := range order {
 		out[i] = *byTile[k]
 	}
-	return out
+	return out, nil
 }
 
 // tilePlan is what ingesting one STAC tile needs, resolved before any
@@ -560,7 +577,10 @@ type tileStats struct {
 // returns the bytes decoded.
 func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomicfs.Stage, st sourceTile, mark func(step, tile string)) (TileResult, int64, error) {
 	name := st.name()
-	dir := stage.Path(name)
+	dir, err := tileDir(stage, name)
+	if err != nil {
+		return TileResult{}, 0, err
+	}
 	tr := TileResult{Tile: name, Dir: filepath.Join(stage.Final, name), Dates: st.dates()}
 	if atomicfs.Exists(filepath.Join(dir, "manifest.json")) {
 		tr.Skipped = true
@@ -708,6 +728,28 @@ func (t *stacTile) manifest(ctx context.Context, cfg IngestConfig, opt Options, 
 	return m, nil
 }
 
+// warnEmptySeasons warns, once per tile, of each temporal season that no
+// date of the tile lies in: its planes are nodata over the whole tile,
+// which a map trained on them would take for a real value. The warning
+// names the season, its days and the tile's dates.
+func warnEmptySeasons(log *slog.Logger, tile string, tp *composite.Temporal, dates []windowDate) {
+	if tp == nil {
+		return
+	}
+	var mask uint32
+	days := make([]string, len(dates))
+	for i, d := range dates {
+		mask |= tp.SeasonMask(d.time)
+		days[i] = d.time.UTC().Format("2006-01-02")
+	}
+	for j, s := range tp.Seasons {
+		if mask&(1<<j) == 0 {
+			log.Warn(fmt.Sprintf("tile %s: temporal season %s (%s to %s) matches none of the tile's dates [%s]: its planes are nodata over the whole tile",
+				tile, s.Name, s.From, s.To, strings.Join(days, ", ")), "tile", tile, "season", s.Name)
+		}
+	}
+}
+
 // compositeTile reads, masks and composites every window of a plan on
 // opt.Workers workers and hands each finished window to the sinks.
 func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *tilePlan, sinks ...tileSink) (*windowJob, error) {
@@ -748,6 +790,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 	for i, d := range plan.dates {
 		job.dates[i] = windowDate{bands: d.bands, scale: d.scale, offset: d.offset, scl: d.scl, time: d.item.Datetime}
 	}
+	warnEmptySeasons(opt.Log, plan.tile, tp, job.dates)
 	bar := opt.NewBar(int64(len(plan.windows)), "ingest "+plan.tile+" windows")
 	defer bar.Finish()
 	if job.engine.rawBands() {
@@ -1460,6 +1503,9 @@ func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (raste
 	f := tile.Transform[1] / res
 	tile.Transform[1], tile.Transform[5] = res, -res
 	tile.Width, tile.Height = int(math.Round(float64(tile.Width)*f)), int(math.Round(float64(tile.Height)*f))
+	if err := checkTileResolution(ref.Grid, res); err != nil {
+		return raster.Grid{}, raster.Grid{}, err
+	}
 
 	if cfg.Grid.EPSG != 0 {
 		b := cfg.Grid.Bounds
@@ -1506,6 +1552,21 @@ func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (raste
 	g := raster.Grid{EPSG: tile.EPSG, Transform: [6]float64{x0 + c0, res, 0, y0 - r0, 0, -res},
 		Width: int(math.Round((c1 - c0) / res)), Height: int(math.Round((r1 - r0) / res))}
 	return g, tile, checkGridSize(g, res)
+}
+
+// checkTileResolution refuses a grid.resolution so coarse that the tile
+// (src, its finest band's grid) would not hold one 6-pixel block, the
+// lattice on which 20 m and 60 m pixels nest: the tile would vanish, and
+// the area be reported outside it. The error names the resolution and the
+// range that makes sense for this tile.
+func checkTileResolution(src raster.Grid, res float64) error {
+	w, h := float64(src.Width)*src.Transform[1], float64(src.Height)*-src.Transform[5]
+	coarsest := min(w, h) / 6
+	if res <= coarsest {
+		return nil
+	}
+	return fmt.Errorf("grid.resolution: %g is too coarse for the tile (%.0f × %.0f units of EPSG:%d): it would be less than 6 pixels across; sensible resolutions lie between the bands' own %g and %g",
+		res, w, h, src.EPSG, src.Transform[1], math.Floor(coarsest))
 }
 
 // maxGridPixels bounds an output grid: 2³¹ pixels, a 46,000-pixel square

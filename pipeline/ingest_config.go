@@ -564,8 +564,8 @@ func (c IngestConfig) validateRasters() error {
 			return fmt.Errorf("source.rasters[%d]: image and labels are both required", i)
 		}
 		name := p.TileName()
-		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) || strings.HasPrefix(name, ".") {
-			return fmt.Errorf("source.rasters[%d].tile: %q is not a usable directory name", i, name)
+		if err := checkTileName(name); err != nil {
+			return fmt.Errorf("source.rasters[%d].tile: %w", i, err)
 		}
 		if j, ok := tiles[name]; ok {
 			return fmt.Errorf("source.rasters[%d]: tile %q is also rasters[%d]'s (set tile to tell them apart)", i, name, j)

@@ -356,7 +356,7 @@ func TestIngestRastersConfigErrors(t *testing.T) {
 		{"resolution: 10", "resolution: 10\n  epsg: 32632", "grid.epsg and grid.bounds: not used"},
 		{"window: 1024", "window: 1024\nresampling:\n  labels: mode", "resampling: not used"},
 		{"tile: 637U_59R_1_3", "tile: 282D_485L_3_3", "also rasters[0]'s"},
-		{"tile: 637U_59R_1_3", "tile: ../x", "tile: \"../x\" is not a usable directory name"},
+		{"tile: 637U_59R_1_3", "tile: ../x", "tile: not a usable file name: \"../x\""},
 		{"datetime: 2017-10-30T10:41:51Z", "datetime: yesterday", "source.rasters[1].datetime"},
 		{"      datetime: 2017-10-30T10:41:51Z\n", "", "source.rasters[1].datetime: missing"},
 		{"      labels: ../shared/data/terramind-s2-lulc/LULC/637U_59R_1_3.tif\n", "", "source.rasters[1]: image and labels are both required"},

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path"
 	"strings"
 
@@ -88,11 +89,44 @@ func describeVectorLabels(m *manifest, cfg IngestConfig) {
 
 // checkVectorLabels fails, before anything is written, when source.labels
 // is set and GDAL opens no vector layer there (a missing file, a raster, a
-// URL that does not answer).
-func checkVectorLabels(cfg IngestConfig) error {
+// URL that does not answer), or one that yields no labels
+// (censusVectorLabels).
+func checkVectorLabels(cfg IngestConfig, log *slog.Logger) error {
 	href := cfg.Source.Labels
-	if href != "" && !raster.IsVector(raster.GDALPath(href)) {
+	if href == "" {
+		return nil
+	}
+	if !raster.IsVector(raster.GDALPath(href)) {
 		return fmt.Errorf("source.labels: GDAL opens no vector layer at %s", href)
+	}
+	return censusVectorLabels(cfg, href, "source.labels", log)
+}
+
+// maxValuesShown bounds the unusable class values a message lists.
+const maxValuesShown = 8
+
+// censusVectorLabels reads the class field of every feature of a vector
+// label layer (key is its config key, for messages). Features whose code
+// burns no label (NULL, 0, negative, above 255, not whole, text) would
+// leave their pixels silently unlabelled: they are counted and warned of,
+// naming the field and the values; a layer with no usable code at all (or
+// no feature) is an error naming the layer, the field and the values it
+// holds.
+func censusVectorLabels(cfg IngestConfig, href, key string, log *slog.Logger) error {
+	c, err := raster.CensusLabels(raster.GDALPath(href), vectorRule(cfg))
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	field := cfg.Source.LabelField
+	switch {
+	case c.Features == 0:
+		return fmt.Errorf("%s %s: layer %s has no features: it yields no labels", key, href, c.Layer)
+	case c.Usable == 0:
+		return fmt.Errorf("%s %s: layer %s yields no labels: field %s holds no class code 1–255 in its %d feature(s), only %s",
+			key, href, c.Layer, field, c.Features, c.Describe(maxValuesShown))
+	case c.Bad() > 0:
+		log.Warn(fmt.Sprintf("%s %s: %d of %d feature(s) of layer %s burn no label: field %s holds %s",
+			key, href, c.Bad(), c.Features, c.Layer, field, c.Describe(maxValuesShown)), "field", field, "unusable", c.Bad())
 	}
 	return nil
 }

@@ -73,8 +73,8 @@ func parseManifest(raw []byte) (manifest, error) {
 	}
 	g := m.Grid
 	switch {
-	case m.Tile == "" || m.Tile == "." || m.Tile == ".." || strings.ContainsAny(m.Tile, `/\`):
-		return m, fmt.Errorf("manifest tile %q is not a tile name", m.Tile)
+	case checkTileName(m.Tile) != nil:
+		return m, fmt.Errorf("manifest tile: %w", checkTileName(m.Tile))
 	case g.Width <= 0 || g.Height <= 0 || float64(g.Width)*float64(g.Height) > maxGridPixels:
 		return m, fmt.Errorf("manifest of tile %s: grid %d×%d is empty or too large", m.Tile, g.Width, g.Height)
 	case g.Transform[1] <= 0 || g.Transform[5] >= 0 || math.IsNaN(g.Transform[0]+g.Transform[1]+g.Transform[3]+g.Transform[5]) || math.IsInf(g.Transform[0]+g.Transform[1]+g.Transform[3]+g.Transform[5], 0):

@@ -67,7 +67,11 @@ func MakePlan(ctx context.Context, cfg IngestConfig, opt Options) (JobPlan, erro
 		return JobPlan{}, err
 	}
 	p := JobPlan{Version: PlanVersion, IngestConfig: cfg.Hash(), Area: area, Labels: labels}
-	for _, g := range groupByTile(items) {
+	groups, err := groupByTile(items)
+	if err != nil {
+		return JobPlan{}, err
+	}
+	for _, g := range groups {
 		p.Tiles = append(p.Tiles, PlanTile{Tile: g.tile, Items: g.items})
 	}
 	p.Digest = p.digest()
@@ -108,6 +112,18 @@ func ReadPlan(path string) (JobPlan, error) {
 	if len(p.Tiles) == 0 {
 		return JobPlan{}, fmt.Errorf("plan %s: no tiles", path)
 	}
+	// The digest proves the plan whole, not that its maker was honest:
+	// its tiles name output directories, checked as a catalog's are.
+	seen := map[string]int{}
+	for i, t := range p.Tiles {
+		if err := checkTileName(t.Tile); err != nil {
+			return JobPlan{}, fmt.Errorf("plan %s: tiles[%d]: %w", path, i, err)
+		}
+		if j, dup := seen[t.Tile]; dup {
+			return JobPlan{}, fmt.Errorf("plan %s: tiles[%d] %q is also tiles[%d]: two tiles would write one directory", path, i, t.Tile, j)
+		}
+		seen[t.Tile] = i
+	}
 	return p, nil
 }
 
@@ -120,7 +136,7 @@ func (p JobPlan) tiles(ctx context.Context, cfg IngestConfig, opt Options) ([]so
 	if err := configureGDAL(cfg); err != nil {
 		return nil, err
 	}
-	if err := checkVectorLabels(cfg); err != nil {
+	if err := checkVectorLabels(cfg, opt.Log); err != nil {
 		return nil, err
 	}
 	// Signing writes into the items' asset maps: sign copies.

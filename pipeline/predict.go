@@ -183,7 +183,10 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 	col := ownCollection(collectionID("lulc-", key))
 	names := make([]string, len(manifests))
 	for i, m := range manifests {
-		out := tileOut{dir: stage.Path(m.Tile), final: filepath.Join(stage.Final, m.Tile), collection: col}
+		out, err := newTileOut(stage, m.Tile, col)
+		if err != nil {
+			return res, err
+		}
 		pt, err := predictTile(ctx, pc, opt, out, model, pc.Model, scheme, m, predictInput{stackFile: filepath.Join(filepath.Dir(tiles[i]), "stack.tif")})
 		if err != nil {
 			return res, fmt.Errorf("tile %s: %w", m.Tile, err)

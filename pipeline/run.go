@@ -716,7 +716,10 @@ func (r *runner) compositeMirrored(ctx context.Context, opt Options, t sourceTil
 			}()
 		}
 	}
-	dir := r.stage.Path(t.name())
+	dir, err := tileDir(r.stage, t.name())
+	if err != nil {
+		return nil, nil, err
+	}
 	var tw *tileWriters
 	if r.job.Config.Outputs.Stack && !atomicfs.Exists(filepath.Join(dir, "manifest.json")) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -1067,7 +1070,10 @@ func (r *runner) dropSpills() {
 // labels as it is made, and leaves the outputs' encoding to the
 // background.
 func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *forest.Model, modelPath string, scheme landcover.Scheme, rt *RunTile) error {
-	dir := r.stage.Path(t.name())
+	dir, err := tileDir(r.stage, t.name())
+	if err != nil {
+		return err
+	}
 	if tileMapped(dir) && (!r.job.Config.Outputs.Stack || atomicfs.Exists(filepath.Join(dir, "manifest.json"))) {
 		rt.Skipped = true
 		opt.Log.Info("tile already mapped and verified", "tile", t.name())
@@ -1093,7 +1099,11 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 	pc := PredictConfig{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress, AOA: r.job.Config.Predict.AOA}
 	r.mark("composite taken", t.name())
 	unlock = r.step(opt, "predict")
-	p, err := streamTile(ctx, pc, opt, r.tileOut(t.name()), model, modelPath, scheme, m, predictInput{mem: mem})
+	out, err := r.tileOut(t.name())
+	if err != nil {
+		return err
+	}
+	p, err := streamTile(ctx, pc, opt, out, model, modelPath, scheme, m, predictInput{mem: mem})
 	unlock()
 	if err != nil {
 		return err
@@ -1136,8 +1146,8 @@ func (r *runner) collection() collectionRef {
 }
 
 // tileOut is where a tile of the run writes its outputs.
-func (r *runner) tileOut(tile string) tileOut {
-	return tileOut{dir: r.stage.Path(tile), final: filepath.Join(r.stage.Final, tile), collection: r.collection()}
+func (r *runner) tileOut(tile string) (tileOut, error) {
+	return newTileOut(r.stage, tile, r.collection())
 }
 
 // writeCatalog writes each tile's stack item, when the run writes stacks,
@@ -1149,7 +1159,11 @@ func (r *runner) writeCatalog(tiles []RunTile) error {
 	for i, t := range tiles {
 		names[i] = t.Tile
 		if r.job.Config.Outputs.Stack {
-			if err := writeStackItem(r.tileOut(t.Tile)); err != nil {
+			out, err := r.tileOut(t.Tile)
+			if err != nil {
+				return err
+			}
+			if err := writeStackItem(out); err != nil {
 				return err
 			}
 		}

@@ -27,6 +27,9 @@ func newExportCmd(a *app) *cobra.Command {
       the samples as a NumPy .npz (features, labels, split, weights, pixel ids,
       feature names, class codes), with --model also lulc's predictions of each row.
 
+An existing output file is replaced only with --force, and never one of the
+command's inputs, a directory, a device, a FIFO or a symbolic link.
+
 See docs/export.md for Python snippets.`,
 		Args: noArgs,
 	}
@@ -36,15 +39,16 @@ See docs/export.md for Python snippets.`,
 
 func newExportModelCmd(a *app) *cobra.Command {
 	var model, out string
+	var force bool
 	cmd := &cobra.Command{
-		Use:   "model --model model.lulcrf --out model.onnx",
+		Use:   "model --model model.lulcrf --out model.onnx [--force]",
 		Short: "Write the forest as an ONNX-ML model",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if model == "" || out == "" {
 				return usagef("--model and --out are required")
 			}
-			if err := atomicfs.CheckInputs(out, model); err != nil {
+			if err := checkFileOut(out, force, model); err != nil {
 				return err
 			}
 			m, _, err := pipeline.LoadModel(model)
@@ -66,20 +70,22 @@ func newExportModelCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&model, "model", "", "the model (model.lulcrf)")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "the ONNX file to write")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing ONNX file")
 	return cmd
 }
 
 func newExportSamplesCmd(a *app) *cobra.Command {
 	var sampleFile, model, out string
+	var force bool
 	cmd := &cobra.Command{
-		Use:   "samples --samples samples.lulcs --out samples.npz [--model model.lulcrf]",
+		Use:   "samples --samples samples.lulcs --out samples.npz [--model model.lulcrf] [--force]",
 		Short: "Write samples as a NumPy .npz",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if sampleFile == "" || out == "" {
 				return usagef("--samples and --out are required")
 			}
-			if err := atomicfs.CheckInputs(out, sampleFile, model); err != nil {
+			if err := checkFileOut(out, force, sampleFile, model); err != nil {
 				return err
 			}
 			raw, err := os.ReadFile(sampleFile)
@@ -115,5 +121,6 @@ func newExportSamplesCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&sampleFile, "samples", "", "the samples (samples.lulcs from lulc train or lulc run)")
 	cmd.Flags().StringVar(&model, "model", "", "also write this model's predictions of every row")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "the .npz file to write")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing .npz file")
 	return cmd
 }

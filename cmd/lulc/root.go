@@ -57,6 +57,11 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 			if err := flagsFromEnv(cmd); err != nil {
 				return usageError{err}
 			}
+			if a.quiet && a.verbose && !(cmd.Flags().Changed("quiet") && cmd.Flags().Changed("verbose")) {
+				// -q -v is refused by cobra (its own message); the
+				// environment must not reach what the command line cannot.
+				return usagef("%s and %s contradict each other: give one", flagSource(cmd, "quiet"), flagSource(cmd, "verbose"))
+			}
 			level := slog.LevelInfo
 			switch {
 			case a.quiet:
@@ -105,6 +110,16 @@ func flagsFromEnv(cmd *cobra.Command) error {
 	cmd.Flags().VisitAll(set)
 	cmd.InheritedFlags().VisitAll(set)
 	return errors.Join(errs...)
+}
+
+// flagSource names where a flag's value came from: the command line
+// (--name) or its environment variable (LULC_NAME), which flagsFromEnv
+// sets without marking the flag changed.
+func flagSource(cmd *cobra.Command, name string) string {
+	if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+		return "--" + name
+	}
+	return "LULC_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
 // redactAttr keeps credentials out of log lines: messages, string values

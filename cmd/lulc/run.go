@@ -236,6 +236,7 @@ func runIngestConfig(rc pipeline.RunConfig, catalogOverride string) (pipeline.In
 
 func newPlanCmd(a *app) *cobra.Command {
 	var cfgPath, out, catalogOverride string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "plan --out plan.json [--config configs/run-<name>.yaml] [--catalog CATALOG]",
 		Short: "Resolve a job's tiles and their scenes once, into a plan file every task reads",
@@ -244,7 +245,9 @@ dates once and writes the tiles and each tile's scenes, with the label items (no
 source.labels, a vector layer the config names), to a plan file (JSON, hrefs unsigned)
 whose digest identifies the job. lulc run --plan maps exactly those tiles from those
 scenes, even if the catalog changes while an array job runs, and refuses a plan made with
-another ingest config or edited by hand.
+another ingest config or edited by hand. The plan file is never one of the
+command's inputs nor inside their directories, and an existing one is replaced only
+with --force (never a directory, a device, a FIFO or a symbolic link).
 
 Without --config it uses the embedded ` + defaultRunConfig + `.`,
 		Args: noArgs,
@@ -258,6 +261,9 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			}
 			icfg, err := runIngestConfig(rc, catalogOverride)
 			if err != nil {
+				return err
+			}
+			if err := checkFileOut(out, force, append([]string{cfgPath, rc.Ingest}, icfg.Inputs()...)...); err != nil {
 				return err
 			}
 			p, err := pipeline.MakePlan(cmd.Context(), icfg, pipeline.Options{Log: a.log})
@@ -288,5 +294,21 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "run config (default: embedded "+defaultRunConfig+")")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "the plan file to write")
 	cmd.Flags().StringVar(&catalogOverride, "catalog", "", "static STAC catalog to read instead of the ingest config's source")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing plan file")
 	return cmd
+}
+
+// checkFileOut applies the rule of every lulc output to a single file
+// (a plan, an ONNX model, a .npz): never one of the command's inputs nor
+// inside an input directory (atomicfs.CheckInputs), never over an
+// existing file without force, and never over anything but a regular
+// file (atomicfs.CheckTarget). An object storage URL is the store's own.
+func checkFileOut(out string, force bool, inputs ...string) error {
+	if exchange.IsURL(out) {
+		return nil
+	}
+	if err := atomicfs.CheckInputs(out, inputs...); err != nil {
+		return err
+	}
+	return atomicfs.CheckTarget(out, false, force)
 }

@@ -68,7 +68,8 @@ const keyFile = ".lulc-stage"
 // (the command was interrupted) Commit refuses: whatever the stages after
 // the interrupt returned, an interrupted run never commits. An existing final
 // is an error unless force is set (it is then replaced on Commit, not
-// before). A staging directory left with the same key is resumed: files
+// before); one that is not a directory (a file, a device, a FIFO, a
+// symbolic link) is refused even with force (CheckTarget). A staging directory left with the same key is resumed: files
 // already renamed into it are complete and may be kept. One with another
 // key is discarded. Commit or Release gives the lock back; callers defer
 // Release so that every exit path does.
@@ -77,6 +78,11 @@ func Begin(ctx context.Context, final string, force, breakLock bool, key string)
 		return nil, fmt.Errorf("output %s: %w", final, err)
 	}
 	final = filepath.Clean(final)
+	// Before the lock, whose file lands beside final: a device or a link
+	// given as the output must not gain siblings either.
+	if err := CheckTarget(final, true, force); err != nil {
+		return nil, err
+	}
 	parent := filepath.Dir(final)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("output directory %s is not writable: %w", parent, err)
