@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -70,7 +71,7 @@ func TestReadPlanRefusesBadTiles(t *testing.T) {
 
 func TestTileDirStaysInsideTheStage(t *testing.T) {
 	final := filepath.Join(t.TempDir(), "out")
-	stage, err := atomicfs.Begin(final, false, false, "k")
+	stage, err := atomicfs.Begin(context.Background(), final, false, false, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestCollectRefusesBadTileNames(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(task, "report.json"), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Collect(out, Options{})
+	_, err := Collect(context.Background(), out, Options{})
 	if err == nil || !strings.Contains(err.Error(), "report.json") || !errors.Is(err, atomicfs.ErrBadName) {
 		t.Fatalf("got %v", err)
 	}

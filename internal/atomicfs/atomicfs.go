@@ -66,13 +66,14 @@ const keyFile = ".lulc-stage"
 // at once, naming the first; breakLock takes over a lock whose holder is
 // known to be gone) and prepares its staging directory. Once ctx is done
 // (the command was interrupted) Commit refuses: whatever the stages after
-// the interrupt returned, an interrupted run never commits. An existing final
-// is an error unless force is set (it is then replaced on Commit, not
-// before); one that is not a directory (a file, a device, a FIFO, a
-// symbolic link) is refused even with force (CheckTarget). A staging directory left with the same key is resumed: files
-// already renamed into it are complete and may be kept. One with another
-// key is discarded. Commit or Release gives the lock back; callers defer
-// Release so that every exit path does.
+// the interrupt returned, an interrupted run never commits. An existing
+// final is an error unless force is set (it is then replaced on Commit,
+// not before); one that is not a directory (a file, a device, a FIFO, a
+// symbolic link) is refused even with force (CheckTarget). A staging
+// directory left with the same key is resumed: files already renamed into
+// it are complete and may be kept. One with another key is discarded.
+// Commit or Release gives the lock back; callers defer Release so that
+// every exit path does.
 func Begin(ctx context.Context, final string, force, breakLock bool, key string) (*Stage, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("output %s: %w", final, err)

@@ -1,6 +1,7 @@
 package atomicfs
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -118,7 +119,7 @@ func TestBeginRefusesWhatIsNotADirectory(t *testing.T) {
 	link := filepath.Join(dir, "l")
 	os.Symlink(target, link)
 	for _, p := range []string{fifo, link} {
-		if _, err := Begin(p, true, false, "k"); err == nil {
+		if _, err := Begin(context.Background(), p, true, false, "k"); err == nil {
 			t.Errorf("%s: begun", p)
 		}
 		if Exists(LockPath(p)) || Exists(StagingDir(p)) {
