@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/lulc/lulc/internal/netwait"
 )
 
 // maxBackoff caps one wait between attempts; the search deadline bounds the
@@ -24,6 +26,7 @@ const maxBackoff = 5 * time.Minute
 // the JSON body of a POST.
 func (c *Client) do(ctx context.Context, method, href string, payload []byte, out any) error {
 	timeout := orDefault(c.Timeout, DefaultTimeout)
+	defer netwait.Begin(method + " " + href)()
 	var (
 		data      []byte // the body of the last response read
 		attempts  int
