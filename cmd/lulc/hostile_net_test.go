@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -381,8 +385,8 @@ func netAPICases() []hostile {
 		{name: "api-refused", code: exitFailure, want: []string{"/search", "127.0.0.1"}, setup: func(c *hcase) []string {
 			return netAPI(c, "http://"+netRefused(c.t))
 		}},
-		api("headers-then-stall", netHeadersThenStall, "/search", "source.request_timeout"),
-		api("trickle", netTrickle, "/search", "source.request_timeout"),
+		api("headers-then-stall", netHeadersThenStall, "/search", "source.search_timeout"),
+		api("trickle", netTrickle, "/search", "source.search_timeout"),
 		api("html", netHTML, "/search", "decode response"),
 		api("500-forever", netStatus(http.StatusInternalServerError), "/search", "HTTP 500"),
 		api("redirect-loop", netRedirectLoop, "/search", "redirects"),
@@ -487,5 +491,127 @@ func netStoreCases() []hostile {
 		{name: "s3-plan-out-silent", code: exitFailure, want: []string{"plan.json", "s3://lulc-net/"}, setup: func(c *hcase) []string {
 			return []string{"plan", "--stall-timeout", netStall, "--catalog", c.w.catalog, "--out", netStore(c, netSilent(c.t)) + "/plan.json"}
 		}},
+	}
+}
+
+// netSubprocess starts lulc with args as a process of its own (the test
+// binary, LULC_TEST_MAIN=1), its stderr into the returned buffer.
+func netSubprocess(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), "LULC_TEST_MAIN=1"), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, &stderr
+}
+
+// TestStalledReadEnds: `lulc ingest` of a COG behind a server that never
+// answers fails within the stall limit and a margin, naming the URL, and
+// logs the wait at the heartbeat interval meanwhile.
+func TestStalledReadEnds(t *testing.T) {
+	w := hostileWorld(t)
+	c := &hcase{t: t, w: w, dir: t.TempDir()}
+	cat := netRehref(c, item, "B04.tif", "http://"+netSilent(t))
+	start := time.Now()
+	cmd, stderr := netSubprocess(t, nil, "ingest", "--stall-timeout", "3s", "--heartbeat", "500ms", "--catalog", cat, "--out", c.out())
+	err := cmd.Wait()
+	took := time.Since(start)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitFailure {
+		t.Fatalf("exit %v, want %d: %s", err, exitFailure, stderr)
+	}
+	// GDAL sends up to three requests for one file, each ended after 3 s.
+	if took > 15*time.Second {
+		t.Errorf("took %s with a 3 s stall limit", took)
+	}
+	if !strings.Contains(stderr.String(), "B04.tif") || !strings.Contains(stderr.String(), "127.0.0.1") {
+		t.Errorf("the error does not name the URL: %s", stderr)
+	}
+	if !strings.Contains(stderr.String(), "waiting on the network") {
+		t.Errorf("no heartbeat line in %s of waiting: %s", took, stderr)
+	}
+	if exists(c.out()) {
+		t.Error("a failed ingest left its output")
+	}
+}
+
+// TestInterruptDuringStall: SIGINT or SIGTERM while a GDAL read or an
+// upload hangs on a server that never answers (the stall limit far off)
+// ends lulc within 2 s with exit 130 and nothing committed; a rerun once
+// the server answers takes over the lock and finishes.
+func TestInterruptDuringStall(t *testing.T) {
+	w := hostileWorld(t)
+	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		t.Run(sig.String()+"/cog", func(t *testing.T) {
+			c := &hcase{t: t, w: w, dir: t.TempDir()}
+			var answer atomic.Bool
+			serve := netFile(c.path("scene"))
+			base := netServer(t, func(rw http.ResponseWriter, r *http.Request, stop <-chan struct{}) {
+				if answer.Load() {
+					serve(rw, r, stop)
+					return
+				}
+				netWait(r, stop)
+			})
+			cat := netRehref(c, item, "B04.tif", base)
+			args := []string{"ingest", "--stall-timeout", "120s", "--catalog", cat, "--out", c.out()}
+			netInterrupt(t, sig, filepath.Join(c.dir, ".out.partial"), args...)
+			if exists(c.out()) {
+				t.Fatal("the interrupted ingest committed its output")
+			}
+			answer.Store(true)
+			if code, _, stderr := lulc(t, append([]string{"-q"}, args...)...); code != 0 {
+				t.Fatalf("rerun once the server answers: exit %d: %s", code, stderr)
+			}
+		})
+	}
+	t.Run("upload", func(t *testing.T) {
+		c := &hcase{t: t, w: w, dir: t.TempDir()}
+		addr := netS3(c, netStatus(http.StatusNotFound), func(rw http.ResponseWriter, r *http.Request, _ []byte, stop <-chan struct{}) { netWait(r, stop) })
+		out := netStore(c, addr)
+		args := []string{"run", "--stall-timeout", "120s", "--catalog", w.catalog, "--work", c.path("work"), "--out", out}
+		// The upload has begun once the workspace's output is complete.
+		netInterrupt(t, os.Interrupt, filepath.Join(c.path("work"), "lulc-work-*", "out", "report.json"), args...)
+	})
+}
+
+// netInterrupt runs lulc, sends sig once a file matches pattern and a second
+// has passed (the command is then waiting on the network), and expects
+// exit 130 within 2 s of the signal.
+func netInterrupt(t *testing.T, sig os.Signal, pattern string, args ...string) {
+	t.Helper()
+	cmd, stderr := netSubprocess(t, nil, args...)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	if cmd.ProcessState != nil {
+		t.Fatalf("lulc ended before the signal: %s", stderr)
+	}
+	sent := time.Now()
+	cmd.Process.Signal(sig)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		took := time.Since(sent)
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
+			t.Fatalf("exit %v, want %d: %s", err, exitInterrupted, stderr)
+		}
+		if took > 2*time.Second {
+			t.Errorf("exited %s after the signal, want within 2 s", took)
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("still running 10 s after %s: %s", sig, stderr)
 	}
 }
