@@ -363,8 +363,13 @@ func TestHostileNetwork(t *testing.T) {
 // netAPI is the command line of an ingest whose source is a STAC API at
 // base, with short request and search limits.
 func netAPI(c *hcase, base string) []string {
+	return netAPILimits(c, base, "1s", "4s")
+}
+
+// netAPILimits is netAPI with the request and search limits given.
+func netAPILimits(c *hcase, base, request, search string) []string {
 	cfg := netIngestConfig(c, "catalog: runs/demo/scene/catalog.json",
-		"api: "+base+"\n  request_timeout: 1s\n  search_timeout: 4s")
+		"api: "+base+"\n  request_timeout: "+request+"\n  search_timeout: "+search)
 	return []string{"ingest", "--stall-timeout", netStall, "-c", cfg, "--out", c.out()}
 }
 
@@ -390,7 +395,12 @@ func netAPICases() []hostile {
 		api("html", netHTML, "/search", "decode response"),
 		api("500-forever", netStatus(http.StatusInternalServerError), "/search", "HTTP 500"),
 		api("redirect-loop", netRedirectLoop, "/search", "redirects"),
-		api("flood", netFlood, "/search", "larger than 64 MiB"),
+		// Limits long enough for 64 MiB on a loaded machine: the size
+		// limit, not a timeout, must end each attempt.
+		{name: "api-flood", code: exitFailure, want: []string{"/search", "larger than 64 MiB"}, setup: func(c *hcase) []string {
+			c.file("api/search", []byte(`{}`))
+			return netAPILimits(c, netHost(c.t, c.path("api"), netFlood), "20s", "60s")
+		}},
 	}
 }
 
