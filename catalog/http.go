@@ -13,17 +13,24 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/lulc/lulc/internal/netwait"
 )
 
 // maxBackoff caps one wait between attempts; the search deadline bounds the
 // sum.
 const maxBackoff = 5 * time.Minute
 
+// MaxResponse bounds the body of one STAC response that lulc reads
+// (64 MiB; a page of a thousand items is a few MB).
+const MaxResponse = 64 << 20
+
 // do sends one request through retryablehttp, retrying network errors, 5xx
 // and 429, and decodes a JSON response into out. payload, when not nil, is
 // the JSON body of a POST.
 func (c *Client) do(ctx context.Context, method, href string, payload []byte, out any) error {
 	timeout := orDefault(c.Timeout, DefaultTimeout)
+	defer netwait.Begin(method + " " + href)()
 	var (
 		data      []byte // the body of the last response read
 		attempts  int
@@ -82,9 +89,14 @@ func (c *Client) do(ctx context.Context, method, href string, payload []byte, ou
 	req.SetResponseHandler(func(resp *http.Response) error {
 		defer resp.Body.Close()
 		var err error
-		data, err = io.ReadAll(resp.Body)
+		// A page is at most a few MB: a server that sends without end
+		// must not fill the memory before the request's timeout.
+		data, err = io.ReadAll(io.LimitReader(resp.Body, MaxResponse+1))
 		if err != nil {
 			return fmt.Errorf("read response: %w", err)
+		}
+		if len(data) > MaxResponse {
+			return fmt.Errorf("response larger than %d MiB: not a STAC page", MaxResponse>>20)
 		}
 		return nil
 	})

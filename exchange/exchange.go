@@ -89,7 +89,13 @@ func vsi(url string) string { return raster.GDALPath(strings.TrimSuffix(url, "/"
 func ReadCommit(url string) (c Commit, ok bool, err error) {
 	p := vsi(Join(url, CommitFile))
 	raster.ForgetCached(vsi(url))
-	if !raster.Exists(p) {
+	// A store that does not answer must not pass for one without a
+	// commit: the task would redo its work, only to fail uploading it.
+	found, err := raster.Stat(p)
+	if err != nil {
+		return Commit{}, false, fmt.Errorf("%s: %w", Join(url, CommitFile), err)
+	}
+	if !found {
 		return Commit{}, false, nil
 	}
 	body, err := readAll(p)
@@ -142,7 +148,7 @@ func Push(ctx context.Context, dir, url string, log *slog.Logger) (Commit, error
 		return c, nil
 	}
 	if err := raster.Remove(vsi(Join(url, CommitFile))); err != nil {
-		return c, err
+		return c, fmt.Errorf("push %s: %w", url, err)
 	}
 	log.Debug("uploading", "url", url, "files", len(c.Files))
 	for _, f := range c.Files {
@@ -289,7 +295,11 @@ type damaged struct{ error }
 // renamed only when its size and hash match want.
 func download(url, dst string, want File) error {
 	p := vsi(url)
-	if !raster.Exists(p) {
+	found, err := raster.Stat(p)
+	if err != nil {
+		return fmt.Errorf("download %s: %w", url, err)
+	}
+	if !found {
 		return damaged{errors.New("no such object")}
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -355,7 +365,11 @@ func Get(url, dst string) error {
 	if err := Check(url); err != nil {
 		return err
 	}
-	if !raster.Exists(vsi(url)) {
+	found, err := raster.Stat(vsi(url))
+	if err != nil {
+		return fmt.Errorf("%s: %w", url, err)
+	}
+	if !found {
 		return fmt.Errorf("%s: no such object", url)
 	}
 	body, err := readAll(vsi(url))
@@ -391,9 +405,13 @@ func Committed(url string) (done, open []string, err error) {
 		if strings.HasPrefix(n, ".") || n == CommitFile {
 			continue
 		}
-		if raster.Exists(vsi(Join(url, n, CommitFile))) {
+		found, err := raster.Stat(vsi(Join(url, n, CommitFile)))
+		switch {
+		case err != nil:
+			return nil, nil, fmt.Errorf("%s: %w", Join(url, n, CommitFile), err)
+		case found:
 			done = append(done, n)
-		} else {
+		default:
 			open = append(open, n)
 		}
 	}

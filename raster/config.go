@@ -7,8 +7,10 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
+	"time"
 	"unsafe"
 )
 
@@ -42,4 +44,19 @@ func withThreadConfig(key, value string, f func() error) error {
 	C.CPLSetThreadLocalConfigOption(ck, cv)
 	defer C.CPLSetThreadLocalConfigOption(ck, nil)
 	return f()
+}
+
+// StallOptions are the GDAL options that end a network transfer (of
+// /vsicurl/, /vsis3/ and the other network file systems, reads and
+// uploads alike) once it has gone limit without progress: no connection
+// within limit, or less than one byte a second over limit. GDAL counts in
+// whole seconds, so limit is rounded up. GDAL may send a few requests for
+// one file (a HEAD, then a range), each bounded so.
+func StallOptions(limit time.Duration) map[string]string {
+	s := fmt.Sprint(int(math.Ceil(limit.Seconds())))
+	return map[string]string{
+		"GDAL_HTTP_CONNECTTIMEOUT":  s,
+		"GDAL_HTTP_LOW_SPEED_TIME":  s,
+		"GDAL_HTTP_LOW_SPEED_LIMIT": "1",
+	}
 }

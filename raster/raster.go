@@ -16,6 +16,8 @@ import (
 	"github.com/airbusgeo/godal"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/landcover"
+
+	"github.com/lulc/lulc/internal/netwait"
 )
 
 var registerOnce sync.Once
@@ -376,6 +378,7 @@ func (t *Transformer) Close() {
 // ReadBand reads a whole band (1-based) of a small raster.
 func ReadBand[T Pixels](path string, band int) ([]T, Grid, error) {
 	register()
+	defer netwait.Track(path)()
 	ds, err := godal.Open(GDALPath(path))
 	if err != nil {
 		return nil, Grid{}, fmt.Errorf("open %s: %w", path, err)

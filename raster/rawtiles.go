@@ -18,6 +18,8 @@ import (
 
 	"github.com/lulc/lulc/decode"
 	"github.com/lulc/lulc/resample"
+
+	"github.com/lulc/lulc/internal/netwait"
 )
 
 // TileLayout is how band 1 of a tiled GeoTIFF lies in its file: tiles of
@@ -102,6 +104,9 @@ func (s *Source) Layout() (TileLayout, error) {
 	if d := s.ds.Driver().ShortName(); d != "GTiff" && d != "COG" {
 		return TileLayout{}, fmt.Errorf("layout %s: a %s raster, not a GeoTIFF", s.Href, d)
 	}
+	// The tile offsets are read from the file's header: over the network
+	// when the header is larger than what Open fetched.
+	defer netwait.Track(s.Href)()
 	st := s.ds.Structure()
 	if st.NBands != 1 {
 		return TileLayout{}, fmt.Errorf("layout %s: %d bands (raw reads take single-band files)", s.Href, st.NBands)
@@ -183,6 +188,7 @@ func ReadRanges(path string, offsets, sizes []uint64) ([][]byte, error) {
 	if len(offsets) == 0 {
 		return out, nil
 	}
+	defer netwait.Track(path)()
 	fp, err := openVSI(path)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/airbusgeo/godal"
+
+	"github.com/lulc/lulc/internal/netwait"
 )
 
 // GDALPath maps an asset href to the path GDAL opens: http(s) URLs through
@@ -49,6 +51,7 @@ func Open(href string) (*Source, error) { return OpenKnownCRS(href, 0) }
 // CPU-seconds per full tile.
 func OpenKnownCRS(href string, epsg int) (*Source, error) {
 	register()
+	defer netwait.Track(href)()
 	ds, err := godal.Open(GDALPath(href))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", href, err)
@@ -131,6 +134,7 @@ func (s *Source) Read(dst Grid, alg string, buf any) error {
 	if n := bufLen(buf); n != dst.Width*dst.Height {
 		return fmt.Errorf("read %s: buffer of %d pixels for a %d×%d window", s.Href, n, dst.Width, dst.Height)
 	}
+	defer netwait.Track(s.Href)()
 	if x, y, w, h, ok := s.nested(dst); ok {
 		if err := s.ds.Bands()[0].Read(x, y, buf, dst.Width, dst.Height, godal.Window(w, h), godal.Resampling(ra)); err != nil {
 			return fmt.Errorf("read %s: %w", s.Href, err)
@@ -228,6 +232,7 @@ func ReadBandWindowInto(s *Source, band, x, y, w, h int, buf any) error {
 	if band < 1 || band > len(bands) {
 		return fmt.Errorf("%s has no band %d", s.Href, band)
 	}
+	defer netwait.Track(s.Href)()
 	if err := bands[band-1].Read(x, y, buf, w, h); err != nil {
 		return fmt.Errorf("read %s band %d: %w", s.Href, band, err)
 	}

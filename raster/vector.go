@@ -12,6 +12,8 @@ import (
 	"github.com/airbusgeo/godal"
 
 	"github.com/lulc/lulc/internal/atomicfs"
+
+	"github.com/lulc/lulc/internal/netwait"
 )
 
 // VectorLabels says how a vector layer of labelled features becomes a
@@ -28,6 +30,7 @@ type VectorLabels struct {
 // GeoPackage, GeoJSON, FlatGeobuf, Shapefile, …) and not as a raster.
 func IsVector(path string) bool {
 	register()
+	defer netwait.Track(path)()
 	ds, err := godal.Open(path, godal.VectorOnly())
 	if err != nil {
 		return false
@@ -120,6 +123,7 @@ func RasterizeWeights(path string, v VectorLabels, field string, g Grid) ([]uint
 // the first that is missing, not a number, or out of range once rounded.
 func checkWeights(path string, v VectorLabels, field string) error {
 	register()
+	defer netwait.Track(path)()
 	vec, err := godal.Open(path, godal.VectorOnly())
 	if err != nil {
 		return fmt.Errorf("rasterize %s: open vector: %w", path, err)
@@ -217,6 +221,7 @@ func findLayer(path string, vec *godal.Dataset, v VectorLabels) (string, error) 
 // []float64 for Float64).
 func rasterize(path string, v VectorLabels, g Grid, value func(layer string) []string, dt godal.DataType, buf any) error {
 	register()
+	defer netwait.Track(path)()
 	vec, err := godal.Open(path, godal.VectorOnly())
 	if err != nil {
 		return fmt.Errorf("rasterize %s: open vector: %w", path, err)
@@ -358,6 +363,7 @@ func writePlane(path string, g Grid, dt godal.DataType, buf any, n int, opt COGO
 // missing field is an error naming the layer's fields.
 func ClassNames(path string, v VectorLabels, nameField string) (map[int]string, error) {
 	register()
+	defer netwait.Track(path)()
 	vec, err := godal.Open(path, godal.VectorOnly())
 	if err != nil {
 		return nil, fmt.Errorf("class names %s: open vector: %w", path, err)

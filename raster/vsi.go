@@ -14,8 +14,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/lulc/lulc/internal/netwait"
 )
 
 // This file is GDAL's virtual file layer as plain files: readers, writers,
@@ -59,18 +63,62 @@ func lastError() string {
 }
 
 // Exists reports whether a file exists at path (for /vsis3/, an object:
-// a HEAD request).
+// a HEAD request). A file that cannot be reached counts as missing; Stat
+// tells the two apart.
 func Exists(path string) bool {
+	ok, _ := Stat(path)
+	return ok
+}
+
+// Stat reports whether a file exists at path. For a network path an
+// error means that the server could not say: no answer within the stall
+// limit (GDAL_HTTP_LOW_SPEED_TIME), a refused connection, a 403 or a 5xx.
+// Only a clean "not found" (404) is false with no error, so that a caller
+// never takes an unreachable store for an empty one.
+func Stat(path string) (bool, error) {
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
 	var st C.VSIStatBufL
-	return anyName(func() bool { return C.VSIStatExL(cpath, &st, C.VSI_STAT_EXISTS_FLAG) == 0 })
+	defer netwait.Track(path)()
+	type result struct {
+		ok  bool
+		err error
+	}
+	r := anyName(func() result {
+		// The thread's last error is cleared first: GDAL reports an
+		// unanswered or refused HEAD only as a warning left behind, on
+		// this thread.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		C.CPLErrorReset()
+		if C.VSIStatExL(cpath, &st, C.VSI_STAT_EXISTS_FLAG) == 0 {
+			return result{ok: true}
+		}
+		if C.CPLGetLastErrorType() >= C.CE_Warning {
+			if msg := C.GoString(C.CPLGetLastErrorMsg()); msg != "" {
+				C.CPLErrorReset()
+				return result{err: fmt.Errorf("stat %s: %s%s", path, msg, unanswered(msg))}
+			}
+		}
+		return result{}
+	})
+	return r.ok, r.err
+}
+
+// unanswered explains GDAL's "HTTP response code …: 0": no HTTP answer
+// came at all (the stall limit ended the wait, or the connection failed).
+func unanswered(msg string) string {
+	if strings.HasSuffix(msg, ": 0") {
+		return " (no answer: the server did not respond within the stall limit, or could not be reached)"
+	}
+	return ""
 }
 
 // ReadDir lists the names directly under path (for /vsis3/, the objects
 // and common prefixes under path/), sorted as GDAL returns them; none
 // when path holds nothing.
 func ReadDir(path string) []string {
+	defer netwait.Track(path)()
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
 	list := anyName(func() **C.char { return C.VSIReadDir(cpath) })
@@ -86,9 +134,14 @@ func ReadDir(path string) []string {
 
 // Remove deletes the file at path; a file that is not there is no error.
 func Remove(path string) error {
-	if !Exists(path) {
+	ok, err := Stat(path)
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	if !ok {
 		return nil
 	}
+	defer netwait.Track(path)()
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
 	if anyName(func() C.int { return C.VSIUnlink(cpath) }) != 0 {
@@ -116,6 +169,7 @@ type VSIFile struct {
 
 // OpenFile opens path for reading from its start.
 func OpenFile(path string) (*VSIFile, error) {
+	defer netwait.Track(path)()
 	fp := anyName(func() *C.VSILFILE { fp, _ := openVSI(path); return fp })
 	if fp == nil {
 		return nil, fmt.Errorf("read %s: cannot open%s", path, lastError())
@@ -131,6 +185,7 @@ func CreateFile(path string) (*VSIFile, error) {
 	defer C.free(unsafe.Pointer(cpath))
 	mode := C.CString("wb")
 	defer C.free(unsafe.Pointer(mode))
+	defer netwait.Track(path)()
 	fp := anyName(func() *C.VSILFILE { return C.VSIFOpenL(cpath, mode) })
 	if fp == nil {
 		return nil, fmt.Errorf("create %s: cannot open for writing%s", path, lastError())
@@ -146,6 +201,7 @@ func (f *VSIFile) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	defer netwait.Track(f.path)()
 	n := int(C.VSIFReadL(unsafe.Pointer(&p[0]), 1, C.size_t(len(p)), f.fp))
 	if n < len(p) {
 		if C.VSIFEofL(f.fp) != 0 {
@@ -167,6 +223,7 @@ func (f *VSIFile) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	defer netwait.Track(f.path)()
 	n := int(C.VSIFWriteL(unsafe.Pointer(&p[0]), 1, C.size_t(len(p)), f.fp))
 	if n < len(p) {
 		return n, fmt.Errorf("write %s%s", f.path, lastError())
@@ -181,6 +238,9 @@ func (f *VSIFile) Close() error {
 	if f.fp == nil {
 		return nil
 	}
+	// Closing a file written to object storage sends its last part and
+	// completes the upload: the longest wait of all.
+	defer netwait.Track(f.path)()
 	rc := C.VSIFCloseL(f.fp)
 	f.fp = nil
 	if rc != 0 {

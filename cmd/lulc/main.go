@@ -13,6 +13,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"syscall"
+	"time"
 
 	"github.com/lulc/lulc/internal/redact"
 )
@@ -21,12 +22,43 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stopProfile := startProfile(os.Getenv("LULC_CPUPROFILE"))
 	stopTrace := startTrace(os.Getenv("LULC_TRACE"))
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, os.Args[1:], os.Stdout, os.Stderr) }()
+	code := awaitExit(ctx, done, interruptGrace, os.Stderr)
 	stopTrace()
 	stopProfile()
 	writeHeapProfile(os.Getenv("LULC_MEMPROFILE"))
 	stop()
 	os.Exit(code)
+}
+
+// interruptGrace is how long a command may take to stop after SIGINT or
+// SIGTERM. A goroutine inside a GDAL call (a COG block or an upload over
+// a stalled network) cannot be cancelled; the process exits without it,
+// within 2 s of the signal as schedulers expect.
+const interruptGrace = 1500 * time.Millisecond
+
+// awaitExit returns the exit code that the command sends on done. Once
+// ctx is done (SIGINT or SIGTERM) the command has grace to return; after
+// that it is abandoned and the exit code is 130. Abandoning it commits
+// nothing: outputs become final only through a staging area's commit,
+// which the command did not reach, and the staging area and lock it
+// leaves are resumed and taken over by the next run.
+func awaitExit(ctx context.Context, done <-chan int, grace time.Duration, stderr io.Writer) int {
+	select {
+	case code := <-done:
+		return code
+	case <-ctx.Done():
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case code := <-done:
+		return code
+	case <-timer.C:
+		fmt.Fprintf(stderr, "lulc: interrupted; the work in progress (a network read or write, or a GDAL call) did not stop within %s and was abandoned, uncommitted: rerun to resume\n", grace)
+		return exitInterrupted
+	}
 }
 
 // startProfile writes a Go CPU profile of the whole command to path when
@@ -98,7 +130,11 @@ func writeHeapProfile(path string) {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	// The command's context ends when it returns, which stops its
+	// network watch; ctx stays the signal's, for the exit code.
+	cmdCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	err := root.ExecuteContext(cmdCtx)
 	if err != nil {
 		fmt.Fprintf(stderr, "lulc: %s\n", redact.String(err.Error()))
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -15,8 +17,10 @@ import (
 	"golang.org/x/term"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/internal/netwait"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/internal/redact"
+	"github.com/lulc/lulc/raster"
 )
 
 // app holds what every command shares: output streams, the logger and the
@@ -27,6 +31,9 @@ type app struct {
 	breakLock      bool
 	json           bool
 	log            *slog.Logger
+	// stall ends a network transfer that makes no progress for this
+	// long; heartbeat is how often a wait on the network is logged.
+	stall, heartbeat time.Duration
 }
 
 // summary prints a command's result as JSON on stdout with --json, and
@@ -70,7 +77,7 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 				level = slog.LevelDebug
 			}
 			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: redactAttr}))
-			return nil
+			return a.watchNetwork(cmd.Context())
 		},
 	}
 	root.SetOut(stdout)
@@ -80,6 +87,8 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log debug detail")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print the command's result as JSON on stdout (durations in nanoseconds) instead of the text summary")
 	root.PersistentFlags().BoolVar(&a.breakLock, "break-lock", false, "take over the output's lock even if another writer holds it (for one known to be gone, on another host)")
+	root.PersistentFlags().DurationVar(&a.stall, "stall-timeout", defaultStall, "give up a network read or upload (GDAL: COGs, vector labels, s3:// objects) that makes no progress for this long")
+	root.PersistentFlags().DurationVar(&a.heartbeat, "heartbeat", netwait.DefaultInterval, "log a line this often while lulc waits on the network")
 	root.MarkFlagsMutuallyExclusive("quiet", "verbose")
 	// `lulc completion bash|zsh|fish|powershell` prints a shell completion
 	// script; --version prints the version line.
@@ -87,6 +96,33 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 	root.SetVersionTemplate("lulc {{.Version}}\n")
 	root.AddCommand(newVersionCmd(a), newSynthCmd(a), newIngestCmd(a), newTrainCmd(a), newPredictCmd(a), newEvaluateCmd(a), newPlanCmd(a), newRunCmd(a), newCollectCmd(a), newExportCmd(a), newDoctorCmd(a), newBenchCmd(a), newConfigCmd(a))
 	return root
+}
+
+// defaultStall is --stall-timeout's default. GDAL may send two or three
+// requests for one file (a HEAD, a range, a retry of it), each ended
+// after this long without progress, so that a server that stops
+// answering fails a read within 90 s and the run's log says so every
+// 20 s meanwhile; a server that sends nothing for 30 s is not coming back.
+const defaultStall = 30 * time.Second
+
+// watchNetwork applies --stall-timeout to GDAL's network transfers
+// (process-wide: they run on GDAL's threads) and logs, every
+// --heartbeat, the waits on the network that last, until ctx is done.
+func (a *app) watchNetwork(ctx context.Context) error {
+	if a.stall < time.Second {
+		return usagef("--stall-timeout %s: at least 1s (GDAL counts whole seconds)", a.stall)
+	}
+	if a.heartbeat <= 0 {
+		return usagef("--heartbeat %s: must be positive", a.heartbeat)
+	}
+	if err := raster.SetConfig(raster.StallOptions(a.stall)); err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	go netwait.Watch(ctx, a.log, a.heartbeat)
+	return nil
 }
 
 // flagsFromEnv sets every flag of cmd not given on the command line from
