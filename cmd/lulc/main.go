@@ -33,9 +33,11 @@ func main() {
 }
 
 // interruptGrace is how long a command may take to stop after SIGINT or
-// SIGTERM. A goroutine inside a GDAL call (a COG block or an upload over
-// a stalled network) cannot be cancelled; the process exits without it,
-// within 2 s of the signal as schedulers expect.
+// SIGTERM. The stages stop at their next window, tree level or object,
+// but a goroutine inside a GDAL call (a COG block or an upload over a
+// stalled network) cannot be cancelled, and a window's features on the
+// CPU take a while: the process exits without them, within 2 s of the
+// signal as schedulers expect.
 const interruptGrace = 1500 * time.Millisecond
 
 // awaitExit returns the exit code that the command sends on done. Once
@@ -56,7 +58,7 @@ func awaitExit(ctx context.Context, done <-chan int, grace time.Duration, stderr
 	case code := <-done:
 		return code
 	case <-timer.C:
-		fmt.Fprintf(stderr, "lulc: interrupted; the work in progress (a network read or write, or a GDAL call) did not stop within %s and was abandoned, uncommitted: rerun to resume\n", grace)
+		fmt.Fprintf(stderr, "lulc: interrupted; the work in progress (a window's computation, a GDAL call, a network read or write) did not stop within %s and was abandoned, uncommitted: rerun to resume\n", grace)
 		return exitInterrupted
 	}
 }
