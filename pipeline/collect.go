@@ -38,7 +38,9 @@ type CollectTile struct {
 
 // Collect gathers an array job's tasks (OUT/shards/i-of-n, written by
 // lulc run --shard) into OUT/collection: it checks that every task of
-// the job left a complete output of the same job with every tile intact,
+// the job left a complete output of the same job, every file of which
+// matches the task's commit record (TaskCommitFile) and none is missing
+// from it, so that only what the tasks wrote is gathered,
 // then writes a STAC collection linking every tile's item, VRT mosaics of
 // the class maps and confidences per CRS (Sentinel-2 tiles of different
 // UTM zones share no grid; where tiles overlap, the later in name order
@@ -57,6 +59,7 @@ func Collect(out string, opt Options) (CollectResult, error) {
 	job, collection := "", ""
 	var tiles []CollectTile
 	seen := map[string]string{}
+	commits := map[string]taskCommit{}
 	for i := range count {
 		dir, ok := shards[i]
 		if !ok {
@@ -74,17 +77,27 @@ func Collect(out string, opt Options) (CollectResult, error) {
 			return CollectResult{}, fmt.Errorf("collect %s: %s holds another job's task than the others (its configs, model or task count differ)", out, dir)
 		}
 		name := filepath.Base(dir)
+		// Every file the task wrote, its report included, must match its
+		// commit record before anything of it is gathered.
+		c, err := readTaskCommit(dir)
+		if err == nil {
+			err = verifyTask(dir, c, rep.Job)
+		}
+		if err != nil {
+			redo(i, fmt.Sprintf("its output does not match its commit record: %v", err))
+			continue
+		}
+		commits[name] = c
 		for _, rt := range rep.Tiles {
 			if other, dup := seen[rt.Tile]; dup {
 				return CollectResult{}, fmt.Errorf("collect %s: tile %s was mapped by two tasks (%s and %s)", out, rt.Tile, other, name)
 			}
 			seen[rt.Tile] = name
-			tdir := filepath.Join(dir, rt.Tile)
-			if !verified(tdir) {
-				redo(i, fmt.Sprintf("tile %s is missing or damaged", rt.Tile))
+			if !c.lists(rt.Tile+"/"+ClassFile) || !c.lists(rt.Tile+"/"+ItemFile) {
+				redo(i, fmt.Sprintf("tile %s is not in the task's commit record", rt.Tile))
 				continue
 			}
-			info, err := raster.Inspect(filepath.Join(tdir, ClassFile))
+			info, err := raster.Inspect(filepath.Join(dir, rt.Tile, ClassFile))
 			if err != nil {
 				redo(i, fmt.Sprintf("tile %s: %v", rt.Tile, err))
 				continue
@@ -123,8 +136,8 @@ func Collect(out string, opt Options) (CollectResult, error) {
 				// The staging directory and the collection are both
 				// children of OUT: source names relative to one hold for
 				// the other.
-				if p := filepath.Join(out, "shards", t.Shard, t.Tile, file); atomicfs.Exists(p) {
-					srcs = append(srcs, p)
+				if commits[t.Shard].lists(t.Tile + "/" + file) {
+					srcs = append(srcs, filepath.Join(out, "shards", t.Shard, t.Tile, file))
 				}
 			}
 			if len(srcs) == 0 {
@@ -144,7 +157,7 @@ func Collect(out string, opt Options) (CollectResult, error) {
 		collection = "lulc-" + job[:12]
 	}
 	desc := fmt.Sprintf("Land-cover maps of %d tile(s) by lulc run, from an array job of %d tasks.", len(tiles), count)
-	if err := writeCollection(stage.Dir, collection, "lulc land-cover maps", desc, collectionItems(out, tiles)); err != nil {
+	if err := writeCollection(stage.Dir, collection, "lulc land-cover maps", desc, collectionItems(tiles, commits)); err != nil {
 		return res, err
 	}
 	body, _ := json.MarshalIndent(struct {
@@ -192,12 +205,12 @@ func listShards(out string) (map[int]string, int, error) {
 }
 
 // collectionItems lists, relative to OUT/collection, every tile's items in
-// its task's directory.
-func collectionItems(out string, tiles []CollectTile) []string {
+// its task's directory that the task's commit record lists.
+func collectionItems(tiles []CollectTile, commits map[string]taskCommit) []string {
 	var items []string
 	for _, t := range tiles {
 		for _, f := range []string{ItemFile, StackItemFile} {
-			if atomicfs.Exists(filepath.Join(out, "shards", t.Shard, t.Tile, f)) {
+			if commits[t.Shard].lists(t.Tile + "/" + f) {
 				items = append(items, "../shards/"+t.Shard+"/"+t.Tile+"/"+f)
 			}
 		}
