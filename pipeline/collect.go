@@ -26,14 +26,17 @@ type CollectResult struct {
 
 // CollectTile is one tile of a collected job.
 type CollectTile struct {
-	Tile    string             `json:"tile"`
-	Shard   string             `json:"shard"` // "i-of-n"
-	Device  string             `json:"device,omitempty"`
-	EPSG    int                `json:"epsg"`
-	Dates   int                `json:"dates"`
-	Pixels  int64              `json:"pixels"`
-	Metrics *forest.Metrics    `json:"metrics,omitempty"`
-	Seconds map[string]float64 `json:"seconds,omitempty"`
+	Tile    string          `json:"tile"`
+	Shard   string          `json:"shard"` // "i-of-n"
+	Device  string          `json:"device,omitempty"`
+	EPSG    int             `json:"epsg"`
+	Dates   int             `json:"dates"`
+	Pixels  int64           `json:"pixels"`
+	Metrics *forest.Metrics `json:"metrics,omitempty"`
+	// AOAOutside is the percentage of the tile's pixels outside the
+	// model's area of applicability, when the task wrote aoa.tif.
+	AOAOutside *float64           `json:"aoa_outside_percent,omitempty"`
+	Seconds    map[string]float64 `json:"seconds,omitempty"`
 }
 
 // Collect gathers an array job's tasks (OUT/shards/i-of-n, written by
@@ -103,7 +106,7 @@ func Collect(out string, opt Options) (CollectResult, error) {
 				continue
 			}
 			tiles = append(tiles, CollectTile{Tile: rt.Tile, Shard: name, Device: rt.Device, EPSG: info.EPSG, Dates: rt.Dates,
-				Pixels: rt.Pixels, Metrics: rt.Metrics, Seconds: rt.Seconds})
+				Pixels: rt.Pixels, Metrics: rt.Metrics, AOAOutside: rt.AOAOutside, Seconds: rt.Seconds})
 		}
 	}
 	if len(problems) > 0 {
@@ -224,13 +227,16 @@ func collectMarkdown(r CollectResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# lulc job: %d tiles from %d tasks\n\n", len(r.Tiles), r.Shards)
 	fmt.Fprintf(&b, "Mosaics: %s\n\n", strings.Join(r.Mosaics, ", "))
-	b.WriteString("| tile | task | device | EPSG | dates | overall accuracy | kappa | composite (s) | predict stream (s) |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| tile | task | device | EPSG | dates | overall accuracy | kappa | outside AOA (%) | composite (s) | predict stream (s) |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range r.Tiles {
-		oa, kappa := "–", "–"
+		oa, kappa, aoa := "–", "–", "–"
 		if t.Metrics != nil {
 			oa, kappa = fmt.Sprintf("%.4f", t.Metrics.Accuracy), fmt.Sprintf("%.4f", t.Metrics.Kappa)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %.2f | %.2f |\n", t.Tile, t.Shard, t.Device, t.EPSG, t.Dates, oa, kappa, t.Seconds["composite"], t.Seconds["stream"])
+		if t.AOAOutside != nil {
+			aoa = fmt.Sprintf("%.2f", *t.AOAOutside)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %s | %.2f | %.2f |\n", t.Tile, t.Shard, t.Device, t.EPSG, t.Dates, oa, kappa, aoa, t.Seconds["composite"], t.Seconds["stream"])
 	}
 	return b.String()
 }
