@@ -83,10 +83,11 @@ func Collect(out string, opt Options) (CollectResult, error) {
 		// Every file the task wrote, its report included, must match its
 		// commit record before anything of it is gathered.
 		c, err := readTaskCommit(dir)
-		if err == nil {
-			err = verifyTask(dir, c, rep.Job)
-		}
 		if err != nil {
+			redo(i, err.Error())
+			continue
+		}
+		if err := verifyTask(dir, c, rep.Job); err != nil {
 			redo(i, fmt.Sprintf("its output does not match its commit record: %v", err))
 			continue
 		}
