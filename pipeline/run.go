@@ -382,8 +382,9 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 // it holds this job's report and every file matches its commit record
 // (TaskCommitFile; the result then lists the tiles as skipped); not
 // done, with no error, when a file is missing, differs or is not in the
-// record (logged, naming it), so that the task maps again from scratch; an error when the directory holds another job's output. A
-// sample phase's task is done when its draw is intact and drew exactly
+// record (logged, naming it), so that the task maps again from scratch;
+// an error when the directory holds another job's output. A sample
+// phase's task is done when its draw is intact and drew exactly
 // its tiles (mine, of the job's all).
 func completedTask(dir, hash, phase string, all, tiles []sourceTile, opt Options) (RunResult, bool, error) {
 	if !atomicfs.Exists(dir) {

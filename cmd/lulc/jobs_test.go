@@ -71,7 +71,11 @@ func TestJobTaskKilledAndTampered(t *testing.T) {
 	if code != exitFailure || !strings.Contains(stderr, "task 0 of 1") || !strings.Contains(stderr, "31TEJ/metrics.json") {
 		t.Errorf("collect over an edited metrics.json: exit %d, %q", code, stderr)
 	}
-	must(t, args...)
+	// The rerun says which file made it map the task again.
+	loud := append([]string{"run"}, args[2:]...)
+	if code, _, stderr := lulc(t, loud...); code != 0 || !strings.Contains(stderr, "31TEJ/metrics.json") {
+		t.Errorf("rerun over an edited metrics.json: exit %d, does not name the file: %q", code, stderr)
+	}
 	if again, _ := os.ReadFile(metrics); string(again) != string(orig) {
 		t.Errorf("the rerun kept the edited metrics.json:\n%s", again)
 	}
