@@ -27,19 +27,24 @@ type CollectResult struct {
 
 // CollectTile is one tile of a collected job.
 type CollectTile struct {
-	Tile    string             `json:"tile"`
-	Shard   string             `json:"shard"` // "i-of-n"
-	Device  string             `json:"device,omitempty"`
-	EPSG    int                `json:"epsg"`
-	Dates   int                `json:"dates"`
-	Pixels  int64              `json:"pixels"`
-	Metrics *forest.Metrics    `json:"metrics,omitempty"`
-	Seconds map[string]float64 `json:"seconds,omitempty"`
+	Tile    string          `json:"tile"`
+	Shard   string          `json:"shard"` // "i-of-n"
+	Device  string          `json:"device,omitempty"`
+	EPSG    int             `json:"epsg"`
+	Dates   int             `json:"dates"`
+	Pixels  int64           `json:"pixels"`
+	Metrics *forest.Metrics `json:"metrics,omitempty"`
+	// AOAOutside is the percentage of the tile's pixels outside the
+	// model's area of applicability, when the task wrote aoa.tif.
+	AOAOutside *float64           `json:"aoa_outside_percent,omitempty"`
+	Seconds    map[string]float64 `json:"seconds,omitempty"`
 }
 
 // Collect gathers an array job's tasks (OUT/shards/i-of-n, written by
 // lulc run --shard) into OUT/collection: it checks that every task of
-// the job left a complete output of the same job with every tile intact,
+// the job left a complete output of the same job, every file of which
+// matches the task's commit record (TaskCommitFile) and none is missing
+// from it, so that only what the tasks wrote is gathered,
 // then writes a STAC collection linking every tile's item, VRT mosaics of
 // the class maps and confidences per CRS (Sentinel-2 tiles of different
 // UTM zones share no grid; where tiles overlap, the later in name order
@@ -58,6 +63,7 @@ func Collect(ctx context.Context, out string, opt Options) (CollectResult, error
 	job, collection := "", ""
 	var tiles []CollectTile
 	seen := map[string]string{}
+	commits := map[string]taskCommit{}
 	for i := range count {
 		dir, ok := shards[i]
 		if !ok {
@@ -75,6 +81,18 @@ func Collect(ctx context.Context, out string, opt Options) (CollectResult, error
 			return CollectResult{}, fmt.Errorf("collect %s: %s holds another job's task than the others (its configs, model or task count differ)", out, dir)
 		}
 		name := filepath.Base(dir)
+		// Every file the task wrote, its report included, must match its
+		// commit record before anything of it is gathered.
+		c, err := readTaskCommit(dir)
+		if err != nil {
+			redo(i, err.Error())
+			continue
+		}
+		if err := verifyTask(dir, c, rep.Job); err != nil {
+			redo(i, fmt.Sprintf("its output does not match its commit record: %v", err))
+			continue
+		}
+		commits[name] = c
 		for _, rt := range rep.Tiles {
 			if err := checkTileName(rt.Tile); err != nil {
 				return CollectResult{}, fmt.Errorf("collect %s: %s: report.json: %w", out, dir, err)
@@ -83,18 +101,17 @@ func Collect(ctx context.Context, out string, opt Options) (CollectResult, error
 				return CollectResult{}, fmt.Errorf("collect %s: tile %s was mapped by two tasks (%s and %s)", out, rt.Tile, other, name)
 			}
 			seen[rt.Tile] = name
-			tdir := filepath.Join(dir, rt.Tile)
-			if !verified(tdir) {
-				redo(i, fmt.Sprintf("tile %s is missing or damaged", rt.Tile))
+			if !c.lists(rt.Tile+"/"+ClassFile) || !c.lists(rt.Tile+"/"+ItemFile) {
+				redo(i, fmt.Sprintf("tile %s is not in the task's commit record", rt.Tile))
 				continue
 			}
-			info, err := raster.Inspect(filepath.Join(tdir, ClassFile))
+			info, err := raster.Inspect(filepath.Join(dir, rt.Tile, ClassFile))
 			if err != nil {
 				redo(i, fmt.Sprintf("tile %s: %v", rt.Tile, err))
 				continue
 			}
 			tiles = append(tiles, CollectTile{Tile: rt.Tile, Shard: name, Device: rt.Device, EPSG: info.EPSG, Dates: rt.Dates,
-				Pixels: rt.Pixels, Metrics: rt.Metrics, Seconds: rt.Seconds})
+				Pixels: rt.Pixels, Metrics: rt.Metrics, AOAOutside: rt.AOAOutside, Seconds: rt.Seconds})
 		}
 	}
 	if len(problems) > 0 {
@@ -127,8 +144,8 @@ func Collect(ctx context.Context, out string, opt Options) (CollectResult, error
 				// The staging directory and the collection are both
 				// children of OUT: source names relative to one hold for
 				// the other.
-				if p := filepath.Join(out, "shards", t.Shard, t.Tile, file); atomicfs.Exists(p) {
-					srcs = append(srcs, p)
+				if commits[t.Shard].lists(t.Tile + "/" + file) {
+					srcs = append(srcs, filepath.Join(out, "shards", t.Shard, t.Tile, file))
 				}
 			}
 			if len(srcs) == 0 {
@@ -148,7 +165,7 @@ func Collect(ctx context.Context, out string, opt Options) (CollectResult, error
 		collection = "lulc-" + job[:12]
 	}
 	desc := fmt.Sprintf("Land-cover maps of %d tile(s) by lulc run, from an array job of %d tasks.", len(tiles), count)
-	if err := writeCollection(stage.Dir, collection, "lulc land-cover maps", desc, collectionItems(out, tiles)); err != nil {
+	if err := writeCollection(stage.Dir, collection, "lulc land-cover maps", desc, collectionItems(tiles, commits)); err != nil {
 		return res, err
 	}
 	body, _ := json.MarshalIndent(struct {
@@ -196,12 +213,12 @@ func listShards(out string) (map[int]string, int, error) {
 }
 
 // collectionItems lists, relative to OUT/collection, every tile's items in
-// its task's directory.
-func collectionItems(out string, tiles []CollectTile) []string {
+// its task's directory that the task's commit record lists.
+func collectionItems(tiles []CollectTile, commits map[string]taskCommit) []string {
 	var items []string
 	for _, t := range tiles {
 		for _, f := range []string{ItemFile, StackItemFile} {
-			if atomicfs.Exists(filepath.Join(out, "shards", t.Shard, t.Tile, f)) {
+			if commits[t.Shard].lists(t.Tile + "/" + f) {
 				items = append(items, "../shards/"+t.Shard+"/"+t.Tile+"/"+f)
 			}
 		}
@@ -215,13 +232,16 @@ func collectMarkdown(r CollectResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# lulc job: %d tiles from %d tasks\n\n", len(r.Tiles), r.Shards)
 	fmt.Fprintf(&b, "Mosaics: %s\n\n", strings.Join(r.Mosaics, ", "))
-	b.WriteString("| tile | task | device | EPSG | dates | overall accuracy | kappa | composite (s) | predict stream (s) |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| tile | task | device | EPSG | dates | overall accuracy | kappa | outside AOA (%) | composite (s) | predict stream (s) |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range r.Tiles {
-		oa, kappa := "–", "–"
+		oa, kappa, aoa := "–", "–", "–"
 		if t.Metrics != nil {
 			oa, kappa = fmt.Sprintf("%.4f", t.Metrics.Accuracy), fmt.Sprintf("%.4f", t.Metrics.Kappa)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %.2f | %.2f |\n", t.Tile, t.Shard, t.Device, t.EPSG, t.Dates, oa, kappa, t.Seconds["composite"], t.Seconds["stream"])
+		if t.AOAOutside != nil {
+			aoa = fmt.Sprintf("%.2f", *t.AOAOutside)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %s | %.2f | %.2f |\n", t.Tile, t.Shard, t.Device, t.EPSG, t.Dates, oa, kappa, aoa, t.Seconds["composite"], t.Seconds["stream"])
 	}
 	return b.String()
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 
@@ -112,19 +113,67 @@ func ReadPlan(path string) (JobPlan, error) {
 	if len(p.Tiles) == 0 {
 		return JobPlan{}, fmt.Errorf("plan %s: no tiles", path)
 	}
+	if err := p.checkTiles(); err != nil {
+		return JobPlan{}, fmt.Errorf("plan %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// checkTiles refuses a plan whose tiles a run cannot map as they are: a
+// name that checkTileName refuses (it names the tile's output directory), a
+// tile listed twice, or one without scenes. A plan is an input an
+// attacker may forge and digest again.
+func (p JobPlan) checkTiles() error {
 	// The digest proves the plan whole, not that its maker was honest:
 	// its tiles name output directories, checked as a catalog's are.
 	seen := map[string]int{}
 	for i, t := range p.Tiles {
 		if err := checkTileName(t.Tile); err != nil {
-			return JobPlan{}, fmt.Errorf("plan %s: tiles[%d]: %w", path, i, err)
+			return fmt.Errorf("tiles[%d]: %w", i, err)
 		}
 		if j, dup := seen[t.Tile]; dup {
-			return JobPlan{}, fmt.Errorf("plan %s: tiles[%d] %q is also tiles[%d]: two tiles would write one directory", path, i, t.Tile, j)
+			return fmt.Errorf("tiles[%d] %q is also tiles[%d]: two tiles would write one directory", i, t.Tile, j)
 		}
 		seen[t.Tile] = i
+		if len(t.Items) == 0 {
+			return fmt.Errorf("tiles[%d] %s has no scenes", i, t.Tile)
+		}
 	}
-	return p, nil
+	return nil
+}
+
+// checkHrefs applies the href policy of the config's source (as a search
+// of it would, see sourceClient and find) to every asset of the plan's
+// scenes and label items: a plan is an input an attacker may forge and
+// digest again, and GDAL opens whatever it names.
+func (p JobPlan) checkHrefs(cfg IngestConfig) error {
+	policy := catalog.HrefPolicy{Allow: cfg.Source.AllowHrefs}
+	if cfg.Source.Catalog != "" {
+		policy.Root = catalog.CatalogRoot(cfg.Source.Catalog)
+	}
+	check := func(what string, it catalog.Item) error {
+		for _, k := range slices.Sorted(maps.Keys(it.Assets)) {
+			if href := it.Assets[k].Href; href != "" {
+				if err := policy.Check(href); err != nil {
+					return fmt.Errorf("plan %s: %s item %s asset %s: %w", p.Digest[:12], what, it.ID, k, err)
+				}
+			}
+		}
+		return nil
+	}
+	for _, t := range p.Tiles {
+		for _, it := range t.Items {
+			if err := check("tile "+t.Tile, it); err != nil {
+				return err
+			}
+		}
+	}
+	for _, it := range p.Labels {
+		if err := check("label", it); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // tiles are the plan's tiles to composite, with hrefs signed as the
@@ -132,6 +181,9 @@ func ReadPlan(path string) (JobPlan, error) {
 func (p JobPlan) tiles(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, error) {
 	if p.IngestConfig != cfg.Hash() {
 		return nil, fmt.Errorf("plan %s was made with another ingest config than this run's: make it again with lulc plan", p.Digest[:12])
+	}
+	if err := p.checkHrefs(cfg); err != nil {
+		return nil, err
 	}
 	if err := configureGDAL(cfg); err != nil {
 		return nil, err

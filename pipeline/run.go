@@ -386,11 +386,12 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 }
 
 // completedTask looks at an array task's existing output dir: done when
-// it holds this job's report and every tile it lists is intact (the
-// result then lists them as skipped); not done, with no error, when
-// something is missing or damaged, so that the task maps again from
-// scratch; an error when the directory holds another job's output. A
-// sample phase's task is done when its draw is intact and drew exactly
+// it holds this job's report and every file matches its commit record
+// (TaskCommitFile; the result then lists the tiles as skipped); not
+// done, with no error, when a file is missing, differs or is not in the
+// record (logged, naming it), so that the task maps again from scratch;
+// an error when the directory holds another job's output. A sample
+// phase's task is done when its draw is intact and drew exactly
 // its tiles (mine, of the job's all).
 func completedTask(dir, hash, phase string, all, tiles []sourceTile, opt Options) (RunResult, bool, error) {
 	if !atomicfs.Exists(dir) {
@@ -405,6 +406,15 @@ func completedTask(dir, hash, phase string, all, tiles []sourceTile, opt Options
 	// job or both whole jobs.
 	if rep.Job != hash {
 		return RunResult{}, false, fmt.Errorf("output %s holds another job's run (use --force to replace it)", dir)
+	}
+	// Every file the task wrote must match its commit record.
+	c, err := readTaskCommit(dir)
+	if err == nil {
+		err = verifyTask(dir, c, rep.Job)
+	}
+	if err != nil {
+		opt.Log.Warn("the finished task's output does not match its commit record: mapping the task again", "dir", dir, "why", err)
+		return RunResult{}, false, nil
 	}
 	res := RunResult{Dir: dir, Model: rep.Model, GPU: rep.GPU}
 	if phase == PhaseSample {
@@ -421,8 +431,8 @@ func completedTask(dir, hash, phase string, all, tiles []sourceTile, opt Options
 		if phase == PhaseSample {
 			break
 		}
-		if !tileMapped(filepath.Join(dir, t.name())) {
-			opt.Log.Warn("a tile of the finished task is missing or damaged: mapping the task again", "tile", t.name())
+		if !c.lists(t.name()+"/"+TileRecordFile) || !c.lists(t.name()+"/"+ClassFile) {
+			opt.Log.Warn("a tile of the finished task is missing from its commit record: mapping the task again", "tile", t.name())
 			return RunResult{}, false, nil
 		}
 	}
@@ -465,12 +475,6 @@ func readRunReport(dir string) (runReport, error) {
 		err = fmt.Errorf("%s: no job hash", filepath.Join(dir, "report.json"))
 	}
 	return rep, err
-}
-
-// tileMapped reports whether a run's tile directory holds an intact map
-// (its files match the item's checksums) and the map's metrics.
-func tileMapped(dir string) bool {
-	return verified(dir) && atomicfs.Exists(filepath.Join(dir, RunMetricsFile))
 }
 
 // shardTiles keeps the tiles that the job's shard maps.
@@ -979,6 +983,7 @@ func (r *runner) draw(ctx context.Context, all, mine []sourceTile, res *RunResul
 		return fmt.Errorf("sample: %w", err)
 	}
 	d.Config = cfg.sampleKey()
+	r.job.markDraw(d.Draw, all)
 	// The tiles' dark levels, for the model's record (as Sources).
 	dark := map[string]radiometry.Levels{}
 	for _, in := range ins {
@@ -1074,10 +1079,16 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 	if err != nil {
 		return err
 	}
-	if tileMapped(dir) && (!r.job.Config.Outputs.Stack || atomicfs.Exists(filepath.Join(dir, "manifest.json"))) {
+	// A tile an interrupted run finished is kept, with what that run
+	// knew of it (metrics, area of applicability, device), when its files
+	// match its record.
+	if kept, err := keptTile(dir, t.name()); err == nil && (!r.job.Config.Outputs.Stack || stackKept(dir)) {
+		*rt = kept
 		rt.Skipped = true
 		opt.Log.Info("tile already mapped and verified", "tile", t.name())
 		return nil
+	} else if atomicfs.Exists(filepath.Join(dir, TileRecordFile)) {
+		opt.Log.Warn("a tile an interrupted run mapped does not match its record: mapping it again", "tile", t.name(), "why", err)
 	}
 	// A GPU's lanes take turns at each step, so that with two tiles per
 	// GPU one is read and composited while the other is predicted.
@@ -1130,7 +1141,10 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 		err := p.finish(opt)
 		rt.Predict.Encode = p.pt.Encode
 		r.mark("outputs written", t.name())
-		return err
+		if err != nil {
+			return err
+		}
+		return writeTileRecord(dir, *rt)
 	})
 	return nil
 }
@@ -1188,7 +1202,8 @@ func writeRunMetrics(path string, m forest.Metrics, scheme landcover.Scheme) err
 	return atomicfs.WriteFile(path, append(body, '\n'))
 }
 
-// writeJob writes the resolved configs and the job report.
+// writeJob writes the resolved configs, the job report and, last, the
+// commit record of every file the run wrote.
 func (r *runner) writeJob(res RunResult) error {
 	if err := writeResolvedConfig(r.stage.Path("run.yaml"), r.job.Config); err != nil {
 		return err
@@ -1204,7 +1219,10 @@ func (r *runner) writeJob(res RunResult) error {
 	rep.Tiles = res.Tiles
 	rep.Fit, rep.Wait = res.Fit.Seconds(), res.Wait.Seconds()
 	body, _ := json.MarshalIndent(rep, "", "  ")
-	return atomicfs.WriteFile(r.stage.Path("report.json"), append(body, '\n'))
+	if err := atomicfs.WriteFile(r.stage.Path("report.json"), append(body, '\n')); err != nil {
+		return err
+	}
+	return writeTaskCommit(r.stage.Dir, r.hash)
 }
 
 // runReport is report.json: the job's time, per tile where it went, and

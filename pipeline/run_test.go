@@ -193,7 +193,7 @@ func TestRunSpillsAndResumes(t *testing.T) {
 		t.Error("the resumed run trained again")
 	}
 	for _, rel := range diffTrees(t, want, out) {
-		if rel != "report.json" && rel != filepath.Join("model", "run.json") && rel != "run.yaml" {
+		if rel != "report.json" && rel != TaskCommitFile && rel != filepath.Join("model", "run.json") && rel != "run.yaml" {
 			t.Errorf("%s differs from the uninterrupted run", rel)
 		}
 	}
@@ -248,7 +248,7 @@ func TestRunLanes(t *testing.T) {
 		}
 	}
 	for _, rel := range diffTrees(t, one, two) {
-		if rel != "report.json" && rel != filepath.Join("model", "run.json") {
+		if rel != "report.json" && rel != TaskCommitFile && rel != filepath.Join("model", "run.json") {
 			t.Errorf("%s differs between one lane and two", rel)
 		}
 	}
@@ -318,11 +318,12 @@ func TestRunShards(t *testing.T) {
 			}
 			seen[rt.Tile] = true
 			for _, rel := range diffTrees(t, filepath.Join(one, rt.Tile), filepath.Join(out, rt.Tile)) {
-				if rel != ItemFile {
+				if rel != ItemFile && rel != TileRecordFile {
 					t.Errorf("task %d: %s/%s differs from the single run's", i, rt.Tile, rel)
 				}
 			}
 			sameItem(t, filepath.Join(one, rt.Tile, ItemFile), filepath.Join(out, rt.Tile, ItemFile))
+			sameTileRecord(t, filepath.Join(one, rt.Tile), filepath.Join(out, rt.Tile))
 		}
 	}
 	if len(seen) != 3 {
@@ -378,11 +379,12 @@ func TestRunShards(t *testing.T) {
 		t.Error("a damaged task was kept")
 	}
 	for _, rel := range diffTrees(t, filepath.Join(one, tile), filepath.Join(outs[0], tile)) {
-		if rel != ItemFile {
+		if rel != ItemFile && rel != TileRecordFile {
 			t.Errorf("remapped %s/%s differs from the single run's", tile, rel)
 		}
 	}
 	sameItem(t, filepath.Join(one, tile, ItemFile), filepath.Join(outs[0], tile, ItemFile))
+	sameTileRecord(t, filepath.Join(one, tile), filepath.Join(outs[0], tile))
 	// Without a task's output, collect names it and how to redo it.
 	if err := os.Rename(outs[1], filepath.Join(root, "gone")); err != nil {
 		t.Fatal(err)
@@ -435,7 +437,7 @@ func TestRunPlan(t *testing.T) {
 	planned := filepath.Join(t.TempDir(), "planned")
 	runJob(t, job, planned, Options{})
 	for _, rel := range diffTrees(t, searched, planned) {
-		if rel != "report.json" && rel != filepath.Join("model", "run.json") {
+		if rel != "report.json" && rel != TaskCommitFile && rel != filepath.Join("model", "run.json") {
 			t.Errorf("%s differs between the searched and the planned run", rel)
 		}
 	}
@@ -576,5 +578,30 @@ func sameItem(t *testing.T, a, b string) {
 	}
 	if strip(a) != strip(b) {
 		t.Errorf("%s and %s differ beyond their links", a, b)
+	}
+}
+
+// sameTileRecord checks that two tile records (tile.json) agree but for
+// their items' checksums (an array task's item links the job's
+// collection, a single run's its own).
+func sameTileRecord(t *testing.T, a, b string) {
+	t.Helper()
+	read := func(dir string) tileRecord {
+		var rec tileRecord
+		body, err := os.ReadFile(filepath.Join(dir, TileRecordFile))
+		if err == nil {
+			err = json.Unmarshal(body, &rec)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Files = slices.DeleteFunc(rec.Files, func(f FileSum) bool { return f.Path == ItemFile })
+		return rec
+	}
+	ra, rb := read(a), read(b)
+	ja, _ := json.Marshal(ra)
+	jb, _ := json.Marshal(rb)
+	if string(ja) != string(jb) {
+		t.Errorf("tile records differ:\n%s\n%s", ja, jb)
 	}
 }

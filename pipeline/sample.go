@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -161,6 +163,9 @@ func (c TrainConfig) drawInputs() ([]trainInput, error) {
 // sample phase) are merged, after checking that they were drawn for this
 // config.
 func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, e engine) (*samples.Set, []string, error) {
+	if err := drawsAgree(ins); err != nil {
+		return nil, nil, err
+	}
 	sp := sampling.New(cfg.sampling(), cfg.Features, scheme, e.features)
 	for _, in := range ins {
 		if in.draw != nil {
@@ -363,4 +368,72 @@ func bandCount(path string) int {
 		return -1
 	}
 	return info.Bands
+}
+
+// markDraw records in a sample phase's draw what must be the same for
+// draws to merge into the one-process run's samples: the ingest config,
+// the job's tiles (all, in order), its plan and its task count.
+func (j Job) markDraw(d *samples.Draw, all []sourceTile) {
+	names := make([]string, len(all))
+	for i, t := range all {
+		names[i] = t.name()
+	}
+	d.Ingest, d.Tiles, d.Tasks = j.Ingest.Hash(), tileListHash(names), j.Shard.Count
+	if j.Plan != nil {
+		d.Plan = j.Plan.Digest
+	}
+}
+
+// tileListHash identifies a job's tile list: its names, in order.
+func tileListHash(names []string) string {
+	sum := sha256.Sum256([]byte(strings.Join(names, "\n")))
+	return hex.EncodeToString(sum[:])
+}
+
+// drawsAgree refuses draws that are not of one job: made from another
+// ingest config, plan, tile list or task count than the first draw (their
+// merge would not be the samples one process draws), or by a lulc that
+// did not record these (which cannot be told apart). It names both draws
+// and what differs.
+func drawsAgree(ins []trainInput) error {
+	var first *trainInput
+	for i := range ins {
+		in := &ins[i]
+		if in.draw == nil {
+			continue
+		}
+		d := in.draw.Draw
+		if d.Ingest == "" || d.Tiles == "" {
+			return fmt.Errorf("%s: the draw records no ingest config or tile list (drawn by an older lulc), so it cannot be told to be of this job's: draw it again with lulc run --phase sample", in.image)
+		}
+		if first == nil {
+			first = in
+			continue
+		}
+		f := first.draw.Draw
+		differ := func(what, a, b string) error {
+			return fmt.Errorf("draws %s and %s are not of one job: their %s differ (%s and %s); merge only the draws of one lulc run --phase sample job", first.image, in.image, what, a, b)
+		}
+		switch {
+		case d.Ingest != f.Ingest:
+			return differ("ingest configs", short(f.Ingest), short(d.Ingest))
+		case d.Plan != f.Plan:
+			return differ("plans", orNone(short(f.Plan)), orNone(short(d.Plan)))
+		case d.Tiles != f.Tiles:
+			return differ("tile lists", short(f.Tiles), short(d.Tiles))
+		case d.Tasks != f.Tasks:
+			return differ("task counts", fmt.Sprint(f.Tasks), fmt.Sprint(d.Tasks))
+		}
+	}
+	return nil
+}
+
+// short is a hash's first 12 digits, as messages name it.
+func short(h string) string { return h[:min(12, len(h))] }
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

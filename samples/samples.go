@@ -64,6 +64,15 @@ type Draw struct {
 	// inputs with pixel weights); absent, the keys are recomputed from the
 	// ids.
 	Keys []uint64 `json:"keys,omitempty"`
+	// Ingest is the hash of the ingest config whose composites were
+	// drawn, Tiles the hash of the job's tile list (its names in order),
+	// Plan the job's plan digest (empty when it searched its source) and
+	// Tasks the job's task count: the draws of one job agree on all, and
+	// training merges no others.
+	Ingest string `json:"ingest_config,omitempty"`
+	Tiles  string `json:"tiles_sha256,omitempty"`
+	Plan   string `json:"plan,omitempty"`
+	Tasks  int    `json:"tasks,omitempty"`
 }
 
 // Set is a table of samples.

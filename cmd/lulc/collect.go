@@ -17,13 +17,15 @@ func newCollectCmd(a *app) *cobra.Command {
 		Use:   "collect --out DIR",
 		Short: "Gather an array job's tasks into one STAC collection, mosaics and a job report",
 		Long: `collect reads the tasks that lulc run --shard i/n wrote under DIR/shards/i-of-n and
-checks that every task of the job left a complete output of the same job, with every
-tile's files matching their checksums. It then writes DIR/collection: collection.json
+checks that every task of the job left a complete output of the same job, every file of
+which matches the task's commit record (commit.json: sizes and BLAKE3 checksums) and none
+of which the record leaves out. It then writes DIR/collection: collection.json
 (the STAC collection that every task's items name, linking each of them), VRT mosaics of the class maps and
 confidences per CRS (class-<EPSG>.vrt, confidence-<EPSG>.vrt; where neighbouring tiles
 overlap, the later in name order wins), and report.json and report.md (per tile: task,
-device, accuracy, stage times). A missing task or a damaged tile fails it, each named
-with the --shard that redoes it.`,
+device, accuracy, area of applicability, stage times). A missing task or a file that
+does not match its task's record fails it (exit 1), each named with the --shard that
+redoes it.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {

@@ -132,7 +132,8 @@ func TestInterruptEachPhase(t *testing.T) {
 	train := func(w iworld, out string) []string {
 		return []string{"train", "-c", w.trainCfg, "--stack", w.stack, "--out", out}
 	}
-	runTimings := []string{"report.json", filepath.Join("model", "run.json")}
+	// commit.json holds report.json's checksum, so its bytes follow the timings.
+	runTimings := []string{"report.json", "commit.json", filepath.Join("model", "run.json")}
 	phases := []phase{
 		{name: "read", args: ingest, at: `step=planned`, done: `step=composited`, strict: true, sig: syscall.SIGINT},
 		{name: "composite", args: run, at: `msg="window composited"`, done: `step=composited`, sig: syscall.SIGTERM, timings: runTimings},
@@ -272,7 +273,7 @@ func TestInterruptUpload(t *testing.T) {
 		args    []string
 		timings []string
 	}{
-		{"run", []string{"run", "--catalog", w.catalog}, []string{"report.json", "model/run.json"}},
+		{"run", []string{"run", "--catalog", w.catalog}, []string{"report.json", "commit.json", "model/run.json"}},
 		{"train", []string{"train", "--stack", w.stack}, []string{"run.json"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

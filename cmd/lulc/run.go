@@ -116,10 +116,10 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 				}
 			}
 			if task != "" {
+				// The task's parent directories are made when its output
+				// is staged (atomicfs.Begin): a task refused before then
+				// leaves nothing behind.
 				out = filepath.Join(out, filepath.FromSlash(task))
-				if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-					return err
-				}
 			}
 			inputs := []string{cfgPath, rc.Ingest}
 			if job.Ingest, err = runIngestConfig(rc, catalogOverride); err != nil {
