@@ -531,3 +531,48 @@ func TestCrawlFindsEveryItem(t *testing.T) {
 		t.Errorf("cancelled crawl: %v", err)
 	}
 }
+
+// TestCrawlTimeout crawls a catalog over HTTP whose documents each take
+// 150 ms: with a 250 ms limit per document, a crawl longer than the limit
+// in all (the catalog, then its items) succeeds, as the limit is per
+// document; one whose second item never arrives fails within the limit
+// and a little more, naming that item.
+func TestCrawlTimeout(t *testing.T) {
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/catalog.json":
+			var links []map[string]any
+			for i := range 8 {
+				links = append(links, stacLink("item", fmt.Sprintf("./item%d.json", i)))
+			}
+			time.Sleep(150 * time.Millisecond)
+			json.NewEncoder(w).Encode(stacCatalog(links...))
+		case "/silent/catalog.json":
+			json.NewEncoder(w).Encode(stacCatalog(stacLink("item", "./item0.json"), stacLink("item", "./never.json")))
+		case "/silent/never.json":
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
+		default:
+			time.Sleep(150 * time.Millisecond)
+			name := strings.TrimSuffix(filepath.Base(r.URL.Path), ".json")
+			json.NewEncoder(w).Encode(stacItem(name, "https://example.com/"+name+".tif"))
+		}
+	}))
+	defer srv.Close()
+	defer close(stop)
+	items, err := CrawlTimeout(context.Background(), srv.URL+"/catalog.json", everywhere, HrefPolicy{}, 250*time.Millisecond)
+	if err != nil || len(items) != 8 {
+		t.Fatalf("a slow but answering catalog: %d items, %v", len(items), err)
+	}
+	start := time.Now()
+	_, err = CrawlTimeout(context.Background(), srv.URL+"/silent/catalog.json", everywhere, HrefPolicy{}, 250*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), srv.URL+"/silent/never.json") || !strings.Contains(err.Error(), "did not arrive within 250ms") {
+		t.Fatalf("a document that never arrives: %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the crawl took %v to give up on a 250 ms limit", took)
+	}
+}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/planetlabs/go-stac/crawler"
+
+	"github.com/lulc/lulc/internal/netwait"
 )
 
 // Query selects items.
@@ -61,8 +63,23 @@ func (q Query) Match(it Item) bool {
 // read, and once the crawl ends it fails it with an error naming the first
 // such link; a refused asset href of a matching item fails it too. Both wrap
 // ErrHrefRefused. A document linked more than once is read once, so links
-// that form a cycle cannot keep the crawl going.
+// that form a cycle cannot keep the crawl going. A document over HTTP must
+// arrive within DefaultTimeout (see CrawlTimeout).
 func Crawl(ctx context.Context, root string, q Query, policy HrefPolicy) ([]Item, error) {
+	return CrawlTimeout(ctx, root, q, policy, DefaultTimeout)
+}
+
+// CrawlTimeout is Crawl with a limit on each document read over HTTP:
+// one that has not arrived timeout after the crawler asked for it ends
+// the crawl with an error naming it. go-stac's crawler reads URLs with a
+// client that has no timeout and cannot be given one, so the crawl runs
+// on its own goroutine and is left behind, still waiting, when a document
+// does not arrive or ctx ends: the command fails and exits regardless.
+// Waits show in the network log (netwait).
+func CrawlTimeout(ctx context.Context, root string, q Query, policy HrefPolicy, timeout time.Duration) ([]Item, error) {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
 	if policy.Root == "" {
 		policy.Root = CatalogRoot(root)
 	}
@@ -74,6 +91,14 @@ func Crawl(ctx context.Context, root string, q Query, policy HrefPolicy) ([]Item
 		refused  error
 		nRefused int
 	)
+	// Remote documents asked for and not yet visited, by key: when each
+	// was asked for and the end of its network wait.
+	type asked struct {
+		loc   string
+		since time.Time
+		end   func()
+	}
+	pending := map[string]asked{}
 	// The crawler calls filter before it reads a location, from several
 	// goroutines: it is where a refused link is stopped.
 	filter := func(loc string) bool {
@@ -88,19 +113,27 @@ func Crawl(ctx context.Context, root string, q Query, policy HrefPolicy) ([]Item
 			return false
 		}
 		seen[key] = true
-		if key == rootKey {
-			return true
-		}
-		if err := policy.Check(loc); err != nil {
-			if refused == nil {
-				refused = err
+		if key != rootKey {
+			if err := policy.Check(loc); err != nil {
+				if refused == nil {
+					refused = err
+				}
+				nRefused++
+				return false
 			}
-			nRefused++
-			return false
+		}
+		if netwait.Remote(loc) {
+			pending[key] = asked{loc: loc, since: time.Now(), end: netwait.Begin("GET " + loc)}
 		}
 		return true
 	}
 	visit := func(r crawler.Resource, info *crawler.ResourceInfo) error {
+		mu.Lock()
+		if a, ok := pending[locationKey(info.Location)]; ok {
+			a.end()
+			delete(pending, locationKey(info.Location))
+		}
+		mu.Unlock()
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -123,8 +156,47 @@ func Crawl(ctx context.Context, root string, q Query, policy HrefPolicy) ([]Item
 		return nil
 	}
 	opts := &crawler.Options{Filter: filter, Queue: newCrawlQueue(ctx, runtime.GOMAXPROCS(0))}
-	if err := crawler.Crawl(root, visit, opts); err != nil {
-		return nil, fmt.Errorf("crawl %s: %w", root, err)
+	done := make(chan error, 1)
+	go func() { done <- crawler.Crawl(root, visit, opts) }()
+	// late names the oldest document asked for longer than timeout ago.
+	late := func() (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		var oldest *asked
+		for _, a := range pending {
+			if time.Since(a.since) > timeout && (oldest == nil || a.since.Before(oldest.since)) {
+				oldest = &a
+			}
+		}
+		if oldest == nil {
+			return "", false
+		}
+		return oldest.loc, true
+	}
+	tick := time.NewTicker(max(timeout/8, 10*time.Millisecond))
+	defer tick.Stop()
+	defer func() {
+		mu.Lock()
+		for _, a := range pending {
+			a.end()
+		}
+		mu.Unlock()
+	}()
+wait:
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return nil, fmt.Errorf("crawl %s: %w", root, err)
+			}
+			break wait
+		case <-ctx.Done():
+			return nil, fmt.Errorf("crawl %s: %w", root, ctx.Err())
+		case <-tick.C:
+			if loc, ok := late(); ok {
+				return nil, fmt.Errorf("crawl %s: %s did not arrive within %s (source.request_timeout)", root, loc, timeout)
+			}
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("crawl %s: %w", root, err)

@@ -350,7 +350,7 @@ func signItems(ctx context.Context, cfg IngestConfig, opt Options, items, labelI
 // find runs the query against the configured static catalog or API.
 func find(ctx context.Context, client *catalog.Client, cfg IngestConfig, q catalog.Query) ([]catalog.Item, error) {
 	if cfg.Source.Catalog != "" {
-		return catalog.Crawl(ctx, cfg.Source.Catalog, q, catalog.HrefPolicy{Allow: cfg.Source.AllowHrefs})
+		return catalog.CrawlTimeout(ctx, cfg.Source.Catalog, q, catalog.HrefPolicy{Allow: cfg.Source.AllowHrefs}, client.Timeout)
 	}
 	return client.Search(ctx, cfg.Source.API, q)
 }

@@ -57,6 +57,10 @@ func TestReadPlanRefusesBadTiles(t *testing.T) {
 		{[]PlanTile{{Tile: "31TEJ"}, {Tile: "31TEJ"}}, "also tiles[0]"},
 		{[]PlanTile{{Tile: "model"}}, "model"},
 	} {
+		// Every tile has a scene: the names alone are under test.
+		for i := range tc.tiles {
+			tc.tiles[i].Items = []catalog.Item{{}}
+		}
 		p := JobPlan{Version: PlanVersion, Tiles: tc.tiles}
 		p.Digest = p.digest()
 		path := filepath.Join(dir, "plan.json")
@@ -103,6 +107,11 @@ func TestCollectRefusesBadTileNames(t *testing.T) {
 	}
 	body := `{"job": "j", "tiles": [{"tile": "../../../etc"}]}`
 	if err := os.WriteFile(filepath.Join(task, "report.json"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The attacker makes the task's commit record again: it then holds,
+	// and the names are what stops the read.
+	if err := writeTaskCommit(task, "j"); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Collect(context.Background(), out, Options{})

@@ -248,11 +248,11 @@ func TestHostileJobs(t *testing.T) {
 				p.Labels[0].Assets[k] = a
 			}
 		}, "label item", `"/etc/passwd"`),
-		planCase("tile-traversal", func(p *pipeline.JobPlan) { p.Tiles[0].Tile = "../../escape" }, `"../../escape"`, "not a plain name"),
-		planCase("tile-absolute", func(p *pipeline.JobPlan) { p.Tiles[0].Tile = "/tmp/escape" }, `"/tmp/escape"`, "not a plain name"),
-		planCase("tile-hidden", func(p *pipeline.JobPlan) { p.Tiles[0].Tile = ".partial" }, `".partial"`, "not a plain name"),
-		planCase("tile-empty-name", func(p *pipeline.JobPlan) { p.Tiles[0].Tile = "" }, `""`, "not a plain name"),
-		planCase("tile-duplicated", func(p *pipeline.JobPlan) { p.Tiles[1] = p.Tiles[0] }, "listed twice"),
+		planCase("tile-traversal", func(p *pipeline.JobPlan) { p.Tiles[0].Tile = "../../escape" }, `"../../escape"`, "path separator"),
+		planCase("tile-absolute", func(p *pipeline.JobPlan) { p.Tiles[0].Tile = "/tmp/escape" }, `"/tmp/escape"`, "path separator"),
+		planCase("tile-hidden", func(p *pipeline.JobPlan) { p.Tiles[0].Tile = ".partial" }, `".partial"`, "starts with a dot"),
+		planCase("tile-empty-name", func(p *pipeline.JobPlan) { p.Tiles[0].Tile = "" }, `""`, "empty"),
+		planCase("tile-duplicated", func(p *pipeline.JobPlan) { p.Tiles[1] = p.Tiles[0] }, "also tiles[0]"),
 		planCase("tile-no-scenes", func(p *pipeline.JobPlan) { p.Tiles[1].Items = nil }, "has no scenes"),
 		planCase("no-tiles", func(p *pipeline.JobPlan) { p.Tiles = nil }, "no tiles"),
 		planCase("other-ingest-config", func(p *pipeline.JobPlan) { p.IngestConfig = strings.Repeat("0", 64) }, "another ingest config"),

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -116,6 +118,50 @@ func TestHostileSurfaces(t *testing.T) {
 		// The config command.
 		{name: "config-show-unknown", code: usage, want: []string{"nosuch.yaml"}, setup: func(c *hcase) []string {
 			return []string{"config", "show", "nosuch.yaml"}
+		}},
+	}
+	runHostile(t, cases)
+}
+
+// TestHostileStaticCatalogOverHTTP reads a static catalog from servers
+// that never send a document, or send one of its items byte by byte:
+// go-stac's crawler has no timeout of its own, so these hung before
+// source.request_timeout bounded every document.
+func TestHostileStaticCatalogOverHTTP(t *testing.T) {
+	ingest := func(c *hcase, catalog string) []string {
+		cfg := netIngestConfig(c, "  limit: 100", "  limit: 100\n  request_timeout: 1s")
+		return []string{"ingest", "--stall-timeout", netStall, "-c", cfg, "--catalog", catalog, "--out", c.out()}
+	}
+	// served serves the case's scene copy, the documents matching
+	// pattern (relative to the scene) through b and the rest as they are.
+	served := func(c *hcase, pattern string, b netBehaviour) string {
+		dir := filepath.Dir(c.scene())
+		return netServer(c.t, func(w http.ResponseWriter, r *http.Request, stop <-chan struct{}) {
+			rel := strings.TrimPrefix(r.URL.Path, "/")
+			if ok, _ := filepath.Match(pattern, rel); ok {
+				body, _ := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+				b(w, r, body, stop)
+				return
+			}
+			http.ServeFile(w, r, filepath.Join(dir, filepath.FromSlash(rel)))
+		}) + "/catalog.json"
+	}
+	item := "sentinel-2-l2a/*/S2*.json"
+	cases := []hostile{
+		{name: "catalog-silent", code: exitFailure, want: []string{"catalog.json", "did not arrive within 1s", "source.request_timeout"}, setup: func(c *hcase) []string {
+			return ingest(c, "http://"+netSilent(c.t)+"/catalog.json")
+		}},
+		{name: "catalog-item-silent", code: exitFailure, want: []string{".json", "did not arrive within 1s"}, setup: func(c *hcase) []string {
+			return ingest(c, served(c, item, netHeadersThenStall))
+		}},
+		{name: "catalog-item-trickle", code: exitFailure, want: []string{".json", "did not arrive within 1s"}, setup: func(c *hcase) []string {
+			return ingest(c, served(c, item, netTrickle))
+		}},
+		{name: "catalog-collection-silent", code: exitFailure, want: []string{"collection.json", "did not arrive within 1s"}, setup: func(c *hcase) []string {
+			return ingest(c, served(c, "*/collection.json", netHeadersThenStall))
+		}},
+		{name: "catalog-html", code: exitFailure, want: []string{"catalog.json"}, setup: func(c *hcase) []string {
+			return ingest(c, served(c, "catalog.json", netHTML))
 		}},
 	}
 	runHostile(t, cases)
