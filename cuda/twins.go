@@ -609,6 +609,22 @@ func gatherInputs(dates []composite.Date, nb, n int) (*compositeInputs, error) {
 	return in, nil
 }
 
+// compositeShared is the dynamic shared memory a block of the composite
+// kernel may take without opting in to more: 48 KiB on every GPU lulc
+// supports.
+const compositeShared = 48 << 10
+
+// compositeBlock returns the composite kernel's block size for nd dates
+// and the dynamic shared memory it needs: each thread sorts a pixel's
+// values there, nd floats and nd date bytes. Blocks are as large as fit,
+// at most 256 threads and at least one warp (32 threads hold 255 dates
+// in 40 KB).
+func compositeBlock(nd int) (block, shared int) {
+	block = min(256, compositeShared/(5*nd)/32*32)
+	block = max(32, block)
+	return block, block * nd * 5
+}
+
 // Composite is composite.Resample and composite.Window on the GPU, with
 // the same bytes: decoding of compressed bands, upsampling of coarse ones,
 // masking by scene class and nodata, reflectance, the per-band median over
@@ -730,9 +746,14 @@ func CompositeMirrored(dev *Device, dates []composite.Date, drop []uint8, tp *co
 				return err
 			}
 		}
-		if err := dev.launch("composite", int64(n), pdn, pscl, int32(nd), int32(nb), int64(n), pdrop, psc, pof, pnd,
+		block, shared := compositeBlock(nd)
+		grid := uint32(max(1, min((n+block-1)/block, dev.SMs*32)))
+		if err := dev.launchGrid(0, "composite", grid, 1, uint32(block), uint32(shared), pdn, pscl, int32(nd), int32(nb), int64(n), pdrop, psc, pof, pnd,
 			math.Float64bits(qscale), math.Float64bits(qoffset), pout.ptr, pcount.ptr,
 			ptprog, int32(nsrc), ppcts, int32(npct), psmask, int32(nseason)); err != nil {
+			return err
+		}
+		if err := check(api.ctxSynchronize(), "run composite"); err != nil {
 			return err
 		}
 		if into != nil {

@@ -913,6 +913,23 @@ extern "C" __global__ void crop(const float* __restrict__ src, int w, int h, int
     }
 }
 
+// median_of is the median of v's k values, sorted: the middle one, or the
+// mean of the middle two (NaN when that sum is ∞ + −∞), NaN for none.
+__device__ __forceinline__ float median_of(const float* v, int k) {
+    if (k == 0) return NAN_F;
+    if (k % 2 == 1) return v[k / 2];
+    float m = __fmul_rn(__fadd_rn(v[k / 2 - 1], v[k / 2]), 0.5f);
+    return m == m ? m : NAN_F;
+}
+
+// median_strided is median_of over v[j × stride], j < k.
+__device__ __forceinline__ float median_strided(const float* v, int stride, int k) {
+    if (k == 0) return NAN_F;
+    if (k % 2 == 1) return v[(k / 2) * stride];
+    float m = __fmul_rn(__fadd_rn(v[(k / 2 - 1) * stride], v[(k / 2) * stride]), 0.5f);
+    return m == m ? m : NAN_F;
+}
+
 // median writes per pixel the median of the non-NaN values over ndates
 // planes (dates[d * n + i]) and their count. Values keep date order among
 // equals (a stable insertion sort), as composite.Median does.
@@ -934,16 +951,7 @@ extern "C" __global__ void median(const float* __restrict__ dates, int ndates, l
             buf[j] = x;
             k++;
         }
-        float m;
-        if (k == 0) {
-            m = NAN_F;
-        } else if (k % 2 == 1) {
-            m = buf[k / 2];
-        } else {
-            m = __fmul_rn(__fadd_rn(buf[k / 2 - 1], buf[k / 2]), 0.5f);
-            if (m != m) m = NAN_F;
-        }
-        out[i] = m;
+        out[i] = median_of(buf, k);
         if (count) count[i] = (unsigned char)k;
     }
 }
@@ -1406,18 +1414,20 @@ extern "C" __global__ void rf_split_tiny(
 // rank v[(p·k + 99)/100 − 1], then per season (smask: each date's season
 // bits) the median of the season's values in sorted order; sources other
 // than bands add 1 before quantisation.
+//
+// A pixel's values are sorted in dynamic shared memory: ndates floats and
+// ndates date bytes a thread, strided by the block's size so that a
+// warp's threads at one rank touch consecutive words. The host sizes the
+// block so that this fits (composite_block in twins.go). Held in a
+// thread's local memory instead, 255 floats and 255 bytes a thread
+// overflowed L1 once a window had a few tens of dates, and every move of
+// the sort went to L2: the cost per pixel grew with the square of the
+// dates' count in memory traffic, not just in moves.
 #define MAX_DATES 255
 __device__ __forceinline__ unsigned short quantise_dn(float m, double qscale, double qoffset) {
     if (m != m) return 0;
     double r = round(__ddiv_rn(__dsub_rn((double)m, qoffset), qscale));
     return (unsigned short)fmax(1.0, fmin(65535.0, r));
-}
-
-__device__ __forceinline__ float median_of(const float* v, int k) {
-    if (k == 0) return NAN_F;
-    if (k % 2 == 1) return v[k / 2];
-    float m = __fmul_rn(__fadd_rn(v[k / 2 - 1], v[k / 2]), 0.5f);
-    return m == m ? m : NAN_F;
 }
 
 extern "C" __global__ void composite(const unsigned short* __restrict__ dn, const unsigned char* __restrict__ scl,
@@ -1427,6 +1437,11 @@ extern "C" __global__ void composite(const unsigned short* __restrict__ dn, cons
                                      unsigned short* __restrict__ out, unsigned char* __restrict__ count,
                                      const int* __restrict__ tprog, int nsrc, const int* __restrict__ pcts, int npct,
                                      const unsigned int* __restrict__ smask, int nseason) {
+    extern __shared__ float sorted[];
+    const int bs = blockDim.x;
+    // This thread's slots: value j at buf[j × bs], its date at date[j × bs].
+    float* buf = sorted + threadIdx.x;
+    unsigned char* date = (unsigned char*)(sorted + (long long)ndates * bs) + threadIdx.x;
     long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         // A bit per date: up to 255 dates (the count is a byte).
@@ -1444,27 +1459,25 @@ extern "C" __global__ void composite(const unsigned short* __restrict__ dn, cons
             }
         }
         count[i] = (unsigned char)nvalid;
-        float buf[MAX_DATES];
         for (int b = 0; b < nbands; b++) {
             int k = 0;
             for (int d = 0; d < ndates; d++) {
                 if (!((valid[d >> 5] >> (d & 31)) & 1u)) continue;
                 float x = __fadd_rn(__fmul_rn((float)dn[((long long)d * nbands + b) * n + i], scale[d * nbands + b]), offset[d * nbands + b]);
                 int j = k;
-                while (j > 0 && buf[j - 1] > x) {
-                    buf[j] = buf[j - 1];
+                while (j > 0 && buf[(j - 1) * bs] > x) {
+                    buf[j * bs] = buf[(j - 1) * bs];
                     j--;
                 }
-                buf[j] = x;
+                buf[j * bs] = x;
                 k++;
             }
-            out[(long long)b * n + i] = quantise_dn(median_of(buf, k), qscale, qoffset);
+            out[(long long)b * n + i] = quantise_dn(median_strided(buf, bs, k), qscale, qoffset);
         }
         int per = npct + nseason;
         for (int s = 0; s < nsrc; s++) {
             const int* p = tprog + 5 * s;
             int op = p[0], ni = op_inputs(op);
-            unsigned char date[MAX_DATES];
             int k = 0;
             for (int d = 0; d < ndates; d++) {
                 if (!((valid[d >> 5] >> (d & 31)) & 1u)) continue;
@@ -1480,30 +1493,30 @@ extern "C" __global__ void composite(const unsigned short* __restrict__ dn, cons
                 float x = apply_op(op, v);
                 if (x != x) continue;
                 int j = k;
-                while (j > 0 && buf[j - 1] > x) {
-                    buf[j] = buf[j - 1];
-                    date[j] = date[j - 1];
+                while (j > 0 && buf[(j - 1) * bs] > x) {
+                    buf[j * bs] = buf[(j - 1) * bs];
+                    date[j * bs] = date[(j - 1) * bs];
                     j--;
                 }
-                buf[j] = x;
-                date[j] = (unsigned char)d;
+                buf[j * bs] = x;
+                date[j * bs] = (unsigned char)d;
                 k++;
             }
             long long o = (long long)(nbands + s * per) * n + i;
             for (int j = 0; j < per; j++) {
                 float x;
                 if (j < npct) {
-                    x = k == 0 ? NAN_F : buf[(pcts[j] * k + 99) / 100 - 1];
+                    x = k == 0 ? NAN_F : buf[((pcts[j] * k + 99) / 100 - 1) * bs];
                 } else {
                     // The season's values in sorted order: the median's
                     // one or two ranks among them, found in one walk.
                     int bit = j - npct, ks = 0;
-                    for (int q = 0; q < k; q++) ks += (smask[date[q]] >> bit) & 1u;
+                    for (int q = 0; q < k; q++) ks += (smask[date[q * bs]] >> bit) & 1u;
                     float lo = NAN_F, hi = NAN_F;
                     for (int q = 0, r = 0; q < k && r <= ks / 2; q++) {
-                        if (!((smask[date[q]] >> bit) & 1u)) continue;
-                        if (r == ks / 2 - 1) lo = buf[q];
-                        if (r == ks / 2) hi = buf[q];
+                        if (!((smask[date[q * bs]] >> bit) & 1u)) continue;
+                        if (r == ks / 2 - 1) lo = buf[q * bs];
+                        if (r == ks / 2) hi = buf[q * bs];
                         r++;
                     }
                     if (ks == 0) {
