@@ -13,10 +13,14 @@ import (
 )
 
 // The tile cache takes a quarter of the device's free memory when it is
-// made, within these bounds.
+// made, within these bounds. The reader ahead keeps up to four rows of
+// windows' tiles decoded here for the windows to take: a 24-date full
+// tile's row holds about 10 GB of them, and under an 8 GiB bound the rows
+// evicted each other's tiles before their windows came, which the windows
+// then decoded again (measured: docs/benchmarks.md, "A year of dates").
 const (
 	minTileCacheBytes = 1 << 30
-	maxTileCacheBytes = 8 << 30
+	maxTileCacheBytes = 32 << 30
 )
 
 // tileCache keeps decoded tiles on the device between calls: a tile that

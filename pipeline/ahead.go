@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -37,17 +39,26 @@ var aheadBudgetSet int64
 // aheadBudget is how many bytes of compressed tiles the rows in progress
 // may hold before the reader waits for their windows (it always reads one
 // row when none is in progress): a quarter of the memory available, at
-// least 2 GiB (8 GiB where unknown). A 12-date full tile's row holds about
-// 1.3 GB; a year of scenes', several times that.
+// least 2 GiB (8 GiB where unknown), and at most a quarter of the Go
+// heap's limit (lulc run sets it from memory_gb). A 12-date full tile's
+// row holds about 1.3 GB; a year of scenes', several times that. Held
+// beyond the heap's limit, rows of a 24-date tile kept the collector
+// running without pause (measured: docs/benchmarks.md, "A year of
+// dates").
 func aheadBudget() int64 {
 	if aheadBudgetSet > 0 {
 		return aheadBudgetSet
 	}
-	avail := meminfo.Available()
-	if avail == 0 {
-		return 8 << 30
+	budget := int64(8 << 30)
+	if avail := meminfo.Available(); avail > 0 {
+		budget = max(2<<30, int64(avail/4))
 	}
-	return max(2<<30, int64(avail/4))
+	// SetMemoryLimit with a negative value reads the limit; math.MaxInt64
+	// means none.
+	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+		budget = min(budget, max(1<<30, limit/4))
+	}
+	return budget
 }
 
 // decodeAhead reads the compressed tiles of a tile's windows a row of

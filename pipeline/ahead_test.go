@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -99,5 +100,20 @@ func TestIngestRawBandsSameBytes(t *testing.T) {
 		if err != nil || !bytes.Equal(a, b) {
 			t.Errorf("%s differs with a tight read-ahead budget", f)
 		}
+	}
+}
+
+// TestAheadBudgetWithinHeapLimit: the rows read ahead take at most a
+// quarter of the Go heap's limit (at least 1 GiB), so that they never
+// hold the heap at its limit, where the collector runs without pause.
+func TestAheadBudgetWithinHeapLimit(t *testing.T) {
+	old := debug.SetMemoryLimit(6 << 30)
+	defer debug.SetMemoryLimit(old)
+	if b := aheadBudget(); b > 6<<30/4 || b < 1<<30 {
+		t.Errorf("budget %d bytes under a 6 GiB heap limit, want at most 1.5 GiB and at least 1 GiB", b)
+	}
+	debug.SetMemoryLimit(2 << 30)
+	if b := aheadBudget(); b != 1<<30 {
+		t.Errorf("budget %d bytes under a 2 GiB heap limit, want 1 GiB", b)
 	}
 }
