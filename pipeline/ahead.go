@@ -97,7 +97,8 @@ type decodeAhead struct {
 	// holds each row's, once read.
 	budget  int64
 	fetched []int64
-	maxRows int // the most rows in progress at once, row i counted as it is read
+	maxRows int  // the most rows in progress at once, row i counted as it is read
+	narrow  bool // logged that rows are too large to read ahead
 }
 
 type aheadKey struct {
@@ -264,6 +265,14 @@ func (a *decodeAhead) waitBytes(i int) bool {
 		}
 		if i > 0 {
 			next = a.fetched[i-1]
+		}
+		if i == 1 && 2*next > a.budget && !a.narrow {
+			// Once: the rows are too large for the budget to hold the
+			// next row beside the one in progress, so reading no longer
+			// overlaps the windows; the budget follows the heap's limit.
+			a.narrow = true
+			a.job.log.Info("read ahead: a row of compressed tiles is over half the budget, so rows are read one at a time; raise memory_gb to read ahead",
+				"row_bytes", next, "budget_bytes", a.budget)
 		}
 		if busy == 0 || held+next <= a.budget {
 			a.maxRows = max(a.maxRows, busy+1) // row i too
