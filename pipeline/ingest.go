@@ -255,10 +255,18 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 	}
 	opt.Log.Info("scenes found", "items", len(items), "tiles", len(groups), "label_items", len(labelItems))
 	for _, g := range groups {
+		if len(g.items) > MaxDates {
+			return nil, fmt.Errorf("tile %s: %d dates (%s to %s), more than the %d a composite takes (its valid count is a byte on both engines): narrow dates or lower max_cloud_cover",
+				g.tile, len(g.items), g.items[0].Datetime.Format(time.DateOnly), g.items[len(g.items)-1].Datetime.Format(time.DateOnly), MaxDates)
+		}
 		tiles = append(tiles, &stacTile{items: g, labelItems: labelItems, area: area})
 	}
 	return tiles, nil
 }
+
+// MaxDates is the most dates a tile's composite takes: its count of valid
+// observations is a byte (valid_count.tif) on the CPU and the GPU alike.
+const MaxDates = 255
 
 // configureGDAL sets GDAL's options for reading the sources: lulc's
 // defaults, then the config's source.gdal.

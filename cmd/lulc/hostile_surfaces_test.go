@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // temporalSection is a valid temporal section for the tiny ingest config,
@@ -114,6 +117,43 @@ func TestHostileSurfaces(t *testing.T) {
 		{name: "env-window-not-number", code: usage, want: []string{"LULC_WINDOW", "wide"}, setup: func(c *hcase) []string {
 			c.t.Setenv("LULC_WINDOW", "wide")
 			return []string{"predict", "--model", c.w.model, "--input", c.w.stack, "--out", c.out()}
+		}},
+		// More dates than a composite's byte-wide valid count holds:
+		// refused before a pixel is read, naming the limit.
+		{name: "dates-over-255", code: exitFailure, want: []string{"31TEJ", "259 dates", "the 255 a composite takes", "narrow dates"}, setup: func(c *hcase) []string {
+			cat := c.scene()
+			itemPath := c.sceneFile("sentinel-2-l2a/*/S2*.json")
+			body, err := os.ReadFile(itemPath)
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			collPath := filepath.Join(filepath.Dir(cat), "sentinel-2-l2a", "collection.json")
+			var coll map[string]any
+			raw, _ := os.ReadFile(collPath)
+			if err := json.Unmarshal(raw, &coll); err != nil {
+				c.t.Fatal(err)
+			}
+			links := coll["links"].([]any)
+			for d := range 256 {
+				var it map[string]any
+				json.Unmarshal(body, &it)
+				it["id"] = fmt.Sprintf("copy-%03d", d)
+				it["properties"].(map[string]any)["datetime"] = time.Date(2023, 1, 1, 10, 0, 0, 0, time.UTC).AddDate(0, 0, d).Format(time.RFC3339)
+				out, _ := json.Marshal(it)
+				name := fmt.Sprintf("copy-%03d.json", d)
+				if err := os.WriteFile(filepath.Join(filepath.Dir(itemPath), name), out, 0o644); err != nil {
+					c.t.Fatal(err)
+				}
+				rel, _ := filepath.Rel(filepath.Dir(collPath), filepath.Join(filepath.Dir(itemPath), name))
+				links = append(links, map[string]any{"rel": "item", "href": "./" + rel, "type": "application/geo+json"})
+			}
+			coll["links"] = links
+			out, _ := json.Marshal(coll)
+			if err := os.WriteFile(collPath, out, 0o644); err != nil {
+				c.t.Fatal(err)
+			}
+			cfg := c.config("ingest-tiny.yaml", "start: 2024-04-01", "start: 2023-01-01")
+			return []string{"ingest", "-c", cfg, "--catalog", cat, "--out", c.out()}
 		}},
 		// The config command.
 		{name: "config-show-unknown", code: usage, want: []string{"nosuch.yaml"}, setup: func(c *hcase) []string {
