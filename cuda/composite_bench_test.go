@@ -143,9 +143,8 @@ func TestGPUCompositeReport(t *testing.T) {
 func relaunchComposite(d *Device, nd, nb, n int, tp *composite.Temporal) error {
 	m := d.mem
 	buf := func(name string) uint64 { return m[name].ptr }
-	block, shared := compositeBlock(nd)
-	grid := uint32(max(1, min((n+block-1)/block, d.SMs*32)))
-	return d.launchGrid(0, "composite", grid, 1, uint32(block), uint32(shared), buf("composite.dn"), buf("composite.scl"), int32(nd), int32(nb), int64(n),
+	grid, block, shared := d.compositeLaunch(nd, n)
+	return d.launchGrid(0, "composite", grid, 1, block, shared, buf("composite.dn"), buf("composite.scl"), int32(nd), int32(nb), int64(n),
 		buf("composite.drop"), buf("composite.scale"), buf("composite.offset"), buf("composite.nodata"),
 		math.Float64bits(0.0001), math.Float64bits(-0.1), buf("composite.out"), buf("composite.count"),
 		buf("composite.tprog"), int32(len(tp.Sources)), buf("composite.pcts"), int32(len(tp.Percentiles)), buf("composite.smask"), int32(len(tp.Seasons)))

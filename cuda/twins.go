@@ -625,6 +625,14 @@ func compositeBlock(nd int) (block, shared int) {
 	return block, block * nd * 5
 }
 
+// compositeLaunch is the composite kernel's launch over n pixels of nd
+// dates: its grid (at most 32 blocks a multiprocessor; the kernel strides
+// over the rest), block and dynamic shared memory.
+func (d *Device) compositeLaunch(nd, n int) (grid, block, shared uint32) {
+	b, sh := compositeBlock(nd)
+	return uint32(max(1, min((n+b-1)/b, d.SMs*32))), uint32(b), uint32(sh)
+}
+
 // Composite is composite.Resample and composite.Window on the GPU, with
 // the same bytes: decoding of compressed bands, upsampling of coarse ones,
 // masking by scene class and nodata, reflectance, the per-band median over
@@ -746,9 +754,8 @@ func CompositeMirrored(dev *Device, dates []composite.Date, drop []uint8, tp *co
 				return err
 			}
 		}
-		block, shared := compositeBlock(nd)
-		grid := uint32(max(1, min((n+block-1)/block, dev.SMs*32)))
-		if err := dev.launchGrid(0, "composite", grid, 1, uint32(block), uint32(shared), pdn, pscl, int32(nd), int32(nb), int64(n), pdrop, psc, pof, pnd,
+		grid, block, shared := dev.compositeLaunch(nd, n)
+		if err := dev.launchGrid(0, "composite", grid, 1, block, shared, pdn, pscl, int32(nd), int32(nb), int64(n), pdrop, psc, pof, pnd,
 			math.Float64bits(qscale), math.Float64bits(qoffset), pout.ptr, pcount.ptr,
 			ptprog, int32(nsrc), ppcts, int32(npct), psmask, int32(nseason)); err != nil {
 			return err
