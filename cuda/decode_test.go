@@ -396,11 +396,24 @@ func (b *testBand) rect(x, y, w, h int) *decode.Rect {
 // bilinear halo, whose tiles the device keeps between windows) beside a
 // host plane, on the device and on the CPU (composite.Resample decodes with
 // the Go twin), over windows that share tiles, at the rasters' edges too.
+// With held, the windows pass Held for the tiles decoded ahead, as the
+// pipeline's reader does once the device holds them, and a cache of a
+// few slots makes the device decode most of them again from its copy;
+// once the batch is released, such a window is an error that names the
+// tile.
 func TestCompositeRawBitExact(t *testing.T) {
 	// Both ways of copying a row decoded ahead: through the pinned
 	// staging, and from its pageable memory.
-	for _, staging := range []string{"on", "off"} {
-		t.Run("staging-"+staging, func(t *testing.T) {
+	for _, mode := range []struct {
+		staging string
+		held    bool
+	}{{"on", false}, {"off", false}, {"on", true}} {
+		name := "staging-" + mode.staging
+		if mode.held {
+			name = "held"
+		}
+		t.Run(name, func(t *testing.T) {
+			staging := mode.staging
 			t.Setenv("LULC_DEVICE_STAGING", staging)
 			d := gpu(t)
 			defer d.Close()
@@ -430,16 +443,46 @@ func TestCompositeRawBitExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			const slots = 5
+			if mode.held {
+				if err := d.Do(func() (err error) {
+					d.tiles, err = newTileCacheSlots(uint64(fine.TileBytes()), slots)
+					return err
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if err := DecodeAhead(d, b); err != nil {
 				t.Fatal(err)
 			}
-			if packed := len(b.keys[fine]); len(d.tiles.slot) != packed {
+			packed := len(b.keys[fine])
+			if want := packed; mode.held && (!b.Held() || len(d.tiles.slot) != slots || len(d.held) != want) {
+				t.Fatalf("held: batch held %v, %d tiles cached (want %d), %d held (want %d)", b.Held(), len(d.tiles.slot), slots, len(d.held), want)
+			} else if !mode.held && len(d.tiles.slot) != packed {
 				t.Fatalf("%d tiles decoded ahead, %d packed", len(d.tiles.slot), packed)
+			}
+			inBatch := map[string]bool{}
+			for _, k := range b.keys[fine] {
+				inBatch[k] = true
+			}
+			// hold replaces the tiles the batch holds by Held.
+			hold := func(r *decode.Rect) *decode.Rect {
+				if mode.held {
+					for j := range r.TH {
+						for i := range r.TW {
+							if inBatch[TileKey(r, i, j)] && r.Tiles[j*r.TW+i] != nil {
+								r.Tiles[j*r.TW+i] = Held
+							}
+						}
+					}
+				}
+				return r
 			}
 			for _, w := range windows {
 				n := w[2] * w[3]
 				win := resample.Window{X: w[0], Y: w[1], W: w[2], H: w[3], K: k, RasterW: rw / k, RasterH: rh / k}
 				cpu, dev := make([]composite.Date, nd), make([]composite.Date, nd)
+				cpuSide := false
 				for di := range nd {
 					mk := func() composite.Date {
 						cd := composite.Date{SCL: make([]uint8, n), NoData: []uint16{0, 0, 0}, Scale: []float64{1e-4, 1e-4, 1e-4},
@@ -448,6 +491,9 @@ func TestCompositeRawBitExact(t *testing.T) {
 							cd.SCL[i] = uint8((i*7 + di) % 12)
 						}
 						cd.Raw[0] = fines[di].rect(w[0], w[1], w[2], w[3])
+						if !cpuSide {
+							hold(cd.Raw[0])
+						}
 						px, py, pw, ph := win.Need(true)
 						cd.Raw[1] = coarses[di].rect(px, py, pw, ph)
 						cd.Coarse[1] = &resample.Coarse{Window: win, Plane: resample.Plane[uint16]{X0: px, Y0: py, W: pw, H: ph}, HasNoData: true}
@@ -458,7 +504,10 @@ func TestCompositeRawBitExact(t *testing.T) {
 						cd.DN[2] = host
 						return cd
 					}
-					cpu[di], dev[di] = mk(), mk()
+					cpuSide = true
+					cpu[di] = mk()
+					cpuSide = false
+					dev[di] = mk()
 				}
 				want, got := [][]uint16{make([]uint16, n), make([]uint16, n), make([]uint16, n)}, [][]uint16{make([]uint16, n), make([]uint16, n), make([]uint16, n)}
 				wc, gc := make([]uint8, n), make([]uint8, n)
@@ -482,7 +531,30 @@ func TestCompositeRawBitExact(t *testing.T) {
 					}
 				}
 			}
-
+			if !mode.held {
+				return
+			}
+			// Released, the tiles passed as Held are gone: the window is an
+			// error naming one, not samples of another tile.
+			ReleaseAhead(d, b)
+			if len(d.held) != 0 || len(d.heldBufs) != 0 {
+				t.Fatalf("released: %d tiles, %d buffers still held", len(d.held), len(d.heldBufs))
+			}
+			if err := d.Do(func() (err error) {
+				d.tiles.release()
+				d.tiles, err = newTileCacheSlots(uint64(fine.TileBytes()), slots)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			w := windows[0]
+			n := w[2] * w[3]
+			cd := composite.Date{SCL: make([]uint8, n), NoData: []uint16{0}, Scale: []float64{1e-4}, Offset: []float64{-0.1},
+				Coarse: make([]*resample.Coarse, 1), Raw: []*decode.Rect{hold(fines[0].rect(w[0], w[1], w[2], w[3]))}, DN: make([][]uint16, 1)}
+			err = Composite(d, []composite.Date{cd}, composite.DefaultDropSCL, 1e-4, -0.1, [][]uint16{make([]uint16, n)}, make([]uint8, n))
+			if err == nil || !strings.Contains(err.Error(), "no longer holds them") || !strings.Contains(err.Error(), "fine-0.tif") {
+				t.Fatalf("a released tile decoded: %v", err)
+			}
 		})
 	}
 }

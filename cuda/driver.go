@@ -242,6 +242,10 @@ type Device struct {
 	// tileCall counts its calls.
 	tiles    *tileCache
 	tileCall uint64
+	// held is where the compressed tiles that DecodeAhead keeps lie, by
+	// TileKey, until ReleaseAhead (owner goroutine only).
+	held     map[string]heldTile
+	heldBufs map[*heldBuffer]bool
 	ctx      uintptr // the primary context
 	// copier is a second goroutine locked to its own OS thread with the
 	// context current, started on first use (Aside): it makes copies from
@@ -267,7 +271,8 @@ func Open(index int) (*Device, error) {
 	if index < 0 || index >= len(devs) {
 		return nil, fmt.Errorf("no GPU %d (the driver sees %d)", index, len(devs))
 	}
-	d := &Device{Info: devs[index], work: make(chan func()), first: make(chan func()), funcs: map[string]uintptr{}, mem: pool{}}
+	d := &Device{Info: devs[index], work: make(chan func()), first: make(chan func()), funcs: map[string]uintptr{}, mem: pool{},
+		held: map[string]heldTile{}, heldBufs: map[*heldBuffer]bool{}}
 	ready := make(chan error)
 	go d.own(ready)
 	if err := <-ready; err != nil {
@@ -391,6 +396,9 @@ func (d *Device) Close() {
 		d.Do(func() error {
 			d.mem.release()
 			d.tiles.release()
+			for h := range d.heldBufs {
+				h.buf.free()
+			}
 			api.memFreeHost(d.params)
 			if d.stage != nil {
 				d.stage.free()

@@ -44,7 +44,11 @@ func newTileCache(slotBytes uint64) (*tileCache, error) {
 	if err := check(api.memGetInfo(&free, &total), "cuMemGetInfo"); err != nil {
 		return nil, err
 	}
-	n := int(min(maxTileCacheBytes, max(minTileCacheBytes, free/4)) / slotBytes)
+	return newTileCacheSlots(slotBytes, int(min(maxTileCacheBytes, max(minTileCacheBytes, free/4))/slotBytes))
+}
+
+// newTileCacheSlots makes a cache of n slots of slotBytes bytes.
+func newTileCacheSlots(slotBytes uint64, n int) (*tileCache, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("cuda tile cache: tiles of %d bytes", slotBytes)
 	}
@@ -171,8 +175,34 @@ func (d *Device) decodeRects(rects []rectOut) error {
 		keys   []string
 		dst    []uint64
 		cached []bool
+		// Tiles whose compressed bytes the device holds (Held), in the
+		// buffer of one batch decoded ahead: where each lies in it.
+		held     *heldBuffer
+		off      []uint64
+		size     []uint32
+		heldFrom decode.Format
 	}
 	batches := map[decode.Format]*pending{}
+	// Held tiles not in the cache, by the buffer holding them.
+	var fromHeld []*pending
+	heldBatches := map[*heldBuffer]*pending{}
+	// forget drops the slots claimed for a batch's tiles, which will not
+	// be decoded (after an error).
+	forget := func(b *pending) {
+		for k, key := range b.keys {
+			if b.cached[k] {
+				d.tiles.forget(key)
+			}
+		}
+	}
+	forgetAll := func() {
+		for _, b := range batches {
+			forget(b)
+		}
+		for _, b := range fromHeld {
+			forget(b)
+		}
+	}
 	where := map[string]uint64{} // tile key → its decoded address
 	used := map[decode.Format]int{}
 	tables := make([][]uint64, len(rects))
@@ -201,6 +231,29 @@ func (d *Device) decodeRects(rects []rectOut) error {
 						at = scratch[f] + uint64(used[f])*tb
 						used[f]++
 					}
+					if len(raw) == 0 {
+						// Handed over by DecodeAhead: decoded from the
+						// device's copy of its compressed bytes.
+						h, ok := d.held[key]
+						if !ok {
+							if cached {
+								d.tiles.forget(key)
+							}
+							forgetAll()
+							return fmt.Errorf("cuda decode %s tile %d: its compressed bytes were handed to the device, which no longer holds them", r.File, r.Tile(i, j))
+						}
+						b := heldBatches[h.buf]
+						if b == nil {
+							b = &pending{held: h.buf, heldFrom: f}
+							heldBatches[h.buf] = b
+							fromHeld = append(fromHeld, b)
+						}
+						b.keys, b.dst, b.cached = append(b.keys, key), append(b.dst, at), append(b.cached, cached)
+						b.off, b.size = append(b.off, h.off), append(b.size, h.size)
+						where[key] = at
+						tables[ri][j*r.TW+i] = at
+						continue
+					}
 					b := batches[f]
 					if b == nil {
 						b = &pending{}
@@ -220,6 +273,7 @@ func (d *Device) decodeRects(rects []rectOut) error {
 		}
 		packed, err := packTiles(b.raw)
 		if err != nil {
+			forgetAll()
 			return err
 		}
 		s, err := d.stageTiles(packed, f, b.dst)
@@ -227,10 +281,18 @@ func (d *Device) decodeRects(rects []rectOut) error {
 			err = d.runDecode(s, f, inflateWarps)
 		}
 		if err != nil {
-			for k, key := range b.keys {
-				if b.cached[k] {
-					d.tiles.forget(key)
-				}
+			forgetAll() // those decoded already too: simpler, and harmless
+			return err
+		}
+	}
+	for k, b := range fromHeld {
+		s, err := d.stageOnDevice(packedTiles{off: b.off, size: b.size}, b.held.buf, b.dst)
+		if err == nil {
+			err = d.runDecode(s, b.heldFrom, inflateWarps)
+		}
+		if err != nil {
+			for _, h := range fromHeld[k:] {
+				forget(h)
 			}
 			return err
 		}
@@ -287,16 +349,44 @@ type AheadBatch struct {
 	formats []decode.Format
 	keys    map[decode.Format][]string
 	packed  map[decode.Format]packedTiles
+	// held is the device's copy of the batch's compressed tiles, one
+	// buffer per format, from DecodeAhead until ReleaseAhead.
+	held  []*heldBuffer
+	bytes int64
 }
 
-// Bytes is the size of the batch's compressed tiles as laid out.
-func (b *AheadBatch) Bytes() int64 {
-	var n int64
-	for _, p := range b.packed {
-		n += int64(len(p.data))
-	}
-	return n
+// heldBuffer is one format's compressed tiles of a batch on the device.
+type heldBuffer struct {
+	buf  Buffer
+	keys []string
 }
+
+// heldTile is where a tile handed to the device lies in its batch's
+// buffer.
+type heldTile struct {
+	buf  *heldBuffer
+	off  uint64
+	size uint32
+}
+
+// Held marks a tile of a decode.Rect whose compressed bytes the device
+// holds since DecodeAhead (an empty slice, not nil: nil is a tile never
+// written). The device decodes such a tile from its own copy when its
+// cache lacks it, until ReleaseAhead; any other decoder refuses it.
+var Held = []byte{}
+
+// HoldsAhead says whether DecodeAhead keeps its own copy of a batch's
+// tiles of format f until ReleaseAhead, so that the caller may drop
+// theirs and pass Held instead: compressed tiles; uncompressed ones go
+// straight into the cache, and a tile it has no room for needs its bytes.
+func HoldsAhead(f decode.Format) bool { return f.Compression != "NONE" }
+
+// Held says whether the device holds every tile of the batch since
+// DecodeAhead, until ReleaseAhead: the caller's bytes may go.
+func (b *AheadBatch) Held() bool { return len(b.formats) > 0 && len(b.held) == len(b.formats) }
+
+// Bytes is the size of the batch's compressed tiles as laid out.
+func (b *AheadBatch) Bytes() int64 { return b.bytes }
 
 // NewAheadBatch returns an empty batch, for tiles a caller packs itself
 // (Add).
@@ -322,6 +412,7 @@ func (b *AheadBatch) Add(f decode.Format, data []byte, off []uint64, size []uint
 	}
 	b.formats = append(b.formats, f)
 	b.keys[f], b.packed[f] = keys, packedTiles{data: data, off: off, size: size}
+	b.bytes += int64(len(data))
 	return nil
 }
 
@@ -329,32 +420,49 @@ func (b *AheadBatch) Add(f decode.Format, data []byte, off []uint64, size []uint
 // the windows that will need them (Composite finds them there), in one
 // launch per format: one warp decodes one tile, at a few MB/s, so the
 // device reaches its throughput only with thousands of tiles in flight.
-// Tiles that do not fit in the cache are decoded again when a window needs
-// them. A row's compressed bytes (a gigabyte and more at a dozen dates)
-// cross to the device on the copier goroutine (Device.aside), through
-// pinned staging buffers filled on every core (stager), while the owner
-// goes on with the windows' work; the owner then picks the tiles the cache
-// lacks and decodes them in one atomic step, so no window sees a slot
-// claimed but not yet decoded; both steps go before the windows' calls
-// waiting for the owner (Device.doFirst).
+// A row's compressed bytes (a gigabyte and more at a dozen dates) cross
+// to the device on the copier goroutine (Device.aside), through pinned
+// staging buffers filled on every core (stager), while the owner goes on
+// with the windows' work; the owner then picks the tiles the cache lacks
+// and decodes them in one atomic step, so no window sees a slot claimed
+// but not yet decoded; both steps go before the windows' calls waiting
+// for the owner (Device.doFirst).
+//
+// The device keeps its copy of the compressed tiles (those HoldsAhead
+// names) until ReleaseAhead: a tile the cache had no room for, or evicted
+// before its window came, is decoded again from it, so the caller may
+// drop its own bytes once DecodeAhead returns and pass Held for them.
+// After an error the device holds nothing of the batch.
 //
 // LULC_DEVICE_STAGING=off copies straight from the row's pageable memory
 // instead, for comparing both ways on one machine.
-func DecodeAhead(dev *Device, b *AheadBatch) error {
+func DecodeAhead(dev *Device, b *AheadBatch) (err error) {
 	dev.ahead.Lock()
 	defer dev.ahead.Unlock()
+	if len(b.held) > 0 {
+		return fmt.Errorf("cuda decode ahead: the batch was decoded already")
+	}
+	defer func() {
+		if err != nil {
+			ReleaseAhead(dev, b)
+		}
+	}()
 	staged := os.Getenv("LULC_DEVICE_STAGING") != "off"
 	for _, f := range b.formats {
 		p := b.packed[f]
 		var src Buffer
-		if f.Compression != "NONE" && len(p.data) > 0 {
-			name := "ahead.src." + f.Compression
+		if HoldsAhead(f) && len(p.data) > 0 {
+			h := &heldBuffer{keys: b.keys[f]}
 			if err := dev.doFirst(func() (err error) {
-				src, err = dev.mem.get(name, uint64(len(p.data)))
+				if h.buf, err = alloc(uint64(len(p.data))); err == nil {
+					dev.heldBufs[h] = true
+				}
 				return err
 			}); err != nil {
 				return err
 			}
+			b.held = append(b.held, h)
+			src = h.buf
 			if err := dev.aside(func() error {
 				if staged {
 					return dev.stagedCopy(src.ptr, p.data)
@@ -367,12 +475,54 @@ func DecodeAhead(dev *Device, b *AheadBatch) error {
 				return err
 			}
 			runtime.KeepAlive(p.data)
+			if err := dev.doFirst(func() error {
+				for k, key := range h.keys {
+					dev.held[key] = heldTile{h, p.off[k], p.size[k]}
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
 		}
 		if err := dev.doFirst(func() error { return dev.decodeAhead(f, b.keys[f], p, src) }); err != nil {
 			return err
 		}
 	}
+	// The host's bytes are no longer needed here: the caller's may go.
+	for _, f := range b.formats {
+		if HoldsAhead(f) {
+			p := b.packed[f]
+			p.data = nil
+			b.packed[f] = p
+		}
+	}
 	return nil
+}
+
+// ReleaseAhead frees the device's copy of a batch's compressed tiles:
+// rectangles that pass Held for them must not be decoded after it.
+// Releasing a batch twice, or one never decoded, does nothing.
+func ReleaseAhead(dev *Device, b *AheadBatch) {
+	held := b.held
+	b.held = nil
+	if len(held) == 0 {
+		return
+	}
+	dev.Do(func() error {
+		for _, h := range held {
+			for _, key := range h.keys {
+				// A later batch may hold the same tile now.
+				if t, ok := dev.held[key]; ok && t.buf == h {
+					delete(dev.held, key)
+				}
+			}
+			if dev.heldBufs[h] {
+				delete(dev.heldBufs, h)
+				h.buf.free()
+			}
+		}
+		return nil
+	})
 }
 
 // decodeAhead decodes the tiles of p the cache lacks into slots it claims

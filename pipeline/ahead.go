@@ -28,17 +28,19 @@ const aheadReaders = 8
 // rows crossed to the device through pinned staging and were planned
 // while the row before was read, the reader waited 2.1–2.9 s for the
 // windows with three, and four made the ingest 0.26 s faster in the
-// median (five was slower; docs/benchmarks.md, issue 15). Each row holds
-// its compressed bytes on the host until its windows are done:
-// aheadBudget bounds them.
+// median (five was slower; docs/benchmarks.md, issue 15). A row holds
+// its compressed bytes on the host until the device holds them (or, on
+// the CPU, until its windows are done): aheadBudget bounds them; the
+// device's copies, engine.aheadDeviceBudget.
 const aheadRows = 4
 
 // aheadBudgetSet replaces aheadBudget's figure when positive (tests).
 var aheadBudgetSet int64
 
 // aheadBudget is how many bytes of compressed tiles the rows in progress
-// may hold before the reader waits for their windows (it always reads one
-// row when none is in progress): a quarter of the memory available, at
+// may hold on the host before the reader waits for them to be handed to
+// the device or for their windows (it always reads one row when none is
+// in progress): a quarter of the memory available, at
 // least 2 GiB (8 GiB where unknown), and at most a quarter of the Go
 // heap's limit (lulc run sets it from memory_gb). A 12-date full tile's
 // row holds about 1.3 GB; a year of scenes', several times that. Held
@@ -92,13 +94,32 @@ type decodeAhead struct {
 	planNs                            int64 // of fetchNs, planning and laying out (wall)
 	// The bytes of the tiles read for the previous row and for this one
 	// (the reader's own): a coarse band's halo reaches one row back.
-	prevBytes, rowBytes map[string][]byte
-	// budget bounds the compressed bytes of the rows in progress; fetched
-	// holds each row's, once read.
-	budget  int64
-	fetched []int64
-	maxRows int  // the most rows in progress at once, row i counted as it is read
-	narrow  bool // logged that rows are too large to read ahead
+	prevBytes, rowBytes map[string]rowTile
+	// budget bounds the compressed bytes of the rows in progress on the
+	// host; deviceBudget, those the device holds for the windows (rows
+	// handed over). fetched holds each row's, once planned.
+	budget, deviceBudget int64
+	fetched              []int64
+	// A row is handed over once the device holds its compressed tiles:
+	// the host's copy is gone, and the windows pass cuda.Held for them.
+	// The device keeps a row's batch until every row whose windows use
+	// its tiles (itself, and those reaching back into it, up to lastUse)
+	// is done; planned counts the rows laid out so far.
+	handed   []bool
+	batches  []*cuda.AheadBatch
+	lastUse  []int
+	released []bool
+	planned  int
+	spare    map[decode.Format][]byte // a handed-over row's buffer, for the next (buffer)
+	maxRows  int                      // the most rows in progress at once, row i counted as it is read
+	narrow   bool                     // logged that rows are too large to read ahead
+}
+
+// rowTile is a tile's bytes as a row's rectangles take them (cuda.Held
+// once the device holds them) and the row that read them.
+type rowTile struct {
+	b   []byte
+	row int
 }
 
 type aheadKey struct {
@@ -115,7 +136,7 @@ type aheadRect struct {
 // workers take them); close must be called when the windows are done.
 func newDecodeAhead(j *windowJob, windows []raster.Grid) *decodeAhead {
 	a := &decodeAhead{job: j, row: map[[2]float64]int{}, stop: make(chan struct{}),
-		rects: map[aheadKey]aheadRect{}, srcs: map[string]*raster.Source{}, prevBytes: map[string][]byte{}, rowBytes: map[string][]byte{}, exited: make(chan struct{})}
+		rects: map[aheadKey]aheadRect{}, srcs: map[string]*raster.Source{}, prevBytes: map[string]rowTile{}, rowBytes: map[string]rowTile{}, spare: map[decode.Format][]byte{}, exited: make(chan struct{})}
 	a.finished = sync.NewCond(&a.mu)
 	for _, w := range windows {
 		o := origin(w)
@@ -128,10 +149,13 @@ func newDecodeAhead(j *windowJob, windows []raster.Grid) *decodeAhead {
 	a.ready = make([]chan struct{}, len(a.rows))
 	a.left = make([]int, len(a.rows))
 	a.fetched = make([]int64, len(a.rows))
-	a.budget = aheadBudget()
+	a.handed, a.released = make([]bool, len(a.rows)), make([]bool, len(a.rows))
+	a.batches, a.lastUse = make([]*cuda.AheadBatch, len(a.rows)), make([]int, len(a.rows))
+	a.budget, a.deviceBudget = aheadBudget(), j.engine.aheadDeviceBudget()
 	for i, r := range a.rows {
 		a.ready[i] = make(chan struct{})
 		a.left[i] = len(r)
+		a.lastUse[i] = i
 	}
 	go a.run()
 	return a
@@ -202,6 +226,13 @@ func (a *decodeAhead) run() {
 		} else if f.batch != nil && a.failed() == nil {
 			a.store(f)
 		}
+		// The row's host buffers go with f: the readers' destinations and,
+		// once the device holds them, the batch's bytes, whose buffers the
+		// next rows reuse.
+		if f.batch != nil && f.batch.Held() && a.failed() == nil {
+			a.recycle(f.bufs)
+		}
+		f.reads, f.jobs, f.got, f.bufs = nil, nil, nil, nil
 		close(a.ready[f.i])
 		next = f.i + 1
 	}
@@ -223,6 +254,7 @@ type fetchedRow struct {
 	got   []aheadRect
 	reads []*fileReads
 	batch *cuda.AheadBatch
+	bufs  map[decode.Format][]byte // the row's compressed tiles, by format
 	err   error
 }
 
@@ -247,36 +279,46 @@ func (a *decodeAhead) waitRow(i int) bool {
 	return true
 }
 
-// waitBytes waits until the rows in progress (read, their windows not
-// all done) hold few enough compressed bytes that row i, expected to be
-// as large as the row before it, fits the budget beside them, or none is
-// in progress; false when the reader is stopped.
+// waitBytes waits until the rows in progress hold few enough compressed
+// bytes that row i, expected to be as large as the row before it, fits
+// beside them: on the host (rows read, not yet handed to the device, or,
+// on the CPU, their windows not all done) and on the device (rows handed
+// over, not yet released); or until none is in progress. False when the
+// reader is stopped.
 func (a *decodeAhead) waitBytes(i int) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for {
-		var held, next int64
+		var host, device, next int64
 		busy := 0
 		for j := range i {
 			if a.left[j] > 0 {
-				held += a.fetched[j]
 				busy++
+			}
+			switch {
+			case a.handed[j] && !a.released[j]:
+				device += a.fetched[j]
+			case !a.handed[j] && a.left[j] > 0:
+				host += a.fetched[j]
 			}
 		}
 		if i > 0 {
 			next = a.fetched[i-1]
 		}
-		if i == 1 && 2*next > a.budget && !a.narrow {
-			// Once: the rows are too large for the budget to hold the
-			// next row beside the one in progress, so reading no longer
-			// overlaps the windows; the budget follows the heap's limit.
-			a.narrow = true
-			a.job.log.Info("read ahead: a row of compressed tiles is over half the budget, so rows are read one at a time; raise memory_gb to read ahead",
-				"row_bytes", next, "budget_bytes", a.budget)
-		}
-		if busy == 0 || held+next <= a.budget {
+		// A row is read whenever none is on the host (the device holds
+		// those before it, or none is in progress), however large.
+		hostOK := host == 0 || host+next <= a.budget
+		deviceOK := device == 0 || device+next <= a.deviceBudget
+		if busy == 0 || hostOK && deviceOK {
 			a.maxRows = max(a.maxRows, busy+1) // row i too
 			return true
+		}
+		if !hostOK && !a.narrow {
+			// Once: reading waits for the windows because the host's
+			// budget, which follows the heap's limit, is full.
+			a.narrow = true
+			a.job.log.Info("read ahead: the rows read fill the host's budget, so the next row waits for the windows; raise memory_gb to read further ahead",
+				"row_bytes", next, "held_bytes", host, "budget_bytes", a.budget)
 		}
 		select {
 		case <-a.stop:
@@ -324,10 +366,11 @@ func (a *decodeAhead) planRow(f *fetchedRow, row []raster.Grid) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	reads, batch, err := a.layOut(f.got, layouts)
+	reads, batch, bufs, err := a.layOut(f.i, f.got, layouts)
 	if err != nil {
 		return err
 	}
+	f.bufs = bufs
 	a.mu.Lock()
 	a.fetched[f.i] = batch.Bytes()
 	a.mu.Unlock()
@@ -364,10 +407,45 @@ func (a *decodeAhead) readRow(f *fetchedRow) error {
 	return g.Wait()
 }
 
-// store makes a decoded row's rectangles available to its windows.
+// buffer returns a buffer of n bytes for a row's tiles of format f: the
+// spare one of a row handed over when it is large enough, else a new one
+// with a sixteenth to spare, so that the next rows (about as large) fit.
+// Reusing it saves the zeroing and page faults of a fresh one: 10 s of
+// the planner's time over a 48-date tile's rows of 7 GB (docs/benchmarks.md,
+// "A year of dates"). The bytes between tiles are not zeroed: the decoder
+// reads none past a tile's size.
+func (a *decodeAhead) buffer(f decode.Format, n uint64) []byte {
+	a.mu.Lock()
+	b := a.spare[f]
+	delete(a.spare, f)
+	a.mu.Unlock()
+	if uint64(cap(b)) >= n {
+		return b[:n]
+	}
+	b = nil // let the collector have it before the larger one is made
+	return make([]byte, n, n+n/16)
+}
+
+// recycle keeps a handed-over row's buffers for the next rows: one a
+// format, the largest.
+func (a *decodeAhead) recycle(bufs map[decode.Format][]byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for f, b := range bufs {
+		if cap(b) > cap(a.spare[f]) {
+			a.spare[f] = b
+		}
+	}
+}
+
+// store makes a decoded row's rectangles available to its windows, and
+// keeps its batch for release when the device holds its tiles.
 func (a *decodeAhead) store(f *fetchedRow) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.batches[f.i] = f.batch
+	a.handed[f.i] = f.batch.Held()
+	a.finished.Broadcast() // the host's budget has room again
 	for i, jb := range f.jobs {
 		if f.got[i].raw != nil {
 			a.rects[aheadKey{origin(jb.w), jb.href}] = f.got[i]
@@ -386,7 +464,8 @@ type fileReads struct {
 // previous row again, the others a place in this row's buffer of their
 // format (each once), listed by file for the readers; and the batch of the
 // new ones for the device.
-func (a *decodeAhead) layOut(rects []aheadRect, layouts []*raster.TileLayout) ([]*fileReads, *cuda.AheadBatch, error) {
+func (a *decodeAhead) layOut(row int, rects []aheadRect, layouts []*raster.TileLayout) ([]*fileReads, *cuda.AheadBatch, map[decode.Format][]byte, error) {
+	var uses []int // the earlier rows whose tiles this one takes
 	// A tile's place in its format's buffer, and the reader that fills it.
 	type place struct {
 		f    decode.Format
@@ -422,8 +501,9 @@ func (a *decodeAhead) layOut(rects []aheadRect, layouts []*raster.TileLayout) ([
 				}
 				key := cuda.TileKey(r, i, j)
 				if b, ok := a.prevBytes[key]; ok {
-					r.Tiles[j*r.TW+i] = b
+					r.Tiles[j*r.TW+i] = b.b
 					a.rowBytes[key] = b
+					uses = append(uses, b.row)
 					continue
 				}
 				refs = append(refs, tileRef{r, j*r.TW + i, key})
@@ -450,7 +530,7 @@ func (a *decodeAhead) layOut(rects []aheadRect, layouts []*raster.TileLayout) ([
 	}
 	bufs := map[decode.Format][]byte{}
 	for _, f := range formats {
-		bufs[f] = make([]byte, end[f]+8)
+		bufs[f] = a.buffer(f, end[f]+8)
 	}
 	for _, fr := range reads {
 		fr.dst = make([][]byte, len(fr.offs))
@@ -458,20 +538,36 @@ func (a *decodeAhead) layOut(rects []aheadRect, layouts []*raster.TileLayout) ([
 	for key, p := range places {
 		b := bufs[p.f][p.at : p.at+uint64(p.size) : p.at+uint64(p.size)]
 		p.fr.dst[p.k] = b
-		a.rowBytes[key] = b
+		if a.job.engine.holdsAheadFormat(p.f) {
+			// The device will hold the tile: the rectangles (and the next
+			// row's) never point into the host's buffer, which goes once
+			// the row is handed over.
+			b = cuda.Held
+		}
+		a.rowBytes[key] = rowTile{b, row}
 	}
 	for _, ref := range refs {
-		ref.r.Tiles[ref.i] = a.rowBytes[ref.key]
+		ref.r.Tiles[ref.i] = a.rowBytes[ref.key].b
+	}
+	a.mu.Lock()
+	for _, u := range uses {
+		a.lastUse[u] = max(a.lastUse[u], row)
+	}
+	a.planned = row + 1
+	free := a.releasable(false)
+	a.mu.Unlock()
+	for _, b := range free {
+		a.job.engine.releaseAhead(b)
 	}
 	batch := cuda.NewAheadBatch()
 	for _, f := range formats {
 		if err := batch.Add(f, bufs[f], offs[f], sizes[f], keys[f]); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	// Tiles read for this row may serve the next one; older ones not.
-	a.prevBytes, a.rowBytes = a.rowBytes, map[string][]byte{}
-	return reads, batch, nil
+	a.prevBytes, a.rowBytes = a.rowBytes, map[string]rowTile{}
+	return reads, batch, bufs, nil
 }
 
 // source returns the band's source (its geometry only: safe to share
@@ -518,14 +614,46 @@ func (a *decodeAhead) take(w raster.Grid, href string) (*raster.Source, *decode.
 	return a.srcs[href], r.raw, r.c, ok
 }
 
-// done records that window w has finished.
+// done records that window w has finished, and has the device free the
+// tiles no window will need any more.
 func (a *decodeAhead) done(w raster.Grid) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if i, ok := a.row[origin(w)]; ok {
 		a.left[i]--
 		a.finished.Broadcast()
 	}
+	free := a.releasable(false)
+	a.mu.Unlock()
+	for _, b := range free {
+		a.job.engine.releaseAhead(b)
+	}
+}
+
+// releasable returns the batches the device may free (all of them once
+// the reader has stopped), marking them released; under a.mu. A batch
+// goes once the rows that take its tiles are done and the row after the
+// last of them has been laid out without them (a row takes tiles only
+// from the row before it, so no later row will).
+func (a *decodeAhead) releasable(all bool) []*cuda.AheadBatch {
+	var free []*cuda.AheadBatch
+	for k, b := range a.batches {
+		if b == nil || a.released[k] {
+			continue
+		}
+		last := a.lastUse[k]
+		ok := all || a.planned > last+1 || last == len(a.rows)-1
+		for j := k; ok && !all && j <= last; j++ {
+			ok = a.left[j] == 0
+		}
+		if ok {
+			a.released[k] = true
+			free = append(free, b)
+		}
+	}
+	if len(free) > 0 {
+		a.finished.Broadcast() // the device's budget has room again
+	}
+	return free
 }
 
 func (a *decodeAhead) fail(err error) {
@@ -551,6 +679,12 @@ func (a *decodeAhead) close() time.Duration {
 	a.finished.Broadcast()
 	a.mu.Unlock()
 	<-a.exited // the sources may be in use until then
+	a.mu.Lock()
+	free := a.releasable(true)
+	a.mu.Unlock()
+	for _, b := range free {
+		a.job.engine.releaseAhead(b)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, s := range a.srcs {

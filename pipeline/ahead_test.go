@@ -7,10 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/synth"
 )
 
@@ -115,5 +119,65 @@ func TestAheadBudgetWithinHeapLimit(t *testing.T) {
 	debug.SetMemoryLimit(2 << 30)
 	if b := aheadBudget(); b != 1<<30 {
 		t.Errorf("budget %d bytes under a 2 GiB heap limit, want 1 GiB", b)
+	}
+}
+
+// TestAheadReleaseOrder: the device frees a row's batch only once every
+// row taking its tiles is done and the row after the last of them has
+// been laid out without them; and everything once the reader stops.
+func TestAheadReleaseOrder(t *testing.T) {
+	b := []*cuda.AheadBatch{cuda.NewAheadBatch(), cuda.NewAheadBatch(), cuda.NewAheadBatch(), cuda.NewAheadBatch()}
+	a := &decodeAhead{rows: make([][]raster.Grid, 4), batches: slices.Clone(b), lastUse: []int{0, 2, 2, 3},
+		left: []int{1, 1, 1, 1}, released: make([]bool, 4), planned: 3}
+	a.finished = sync.NewCond(&a.mu)
+	free := func(want ...int) {
+		t.Helper()
+		got := a.releasable(false)
+		var ids []int
+		for _, g := range got {
+			ids = append(ids, slices.Index(b, g))
+		}
+		if !slices.Equal(ids, want) {
+			t.Fatalf("released %v, want %v (left %v, planned %d)", ids, want, a.left, a.planned)
+		}
+	}
+	free()
+	a.left[0] = 0
+	free(0) // row 1 was laid out without row 0's tiles
+	a.left[1] = 0
+	free() // row 2 takes row 1's tiles and is not done
+	a.left[2] = 0
+	free() // row 3 is not laid out yet: it might take them
+	a.planned = 4
+	free(1, 2)
+	free()
+	a.left[3] = 0
+	free(3) // the last row
+	a.batches = slices.Clone(b)
+	a.released = make([]bool, 4)
+	a.left = []int{1, 1, 1, 1}
+	if got := a.releasable(true); len(got) != 4 {
+		t.Fatalf("a stopped reader released %d batches, want 4", len(got))
+	}
+}
+
+// TestWindowWorkersWithinMemory: windows that hold every date's bands on
+// the host are composited no more at once than half the budget holds (at
+// least one), and the log says so; within it, every worker works.
+func TestWindowWorkersWithinMemory(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	gb := int64(1) << 30
+	if n := windowWorkers(16, gb/4, 24*gb, log); n != 16 || logs.Len() != 0 {
+		t.Errorf("16 windows of 256 MB in 12 GB: %d at once, log %q", n, logs.String())
+	}
+	if n := windowWorkers(16, gb, 24*gb, log); n != 12 || !strings.Contains(logs.String(), "windows_at_once=12") {
+		t.Errorf("16 windows of 1 GB in 12 GB: %d at once, log %q", n, logs.String())
+	}
+	if n := windowWorkers(16, 40*gb, 24*gb, log); n != 1 {
+		t.Errorf("a window over the budget: %d at once, want 1", n)
+	}
+	if n := windowWorkers(16, gb, 0, log); n != 16 {
+		t.Errorf("an unknown budget: %d at once, want 16", n)
 	}
 }

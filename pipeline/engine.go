@@ -71,6 +71,36 @@ func (e engine) decodeAhead(b *cuda.AheadBatch) error {
 	return cuda.DecodeAhead(e.gpu, b)
 }
 
+// holdsAheadFormat says whether decodeAhead leaves tiles of format f on
+// the device, so that rectangles pass cuda.Held for them (the CPU decodes
+// the host's bytes).
+func (e engine) holdsAheadFormat(f decode.Format) bool { return e.gpu != nil && cuda.HoldsAhead(f) }
+
+// releaseAhead frees what the device holds of a batch decoded ahead.
+func (e engine) releaseAhead(b *cuda.AheadBatch) {
+	if e.gpu != nil {
+		cuda.ReleaseAhead(e.gpu, b)
+	}
+}
+
+// aheadDeviceBudget bounds the compressed tiles the device holds for
+// the windows of rows read ahead: three eighths of its memory (0 on the
+// CPU, which holds none). The windows in flight span about two rows (16
+// workers, 11 windows a row of a full tile), a row is kept until the next
+// is done (its halo), and a 48-date row takes 7 GB: at a quarter of an
+// H100's memory the reader kept only one row ahead and the windows waited
+// for it (docs/benchmarks.md, "A year of dates").
+func (e engine) aheadDeviceBudget() int64 {
+	if e.gpu == nil {
+		return 0
+	}
+	_, total, err := e.gpu.MemInfo()
+	if err != nil {
+		return 1 << 30
+	}
+	return int64(total / 8 * 3)
+}
+
 // composite resamples a window's coarse bands, masks and composites it
 // with tp's temporal planes after the bands' (composite.Resample and
 // composite.WindowTemporal, or cuda.CompositeMirrored), and says

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/bufpool"
 	"github.com/lulc/lulc/internal/digest"
+	"github.com/lulc/lulc/internal/meminfo"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/internal/redact"
 	"github.com/lulc/lulc/landcover"
@@ -807,7 +809,12 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 	}
 	tileStart := time.Now()
 	var done atomic.Int64
-	return job, eachWindow(ctx, plan.windows, opt.Workers, func() (func(raster.Grid) error, func(), error) {
+	workers := opt.Workers
+	if !job.engine.rawBands() && len(plan.windows) > 0 {
+		w := plan.windows[0]
+		workers = windowWorkers(opt.Workers, int64(w.Width)*int64(w.Height)*int64(len(plan.dates))*int64(2*len(cfg.Bands)+1), heapBudget(), opt.Log)
+	}
+	return job, eachWindow(ctx, plan.windows, workers, func() (func(raster.Grid) error, func(), error) {
 		// Each worker keeps its own GDAL handles, opened on first use; the
 		// CRS of each source is read by the first worker to open it.
 		sources := map[string]*raster.Source{}
@@ -834,6 +841,36 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 		bar.Add(1)
 		opt.Log.Debug("window composited", "tile", plan.tile, "done", done.Add(1), "of", len(plan.windows))
 	})
+}
+
+// windowWorkers bounds the windows composited at once where each holds
+// every date's bands on the host (the CPU engine, or a device fed decoded
+// planes): a window holds perWindow bytes (its dates' bands and masks: a
+// gigabyte at 48 dates of 10 bands in 1024² windows), so that with every
+// worker busy the windows would outgrow the heap as dates are added (15.7
+// GB of RSS at 48 dates on 16 cores, docs/benchmarks.md, "A year of
+// dates"). They take at most half of budget, and the log says when that
+// holds workers back.
+func windowWorkers(workers int, perWindow, budget int64, log *slog.Logger) int {
+	if perWindow <= 0 || budget <= 0 || int64(workers)*perWindow <= budget/2 {
+		return workers
+	}
+	n := int(max(1, budget/2/perWindow))
+	if n < workers {
+		log.Info("windows composited at once held within memory: each holds every date's bands; raise memory_gb for more",
+			"windows_at_once", n, "workers", workers, "window_mb", perWindow>>20, "budget_mb", budget>>20)
+		return n
+	}
+	return workers
+}
+
+// heapBudget is the Go heap's limit (lulc run sets it from memory_gb),
+// else the memory available, else 0 (unknown).
+func heapBudget() int64 {
+	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+		return limit
+	}
+	return int64(meminfo.Available())
 }
 
 // logTileStages logs where a tile's ingest time went and warns when many

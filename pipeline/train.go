@@ -314,6 +314,11 @@ func writeTrainOutputs(cfg TrainConfig, set *samples.Set, ins []trainInput, mode
 // checkSamples refuses samples training cannot use and records warnings
 // for those it can.
 func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, yt, yv []uint8, xt []float32, res *TrainResult) error {
+	if len(yt)+len(yv) == 0 && len(res.Warnings) > 0 {
+		// The draw's warnings say why none was drawn (labels outside the
+		// scheme, planes without data); the split is not the cause.
+		return fmt.Errorf("no samples: %s", strings.Join(res.Warnings, "; "))
+	}
 	if len(yt) < 2 || len(yv) < 1 {
 		return fmt.Errorf("too few samples for the split: %d training and %d validation (lower sampling.block_size or raise the input's size)", len(yt), len(yv))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/rng"
+	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/samples"
 )
@@ -408,5 +409,22 @@ func TestTrainBuffer(t *testing.T) {
 		if strings.Contains(string(b), "buffered") {
 			t.Errorf("%s of an unbuffered split mentions a buffer", f)
 		}
+	}
+}
+
+// TestNoSamplesSaysWhy: when the draw gave no sample and its warnings
+// say why (every labelled pixel lacks a plane, or has a code outside the
+// scheme), training's error is those warnings, not advice about the
+// split's block size, which stays for a draw of too few.
+func TestNoSamplesSaysWhy(t *testing.T) {
+	why := "features: none of the 4000 labelled pixels of the scheme's classes has every band and temporal plane present"
+	res := TrainResult{Warnings: []string{why}}
+	err := checkSamples(TrainConfig{}, landcover.WorldCover, &samples.Set{}, nil, nil, nil, &res)
+	if err == nil || !strings.Contains(err.Error(), "no samples: "+why) || strings.Contains(err.Error(), "block_size") {
+		t.Fatalf("no samples, with the draw's warning: %v", err)
+	}
+	err = checkSamples(TrainConfig{}, landcover.WorldCover, &samples.Set{}, nil, nil, nil, &TrainResult{})
+	if err == nil || !strings.Contains(err.Error(), "too few samples") {
+		t.Fatalf("no samples, no warning: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lulc/lulc/features"
@@ -174,6 +175,13 @@ func referenceSamples(t *testing.T, cfg Config, names []string, scheme landcover
 		}
 	}
 	ref.buffered = buffered
+	// Warnings tell a draw of no candidate: the reference's stand in its
+	// reservoirs.
+	for r := range res {
+		if len(res[r]) > 0 {
+			ref.res[r].entries = make([]entry, 1)
+		}
+	}
 	return out, ref.Warnings(), buffered
 }
 
@@ -439,5 +447,40 @@ func TestSortCandidates(t *testing.T) {
 		if !slices.Equal(c, want) {
 			t.Fatalf("trial %d: radix sort differs", trial)
 		}
+	}
+}
+
+// TestWarnsWhenEveryPixelLacksAPlane: labelled pixels of the scheme's
+// classes whose every pixel has a band without data (as a temporal
+// season matching none of the dates leaves its planes) are drawn none,
+// and the warnings say why, from memory and from strips; a tile with
+// samples has no such warning.
+func TestWarnsWhenEveryPixelLacksAPlane(t *testing.T) {
+	bands := []string{"B04", "B08"}
+	make1 := func(emptyPlane bool) Input {
+		tile := stack.New("t", raster.Grid{EPSG: 32631, Width: 20, Height: 10,
+			Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}, bands, 1e-4, 0)
+		for i := range tile.Labels {
+			tile.Labels[i] = []uint8{10, 30, 0}[i%3]
+			tile.DN[0][i] = uint16(1000 + i)
+			if !emptyPlane {
+				tile.DN[1][i] = uint16(3000 + i)
+			}
+		}
+		return Input{Name: "t", Bands: bands, Scale: 1e-4, NoData: ptr(0.0), Tile: tile}
+	}
+	c := drawCase{cfg: Config{MaxPerClass: 50, BlockSize: 4, ValidationFraction: 0.3, Seed: 7}, names: bands, scheme: landcover.WorldCover}
+	for _, strips := range []bool{false, true} {
+		ins := []Input{make1(true)}
+		if strips {
+			ins = stripInputs(ins)
+		}
+		_, warn := drawSamples(t, c, ins)
+		if len(warn) != 1 || !strings.Contains(warn[0], "none of the 134 labelled pixels") || !strings.Contains(warn[0], "temporal season") {
+			t.Errorf("strips %v: warnings %q", strips, warn)
+		}
+	}
+	if _, warn := drawSamples(t, c, []Input{make1(false)}); len(warn) != 0 {
+		t.Errorf("a tile with samples warns: %q", warn)
 	}
 }

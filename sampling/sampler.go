@@ -217,8 +217,11 @@ func (sp *Sampler) Buffered() int64 {
 }
 
 // Warnings says how many labelled pixels carry codes outside the scheme,
-// by code, when any do.
+// by code, when any do, and when labelled pixels of the scheme's classes
+// were drawn none because each lacks a band or plane.
 func (sp *Sampler) Warnings() []string {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	var total int64
 	var codes []string
 	for code, n := range sp.outside {
@@ -227,11 +230,19 @@ func (sp *Sampler) Warnings() []string {
 			codes = append(codes, fmt.Sprintf("%d (%d)", code, n))
 		}
 	}
-	if total == 0 {
-		return nil
+	var warnings []string
+	if total > 0 {
+		warnings = append(warnings, fmt.Sprintf("labels: %.1f %% of the labelled pixels (%d of %d) have codes outside the scheme %s and are not sampled: %s",
+			100*float64(total)/float64(sp.labelled), total, sp.labelled, sp.scheme.Name, strings.Join(codes, ", ")))
 	}
-	return []string{fmt.Sprintf("labels: %.1f %% of the labelled pixels (%d of %d) have codes outside the scheme %s and are not sampled: %s",
-		100*float64(total)/float64(sp.labelled), total, sp.labelled, sp.scheme.Name, strings.Join(codes, ", "))}
+	drawn := 0
+	for _, r := range sp.res {
+		drawn += len(r.entries)
+	}
+	if in := sp.labelled - total; drawn == 0 && sp.buffered == 0 && in > 0 {
+		warnings = append(warnings, fmt.Sprintf("features: none of the %d labelled pixels of the scheme's classes has every band and temporal plane present, so none can be sampled (a temporal season that matches none of the dates leaves its planes without data over the whole tile; widen the dates or drop the season)", in))
+	}
+	return warnings
 }
 
 // survivor is a screened pixel: its key, id and index in the strip.
