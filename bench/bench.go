@@ -224,7 +224,7 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 		er := EngineReport{Engine: e, Stages: map[string]float64{}}
 		if e == "gpu" {
 			if gpu == nil {
-				if gpu, err = cuda.Open(0); err != nil {
+				if gpu, err = cuda.Open(0, opt.Compare.Device); err != nil {
 					er.Skipped = fmt.Sprintf("no usable GPU: %v", err)
 					rep.Engines = append(rep.Engines, er)
 					continue

@@ -149,7 +149,7 @@ func Forest(ctx context.Context, bc ForestConfig, cfg pipeline.TrainConfig, comm
 	nf := len(cfg.Features)
 	var xt, xv []float32
 	var yt, yv []uint8
-	err = pixels.Run(ctx, opt.GPU(), func(px sampling.Pixel) {
+	err = pixels.Run(ctx, opt, func(px sampling.Pixel) {
 		if px.Validation() {
 			xv = px.AppendFeatures(xv)
 			yv = append(yv, uint8(px.Class()))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/pipeline"
@@ -241,7 +242,7 @@ func spreadOf(v []float64) Spread {
 // patch is the data read: NDVI per date (NaN where cloudy), its dates,
 // the polygons' classes and group ids as lulc rasterises them.
 type patch struct {
-	grid   raster.Grid
+	grid   geo.Grid
 	dates  []time.Time
 	ndvi   [][]float32 // date → pixel
 	cloudy int         // cloudy observations
@@ -322,7 +323,7 @@ func loadPatch(dir string) (*patch, error) {
 }
 
 type bandStack[T float32 | uint8] struct {
-	grid  raster.Grid
+	grid  geo.Grid
 	bands [][]T
 }
 

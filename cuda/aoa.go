@@ -122,7 +122,7 @@ func (a *AOA) DIFromDN(fe *Features, dn [][]uint16, rect features.Rect, nodata u
 	if context {
 		return a.fromBlock(fe, dn, rect, nodata, scale, offset, pixels, di)
 	}
-	chunk := min(n, predictChunk)
+	chunk := min(n, a.Dev.predictChunk())
 	return a.Dev.Do(func() error {
 		prog, err := fe.program()
 		if err != nil {

@@ -135,8 +135,8 @@ func TestAOABitExact(t *testing.T) {
 			}
 			for _, chunk := range []int{5003, iw * ih} {
 				func() {
-					defer func(c int) { predictChunk = c }(predictChunk)
-					predictChunk = chunk
+					defer func() { d.opt.predictChunk = 0 }()
+					d.opt.predictChunk = chunk
 					got := make([]float32, len(px))
 					if err := g.DIFromDN(fe, block, rect, 0, scale, offset, px, got); err != nil {
 						t.Fatal(err)

@@ -29,7 +29,7 @@ func TestGPUReport(t *testing.T) {
 	d := gpu(t)
 	defer d.Close()
 	drv, _ := DriverVersion()
-	fmt.Printf("device %s, %d SMs, %.1f GiB, driver CUDA %s, PTX %s; host %d CPUs\n", d.Name, d.SMs, float64(d.Memory)/(1<<30), drv, ptxVersion(), runtime.NumCPU())
+	fmt.Printf("device %s, %d SMs, %.1f GiB, driver CUDA %s, PTX %s; host %d CPUs\n", d.Name, d.SMs, float64(d.Memory)/(1<<30), drv, ptxVersion(d.kernels()), runtime.NumCPU())
 	const n = 10980 * 10980
 	const reps = 10
 	r := rand.New(rand.NewPCG(7, 8))

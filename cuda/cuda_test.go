@@ -39,10 +39,24 @@ func TestPTXUpToDate(t *testing.T) {
 	}
 }
 
-// gpu opens GPU 0, skipping without one unless LULC_REQUIRE_GPU=1.
+// gpu opens GPU 0, skipping without one unless LULC_REQUIRE_GPU=1, with
+// the kernels of the PTX file LULC_PTX names when set (the GPU host's
+// reports time a candidate against the committed ones that way).
 func gpu(t testing.TB) *Device {
+	return gpuWith(t, Options{})
+}
+
+// gpuWith is gpu with opt (its PTX from LULC_PTX when unset).
+func gpuWith(t testing.TB, opt Options) *Device {
 	t.Helper()
-	d, err := Open(0)
+	if p := os.Getenv("LULC_PTX"); p != "" && opt.PTX == "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("LULC_PTX: %v", err)
+		}
+		opt.PTX = string(b)
+	}
+	d, err := Open(0, opt)
 	if err != nil {
 		if os.Getenv("LULC_REQUIRE_GPU") == "1" {
 			t.Fatalf("LULC_REQUIRE_GPU=1 but no usable GPU: %v", err)
@@ -131,9 +145,8 @@ func featuresBitExact(t *testing.T, d *Device, bands, names []string) {
 	t.Logf("%d features reading %d planes: kernel %s", len(names), len(g.used), g.kernel())
 	// Several chunks of an odd size, so both streams and the tail run;
 	// then one batch (the pooled, unstaged path).
-	defer func(c int) { featureChunk = c }(featureChunk)
 	for _, chunk := range []int{100_003, n} {
-		featureChunk = chunk
+		d.opt.featureChunk = chunk
 		for f := range gpuOut {
 			clear(gpuOut[f])
 		}
@@ -346,11 +359,10 @@ func TestPredictorBitExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	defer func(c int) { predictChunk = c }(predictChunk)
 	// Several chunks of an odd size on both streams, then one batch (the
 	// pooled, unstaged path).
 	for _, chunk := range []int{3001, n} {
-		predictChunk = chunk
+		d.opt.predictChunk = chunk
 		cls, conf := make([]uint8, n), make([]float32, n)
 		if err := g.Predict(planes, cls, conf); err != nil {
 			t.Fatal(err)
@@ -655,9 +667,8 @@ func predictDNBitExact(t *testing.T, d *Device, bands, names []string) {
 		t.Fatal(err)
 	}
 	defer fe.Close()
-	defer func(c int) { predictChunk = c }(predictChunk)
 	for _, chunk := range []int{7001, n} {
-		predictChunk = chunk
+		d.opt.predictChunk = chunk
 		cls, conf := make([]uint8, n), make([]float32, n)
 		if err := g.PredictDN(fe, dn, 0, scale, offset, cls, conf); err != nil {
 			t.Fatal(err)

@@ -413,9 +413,7 @@ func TestCompositeRawBitExact(t *testing.T) {
 			name = "held"
 		}
 		t.Run(name, func(t *testing.T) {
-			staging := mode.staging
-			t.Setenv("LULC_DEVICE_STAGING", staging)
-			d := gpu(t)
+			d := gpuWith(t, Options{Pageable: mode.staging == "off"})
 			defer d.Close()
 			r := rand.New(rand.NewPCG(31, 32))
 			const rw, rh, k = 300, 260, 2

@@ -20,7 +20,7 @@ func Report() (string, bool) {
 		fmt.Fprintf(&b, "GPU: driver present but not usable: %v\n", err)
 		return b.String(), false
 	}
-	fmt.Fprintf(&b, "driver: CUDA %s\nkernels: PTX ISA %s\n", v, ptxVersion())
+	fmt.Fprintf(&b, "driver: CUDA %s\nkernels: PTX ISA %s\n", v, ptxVersion(ptx))
 	devs, err := Devices()
 	if err != nil {
 		fmt.Fprintf(&b, "GPU: not usable: %v\n", err)
@@ -28,7 +28,7 @@ func Report() (string, bool) {
 	}
 	for _, d := range devs {
 		fmt.Fprintf(&b, "gpu:%d  %s  %.1f GiB  compute %d.%d  %d SMs", d.Index, d.Name, float64(d.Memory)/(1<<30), d.Major, d.Minor, d.SMs)
-		dev, err := Open(d.Index)
+		dev, err := Open(d.Index, Options{})
 		if err != nil {
 			fmt.Fprintf(&b, "  kernels do not load: %v\n", err)
 			continue

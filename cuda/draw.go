@@ -3,6 +3,8 @@ package cuda
 import (
 	"fmt"
 	"math"
+
+	"github.com/lulc/lulc/sampling"
 )
 
 // Mirror is a tile's composite (its bands' digital numbers, a plane each)
@@ -77,39 +79,11 @@ func (w *MirrorWindow) place(out uint64, width, n int) error {
 	return m.dev.launch("place_u8", int64(n), lab, int32(width), int32(h), m.labels.ptr, int32(m.width), int32(w.X), int32(w.Y))
 }
 
-// DrawRule is what the draw's passes need to know of a sampler's input
-// (package sampling's draw from a tile in memory): which reservoir a code
-// goes to, how blocks split and keys are made, which DNs are nodata.
-type DrawRule struct {
-	// Reservoir is each code's training reservoir (class index × 2; its
-	// validation one is that | 1), DrawNone outside the scheme.
-	Reservoir [256]uint16
-	// SplitBase and KeyBase are the input's hashes from which blocks'
-	// splits and pixels' keys extend.
-	SplitBase, KeyBase uint64
-	Input              uint64 // the input's index, in the pixels' ids
-	Block              int
-	// Buffer drops a training block's pixels within Buffer pixels
-	// (Chebyshev) of a validation block of the tile's (below Block).
-	Buffer             int
-	ValidationFraction float64
-	Missing            *[2048]uint32 // the nodata DNs, a bit each
-	Bits               uint          // top key bits the histograms count
-}
-
-// DrawNone marks a code outside the scheme in DrawRule.Reservoir.
+// DrawNone marks a code outside the scheme in a rule's Reservoir.
 const DrawNone = math.MaxUint16
 
-// Drawn is what the second pass collects: per candidate its key, id,
-// reservoir and its bands' DNs (Bands a candidate, in DN).
-type Drawn struct {
-	Key, ID   []uint64
-	Reservoir []uint16
-	DN        []uint16
-}
-
 // rule stages a rule's tables on the device (owner goroutine).
-func (m *Mirror) rule(r *DrawRule) (res, missing uint64, err error) {
+func (m *Mirror) rule(r *sampling.DeviceRule) (res, missing uint64, err error) {
 	var st staging
 	res = st.ptr(put(m.dev.mem, "draw.reservoir", r.Reservoir[:]))
 	missing = st.ptr(put(m.dev.mem, "draw.missing", r.Missing[:]))
@@ -124,7 +98,7 @@ func (m *Mirror) rule(r *DrawRule) (res, missing uint64, err error) {
 // histogram of nres reservoirs, counts in off, by code, the pixels whose
 // code is outside the scheme, and in buffered the training candidates
 // the buffer drops.
-func (m *Mirror) DrawCount(r *DrawRule, nres int, hist []uint32, off *[256]int64, buffered *int64) error {
+func (m *Mirror) DrawCount(r *sampling.DeviceRule, nres int, hist []uint32, off *[256]int64, buffered *int64) error {
 	if len(hist) != nres<<r.Bits {
 		return fmt.Errorf("cuda draw: a histogram of %d bins for %d reservoirs of %d bits", len(hist), nres, r.Bits)
 	}
@@ -164,9 +138,9 @@ func (m *Mirror) DrawCount(r *DrawRule, nres int, hist []uint32, off *[256]int64
 // its reservoir's bound, in no particular order. count[k] is how many
 // reservoir k has under its bound (from the first pass's histogram); a
 // pass that finds another number fails.
-func (m *Mirror) DrawCollect(r *DrawRule, bound []uint64, count []int) (Drawn, error) {
+func (m *Mirror) DrawCollect(r *sampling.DeviceRule, bound []uint64, count []int) (sampling.Collected, error) {
 	if len(bound) != len(count) {
-		return Drawn{}, fmt.Errorf("cuda draw: %d bounds for %d counts", len(bound), len(count))
+		return sampling.Collected{}, fmt.Errorf("cuda draw: %d bounds for %d counts", len(bound), len(count))
 	}
 	start := make([]uint32, len(count))
 	total := 0
@@ -175,9 +149,9 @@ func (m *Mirror) DrawCollect(r *DrawRule, bound []uint64, count []int) (Drawn, e
 		total += c
 	}
 	if total >= math.MaxUint32 {
-		return Drawn{}, fmt.Errorf("cuda draw: %d candidates", total)
+		return sampling.Collected{}, fmt.Errorf("cuda draw: %d candidates", total)
 	}
-	d := Drawn{Key: make([]uint64, total), ID: make([]uint64, total), Reservoir: make([]uint16, total), DN: make([]uint16, total*m.bands)}
+	d := sampling.Collected{Key: make([]uint64, total), ID: make([]uint64, total), Reservoir: make([]uint16, total), DN: make([]uint16, total*m.bands)}
 	err := m.dev.Do(func() error {
 		res, missing, err := m.rule(r)
 		if err != nil {

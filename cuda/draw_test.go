@@ -9,6 +9,7 @@ import (
 
 	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/internal/rng"
+	"github.com/lulc/lulc/sampling"
 )
 
 // drawTile is a random tile for the draw: patchy labels with codes
@@ -40,8 +41,8 @@ func randomDrawTile(r *rand.Rand, w, h, nb int) drawTile {
 
 // drawRule is a rule over the WorldCover-like codes of randomDrawTile,
 // with nodata DNs 0 and 7.
-func drawRule(seed, input uint64, block, buffer int, valFrac float64, bits uint) *DrawRule {
-	r := &DrawRule{SplitBase: rng.Extend(rng.Extend(rng.Start(seed), 0x7a1), input),
+func drawRule(seed, input uint64, block, buffer int, valFrac float64, bits uint) *sampling.DeviceRule {
+	r := &sampling.DeviceRule{SplitBase: rng.Extend(rng.Extend(rng.Start(seed), 0x7a1), input),
 		KeyBase: rng.Extend(rng.Extend(rng.Start(seed), 0x5a4), input), Input: input, Block: block, Buffer: buffer,
 		ValidationFraction: valFrac, Missing: new([2048]uint32), Bits: bits}
 	for c := range r.Reservoir {
@@ -59,7 +60,7 @@ func drawRule(seed, input uint64, block, buffer int, valFrac float64, bits uint)
 // candidates under the bounds of the second, sorted by id. A training
 // pixel is buffered when a pixel of the tile within r.Buffer of it
 // (Chebyshev) lies in a validation block.
-func referenceDraw(t drawTile, r *DrawRule, nres int, bound []uint64) (hist []uint32, off [256]int64, buffered int64, d Drawn) {
+func referenceDraw(t drawTile, r *sampling.DeviceRule, nres int, bound []uint64) (hist []uint32, off [256]int64, buffered int64, d sampling.Collected) {
 	validation := func(row, col int) bool {
 		return rng.Unit(rng.Extend(rng.Extend(r.SplitBase, uint64(row/r.Block)), uint64(col/r.Block))) < r.ValidationFraction
 	}
@@ -105,13 +106,13 @@ func referenceDraw(t drawTile, r *DrawRule, nres int, bound []uint64) (hist []ui
 }
 
 // sortedByID returns the candidates in id order.
-func sortedByID(d Drawn, nb int) Drawn {
+func sortedByID(d sampling.Collected, nb int) sampling.Collected {
 	idx := make([]int, len(d.ID))
 	for i := range idx {
 		idx[i] = i
 	}
 	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(d.ID[a], d.ID[b]) })
-	var s Drawn
+	var s sampling.Collected
 	for _, i := range idx {
 		s.Key, s.ID, s.Reservoir = append(s.Key, d.Key[i]), append(s.ID, d.ID[i]), append(s.Reservoir, d.Reservoir[i])
 		s.DN = append(s.DN, d.DN[i*nb:(i+1)*nb]...)

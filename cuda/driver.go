@@ -259,11 +259,41 @@ type Device struct {
 	// ahead serialises DecodeAhead calls (one reader per lane, and lanes
 	// may share a device): they share the device buffers of a row.
 	ahead sync.Mutex
+	opt   Options
+}
+
+// kernels returns the PTX the device loads.
+func (d *Device) kernels() string {
+	if d.opt.PTX != "" {
+		return d.opt.PTX
+	}
+	return ptx
+}
+
+// Options are a device's settings for comparing ways of working on one
+// machine; the zero value is lulc's way. The command line sets them from
+// the environment (docs/gpu.md); library code never reads it.
+type Options struct {
+	// PTX, when set, is the kernels to load instead of the embedded ones
+	// (freshly compiled kernels tried on a GPU host before they are
+	// committed).
+	PTX string
+	// Pageable copies the rows decoded ahead straight from the host's
+	// pageable memory instead of through the pinned staging.
+	Pageable bool
+	// TrainProfile has forest training wait for its kernels group by
+	// group and log where the time went.
+	TrainProfile bool
+
+	// This package's tests lower these to run the chunked and batched
+	// paths on small inputs (0: lulc's sizes): pixels per chunk of
+	// prediction and of features, trees grown at once.
+	predictChunk, featureChunk, maxBatch int
 }
 
 // Open retains device index's primary context on a new owner goroutine
-// and loads lulc's kernels.
-func Open(index int) (*Device, error) {
+// and loads lulc's kernels (opt.PTX's, when set).
+func Open(index int, opt Options) (*Device, error) {
 	devs, err := Devices()
 	if err != nil {
 		return nil, err
@@ -271,7 +301,7 @@ func Open(index int) (*Device, error) {
 	if index < 0 || index >= len(devs) {
 		return nil, fmt.Errorf("no GPU %d (the driver sees %d)", index, len(devs))
 	}
-	d := &Device{Info: devs[index], work: make(chan func()), first: make(chan func()), funcs: map[string]uintptr{}, mem: pool{},
+	d := &Device{Info: devs[index], opt: opt, work: make(chan func()), first: make(chan func()), funcs: map[string]uintptr{}, mem: pool{},
 		held: map[string]heldTile{}, heldBufs: map[*heldBuffer]bool{}}
 	ready := make(chan error)
 	go d.own(ready)
@@ -419,7 +449,7 @@ func (d *Device) Close() {
 // loadModule JIT-compiles the embedded PTX, with the JIT's error log in
 // the error when it fails.
 func (d *Device) loadModule() error {
-	ptx := append([]byte(PTX()), 0)
+	ptx := append([]byte(d.kernels()), 0)
 	logBuf := make([]byte, 8192)
 	// CU_JIT_ERROR_LOG_BUFFER (5) and its size (6).
 	opts := []int32{5, 6}
@@ -428,7 +458,7 @@ func (d *Device) loadModule() error {
 	runtime.KeepAlive(ptx)
 	runtime.KeepAlive(logBuf)
 	if r != 0 {
-		return fmt.Errorf("load lulc kernels (PTX %s): %w: %s", ptxVersion(), Result(r), cString(&logBuf[0]))
+		return fmt.Errorf("load lulc kernels (PTX %s): %w: %s", ptxVersion(d.kernels()), Result(r), cString(&logBuf[0]))
 	}
 	for _, name := range []string{"features", "features_wide", "reflectance", "context_rows", "context_cols", "features_context", "context_at", "crop", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear", "inflate", "tiff_unpack", "gather_tiles",
 		"draw_count", "draw_collect", "place_u16", "place_u8", "aoa_di"} {

@@ -9,9 +9,15 @@ import (
 	"github.com/lulc/lulc/forest"
 )
 
-// predictChunk is the pixels per chunk of Predictor.Predict: 1 M pixels of
-// 20 features stage 80 MB of pinned memory per slot.
-var predictChunk = 1 << 20
+// predictChunk is the pixels per chunk of Predictor.Predict (and of the
+// area of applicability's DI): 1 M pixels of 20 features stage 80 MB of
+// pinned memory per slot. Tests ask for less (Options.predictChunk).
+func (d *Device) predictChunk() int {
+	if d.opt.predictChunk > 0 {
+		return d.opt.predictChunk
+	}
+	return 1 << 20
+}
 
 // Predictor classifies feature planes on the GPU: binning with the
 // model's edges and the forest walk run back to back on the device, so
@@ -89,10 +95,10 @@ func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) erro
 	if n == 0 {
 		return nil
 	}
-	if n <= predictChunk {
+	chunk := p.Dev.predictChunk()
+	if n <= chunk {
 		return p.predictOnce(feats, cls, conf)
 	}
-	chunk := predictChunk
 	nf := p.nf
 	return p.Dev.Do(func() error {
 		// Out of device memory, the chunks halve: more round trips, the
@@ -191,7 +197,7 @@ func (p *Predictor) PredictDN(fe *Features, dn [][]uint16, nodata uint16, scale,
 	if n == 0 {
 		return nil
 	}
-	chunk := min(n, predictChunk)
+	chunk := min(n, p.Dev.predictChunk())
 	return p.Dev.Do(func() error {
 		for {
 			err := p.reserve(chunk, false)

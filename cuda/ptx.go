@@ -2,7 +2,6 @@ package cuda
 
 import (
 	_ "embed"
-	"os"
 	"regexp"
 )
 
@@ -14,23 +13,14 @@ import (
 //go:embed kernels/lulc.ptx
 var ptx string
 
-// PTX returns the kernels' PTX: the embedded module, or the file named by
-// LULC_PTX (for trying freshly compiled kernels on a GPU host before they
-// are committed).
-func PTX() string {
-	if p := os.Getenv("LULC_PTX"); p != "" {
-		if b, err := os.ReadFile(p); err == nil {
-			return string(b)
-		}
-	}
-	return ptx
-}
+// PTX returns lulc's kernels as committed (the embedded module).
+func PTX() string { return ptx }
 
 var versionRE = regexp.MustCompile(`(?m)^\.version\s+(\d+)\.(\d+)`)
 
-// ptxVersion returns the module's PTX ISA version ("9.0"), or "none".
-func ptxVersion() string {
-	m := versionRE.FindStringSubmatch(PTX())
+// ptxVersion returns a module's PTX ISA version ("9.0"), or "none".
+func ptxVersion(src string) string {
+	m := versionRE.FindStringSubmatch(src)
 	if m == nil {
 		return "none"
 	}

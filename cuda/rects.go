@@ -3,7 +3,6 @@ package cuda
 import (
 	"cmp"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -434,8 +433,8 @@ func (b *AheadBatch) Add(f decode.Format, data []byte, off []uint64, size []uint
 // drop its own bytes once DecodeAhead returns and pass Held for them.
 // After an error the device holds nothing of the batch.
 //
-// LULC_DEVICE_STAGING=off copies straight from the row's pageable memory
-// instead, for comparing both ways on one machine.
+// With Options.Pageable it copies straight from the row's pageable
+// memory instead, for comparing both ways on one machine.
 func DecodeAhead(dev *Device, b *AheadBatch) (err error) {
 	dev.ahead.Lock()
 	defer dev.ahead.Unlock()
@@ -447,7 +446,7 @@ func DecodeAhead(dev *Device, b *AheadBatch) (err error) {
 			ReleaseAhead(dev, b)
 		}
 	}()
-	staged := os.Getenv("LULC_DEVICE_STAGING") != "off"
+	staged := !dev.opt.Pageable
 	for _, f := range b.formats {
 		p := b.packed[f]
 		var src Buffer

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -23,10 +22,6 @@ const (
 	partChunk  = 4096
 	splitBlock = 128
 )
-
-// maxBatch caps the trees grown at once (0: as many as memory allows); the
-// tests lower it to exercise batching.
-var maxBatch = 0
 
 // Train grows a forest on the GPUs: the same trees, bit for bit, as
 // forest.Train on the same data and parameters. The trees are shared out
@@ -81,7 +76,7 @@ func Train(ctx context.Context, devs []*Device, x *forest.Binned, y []uint8, cla
 // trainOn grows the trees ids on one device.
 func trainOn(ctx context.Context, dev *Device, x *forest.Binned, y []uint8, classes, nbins int, p forest.Params, ids []uint64, logf func(format string, args ...any)) ([]forest.Tree, [][]float64, error) {
 	e := &engine{dev: dev, x: x, classes: classes, p: p, mtry: p.Mtry(x.F), nbins: nbins, mem: pool{},
-		profile: os.Getenv("LULC_TRAIN_PROFILE") == "1", prof: map[string]time.Duration{}}
+		profile: dev.opt.TrainProfile, prof: map[string]time.Duration{}}
 	if err := dev.Do(func() error {
 		var err error
 		if e.codes, err = upload(x.Codes); err != nil {
@@ -105,8 +100,8 @@ func trainOn(ctx context.Context, dev *Device, x *forest.Binned, y []uint8, clas
 	// a row); keep a quarter of the free memory for histograms and tables.
 	perTree := 12 * uint64(x.N)
 	batch := min(len(ids), int(free*3/4/perTree))
-	if maxBatch > 0 {
-		batch = min(batch, maxBatch)
+	if dev.opt.maxBatch > 0 {
+		batch = min(batch, dev.opt.maxBatch)
 	}
 	if batch < 1 {
 		return nil, nil, fmt.Errorf("gpu train: one tree over %d rows needs %.1f GB of memory on GPU %d, %.1f GB are free", x.N, float64(perTree)/1e9, dev.Index, float64(free)/1e9)
@@ -192,7 +187,7 @@ type engine struct {
 	// tables, transfers and kernels) and levels grown.
 	splitTime, partTime time.Duration
 	levels              int
-	// With LULC_TRAIN_PROFILE=1, kernels are waited for one group at a
+	// With Options.TrainProfile, kernels are waited for one group at a
 	// time and timed apart.
 	profile bool
 	prof    map[string]time.Duration

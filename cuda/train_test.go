@@ -97,8 +97,7 @@ func TestTrainSameModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer func(m int) { maxBatch = m }(maxBatch)
-			maxBatch = c.batch
+			d.opt.maxBatch = c.batch
 			before, _ := DeviceMemory()
 			g, err := Train(context.Background(), []*Device{d}, xb, y, c.k, c.p, t.Logf)
 			if err != nil {
@@ -141,7 +140,7 @@ func every(t *testing.T) []*Device {
 		t.Fatal(err)
 	}
 	for i := 1; i < len(infos); i++ {
-		d, err := Open(i)
+		d, err := Open(i, devs[0].opt)
 		if err != nil {
 			t.Fatalf("GPU %d: %v", i, err)
 		}
@@ -180,8 +179,9 @@ func TestTrainSeveralDevices(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer func(m int) { maxBatch = m }(maxBatch)
-			maxBatch = c.batch
+			for _, dv := range devs {
+				dv.opt.maxBatch = c.batch
+			}
 			g, err := Train(context.Background(), devs, xb, y, c.k, c.p, t.Logf)
 			if err != nil {
 				t.Fatal(err)

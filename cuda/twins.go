@@ -140,10 +140,10 @@ func (f *Features) compute(dst, src [][]float32) error {
 	if n == 0 {
 		return nil
 	}
-	if n <= featureChunk {
+	chunk := f.Dev.featureChunk()
+	if n <= chunk {
 		return f.computeOnce(dst, src)
 	}
-	chunk := featureChunk
 	nb, nf := len(src), len(dst)
 	return f.Dev.Do(func() error {
 		if err := f.reserve(uint64(chunk)*4*uint64(nb), uint64(chunk)*4*uint64(nf)); err != nil {
@@ -246,8 +246,14 @@ func streamChunks(streams [2]uintptr, n, chunk int, issue func(s, lo, hi int) er
 }
 
 // featureChunk is the pixels per chunk: 4 M pixels of 10 bands and 20
-// features stage 480 MB of pinned memory per slot.
-var featureChunk = 4 << 20
+// features stage 480 MB of pinned memory per slot. Tests ask for less
+// (Options.featureChunk).
+func (d *Device) featureChunk() int {
+	if d.opt.featureChunk > 0 {
+		return d.opt.featureChunk
+	}
+	return 4 << 20
+}
 
 // parallelPlanes runs f over planes on separate goroutines: host staging
 // copies are memory-bound and one core cannot saturate memory.

@@ -8,6 +8,7 @@ package inference
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -19,9 +20,9 @@ import (
 	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/bufpool"
 	"github.com/lulc/lulc/internal/progress"
-	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/stack"
 )
 
@@ -173,16 +174,19 @@ func (p *GPU) Predict(ctx context.Context, feats [][]float32, valid []bool, cls 
 // Tile describes one prediction job: the stack to read, the model, where
 // the outputs go.
 type Tile struct {
-	Stack      string // multi-band stack COG (UInt16 DN, NoData 0)
-	Grid       raster.Grid
+	// Open opens the stack (a multi-band raster of UInt16 DNs, NoData 0)
+	// for one reader: each reader opens its own, as GDAL's handles are
+	// not to be shared. Unused when Memory is set.
+	Open       func() (BandReader, error)
+	Grid       geo.Grid
 	Scale      float64
 	Offset     float64
 	Window     int // window side in pixels
 	Workers    int // feature+predict goroutines (0: all CPUs)
 	Readers    int // reading goroutines (0: up to 4, half the workers)
-	Class      *raster.Writer
-	Confidence *raster.Writer // optional
-	Codes      []uint8        // class index → code
+	Class      BandWriter
+	Confidence BandWriter // optional
+	Codes      []uint8    // class index → code
 	// Features computes the feature planes; nil uses features.CPU.
 	Features features.Computer
 	// Memory, when set, is the stack in memory (lulc run): windows are
@@ -205,6 +209,22 @@ type Tile struct {
 	Sink WindowSink
 }
 
+// BandReader reads windows of a stack's bands (package raster's Source
+// through ReadBandWindowInto, in lulc).
+type BandReader interface {
+	// ReadBand reads band b (from 0) over the w×h window at (x, y) into
+	// dn.
+	ReadBand(b, x, y, w, h int, dn []uint16) error
+	Close()
+}
+
+// BandWriter takes the class and confidence windows (package raster's
+// Writer, in lulc): band from 0, the window at (x, y), buf its w×h
+// pixels.
+type BandWriter interface {
+	Write(band, x, y, w, h int, buf any) error
+}
+
 // Timings splits the pipeline's time by stage, summed over goroutines.
 type Timings struct {
 	Read, Features, Predict, Write time.Duration
@@ -213,7 +233,7 @@ type Timings struct {
 }
 
 type window struct {
-	g      raster.Grid
+	g      geo.Grid
 	x, y   int
 	planes [][]float32 // reflectance, for a Predictor
 	dn     [][]uint16  // digital numbers, for a DNPredictor, over rect
@@ -242,7 +262,7 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 	for y := 0; y < t.Grid.Height; y += t.Window {
 		for x := 0; x < t.Grid.Width; x += t.Window {
 			w, h := min(t.Window, t.Grid.Width-x), min(t.Window, t.Grid.Height-y)
-			g := raster.Grid{EPSG: t.Grid.EPSG, Width: w, Height: h, Transform: t.Grid.Transform}
+			g := geo.Grid{EPSG: t.Grid.EPSG, Width: w, Height: h, Transform: t.Grid.Transform}
 			g.Transform[0] += float64(x) * t.Grid.Transform[1]
 			g.Transform[3] += float64(y) * t.Grid.Transform[5]
 			wins = append(wins, window{g: g, x: x, y: y})
@@ -453,15 +473,17 @@ func readWindows(ctx context.Context, t Tile, set *features.Set, wins []window, 
 		return nil
 	}
 	if t.Memory == nil {
-		src, err := raster.Open(t.Stack)
+		if t.Open == nil {
+			fail(errors.New("predict: the tile has neither a stack in memory nor a way to open one"))
+			return
+		}
+		src, err := t.Open()
 		if err != nil {
 			fail(err)
 			return
 		}
 		defer src.Close()
-		readBand = func(b, x, y, w, h int, dn []uint16) error {
-			return raster.ReadBandWindowInto(src, b+1, x, y, w, h, dn)
-		}
+		readBand = src.ReadBand
 	}
 	bands := len(set.Bands)
 	for {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/decode"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/meminfo"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/resample"
@@ -34,9 +35,6 @@ const aheadReaders = 8
 // device's copies, engine.aheadDeviceBudget.
 const aheadRows = 4
 
-// aheadBudgetSet replaces aheadBudget's figure when positive (tests).
-var aheadBudgetSet int64
-
 // aheadBudget is how many bytes of compressed tiles the rows in progress
 // may hold on the host before the reader waits for them to be handed to
 // the device or for their windows (it always reads one row when none is
@@ -47,9 +45,9 @@ var aheadBudgetSet int64
 // beyond the heap's limit, rows of a 24-date tile kept the collector
 // running without pause (measured: docs/benchmarks.md, "A year of
 // dates").
-func aheadBudget() int64 {
-	if aheadBudgetSet > 0 {
-		return aheadBudgetSet
+func aheadBudget(set int64) int64 {
+	if set > 0 {
+		return set
 	}
 	budget := int64(8 << 30)
 	if avail := meminfo.Available(); avail > 0 {
@@ -73,7 +71,7 @@ func aheadBudget() int64 {
 // row with windows still in progress, bounding the compressed bytes held.
 type decodeAhead struct {
 	job    *windowJob
-	rows   [][]raster.Grid
+	rows   [][]geo.Grid
 	row    map[[2]float64]int // window origin → row
 	ready  []chan struct{}    // closed when the row's tiles are decoded (or failed)
 	left   []int              // windows of the row not yet finished
@@ -134,7 +132,7 @@ type aheadRect struct {
 
 // newDecodeAhead starts reading ahead over windows (in the order the
 // workers take them); close must be called when the windows are done.
-func newDecodeAhead(j *windowJob, windows []raster.Grid) *decodeAhead {
+func newDecodeAhead(j *windowJob, windows []geo.Grid) *decodeAhead {
 	a := &decodeAhead{job: j, row: map[[2]float64]int{}, stop: make(chan struct{}),
 		rects: map[aheadKey]aheadRect{}, srcs: map[string]*raster.Source{}, prevBytes: map[string]rowTile{}, rowBytes: map[string]rowTile{}, spare: map[decode.Format][]byte{}, exited: make(chan struct{})}
 	a.finished = sync.NewCond(&a.mu)
@@ -151,7 +149,7 @@ func newDecodeAhead(j *windowJob, windows []raster.Grid) *decodeAhead {
 	a.fetched = make([]int64, len(a.rows))
 	a.handed, a.released = make([]bool, len(a.rows)), make([]bool, len(a.rows))
 	a.batches, a.lastUse = make([]*cuda.AheadBatch, len(a.rows)), make([]int, len(a.rows))
-	a.budget, a.deviceBudget = aheadBudget(), j.engine.aheadDeviceBudget()
+	a.budget, a.deviceBudget = aheadBudget(j.engine.hooks.aheadBudget), j.engine.aheadDeviceBudget()
 	for i, r := range a.rows {
 		a.ready[i] = make(chan struct{})
 		a.left[i] = len(r)
@@ -161,7 +159,7 @@ func newDecodeAhead(j *windowJob, windows []raster.Grid) *decodeAhead {
 	return a
 }
 
-func origin(w raster.Grid) [2]float64 { return [2]float64{w.Transform[0], w.Transform[3]} }
+func origin(w geo.Grid) [2]float64 { return [2]float64{w.Transform[0], w.Transform[3]} }
 
 // run reads row after row and has the device decode each row while the
 // next is read, in three stages: a planner goroutine lays out the rows'
@@ -259,7 +257,7 @@ type fetchedRow struct {
 }
 
 type aheadJob struct {
-	w    raster.Grid
+	w    geo.Grid
 	href string
 }
 
@@ -333,7 +331,7 @@ func (a *decodeAhead) waitBytes(i int) bool {
 // row's windows and lays out each tile not read for the row before (the
 // halo of coarse bands reaches into the previous row's tiles) once, in one
 // buffer per tile format laid out for the device, for readRow.
-func (a *decodeAhead) planRow(f *fetchedRow, row []raster.Grid) error {
+func (a *decodeAhead) planRow(f *fetchedRow, row []geo.Grid) error {
 	start := time.Now()
 	defer func() {
 		a.mu.Lock()
@@ -378,12 +376,9 @@ func (a *decodeAhead) planRow(f *fetchedRow, row []raster.Grid) error {
 	return nil
 }
 
-// aheadFailRow makes reading that row fail when non-negative (tests).
-var aheadFailRow = -1
-
 // readRow reads a planned row's tiles into their places.
 func (a *decodeAhead) readRow(f *fetchedRow) error {
-	if f.i == aheadFailRow {
+	if f.i == a.job.engine.hooks.aheadFail-1 {
 		return fmt.Errorf("row %d: a read failed (test)", f.i)
 	}
 	start := time.Now()
@@ -597,7 +592,7 @@ func (a *decodeAhead) source(href string) (*raster.Source, *raster.TileLayout, e
 // take returns window w's rectangle of href, read and decoded ahead, and
 // the band's source (for its geometry and nodata), waiting for its row; ok
 // is false when the window must read it itself.
-func (a *decodeAhead) take(w raster.Grid, href string) (*raster.Source, *decode.Rect, *resample.Coarse, bool) {
+func (a *decodeAhead) take(w geo.Grid, href string) (*raster.Source, *decode.Rect, *resample.Coarse, bool) {
 	o := origin(w)
 	i, ok := a.row[o]
 	if !ok {
@@ -616,7 +611,7 @@ func (a *decodeAhead) take(w raster.Grid, href string) (*raster.Source, *decode.
 
 // done records that window w has finished, and has the device free the
 // tiles no window will need any more.
-func (a *decodeAhead) done(w raster.Grid) {
+func (a *decodeAhead) done(w geo.Grid) {
 	a.mu.Lock()
 	if i, ok := a.row[origin(w)]; ok {
 		a.left[i]--

@@ -14,7 +14,7 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/cuda"
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/synth"
 )
 
@@ -45,19 +45,17 @@ func TestIngestRawBandsSameBytes(t *testing.T) {
 	}
 	cfg.Source.Catalog = filepath.Join(scene, "catalog.json")
 	cfg.Window = 512
-	run := func(name string, rawBands bool) (string, string) {
-		rawOnCPU = rawBands
-		defer func() { rawOnCPU = false }()
+	run := func(name string, h hooks) (string, string) {
 		var logs bytes.Buffer
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		out := filepath.Join(t.TempDir(), name)
-		if _, err := Ingest(context.Background(), cfg, Options{Out: out, Version: "test", Log: log}); err != nil {
+		if _, err := Ingest(context.Background(), cfg, Options{Out: out, Version: "test", Log: log, hooks: h}); err != nil {
 			t.Fatal(err)
 		}
 		return out, logs.String()
 	}
-	gdal, _ := run("gdal", false)
-	lulc, logs := run("raw", true)
+	gdal, _ := run("gdal", hooks{})
+	lulc, logs := run("raw", hooks{rawOnCPU: true})
 	if !strings.Contains(logs, "raw_rects=") || strings.Contains(logs, "raw_rects=0 ") {
 		t.Fatalf("the compressed path was not taken:\n%s", logs)
 	}
@@ -77,9 +75,7 @@ func TestIngestRawBandsSameBytes(t *testing.T) {
 	// Reading a row fails: that row's windows and the later ones read for
 	// themselves, and the bytes stay the same (rows planned before the
 	// failure point into buffers never filled, and must not be used).
-	aheadFailRow = 1
-	failed, logs := run("raw-failed", true)
-	aheadFailRow = -1
+	failed, logs := run("raw-failed", hooks{rawOnCPU: true, aheadFail: 1 + 1})
 	if !strings.Contains(logs, "reading tiles ahead failed") {
 		t.Errorf("no failure logged:\n%s", logs)
 	}
@@ -92,9 +88,7 @@ func TestIngestRawBandsSameBytes(t *testing.T) {
 	}
 	// A budget too small for two rows' compressed bytes: the reader reads
 	// a row only when no other is in progress, and the bytes stay the same.
-	aheadBudgetSet = 1
-	defer func() { aheadBudgetSet = 0 }()
-	tight, logs := run("raw-tight", true)
+	tight, logs := run("raw-tight", hooks{rawOnCPU: true, aheadBudget: 1})
 	if !strings.Contains(logs, "rows_in_progress_max=1 ") || !strings.Contains(logs, "budget_bytes=1") {
 		t.Errorf("with a budget of 1 byte, more than one row was in progress:\n%s", logs)
 	}
@@ -113,11 +107,11 @@ func TestIngestRawBandsSameBytes(t *testing.T) {
 func TestAheadBudgetWithinHeapLimit(t *testing.T) {
 	old := debug.SetMemoryLimit(6 << 30)
 	defer debug.SetMemoryLimit(old)
-	if b := aheadBudget(); b > 6<<30/4 || b < 1<<30 {
+	if b := aheadBudget(0); b > 6<<30/4 || b < 1<<30 {
 		t.Errorf("budget %d bytes under a 6 GiB heap limit, want at most 1.5 GiB and at least 1 GiB", b)
 	}
 	debug.SetMemoryLimit(2 << 30)
-	if b := aheadBudget(); b != 1<<30 {
+	if b := aheadBudget(0); b != 1<<30 {
 		t.Errorf("budget %d bytes under a 2 GiB heap limit, want 1 GiB", b)
 	}
 }
@@ -127,7 +121,7 @@ func TestAheadBudgetWithinHeapLimit(t *testing.T) {
 // been laid out without them; and everything once the reader stops.
 func TestAheadReleaseOrder(t *testing.T) {
 	b := []*cuda.AheadBatch{cuda.NewAheadBatch(), cuda.NewAheadBatch(), cuda.NewAheadBatch(), cuda.NewAheadBatch()}
-	a := &decodeAhead{rows: make([][]raster.Grid, 4), batches: slices.Clone(b), lastUse: []int{0, 2, 2, 3},
+	a := &decodeAhead{rows: make([][]geo.Grid, 4), batches: slices.Clone(b), lastUse: []int{0, 2, 2, 3},
 		left: []int{1, 1, 1, 1}, released: make([]bool, 4), planned: 3}
 	a.finished = sync.NewCond(&a.mu)
 	free := func(want ...int) {

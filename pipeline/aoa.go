@@ -12,6 +12,7 @@ import (
 	"github.com/lulc/lulc/aoa"
 	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/geo"
 	lraster "github.com/lulc/lulc/raster"
 )
 
@@ -139,9 +140,9 @@ func (s *aoaSink) DN(x, y, w, h int, dn [][]uint16, rect features.Rect, scale, o
 }
 
 // grid is the tile grid of aoa.tif: one pixel per cell.
-func (s *aoaSink) grid(tile lraster.Grid) lraster.Grid {
+func (s *aoaSink) grid(tile geo.Grid) geo.Grid {
 	cw, ch := s.m.Grid.Cells()
-	g := lraster.Grid{EPSG: tile.EPSG, Width: cw, Height: ch, Transform: tile.Transform}
+	g := geo.Grid{EPSG: tile.EPSG, Width: cw, Height: ch, Transform: tile.Transform}
 	step := float64(s.m.Grid.Step)
 	g.Transform[1] *= step
 	g.Transform[2] *= step
@@ -161,12 +162,12 @@ func (s *aoaSink) outsidePercent() float64 {
 }
 
 // write encodes aoa.tif into dir.
-func (s *aoaSink) write(dir string, tile lraster.Grid, compress string) error {
+func (s *aoaSink) write(dir string, tile geo.Grid, compress string, gdalCOG bool) error {
 	g := s.grid(tile)
 	nan := math.NaN()
 	w, err := lraster.NewWriter(filepath.Join(dir, AOAFile), g, "float32",
 		[]lraster.BandInfo{{Description: "dissimilarity index"}, {Description: "inside the area of applicability (1) or outside (0)"}},
-		lraster.COGOptions{BlockSize: 512, Compress: compress, NoData: &nan, OverviewResampling: "AVERAGE",
+		lraster.COGOptions{BlockSize: 512, Compress: compress, NoData: &nan, OverviewResampling: "AVERAGE", GDALDriver: gdalCOG,
 			Metadata: map[string]string{"LULC_AOA_THRESHOLD": fmt.Sprint(s.ref.Threshold), "LULC_AOA_STEP": fmt.Sprint(s.m.Grid.Step)}})
 	if err != nil {
 		return err
@@ -183,7 +184,7 @@ func (s *aoaSink) write(dir string, tile lraster.Grid, compress string) error {
 }
 
 // aoaAsset describes aoa.tif in a tile's item.
-func aoaAsset(dir string, g lraster.Grid) (*stac.Asset, error) {
+func aoaAsset(dir string, g geo.Grid) (*stac.Asset, error) {
 	f, err := fileOf(dir, AOAFile)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/raster"
 )
 
@@ -36,7 +37,7 @@ func snowStack(t *testing.T) string {
 }
 
 // readAOA reads aoa.tif's two bands.
-func readAOA(t *testing.T, path string) (di, mask []float32, g raster.Grid) {
+func readAOA(t *testing.T, path string) (di, mask []float32, g geo.Grid) {
 	t.Helper()
 	info, err := raster.Inspect(path)
 	if err != nil {
@@ -55,7 +56,7 @@ func readAOA(t *testing.T, path string) (di, mask []float32, g raster.Grid) {
 	if err := raster.ReadBandWindowInto(src, 2, 0, 0, info.Width, info.Height, mask); err != nil {
 		t.Fatal(err)
 	}
-	return di, mask, raster.Grid{Width: info.Width, Height: info.Height}
+	return di, mask, geo.Grid{Width: info.Width, Height: info.Height}
 }
 
 // TestAOAFlagsSnow: a model trained on the tiny scene, which has no snow,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -13,8 +12,8 @@ import (
 	"github.com/lulc/lulc/decode"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/inference"
-	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/sampling"
 )
 
@@ -27,28 +26,39 @@ type engine struct {
 	gpus    []*cuda.Device // every device, for training
 	workers int
 	// hostDecode keeps decoding on the host with a device
-	// (LULC_DEVICE_DECODE=off: for comparing both ways on one machine).
+	// (Compare.HostDecode: for comparing both ways on one machine).
 	hostDecode bool
 	// hostDraw keeps the draw of samples on the host with a device
-	// (LULC_DEVICE_DRAW=off), for the same comparison.
+	// (Compare.HostDraw), for the same comparison.
 	hostDraw bool
+	hooks    hooks
+}
+
+// hooks let this package's tests take paths that runs take only on other
+// machines or when something fails, through Options rather than package
+// variables, so that tests may run in parallel.
+type hooks struct {
+	// rawOnCPU makes the CPU engine take bands compressed too, decoded by
+	// package decode in composite.Resample: the path of a device that
+	// decodes (reading ahead included), without one.
+	rawOnCPU bool
+	// aheadBudget replaces the read-ahead's budget when positive.
+	aheadBudget int64
+	// aheadFail makes reading row aheadFail − 1 ahead fail (0: none).
+	aheadFail int
+	// cpuLanes is how many tiles the CPU computes at once (0: one).
+	cpuLanes int
 }
 
 // engine returns the options' engine.
 func (o Options) engine() engine {
-	return engine{gpu: o.GPU(), gpus: o.GPUs, workers: o.Workers, hostDecode: os.Getenv("LULC_DEVICE_DECODE") == "off",
-		hostDraw: os.Getenv("LULC_DEVICE_DRAW") == "off"}
+	return engine{gpu: o.GPU(), gpus: o.GPUs, workers: o.Workers, hostDecode: o.Compare.HostDecode, hostDraw: o.Compare.HostDraw, hooks: o.hooks}
 }
-
-// rawOnCPU makes the CPU engine take bands compressed too, decoded by
-// package decode in composite.Resample: a test hook that runs the path of
-// a device that decodes (reading ahead included) without one.
-var rawOnCPU = false
 
 // rawBands says whether bands go to the composite still compressed (the
 // engine decodes them itself): on the device. The CPU's bands are decoded
 // by GDAL as they are read.
-func (e engine) rawBands() bool { return (e.gpu != nil || rawOnCPU) && !e.hostDecode }
+func (e engine) rawBands() bool { return (e.gpu != nil || e.hooks.rawOnCPU) && !e.hostDecode }
 
 // decodes says whether the engine decodes tiles of format f itself, and
 // why not.
@@ -70,6 +80,10 @@ func (e engine) decodeAhead(b *cuda.AheadBatch) error {
 	}
 	return cuda.DecodeAhead(e.gpu, b)
 }
+
+// mirrors says whether the windows' composite may go straight into a
+// tile's mirror in device memory (the device composites them).
+func (e engine) mirrors() bool { return e.gpu != nil }
 
 // holdsAheadFormat says whether decodeAhead leaves tiles of format f on
 // the device, so that rectangles pass cuda.Held for them (the CPU decodes
@@ -125,7 +139,7 @@ func (e engine) composite(dates []composite.Date, drop []uint8, tp *composite.Te
 // mirror keeps a tile's composite in device memory too, for the draw of
 // its samples on the device; nil on the CPU, which draws from the host's
 // copy.
-func (e engine) mirror(grid raster.Grid, bands int) (*cuda.Mirror, error) {
+func (e engine) mirror(grid geo.Grid, bands int) (*cuda.Mirror, error) {
 	if e.gpu == nil || e.hostDraw {
 		return nil, nil
 	}
@@ -147,13 +161,12 @@ type devicePasses struct{ m *cuda.Mirror }
 
 // Count implements sampling.Passes.
 func (p devicePasses) Count(r *sampling.DeviceRule, nres int, hist []uint32, off *[256]int64, buffered *int64) error {
-	return p.m.DrawCount((*cuda.DrawRule)(r), nres, hist, off, buffered)
+	return p.m.DrawCount(r, nres, hist, off, buffered)
 }
 
 // Collect implements sampling.Passes.
 func (p devicePasses) Collect(r *sampling.DeviceRule, bound []uint64, count []int) (sampling.Collected, error) {
-	d, err := p.m.DrawCollect((*cuda.DrawRule)(r), bound, count)
-	return sampling.Collected(d), err
+	return p.m.DrawCollect(r, bound, count)
 }
 
 // Context implements sampling.ContextPasses: the candidates' context

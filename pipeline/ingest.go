@@ -24,6 +24,7 @@ import (
 	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/decode"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/bufpool"
 	"github.com/lulc/lulc/internal/digest"
@@ -57,6 +58,23 @@ type Options struct {
 	// Inputs are files the caller read besides those the stage's config
 	// names (the config file itself): the output must not touch them.
 	Inputs []string
+	// Compare makes lulc work another way than its own, for comparing
+	// both on one machine.
+	Compare Compare
+	// hooks are set by this package's tests only.
+	hooks hooks
+}
+
+// Compare holds switches that make lulc work another way than its own,
+// for comparing both on one machine (the command line sets them from
+// LULC_* variables: docs/gpu.md); the zero value is lulc's way.
+type Compare struct {
+	HostDecode bool // decode tiles on the host with a device (LULC_DEVICE_DECODE=off)
+	HostDraw   bool // draw samples on the host with a device (LULC_DEVICE_DRAW=off)
+	GDALCOG    bool // write COGs with GDAL's driver (LULC_COG_ENCODER=gdal)
+	// Device is the settings of devices a stage opens itself (lulc
+	// bench's GPU engine).
+	Device cuda.Options
 }
 
 // GPU is the device of single-device stages: the first of GPUs, or nil
@@ -490,8 +508,8 @@ type tilePlan struct {
 	// burned are vector labels (source.labels) burned onto grid, in place
 	// of label assets; nil until the tile is composited.
 	burned  []uint8
-	grid    raster.Grid
-	windows []raster.Grid
+	grid    geo.Grid
+	windows []geo.Grid
 }
 
 type planDate struct {
@@ -564,7 +582,7 @@ type sourceTile interface {
 	dates() int
 	// plan resolves the tile's inputs and returns its grid, before any
 	// pixel is read.
-	plan(cfg IngestConfig) (raster.Grid, error)
+	plan(cfg IngestConfig) (geo.Grid, error)
 	// composite makes every window of the tile and hands it to the sinks.
 	composite(ctx context.Context, cfg IngestConfig, opt Options, sinks ...tileSink) (tileStats, error)
 	// manifest describes the tile's stack and its sources.
@@ -604,7 +622,7 @@ func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomic
 	if err != nil {
 		return tr, 0, err
 	}
-	tw, err := newTileWriters(dir, grid, cfg, st.labelScheme(cfg), true)
+	tw, err := newTileWriters(dir, grid, cfg, st.labelScheme(cfg), true, opt.Compare.GDALCOG)
 	if err != nil {
 		return tr, 0, err
 	}
@@ -693,10 +711,10 @@ type stacTile struct {
 func (t *stacTile) name() string { return t.items.tile }
 func (t *stacTile) dates() int   { return len(t.items.items) }
 
-func (t *stacTile) plan(cfg IngestConfig) (raster.Grid, error) {
+func (t *stacTile) plan(cfg IngestConfig) (geo.Grid, error) {
 	p, err := planTile(cfg, t.items, t.labelItems, t.area)
 	if err != nil {
-		return raster.Grid{}, err
+		return geo.Grid{}, err
 	}
 	t.p = p
 	return p.grid, nil
@@ -791,7 +809,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 		labels: plan.labels, burned: plan.burned, sinks: sinks, windows: len(plan.windows), engine: opt.engine(), log: opt.Log,
 		cache: raster.NewBlockCache(blockCacheBudget(plan))}
 	for _, s := range sinks {
-		if m, ok := s.(mirrorSink); ok && job.engine.gpu != nil {
+		if m, ok := s.(mirrorSink); ok && job.engine.mirrors() {
 			// The device composites the windows: it places them in the
 			// mirror from its own memory.
 			job.mirror = m.m
@@ -814,7 +832,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 		w := plan.windows[0]
 		workers = windowWorkers(opt.Workers, int64(w.Width)*int64(w.Height)*int64(len(plan.dates))*int64(2*len(cfg.Bands)+1), heapBudget(), opt.Log)
 	}
-	return job, eachWindow(ctx, plan.windows, workers, func() (func(raster.Grid) error, func(), error) {
+	return job, eachWindow(ctx, plan.windows, workers, func() (func(geo.Grid) error, func(), error) {
 		// Each worker keeps its own GDAL handles, opened on first use; the
 		// CRS of each source is read by the first worker to open it.
 		sources := map[string]*raster.Source{}
@@ -834,7 +852,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 				s.Close()
 			}
 		}
-		return func(w raster.Grid) error { return job.window(w, open) }, closeAll, nil
+		return func(w geo.Grid) error { return job.window(w, open) }, closeAll, nil
 	}, func() {
 		mbps := float64(job.decoded.Load()) / 1e6 / time.Since(tileStart).Seconds()
 		bar.Describe(fmt.Sprintf("ingest %s: %d dates, %.0f MB/s decoded, windows", plan.tile, len(plan.dates), mbps))
@@ -1025,7 +1043,7 @@ type weightSink interface {
 type tileWriters struct {
 	stack, label, count *raster.Writer
 	dir                 string
-	grid                raster.Grid
+	grid                geo.Grid
 	cog                 raster.COGOptions
 }
 
@@ -1051,8 +1069,8 @@ func (w *tileWriters) WriteWeights(weights []uint8) error {
 // full-resolution tiles are compressed as the windows complete them, and
 // the files are hashed as they are written (raster.COGOptions.EncodeEarly):
 // the compressed tiles are then held in memory until close.
-func newTileWriters(dir string, grid raster.Grid, cfg IngestConfig, classes *landcover.Scheme, early bool) (*tileWriters, error) {
-	cog := raster.COGOptions{BlockSize: cfg.Output.BlockSize, Compress: cfg.Output.Compress, NoData: ptr(0.0), EncodeEarly: early}
+func newTileWriters(dir string, grid geo.Grid, cfg IngestConfig, classes *landcover.Scheme, early, gdalCOG bool) (*tileWriters, error) {
+	cog := raster.COGOptions{BlockSize: cfg.Output.BlockSize, Compress: cfg.Output.Compress, NoData: ptr(0.0), EncodeEarly: early, GDALDriver: gdalCOG}
 	planes := cfg.StackPlanes()
 	bandInfo := make([]raster.BandInfo, len(planes))
 	for i, b := range planes {
@@ -1171,7 +1189,7 @@ func ptr[T any](v T) *T { return &v }
 // sourceZoom is how many output pixels one source pixel covers (1 for
 // 10 m bands on a 10 m grid, 4 for 20 m ones); it turns window pixels into
 // decoded source bytes.
-func sourceZoom(s *raster.Source, w raster.Grid) int {
+func sourceZoom(s *raster.Source, w geo.Grid) int {
 	k := s.Transform[1] / w.Transform[1]
 	return max(1, int(math.Round(k*k)))
 }
@@ -1193,7 +1211,7 @@ func blockCacheBudget(p *tilePlan) int64 {
 // windowJob is the per-window work of one tile, shared by its workers.
 type windowJob struct {
 	cfg    IngestConfig
-	grid   raster.Grid
+	grid   geo.Grid
 	dates  []windowDate
 	drop   []uint8
 	labels []catalog.Asset
@@ -1250,7 +1268,7 @@ func maskAsset(it catalog.Item, name string, overrides map[string]string) (catal
 
 // window reads every date's bands and SCL over w, masks, composites, and
 // writes the stack, count and labels windows.
-func (j *windowJob) window(w raster.Grid, open func(string) (*raster.Source, error)) error {
+func (j *windowJob) window(w geo.Grid, open func(string) (*raster.Source, error)) error {
 	if j.ahead != nil {
 		defer j.ahead.done(w)
 	}
@@ -1327,7 +1345,7 @@ func (j *windowJob) openSource(href string) (*raster.Source, error) {
 // adding up where the time goes.
 type windowReader struct {
 	job             *windowJob
-	w               raster.Grid
+	w               geo.Grid
 	n               int
 	open            func(string) (*raster.Source, error)
 	readNs, labelNs int64
@@ -1524,14 +1542,14 @@ func (j *windowJob) timings(workers int) StageTimes {
 
 // outputGrid returns the stack's grid and the tile's own grid at the
 // output resolution (whose origin the windows align to).
-func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (raster.Grid, raster.Grid, error) {
+func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (geo.Grid, geo.Grid, error) {
 	// The finest band defines the tile grid; its file, not the item's
 	// proj:* fields, is the truth (catalogs and files can disagree).
 	var ref *raster.Source
 	for _, a := range bands {
 		s, err := raster.Open(a.Href)
 		if err != nil {
-			return raster.Grid{}, raster.Grid{}, err
+			return geo.Grid{}, geo.Grid{}, err
 		}
 		if ref == nil || s.Transform[1] < ref.Transform[1] {
 			if ref != nil {
@@ -1549,15 +1567,15 @@ func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (raste
 	tile.Transform[1], tile.Transform[5] = res, -res
 	tile.Width, tile.Height = int(math.Round(float64(tile.Width)*f)), int(math.Round(float64(tile.Height)*f))
 	if err := checkTileResolution(ref.Grid, res); err != nil {
-		return raster.Grid{}, raster.Grid{}, err
+		return geo.Grid{}, geo.Grid{}, err
 	}
 
 	if cfg.Grid.EPSG != 0 {
 		b := cfg.Grid.Bounds
-		g := raster.Grid{EPSG: cfg.Grid.EPSG, Transform: [6]float64{b[0], res, 0, b[3], 0, -res},
+		g := geo.Grid{EPSG: cfg.Grid.EPSG, Transform: [6]float64{b[0], res, 0, b[3], 0, -res},
 			Width: int(math.Ceil((b[2] - b[0]) / res)), Height: int(math.Ceil((b[3] - b[1]) / res))}
 		if _, err := raster.NewTransformer(4326, g.EPSG); err != nil {
-			return raster.Grid{}, raster.Grid{}, fmt.Errorf("grid.epsg: %w", err)
+			return geo.Grid{}, geo.Grid{}, fmt.Errorf("grid.epsg: %w", err)
 		}
 		return g, g, checkGridSize(g, res)
 	}
@@ -1565,7 +1583,7 @@ func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (raste
 	// tile origin so that 20 m and 60 m pixels nest in every window.
 	tr, err := raster.NewTransformer(4326, tile.EPSG)
 	if err != nil {
-		return raster.Grid{}, raster.Grid{}, fmt.Errorf("tile CRS EPSG:%d: %w", tile.EPSG, err)
+		return geo.Grid{}, geo.Grid{}, fmt.Errorf("tile CRS EPSG:%d: %w", tile.EPSG, err)
 	}
 	defer tr.Close()
 	var xs, ys []float64
@@ -1577,7 +1595,7 @@ func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (raste
 		ys = append(ys, area[1], area[3], lat, lat)
 	}
 	if err := tr.Transform(xs, ys); err != nil {
-		return raster.Grid{}, raster.Grid{}, fmt.Errorf("area into EPSG:%d: %w", tile.EPSG, err)
+		return geo.Grid{}, geo.Grid{}, fmt.Errorf("area into EPSG:%d: %w", tile.EPSG, err)
 	}
 	minx, maxx := slices.Min(xs), slices.Max(xs)
 	miny, maxy := slices.Min(ys), slices.Max(ys)
@@ -1591,10 +1609,10 @@ func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (raste
 	c0, r0 = max(c0, 0), max(r0, 0)
 	c1, r1 = min(c1, ext), min(r1, float64(tile.Height)*res)
 	if c1 <= c0 || r1 <= r0 {
-		return raster.Grid{}, raster.Grid{}, fmt.Errorf("area %v lies outside the tile (EPSG:%d, %.0f–%.0f E, %.0f–%.0f N)",
+		return geo.Grid{}, geo.Grid{}, fmt.Errorf("area %v lies outside the tile (EPSG:%d, %.0f–%.0f E, %.0f–%.0f N)",
 			area, tile.EPSG, x0, x0+ext, y0-float64(tile.Height)*res, y0)
 	}
-	g := raster.Grid{EPSG: tile.EPSG, Transform: [6]float64{x0 + c0, res, 0, y0 - r0, 0, -res},
+	g := geo.Grid{EPSG: tile.EPSG, Transform: [6]float64{x0 + c0, res, 0, y0 - r0, 0, -res},
 		Width: int(math.Round((c1 - c0) / res)), Height: int(math.Round((r1 - r0) / res))}
 	return g, tile, checkGridSize(g, res)
 }
@@ -1604,7 +1622,7 @@ func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (raste
 // lattice on which 20 m and 60 m pixels nest: the tile would vanish, and
 // the area be reported outside it. The error names the resolution and the
 // range that makes sense for this tile.
-func checkTileResolution(src raster.Grid, res float64) error {
+func checkTileResolution(src geo.Grid, res float64) error {
 	w, h := float64(src.Width)*src.Transform[1], float64(src.Height)*-src.Transform[5]
 	coarsest := min(w, h) / 6
 	if res <= coarsest {
@@ -1621,7 +1639,7 @@ const maxGridPixels = 1 << 31
 // checkGridSize refuses a grid too large to make, before any pixel is read
 // or any disk space is asked for: a resolution in the wrong unit, most
 // often.
-func checkGridSize(g raster.Grid, res float64) error {
+func checkGridSize(g geo.Grid, res float64) error {
 	if px := float64(g.Width) * float64(g.Height); px > maxGridPixels || g.Width <= 0 || g.Height <= 0 {
 		return fmt.Errorf("grid.resolution: %g gives a %d×%d grid (%.3g pixels; at most %d): is it in the grid's units (metres for UTM tiles)?",
 			res, g.Width, g.Height, px, maxGridPixels)
@@ -1631,16 +1649,16 @@ func checkGridSize(g raster.Grid, res float64) error {
 
 // tileWindows cuts grid into windows aligned to the tile's window lattice
 // (so they follow the COGs' internal tiles), row by row.
-func tileWindows(grid, tile raster.Grid, size int) []raster.Grid {
+func tileWindows(grid, tile geo.Grid, size int) []geo.Grid {
 	res := grid.Transform[1]
 	col0 := int(math.Round((grid.Transform[0] - tile.Transform[0]) / res))
 	row0 := int(math.Round((tile.Transform[3] - grid.Transform[3]) / res))
-	var out []raster.Grid
+	var out []geo.Grid
 	for r := row0 - ((row0%size)+size)%size; r < row0+grid.Height; r += size {
 		rs, re := max(r, row0), min(r+size, row0+grid.Height)
 		for c := col0 - ((col0%size)+size)%size; c < col0+grid.Width; c += size {
 			cs, ce := max(c, col0), min(c+size, col0+grid.Width)
-			out = append(out, raster.Grid{EPSG: grid.EPSG,
+			out = append(out, geo.Grid{EPSG: grid.EPSG,
 				Transform: [6]float64{tile.Transform[0] + float64(cs)*res, res, 0, tile.Transform[3] - float64(rs)*res, 0, -res},
 				Width:     ce - cs, Height: re - rs})
 		}
@@ -1725,7 +1743,7 @@ func reproject(b [4]float64, src, dst int) ([4]float64, error) {
 }
 
 // checkLabelsOverlap fails when no label raster covers any of the grid.
-func checkLabelsOverlap(assets []catalog.Asset, grid raster.Grid) error {
+func checkLabelsOverlap(assets []catalog.Asset, grid geo.Grid) error {
 	gb, err := reproject(grid.Bounds(), grid.EPSG, 4326)
 	if err != nil {
 		return err
@@ -1754,8 +1772,8 @@ func checkLabelsOverlap(assets []catalog.Asset, grid raster.Grid) error {
 // its own state from start (GDAL handles are not shared between threads;
 // stop releases them), calling progress after each window. The first
 // error stops the feeding and is returned, as is ctx's.
-func eachWindow(ctx context.Context, windows []raster.Grid, workers int, start func() (do func(raster.Grid) error, stop func(), err error), progress func()) error {
-	work := make(chan raster.Grid)
+func eachWindow(ctx context.Context, windows []geo.Grid, workers int, start func() (do func(geo.Grid) error, stop func(), err error), progress func()) error {
+	work := make(chan geo.Grid)
 	errs := make(chan error, workers)
 	var wg sync.WaitGroup
 	for range min(workers, len(windows)) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
 )
@@ -19,7 +20,7 @@ import (
 type rasterTile struct {
 	pair     RasterPair
 	index    int // in source.rasters
-	grid     raster.Grid
+	grid     geo.Grid
 	bands    []int // 1-based image band of each stack band
 	nodata   *float64
 	sample   int // bytes per stored image sample
@@ -103,7 +104,7 @@ func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
 // sameGrid reports whether two grids have the same CRS, size, pixel size
 // and origin (to a thousandth of a pixel).
-func sameGrid(a, b raster.Grid) bool {
+func sameGrid(a, b geo.Grid) bool {
 	px := math.Abs(a.Transform[1])
 	return a.EPSG == b.EPSG && a.Width == b.Width && a.Height == b.Height &&
 		near(a.Transform[1], b.Transform[1], 1e-9*px) && near(a.Transform[5], b.Transform[5], 1e-9*px) &&
@@ -111,7 +112,7 @@ func sameGrid(a, b raster.Grid) bool {
 		a.Transform[2] == b.Transform[2] && a.Transform[4] == b.Transform[4]
 }
 
-func describeGrid(g raster.Grid) string {
+func describeGrid(g geo.Grid) string {
 	return fmt.Sprintf("EPSG:%d, %d×%d px of %g×%g from (%.3f, %.3f)", g.EPSG, g.Width, g.Height, g.Transform[1], -g.Transform[5], g.Transform[0], g.Transform[3])
 }
 
@@ -119,7 +120,7 @@ func describeGrid(g raster.Grid) string {
 func (t *rasterTile) name() string { return t.pair.TileName() }
 
 // plan returns the image's grid (checkRasterPair already opened it).
-func (t *rasterTile) plan(IngestConfig) (raster.Grid, error) { return t.grid, nil }
+func (t *rasterTile) plan(IngestConfig) (geo.Grid, error) { return t.grid, nil }
 
 // labelScheme is none: a pair's label codes are the user's own.
 func (t *rasterTile) labelScheme(IngestConfig) *landcover.Scheme { return nil }
@@ -142,20 +143,20 @@ func (t *rasterTile) composite(ctx context.Context, cfg IngestConfig, opt Option
 		}
 	}
 	bar := opt.NewBar(int64(len(windows)), "ingest "+t.name()+" windows")
-	err := eachWindow(ctx, windows, opt.Workers, func() (func(raster.Grid) error, func(), error) {
+	err := eachWindow(ctx, windows, opt.Workers, func() (func(geo.Grid) error, func(), error) {
 		img, err := raster.Open(t.pair.Image)
 		if err != nil {
 			return nil, nil, err
 		}
 		if t.vector {
-			return func(win raster.Grid) error { return job.window(win, img, nil) }, func() { img.Close() }, nil
+			return func(win geo.Grid) error { return job.window(win, img, nil) }, func() { img.Close() }, nil
 		}
 		lab, err := raster.Open(t.pair.Labels)
 		if err != nil {
 			img.Close()
 			return nil, nil, err
 		}
-		do := func(win raster.Grid) error { return job.window(win, img, lab) }
+		do := func(win geo.Grid) error { return job.window(win, img, lab) }
 		return do, func() { img.Close(); lab.Close() }, nil
 	}, func() { bar.Add(1) })
 	bar.Finish()
@@ -236,7 +237,7 @@ func DescribeRasterFile(ctx context.Context, opt Options, href string) (Manifest
 type rasterJob struct {
 	cfg   IngestConfig
 	tile  rasterTile
-	grid  raster.Grid
+	grid  geo.Grid
 	sinks []tileSink
 
 	// labels are vector labels burned onto the grid (nil: read from the
@@ -251,7 +252,7 @@ type rasterJob struct {
 // values to reflectance and re-encodes them as the STAC path does (one
 // date: the median is the value itself), and writes the stack, count and
 // labels windows.
-func (j *rasterJob) window(win raster.Grid, img, lab *raster.Source) error {
+func (j *rasterJob) window(win geo.Grid, img, lab *raster.Source) error {
 	n := win.Width * win.Height
 	x := int(math.Round((win.Transform[0] - j.grid.Transform[0]) / j.grid.Transform[1]))
 	y := int(math.Round((win.Transform[3] - j.grid.Transform[3]) / j.grid.Transform[5]))

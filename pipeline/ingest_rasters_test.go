@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/raster"
@@ -156,7 +157,7 @@ func diffTrees(t *testing.T, a, b string) []string {
 // rasterPair writes a synthetic analysis-ready pair: a UInt16 image of
 // bands B02, B03, B04, B08 (DN = 1000 + 7·band + x + y, with DN 0 at every
 // 97th pixel of B04) and labels 1…5 by column.
-func rasterPair(t *testing.T, dir string, g raster.Grid) (image, labels string) {
+func rasterPair(t *testing.T, dir string, g geo.Grid) (image, labels string) {
 	t.Helper()
 	image, labels = filepath.Join(dir, "image.tif"), filepath.Join(dir, "labels.tif")
 	w, err := raster.NewWriter(image, g, "uint16", make([]raster.BandInfo, 4), raster.COGOptions{})
@@ -208,7 +209,7 @@ window: 512
 	return cfg
 }
 
-var synthGrid = raster.Grid{EPSG: 32631, Width: 1100, Height: 700, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
+var synthGrid = geo.Grid{EPSG: 32631, Width: 1100, Height: 700, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
 
 // TestIngestRastersWindows ingests a synthetic pair larger than a window
 // (6 windows on several workers), with nodata, a band subset in another

@@ -23,6 +23,7 @@ import (
 
 	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/raster"
@@ -94,7 +95,7 @@ func ingest(t *testing.T, cfg IngestConfig) (IngestResult, string) {
 	return res, out
 }
 
-func readU16(t *testing.T, path string, band int) ([]uint16, raster.Grid) {
+func readU16(t *testing.T, path string, band int) ([]uint16, geo.Grid) {
 	t.Helper()
 	v, g, err := raster.ReadBand[uint16](path, band)
 	if err != nil {
@@ -118,7 +119,7 @@ func TestIngestTinyScene(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := raster.Grid{EPSG: 32631, Width: 252, Height: 252, Transform: [6]float64{499980, 10, 0, 5000040, 0, -10}}
+	want := geo.Grid{EPSG: 32631, Width: 252, Height: 252, Transform: [6]float64{499980, 10, 0, 5000040, 0, -10}}
 	if info.Grid != want || info.Bands != 10 || info.Layout != "COG" || info.DataType != "UInt16" {
 		t.Errorf("stack %+v", info)
 	}
@@ -471,7 +472,7 @@ func TestIngestLabelsNotOverlapping(t *testing.T) {
 	}
 	// Replace the label raster by one 5° away; the item still claims the area.
 	maps, _ := filepath.Glob(filepath.Join(moved, "esa-worldcover", "*", "*_Map.tif"))
-	g := raster.Grid{EPSG: 4326, Width: 100, Height: 100, Transform: [6]float64{8, 1.0 / 12000, 0, 50, 0, -1.0 / 12000}}
+	g := geo.Grid{EPSG: 4326, Width: 100, Height: 100, Transform: [6]float64{8, 1.0 / 12000, 0, 50, 0, -1.0 / 12000}}
 	labels := make([]uint8, 100*100)
 	for i := range labels {
 		labels[i] = 10
@@ -592,7 +593,7 @@ func TestIngestUserGrid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := raster.Grid{EPSG: 32631, Width: 100, Height: 125, Transform: [6]float64{500010, 20, 0, 5000030, 0, -20}}
+	want := geo.Grid{EPSG: 32631, Width: 100, Height: 125, Transform: [6]float64{500010, 20, 0, 5000030, 0, -20}}
 	if info.Grid != want {
 		t.Fatalf("grid %+v, want %+v", info.Grid, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/raster"
 )
 
@@ -22,7 +23,7 @@ func vectorRule(cfg IngestConfig) raster.VectorLabels {
 // feature lies, for the tile's windows to copy from. The sinks that keep
 // them (groupSink, weightSink) get the features' group ids, and with
 // source.label_weight_field their weights, burned by the same rule.
-func burnVectorLabels(cfg IngestConfig, href string, g raster.Grid, sinks []tileSink) ([]uint8, error) {
+func burnVectorLabels(cfg IngestConfig, href string, g geo.Grid, sinks []tileSink) ([]uint8, error) {
 	src, rule := cfg.Source, vectorRule(cfg)
 	// GDAL opens URLs through its virtual file systems (/vsicurl/, /vsis3/).
 	layer := raster.GDALPath(href)

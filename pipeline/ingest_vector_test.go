@@ -19,6 +19,7 @@ import (
 	"github.com/airbusgeo/godal"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/progress"
@@ -90,8 +91,8 @@ func readManifest(t *testing.T, tileDir string) manifest {
 	return m
 }
 
-func (m manifest) grid() raster.Grid {
-	return raster.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
+func (m manifest) grid() geo.Grid {
+	return geo.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
 }
 
 func (m manifest) output(file string) (manifestOutput, bool) {
@@ -132,7 +133,7 @@ func sha256Of(t *testing.T, path string) (string, int64) {
 // holds it): the class each pixel should hold, the later point winning,
 // and the pixels whose point lies within a millionth of a pixel of an
 // edge, where rounding may place it either side.
-func pointPixels(t *testing.T, path, field string, g raster.Grid) (want map[int]uint8, edge map[int]bool) {
+func pointPixels(t *testing.T, path, field string, g geo.Grid) (want map[int]uint8, edge map[int]bool) {
 	t.Helper()
 	godal.RegisterAll()
 	ds, err := godal.Open(path, godal.VectorOnly())
@@ -293,7 +294,7 @@ func polygonLayer(t *testing.T, scfg synth.Config, dir string, codes [2]int) (st
 // centres to lon/lat through PROJ. Pixels whose centre lies within 1e-5°
 // (about a metre) of an edge are marked -1: GDAL reprojects the vertices
 // and joins them straight, which bends the edges by millimetres.
-func polygonPixels(t *testing.T, g raster.Grid, rs [2]rect) []int {
+func polygonPixels(t *testing.T, g geo.Grid, rs [2]rect) []int {
 	t.Helper()
 	n := g.Width * g.Height
 	xs, ys := make([]float64, n), make([]float64, n)

@@ -21,6 +21,7 @@ import (
 	"github.com/lulc/lulc/charts"
 	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/inference"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/landcover"
@@ -239,13 +240,14 @@ type predicted struct {
 	modelPath     string
 	classW, confW *lraster.Writer
 	classes       []uint8
-	grid          lraster.Grid
+	grid          geo.Grid
 	scheme        landcover.Scheme
 	m             manifest
 	confidence    bool
 	confusion     [][]int64 // with a tile in memory: labels × predictions
 	aoa           *aoaSink  // nil: no aoa.tif
 	compress      string
+	gdalCOG       bool // COGs through GDAL's driver (Compare.GDALCOG)
 	finished      bool
 }
 
@@ -272,7 +274,7 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 		opt.Log.Warn("tile "+m.Tile+": "+p.pt.Radiometry, "tile", m.Tile)
 	}
 	setupStart := time.Now()
-	p.grid = lraster.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
+	p.grid = geo.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
 	if _, err := lraster.NewTransformer(p.grid.EPSG, 4326); err != nil {
 		return p, fmt.Errorf("grid CRS EPSG:%d is unusable: %w", p.grid.EPSG, err)
 	}
@@ -280,7 +282,7 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 	if err != nil {
 		return p, err
 	}
-	if err := p.openWriters(pc); err != nil {
+	if err := p.openWriters(pc, opt.Compare.GDALCOG); err != nil {
 		return p, err
 	}
 	comp, pred, closePred, err := opt.engine().predictor(set, model)
@@ -289,9 +291,15 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 		return p, err
 	}
 	defer closePred()
-	tile := inference.Tile{Stack: in.stackFile, Memory: in.mem, Grid: p.grid, Scale: m.Scale, Offset: m.Offset,
-		Window: pc.Window, Workers: opt.Workers, Class: p.classW, Confidence: p.confW, Codes: scheme.Codes(), Features: comp,
+	tile := inference.Tile{Memory: in.mem, Grid: p.grid, Scale: m.Scale, Offset: m.Offset,
+		Window: pc.Window, Workers: opt.Workers, Class: p.classW, Codes: scheme.Codes(), Features: comp,
 		Remap: model.Remap}
+	if in.mem == nil {
+		tile.Open = openStack(in.stackFile)
+	}
+	if p.confW != nil {
+		tile.Confidence = p.confW
+	}
 	p.classes = make([]uint8, p.grid.Width*p.grid.Height)
 	tile.Classes = p.classes
 	if in.mem != nil {
@@ -340,8 +348,9 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 }
 
 // openWriters starts the class and, if asked, the confidence COG.
-func (p *predicted) openWriters(pc PredictConfig) error {
-	cog := lraster.COGOptions{BlockSize: 512, Compress: pc.Compress, NoData: ptr(0.0), OverviewResampling: "MODE", Classes: &p.scheme}
+func (p *predicted) openWriters(pc PredictConfig, gdalCOG bool) error {
+	p.gdalCOG = gdalCOG
+	cog := lraster.COGOptions{BlockSize: 512, Compress: pc.Compress, NoData: ptr(0.0), OverviewResampling: "MODE", Classes: &p.scheme, GDALDriver: gdalCOG}
 	var err error
 	if p.classW, err = lraster.NewWriter(p.pt.Class, p.grid, "uint8", []lraster.BandInfo{{Description: "land cover class"}}, cog); err != nil {
 		return err
@@ -385,7 +394,7 @@ func (p *predicted) finish(opt Options) error {
 		})
 	}
 	if p.aoa != nil {
-		wg.Go(func() { aoaErr = p.aoa.write(p.out.dir, p.grid, p.compress) })
+		wg.Go(func() { aoaErr = p.aoa.write(p.out.dir, p.grid, p.compress, p.gdalCOG) })
 	}
 	wg.Go(func() {
 		lookErr = charts.Quicklook(p.pt.Quicklook, p.classes, p.grid.Width, p.grid.Height, 1024, p.scheme)
@@ -473,7 +482,7 @@ func verified(dir string) bool {
 
 // predictionItem builds the STAC item of a tile's prediction, whose
 // files are in out.dir.
-func predictionItem(m manifest, grid lraster.Grid, scheme landcover.Scheme, out tileOut, modelPath string, confidence bool) (*stac.Item, error) {
+func predictionItem(m manifest, grid geo.Grid, scheme landcover.Scheme, out tileOut, modelPath string, confidence bool) (*stac.Item, error) {
 	geom, bbox, err := footprint(grid)
 	if err != nil {
 		return nil, err
@@ -513,3 +522,24 @@ func predictionItem(m manifest, grid lraster.Grid, scheme landcover.Scheme, out 
 		Extensions: []stac.Extension{&stacx.ProjectionItem{EPSG: grid.EPSG}},
 	}, nil
 }
+
+// openStack opens a stack file for one of inference's readers, through
+// GDAL.
+func openStack(path string) func() (inference.BandReader, error) {
+	return func() (inference.BandReader, error) {
+		src, err := lraster.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		return stackReader{src}, nil
+	}
+}
+
+// stackReader is a stack file's GDAL handle as inference reads it.
+type stackReader struct{ s *lraster.Source }
+
+func (r stackReader) ReadBand(b, x, y, w, h int, dn []uint16) error {
+	return lraster.ReadBandWindowInto(r.s, b+1, x, y, w, h, dn)
+}
+
+func (r stackReader) Close() { r.s.Close() }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/catalog"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/raster"
 )
 
@@ -42,7 +43,7 @@ func TestIngestRealEarthSearchItem(t *testing.T) {
 	for i := range labels {
 		labels[i] = 60
 	}
-	lg := raster.Grid{EPSG: 4326, Width: 1500, Height: 1500, Transform: [6]float64{-12.1, 0.001, 0, 25.4, 0, -0.001}}
+	lg := geo.Grid{EPSG: 4326, Width: 1500, Height: 1500, Transform: [6]float64{-12.1, 0.001, 0, 25.4, 0, -0.001}}
 	os.MkdirAll(filepath.Join(dir, "wc"), 0o755)
 	if err := raster.WriteCOG(filepath.Join(dir, "wc", "map.tif"), lg, labels, raster.COGOptions{NoData: ptr(0.0)}); err != nil {
 		t.Fatal(err)

@@ -591,14 +591,11 @@ func (r *runner) run(ctx context.Context, tiles []sourceTile, res *RunResult) er
 	})
 }
 
-// cpuLanes is how many tiles the CPU computes at once. One: a tile's
-// windows already keep every core busy. Tests raise it to run the lanes'
-// concurrency without a GPU.
-var cpuLanes = 1
-
 // lanes are the options tiles are computed with at once: tiles_per_gpu
 // lanes per GPU, each holding that device alone (in turn over the GPUs,
-// so that the first tiles go to different ones), or cpuLanes on the CPU.
+// so that the first tiles go to different ones), or one on the CPU (a
+// tile's windows already keep every core busy; tests ask for more, to run
+// the lanes' concurrency without a GPU).
 // Progress bars are left out when several lanes would draw over each
 // other.
 func (r *runner) lanes() []Options {
@@ -611,7 +608,7 @@ func (r *runner) lanes() []Options {
 		}
 	}
 	if len(out) == 0 {
-		for range cpuLanes {
+		for range max(1, r.opt.hooks.cpuLanes) {
 			out = append(out, r.opt)
 		}
 	}
@@ -729,7 +726,7 @@ func (r *runner) compositeMirrored(ctx context.Context, opt Options, t sourceTil
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, err
 		}
-		if tw, err = newTileWriters(dir, grid, cfg, t.labelScheme(cfg), false); err != nil {
+		if tw, err = newTileWriters(dir, grid, cfg, t.labelScheme(cfg), false, opt.Compare.GDALCOG); err != nil {
 			return nil, nil, err
 		}
 		sinks = append(sinks, tw)

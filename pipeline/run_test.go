@@ -235,10 +235,8 @@ func TestRunLanes(t *testing.T) {
 	one := filepath.Join(t.TempDir(), "one")
 	a := runJob(t, job, one, Options{})
 
-	defer func(n int) { cpuLanes = n }(cpuLanes)
-	cpuLanes = 2
 	two := filepath.Join(t.TempDir(), "two")
-	b := runJob(t, job, two, Options{})
+	b := runJob(t, job, two, Options{hooks: hooks{cpuLanes: 2}})
 	if len(b.Tiles) != 3 || b.Tiles[2].Tile != "again" {
 		t.Fatalf("tiles %+v", b.Tiles)
 	}

@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/radiometry"
@@ -297,9 +297,9 @@ func inputSchemes(ins []trainInput) []*landcover.Scheme {
 
 // Run visits every pixel of the inputs, in input then raster order, whose
 // label is in the scheme and whose bands are all present, with the config's
-// features (computed on gpu when it is not nil) and its split by the
-// config's sampling seed, block size and validation fraction.
-func (s *PixelScan) Run(ctx context.Context, gpu *cuda.Device, visit func(sampling.Pixel)) error {
+// features (computed by the options' engine) and its split by the config's
+// sampling seed, block size and validation fraction.
+func (s *PixelScan) Run(ctx context.Context, opt Options, visit func(sampling.Pixel)) error {
 	cfg := s.cfg
 	scheme, err := cfg.Scheme()
 	if err != nil {
@@ -310,7 +310,7 @@ func (s *PixelScan) Run(ctx context.Context, gpu *cuda.Device, visit func(sampli
 		if err != nil {
 			return fmt.Errorf("%s: %w", in.image, err)
 		}
-		comp, closeComp, err := engine{gpu: gpu}.features(set)
+		comp, closeComp, err := opt.engine().features(set)
 		if err != nil {
 			return err
 		}
@@ -333,7 +333,7 @@ func (s *PixelScan) Run(ctx context.Context, gpu *cuda.Device, visit func(sampli
 // weights when not nil).
 func fileStrip(in sampling.Input, img, lab, groups, weights *raster.Source, r0, h int) sampling.Strip {
 	w, nb := img.Width, len(in.Bands)
-	win := raster.Grid{EPSG: img.EPSG, Width: w, Height: h,
+	win := geo.Grid{EPSG: img.EPSG, Width: w, Height: h,
 		Transform: [6]float64{img.Transform[0], img.Transform[1], 0, img.Transform[3] + float64(r0)*img.Transform[5], 0, img.Transform[5]}}
 	st := sampling.Strip{Labels: make([]uint8, w*h), Planes: make([][]float32, nb)}
 	if st.Err = lab.Read(win, "nearest", st.Labels); st.Err != nil {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/rng"
-	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/sampling"
 	"github.com/lulc/lulc/stack"
 )
@@ -33,7 +33,7 @@ var benchTile = sync.OnceValue(func() *stack.Tile {
 // pixels missing one band.
 func syntheticTile(w, h int, seed uint64) *stack.Tile {
 	bands := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
-	t := stack.New("bench", raster.Grid{EPSG: 32631, Width: w, Height: h,
+	t := stack.New("bench", geo.Grid{EPSG: 32631, Width: w, Height: h,
 		Transform: [6]float64{600000, 10, 0, 5000000, 0, -10}}, bands, StackScale, StackOffset)
 	codes := []uint8{10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 100}
 	// Patches: the class of a cell of a coarse grid whose cell size varies

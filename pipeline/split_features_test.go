@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/samples"
 )
@@ -20,7 +21,7 @@ const sloveniaDir = "../../shared/data/eolearn-slovenia-testpatch"
 // the patch has no spectral bands, so the image's ten "bands" are ten of
 // its NDVI dates as DNs (NDVI × 5000 + 5000): enough to fit on, not a
 // Sentinel-2 stack; the point is the labels and their groups.
-func sloveniaStack(t *testing.T) (stack string, g raster.Grid, cfg IngestConfig) {
+func sloveniaStack(t *testing.T) (stack string, g geo.Grid, cfg IngestConfig) {
 	t.Helper()
 	gpkg := filepath.Join(sloveniaDir, "LULC.gpkg")
 	if _, err := os.Stat(gpkg); err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/planetlabs/go-stac/extensions/raster/v1"
 
 	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/landcover"
@@ -138,7 +139,7 @@ func sourceLinks(dir, what string, items []manifestItem) []*stac.Link {
 
 // footprint is a grid's outline in longitude and latitude, as an item's
 // polygon and bbox.
-func footprint(grid lraster.Grid) (map[string]any, []float64, error) {
+func footprint(grid geo.Grid) (map[string]any, []float64, error) {
 	tr, err := lraster.NewTransformer(grid.EPSG, 4326)
 	if err != nil {
 		return nil, nil, err
@@ -186,7 +187,7 @@ func timeProperties(sources []manifestItem) map[string]any {
 // gridProjection is an asset's grid in the projection extension: shape is
 // [rows, cols], transform the first six affine coefficients as in
 // rasterio.
-func gridProjection(grid lraster.Grid) *stacx.ProjectionAsset {
+func gridProjection(grid geo.Grid) *stacx.ProjectionAsset {
 	t := grid.Transform
 	return &stacx.ProjectionAsset{Shape: []int{grid.Height, grid.Width}, Transform: []float64{t[1], t[2], t[0], t[4], t[5], t[3]}}
 }
@@ -214,7 +215,7 @@ func classesOf(scheme landcover.Scheme) []stacx.Class {
 // resumed run writes it again to the same bytes. labels is the scheme
 // the labels COG carries, nil when its codes are the user's.
 func stackItem(m manifest, manifestFile *stacx.File, out tileOut, labels *landcover.Scheme) (*stac.Item, error) {
-	grid := lraster.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
+	grid := geo.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
 	geom, bbox, err := footprint(grid)
 	if err != nil {
 		return nil, err

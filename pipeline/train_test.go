@@ -11,6 +11,7 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/landcover"
 	"github.com/lulc/lulc/raster"
@@ -191,7 +192,7 @@ func TestTrainBadInput(t *testing.T) {
 	// An image whose first two bands are zero: nd(B02, B03) divides 0 by 0.
 	zero := filepath.Join(t.TempDir(), "img.tif")
 	lab := filepath.Join(t.TempDir(), "lab.tif")
-	g := raster.Grid{EPSG: 32631, Width: 64, Height: 64, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
+	g := geo.Grid{EPSG: 32631, Width: 64, Height: 64, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
 	w, err := raster.NewWriter(zero, g, "uint16", []raster.BandInfo{{}, {}, {}}, raster.COGOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +287,7 @@ func TestTrainConfigsParse(t *testing.T) {
 func TestTrainWarnsOfUnknownCodes(t *testing.T) {
 	dir := t.TempDir()
 	img, lab := filepath.Join(dir, "img.tif"), filepath.Join(dir, "lab.tif")
-	g := raster.Grid{EPSG: 32631, Width: 100, Height: 100, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
+	g := geo.Grid{EPSG: 32631, Width: 100, Height: 100, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
 	w, err := raster.NewWriter(img, g, "uint16", []raster.BandInfo{{}, {}}, raster.COGOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/samples"
 )
@@ -20,10 +21,10 @@ import (
 // left, never drawn) and 2.4 (bottom right). It returns the ingest config
 // with source.label_weight_field set to weights (weights in the layer's
 // w field).
-func weightedScene(t *testing.T, weights [4]string) (IngestConfig, raster.Grid) {
+func weightedScene(t *testing.T, weights [4]string) (IngestConfig, geo.Grid) {
 	t.Helper()
 	dir := t.TempDir()
-	g := raster.Grid{EPSG: 32631, Width: 120, Height: 120, Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}
+	g := geo.Grid{EPSG: 32631, Width: 120, Height: 120, Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}
 	bands := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
 	image := filepath.Join(dir, "image.tif")
 	w, err := raster.NewWriter(image, g, "uint16", make([]raster.BandInfo, len(bands)), raster.COGOptions{BlockSize: 256, Compress: "DEFLATE"})

@@ -25,8 +25,7 @@ package raster
 // compressed on several goroutines but written in a fixed order, so a file
 // does not depend on GOMAXPROCS.
 //
-// Setting LULC_COG_ENCODER=gdal in the environment sends every COG through
-// GDAL's driver instead.
+// COGOptions.GDALDriver sends a COG through GDAL's driver instead.
 
 import (
 	"bufio"
@@ -44,12 +43,9 @@ import (
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/atomicfs"
 )
-
-// cogEncoderEnv names the environment variable that, set to "gdal", sends
-// every COG through GDAL's driver.
-const cogEncoderEnv = "LULC_COG_ENCODER"
 
 // TIFF tags the encoder writes.
 const (
@@ -122,7 +118,7 @@ const bigTIFFThreshold = 2e9
 
 // cogPlan is everything about a COG that does not depend on pixel values.
 type cogPlan struct {
-	grid        Grid
+	grid        geo.Grid
 	bands       int
 	bytesPer    int // 1 (uint8) or 2 (uint16)
 	block       int
@@ -152,9 +148,9 @@ func (l cogLevel) tiles() int { return l.tilesX * l.tilesY }
 // uncompressed bands (GDAL interleaves them by band), palettes on
 // anything but one Byte band, nodata that is not a pixel value, and
 // metadata GDAL stores elsewhere than in plain items.
-func planCOG(g Grid, bytesPer int, bands []BandInfo, opt COGOptions) (*cogPlan, string) {
-	if os.Getenv(cogEncoderEnv) == "gdal" {
-		return nil, cogEncoderEnv + "=gdal"
+func planCOG(g geo.Grid, bytesPer int, bands []BandInfo, opt COGOptions) (*cogPlan, string) {
+	if opt.GDALDriver {
+		return nil, "GDALDriver asked for"
 	}
 	p := &cogPlan{grid: g, bands: len(bands), bytesPer: bytesPer, block: opt.BlockSize, predictor: opt.Predictor, nodata: opt.NoData, threads: opt.Threads}
 	if p.threads <= 0 {

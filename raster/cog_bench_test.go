@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/landcover"
 )
 
@@ -36,16 +37,15 @@ func patchyClassMap(n int) []uint8 {
 	return px
 }
 
-func benchEncoders(b *testing.B, run func(b *testing.B, path string)) {
+func benchEncoders(b *testing.B, opt COGOptions, run func(b *testing.B, path string, opt COGOptions)) {
 	for _, enc := range []string{"go", "gdal"} {
 		b.Run(enc, func(b *testing.B) {
-			if enc == "gdal" {
-				b.Setenv(cogEncoderEnv, "gdal")
-			}
+			opt := opt
+			opt.GDALDriver = enc == "gdal"
 			path := filepath.Join(b.TempDir(), "x.tif")
 			b.ResetTimer()
 			for range b.N {
-				run(b, path)
+				run(b, path, opt)
 			}
 			b.StopTimer()
 			st, err := os.Stat(path)
@@ -62,11 +62,11 @@ func benchEncoders(b *testing.B, run func(b *testing.B, path string)) {
 func BenchmarkCOGClassMap(b *testing.B) {
 	const n = 10980
 	px := patchyClassMap(n)
-	g := Grid{EPSG: 32631, Width: n, Height: n, Transform: [6]float64{600000, 10, 0, 5100000, 0, -10}}
+	g := geo.Grid{EPSG: 32631, Width: n, Height: n, Transform: [6]float64{600000, 10, 0, 5100000, 0, -10}}
 	for _, compress := range []string{"DEFLATE", "ZSTD"} {
 		opt := COGOptions{BlockSize: 512, Compress: compress, NoData: ptrf(0), OverviewResampling: "MODE", Classes: &landcover.WorldCover}
 		b.Run(compress, func(b *testing.B) {
-			benchEncoders(b, func(b *testing.B, path string) {
+			benchEncoders(b, opt, func(b *testing.B, path string, opt COGOptions) {
 				w, err := NewWriter(path, g, "uint8", []BandInfo{{Description: "land cover class"}}, opt)
 				if err != nil {
 					b.Fatal(err)
@@ -85,7 +85,7 @@ func BenchmarkCOGClassMap(b *testing.B) {
 	}
 	b.Run("WriteCOG", func(b *testing.B) {
 		opt := COGOptions{BlockSize: 512, NoData: ptrf(0), OverviewResampling: "MODE", Classes: &landcover.WorldCover}
-		benchEncoders(b, func(b *testing.B, path string) {
+		benchEncoders(b, opt, func(b *testing.B, path string, opt COGOptions) {
 			if err := WriteCOG(path, g, px, opt); err != nil {
 				b.Fatal(err)
 			}
@@ -139,7 +139,7 @@ func stackBands(b *testing.B, n int) [][]uint16 {
 func BenchmarkCOGStack(b *testing.B) {
 	const n = 2048
 	bands := stackBands(b, n)
-	g := Grid{EPSG: 32629, Width: n, Height: n, Transform: [6]float64{300000, 10, 0, 3300000, 0, -10}}
+	g := geo.Grid{EPSG: 32629, Width: n, Height: n, Transform: [6]float64{300000, 10, 0, 3300000, 0, -10}}
 	infos := make([]BandInfo, len(bands))
 	for i := range infos {
 		infos[i] = BandInfo{Description: []string{"B02", "B03", "B04", "B05", "B06", "B07", "B08", "B8A", "B11", "B12"}[i], Scale: 0.0001, Offset: -0.1}
@@ -147,7 +147,7 @@ func BenchmarkCOGStack(b *testing.B) {
 	for _, compress := range []string{"DEFLATE", "ZSTD"} {
 		opt := COGOptions{BlockSize: 512, Compress: compress, Predictor: true, NoData: ptrf(0)}
 		b.Run(compress, func(b *testing.B) {
-			benchEncoders(b, func(b *testing.B, path string) {
+			benchEncoders(b, opt, func(b *testing.B, path string, opt COGOptions) {
 				w, err := NewWriter(path, g, "uint16", infos, opt)
 				if err != nil {
 					b.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/airbusgeo/godal"
 
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/landcover"
 )
 
@@ -89,8 +90,8 @@ func cogPixels(c cogCase, b int) []uint16 {
 	return px
 }
 
-func (c cogCase) grid() Grid {
-	g := Grid{EPSG: 32631, Width: c.width, Height: c.height, Transform: [6]float64{600000, 10, 0, 5100000, 0, -10}}
+func (c cogCase) grid() geo.Grid {
+	g := geo.Grid{EPSG: 32631, Width: c.width, Height: c.height, Transform: [6]float64{600000, 10, 0, 5100000, 0, -10}}
 	switch c.epsg {
 	case 4326:
 		g.EPSG, g.Transform = 4326, [6]float64{6.5, 1.0 / 12000, 0, 0.5, 0, -1.0 / 12000}
@@ -311,9 +312,9 @@ func TestCOGRoundTrip(t *testing.T) {
 				t.Fatalf("the Go encoder refuses the case: %s", why)
 			}
 			c.write(t, goPath)
-			t.Setenv(cogEncoderEnv, "gdal")
-			c.write(t, gdalPath)
-			os.Unsetenv(cogEncoderEnv)
+			gc := c
+			gc.opt.GDALDriver = true
+			gc.write(t, gdalPath)
 
 			if tf, err := readTIFF(goPath); err != nil || !strings.Contains(string(tf.data[:64]), "GDAL_STRUCTURAL_METADATA_SIZE") {
 				t.Fatalf("not the Go encoder's file: %v", err)
@@ -531,7 +532,7 @@ func TestCOGBigTIFFRule(t *testing.T) {
 		w, h, bands, bytes int
 		big                bool
 	}{{10980, 10980, 1, 1, false}, {10980, 10980, 10, 2, true}, {44500, 22250, 2, 1, false}, {44700, 22350, 2, 1, true}} {
-		g := Grid{EPSG: 32631, Width: c.w, Height: c.h, Transform: [6]float64{0, 10, 0, 0, 0, -10}}
+		g := geo.Grid{EPSG: 32631, Width: c.w, Height: c.h, Transform: [6]float64{0, 10, 0, 0, 0, -10}}
 		p, why := planCOG(g, c.bytes, make([]BandInfo, c.bands), COGOptions{BlockSize: 256})
 		if p == nil {
 			t.Fatal(why)
@@ -618,13 +619,12 @@ func TestWriterFileStaging(t *testing.T) {
 // as from GDAL's staging raster.
 func TestWriterUnwritten(t *testing.T) {
 	dir := t.TempDir()
-	g := Grid{EPSG: 32631, Width: 1000, Height: 700, Transform: [6]float64{0, 10, 0, 0, 0, -10}}
+	g := geo.Grid{EPSG: 32631, Width: 1000, Height: 700, Transform: [6]float64{0, 10, 0, 0, 0, -10}}
 	for _, nd := range []*float64{nil, ptrf(0), ptrf(3)} {
 		var got [2][]uint8
 		for i, enc := range []string{"go", "gdal"} {
-			t.Setenv(cogEncoderEnv, enc)
 			path := filepath.Join(dir, enc+".tif")
-			w, err := NewWriter(path, g, "uint8", []BandInfo{{}}, COGOptions{NoData: nd})
+			w, err := NewWriter(path, g, "uint8", []BandInfo{{}}, COGOptions{NoData: nd, GDALDriver: enc == "gdal"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -648,7 +648,7 @@ func TestWriterUnwritten(t *testing.T) {
 // clamps them.
 func TestWriterConverts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.tif")
-	g := Grid{EPSG: 32631, Width: 3, Height: 1, Transform: [6]float64{0, 10, 0, 0, 0, -10}}
+	g := geo.Grid{EPSG: 32631, Width: 3, Height: 1, Transform: [6]float64{0, 10, 0, 0, 0, -10}}
 	w, err := NewWriter(path, g, "uint8", []BandInfo{{}}, COGOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -668,11 +668,11 @@ func TestWriterConverts(t *testing.T) {
 // TestCOGFallsBackToGDAL: options the Go encoder does not implement go
 // through GDAL as before.
 func TestCOGFallsBackToGDAL(t *testing.T) {
-	g := Grid{EPSG: 32631, Width: 600, Height: 600, Transform: [6]float64{0, 10, 0, 0, 0, -10}}
+	g := geo.Grid{EPSG: 32631, Width: 600, Height: 600, Transform: [6]float64{0, 10, 0, 0, 0, -10}}
 	for _, c := range []struct {
 		opt   COGOptions
 		bands int
-		grid  func(Grid) Grid
+		grid  func(geo.Grid) geo.Grid
 	}{
 		{opt: COGOptions{Compress: "LZW"}, bands: 1},
 		{opt: COGOptions{OverviewResampling: "CUBIC"}, bands: 1},
@@ -682,7 +682,7 @@ func TestCOGFallsBackToGDAL(t *testing.T) {
 		{opt: COGOptions{Metadata: map[string]string{"x": "bell\a"}}, bands: 1},
 		{opt: COGOptions{}, bands: 3},
 		{opt: COGOptions{Compress: "NONE"}, bands: 2},
-		{opt: COGOptions{}, bands: 1, grid: func(g Grid) Grid { g.Transform[5] = 10; return g }},
+		{opt: COGOptions{}, bands: 1, grid: func(g geo.Grid) geo.Grid { g.Transform[5] = 10; return g }},
 	} {
 		gg := g
 		if c.grid != nil {

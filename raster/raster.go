@@ -1,7 +1,8 @@
 // Package raster is lulc's only door to GDAL: it opens, reads, transforms and
 // writes rasters through github.com/airbusgeo/godal, and hands the rest of
-// lulc plain Go values (slices, grids, small structs). No other package
-// imports godal or needs cgo.
+// lulc plain Go values (slices, geo.Grid, small structs). No other package
+// imports godal; those that read or write rasters through this one need
+// cgo with it, and the rest build without (docs/architecture.md).
 package raster
 
 import (
@@ -14,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/airbusgeo/godal"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/landcover"
 
@@ -28,23 +30,6 @@ func register() { registerOnce.Do(godal.RegisterAll) }
 func GDALVersion() string {
 	v := godal.Version()
 	return fmt.Sprintf("%d.%d.%d", v.Major(), v.Minor(), v.Revision())
-}
-
-// Grid is a north-up raster grid: a CRS given by its EPSG code, a GDAL
-// geotransform and a size in pixels.
-type Grid struct {
-	EPSG      int
-	Transform [6]float64 // x0, dx, 0, y0, 0, dy (dy < 0)
-	Width     int
-	Height    int
-}
-
-// Bounds returns the grid's extent as minx, miny, maxx, maxy in CRS units.
-func (g Grid) Bounds() [4]float64 {
-	x0, y0 := g.Transform[0], g.Transform[3]
-	x1 := x0 + float64(g.Width)*g.Transform[1]
-	y1 := y0 + float64(g.Height)*g.Transform[5]
-	return [4]float64{min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)}
 }
 
 // Pixels is the element type of a single-band raster lulc writes.
@@ -66,7 +51,10 @@ type Pixels interface{ ~uint8 | ~uint16 }
 // bottom-right; AVERAGE the mean rounded half up, (sum + n/2) / n; MODE the
 // most frequent value, the smallest one among equally frequent values.
 type COGOptions struct {
-	BlockSize          int    // internal tile size: 256, 512 or 1024
+	BlockSize int // internal tile size: 256, 512 or 1024
+	// GDALDriver writes the file with GDAL's COG driver even where lulc's
+	// encoder could (for comparing both).
+	GDALDriver         bool
 	Compress           string // DEFLATE, ZSTD, LZW or NONE
 	Predictor          bool   // horizontal differencing before compression
 	OverviewResampling string // AVERAGE, NEAREST, MODE, …
@@ -97,7 +85,7 @@ type COGOptions struct {
 // colour table into the COG and the category names into the GDAL sidecar
 // path+".aux.xml" (GeoTIFF has no tag for category names; GDAL, QGIS and
 // rasterio read them from there).
-func WriteCOG[T Pixels](path string, g Grid, data []T, opt COGOptions) error {
+func WriteCOG[T Pixels](path string, g geo.Grid, data []T, opt COGOptions) error {
 	register()
 	if len(data) != g.Width*g.Height {
 		return fmt.Errorf("write %s: %d pixels for a %d×%d grid", path, len(data), g.Width, g.Height)
@@ -130,7 +118,7 @@ func WriteCOG[T Pixels](path string, g Grid, data []T, opt COGOptions) error {
 	return translateCOG(mem, path, opt)
 }
 
-func describe(ds *godal.Dataset, g Grid, opt COGOptions) error {
+func describe(ds *godal.Dataset, g geo.Grid, opt COGOptions) error {
 	sr, err := godal.NewSpatialRefFromEPSG(g.EPSG)
 	if err != nil {
 		return fmt.Errorf("crs EPSG:%d: %w", g.EPSG, err)
@@ -271,7 +259,7 @@ func sortedKeys(m map[string]string) []string {
 
 // Info is what lulc checks about a raster on disk.
 type Info struct {
-	Grid
+	geo.Grid
 	Bands       int
 	DataType    string // GDAL name: Byte, UInt16, …
 	BlockSize   [2]int
@@ -293,7 +281,7 @@ func Inspect(path string) (Info, error) {
 	defer ds.Close()
 	st := ds.Structure()
 	info := Info{
-		Grid:     Grid{Width: st.SizeX, Height: st.SizeY},
+		Grid:     geo.Grid{Width: st.SizeX, Height: st.SizeY},
 		Bands:    st.NBands,
 		Metadata: ds.Metadatas(),
 	}
@@ -376,25 +364,25 @@ func (t *Transformer) Close() {
 }
 
 // ReadBand reads a whole band (1-based) of a small raster.
-func ReadBand[T Pixels](path string, band int) ([]T, Grid, error) {
+func ReadBand[T Pixels](path string, band int) ([]T, geo.Grid, error) {
 	register()
 	defer netwait.Track(path)()
 	ds, err := godal.Open(GDALPath(path))
 	if err != nil {
-		return nil, Grid{}, fmt.Errorf("open %s: %w", path, err)
+		return nil, geo.Grid{}, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer ds.Close()
 	st := ds.Structure()
 	if band < 1 || band > st.NBands {
-		return nil, Grid{}, fmt.Errorf("%s has no band %d", path, band)
+		return nil, geo.Grid{}, fmt.Errorf("%s has no band %d", path, band)
 	}
-	g := Grid{Width: st.SizeX, Height: st.SizeY}
+	g := geo.Grid{Width: st.SizeX, Height: st.SizeY}
 	if g.Transform, err = ds.GeoTransform(); err != nil {
-		return nil, Grid{}, fmt.Errorf("%s: geotransform: %w", path, err)
+		return nil, geo.Grid{}, fmt.Errorf("%s: geotransform: %w", path, err)
 	}
 	buf := make([]T, g.Width*g.Height)
 	if err := ds.Bands()[band-1].Read(0, 0, buf, g.Width, g.Height); err != nil {
-		return nil, Grid{}, fmt.Errorf("read %s: %w", path, err)
+		return nil, geo.Grid{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	return buf, g, nil
 }

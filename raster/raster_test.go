@@ -1,6 +1,7 @@
 package raster
 
 import (
+	"github.com/lulc/lulc/geo"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -19,7 +20,7 @@ func TestNestedReadsHaveNoSeams(t *testing.T) {
 		src[i] = uint16(1000 + r.IntN(3000))
 	}
 	path := filepath.Join(t.TempDir(), "b20.tif")
-	g20 := Grid{EPSG: 32631, Width: n, Height: n, Transform: [6]float64{500000, 20, 0, 5000000, 0, -20}}
+	g20 := geo.Grid{EPSG: 32631, Width: n, Height: n, Transform: [6]float64{500000, 20, 0, 5000000, 0, -20}}
 	if err := WriteCOG(path, g20, src, COGOptions{BlockSize: 512}); err != nil {
 		t.Fatal(err)
 	}
@@ -29,13 +30,13 @@ func TestNestedReadsHaveNoSeams(t *testing.T) {
 	}
 	defer s.Close()
 	for _, alg := range []string{"bilinear", "cubic", "nearest"} {
-		whole := Grid{EPSG: 32631, Width: 2 * n, Height: 2 * n, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
+		whole := geo.Grid{EPSG: 32631, Width: 2 * n, Height: 2 * n, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
 		all := make([]uint16, 4*n*n)
 		if err := s.Read(whole, alg, all); err != nil {
 			t.Fatal(err)
 		}
 		for _, q := range [][2]int{{0, 0}, {n, 0}, {0, n}, {n, n}} {
-			w := Grid{EPSG: 32631, Width: n, Height: n, Transform: [6]float64{500000 + float64(q[0])*10, 10, 0, 5000000 - float64(q[1])*10, 0, -10}}
+			w := geo.Grid{EPSG: 32631, Width: n, Height: n, Transform: [6]float64{500000 + float64(q[0])*10, 10, 0, 5000000 - float64(q[1])*10, 0, -10}}
 			part := make([]uint16, n*n)
 			if err := s.Read(w, alg, part); err != nil {
 				t.Fatal(err)
@@ -53,7 +54,7 @@ func TestNestedReadsHaveNoSeams(t *testing.T) {
 // worldCoverCrop opens the real WorldCover crop (EPSG:4326) of the shared
 // data, skipping without it: its classes, grid and an open source, closed
 // when the test ends.
-func worldCoverCrop(t testing.TB) ([]uint8, Grid, *Source) {
+func worldCoverCrop(t testing.TB) ([]uint8, geo.Grid, *Source) {
 	t.Helper()
 	path := "../../shared/data/worldcover-N00E006/derived_crops/WorldCover_2021_v200_SaoTome_crop.tif"
 	if _, err := os.Stat(path); err != nil {
@@ -79,7 +80,7 @@ func TestWarpRealWorldCover(t *testing.T) {
 		t.Errorf("source %+v", s.Grid)
 	}
 	// A 6 km square of São Tomé in UTM 32N at 10 m.
-	dst := Grid{EPSG: 32632, Width: 600, Height: 600, Transform: [6]float64{240000, 10, 0, 38000, 0, -10}}
+	dst := geo.Grid{EPSG: 32632, Width: 600, Height: 600, Transform: [6]float64{240000, 10, 0, 38000, 0, -10}}
 	out := make([]uint8, 600*600)
 	if err := s.Read(dst, "nearest", out); err != nil {
 		t.Fatal(err)

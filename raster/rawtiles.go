@@ -17,6 +17,7 @@ import (
 	"github.com/airbusgeo/godal"
 
 	"github.com/lulc/lulc/decode"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/resample"
 
 	"github.com/lulc/lulc/internal/netwait"
@@ -233,16 +234,16 @@ func ReadRanges(path string, offsets, sizes []uint64) ([][]byte, error) {
 // times coarser, when bilinear, the plane that Coarse would read, with its
 // geometry in c (and no pixels). Both are nil when the band is neither
 // (another grid, not aligned, or a resampling lulc leaves to GDAL).
-func (s *Source) RawWindow(dst Grid, l *TileLayout, bilinear bool) (*decode.Rect, *resample.Coarse, error) {
+func (s *Source) RawWindow(dst geo.Grid, l *TileLayout, bilinear bool) (*decode.Rect, *resample.Coarse, error) {
 	return s.rawWindow(dst, l, bilinear, l.Rect)
 }
 
 // RawWindowPlan is RawWindow without reading the tiles (see RectPlan).
-func (s *Source) RawWindowPlan(dst Grid, l *TileLayout, bilinear bool) (*decode.Rect, *resample.Coarse, error) {
+func (s *Source) RawWindowPlan(dst geo.Grid, l *TileLayout, bilinear bool) (*decode.Rect, *resample.Coarse, error) {
 	return s.rawWindow(dst, l, bilinear, l.RectPlan)
 }
 
-func (s *Source) rawWindow(dst Grid, l *TileLayout, bilinear bool, rect func(x, y, w, h int, nodata *float64) (*decode.Rect, error)) (*decode.Rect, *resample.Coarse, error) {
+func (s *Source) rawWindow(dst geo.Grid, l *TileLayout, bilinear bool, rect func(x, y, w, h int, nodata *float64) (*decode.Rect, error)) (*decode.Rect, *resample.Coarse, error) {
 	if l.DataType != "UInt16" || !s.ownResampling("nearest", []uint16(nil)) {
 		return nil, nil, nil
 	}

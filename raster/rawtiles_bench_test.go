@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/decode"
+	"github.com/lulc/lulc/geo"
 )
 
 // BenchmarkTileDecode decodes every tile of a 2048² UInt16 DEFLATE band,
@@ -20,9 +21,8 @@ func BenchmarkTileDecode(b *testing.B) {
 		px[i] = uint16(300 + (i%n)/7 + (i/n)/5 + r.IntN(600))
 	}
 	path := filepath.Join(b.TempDir(), "b.tif")
-	g := Grid{EPSG: 32631, Width: n, Height: n, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
-	b.Setenv(cogEncoderEnv, "gdal")
-	if err := WriteCOG(path, g, px, COGOptions{BlockSize: 512, Compress: "DEFLATE"}); err != nil {
+	g := geo.Grid{EPSG: 32631, Width: n, Height: n, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
+	if err := WriteCOG(path, g, px, COGOptions{BlockSize: 512, Compress: "DEFLATE", GDALDriver: true}); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("gdal", func(b *testing.B) {

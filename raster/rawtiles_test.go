@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/decode"
+	"github.com/lulc/lulc/geo"
 )
 
 // checkRawTiles reads every tile of path's band 1 (at most limit) through
@@ -89,25 +90,22 @@ func TestRawTilesSynthetic(t *testing.T) {
 		u16[i] = uint16(800 + (i%w)*3 + r.IntN(400))
 		u8[i] = uint8(10 * (1 + (i%w/37+i/w/53)%9))
 	}
-	g := Grid{EPSG: 32631, Width: w, Height: h, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
+	g := geo.Grid{EPSG: 32631, Width: w, Height: h, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
 	dir := t.TempDir()
 	for _, enc := range []string{"lulc", "gdal"} {
 		t.Run(enc, func(t *testing.T) {
-			if enc == "gdal" {
-				t.Setenv(cogEncoderEnv, "gdal")
-			}
 			for _, c := range []struct {
 				comp string
 				pred bool
 			}{{"DEFLATE", false}, {"DEFLATE", true}, {"ZSTD", true}, {"NONE", false}} {
 				name := filepath.Join(dir, enc+"-"+c.comp+map[bool]string{true: "-pred", false: ""}[c.pred])
-				if err := WriteCOG(name+"-u16.tif", g, u16, COGOptions{BlockSize: 256, Compress: c.comp, Predictor: c.pred}); err != nil {
+				if err := WriteCOG(name+"-u16.tif", g, u16, COGOptions{BlockSize: 256, Compress: c.comp, Predictor: c.pred, GDALDriver: enc == "gdal"}); err != nil {
 					t.Fatal(err)
 				}
 				if !checkRawTiles(t, name+"-u16.tif", 1<<20) {
 					t.Fatalf("%s: not decoded by lulc", name)
 				}
-				if err := WriteCOG(name+"-u8.tif", g, u8, COGOptions{BlockSize: 256, Compress: c.comp, Predictor: c.pred}); err != nil {
+				if err := WriteCOG(name+"-u8.tif", g, u8, COGOptions{BlockSize: 256, Compress: c.comp, Predictor: c.pred, GDALDriver: enc == "gdal"}); err != nil {
 					t.Fatal(err)
 				}
 				if !checkRawTiles(t, name+"-u8.tif", 1<<20) {
@@ -156,8 +154,8 @@ func TestRawWindow(t *testing.T) {
 	for i := range coarse {
 		coarse[i] = uint16(600 + (i%(w/2))*2 + r.IntN(900))
 	}
-	g10 := Grid{EPSG: 32631, Width: w, Height: h, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
-	g20 := Grid{EPSG: 32631, Width: w / 2, Height: h / 2, Transform: [6]float64{500000, 20, 0, 5000000, 0, -20}}
+	g10 := geo.Grid{EPSG: 32631, Width: w, Height: h, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}}
+	g20 := geo.Grid{EPSG: 32631, Width: w / 2, Height: h / 2, Transform: [6]float64{500000, 20, 0, 5000000, 0, -20}}
 	nd := 0.0
 	if err := WriteCOG(filepath.Join(dir, "b10.tif"), g10, fine, COGOptions{BlockSize: 128, Compress: "DEFLATE", NoData: &nd}); err != nil {
 		t.Fatal(err)
@@ -188,7 +186,7 @@ func TestRawWindow(t *testing.T) {
 	}
 	for _, win := range [][4]int{{0, 0, 256, 256}, {256, 256, 256, 256}, {512, 384, 188, 146}, {100, 60, 300, 200}} {
 		x, y, ww, wh := win[0], win[1], win[2], win[3]
-		dst := Grid{EPSG: 32631, Width: ww, Height: wh, Transform: [6]float64{500000 + 10*float64(x), 10, 0, 5000000 - 10*float64(y), 0, -10}}
+		dst := geo.Grid{EPSG: 32631, Width: ww, Height: wh, Transform: [6]float64{500000 + 10*float64(x), 10, 0, 5000000 - 10*float64(y), 0, -10}}
 		raw, c, err := s10.RawWindow(dst, &l10, true)
 		if err != nil || raw == nil || c != nil {
 			t.Fatalf("window %v, 10 m: %v, %v, %v", win, raw, c, err)
@@ -229,7 +227,7 @@ func TestRawWindow(t *testing.T) {
 		}
 	}
 	// A window off the band's grid is not for raw reads.
-	off := Grid{EPSG: 32631, Width: 64, Height: 64, Transform: [6]float64{500005, 10, 0, 5000000, 0, -10}}
+	off := geo.Grid{EPSG: 32631, Width: 64, Height: 64, Transform: [6]float64{500005, 10, 0, 5000000, 0, -10}}
 	if raw, c, err := s10.RawWindow(off, &l10, true); raw != nil || c != nil || err != nil {
 		t.Fatalf("off-grid window: %v %v %v", raw, c, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/airbusgeo/godal"
 
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/netwait"
 )
 
@@ -28,7 +29,7 @@ func GDALPath(href string) string {
 // Source is band 1 of an opened raster, read in windows. A Source is not
 // safe for concurrent use: open one per goroutine.
 type Source struct {
-	Grid
+	geo.Grid
 	Href      string
 	BlockSize [2]int
 	NoData    *float64
@@ -126,7 +127,7 @@ var resamplings = map[string]godal.ResamplingAlg{
 // grids take lulc's own rule for class rasters (uint8 with nearest or
 // mode: see reprojectClasses), and GDAL's warper into an in-memory
 // dataset for the rest.
-func (s *Source) Read(dst Grid, alg string, buf any) error {
+func (s *Source) Read(dst geo.Grid, alg string, buf any) error {
 	ra, ok := resamplings[alg]
 	if !ok {
 		return fmt.Errorf("read %s: unknown resampling %q", s.Href, alg)
@@ -149,7 +150,7 @@ func (s *Source) Read(dst Grid, alg string, buf any) error {
 
 // nested returns the source window matching dst when dst is aligned inside
 // the source at an integer zoom factor.
-func (s *Source) nested(dst Grid) (x, y, w, h int, ok bool) {
+func (s *Source) nested(dst geo.Grid) (x, y, w, h int, ok bool) {
 	if dst.EPSG != s.EPSG {
 		return 0, 0, 0, 0, false
 	}
@@ -172,7 +173,7 @@ func (s *Source) nested(dst Grid) (x, y, w, h int, ok bool) {
 	return x, y, w, h, true
 }
 
-func (s *Source) warp(dst Grid, alg string, buf any) error {
+func (s *Source) warp(dst geo.Grid, alg string, buf any) error {
 	b := dst.Bounds()
 	ot := map[string]string{"uint8": "Byte", "uint16": "UInt16", "float32": "Float32"}[bufType(buf)]
 	nodata := 0.0

@@ -2,6 +2,7 @@ package raster
 
 import (
 	"fmt"
+	"github.com/lulc/lulc/geo"
 	"math"
 )
 
@@ -29,7 +30,7 @@ const latticeStep = 16
 
 // reprojectClasses fills buf with the source's band 1 on dst by the rule
 // above; alg is "nearest" or "mode".
-func (s *Source) reprojectClasses(dst Grid, alg string, buf []uint8) error {
+func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
 	w, h := dst.Width, dst.Height
 	u, v, err := s.cornerLattice(dst)
 	if err != nil {
@@ -165,7 +166,7 @@ func bilerp(a, b, c, d, fx, fy float64) float64 {
 // cornerLattice maps the lattice of dst's pixel corners (every
 // latticeStep pixels, and the last edge) into the source's pixel space:
 // u (columns) and v (rows), row-major, ceil(W/step)+1 nodes a row.
-func (s *Source) cornerLattice(dst Grid) (u, v []float64, err error) {
+func (s *Source) cornerLattice(dst geo.Grid) (u, v []float64, err error) {
 	nx := (dst.Width+latticeStep-1)/latticeStep + 1
 	ny := (dst.Height+latticeStep-1)/latticeStep + 1
 	u, v = make([]float64, nx*ny), make([]float64, nx*ny)

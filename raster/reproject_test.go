@@ -1,6 +1,7 @@
 package raster
 
 import (
+	"github.com/lulc/lulc/geo"
 	"path/filepath"
 	"testing"
 )
@@ -12,7 +13,7 @@ import (
 // nodata where none votes or outside the source.
 func TestReprojectClassesExact(t *testing.T) {
 	const sw, sh = 90, 70
-	sg := Grid{EPSG: 32631, Width: sw, Height: sh, Transform: [6]float64{500000, 5, 0, 4000000, 0, -5}}
+	sg := geo.Grid{EPSG: 32631, Width: sw, Height: sh, Transform: [6]float64{500000, 5, 0, 4000000, 0, -5}}
 	src := make([]uint8, sw*sh)
 	for i := range src {
 		x, y := i%sw, i/sw
@@ -33,7 +34,7 @@ func TestReprojectClassesExact(t *testing.T) {
 	defer s.Close()
 	// 10 m pixels starting 5 m (one source pixel) east and south of the
 	// source's corner, running 10 m past its far edges.
-	dst := Grid{EPSG: 32631, Width: 46, Height: 36, Transform: [6]float64{500005, 10, 0, 3999995, 0, -10}}
+	dst := geo.Grid{EPSG: 32631, Width: 46, Height: 36, Transform: [6]float64{500005, 10, 0, 3999995, 0, -10}}
 	for _, alg := range []string{"mode", "nearest"} {
 		got := make([]uint8, dst.Width*dst.Height)
 		if err := s.Read(dst, alg, got); err != nil {
@@ -80,7 +81,7 @@ func TestReprojectClassesExact(t *testing.T) {
 // grid read whole or in four windows gives the same classes.
 func TestReprojectClassesRealWorldCover(t *testing.T) {
 	src, sg, s := worldCoverCrop(t)
-	dst := Grid{EPSG: 32632, Width: 600, Height: 600, Transform: [6]float64{240000, 10, 0, 38000, 0, -10}}
+	dst := geo.Grid{EPSG: 32632, Width: 600, Height: 600, Transform: [6]float64{240000, 10, 0, 38000, 0, -10}}
 	n := dst.Width * dst.Height
 	near := make([]uint8, n)
 	if err := s.Read(dst, "nearest", near); err != nil {
@@ -135,7 +136,7 @@ func TestReprojectClassesRealWorldCover(t *testing.T) {
 
 	parts := 0
 	for _, q := range [][2]int{{0, 0}, {300, 0}, {0, 300}, {300, 300}} {
-		g := Grid{EPSG: 32632, Width: 300, Height: 300, Transform: dst.Transform}
+		g := geo.Grid{EPSG: 32632, Width: 300, Height: 300, Transform: dst.Transform}
 		g.Transform[0] += float64(q[0]) * 10
 		g.Transform[3] -= float64(q[1]) * 10
 		part := make([]uint8, 300*300)
@@ -157,7 +158,7 @@ func TestReprojectClassesRealWorldCover(t *testing.T) {
 // crop in mode by lulc's rule and by GDAL's warper.
 func BenchmarkReadClasses(b *testing.B) {
 	_, _, s := worldCoverCrop(b)
-	dst := Grid{EPSG: 32632, Width: 1024, Height: 1024, Transform: [6]float64{236000, 10, 0, 40000, 0, -10}}
+	dst := geo.Grid{EPSG: 32632, Width: 1024, Height: 1024, Transform: [6]float64{236000, 10, 0, 40000, 0, -10}}
 	buf := make([]uint8, 1024*1024)
 	b.Run("lulc", func(b *testing.B) {
 		for b.Loop() {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/airbusgeo/godal"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/resample"
 )
 
@@ -16,7 +17,7 @@ import (
 // own type). Source pixels come from cache when it is not nil, so blocks
 // that several windows' halos share are decoded once. Every other case is
 // Read: GDAL's resampling or warper.
-func (s *Source) Upsample(dst Grid, alg string, buf any, cache *BlockCache) error {
+func (s *Source) Upsample(dst geo.Grid, alg string, buf any, cache *BlockCache) error {
 	win, ok := s.zoomed(dst)
 	if !ok || !s.ownResampling(alg, buf) {
 		return s.Read(dst, alg, buf)
@@ -51,7 +52,7 @@ func (s *Source) Upsample(dst Grid, alg string, buf any, cache *BlockCache) erro
 // (the composite resamples it, on the CPU or the GPU). It returns nil
 // where Upsample would not use lulc's bilinear (see Upsample); the caller
 // then reads with Upsample.
-func (s *Source) Coarse(dst Grid, cache *BlockCache) (*resample.Coarse, error) {
+func (s *Source) Coarse(dst geo.Grid, cache *BlockCache) (*resample.Coarse, error) {
 	win, ok := s.zoomed(dst)
 	if !ok || !s.ownResampling("bilinear", []uint16(nil)) {
 		return nil, nil
@@ -65,7 +66,7 @@ func (s *Source) Coarse(dst Grid, cache *BlockCache) (*resample.Coarse, error) {
 
 // zoomed returns dst as a window of the source upsampled by a whole factor
 // k > 1, when it nests so.
-func (s *Source) zoomed(dst Grid) (resample.Window, bool) {
+func (s *Source) zoomed(dst geo.Grid) (resample.Window, bool) {
 	x, y, w, _, ok := s.nested(dst)
 	if !ok || w == dst.Width {
 		return resample.Window{}, false

@@ -2,6 +2,7 @@ package raster
 
 import (
 	"fmt"
+	"github.com/lulc/lulc/geo"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -23,7 +24,7 @@ func coarse(t *testing.T, n, block int) (*Source, []uint16) {
 	}
 	path := filepath.Join(t.TempDir(), "b20.tif")
 	nd := 0.0
-	g20 := Grid{EPSG: 32631, Width: n, Height: n, Transform: [6]float64{500000, 20, 0, 5000000, 0, -20}}
+	g20 := geo.Grid{EPSG: 32631, Width: n, Height: n, Transform: [6]float64{500000, 20, 0, 5000000, 0, -20}}
 	if err := WriteCOG(path, g20, src, COGOptions{BlockSize: block, NoData: &nd}); err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +36,8 @@ func coarse(t *testing.T, n, block int) (*Source, []uint16) {
 	return s, src
 }
 
-func fine(x, y, w, h int) Grid {
-	return Grid{EPSG: 32631, Width: w, Height: h, Transform: [6]float64{500000 + float64(x)*10, 10, 0, 5000000 - float64(y)*10, 0, -10}}
+func fine(x, y, w, h int) geo.Grid {
+	return geo.Grid{EPSG: 32631, Width: w, Height: h, Transform: [6]float64{500000 + float64(x)*10, 10, 0, 5000000 - float64(y)*10, 0, -10}}
 }
 
 // TestUpsampleWindowsAndCache reads a 20 m band onto 10 m windows of
@@ -143,7 +144,7 @@ func TestUpsampleAgainstGDAL(t *testing.T) {
 // GDAL: cubic, and reads at the source's own resolution.
 func TestUpsampleFallsBack(t *testing.T) {
 	s, src := coarse(t, 128, 128)
-	native := Grid{EPSG: 32631, Width: 128, Height: 128, Transform: s.Transform}
+	native := geo.Grid{EPSG: 32631, Width: 128, Height: 128, Transform: s.Transform}
 	buf := make([]uint16, 128*128)
 	if err := s.Upsample(native, "bilinear", buf, nil); err != nil {
 		t.Fatal(err)
@@ -189,7 +190,7 @@ func TestCoarseThenBilinear(t *testing.T) {
 			t.Fatalf("window %v: coarse plane resampled differs from Upsample", q)
 		}
 	}
-	native := Grid{EPSG: 32631, Width: 150, Height: 150, Transform: s.Transform}
+	native := geo.Grid{EPSG: 32631, Width: 150, Height: 150, Transform: s.Transform}
 	if c, err := s.Coarse(native, cache); c != nil || err != nil {
 		t.Fatalf("a read at the source's resolution gave a plane (%v)", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airbusgeo/godal"
 
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/atomicfs"
 
 	"github.com/lulc/lulc/internal/netwait"
@@ -46,7 +47,7 @@ func IsVector(path string) bool {
 // layer is reprojected to the grid's CRS. Pixels no feature burns are 0
 // (unlabelled); where features overlap, the last one wins, as in
 // gdal_rasterize. A code outside 1–255 is an error naming it.
-func RasterizeLabels(path string, v VectorLabels, g Grid) ([]uint8, error) {
+func RasterizeLabels(path string, v VectorLabels, g geo.Grid) ([]uint8, error) {
 	if v.Field == "" {
 		return nil, fmt.Errorf("rasterize %s: no class field given", path)
 	}
@@ -71,7 +72,7 @@ func RasterizeLabels(path string, v VectorLabels, g Grid) ([]uint8, error) {
 // "no feature" (GeoJSON numbers features from 0). A split that keeps each
 // group on one side (leave-location-out) reads them; where features
 // overlap, the feature that wins the label wins the group.
-func RasterizeGroups(path string, v VectorLabels, field string, g Grid) ([]uint32, error) {
+func RasterizeGroups(path string, v VectorLabels, field string, g geo.Grid) ([]uint32, error) {
 	buf := make([]uint32, g.Width*g.Height)
 	err := rasterize(path, v, g, func(layer string) []string {
 		if field != "" {
@@ -97,7 +98,7 @@ const MaxWeight = 255
 // range, or a field that is not numeric is an error naming the feature
 // (its FID) and the value. Pixels no feature burns are 0; where features
 // overlap, the feature that wins the label wins the weight.
-func RasterizeWeights(path string, v VectorLabels, field string, g Grid) ([]uint8, error) {
+func RasterizeWeights(path string, v VectorLabels, field string, g geo.Grid) ([]uint8, error) {
 	if field == "" {
 		return nil, fmt.Errorf("rasterize %s: no weight field given", path)
 	}
@@ -219,7 +220,7 @@ func findLayer(path string, vec *godal.Dataset, v VectorLabels) (string, error) 
 // rasterize burns the layer v names onto g with the value switches (given
 // the layer's name) choose, into buf (a []uint32 for dt UInt32, a
 // []float64 for Float64).
-func rasterize(path string, v VectorLabels, g Grid, value func(layer string) []string, dt godal.DataType, buf any) error {
+func rasterize(path string, v VectorLabels, g geo.Grid, value func(layer string) []string, dt godal.DataType, buf any) error {
 	register()
 	defer netwait.Track(path)()
 	vec, err := godal.Open(path, godal.VectorOnly())
@@ -316,7 +317,7 @@ func WritePoints(path, layer, field string, epsg int, pts []LabelPoint) error {
 // COG through GDAL's COG driver (lulc's own encoder takes 8 and 16 bits),
 // 0 as nodata, overviews by nearest neighbour; staged and renamed like
 // WriteCOG.
-func WriteGroups(path string, g Grid, ids []uint32, opt COGOptions) error {
+func WriteGroups(path string, g geo.Grid, ids []uint32, opt COGOptions) error {
 	opt.NoData = new(float64)
 	if opt.Description == "" {
 		opt.Description = "feature groups"
@@ -327,7 +328,7 @@ func WriteGroups(path string, g Grid, ids []uint32, opt COGOptions) error {
 // WriteWeights writes a plane of pixel weights (RasterizeWeights) as a
 // UInt8 COG, like WriteGroups but with no nodata: 0 is a weight (never
 // drawn).
-func WriteWeights(path string, g Grid, weights []uint8, opt COGOptions) error {
+func WriteWeights(path string, g geo.Grid, weights []uint8, opt COGOptions) error {
 	opt.NoData = nil
 	if opt.Description == "" {
 		opt.Description = "pixel weights"
@@ -337,7 +338,7 @@ func WriteWeights(path string, g Grid, weights []uint8, opt COGOptions) error {
 
 // writePlane writes one band of n values of type dt (buf) on grid g as a
 // COG through GDAL's COG driver, overviews by nearest neighbour.
-func writePlane(path string, g Grid, dt godal.DataType, buf any, n int, opt COGOptions) error {
+func writePlane(path string, g geo.Grid, dt godal.DataType, buf any, n int, opt COGOptions) error {
 	register()
 	if n != g.Width*g.Height {
 		return fmt.Errorf("write %s: %d values for a %d×%d grid", path, n, g.Width, g.Height)

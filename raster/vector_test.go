@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/airbusgeo/godal"
+	"github.com/lulc/lulc/geo"
 )
 
 const sloveniaDir = "../../shared/data/eolearn-slovenia-testpatch"
@@ -121,7 +122,7 @@ func TestRasterizeLabelsReprojects(t *testing.T) {
 // longitude and latitude are reprojected onto the grid. The file's bytes
 // depend only on the points.
 func TestRasterizePoints(t *testing.T) {
-	g := Grid{EPSG: 32631, Width: 20, Height: 10, Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}
+	g := geo.Grid{EPSG: 32631, Width: 20, Height: 10, Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}
 	at := func(col, row, dx, dy float64) (float64, float64) { return 500000 + 10*col + dx, 4000000 - 10*row - dy }
 	var pts []LabelPoint
 	add := func(col, row, dx, dy float64, class uint8) {
@@ -254,7 +255,7 @@ func TestRasterizeGroups(t *testing.T) {
 	if err := os.WriteFile(pts, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	small := Grid{EPSG: 32631, Width: 3, Height: 1, Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}
+	small := geo.Grid{EPSG: 32631, Width: 3, Height: 1, Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}
 	got, err := RasterizeGroups(pts, VectorLabels{Field: "c"}, "", small)
 	if err != nil || !slices.Equal(got, []uint32{1, 2, 0}) {
 		t.Errorf("groups of points from FID 0: %v (%v)", got, err)
@@ -279,7 +280,7 @@ func TestRasterizeWeights(t *testing.T) {
 		}
 		return path
 	}
-	g := Grid{EPSG: 32631, Width: 7, Height: 1, Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}
+	g := geo.Grid{EPSG: 32631, Width: 7, Height: 1, Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}
 	v := VectorLabels{Field: "c"}
 	good := layer("good", "1", "2.5", "0", "255", "254.6", "0.4")
 	got, err := RasterizeWeights(good, v, "w", g)

@@ -1,6 +1,7 @@
 package raster
 
 import (
+	"github.com/lulc/lulc/geo"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,10 +13,10 @@ import (
 // names its sources relative to itself.
 func TestBuildVRT(t *testing.T) {
 	root := t.TempDir()
-	a := Grid{EPSG: 32631, Width: 40, Height: 30, Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}
+	a := geo.Grid{EPSG: 32631, Width: 40, Height: 30, Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}
 	b := a
 	b.Transform[0] += 200 // 20 pixels east: 20 columns overlap
-	for name, g := range map[string]Grid{"a": a, "b": b} {
+	for name, g := range map[string]geo.Grid{"a": a, "b": b} {
 		px := make([]uint8, g.Width*g.Height)
 		for i := range px {
 			px[i] = name[0]

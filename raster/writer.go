@@ -8,6 +8,7 @@ import (
 
 	"github.com/airbusgeo/godal"
 
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/atomicfs"
 )
 
@@ -23,7 +24,7 @@ import (
 type Writer struct {
 	path    string
 	staging string
-	grid    Grid
+	grid    geo.Grid
 	opt     COGOptions
 	stage   goStage // the Go encoder's staging; nil when GDAL stages
 	mu      sync.RWMutex
@@ -41,7 +42,7 @@ type BandInfo struct {
 // NewWriter starts a raster of len(bands) bands of type dtype ("uint8",
 // "uint16" or "float32") on grid g, to become a COG at path. Float32
 // rasters are staged and encoded by GDAL (lulc's encoder writes integers).
-func NewWriter(path string, g Grid, dtype string, bands []BandInfo, opt COGOptions) (*Writer, error) {
+func NewWriter(path string, g geo.Grid, dtype string, bands []BandInfo, opt COGOptions) (*Writer, error) {
 	register()
 	dt, ok := map[string]godal.DataType{"uint8": godal.Byte, "uint16": godal.UInt16, "float32": godal.Float32}[dtype]
 	if !ok {

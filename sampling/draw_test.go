@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/landcover"
-	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/samples"
 	"github.com/lulc/lulc/stack"
 )
@@ -263,7 +263,7 @@ func randomDrawCase(t *testing.T, seed uint64, big bool) drawCase {
 	var ins []Input
 	for ii := range 1 + r.IntN(3) {
 		w, h := 1+r.IntN(side), 1+r.IntN(side)
-		tile := stack.New(fmt.Sprintf("tile%d", ii), raster.Grid{EPSG: 32631, Width: w, Height: h,
+		tile := stack.New(fmt.Sprintf("tile%d", ii), geo.Grid{EPSG: 32631, Width: w, Height: h,
 			Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}, bands, scale, offset)
 		patch := 1 + r.IntN(8)
 		for row := range h {
@@ -458,7 +458,7 @@ func TestSortCandidates(t *testing.T) {
 func TestWarnsWhenEveryPixelLacksAPlane(t *testing.T) {
 	bands := []string{"B04", "B08"}
 	make1 := func(emptyPlane bool) Input {
-		tile := stack.New("t", raster.Grid{EPSG: 32631, Width: 20, Height: 10,
+		tile := stack.New("t", geo.Grid{EPSG: 32631, Width: 20, Height: 10,
 			Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}, bands, 1e-4, 0)
 		for i := range tile.Labels {
 			tile.Labels[i] = []uint8{10, 30, 0}[i%3]

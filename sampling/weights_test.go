@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/landcover"
-	"github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/samples"
 	"github.com/lulc/lulc/stack"
 )
@@ -193,7 +193,7 @@ func TestWeightedDrawRatio(t *testing.T) {
 	code := scheme.Classes[0].Code
 	var ins []Input
 	for ii := range 2 {
-		tile := stack.New(fmt.Sprintf("tile%d", ii), raster.Grid{EPSG: 32631, Width: side, Height: side,
+		tile := stack.New(fmt.Sprintf("tile%d", ii), geo.Grid{EPSG: 32631, Width: side, Height: side,
 			Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}, []string{"B04", "B08"}, 1e-4, 0)
 		weights := make([]uint8, side*side)
 		for i := range weights {

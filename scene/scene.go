@@ -15,16 +15,17 @@ import (
 
 	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/raster"
 )
 
 // Grid returns the native grid of an item's band: Sentinel-2's 10 m grid
 // for B02, B03, B04 and B08, its 20 m grid for SCL, the label raster's own
 // grid for "labels".
-func Grid(it catalog.Item, band string) (raster.Grid, error) {
+func Grid(it catalog.Item, band string) (geo.Grid, error) {
 	src, _, err := open(it, band)
 	if err != nil {
-		return raster.Grid{}, err
+		return geo.Grid{}, err
 	}
 	defer src.Close()
 	return src.Grid, nil
@@ -34,7 +35,7 @@ func Grid(it catalog.Item, band string) (raster.Grid, error) {
 // bilinear, cubic), as reflectance with NaN where the file holds nodata.
 // Bands that nest in g are upsampled by lulc's own rule, as ingest does
 // (raster.Source.Upsample).
-func Reflectance(it catalog.Item, band string, g raster.Grid, alg string) ([]float32, error) {
+func Reflectance(it catalog.Item, band string, g geo.Grid, alg string) ([]float32, error) {
 	src, a, err := open(it, band)
 	if err != nil {
 		return nil, err
@@ -56,7 +57,7 @@ func Reflectance(it catalog.Item, band string, g raster.Grid, alg string) ([]flo
 // Codes reads a class raster of it (band "SCL", or "labels" for a label
 // item) onto g, resampled with alg: nearest, or mode when g is coarser
 // than the raster.
-func Codes(it catalog.Item, band string, g raster.Grid, alg string) ([]uint8, error) {
+func Codes(it catalog.Item, band string, g geo.Grid, alg string) ([]uint8, error) {
 	src, _, err := open(it, band)
 	if err != nil {
 		return nil, err

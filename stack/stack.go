@@ -21,15 +21,15 @@ import (
 	"os"
 	"slices"
 
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/atomicfs"
-	"github.com/lulc/lulc/raster"
 )
 
 // Tile is a tile's stack in memory. Windows written at once by several
 // goroutines must not overlap.
 type Tile struct {
 	Name          string
-	Grid          raster.Grid
+	Grid          geo.Grid
 	Bands         []string
 	Scale, Offset float64
 	DN            [][]uint16 // per band, Grid.Width × Grid.Height, row-major
@@ -66,7 +66,7 @@ func (t *Tile) WriteWeights(w []uint8) error {
 }
 
 // New allocates a tile of the given bands on grid g.
-func New(name string, g raster.Grid, bands []string, scale, offset float64) *Tile {
+func New(name string, g geo.Grid, bands []string, scale, offset float64) *Tile {
 	n := g.Width * g.Height
 	t := &Tile{Name: name, Grid: g, Bands: slices.Clone(bands), Scale: scale, Offset: offset,
 		DN: make([][]uint16, len(bands)), Labels: make([]uint8, n), Count: make([]uint8, n)}
@@ -123,12 +123,12 @@ func getWindow[T any](plane []T, stride, x, y, w, h int, dst []T) {
 
 // spillHeader is the JSON line that starts a spilled tile.
 type spillHeader struct {
-	Magic  string      `json:"magic"`
-	Name   string      `json:"name"`
-	Grid   raster.Grid `json:"grid"`
-	Bands  []string    `json:"bands"`
-	Scale  float64     `json:"scale"`
-	Offset float64     `json:"offset"`
+	Magic  string   `json:"magic"`
+	Name   string   `json:"name"`
+	Grid   geo.Grid `json:"grid"`
+	Bands  []string `json:"bands"`
+	Scale  float64  `json:"scale"`
+	Offset float64  `json:"offset"`
 }
 
 const spillMagic = "lulc-stack-spill-1"

@@ -7,12 +7,12 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/geo"
 )
 
 func filled(t *testing.T) *Tile {
 	t.Helper()
-	g := raster.Grid{EPSG: 32631, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}, Width: 7, Height: 5}
+	g := geo.Grid{EPSG: 32631, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}, Width: 7, Height: 5}
 	tile := New("31TEJ", g, []string{"B04", "B08"}, 0.0001, -0.1)
 	// Two windows that cover the grid, written as ingest would.
 	for _, w := range [][4]int{{0, 0, 4, 5}, {4, 0, 3, 5}} {
@@ -83,7 +83,7 @@ func TestSpillRoundTrip(t *testing.T) {
 // never allocate more than the input backs.
 func FuzzDecode(f *testing.F) {
 	path := filepath.Join(f.TempDir(), "seed.raw")
-	g := raster.Grid{EPSG: 32631, Transform: [6]float64{0, 10, 0, 0, 0, -10}, Width: 3, Height: 2}
+	g := geo.Grid{EPSG: 32631, Transform: [6]float64{0, 10, 0, 0, 0, -10}, Width: 3, Height: 2}
 	if err := New("t", g, []string{"B04"}, 0.0001, -0.1).Spill(path); err != nil {
 		f.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/raster"
 )
 
@@ -16,10 +17,10 @@ const (
 
 // geometry ties the scene's UTM grid to geographic coordinates.
 type geometry struct {
-	utm       raster.Grid // the 10 m grid
+	utm       geo.Grid // the 10 m grid
 	footprint [][2]float64
 	lonLat    [4]float64 // bbox of the scene in degrees
-	label     raster.Grid
+	label     geo.Grid
 	// label pixel → scene (u, v): exact at nodes every nodeStep pixels,
 	// bilinear in between (the projection is smooth at that scale: the
 	// error is far below a millimetre).
@@ -35,7 +36,7 @@ const nodeStep = 64
 func newGeometry(cfg Config) (*geometry, error) {
 	ext := float64(cfg.Size) * 10
 	x0, y0 := cfg.Origin[0], cfg.Origin[1]
-	g := &geometry{utm: raster.Grid{
+	g := &geometry{utm: geo.Grid{
 		EPSG: cfg.EPSG, Width: cfg.Size, Height: cfg.Size,
 		Transform: [6]float64{x0, 10, 0, y0, 0, -10},
 	}}
@@ -70,7 +71,7 @@ func newGeometry(cfg Config) (*geometry, error) {
 	lat1 := math.Ceil(g.lonLat[3]/wcRes) * wcRes
 	w := int(math.Ceil((g.lonLat[2]-lon0)/wcRes - 1e-9))
 	h := int(math.Ceil((lat1-g.lonLat[1])/wcRes - 1e-9))
-	g.label = raster.Grid{EPSG: wcEPSG, Width: w, Height: h, Transform: [6]float64{lon0, wcRes, 0, lat1, 0, -wcRes}}
+	g.label = geo.Grid{EPSG: wcEPSG, Width: w, Height: h, Transform: [6]float64{lon0, wcRes, 0, lat1, 0, -wcRes}}
 
 	toUTM, err := raster.NewTransformer(wcEPSG, cfg.EPSG)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/stactest"
 	"github.com/lulc/lulc/raster"
 )
@@ -50,7 +51,7 @@ func TestLabelPoints(t *testing.T) {
 		t.Errorf("%d points burnt (want %d), %d classes", n, cfg.LabelPoints, len(classes))
 	}
 	// Inside the scene: on its UTM grid, every point labels a pixel.
-	utm := raster.Grid{EPSG: cfg.EPSG, Width: cfg.Size, Height: cfg.Size, Transform: [6]float64{cfg.Origin[0], 10, 0, cfg.Origin[1], 0, -10}}
+	utm := geo.Grid{EPSG: cfg.EPSG, Width: cfg.Size, Height: cfg.Size, Transform: [6]float64{cfg.Origin[0], 10, 0, cfg.Origin[1], 0, -10}}
 	onScene, err := raster.RasterizeLabels(gpkg, raster.VectorLabels{Field: PointsField}, utm)
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/meminfo"
 	"github.com/lulc/lulc/internal/progress"
@@ -51,6 +52,9 @@ type Options struct {
 	NewBar progress.NewBar
 	// Writers is the number of COGs compressed at once (0: automatic).
 	Writers int
+	// GDALCOG writes the COGs with GDAL's driver (for comparing it with
+	// lulc's encoder).
+	GDALCOG bool
 }
 
 // Result summarises a run.
@@ -163,7 +167,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (Result, error) {
 		})
 	}
 	start = time.Now()
-	written, skipped, err := writeCOGs(ctx, cfg, jobs, opt.Writers, newBar)
+	written, skipped, err := writeCOGs(ctx, cfg, jobs, opt.Writers, opt.GDALCOG, newBar)
 	res.Write = time.Since(start)
 	res.Skipped = skipped
 	for _, j := range written {
@@ -235,7 +239,7 @@ func wcMetadata(cfg Config, id string) map[string]string {
 
 type cogJob struct {
 	path        string
-	grid        raster.Grid
+	grid        geo.Grid
 	u16         []uint16
 	u8          []uint8
 	resampling  string
@@ -247,7 +251,7 @@ type cogJob struct {
 func (j cogJob) bytes() int64 { return int64(len(j.u16)*2 + len(j.u8)) }
 
 // writeCOGs encodes the jobs whose files do not exist yet.
-func writeCOGs(ctx context.Context, cfg Config, jobs []cogJob, writers int, newBar progress.NewBar) (written []cogJob, skipped int, err error) {
+func writeCOGs(ctx context.Context, cfg Config, jobs []cogJob, writers int, gdalCOG bool, newBar progress.NewBar) (written []cogJob, skipped int, err error) {
 	var todo []cogJob
 	var total int64
 	for _, j := range jobs {
@@ -271,7 +275,7 @@ func writeCOGs(ctx context.Context, cfg Config, jobs []cogJob, writers int, newB
 	for range min(writers, len(todo)) {
 		wg.Go(func() {
 			for j := range queue {
-				if err := writeCOG(cfg, j); err != nil {
+				if err := writeCOG(cfg, j, gdalCOG); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
@@ -302,11 +306,12 @@ feed:
 	return written, skipped, errors.Join(errs...)
 }
 
-func writeCOG(cfg Config, j cogJob) error {
+func writeCOG(cfg Config, j cogJob, gdalCOG bool) error {
 	if err := os.MkdirAll(filepath.Dir(j.path), 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", j.path, err)
 	}
 	opt := raster.COGOptions{
+		GDALDriver:         gdalCOG,
 		BlockSize:          cfg.BlockSize,
 		Compress:           cfg.Compress,
 		OverviewResampling: j.resampling,

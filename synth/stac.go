@@ -12,9 +12,9 @@ import (
 	view "github.com/planetlabs/go-stac/extensions/view/v1"
 
 	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/landcover"
-	lraster "github.com/lulc/lulc/raster"
 	"github.com/lulc/lulc/stacx"
 )
 
@@ -66,7 +66,7 @@ func bboxOf(ring [][2]float64) []float64 {
 }
 
 // gridFields returns proj:shape and proj:transform of a grid.
-func gridFields(g lraster.Grid) *stacx.ProjectionAsset {
+func gridFields(g geo.Grid) *stacx.ProjectionAsset {
 	t := g.Transform
 	return &stacx.ProjectionAsset{
 		Shape:     []int{g.Height, g.Width},
@@ -159,7 +159,7 @@ func s2Item(cfg Config, a *acquisition, geo *geometry, footprint [][2]float64, n
 }
 
 // bandGrid is the grid of a band at res metres over the 10 m grid's extent.
-func bandGrid(g10 lraster.Grid, res int) lraster.Grid {
+func bandGrid(g10 geo.Grid, res int) geo.Grid {
 	f := res / 10
 	g := g10
 	g.Width, g.Height = g10.Width/f, g10.Height/f

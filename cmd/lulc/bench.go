@@ -48,7 +48,7 @@ whether repeats and CPU/GPU outputs are byte-identical, the hardware and cost.`,
 				cfg.Repeat = repeat
 			}
 			raw := redact.String(fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " ")))
-			rep, err := bench.Run(cmd.Context(), cfg, raw, pipeline.Options{Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
+			rep, err := bench.Run(cmd.Context(), cfg, raw, pipeline.Options{Compare: a.compare, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
 			if err != nil {
 				return fmt.Errorf("bench: %w", err)
 			}
@@ -213,7 +213,7 @@ report.md: fit times, validation accuracy, speed-ups and whether GPU and CPU tre
 			}
 			defer devs.Close()
 			cmdline := redact.String(fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " ")))
-			rep, err := bench.Forest(cmd.Context(), cfg, tcfg, cmdline, pipeline.Options{GPUs: devs, Out: out, Inputs: []string{cfgPath, cfg.Train}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
+			rep, err := bench.Forest(cmd.Context(), cfg, tcfg, cmdline, pipeline.Options{Compare: a.compare, GPUs: devs, Out: out, Inputs: []string{cfgPath, cfg.Train}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
 			if err != nil {
 				return fmt.Errorf("bench forest: %w", err)
 			}
@@ -290,7 +290,7 @@ and per-class F1 per set and engine, mean and spread over the seeds.`,
 				return usageError{err}
 			}
 			cmdline := redact.String(fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " ")))
-			rep, err := bench.TemporalReal(cmd.Context(), cfg, cmdline, pipeline.Options{Out: out, Inputs: []string{trainCfg}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
+			rep, err := bench.TemporalReal(cmd.Context(), cfg, cmdline, pipeline.Options{Compare: a.compare, Out: out, Inputs: []string{trainCfg}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
 			if err != nil {
 				return fmt.Errorf("bench temporal-real: %w", err)
 			}

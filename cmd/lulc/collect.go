@@ -62,7 +62,7 @@ redoes it.`,
 					return err
 				}
 			}
-			res, err := pipeline.Collect(cmd.Context(), out, pipeline.Options{Log: a.log, BreakLock: a.breakLock})
+			res, err := pipeline.Collect(cmd.Context(), out, pipeline.Options{Compare: a.compare, Log: a.log, BreakLock: a.breakLock})
 			if err != nil {
 				return ws.named(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/raster"
 )
 
@@ -47,7 +48,7 @@ func replaceIn(old, new string) func(*hcase, string) {
 func remove(c *hcase, p string) { os.RemoveAll(p) }
 
 // rewrite replaces a raster by one of another size, type or CRS.
-func rewrite(g func(raster.Grid) raster.Grid, asByte bool) func(*hcase, string) {
+func rewrite(g func(geo.Grid) geo.Grid, asByte bool) func(*hcase, string) {
 	return func(c *hcase, p string) {
 		src, _, err := raster.ReadBand[uint16](p, 1)
 		if err != nil {
@@ -103,12 +104,12 @@ func TestHostileScenes(t *testing.T) {
 		{"cog-missing", b04, remove, fail, []string{"B04.tif"}, false},
 		{"cog-20m-zero-bytes", b05, zeroBytes, fail, []string{"B05.tif"}, false},
 		{"cog-20m-truncated", b05, truncateHalf, fail, []string{"B05.tif"}, false},
-		{"cog-smaller", b04, rewrite(func(g raster.Grid) raster.Grid { g.Width, g.Height = 100, 100; return g }, false), 0, []string{"B04 covers 15.7 %"}, true},
-		{"cog-wrong-crs", b05, rewrite(func(g raster.Grid) raster.Grid {
+		{"cog-smaller", b04, rewrite(func(g geo.Grid) geo.Grid { g.Width, g.Height = 100, 100; return g }, false), 0, []string{"B04 covers 15.7 %"}, true},
+		{"cog-wrong-crs", b05, rewrite(func(g geo.Grid) geo.Grid {
 			g.EPSG = 32632 // the next UTM zone: the same numbers lie 600 km east
 			return g
 		}, false), 0, []string{"B05 covers 0.0 %"}, true},
-		{"cog-byte-type", b04, rewrite(func(g raster.Grid) raster.Grid { return g }, true), 0, nil, false},
+		{"cog-byte-type", b04, rewrite(func(g geo.Grid) geo.Grid { return g }, true), 0, nil, false},
 		{"scl-zero-bytes", scl, zeroBytes, fail, []string{"SCL.tif"}, false},
 		{"scl-truncated", scl, truncateHalf, fail, []string{"SCL.tif"}, false},
 		{"scl-missing", scl, remove, fail, []string{"SCL.tif"}, false},
@@ -117,7 +118,7 @@ func TestHostileScenes(t *testing.T) {
 		{"labels-text", label, content("labels"), fail, []string{"_Map.tif"}, false},
 		{"labels-far-away", label, func(c *hcase, p string) {
 			os.Remove(p)
-			g := raster.Grid{EPSG: 4326, Width: 50, Height: 50, Transform: [6]float64{100, 1.0 / 12000, 0, -10, 0, -1.0 / 12000}}
+			g := geo.Grid{EPSG: 4326, Width: 50, Height: 50, Transform: [6]float64{100, 1.0 / 12000, 0, -10, 0, -1.0 / 12000}}
 			raster.WriteCOG(p, g, make([]uint8, 2500), raster.COGOptions{})
 		}, fail, []string{"labels do not overlap"}, false},
 		{"item-not-json", item, content("{not json"), fail, []string{"S2A_31TEJ_20240418_0_L2A.json"}, false},

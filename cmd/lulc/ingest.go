@@ -51,7 +51,7 @@ Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 				return err
 			}
 			defer devs.Close()
-			res, err := pipeline.Ingest(cmd.Context(), cfg, pipeline.Options{GPUs: devs,
+			res, err := pipeline.Ingest(cmd.Context(), cfg, pipeline.Options{Compare: a.compare, GPUs: devs,
 				Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(),
 				NewBar: a.newBar,
 			})

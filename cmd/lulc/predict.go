@@ -98,7 +98,7 @@ ingest into OUT.stack and predicts from that stack.`,
 						return err
 					}
 				}
-				if _, err := pipeline.Ingest(cmd.Context(), icfg, pipeline.Options{GPUs: devs, Out: pc.Input, Force: true, BreakLock: a.breakLock, Inputs: []string{cfgPath, ingestCfg, pc.Model}, Log: a.log, Version: lulcVersion(), NewBar: a.newBar}); err != nil {
+				if _, err := pipeline.Ingest(cmd.Context(), icfg, pipeline.Options{Compare: a.compare, GPUs: devs, Out: pc.Input, Force: true, BreakLock: a.breakLock, Inputs: []string{cfgPath, ingestCfg, pc.Model}, Log: a.log, Version: lulcVersion(), NewBar: a.newBar}); err != nil {
 					return fmt.Errorf("predict: ingest: %w", err)
 				}
 				a.log.Info("stack ingested for prediction", "stack", pc.Input)
@@ -107,7 +107,7 @@ ingest into OUT.stack and predicts from that stack.`,
 			if pc.Model == "" || pc.Input == "" {
 				return usagef("--model and --input (or a --config naming them, or --ingest-config/--catalog) are required")
 			}
-			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{Compare: a.compare, GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
 				return fmt.Errorf("predict: %w", err)
 			}
@@ -170,7 +170,7 @@ figures a map's users can cite. metrics.json holds both; confusion.png the matri
 				return usagef("--sample-per-class: %d is negative", ec.SamplePerClass)
 			}
 			ec.Resampling = alg
-			res, err := pipeline.Evaluate(cmd.Context(), prediction, labels, ec, pipeline.Options{Out: out, Force: force, BreakLock: a.breakLock, Log: a.log})
+			res, err := pipeline.Evaluate(cmd.Context(), prediction, labels, ec, pipeline.Options{Compare: a.compare, Out: out, Force: force, BreakLock: a.breakLock, Log: a.log})
 			if err != nil {
 				return fmt.Errorf("evaluate: %w", err)
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/lulc/lulc/internal/netwait"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/internal/redact"
+	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/raster"
 )
 
@@ -34,6 +35,9 @@ type app struct {
 	// stall ends a network transfer that makes no progress for this
 	// long; heartbeat is how often a wait on the network is logged.
 	stall, heartbeat time.Duration
+	// compare holds the LULC_* switches for comparing ways of working
+	// (compareFromEnv), passed to every stage.
+	compare pipeline.Compare
 }
 
 // summary prints a command's result as JSON on stdout with --json, and
@@ -62,6 +66,10 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if err := flagsFromEnv(cmd); err != nil {
+				return usageError{err}
+			}
+			var err error
+			if a.compare, err = compareFromEnv(os.Getenv); err != nil {
 				return usageError{err}
 			}
 			if a.quiet && a.verbose && !(cmd.Flags().Changed("quiet") && cmd.Flags().Changed("verbose")) {

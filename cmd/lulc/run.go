@@ -156,7 +156,7 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			if os.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(rc.HeapLimit(len(devs)))
 			}
-			res, err := pipeline.Run(cmd.Context(), job, pipeline.Options{GPUs: devs, Out: out, Force: force, BreakLock: a.breakLock, Inputs: inputs,
+			res, err := pipeline.Run(cmd.Context(), job, pipeline.Options{Compare: a.compare, GPUs: devs, Out: out, Force: force, BreakLock: a.breakLock, Inputs: inputs,
 				Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
 				return ws.named(fmt.Errorf("run: %w", err))
@@ -266,7 +266,7 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			if err := checkFileOut(out, force, append([]string{cfgPath, rc.Ingest}, icfg.Inputs()...)...); err != nil {
 				return err
 			}
-			p, err := pipeline.MakePlan(cmd.Context(), icfg, pipeline.Options{Log: a.log})
+			p, err := pipeline.MakePlan(cmd.Context(), icfg, pipeline.Options{Compare: a.compare, Log: a.log})
 			if err != nil {
 				return fmt.Errorf("plan: %w", err)
 			}

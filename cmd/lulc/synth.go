@@ -35,7 +35,7 @@ Without --config it uses the embedded ` + defaultSynthConfig + `.`,
 			if err := atomicfs.CheckInputs(out, cfgPath); err != nil {
 				return err
 			}
-			res, err := synth.Run(cmd.Context(), cfg, synth.Options{
+			res, err := synth.Run(cmd.Context(), cfg, synth.Options{GDALCOG: a.compare.GDALCOG,
 				Out: out, Force: force, BreakLock: a.breakLock, Log: a.log,
 				NewBar: a.newBar,
 			})

@@ -104,7 +104,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 				return err
 			}
 			defer devs.Close()
-			res, err := pipeline.Train(cmd.Context(), cfg, pipeline.Options{GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+			res, err := pipeline.Train(cmd.Context(), cfg, pipeline.Options{Compare: a.compare, GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
 				return ws.named(fmt.Errorf("train: %w", err))
 			}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/pipeline"
+)
+
+// compareFromEnv reads the developer's switches for comparing lulc's way
+// of working with another on one machine (docs/gpu.md), the only place
+// they are read: library code takes them as options.
+//
+//	LULC_DEVICE_DECODE=off   decode tiles on the host with a device
+//	LULC_DEVICE_DRAW=off     draw samples on the host with a device
+//	LULC_DEVICE_STAGING=off  copy rows to the device from pageable memory
+//	LULC_TRAIN_PROFILE=1     time the device's training kernels by group
+//	LULC_COG_ENCODER=gdal    write COGs with GDAL's driver
+//	LULC_PTX=FILE            load these kernels instead of the embedded ones
+//
+// Any other value of a switch is an error that names it.
+func compareFromEnv(getenv func(string) string) (pipeline.Compare, error) {
+	var c pipeline.Compare
+	var errs []error
+	flag := func(name, on string, dst *bool) {
+		switch v := getenv(name); v {
+		case "":
+		case on:
+			*dst = true
+		default:
+			errs = append(errs, fmt.Errorf("%s=%q: the only value it takes is %q (unset it for lulc's way)", name, v, on))
+		}
+	}
+	flag("LULC_DEVICE_DECODE", "off", &c.HostDecode)
+	flag("LULC_DEVICE_DRAW", "off", &c.HostDraw)
+	flag("LULC_DEVICE_STAGING", "off", &c.Device.Pageable)
+	flag("LULC_TRAIN_PROFILE", "1", &c.Device.TrainProfile)
+	flag("LULC_COG_ENCODER", "gdal", &c.GDALCOG)
+	if p := getenv("LULC_PTX"); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("LULC_PTX: %w", err))
+		}
+		c.Device.PTX = string(b)
+	}
+	return c, errors.Join(errs...)
+}
+
+// openOptions are the settings of the devices the command opens.
+func (a *app) openOptions() cuda.Options { return a.compare.Device }
