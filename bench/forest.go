@@ -14,8 +14,6 @@ import (
 
 	"github.com/lulc/lulc/baseline"
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/cuda"
-	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/pipeline"
@@ -329,17 +327,17 @@ func (fr *forestRun) ours(ctx context.Context, e string, bins *forest.Bins, binn
 		fit.Skipped = fmt.Sprintf("above cpu_max_rows (%d)", fr.bc.CPUMaxRows)
 		return nil, nil
 	}
-	t := time.Now()
-	var f *forest.Forest
-	var err error
+	// The engine as lulc train runs it: the devices chosen, or none.
+	opt := fr.opt
+	opt.GPUs = nil
 	if e != "cpu" {
 		fit.GPUs = len(devs)
-		f, err = cuda.Train(ctx, devs, binned, y, fr.classes, fr.cfg.Forest, func(format string, args ...any) {
-			fr.opt.Log.Info(fmt.Sprintf(format, args...))
-		})
-	} else {
-		f, err = forest.Train(ctx, binned, y, fr.classes, fr.cfg.Forest, fr.opt.Workers)
+		opt.GPUs = devs
 	}
+	t := time.Now()
+	f, err := opt.Fit(ctx, binned, y, fr.classes, fr.cfg.Forest, func(format string, args ...any) {
+		fr.opt.Log.Info(fmt.Sprintf(format, args...))
+	})
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -349,15 +347,7 @@ func (fr *forestRun) ours(ctx context.Context, e string, bins *forest.Bins, binn
 	}
 	fit.FitSec = time.Since(t).Seconds()
 	t = time.Now()
-	var pred []uint8
-	if e != "cpu" {
-		pred, err = gpuClassify(devs[0], bins, f, fr.xval, fr.nf)
-	} else {
-		var vb *forest.Binned
-		if vb, err = bins.Bin(fr.xval, fr.nf); err == nil {
-			pred, _, err = f.Compile().Classify(vb)
-		}
-	}
+	pred, err := opt.Classify(ctx, &forest.Model{Bins: bins, Forest: f}, fr.xval, fr.nf)
 	if err != nil {
 		return nil, err
 	}
@@ -388,19 +378,6 @@ func (fr *forestRun) golearn(x []float32, y []uint8, fit *ForestFit) error {
 	fit.PredictSec = time.Since(t).Seconds()
 	fit.Accuracy = accuracyOf(pred, fr.yval)
 	return nil
-}
-
-// gpuClassify predicts row-major rows with the GPU predictor.
-func gpuClassify(dev *cuda.Device, bins *forest.Bins, f *forest.Forest, x []float32, nf int) ([]uint8, error) {
-	p, err := cuda.NewPredictor(dev, &forest.Model{Bins: bins, Forest: f})
-	if err != nil {
-		return nil, err
-	}
-	defer p.Close()
-	n := len(x) / nf
-	planes := features.Columns(x, nf)
-	cls, conf := make([]uint8, n), make([]float32, n)
-	return cls, p.Predict(planes, cls, conf)
 }
 
 // gather copies the rows idx of a row-major matrix and their labels.

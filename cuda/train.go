@@ -75,7 +75,7 @@ func Train(ctx context.Context, devs []*Device, x *forest.Binned, y []uint8, cla
 
 // trainOn grows the trees ids on one device.
 func trainOn(ctx context.Context, dev *Device, x *forest.Binned, y []uint8, classes, nbins int, p forest.Params, ids []uint64, logf func(format string, args ...any)) ([]forest.Tree, [][]float64, error) {
-	e := &engine{dev: dev, x: x, classes: classes, p: p, mtry: p.Mtry(x.F), nbins: nbins, mem: pool{},
+	e := &grower{dev: dev, x: x, classes: classes, p: p, mtry: p.Mtry(x.F), nbins: nbins, mem: pool{},
 		profile: dev.opt.TrainProfile, prof: map[string]time.Duration{}}
 	if err := dev.Do(func() error {
 		var err error
@@ -161,10 +161,10 @@ func maxCode(codes []uint8) int {
 	return top
 }
 
-// engine is the GPU forest.Engine. A handle is an index into the current
+// grower is the GPU forest.Grower. A handle is an index into the current
 // level's node tables: node h's rows are rows[cur][base[h] : base[h]+size[h]]
 // of tree tree[h] (base includes tree × N).
-type engine struct {
+type grower struct {
 	dev     *Device
 	x       *forest.Binned
 	classes int
@@ -196,7 +196,7 @@ type engine struct {
 
 // mark, when profiling, waits for the queued kernels and charts the time
 // since the last mark to name.
-func (e *engine) mark(name string) {
+func (e *grower) mark(name string) {
 	if !e.profile {
 		return
 	}
@@ -208,7 +208,7 @@ func (e *engine) mark(name string) {
 	e.last = now
 }
 
-func (e *engine) close() {
+func (e *grower) close() {
 	e.dev.Do(func() error {
 		e.freeBatchLocked()
 		for _, b := range []Buffer{e.codes, e.y} {
@@ -221,9 +221,9 @@ func (e *engine) close() {
 	})
 }
 
-func (e *engine) freeBatch() { e.dev.Do(func() error { e.freeBatchLocked(); return nil }) }
+func (e *grower) freeBatch() { e.dev.Do(func() error { e.freeBatchLocked(); return nil }) }
 
-func (e *engine) freeBatchLocked() {
+func (e *grower) freeBatchLocked() {
 	for _, b := range []Buffer{e.w, e.rows[0], e.rows[1]} {
 		if b.ptr != 0 {
 			b.free()
@@ -233,7 +233,7 @@ func (e *engine) freeBatchLocked() {
 }
 
 // Roots draws the batch's bootstraps and lists each tree's rows.
-func (e *engine) Roots(trees []uint64) ([][]int64, []int, error) {
+func (e *grower) Roots(trees []uint64) ([][]int64, []int, error) {
 	n := int64(e.x.N)
 	t := len(trees)
 	counts := make([]uint64, t*e.classes)
@@ -303,7 +303,7 @@ func (e *engine) Roots(trees []uint64) ([][]int64, []int, error) {
 }
 
 // Splits finds the best split of every task of a level.
-func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
+func (e *grower) Splits(tasks []forest.Task) ([]forest.Split, error) {
 	k := len(tasks)
 	if k == 0 {
 		return nil, nil
@@ -446,7 +446,7 @@ func (e *engine) Splits(tasks []forest.Task) ([]forest.Split, error) {
 
 // Partition moves each split task's rows into its children's ranges of
 // the other row list, which becomes current.
-func (e *engine) Partition(tasks []forest.Task, splits []forest.Split) ([][2]int, error) {
+func (e *grower) Partition(tasks []forest.Task, splits []forest.Split) ([][2]int, error) {
 	t0 := time.Now()
 	defer func() { e.partTime += time.Since(t0) }()
 	k := len(tasks)

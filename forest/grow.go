@@ -10,11 +10,11 @@ import (
 	"github.com/lulc/lulc/internal/rng"
 )
 
-// Task is a node of the level being grown whose best split an Engine
+// Task is a node of the level being grown whose best split a Grower
 // must find.
 type Task struct {
 	Tree   int     // position of the node's tree in the batch
-	Handle int     // the engine's name for the node's rows
+	Handle int     // the grower's name for the node's rows
 	Feats  []int   // the candidate features, drawn for this node
 	Counts []int64 // the node's (bootstrap-weighted) class counts
 }
@@ -30,11 +30,11 @@ type Split struct {
 	Left    []int64
 }
 
-// Engine does the row work of growing a batch of trees level by level:
+// Grower does the row work of growing a batch of trees level by level:
 // the CPU grower and the GPU trainer in package cuda. Grow does the rest
 // (which nodes to split, feature draws, tie rules, the tree arrays), so
-// every engine grows the same trees.
-type Engine interface {
+// every grower grows the same trees.
+type Grower interface {
 	// Roots draws the bootstrap of each tree (tree numbers, as keyed in
 	// the random numbers) and returns each root's class counts and handle.
 	Roots(trees []uint64) (counts [][]int64, handles []int, err error)
@@ -61,7 +61,7 @@ type pending struct {
 // (decisions, feature draws, tree arrays) runs in parallel over the
 // batch's trees; the result does not depend on it. Grow checks ctx before
 // each level, so that an interrupt stops a fit within one level's work.
-func Grow(ctx context.Context, e Engine, trees []uint64, classes, features int, p Params) ([]Tree, [][]float64, error) {
+func Grow(ctx context.Context, e Grower, trees []uint64, classes, features int, p Params) ([]Tree, [][]float64, error) {
 	if err := p.Validate(features); err != nil {
 		return nil, nil, err
 	}

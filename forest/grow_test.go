@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// multi is an Engine for batches of trees built from one CPU grower per
-// tree, as the GPU engine sees batches; handle h of tree t is h*64 + t.
+// multi is a Grower for batches of trees built from one CPU grower per
+// tree, as the GPU grower sees batches; handle h of tree t is h*64 + t.
 type multi struct {
-	gs []*grower
+	gs []*cpuGrower
 }
 
 func (m *multi) Roots(trees []uint64) ([][]int64, []int, error) {

@@ -9,7 +9,7 @@ import (
 // countingEngine wraps the CPU grower and cancels a context once it has
 // been asked for a number of levels' splits.
 type countingEngine struct {
-	Engine
+	Grower
 	levels, cancelAt int
 	cancel           func()
 }
@@ -19,11 +19,11 @@ func (e *countingEngine) Splits(tasks []Task) ([]Split, error) {
 	if e.levels == e.cancelAt {
 		e.cancel()
 	}
-	return e.Engine.Splits(tasks)
+	return e.Grower.Splits(tasks)
 }
 
 // TestGrowStopsWithinALevel interrupts a fit after its second level: Grow
-// returns the context's error before asking the engine for a third.
+// returns the context's error before asking the grower for a third.
 func TestGrowStopsWithinALevel(t *testing.T) {
 	x, y := gaussians(3000, 6, 4, 2, 0.2, 3)
 	p := Params{Trees: 4, MaxDepth: 12, MinSamplesLeaf: 1, Bins: 32, Bootstrap: true, Seed: 1}
@@ -34,7 +34,7 @@ func TestGrowStopsWithinALevel(t *testing.T) {
 	xb, _ := b.Bin(x, 6)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	e := &countingEngine{Engine: newGrower(xb, y, 4, p), cancelAt: 2, cancel: cancel}
+	e := &countingEngine{Grower: newGrower(xb, y, 4, p), cancelAt: 2, cancel: cancel}
 	_, _, err = Grow(ctx, e, []uint64{0}, 4, 6, p)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("grow after an interrupt: %v, want context.Canceled", err)
@@ -44,7 +44,7 @@ func TestGrowStopsWithinALevel(t *testing.T) {
 	}
 	// Uninterrupted, the same tree grows past two levels: the test above
 	// stopped something.
-	full := &countingEngine{Engine: newGrower(xb, y, 4, p), cancel: func() {}}
+	full := &countingEngine{Grower: newGrower(xb, y, 4, p), cancel: func() {}}
 	if _, _, err := Grow(context.Background(), full, []uint64{0}, 4, 6, p); err != nil || full.levels <= 2 {
 		t.Fatalf("uninterrupted grow: %v after %d levels", err, full.levels)
 	}

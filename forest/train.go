@@ -158,10 +158,10 @@ func NewForest(classes, features int, trees []Tree, imp [][]float64) *Forest {
 	return f
 }
 
-// grower is the CPU Engine: one worker's scratch space, growing one tree
+// cpuGrower is the CPU Grower: one worker's scratch space, growing one tree
 // at a time. A handle is an index into ranges, the node's rows being
 // rows[lo:hi].
-type grower struct {
+type cpuGrower struct {
 	x       *Binned
 	y       []uint8
 	classes int
@@ -175,8 +175,8 @@ type grower struct {
 	used    []uint8 // bins present in the node, for one feature
 }
 
-func newGrower(x *Binned, y []uint8, classes int, p Params) *grower {
-	return &grower{
+func newGrower(x *Binned, y []uint8, classes int, p Params) *cpuGrower {
+	return &cpuGrower{
 		x: x, y: y, classes: classes, p: p,
 		weight: make([]uint32, x.N), rows: make([]int32, 0, x.N), tmp: make([]int32, x.N),
 		hist: make([]int64, 256*classes),
@@ -184,7 +184,7 @@ func newGrower(x *Binned, y []uint8, classes int, p Params) *grower {
 }
 
 // Roots draws the bootstrap of one tree.
-func (g *grower) Roots(trees []uint64) ([][]int64, []int, error) {
+func (g *cpuGrower) Roots(trees []uint64) ([][]int64, []int, error) {
 	if len(trees) != 1 {
 		return nil, nil, fmt.Errorf("cpu grower: %d trees in a batch (grows one at a time)", len(trees))
 	}
@@ -239,7 +239,7 @@ func purity(counts []int64, total int64) float64 {
 }
 
 // Splits finds each task's best split.
-func (g *grower) Splits(tasks []Task) ([]Split, error) {
+func (g *cpuGrower) Splits(tasks []Task) ([]Split, error) {
 	out := make([]Split, len(tasks))
 	for k, t := range tasks {
 		out[k] = g.split(t)
@@ -249,7 +249,7 @@ func (g *grower) Splits(tasks []Task) ([]Split, error) {
 
 // split finds a node's best split over its candidate features. Ties go to
 // the lower feature index, then the lower bin.
-func (g *grower) split(t Task) Split {
+func (g *cpuGrower) split(t Task) Split {
 	c := g.classes
 	r := g.ranges[t.Handle]
 	rows := g.rows[r[0]:r[1]]
@@ -312,7 +312,7 @@ func (g *grower) split(t Task) Split {
 }
 
 // Partition splits each task's rows in place.
-func (g *grower) Partition(tasks []Task, splits []Split) ([][2]int, error) {
+func (g *cpuGrower) Partition(tasks []Task, splits []Split) ([][2]int, error) {
 	out := make([][2]int, len(tasks))
 	for k, t := range tasks {
 		r := g.ranges[t.Handle]
@@ -325,7 +325,7 @@ func (g *grower) Partition(tasks []Task, splits []Split) ([][2]int, error) {
 
 // partition reorders rows[lo:hi] so rows going left come first, keeping
 // their relative order, and returns the boundary.
-func (g *grower) partition(lo, hi, f int, bin uint8) int {
+func (g *cpuGrower) partition(lo, hi, f int, bin uint8) int {
 	col := g.x.Codes[f*g.x.N : (f+1)*g.x.N]
 	l, r := lo, 0
 	for _, i := range g.rows[lo:hi] {

@@ -60,48 +60,67 @@ func (o AOAOptions) step() int {
 	return DefaultAOAStep
 }
 
-// aoaSink fills a tile's DI map from the windows inference streams:
-// feature planes on the CPU, digital numbers on a GPU (features computed
-// there again, as the predictor computes them).
+// aoaSink fills a tile's DI map from the windows inference streams, its
+// DI computed by the engine's diComputer.
 type aoaSink struct {
 	ref *aoa.Reference
 	m   *aoa.Map
-	idx *aoa.Index // CPU
-	gpu *cuda.AOA  // GPU
-	fe  *cuda.Features
+	di  diComputer
 }
 
-// aoaSink prepares the DI of a tile on the engine's computer.
-func (e engine) aoaSink(set *features.Set, ref *aoa.Reference, grid aoa.Grid) (*aoaSink, func(), error) {
+// diComputer computes the DI of a window's cells into a map: from feature
+// planes on the CPU, from digital numbers on a device (which computes the
+// features there again, as its predictor does).
+type diComputer interface {
+	features(m *aoa.Map, ref *aoa.Reference, x, y, w, h int, feats [][]float32) error
+	dn(m *aoa.Map, x, y, w, h int, dn [][]uint16, rect features.Rect, scale, offset float32) error
+	close()
+}
+
+// newAOASink checks a tile's DI grid against the model and starts its map.
+func newAOASink(set *features.Set, ref *aoa.Reference, grid aoa.Grid) (*aoaSink, error) {
 	if err := grid.Check(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if ref.Features() != len(set.Features) {
-		return nil, nil, fmt.Errorf("area of applicability of %d features for %d", ref.Features(), len(set.Features))
+		return nil, fmt.Errorf("area of applicability of %d features for %d", ref.Features(), len(set.Features))
 	}
-	s := &aoaSink{ref: ref, m: aoa.NewMap(grid)}
-	if e.gpu == nil {
-		s.idx = aoa.NewIndex(ref)
-		return s, func() {}, nil
-	}
-	var err error
-	if s.gpu, err = cuda.NewAOA(e.gpu, ref); err != nil {
-		return nil, nil, err
-	}
-	if s.fe, err = cuda.NewFeatures(e.gpu, set); err != nil {
-		s.gpu.Close()
-		return nil, nil, err
-	}
-	return s, func() { s.fe.Close(); s.gpu.Close() }, nil
+	return &aoaSink{ref: ref, m: aoa.NewMap(grid)}, nil
 }
 
 // Features implements inference.WindowSink.
 func (s *aoaSink) Features(x, y, w, h int, feats [][]float32) error {
-	if s.gpu == nil {
-		s.m.Features(s.idx, s.ref, x, y, w, h, feats)
-		return nil
-	}
-	cells, pixels := s.m.Grid.In(x, y, w, h)
+	return s.di.features(s.m, s.ref, x, y, w, h, feats)
+}
+
+// DN implements inference.WindowSink.
+func (s *aoaSink) DN(x, y, w, h int, dn [][]uint16, rect features.Rect, scale, offset float32) error {
+	return s.di.dn(s.m, x, y, w, h, dn, rect, scale, offset)
+}
+
+// cpuDI is the CPU's diComputer: the reference's index over feature
+// planes.
+type cpuDI struct{ idx *aoa.Index }
+
+func (c cpuDI) features(m *aoa.Map, ref *aoa.Reference, x, y, w, h int, feats [][]float32) error {
+	m.Features(c.idx, ref, x, y, w, h, feats)
+	return nil
+}
+
+func (cpuDI) dn(*aoa.Map, int, int, int, int, [][]uint16, features.Rect, float32, float32) error {
+	return errors.New("area of applicability: digital numbers reached the CPU's sink")
+}
+
+func (cpuDI) close() {}
+
+// gpuDI is a device's diComputer.
+type gpuDI struct {
+	a  *cuda.AOA
+	fe *cuda.Features
+}
+
+func (g gpuDI) features(m *aoa.Map, _ *aoa.Reference, x, y, w, h int, feats [][]float32) error {
+	cells, pixels := m.Grid.In(x, y, w, h)
 	sub := make([][]float32, len(feats))
 	for f, plane := range feats {
 		sub[f] = make([]float32, len(pixels))
@@ -110,33 +129,34 @@ func (s *aoaSink) Features(x, y, w, h int, feats [][]float32) error {
 		}
 	}
 	di := make([]float32, len(cells))
-	if err := s.gpu.DI(sub, di); err != nil {
+	if err := g.a.DI(sub, di); err != nil {
 		return err
 	}
 	for k, c := range cells {
-		s.m.DI[c] = di[k]
+		m.DI[c] = di[k]
 	}
 	return nil
 }
 
-// DN implements inference.WindowSink.
-func (s *aoaSink) DN(x, y, w, h int, dn [][]uint16, rect features.Rect, scale, offset float32) error {
-	if s.gpu == nil {
-		return errors.New("area of applicability: digital numbers reached the CPU's sink")
-	}
-	cells, pixels := s.m.Grid.In(x, y, w, h)
+func (g gpuDI) dn(m *aoa.Map, x, y, w, h int, dn [][]uint16, rect features.Rect, scale, offset float32) error {
+	cells, pixels := m.Grid.In(x, y, w, h)
 	px := make([]int32, len(pixels))
 	for k, p := range pixels {
 		px[k] = int32(p)
 	}
 	di := make([]float32, len(cells))
-	if err := s.gpu.DIFromDN(s.fe, dn, rect, 0, scale, offset, px, di); err != nil {
+	if err := g.a.DIFromDN(g.fe, dn, rect, 0, scale, offset, px, di); err != nil {
 		return err
 	}
 	for k, c := range cells {
-		s.m.DI[c] = di[k]
+		m.DI[c] = di[k]
 	}
 	return nil
+}
+
+func (g gpuDI) close() {
+	g.fe.Close()
+	g.a.Close()
 }
 
 // grid is the tile grid of aoa.tif: one pixel per cell.

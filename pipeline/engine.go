@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lulc/lulc/aoa"
 	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/decode"
@@ -79,6 +80,28 @@ func (e engine) decodeAhead(b *cuda.AheadBatch) error {
 		return nil
 	}
 	return cuda.DecodeAhead(e.gpu, b)
+}
+
+// aoaSink prepares the DI map of a tile on the engine's computer; done
+// frees what it holds.
+func (e engine) aoaSink(set *features.Set, ref *aoa.Reference, grid aoa.Grid) (sink *aoaSink, done func(), err error) {
+	if sink, err = newAOASink(set, ref, grid); err != nil {
+		return nil, nil, err
+	}
+	if e.gpu == nil {
+		sink.di = cpuDI{aoa.NewIndex(ref)}
+		return sink, func() {}, nil
+	}
+	var g gpuDI
+	if g.a, err = cuda.NewAOA(e.gpu, ref); err != nil {
+		return nil, nil, err
+	}
+	if g.fe, err = cuda.NewFeatures(e.gpu, set); err != nil {
+		g.a.Close()
+		return nil, nil, err
+	}
+	sink.di = g
+	return sink, g.close, nil
 }
 
 // mirrors says whether the windows' composite may go straight into a
@@ -246,6 +269,19 @@ func (e engine) classify(ctx context.Context, model *forest.Model, x []float32, 
 	}
 	wg.Wait()
 	return cls, errors.Join(errs...)
+}
+
+// Fit grows a forest on binned samples on the options' engine (over
+// every GPU of GPUs, else on Workers cores), as lulc train does.
+func (o Options) Fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, logf func(string, ...any)) (*forest.Forest, error) {
+	return o.engine().fit(ctx, xb, y, classes, p, logf)
+}
+
+// Classify predicts the class index of every row of x (nf features a
+// row) on the options' engine (the first GPU, else Workers cores), as
+// lulc train's validation does.
+func (o Options) Classify(ctx context.Context, model *forest.Model, x []float32, nf int) ([]uint8, error) {
+	return o.engine().classify(ctx, model, x, nf)
 }
 
 // busy is the devices' busy time so far, summed (0 on the CPU):

@@ -45,28 +45,28 @@ func (s Spec) check(what string) error {
 	return nil
 }
 
-// engine is an array-job system's variables: its task index, and its task
+// scheduler is an array-job system's variables: its task index, and its task
 // count where it exports one.
-type engine struct {
+type scheduler struct {
 	name, index, count string
 }
 
-// Engines are the array-job systems whose variables Resolve reads.
-var engines = []engine{
+// schedulers are the array-job systems whose variables Resolve reads.
+var schedulers = []scheduler{
 	{"Slurm", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT"},
 	{"Kubernetes", "JOB_COMPLETION_INDEX", ""},
 	{"AWS Batch", "AWS_BATCH_JOB_ARRAY_INDEX", "AWS_BATCH_JOB_ARRAY_SIZE"},
 	{"Coiled", "COILED_BATCH_TASK_ID", ""},
 }
 
-// CountVar is the variable that gives the task count where the engine
+// CountVar is the variable that gives the task count where the scheduler
 // exports none (as --shard-count does).
 const CountVar = "LULC_SHARD_COUNT"
 
 // Resolve decides which task this process is: flag ("i/n", may be empty)
 // and count (--shard-count, 0 when not given) from the command line, else
-// the engines' variables read through getenv. ok is false when nothing
-// asks for sharding. Several engines' variables set at once, or values
+// the schedulers' variables read through getenv. ok is false when nothing
+// asks for sharding. Several schedulers' variables set at once, or values
 // that disagree (with each other, with the flags, or with CountVar), are
 // errors, since a task that guesses its index maps the wrong tiles.
 //
@@ -88,7 +88,7 @@ func Resolve(flag string, count int, getenv func(string) string) (s Spec, ok boo
 		count = n
 	}
 	var set []string
-	for _, e := range engines {
+	for _, e := range schedulers {
 		if getenv(e.index) != "" {
 			set = append(set, e.index)
 		}
@@ -97,7 +97,7 @@ func Resolve(flag string, count int, getenv func(string) string) (s Spec, ok boo
 		return Spec{}, false, fmt.Errorf("the variables of several array-job engines are set (%s): lulc cannot tell which one runs it; unset all but one", strings.Join(set, ", "))
 	}
 	env := Spec{Index: -1}
-	for _, e := range engines {
+	for _, e := range schedulers {
 		v := getenv(e.index)
 		if v == "" {
 			continue
