@@ -61,6 +61,7 @@ func naive(t *testing.T, r *Reference, fold []uint64) (meanDist float64, di []fl
 }
 
 func TestBuildMatchesDefinition(t *testing.T) {
+	t.Parallel()
 	s := randomSamples(300, 5, 6, 1)
 	imp := []float64{0.4, 0.1, 0.3, -0.2, 0.2}
 	r, err := Build(context.Background(), s, 5, imp, 1000, "test folds")
@@ -99,6 +100,7 @@ func TestBuildMatchesDefinition(t *testing.T) {
 }
 
 func TestThresholdIsRType7Whisker(t *testing.T) {
+	t.Parallel()
 	// R: quantile(c(1:9, 100), c(.25, .75)) is 3.25, 7.75: the fence is
 	// 7.75 + 1.5 × 4.5 = 14.5.
 	v := []float64{100, 1, 2, 3, 4, 5, 6, 7, 8, 9}
@@ -112,6 +114,7 @@ func TestThresholdIsRType7Whisker(t *testing.T) {
 }
 
 func TestBuildRefuses(t *testing.T) {
+	t.Parallel()
 	s := randomSamples(50, 3, 1, 2)
 	if _, err := Build(context.Background(), s, 3, []float64{1, 1, 1}, 100, "one fold"); err == nil {
 		t.Error("one fold: no error")
@@ -129,6 +132,7 @@ func TestBuildRefuses(t *testing.T) {
 }
 
 func TestCapKeepsSmallestKeysWhateverTheOrder(t *testing.T) {
+	t.Parallel()
 	s := randomSamples(500, 4, 5, 3)
 	s[7].X[2] = float32(math.NaN()) // left out before the cap
 	a, err := Build(context.Background(), s, 4, []float64{1, 2, 3, 4}, 100, "f")
@@ -168,6 +172,7 @@ func TestCapKeepsSmallestKeysWhateverTheOrder(t *testing.T) {
 }
 
 func TestKDTreeEqualsBruteForce(t *testing.T) {
+	t.Parallel()
 	for _, nf := range []int{1, 2, 3, 6, 8} {
 		s := randomSamples(2000, nf, 7, uint64(nf))
 		imp := make([]float64, nf)
@@ -209,6 +214,7 @@ func TestKDTreeEqualsBruteForce(t *testing.T) {
 }
 
 func TestNaNFeatureHasNoDI(t *testing.T) {
+	t.Parallel()
 	s := randomSamples(100, 3, 4, 5)
 	r, err := Build(context.Background(), s, 3, []float64{1, 1, 1}, 100, "f")
 	if err != nil {
@@ -222,6 +228,7 @@ func TestNaNFeatureHasNoDI(t *testing.T) {
 }
 
 func TestGridCellsOnceAcrossWindows(t *testing.T) {
+	t.Parallel()
 	for _, g := range []Grid{{Width: 1000, Height: 700, Step: 10}, {Width: 1030, Height: 517, Step: 7}, {Width: 60, Height: 50, Step: 1}, {Width: 5, Height: 3, Step: 8}} {
 		cw, ch := g.Cells()
 		seen := make([]int, cw*ch)

@@ -10,6 +10,7 @@ import (
 var nan = float32(math.NaN())
 
 func TestMedianRules(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		vals []float32
 		want float32
@@ -40,6 +41,7 @@ func TestMedianRules(t *testing.T) {
 // TestMedianAgainstSort checks the parallel insertion-sort median against
 // a plain sort on random data with holes, over many pixels.
 func TestMedianAgainstSort(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	const n, d = 100_003, 7
 	dates := make([][]float32, d)
@@ -82,6 +84,7 @@ func TestMedianAgainstSort(t *testing.T) {
 }
 
 func TestMaskAndCount(t *testing.T) {
+	t.Parallel()
 	scl := []uint8{4, 8, 3, 5, 0, 6}
 	b1 := []float32{0.1, 0.2, 0.3, nan, 0.5, 0.6}
 	b2 := []float32{0.1, 0.2, 0.3, 0.4, 0.5, 0.6}
@@ -106,6 +109,7 @@ func TestMaskAndCount(t *testing.T) {
 }
 
 func TestReflectanceQuantise(t *testing.T) {
+	t.Parallel()
 	r := Reflectance([]uint16{0, 1000, 1234, 65535}, 0, 0.0001, -0.1)
 	if r[0] == r[0] || math.Abs(float64(r[1])) > 1e-7 || math.Abs(float64(r[2])-0.0234) > 1e-7 {
 		t.Errorf("reflectance %v", r)

@@ -13,6 +13,7 @@ import (
 func day(m time.Month, d int) time.Time { return time.Date(2023, m, d, 10, 30, 0, 0, time.UTC) }
 
 func TestSeasonContains(t *testing.T) {
+	t.Parallel()
 	summer := Season{"summer", MonthDay{time.June, 1}, MonthDay{time.August, 31}}
 	winter := Season{"winter", MonthDay{time.December, 1}, MonthDay{time.February, 28}}
 	for _, c := range []struct {
@@ -62,6 +63,7 @@ func same(a, b float32) bool { return a == b || a != a && b != b }
 // seasons and checks every percentile and seasonal median against the
 // definitions computed another way.
 func TestSummariseAgainstDefinition(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	tp := &Temporal{Percentiles: []int{1, 10, 25, 50, 75, 90, 99}, Seasons: []Season{
 		{"a", MonthDay{time.March, 1}, MonthDay{time.May, 31}},
@@ -118,6 +120,7 @@ func TestSummariseAgainstDefinition(t *testing.T) {
 // and B08 series, with a cloudy date, a nodata date and a date whose NDVI
 // is undefined, and checks the planes' digital numbers.
 func TestWindowTemporal(t *testing.T) {
+	t.Parallel()
 	bands := []string{"B04", "B08"}
 	tp, err := NewTemporal([]string{"ndvi", "B08"}, bands, []int{10, 90}, []Season{
 		{"summer", MonthDay{time.June, 1}, MonthDay{time.August, 31}},
@@ -186,6 +189,7 @@ func TestWindowTemporal(t *testing.T) {
 }
 
 func TestNewTemporalErrors(t *testing.T) {
+	t.Parallel()
 	bands := []string{"B04", "B08", "B11"}
 	summer := Season{"summer", MonthDay{time.June, 1}, MonthDay{time.August, 31}}
 	for _, c := range []struct {

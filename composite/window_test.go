@@ -7,6 +7,7 @@ import (
 // TestWindow checks the window composite by hand on four pixels over three
 // dates: kept, cloud-dropped, nodata and never-valid pixels.
 func TestWindow(t *testing.T) {
+	t.Parallel()
 	dates := []Date{
 		{DN: [][]uint16{{2000, 3000, 0, 5000}}, NoData: []uint16{0}, Scale: []float64{0.0001}, Offset: []float64{-0.1}, SCL: []uint8{4, 4, 4, 9}},
 		{DN: [][]uint16{{4000, 3000, 1500, 5000}}, NoData: []uint16{0}, Scale: []float64{0.0001}, Offset: []float64{-0.1}, SCL: []uint8{4, 9, 5, 8}},

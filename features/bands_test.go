@@ -3,6 +3,7 @@ package features
 import "testing"
 
 func TestLookupBand(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]string{"B8A": "nir08", "red": "B04", "rededge2": "B06", "swir22": "B12"} {
 		b, err := LookupBand(name)
 		if err != nil || (b.Key != want && b.Name != want) {

@@ -60,6 +60,7 @@ func naiveContext(f Feature, pos []int, planes [][]float32, w, h, x, y int) floa
 }
 
 func TestContextMatchesDefinition(t *testing.T) {
+	t.Parallel()
 	w, h := 61, 47
 	bands, planes := contextTile(w, h, 3)
 	set, err := NewSet(contextNames, bands)
@@ -111,6 +112,7 @@ func TestContextMatchesDefinition(t *testing.T) {
 // TestContextCutTwoWays computes the same tile's features whole and cut
 // into windows of two sizes, each read with its halo: every bit agrees.
 func TestContextCutTwoWays(t *testing.T) {
+	t.Parallel()
 	w, h := 97, 83
 	bands, planes := contextTile(w, h, 9)
 	set, err := NewSet(contextNames, bands)
@@ -180,6 +182,7 @@ func computeCut(t *testing.T, set *Set, planes [][]float32, w, h, side int) [][]
 }
 
 func TestParseContext(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"mean(B08, 15)":        "mean(B08,15)",
 		"STD(ndvi,7)":          "std(ndvi,7)",
@@ -217,6 +220,7 @@ func TestParseContext(t *testing.T) {
 
 // TestContextComputeRefuses checks the shapes ContextCompute takes.
 func TestContextComputeRefuses(t *testing.T) {
+	t.Parallel()
 	bands, planes := contextTile(10, 10, 1)
 	set, _ := NewSet([]string{"mean(B08,3)"}, bands)
 	dst := [][]float32{make([]float32, 100)}
@@ -237,6 +241,7 @@ func TestContextComputeRefuses(t *testing.T) {
 // float32. Random sums, sums next to n × (k + ½) (where a tie in one
 // rounding could hide behind the other) and the ends of the range.
 func TestMeanFloatPath(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(61, 62))
 	const lim = 1 << 24
 	check := func(s, n int64) {
@@ -270,6 +275,7 @@ func TestMeanFloatPath(t *testing.T) {
 // every odd count a window can hold, on random sums and on sums whose
 // quotient lies next to a midpoint between float32s.
 func TestMomentsReciprocal(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(63, 64))
 	// The device's steps (ctx_mean_whole, ctx_std_whole): the reciprocal
 	// and the count scaled by the quantum, 2^-18, so that nothing is
@@ -378,6 +384,7 @@ func BenchmarkContextCompute(b *testing.B) {
 // −0.01, −0, +0 or 0.01, so that windows hold zeros of both signs, ties
 // and nothing but equal values, on an inner block with its halo.
 func TestContextRangeFlat(t *testing.T) {
+	t.Parallel()
 	w, h := 71, 59
 	bands, planes := contextTile(w, h, 5)
 	r := rand.New(rand.NewPCG(7, 8))

@@ -7,6 +7,7 @@ import (
 )
 
 func TestIndicesByHand(t *testing.T) {
+	t.Parallel()
 	bands := []string{"B02", "B03", "B04", "B05", "B08", "B11", "B12"}
 	// blue, green, red, rededge1, nir, swir1, swir2
 	px := []float32{0.05, 0.08, 0.04, 0.12, 0.40, 0.20, 0.10}
@@ -60,6 +61,7 @@ func TestIndicesByHand(t *testing.T) {
 }
 
 func TestFeatureErrors(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]string{
 		"ndxi":          "unknown feature",
 		"nd(B08)":       "two bands",
@@ -81,6 +83,7 @@ func TestFeatureErrors(t *testing.T) {
 // TestColumnsRows checks that Columns and Rows transpose samples both
 // ways, on sizes that split unevenly over the cores.
 func TestColumnsRows(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 1, 4095, 70_001} {
 		const width = 7
 		x := make([]float32, n*width)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseTemporal(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, name, op, base string }{
 		{"p10(NDVI)", "p10(ndvi)", "shift", "ndvi"},
 		{" p90( red ) ", "p90(B04)", "band", "B04"},
@@ -45,6 +46,7 @@ func TestParseTemporal(t *testing.T) {
 // TestTemporalValues: a temporal feature reads its plane, less the shift
 // for indices; NaN stays canonical NaN.
 func TestTemporalValues(t *testing.T) {
+	t.Parallel()
 	bands := []string{"B04", "B08", "p10(ndvi)", "p90(B08)"}
 	s, err := NewSet([]string{"p10(ndvi)", "p90(B08)", "ndvi"}, bands)
 	if err != nil {

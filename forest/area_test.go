@@ -17,6 +17,7 @@ func near(t *testing.T, what string, got, want float64) {
 // pixels, 50 sample pixels each, 40 of the first referenced as mapped and
 // 45 of the second.
 func TestEstimateAreasWorked(t *testing.T) {
+	t.Parallel()
 	sample := [][]int64{ // [reference][mapped]
 		{40, 5},
 		{10, 45},
@@ -49,6 +50,7 @@ func TestEstimateAreasWorked(t *testing.T) {
 // gives the plain proportions: the overall accuracy of the confusion
 // matrix and the reference classes' shares.
 func TestEstimateAreasCensus(t *testing.T) {
+	t.Parallel()
 	conf := [][]int64{ // [reference][mapped]
 		{500, 20, 0},
 		{30, 300, 10},
@@ -74,6 +76,7 @@ func TestEstimateAreasCensus(t *testing.T) {
 // fewer than twice, mismatched shapes, an empty map; and that a class
 // never mapped has no user's accuracy.
 func TestEstimateAreasRefuses(t *testing.T) {
+	t.Parallel()
 	if _, err := EstimateAreas([][]int64{{5, 0}, {1, 1}}, []int64{10, 10}); err == nil {
 		t.Error("a stratum of one sample pixel was accepted")
 	}

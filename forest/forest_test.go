@@ -70,6 +70,7 @@ func accuracy(t *testing.T, f *Forest, b *Bins, x []float32, y []uint8, nf int) 
 var defaults = Params{Trees: 20, MaxDepth: 12, MinSamplesLeaf: 1, Bins: 64, Bootstrap: true, Seed: 42}
 
 func TestSeparable(t *testing.T) {
+	t.Parallel()
 	// Two features; the class is which side of x0 = 0.3 a point lies on.
 	r := rand.New(rand.NewPCG(1, 1))
 	n := 4000
@@ -91,6 +92,7 @@ func TestSeparable(t *testing.T) {
 }
 
 func TestGaussiansAndDepth(t *testing.T) {
+	t.Parallel()
 	const nf, k = 8, 5
 	x, y := gaussians(20000, nf, k, 1.5, 0.05, 11)
 	f, b := fit(t, x[:16000*nf], y[:16000], nf, k, defaults, 0)
@@ -119,6 +121,7 @@ func TestGaussiansAndDepth(t *testing.T) {
 }
 
 func TestDeterministicAcrossWorkers(t *testing.T) {
+	t.Parallel()
 	const nf, k = 6, 4
 	x, y := gaussians(6000, nf, k, 1.0, 0.1, 5)
 	f1, _ := fit(t, x, y, nf, k, defaults, 1)
@@ -135,6 +138,7 @@ func TestDeterministicAcrossWorkers(t *testing.T) {
 }
 
 func TestNaNGoesLeft(t *testing.T) {
+	t.Parallel()
 	b := &Bins{Edges: [][]float32{{0.1, 0.5}}}
 	for v, want := range map[float32]uint8{float32(math.NaN()): 0, -1: 1, 0.1: 1, 0.3: 2, 0.5: 2, 0.9: 3} {
 		if got := b.Code(0, v); got != want {

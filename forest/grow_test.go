@@ -51,6 +51,7 @@ func (m *multi) Partition(tasks []Task, splits []Split) ([][2]int, error) {
 // TestGrowBatch grows a batch of trees at once, as the GPU does, and
 // checks it equals Train's tree-at-a-time forest.
 func TestGrowBatch(t *testing.T) {
+	t.Parallel()
 	x, y := gaussians(6000, 7, 5, 1.0, 0.1, 4)
 	p := Params{Trees: 9, MaxDepth: 14, MinSamplesLeaf: 2, Bins: 64, Bootstrap: true, Seed: 8}
 	want, b := fit(t, x, y, 7, 5, p, 3)

@@ -25,6 +25,7 @@ func (e *countingEngine) Splits(tasks []Task) ([]Split, error) {
 // TestGrowStopsWithinALevel interrupts a fit after its second level: Grow
 // returns the context's error before asking the grower for a third.
 func TestGrowStopsWithinALevel(t *testing.T) {
+	t.Parallel()
 	x, y := gaussians(3000, 6, 4, 2, 0.2, 3)
 	p := Params{Trees: 4, MaxDepth: 12, MinSamplesLeaf: 1, Bins: 32, Bootstrap: true, Seed: 1}
 	b, err := QuantileBins(x, 6, p.Bins, 100000, p.Seed)
@@ -53,6 +54,7 @@ func TestGrowStopsWithinALevel(t *testing.T) {
 // TestTrainInterrupted: an interrupted Train returns the context's error,
 // never a forest of the trees grown so far.
 func TestTrainInterrupted(t *testing.T) {
+	t.Parallel()
 	x, y := gaussians(2000, 5, 3, 2, 0.1, 5)
 	p := Params{Trees: 50, MaxDepth: 10, MinSamplesLeaf: 1, Bins: 32, Bootstrap: true, Seed: 2}
 	b, _ := QuantileBins(x, 5, p.Bins, 100000, p.Seed)

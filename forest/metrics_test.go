@@ -14,6 +14,7 @@ import (
 //	   B      2  3  1
 //	   C      0  0  4
 func TestMetricsByHand(t *testing.T) {
+	t.Parallel()
 	conf := [3][3]int{{5, 1, 0}, {2, 3, 1}, {0, 0, 4}}
 	var ref, pred []uint8
 	for a := range 3 {
@@ -57,6 +58,7 @@ func TestMetricsByHand(t *testing.T) {
 // TestMetricsJSONCodes: metrics files list class codes as numbers, and
 // the base64 strings of older files still read.
 func TestMetricsJSONCodes(t *testing.T) {
+	t.Parallel()
 	m, err := Evaluate([]uint8{0, 1, 1}, []uint8{0, 1, 0}, []uint8{10, 80})
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ func smallModel(t testing.TB) *Model {
 }
 
 func TestModelRoundTrip(t *testing.T) {
+	t.Parallel()
 	m := smallModel(t)
 	data, err := m.Encode()
 	if err != nil {
@@ -57,6 +58,7 @@ func TestModelRoundTrip(t *testing.T) {
 }
 
 func TestModelCorruption(t *testing.T) {
+	t.Parallel()
 	data, _ := smallModel(t).Encode()
 	for name, c := range map[string]struct {
 		data []byte
@@ -107,6 +109,7 @@ func FuzzDecode(f *testing.F) {
 }
 
 func TestModelAOARoundTrip(t *testing.T) {
+	t.Parallel()
 	m := smallModel(t)
 	plain, _ := m.Encode()
 	if bytes.Contains(plain, []byte(`"aoa"`)) {

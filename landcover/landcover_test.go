@@ -7,6 +7,7 @@ import (
 )
 
 func TestWorldCover(t *testing.T) {
+	t.Parallel()
 	if err := WorldCover.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -23,6 +24,7 @@ func TestWorldCover(t *testing.T) {
 }
 
 func TestValidateRejects(t *testing.T) {
+	t.Parallel()
 	for _, s := range []Scheme{
 		{Name: "empty"},
 		{Name: "zero", Classes: []Class{{Code: 0, Name: "x"}}},
@@ -38,6 +40,7 @@ func TestValidateRejects(t *testing.T) {
 // TestFromSTAC reads WorldCover's own classification:classes (the shared
 // item's, as its catalog writes them) into the built-in scheme.
 func TestFromSTAC(t *testing.T) {
+	t.Parallel()
 	var classes []STACClass
 	for _, c := range WorldCover.Classes {
 		classes = append(classes, STACClass{Value: int(c.Code), Description: c.Name,

@@ -8,6 +8,7 @@ import (
 )
 
 func TestSCL(t *testing.T) {
+	t.Parallel()
 	if err := SCL.Validate(); err != nil {
 		t.Fatal(err)
 	}

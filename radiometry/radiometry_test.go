@@ -42,6 +42,7 @@ func window(dn [][]uint16, w, x, y, ww, wh int) [][]uint16 {
 // not on how it is cut into windows, and sit where the scene's dark
 // tenth puts them.
 func TestDarkIndependentOfWindows(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	const w, h, nb = 301, 203, 3
 	dn := scene(r, w, h, nb, 0)
@@ -74,6 +75,7 @@ func TestDarkIndependentOfWindows(t *testing.T) {
 // and one removed twice are named with the numbers; plain reflectance
 // and a band without data are not.
 func TestSuspect(t *testing.T) {
+	t.Parallel()
 	bands := []string{"B02", "B08", "B11"}
 	r := rand.New(rand.NewPCG(3, 4))
 	dark := func(shift float64) []float64 {
@@ -101,6 +103,7 @@ func TestSuspect(t *testing.T) {
 // 0.1 either way is reported, natural differences of a few hundredths are
 // not, and missing levels compare nothing.
 func TestCompare(t *testing.T) {
+	t.Parallel()
 	bands := []string{"B02", "B03", "B04"}
 	trained := []float64{0.01, 0.02, 0.015}
 	cases := []struct {
@@ -125,6 +128,7 @@ func TestCompare(t *testing.T) {
 
 // TestLevelsRoundTrip checks the by-name form files store.
 func TestLevelsRoundTrip(t *testing.T) {
+	t.Parallel()
 	bands := []string{"B02", "B03"}
 	m := ByName(bands, []float64{0.01, math.NaN()})
 	if len(m) != 1 || m["B02"] != 0.01 {

@@ -18,6 +18,7 @@ func whole(t *testing.T, src []uint16, rw, rh, k int, nodata uint16, has bool) [
 }
 
 func TestBilinearByHand(t *testing.T) {
+	t.Parallel()
 	got := whole(t, []uint16{100, 200}, 2, 1, 2, 0, false)
 	want := []uint16{100, 125, 175, 200}
 	for i := range want {
@@ -103,6 +104,7 @@ func randomRaster(r *rand.Rand, n int, nodataShare float64) []uint16 {
 }
 
 func TestBilinearMatchesReference(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, k := range []int{1, 2, 3, 6} {
 		for _, nd := range []float64{0, 0.3} {
@@ -120,6 +122,7 @@ func TestBilinearMatchesReference(t *testing.T) {
 }
 
 func TestBilinearNoData(t *testing.T) {
+	t.Parallel()
 	// A nodata pixel never bleeds into its neighbours, and an output whose
 	// neighbours are all nodata is nodata.
 	src := []uint16{500, 0, 0, 0}
@@ -146,6 +149,7 @@ func TestBilinearNoData(t *testing.T) {
 // offsets: with planes covering Need, every window gives the pixels of the
 // whole-raster result.
 func TestWindowsAgree(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, k := range []int{2, 6} {
 		rw, rh := 23, 17
@@ -179,6 +183,7 @@ func TestWindowsAgree(t *testing.T) {
 }
 
 func TestNearest(t *testing.T) {
+	t.Parallel()
 	src := []uint8{1, 2, 3, 4, 5, 6}
 	w := Window{X: 1, Y: 1, W: 4, H: 3, K: 2, RasterW: 3, RasterH: 2}
 	px, py, pw, ph := w.Need(false)
@@ -198,6 +203,7 @@ func TestNearest(t *testing.T) {
 }
 
 func TestPlaneMustCover(t *testing.T) {
+	t.Parallel()
 	w := Window{X: 4, Y: 4, W: 4, H: 4, K: 2, RasterW: 8, RasterH: 8}
 	p := Plane[uint16]{X0: 2, Y0: 2, W: 2, H: 2, Pix: make([]uint16, 4)} // lacks the halo
 	if err := Bilinear(make([]uint16, 16), w, p, 0, false); err == nil {
@@ -226,6 +232,7 @@ func BenchmarkBilinear2x(b *testing.B) {
 // division for every numerator Bilinear can produce, for each zoom that
 // Sentinel-2's grids use and a few more.
 func TestDividerExact(t *testing.T) {
+	t.Parallel()
 	for _, k := range []uint32{1, 2, 3, 6, 12} {
 		full := 4 * k * k
 		d := 2 * full

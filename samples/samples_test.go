@@ -12,6 +12,7 @@ func smallSet() *Set {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	body, err := smallSet().Encode()
 	if err != nil {
 		t.Fatal(err)

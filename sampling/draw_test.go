@@ -408,6 +408,7 @@ func TestDrawMatchesReference(t *testing.T) {
 // kept: a tile drawn from memory after one drawn strip by strip, and the
 // other way round, as the reference.
 func TestDrawKeepsEarlierInputs(t *testing.T) {
+	t.Parallel()
 	for trial := range uint64(6) {
 		c := randomDrawCase(t, 1000+trial, false)
 		if len(c.ins) < 2 {
@@ -432,6 +433,7 @@ func TestDrawKeepsEarlierInputs(t *testing.T) {
 // TestSortCandidates checks the radix sort against a comparison sort, with
 // keys drawn from few values (ties broken by id) and from all 64 bits.
 func TestSortCandidates(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for trial := range 200 {
 		c := make([]entry, r.IntN(300))
@@ -456,6 +458,7 @@ func TestSortCandidates(t *testing.T) {
 // and the warnings say why, from memory and from strips; a tile with
 // samples has no such warning.
 func TestWarnsWhenEveryPixelLacksAPlane(t *testing.T) {
+	t.Parallel()
 	bands := []string{"B04", "B08"}
 	make1 := func(emptyPlane bool) Input {
 		tile := stack.New("t", geo.Grid{EPSG: 32631, Width: 20, Height: 10,

@@ -133,6 +133,7 @@ func (p pixelPasses) Collect(r *DeviceRule, bound []uint64, count []int) (Collec
 // of the draw on every core, byte for byte: the rule carries all a
 // device needs.
 func TestDrawOnDeviceRule(t *testing.T) {
+	t.Parallel()
 	for trial := range uint64(24) {
 		c := randomDrawCase(t, 500+trial, trial >= 20)
 		want, _, wantBuffered := drawBuffered(t, c, c.ins)
@@ -153,6 +154,7 @@ func TestDrawOnDeviceRule(t *testing.T) {
 // once (as lulc run's lanes do, one per GPU) give the samples of adding
 // them one after the other, byte for byte.
 func TestDrawTilesAtOnce(t *testing.T) {
+	t.Parallel()
 	for trial := range uint64(12) {
 		c := randomDrawCase(t, 700+trial, trial >= 10)
 		want, _ := drawSamples(t, c, c.ins)
@@ -190,6 +192,7 @@ func TestDrawTilesAtOnce(t *testing.T) {
 // class draws what relabelling those pixels would: the same samples, byte
 // for byte, from memory and strip by strip.
 func TestDrawRemap(t *testing.T) {
+	t.Parallel()
 	for trial := range uint64(8) {
 		c := randomDrawCase(t, 900+trial, false)
 		to := c.scheme.Classes[int(trial)%len(c.scheme.Classes)].Code
@@ -222,6 +225,7 @@ func TestDrawRemap(t *testing.T) {
 // inputs too, both sides are drawn, and a tile without group ids is
 // refused, from memory and strip by strip.
 func TestSplitByFeatures(t *testing.T) {
+	t.Parallel()
 	cases, both := 0, 0
 	defer func() {
 		if both < 3 {

@@ -15,6 +15,7 @@ import (
 // merged in any order, give the samples and warnings of one sampler
 // adding every input.
 func TestShardDrawsMerge(t *testing.T) {
+	t.Parallel()
 	merged := 0
 	for trial := range uint64(24) {
 		c := randomDrawCase(t, 500+trial, trial%6 == 5)

@@ -188,6 +188,7 @@ func scanKeys(t *testing.T, c drawCase, want *samples.Set, name string) {
 // tiles, three seeds: some 1,350 and 4,050 pixels drawn, the ratio's
 // standard error about 0.09.
 func TestWeightedDrawRatio(t *testing.T) {
+	t.Parallel()
 	const side, keep = 300, 1800
 	scheme := landcover.WorldCover
 	code := scheme.Classes[0].Code
@@ -241,6 +242,7 @@ func TestWeightedDrawRatio(t *testing.T) {
 // TestMergeRefusesForeignKeys checks that a weighted draw whose key lies
 // above its pixel's unweighted key (no weight gives that) is refused.
 func TestMergeRefusesForeignKeys(t *testing.T) {
+	t.Parallel()
 	for trial := uint64(0); ; trial++ {
 		c := withWeights(randomDrawCase(t, 4000+trial, false), trial)
 		sp := New(c.cfg, c.names, c.scheme, cpu)

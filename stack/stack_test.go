@@ -36,6 +36,7 @@ func filled(t *testing.T) *Tile {
 }
 
 func TestWindows(t *testing.T) {
+	t.Parallel()
 	tile := filled(t)
 	for px := range 35 {
 		if tile.DN[0][px] != uint16(1000+px) || tile.DN[1][px] != uint16(2000+px) || tile.Labels[px] != uint8(10*(px%5)) || tile.Count[px] != uint8(px%3) {
@@ -54,6 +55,7 @@ func TestWindows(t *testing.T) {
 }
 
 func TestSpillRoundTrip(t *testing.T) {
+	t.Parallel()
 	tile := filled(t)
 	path := filepath.Join(t.TempDir(), "31TEJ.spill")
 	if err := tile.Spill(path); err != nil {

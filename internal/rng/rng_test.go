@@ -3,6 +3,7 @@ package rng
 import "testing"
 
 func TestStartExtendIsHash(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(5) {
 		h := Start(seed)
 		if h != Hash(seed) {
