@@ -1,5 +1,8 @@
-// Package charts draws lulc's report charts as PNG with gonum/plot: the
-// confusion matrix as a heat map and feature importance as bars.
+// Package charts draws lulc's report pictures as PNG: with gonum/plot, the
+// confusion matrix as a heat map, feature importance as bars and stacked
+// bars of stage times; by hand, images of bands (RGB, gradients, masks
+// highlighted), class maps in the scheme's colours and the quicklook, and
+// their titled rows.
 package charts
 
 import (

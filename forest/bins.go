@@ -1,7 +1,8 @@
 // Package forest trains and runs random forests on binned pixel features:
 // quantile binning, a histogram forest grown level by level with integer
-// class counts (the CPU twin of the GPU forest), the golearn baseline
-// adapter, the model file and accuracy metrics.
+// class counts (Grow decides, a Grower does the row work: the CPU's here,
+// the GPU's in package cuda), the model file and accuracy metrics. The
+// golearn baseline lives in package baseline.
 //
 // It is pure Go with no cgo, so its test binaries run on GPU hosts without
 // GDAL.

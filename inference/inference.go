@@ -2,8 +2,11 @@
 // pipeline of goroutine stages (read → features → predict → write) joined
 // by bounded queues, so memory stays bounded whatever the tile size and
 // every core is busy. Predictors sit behind a small interface: the CPU one
-// here, a GPU one in package cuda later, which keeps a device busy while
-// reads and writes overlap. It knows nothing about STAC.
+// and the GPU one (GPU, over package cuda's predictor, which takes a
+// window's digital numbers and keeps a device busy while reads and writes
+// overlap). The caller opens the stack (Tile.Open) and the outputs
+// (BandWriter): this package reads and writes no file itself, needs no
+// cgo, and knows nothing about STAC.
 package inference
 
 import (
