@@ -1,83 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/exchange"
+	"github.com/lulc/lulc/internal/s3test"
 	"github.com/lulc/lulc/raster"
 )
-
-// s3Server starts s3rver (npm; scripts/s3rver installs it) on a free local
-// port with an empty bucket, points GDAL's /vsis3/ at it through the AWS_*
-// variables, and returns the bucket's URL. It skips the test where
-// s3rver is not installed.
-func s3Server(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("LULC_S3RVER")
-	if bin == "" {
-		if p, err := exec.LookPath("s3rver"); err == nil {
-			bin = p
-		} else if home, err := os.UserCacheDir(); err == nil {
-			bin = filepath.Join(home, "lulc", "s3rver", "node_modules", ".bin", "s3rver")
-		}
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("s3rver is not installed (scripts/s3rver installs it from npm): %v", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "--silent", "--address", "127.0.0.1", "--port", fmt.Sprint(port), "--directory", t.TempDir(), "--configure-bucket", "lulc-test")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	up := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening") {
-				up <- true
-			}
-		}
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("s3rver did not start listening in 20 s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	for k, v := range map[string]string{"AWS_S3_ENDPOINT": fmt.Sprintf("127.0.0.1:%d", port), "AWS_HTTPS": "NO", "AWS_VIRTUAL_HOSTING": "FALSE",
-		"AWS_ACCESS_KEY_ID": "S3RVER", "AWS_SECRET_ACCESS_KEY": "S3RVER", "AWS_REGION": "us-east-1"} {
-		t.Setenv(k, v)
-	}
-	return "s3://lulc-test"
-}
 
 // twoTiles writes two tiny synthetic tiles side by side, a catalog over
 // them and a run config whose ingest config covers both; it returns the
@@ -148,7 +85,7 @@ func must(t *testing.T, args ...string) string {
 // killed while it uploaded (no commit) is missing for collect and is
 // uploaded again by its rerun, a damaged object is found and redone.
 func TestExchangeS3(t *testing.T) {
-	bucket := s3Server(t)
+	bucket := s3test.Server(t)
 	catalog, runCfg := twoTiles(t)
 	plan := filepath.Join(t.TempDir(), "plan.json")
 	must(t, "plan", "-q", "-c", runCfg, "--catalog", catalog, "--out", plan)
