@@ -284,15 +284,13 @@ func (d *Device) decodeRects(rects []rectOut) error {
 			return err
 		}
 	}
-	for k, b := range fromHeld {
+	for _, b := range fromHeld {
 		s, err := d.stageOnDevice(packedTiles{off: b.off, size: b.size}, b.held.buf, b.dst)
 		if err == nil {
 			err = d.runDecode(s, b.heldFrom, inflateWarps)
 		}
 		if err != nil {
-			for _, h := range fromHeld[k:] {
-				forget(h)
-			}
+			forgetAll()
 			return err
 		}
 	}
@@ -450,8 +448,9 @@ func DecodeAhead(dev *Device, b *AheadBatch) (err error) {
 	for _, f := range b.formats {
 		p := b.packed[f]
 		var src Buffer
+		var h *heldBuffer // the device's copy of the format's tiles, if it keeps one
 		if HoldsAhead(f) && len(p.data) > 0 {
-			h := &heldBuffer{keys: b.keys[f]}
+			h = &heldBuffer{keys: b.keys[f]}
 			if err := dev.doFirst(func() (err error) {
 				if h.buf, err = alloc(uint64(len(p.data))); err == nil {
 					dev.heldBufs[h] = true
@@ -474,16 +473,15 @@ func DecodeAhead(dev *Device, b *AheadBatch) (err error) {
 				return err
 			}
 			runtime.KeepAlive(p.data)
-			if err := dev.doFirst(func() error {
+		}
+		if err := dev.doFirst(func() error {
+			if h != nil {
 				for k, key := range h.keys {
 					dev.held[key] = heldTile{h, p.off[k], p.size[k]}
 				}
-				return nil
-			}); err != nil {
-				return err
 			}
-		}
-		if err := dev.doFirst(func() error { return dev.decodeAhead(f, b.keys[f], p, src) }); err != nil {
+			return dev.decodeAhead(f, b.keys[f], p, src)
+		}); err != nil {
 			return err
 		}
 	}

@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"math"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -53,9 +51,7 @@ func aheadBudget(set int64) int64 {
 	if avail := meminfo.Available(); avail > 0 {
 		budget = max(2<<30, int64(avail/4))
 	}
-	// SetMemoryLimit with a negative value reads the limit; math.MaxInt64
-	// means none.
-	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+	if limit := heapLimit(); limit > 0 {
 		budget = min(budget, max(1<<30, limit/4))
 	}
 	return budget

@@ -74,7 +74,6 @@ type aoaSink struct {
 type diComputer interface {
 	features(m *aoa.Map, ref *aoa.Reference, x, y, w, h int, feats [][]float32) error
 	dn(m *aoa.Map, x, y, w, h int, dn [][]uint16, rect features.Rect, scale, offset float32) error
-	close()
 }
 
 // newAOASink checks a tile's DI grid against the model and starts its map.
@@ -110,8 +109,6 @@ func (c cpuDI) features(m *aoa.Map, ref *aoa.Reference, x, y, w, h int, feats []
 func (cpuDI) dn(*aoa.Map, int, int, int, int, [][]uint16, features.Rect, float32, float32) error {
 	return errors.New("area of applicability: digital numbers reached the CPU's sink")
 }
-
-func (cpuDI) close() {}
 
 // gpuDI is a device's diComputer.
 type gpuDI struct {
@@ -154,6 +151,7 @@ func (g gpuDI) dn(m *aoa.Map, x, y, w, h int, dn [][]uint16, rect features.Rect,
 	return nil
 }
 
+// close frees the device's model and features.
 func (g gpuDI) close() {
 	g.fe.Close()
 	g.a.Close()

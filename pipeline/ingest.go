@@ -870,25 +870,36 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 // dates"). They take at most half of budget, and the log says when that
 // holds workers back.
 func windowWorkers(workers int, perWindow, budget int64, log *slog.Logger) int {
-	if perWindow <= 0 || budget <= 0 || int64(workers)*perWindow <= budget/2 {
+	if perWindow <= 0 || budget <= 0 {
 		return workers
 	}
 	n := int(max(1, budget/2/perWindow))
-	if n < workers {
-		log.Info("windows composited at once held within memory: each holds every date's bands; raise memory_gb for more",
-			"windows_at_once", n, "workers", workers, "window_mb", perWindow>>20, "budget_mb", budget>>20)
-		return n
+	if n >= workers {
+		return workers
 	}
-	return workers
+	log.Info("windows composited at once held within memory: each holds every date's bands; raise memory_gb for more",
+		"windows_at_once", n, "workers", workers, "window_mb", perWindow>>20, "budget_mb", budget>>20)
+	return n
 }
 
-// heapBudget is the Go heap's limit (lulc run sets it from memory_gb),
-// else the memory available, else 0 (unknown).
+// heapBudget is the Go heap's limit, else the memory available, else 0
+// (unknown).
 func heapBudget() int64 {
-	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+	if limit := heapLimit(); limit > 0 {
 		return limit
 	}
 	return int64(meminfo.Available())
+}
+
+// heapLimit is the Go heap's soft limit (lulc run sets it from
+// memory_gb), 0 when none is set.
+func heapLimit() int64 {
+	// SetMemoryLimit with a negative value reads the limit; math.MaxInt64
+	// means none.
+	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+		return limit
+	}
+	return 0
 }
 
 // logTileStages logs where a tile's ingest time went and warns when many

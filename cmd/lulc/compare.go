@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/lulc/lulc/cuda"
 	"github.com/lulc/lulc/pipeline"
 )
 
@@ -47,6 +46,3 @@ func compareFromEnv(getenv func(string) string) (pipeline.Compare, error) {
 	}
 	return c, errors.Join(errs...)
 }
-
-// openOptions are the settings of the devices the command opens.
-func (a *app) openOptions() cuda.Options { return a.compare.Device }

@@ -38,7 +38,7 @@ func (a *app) openDevice(spec string) (devices, error) {
 	case spec == "cpu":
 		return nil, nil
 	case spec == "auto":
-		d, err := cuda.Open(0, a.openOptions())
+		d, err := cuda.Open(0, a.compare.Device)
 		if err != nil {
 			a.log.Info("no usable GPU, computing on the CPU", "why", err)
 			return nil, nil
@@ -56,7 +56,7 @@ func (a *app) openDevice(spec string) (devices, error) {
 		var wg sync.WaitGroup
 		for k, i := range indices {
 			wg.Go(func() {
-				if ds[k], errs[k] = cuda.Open(i, a.openOptions()); errs[k] != nil {
+				if ds[k], errs[k] = cuda.Open(i, a.compare.Device); errs[k] != nil {
 					errs[k] = fmt.Errorf("--device %s: no usable GPU %d: %w (lulc doctor says more)", spec, i, errs[k])
 				}
 			})

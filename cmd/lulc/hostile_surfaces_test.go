@@ -118,6 +118,17 @@ func TestHostileSurfaces(t *testing.T) {
 			c.t.Setenv("LULC_WINDOW", "wide")
 			return []string{"predict", "--model", c.w.model, "--input", c.w.stack, "--out", c.out()}
 		}},
+		// The comparison switches, read by the command line only: a value
+		// a switch does not take, and a kernels file that is not there,
+		// stop the command before it writes anything.
+		{name: "env-switch-bogus", code: usage, want: []string{`LULC_DEVICE_DECODE="maybe"`, `"off"`}, setup: func(c *hcase) []string {
+			c.t.Setenv("LULC_DEVICE_DECODE", "maybe")
+			return []string{"predict", "--model", c.w.model, "--input", c.w.stack, "--out", c.out()}
+		}},
+		{name: "env-ptx-missing", code: usage, want: []string{"LULC_PTX", "no-such.ptx"}, setup: func(c *hcase) []string {
+			c.t.Setenv("LULC_PTX", c.path("no-such.ptx"))
+			return []string{"predict", "--model", c.w.model, "--input", c.w.stack, "--out", c.out()}
+		}},
 		// More dates than a composite's byte-wide valid count holds:
 		// refused before a pixel is read, naming the limit.
 		{name: "dates-over-255", code: exitFailure, want: []string{"31TEJ", "259 dates", "the 255 a composite takes", "narrow dates"}, setup: func(c *hcase) []string {
