@@ -84,16 +84,8 @@ func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) erro
 		return fmt.Errorf("cuda predict: %d feature planes for a model of %d features", len(feats), p.nf)
 	}
 	n := len(cls)
-	if len(conf) != n {
-		return fmt.Errorf("cuda predict: %d classes and %d confidences", n, len(conf))
-	}
-	for _, f := range feats {
-		if len(f) != n {
-			return fmt.Errorf("cuda predict: planes of %d and %d pixels", n, len(f))
-		}
-	}
-	if n == 0 {
-		return nil
+	if err := samePixels(feats, cls, conf); err != nil || n == 0 {
+		return err
 	}
 	chunk := p.Dev.predictChunk()
 	if n <= chunk {
@@ -101,31 +93,57 @@ func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) erro
 	}
 	nf := p.nf
 	return p.Dev.Do(func() error {
-		// Out of device memory, the chunks halve: more round trips, the
-		// same result.
-		for {
-			err := p.reserve(chunk, true)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, ErrorOutOfMemory) || chunk <= 1<<16 {
-				return fmt.Errorf("cuda predict: chunks of %d pixels: %w", chunk, err)
-			}
-			p.freeSlots()
-			chunk /= 2
-		}
-		return streamChunks(p.streams, n, chunk, func(s, lo, hi int) error {
+		reserve := func(chunk int) error { return p.reserve(chunk, true) }
+		return p.stream(n, chunk, reserve, func(s, lo, hi int) error {
 			m := hi - lo
-			in := unsafe.Slice((*float32)(p.hostIn[s]), nf*chunk)
+			in := unsafe.Slice((*float32)(p.hostIn[s]), nf*m)
 			parallelPlanes(nf, func(i int) { copy(in[i*m:(i+1)*m], feats[i][lo:hi]) })
-			if err := check(api.memcpyHtoDAsync(p.dIn[s].ptr, p.hostIn[s], uint64(m)*4*uint64(nf), p.streams[s]), "cuMemcpyHtoDAsync"); err != nil {
-				return err
-			}
-			return p.walk(s, m)
-		}, func(s, lo, hi int) {
-			copy(cls[lo:hi], unsafe.Slice((*uint8)(p.hostCls[s]), hi-lo))
-			copy(conf[lo:hi], unsafe.Slice((*float32)(p.hostConf[s]), hi-lo))
-		})
+			return check(api.memcpyHtoDAsync(p.dIn[s].ptr, p.hostIn[s], uint64(m)*4*uint64(nf), p.streams[s]), "cuMemcpyHtoDAsync")
+		}, cls, conf)
+	})
+}
+
+// samePixels checks that every input plane has as many pixels as cls,
+// and conf as many as cls.
+func samePixels[T float32 | uint16](planes [][]T, cls []uint8, conf []float32) error {
+	n := len(cls)
+	if len(conf) != n {
+		return fmt.Errorf("cuda predict: %d classes and %d confidences", n, len(conf))
+	}
+	for _, p := range planes {
+		if len(p) != n {
+			return fmt.Errorf("cuda predict: planes of %d and %d pixels", n, len(p))
+		}
+	}
+	return nil
+}
+
+// stream classifies n pixels in chunks alternating between the two
+// slots (owner goroutine): fill queues, on slot s's stream, what puts
+// pixels [lo, hi)'s features into dIn[s]; walk bins and walks them and
+// the classes and confidences are collected once the stream is done.
+// reserve sizes the slots for a chunk; out of device memory, the chunks
+// halve: more round trips, the same result.
+func (p *Predictor) stream(n, chunk int, reserve func(chunk int) error, fill func(s, lo, hi int) error, cls []uint8, conf []float32) error {
+	for {
+		err := reserve(chunk)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrorOutOfMemory) || chunk <= 1<<16 {
+			return fmt.Errorf("cuda predict: chunks of %d pixels: %w", chunk, err)
+		}
+		p.freeSlots()
+		chunk /= 2
+	}
+	return streamChunks(p.streams, n, chunk, func(s, lo, hi int) error {
+		if err := fill(s, lo, hi); err != nil {
+			return err
+		}
+		return p.walk(s, hi-lo)
+	}, func(s, lo, hi int) {
+		copy(cls[lo:hi], unsafe.Slice((*uint8)(p.hostCls[s]), hi-lo))
+		copy(conf[lo:hi], unsafe.Slice((*float32)(p.hostConf[s]), hi-lo))
 	})
 }
 
@@ -186,56 +204,32 @@ func (p *Predictor) PredictDN(fe *Features, dn [][]uint16, nodata uint16, scale,
 		return fmt.Errorf("cuda predict: context features need their window's halo: predict them from planes")
 	}
 	n := len(cls)
-	if len(conf) != n {
-		return fmt.Errorf("cuda predict: %d classes and %d confidences", n, len(conf))
+	if err := samePixels(dn, cls, conf); err != nil || n == 0 {
+		return err
 	}
-	for _, b := range dn {
-		if len(b) != n {
-			return fmt.Errorf("cuda predict: band planes of %d and %d pixels", n, len(b))
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	chunk := min(n, p.Dev.predictChunk())
 	return p.Dev.Do(func() error {
-		for {
-			err := p.reserve(chunk, false)
-			if err == nil {
-				err = p.reserveBands(chunk, nb)
-			}
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, ErrorOutOfMemory) || chunk <= 1<<16 {
-				return fmt.Errorf("cuda predict: chunks of %d pixels: %w", chunk, err)
-			}
-			p.freeSlots()
-			chunk /= 2
-		}
 		prog, err := fe.program()
 		if err != nil {
 			return err
 		}
-		return streamChunks(p.streams, n, chunk, func(s, lo, hi int) error {
-			m := hi - lo
-			in := unsafe.Slice((*uint16)(p.hostDN[s]), nb*chunk)
+		reserve := func(chunk int) error {
+			if err := p.reserve(chunk, false); err != nil {
+				return err
+			}
+			return p.reserveBands(chunk, nb)
+		}
+		return p.stream(n, min(n, p.Dev.predictChunk()), reserve, func(s, lo, hi int) error {
+			m, st := hi-lo, p.streams[s]
+			in := unsafe.Slice((*uint16)(p.hostDN[s]), nb*m)
 			parallelPlanes(nb, func(b int) { copy(in[b*m:(b+1)*m], dn[b][lo:hi]) })
-			st := p.streams[s]
 			if err := check(api.memcpyHtoDAsync(p.dDN[s].ptr, p.hostDN[s], uint64(m)*2*uint64(nb), st), "cuMemcpyHtoDAsync"); err != nil {
 				return err
 			}
 			if err := p.Dev.launchAsync(st, "reflectance", int64(m*nb), p.dDN[s].ptr, int64(m*nb), int32(nodata), scale, offset, p.dBands[s].ptr); err != nil {
 				return err
 			}
-			if err := p.Dev.launchAsync(st, fe.kernel(), int64(m), p.dBands[s].ptr, int32(nb), int64(m), prog, int32(nf), p.dIn[s].ptr); err != nil {
-				return err
-			}
-			return p.walk(s, m)
-		}, func(s, lo, hi int) {
-			copy(cls[lo:hi], unsafe.Slice((*uint8)(p.hostCls[s]), hi-lo))
-			copy(conf[lo:hi], unsafe.Slice((*float32)(p.hostConf[s]), hi-lo))
-		})
+			return p.Dev.launchAsync(st, fe.kernel(), int64(m), p.dBands[s].ptr, int32(nb), int64(m), prog, int32(nf), p.dIn[s].ptr)
+		}, cls, conf)
 	})
 }
 
