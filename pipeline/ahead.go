@@ -145,7 +145,7 @@ func newDecodeAhead(j *windowJob, windows []geo.Grid) *decodeAhead {
 	a.fetched = make([]int64, len(a.rows))
 	a.handed, a.released = make([]bool, len(a.rows)), make([]bool, len(a.rows))
 	a.batches, a.lastUse = make([]*cuda.AheadBatch, len(a.rows)), make([]int, len(a.rows))
-	a.budget, a.deviceBudget = aheadBudget(j.engine.hooks.aheadBudget), j.engine.aheadDeviceBudget()
+	a.budget, a.deviceBudget = aheadBudget(j.hooks.aheadBudget), j.engine.aheadDeviceBudget()
 	for i, r := range a.rows {
 		a.ready[i] = make(chan struct{})
 		a.left[i] = len(r)
@@ -374,7 +374,7 @@ func (a *decodeAhead) planRow(f *fetchedRow, row []geo.Grid) error {
 
 // readRow reads a planned row's tiles into their places.
 func (a *decodeAhead) readRow(f *fetchedRow) error {
-	if f.i == a.job.engine.hooks.aheadFail-1 {
+	if f.i == a.job.hooks.aheadFail-1 {
 		return fmt.Errorf("row %d: a read failed (test)", f.i)
 	}
 	start := time.Now()

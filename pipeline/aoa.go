@@ -76,15 +76,20 @@ type diComputer interface {
 	dn(m *aoa.Map, x, y, w, h int, dn [][]uint16, rect features.Rect, scale, offset float32) error
 }
 
-// newAOASink checks a tile's DI grid against the model and starts its map.
-func newAOASink(set *features.Set, ref *aoa.Reference, grid aoa.Grid) (*aoaSink, error) {
+// newAOASink checks a tile's DI grid against the model and starts its
+// map, its DI computed on e; done frees what the computer holds.
+func newAOASink(e engine, set *features.Set, ref *aoa.Reference, grid aoa.Grid) (sink *aoaSink, done func(), err error) {
 	if err := grid.Check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if ref.Features() != len(set.Features) {
-		return nil, fmt.Errorf("area of applicability of %d features for %d", ref.Features(), len(set.Features))
+		return nil, nil, fmt.Errorf("area of applicability of %d features for %d", ref.Features(), len(set.Features))
 	}
-	return &aoaSink{ref: ref, m: aoa.NewMap(grid)}, nil
+	sink = &aoaSink{ref: ref, m: aoa.NewMap(grid)}
+	if sink.di, done, err = e.di(set, ref); err != nil {
+		return nil, nil, err
+	}
+	return sink, done, nil
 }
 
 // Features implements inference.WindowSink.

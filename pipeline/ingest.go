@@ -77,15 +77,6 @@ type Compare struct {
 	Device cuda.Options
 }
 
-// GPU is the device of single-device stages: the first of GPUs, or nil
-// for the CPU.
-func (o Options) GPU() *cuda.Device {
-	if len(o.GPUs) == 0 {
-		return nil
-	}
-	return o.GPUs[0]
-}
-
 // Fill sets the options left unset to their defaults: a logger that
 // discards, no progress bars, one worker per CPU and a plain HTTP client.
 // Every stage calls it; code that composes stages calls it to use the
@@ -806,7 +797,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 		return nil, err
 	}
 	job := &windowJob{cfg: cfg, grid: plan.grid, dates: make([]windowDate, len(plan.dates)), drop: drop, temporal: tp,
-		labels: plan.labels, burned: plan.burned, sinks: sinks, windows: len(plan.windows), engine: opt.engine(), log: opt.Log,
+		labels: plan.labels, burned: plan.burned, sinks: sinks, windows: len(plan.windows), engine: opt.engine(), hooks: opt.hooks, log: opt.Log,
 		cache: raster.NewBlockCache(blockCacheBudget(plan))}
 	for _, s := range sinks {
 		if m, ok := s.(mirrorSink); ok && job.engine.mirrors() {
@@ -1232,6 +1223,7 @@ type windowJob struct {
 	sinks   []tileSink
 	windows int
 	engine  engine
+	hooks   hooks
 	cache   *raster.BlockCache
 	crs     sync.Map // href → EPSG code, read by the first worker to open it
 	layouts sync.Map // href → *raster.TileLayout of bands the engine decodes (nil: it does not)
@@ -1525,7 +1517,7 @@ func (j *windowJob) layout(s *raster.Source) *raster.TileLayout {
 	why := ""
 	if got, err := s.Layout(); err != nil {
 		why = err.Error()
-	} else if ok, w := j.engine.decodes(got.Format()); !ok {
+	} else if ok, w := decodes(j.engine, got.Format()); !ok {
 		why = w
 	} else {
 		l = &got

@@ -311,7 +311,7 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 	}
 	if model.AOA != nil && !pc.AOA.Off {
 		grid := aoa.Grid{Width: p.grid.Width, Height: p.grid.Height, Step: pc.AOA.step()}
-		sink, closeSink, err := opt.engine().aoaSink(set, model.AOA, grid)
+		sink, closeSink, err := newAOASink(opt.engine(), set, model.AOA, grid)
 		if err != nil {
 			p.abort()
 			return p, err
@@ -441,7 +441,7 @@ func (p *predicted) finish(opt Options) error {
 	tm := p.pt.Timings
 	opt.Log.Info("tile predicted", "tile", p.m.Tile, "pixels", p.pt.Pixels, "read_worker_s", tm.Read.Seconds(), "features_worker_s", tm.Features.Seconds(),
 		"predict_worker_s", tm.Predict.Seconds(), "write_s", tm.Write.Seconds(), "encode_s", p.pt.Encode.Seconds())
-	if len(opt.GPUs) > 0 {
+	if p.pt.DeviceBusy > 0 { // only devices are busy
 		opt.Log.Info("device use", "tile", p.m.Tile, "streaming_s", p.pt.Stream.Seconds(), "device_busy_s", p.pt.DeviceBusy.Seconds(),
 			"busy_percent", math.Round(100*p.pt.DeviceBusy.Seconds()/p.pt.Stream.Seconds()))
 	}

@@ -638,10 +638,7 @@ func (r *runner) step(lane Options, name string) func() {
 
 // laneName names a lane's engine in the report: "cpu" or "gpu:N".
 func laneName(o Options) string {
-	if d := o.GPU(); d != nil {
-		return fmt.Sprintf("gpu:%d", d.Index)
-	}
-	return "cpu"
+	return o.engine().name()
 }
 
 // eachTile calls f on every tile index, as many at once as there are

@@ -116,7 +116,7 @@ func BenchmarkSampleTile(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		t0, c0 := time.Now(), cpuTime()
-		sp := sampling.New(cfg.Sampling, cfg.Features, scheme, engine{}.features)
+		sp := sampling.New(cfg.Sampling, cfg.Features, scheme, cpuEngine{}.features)
 		if err := sp.Add(si); err != nil {
 			b.Fatal(err)
 		}

@@ -45,7 +45,7 @@ func TestSampleFilesMatchMemory(t *testing.T) {
 
 	draw := func(in trainInput) *samples.Set {
 		t.Helper()
-		set, _, err := sample(cfg, []trainInput{in}, landcover.WorldCover, engine{})
+		set, _, err := sample(cfg, []trainInput{in}, landcover.WorldCover, cpuEngine{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func TestSampleFilesMatchMemory(t *testing.T) {
 	// A stack whose band count is not the input's is refused, naming it.
 	short := file
 	short.bands = tile.Bands[:4]
-	if _, _, err := sample(cfg, []trainInput{short}, landcover.WorldCover, engine{}); err == nil {
+	if _, _, err := sample(cfg, []trainInput{short}, landcover.WorldCover, cpuEngine{}); err == nil {
 		t.Error("a stack with more bands than listed was accepted")
 	}
 }

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/lulc/lulc/aoa"
-	"github.com/lulc/lulc/baseline"
 	"github.com/lulc/lulc/charts"
 	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
@@ -217,19 +215,7 @@ func fit(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *sam
 	nf := len(set.Features)
 	t1 := time.Now()
 	if cfg.Engine == "golearn" {
-		g := cfg.Golearn
-		xs, ys := subsample(xt, yt, nf, g.MaxSamples, cfg.Sampling.Seed)
-		if len(ys) < len(yt) {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("golearn trained on a seeded subset of %d of %d training samples (golearn.max_samples)", len(ys), len(yt)))
-		}
-		f, err := interruptible(ctx, func() (*baseline.Forest, error) {
-			return baseline.Train(xs, nf, ys, len(scheme.Classes), g.Trees, g.FeaturesPerTree, int64(cfg.Sampling.Seed))
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		res.Fit = time.Since(t1)
-		pred, err := f.Predict(xv, nf)
+		pred, err := fitGolearn(ctx, cfg, len(scheme.Classes), xt, yt, xv, nf, res)
 		return nil, pred, err
 	}
 	bins, err := forest.QuantileBins(xt, nf, cfg.Forest.Bins, 200_000, cfg.Forest.Seed)
@@ -254,7 +240,7 @@ func fit(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *sam
 		model.Classes = append(model.Classes, forest.Class{Code: c.Code, Name: c.Name, Color: fmt.Sprintf("#%02x%02x%02x", c.Color.R, c.Color.G, c.Color.B)})
 	}
 	t2 := time.Now()
-	pred, err := opt.engine().classify(ctx, model, xv, nf)
+	pred, err := classify(ctx, opt.engine(), model, xv, nf)
 	opt.Log.Debug("fit: validation rows classified", "rows", len(xv)/max(1, nf), "s", time.Since(t2).Seconds())
 	return model, pred, err
 }
@@ -368,28 +354,6 @@ func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, yt
 	return nil
 }
 
-// subsample returns at most n rows, chosen by seeded hash, in their order.
-func subsample(x []float32, y []uint8, nf, n int, seed uint64) ([]float32, []uint8) {
-	if len(y) <= n {
-		return x, y
-	}
-	// The n rows with the smallest seeded hashes: hashed once each.
-	keys := make([]uint64, len(y))
-	idx := make([]int, len(y))
-	for i := range idx {
-		idx[i], keys[i] = i, rng.Hash(seed, 0x601e, uint64(i))
-	}
-	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(keys[a], keys[b]) })
-	idx = idx[:n]
-	slices.Sort(idx)
-	xs := make([]float32, 0, n*nf)
-	ys := make([]uint8, 0, n)
-	for _, i := range idx {
-		xs = append(xs, x[i*nf:(i+1)*nf]...)
-		ys = append(ys, y[i])
-	}
-	return xs, ys
-}
 
 // trainAOA prepares the model's area of applicability from the samples'
 // training split. Its cross-validation folds are the sampling blocks (an
@@ -416,28 +380,6 @@ func trainAOA(ctx context.Context, cfg TrainConfig, set *samples.Set, importance
 	return ref, nil
 }
 
-// interruptible runs f, which cannot be stopped (golearn's fit takes no
-// context), and returns its result, or ctx's error at once when ctx is
-// done first. f then runs on unobserved until the process, which is
-// exiting on the interrupt, ends.
-func interruptible[T any](ctx context.Context, f func() (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := f()
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-}
 
 // trainingDark is the training data's dark level per band: the median
 // over the inputs that know theirs (a stack's manifest, a run's

@@ -1,0 +1,96 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/lulc/lulc/aoa"
+	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/decode"
+	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/inference"
+)
+
+// cpuEngine computes on the host's cores: GDAL decodes bands as they are
+// read, windows composite and sample from the host's copy, the forest
+// grows on workers goroutines.
+type cpuEngine struct {
+	workers int
+	// raw makes the CPU take bands compressed too, decoded by package
+	// decode in composite.Resample: the path of a device that decodes
+	// (reading ahead included), without one (hooks.rawOnCPU).
+	raw bool
+}
+
+func (cpuEngine) name() string                               { return "cpu" }
+func (e cpuEngine) rawBands() bool                           { return e.raw }
+func (cpuEngine) decodeAhead(*cuda.AheadBatch) error         { return nil } // each window decodes its own
+func (cpuEngine) releaseAhead(*cuda.AheadBatch)              {}
+func (cpuEngine) holdsAheadFormat(decode.Format) bool        { return false }
+func (cpuEngine) aheadDeviceBudget() int64                   { return 0 }
+func (cpuEngine) mirror(geo.Grid, int) (*cuda.Mirror, error) { return nil, nil }
+func (cpuEngine) mirrors() bool                              { return false }
+func (cpuEngine) busy() time.Duration                        { return 0 }
+
+func (cpuEngine) composite(dates []composite.Date, drop []uint8, tp *composite.Temporal, out [][]uint16, count []uint8, into *cuda.MirrorWindow, _ int) (time.Duration, error) {
+	if into != nil {
+		return 0, errors.New("composite: a device mirror on the CPU")
+	}
+	t := time.Now()
+	if err := composite.Resample(dates); err != nil {
+		return 0, err
+	}
+	resample := time.Since(t)
+	return resample, composite.WindowTemporal(dates, drop, tp, StackScale, StackOffset, out, count)
+}
+
+func (cpuEngine) features(set *features.Set) (features.Computer, func(), error) {
+	return features.CPU{Set: set}, func() {}, nil
+}
+
+func (e cpuEngine) predictor(set *features.Set, model *forest.Model) (features.Computer, inference.Predictor, func(), error) {
+	return features.CPU{Set: set}, inference.NewCPU(model), func() {}, nil
+}
+
+func (cpuEngine) di(_ *features.Set, ref *aoa.Reference) (diComputer, func(), error) {
+	return cpuDI{aoa.NewIndex(ref)}, func() {}, nil
+}
+
+func (e cpuEngine) fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, _ func(string, ...any)) (*forest.Forest, error) {
+	return forest.Train(ctx, xb, y, classes, p, e.workers)
+}
+
+// classify splits the rows over the workers, at least 4096 rows each.
+func (e cpuEngine) classify(ctx context.Context, model *forest.Model, planes [][]float32, n int) ([]uint8, error) {
+	cls, conf, valid := make([]uint8, n), make([]float32, n), allValid(n)
+	cpu := inference.NewCPU(model)
+	parts := max(1, min(e.workers, n/4096))
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*n/parts, (p+1)*n/parts
+		wg.Go(func() {
+			sub := make([][]float32, len(planes))
+			for f := range sub {
+				sub[f] = planes[f][lo:hi]
+			}
+			errs[p] = cpu.Predict(ctx, sub, valid[lo:hi], cls[lo:hi], conf[lo:hi])
+		})
+	}
+	wg.Wait()
+	return cls, errors.Join(errs...)
+}
+
+// allValid is a mask of n valid rows.
+func allValid(n int) []bool {
+	v := make([]bool, n)
+	for i := range v {
+		v[i] = true
+	}
+	return v
+}

@@ -1,0 +1,153 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lulc/lulc/aoa"
+	"github.com/lulc/lulc/composite"
+	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/decode"
+	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/inference"
+	"github.com/lulc/lulc/sampling"
+)
+
+// gpuEngine computes on CUDA devices: the per-window twins on gpu, the
+// forest's growth over every device of gpus.
+type gpuEngine struct {
+	gpu  *cuda.Device
+	gpus []*cuda.Device
+	// hostDecode keeps decoding on the host (Compare.HostDecode: for
+	// comparing both ways on one machine).
+	hostDecode bool
+	// hostDraw keeps the draw of samples on the host (Compare.HostDraw),
+	// for the same comparison.
+	hostDraw bool
+}
+
+func (e gpuEngine) name() string   { return fmt.Sprintf("gpu:%d", e.gpu.Index) }
+func (e gpuEngine) rawBands() bool { return !e.hostDecode }
+func (gpuEngine) mirrors() bool    { return true }
+
+func (e gpuEngine) decodeAhead(b *cuda.AheadBatch) error { return cuda.DecodeAhead(e.gpu, b) }
+func (e gpuEngine) releaseAhead(b *cuda.AheadBatch)      { cuda.ReleaseAhead(e.gpu, b) }
+func (gpuEngine) holdsAheadFormat(f decode.Format) bool  { return cuda.HoldsAhead(f) }
+
+// aheadDeviceBudget is three eighths of the device's memory. The windows
+// in flight span about two rows (16 workers, 11 windows a row of a full
+// tile), a row is kept until the next is done (its halo), and a 48-date
+// row takes 7 GB: at a quarter of an H100's memory the reader kept only
+// one row ahead and the windows waited for it (docs/benchmarks.md, "A
+// year of dates").
+func (e gpuEngine) aheadDeviceBudget() int64 {
+	_, total, err := e.gpu.MemInfo()
+	if err != nil {
+		return 1 << 30
+	}
+	return int64(total / 8 * 3)
+}
+
+// composite is cuda.CompositeMirrored: the device resamples too, so no
+// host time is spent resampling.
+func (e gpuEngine) composite(dates []composite.Date, drop []uint8, tp *composite.Temporal, out [][]uint16, count []uint8, into *cuda.MirrorWindow, width int) (time.Duration, error) {
+	return 0, cuda.CompositeMirrored(e.gpu, dates, drop, tp, StackScale, StackOffset, out, count, into, width)
+}
+
+// mirror is nil when the draw stays on the host (hostDraw).
+func (e gpuEngine) mirror(grid geo.Grid, bands int) (*cuda.Mirror, error) {
+	if e.hostDraw {
+		return nil, nil
+	}
+	return cuda.NewMirror(e.gpu, grid.Width, grid.Height, bands)
+}
+
+func (e gpuEngine) features(set *features.Set) (features.Computer, func(), error) {
+	g, err := cuda.NewFeatures(e.gpu, set)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, g.Close, nil
+}
+
+// predictor keeps the features on the device: the predictor computes
+// them from the bands in the same pass.
+func (e gpuEngine) predictor(set *features.Set, model *forest.Model) (features.Computer, inference.Predictor, func(), error) {
+	comp, err := cuda.NewFeatures(e.gpu, set)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	gp, err := inference.NewGPUDN(e.gpu, model, comp)
+	if err != nil {
+		comp.Close()
+		return nil, nil, nil, err
+	}
+	return comp, gp, func() { gp.Close(); comp.Close() }, nil
+}
+
+func (e gpuEngine) di(set *features.Set, ref *aoa.Reference) (diComputer, func(), error) {
+	var g gpuDI
+	var err error
+	if g.a, err = cuda.NewAOA(e.gpu, ref); err != nil {
+		return nil, nil, err
+	}
+	if g.fe, err = cuda.NewFeatures(e.gpu, set); err != nil {
+		g.a.Close()
+		return nil, nil, err
+	}
+	return g, g.close, nil
+}
+
+func (e gpuEngine) fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, logf func(string, ...any)) (*forest.Forest, error) {
+	return cuda.Train(ctx, e.gpus, xb, y, classes, p, logf)
+}
+
+func (e gpuEngine) classify(ctx context.Context, model *forest.Model, planes [][]float32, n int) ([]uint8, error) {
+	g, err := inference.NewGPU(e.gpu, model)
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	cls := make([]uint8, n)
+	return cls, g.Predict(ctx, planes, allValid(n), cls, make([]float32, n))
+}
+
+func (e gpuEngine) busy() time.Duration {
+	var b time.Duration
+	for _, d := range e.gpus {
+		b += d.Busy()
+	}
+	return b
+}
+
+// mirrorSink is a tile's device mirror as a sink of its composite: a
+// window composited on the host goes up to it; the device composite
+// places its own windows (windowJob.window) and skips it.
+type mirrorSink struct{ m *cuda.Mirror }
+
+// Write implements tileSink.
+func (s mirrorSink) Write(x, y, w, h int, stack [][]uint16, _, labels []uint8) error {
+	return s.m.Write(x, y, w, h, stack, labels)
+}
+
+// devicePasses run a draw's passes on the device over a tile's mirror.
+type devicePasses struct{ m *cuda.Mirror }
+
+// Count implements sampling.Passes.
+func (p devicePasses) Count(r *sampling.DeviceRule, nres int, hist []uint32, off *[256]int64, buffered *int64) error {
+	return p.m.DrawCount(r, nres, hist, off, buffered)
+}
+
+// Collect implements sampling.Passes.
+func (p devicePasses) Collect(r *sampling.DeviceRule, bound []uint64, count []int) (sampling.Collected, error) {
+	return p.m.DrawCollect(r, bound, count)
+}
+
+// Context implements sampling.ContextPasses: the candidates' context
+// features from the mirror.
+func (p devicePasses) Context(set *features.Set, refl *[65536]float32, xs, ys []int, dst []float32) error {
+	return p.m.Context(set, refl, xs, ys, dst)
+}
