@@ -9,14 +9,18 @@ import (
 
 	"github.com/lulc/lulc/baseline"
 	"github.com/lulc/lulc/internal/rng"
+	"github.com/lulc/lulc/samples"
 )
 
 // fitGolearn trains golearn's forest (train config engine: golearn, the
 // CPU baseline the workflow compares with) on at most golearn.max_samples
-// of the training rows, and classifies the validation rows xv. golearn's
+// of set's training rows, and classifies its validation rows. golearn's
 // forests are not lulc models: nothing is saved.
-func fitGolearn(ctx context.Context, cfg TrainConfig, classes int, xt []float32, yt []uint8, xv []float32, nf int, res *TrainResult) ([]uint8, error) {
+func fitGolearn(ctx context.Context, cfg TrainConfig, classes int, set *samples.Set, res *TrainResult) ([]uint8, error) {
 	t0 := time.Now()
+	xt, yt := set.Subset(0)
+	xv, _ := set.Subset(1)
+	nf := len(set.Features)
 	g := cfg.Golearn
 	xs, ys := subsample(xt, yt, nf, g.MaxSamples, cfg.Sampling.Seed)
 	if len(ys) < len(yt) {

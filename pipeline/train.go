@@ -210,14 +210,14 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 // model is nil for golearn, whose forests lulc cannot save. An interrupt
 // (ctx done) stops the fit promptly and returns ctx's error.
 func fit(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, in trainInput, opt Options, res *TrainResult) (*forest.Model, []uint8, error) {
+	if cfg.Engine == "golearn" {
+		pred, err := fitGolearn(ctx, cfg, len(scheme.Classes), set, res)
+		return nil, pred, err
+	}
 	xt, yt := set.Subset(0)
 	xv, _ := set.Subset(1)
 	nf := len(set.Features)
 	t1 := time.Now()
-	if cfg.Engine == "golearn" {
-		pred, err := fitGolearn(ctx, cfg, len(scheme.Classes), xt, yt, xv, nf, res)
-		return nil, pred, err
-	}
 	bins, err := forest.QuantileBins(xt, nf, cfg.Forest.Bins, 200_000, cfg.Forest.Seed)
 	if err != nil {
 		return nil, nil, err
@@ -354,7 +354,6 @@ func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, yt
 	return nil
 }
 
-
 // trainAOA prepares the model's area of applicability from the samples'
 // training split. Its cross-validation folds are the sampling blocks (an
 // input's sampling.block_size squares, the units the split assigns): a
@@ -379,7 +378,6 @@ func trainAOA(ctx context.Context, cfg TrainConfig, set *samples.Set, importance
 	}
 	return ref, nil
 }
-
 
 // trainingDark is the training data's dark level per band: the median
 // over the inputs that know theirs (a stack's manifest, a run's
