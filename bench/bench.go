@@ -28,12 +28,12 @@ import (
 	"time"
 
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/device/cuda"
+	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/meminfo"
 	"github.com/lulc/lulc/pipeline"
-	"github.com/lulc/lulc/raster"
-	"github.com/lulc/lulc/synth"
+	"github.com/lulc/lulc/source/synth"
 )
 
 // Config names the job to time: a scene (synthesised, or an existing

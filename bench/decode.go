@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lulc/lulc/cuda"
-	"github.com/lulc/lulc/decode"
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/device/cuda"
+	"github.com/lulc/lulc/geo/decode"
+	"github.com/lulc/lulc/geo/raster"
 )
 
 // DecodeRun is one way of decoding every tile: its wall time and its

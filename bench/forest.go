@@ -12,13 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lulc/lulc/baseline"
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/learn/baseline"
+	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/learn/sampling"
+	"github.com/lulc/lulc/learn/sklearn"
 	"github.com/lulc/lulc/pipeline"
-	"github.com/lulc/lulc/sampling"
-	"github.com/lulc/lulc/sklearn"
 )
 
 // ForestConfig sets up the training benchmark: every labelled pixel

@@ -11,7 +11,7 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/pipeline"
-	"github.com/lulc/lulc/synth"
+	"github.com/lulc/lulc/source/synth"
 )
 
 // fakePython stands in for python3 + scikit-learn: it checks the .npy

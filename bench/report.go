@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/lulc/lulc/charts"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/report/charts"
 )
 
 // writeReport writes report.json, stages.png, report.md and report.html.

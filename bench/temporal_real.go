@@ -13,14 +13,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lulc/lulc/composite"
-	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/rng"
+	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/learn/sklearn"
 	"github.com/lulc/lulc/pipeline"
-	"github.com/lulc/lulc/raster"
-	"github.com/lulc/lulc/sklearn"
+	"github.com/lulc/lulc/pixel/composite"
 )
 
 // TemporalRealConfig sets up the comparison of temporal NDVI features on

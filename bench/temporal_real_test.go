@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/learn/sklearn"
 	"github.com/lulc/lulc/pipeline"
-	"github.com/lulc/lulc/sklearn"
 )
 
 const sloveniaDir = "../../shared/data/eolearn-slovenia-testpatch"

@@ -9,7 +9,7 @@ import (
 	"github.com/lulc/lulc/bench"
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/pipeline"
-	"github.com/lulc/lulc/synth"
+	"github.com/lulc/lulc/source/synth"
 )
 
 // TestEmbeddedConfigsParse parses every checked-in config with its

@@ -7,12 +7,12 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/lulc/lulc/cuda"
-	"github.com/lulc/lulc/decode"
+	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/decode"
+	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/geo/resample"
 	"github.com/lulc/lulc/internal/meminfo"
-	"github.com/lulc/lulc/raster"
-	"github.com/lulc/lulc/resample"
 )
 
 // aheadReaders is how many goroutines read compressed tiles ahead: the

@@ -13,9 +13,9 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/geo"
-	"github.com/lulc/lulc/synth"
+	"github.com/lulc/lulc/source/synth"
 )
 
 // TestIngestRawBandsSameBytes ingests the small scene (4×4 tiles of 512

@@ -9,11 +9,11 @@ import (
 	"github.com/planetlabs/go-stac"
 	"github.com/planetlabs/go-stac/extensions/raster/v1"
 
-	"github.com/lulc/lulc/aoa"
-	"github.com/lulc/lulc/cuda"
-	"github.com/lulc/lulc/features"
+	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/geo"
-	lraster "github.com/lulc/lulc/raster"
+	lraster "github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/learn/aoa"
+	"github.com/lulc/lulc/pixel/features"
 )
 
 // AOAFile is a tile's area of applicability: band 1 the dissimilarity

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/geo"
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/geo/raster"
 )
 
 // snowStack ingests an all-snow version of the tiny scene (lulc synth

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/learn/forest"
 )
 
 // CollectDir is where lulc collect writes, under the job's output.

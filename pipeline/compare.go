@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/lulc/lulc/internal/atomicfs"
-	"github.com/lulc/lulc/samples"
-	"github.com/lulc/lulc/sklearn"
+	"github.com/lulc/lulc/learn/sampleset"
+	"github.com/lulc/lulc/learn/sklearn"
 )
 
 // CompareFile is where lulc train --compare sklearn writes its comparison.
@@ -37,7 +37,7 @@ func CompareSklearn(ctx context.Context, dir string, cfg TrainConfig, lulcAccura
 	if err != nil {
 		return Comparison{}, fmt.Errorf("compare: %w", err)
 	}
-	set, err := samples.Decode(body)
+	set, err := sampleset.Decode(body)
 	if err != nil {
 		return Comparison{}, fmt.Errorf("compare: %s: %w", SamplesFile, err)
 	}

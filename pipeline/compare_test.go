@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lulc/lulc/sklearn"
+	"github.com/lulc/lulc/learn/sklearn"
 )
 
 // TestCompareSklearn trains lulc's forest on each real TerraMind patch and

@@ -6,14 +6,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lulc/lulc/aoa"
-	"github.com/lulc/lulc/composite"
-	"github.com/lulc/lulc/cuda"
-	"github.com/lulc/lulc/decode"
-	"github.com/lulc/lulc/features"
-	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/geo"
-	"github.com/lulc/lulc/inference"
+	"github.com/lulc/lulc/geo/decode"
+	"github.com/lulc/lulc/learn/aoa"
+	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/learn/inference"
+	"github.com/lulc/lulc/pixel/composite"
+	"github.com/lulc/lulc/pixel/features"
 )
 
 // cpuEngine computes on the host's cores: GDAL decodes bands as they are

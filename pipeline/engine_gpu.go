@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lulc/lulc/aoa"
-	"github.com/lulc/lulc/composite"
-	"github.com/lulc/lulc/cuda"
-	"github.com/lulc/lulc/decode"
-	"github.com/lulc/lulc/features"
-	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/geo"
-	"github.com/lulc/lulc/inference"
-	"github.com/lulc/lulc/sampling"
+	"github.com/lulc/lulc/geo/decode"
+	"github.com/lulc/lulc/learn/aoa"
+	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/learn/inference"
+	"github.com/lulc/lulc/learn/sampling"
+	"github.com/lulc/lulc/pixel/composite"
+	"github.com/lulc/lulc/pixel/features"
 )
 
 // gpuEngine computes on CUDA devices: the per-window twins on gpu, the
@@ -80,7 +80,7 @@ func (e gpuEngine) predictor(set *features.Set, model *forest.Model) (features.C
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	gp, err := inference.NewGPUDN(e.gpu, model, comp)
+	gp, err := newGPUDNPredictor(e.gpu, model, comp)
 	if err != nil {
 		comp.Close()
 		return nil, nil, nil, err
@@ -106,7 +106,7 @@ func (e gpuEngine) fit(ctx context.Context, xb *forest.Binned, y []uint8, classe
 }
 
 func (e gpuEngine) classify(ctx context.Context, model *forest.Model, planes [][]float32, n int) ([]uint8, error) {
-	g, err := inference.NewGPU(e.gpu, model)
+	g, err := newGPUPredictor(e.gpu, model)
 	if err != nil {
 		return nil, err
 	}
@@ -150,4 +150,62 @@ func (p devicePasses) Collect(r *sampling.DeviceRule, bound []uint64, count []in
 // features from the mirror.
 func (p devicePasses) Context(set *features.Set, refl *[65536]float32, xs, ys []int, dst []float32) error {
 	return p.m.Context(set, refl, xs, ys, dst)
+}
+
+// gpuPredictor is an inference.Predictor that bins features and walks
+// the forest on the GPU (cuda.Predictor: the same codes, classes and confidences as the CPU), the
+// codes staying on the device.
+type gpuPredictor struct {
+	p *cuda.Predictor
+}
+
+// newGPUPredictor uploads the model's forest and bin edges once.
+func newGPUPredictor(dev *cuda.Device, m *forest.Model) (*gpuPredictor, error) {
+	p, err := cuda.NewPredictor(dev, m)
+	if err != nil {
+		return nil, err
+	}
+	return &gpuPredictor{p: p}, nil
+}
+
+// gpuDNPredictor is an inference.DNPredictor computing reflectance and
+// features on the device too (cuda.Predictor.PredictDN): a window's
+// digital numbers go up and only its classes and confidences come back.
+type gpuDNPredictor struct {
+	gpuPredictor
+	fe *cuda.Features
+}
+
+// newGPUDNPredictor uploads the model once; fe computes the model's
+// features.
+func newGPUDNPredictor(dev *cuda.Device, m *forest.Model, fe *cuda.Features) (*gpuDNPredictor, error) {
+	g, err := newGPUPredictor(dev, m)
+	if err != nil {
+		return nil, err
+	}
+	return &gpuDNPredictor{gpuPredictor: *g, fe: fe}, nil
+}
+
+// PredictDN implements inference.DNPredictor: with context features, their
+// statistics are computed on the device from the block's halo too.
+func (p *gpuDNPredictor) PredictDN(dn [][]uint16, rect features.Rect, scale, offset float32, cls []uint8, conf []float32) error {
+	if p.fe.Set.Radius() > 0 {
+		return p.p.PredictDNContext(p.fe, dn, rect, 0, scale, offset, cls, conf)
+	}
+	if rect.InnerW != rect.Width || rect.InnerH != rect.Height {
+		return fmt.Errorf("gpu predict: a halo around a window without context features")
+	}
+	return p.p.PredictDN(p.fe, dn, 0, scale, offset, cls, conf)
+}
+
+// Close frees the forest on the device.
+func (p *gpuPredictor) Close() { p.p.Close() }
+
+// Predict implements inference.Predictor. A window's walk on the device takes
+// milliseconds: ctx is looked at only before it.
+func (p *gpuPredictor) Predict(ctx context.Context, feats [][]float32, valid []bool, cls []uint8, conf []float32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return p.p.Predict(feats, cls, conf)
 }

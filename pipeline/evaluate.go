@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/lulc/lulc/charts"
-	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/geo/landcover"
+	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/rng"
-	"github.com/lulc/lulc/landcover"
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/report/charts"
 )
 
 // EvaluateResult is the comparison of a class map with reference labels.

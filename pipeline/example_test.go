@@ -11,7 +11,7 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/pipeline"
-	"github.com/lulc/lulc/synth"
+	"github.com/lulc/lulc/source/synth"
 )
 
 // Example maps land cover from a STAC catalog the way lulc's staged

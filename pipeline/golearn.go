@@ -7,16 +7,16 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lulc/lulc/baseline"
 	"github.com/lulc/lulc/internal/rng"
-	"github.com/lulc/lulc/samples"
+	"github.com/lulc/lulc/learn/baseline"
+	"github.com/lulc/lulc/learn/sampleset"
 )
 
 // fitGolearn trains golearn's forest (train config engine: golearn, the
 // CPU baseline the workflow compares with) on at most golearn.max_samples
 // of set's training rows, and classifies its validation rows. golearn's
 // forests are not lulc models: nothing is saved.
-func fitGolearn(ctx context.Context, cfg TrainConfig, classes int, set *samples.Set, res *TrainResult) ([]uint8, error) {
+func fitGolearn(ctx context.Context, cfg TrainConfig, classes int, set *sampleset.Set, res *TrainResult) ([]uint8, error) {
 	t0 := time.Now()
 	xt, yt := set.Subset(0)
 	xv, _ := set.Subset(1)

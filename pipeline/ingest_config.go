@@ -21,12 +21,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lulc/lulc/catalog"
-	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/redact"
+	"github.com/lulc/lulc/pixel/composite"
+	"github.com/lulc/lulc/pixel/features"
+	"github.com/lulc/lulc/source/catalog"
 	"go.yaml.in/yaml/v3"
 )
 

@@ -9,11 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lulc/lulc/catalog"
-	"github.com/lulc/lulc/composite"
 	"github.com/lulc/lulc/geo"
-	"github.com/lulc/lulc/landcover"
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/geo/landcover"
+	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/pixel/composite"
+	"github.com/lulc/lulc/source/catalog"
 )
 
 // rasterTile is one source.rasters pair, opened and checked.

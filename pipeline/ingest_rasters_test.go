@@ -16,9 +16,9 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/progress"
-	"github.com/lulc/lulc/raster"
 )
 
 const terramindDir = "../../shared/data/terramind-s2-lulc"

@@ -21,13 +21,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/progress"
-	"github.com/lulc/lulc/raster"
-	"github.com/lulc/lulc/synth"
+	"github.com/lulc/lulc/source/catalog"
+	"github.com/lulc/lulc/source/synth"
 )
 
 // scenes caches synthetic scenes by name for the package's tests.

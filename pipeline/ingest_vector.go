@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/lulc/lulc/geo"
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/geo/raster"
 )
 
 // vectorRule is how the config burns a vector layer: its class field,

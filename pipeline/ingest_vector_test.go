@@ -20,11 +20,11 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/progress"
-	"github.com/lulc/lulc/raster"
-	"github.com/lulc/lulc/synth"
+	"github.com/lulc/lulc/source/synth"
 )
 
 // vectorScene is the tiny synthetic scene with lulc synth's labelled

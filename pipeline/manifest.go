@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/lulc/lulc/landcover"
-	"github.com/lulc/lulc/radiometry"
+	"github.com/lulc/lulc/geo/landcover"
+	"github.com/lulc/lulc/pixel/radiometry"
 	"image/color"
 	"io"
 	"math"
@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/redact"
+	"github.com/lulc/lulc/source/catalog"
 )
 
 // manifest records what a tile's stack was made from and how, so that

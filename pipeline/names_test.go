@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/source/catalog"
 )
 
 func TestCheckTileName(t *testing.T) {

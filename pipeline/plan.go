@@ -11,7 +11,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/lulc/lulc/catalog"
+	"github.com/lulc/lulc/source/catalog"
 )
 
 // PlanVersion is the plan format lulc writes and reads.

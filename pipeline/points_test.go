@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lulc/lulc/raster"
-	"github.com/lulc/lulc/samples"
-	"github.com/lulc/lulc/synth"
+	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/learn/sampleset"
+	"github.com/lulc/lulc/source/synth"
 )
 
 // TestTrainFromSynthPoints trains from the point layer lulc synth writes
@@ -92,7 +92,7 @@ output:
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := samples.Decode(body)
+	set, err := sampleset.Decode(body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,18 +17,18 @@ import (
 	"github.com/planetlabs/go-stac"
 	"github.com/planetlabs/go-stac/extensions/raster/v1"
 
-	"github.com/lulc/lulc/aoa"
-	"github.com/lulc/lulc/charts"
-	"github.com/lulc/lulc/features"
-	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/geo"
-	"github.com/lulc/lulc/inference"
+	"github.com/lulc/lulc/geo/landcover"
+	lraster "github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
-	"github.com/lulc/lulc/landcover"
-	"github.com/lulc/lulc/radiometry"
-	lraster "github.com/lulc/lulc/raster"
-	"github.com/lulc/lulc/stack"
-	"github.com/lulc/lulc/stacx"
+	"github.com/lulc/lulc/learn/aoa"
+	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/learn/inference"
+	"github.com/lulc/lulc/pixel/features"
+	"github.com/lulc/lulc/pixel/radiometry"
+	"github.com/lulc/lulc/pixel/stack"
+	"github.com/lulc/lulc/report/charts"
+	"github.com/lulc/lulc/source/stacext"
 )
 
 // PredictConfig says what to predict with which model, and how to write it.
@@ -499,7 +499,7 @@ func predictionItem(m manifest, grid geo.Grid, scheme landcover.Scheme, out tile
 	assets := map[string]*stac.Asset{
 		"classification": {Href: "./" + ClassFile, Type: cogType, Title: "Land cover class", Roles: []string{"data"},
 			Extensions: []stac.Extension{gridProjection(grid), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", SpatialResolution: res}}},
-				&stacx.ClassificationAsset{Classes: classesOf(scheme)}, cf}},
+				&stacext.ClassificationAsset{Classes: classesOf(scheme)}, cf}},
 		"quicklook": {Href: "./" + QuicklookFile, Type: "image/png", Title: "Quicklook with legend", Roles: []string{"overview"},
 			Extensions: []stac.Extension{qf}},
 	}
@@ -519,7 +519,7 @@ func predictionItem(m manifest, grid geo.Grid, scheme landcover.Scheme, out tile
 	return &stac.Item{
 		Version: stacVersion, Id: "lulc-" + m.Tile + "-landcover", Collection: out.collection.ID,
 		Geometry: geom, Bbox: bbox, Properties: props, Assets: assets, Links: links,
-		Extensions: []stac.Extension{&stacx.ProjectionItem{EPSG: grid.EPSG}},
+		Extensions: []stac.Extension{&stacext.ProjectionItem{EPSG: grid.EPSG}},
 	}, nil
 }
 

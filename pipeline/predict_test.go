@@ -12,12 +12,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lulc/lulc/composite"
-	"github.com/lulc/lulc/features"
-	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/geo/landcover"
+	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/progress"
-	"github.com/lulc/lulc/landcover"
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/pixel/composite"
+	"github.com/lulc/lulc/pixel/features"
 )
 
 // demoModel trains a small forest on the tiny stack once.

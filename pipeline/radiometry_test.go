@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/geo/raster"
 )
 
 // shiftedCopy writes image's 12 bands with the +1000 DN offset of

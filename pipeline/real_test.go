@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lulc/lulc/catalog"
 	"github.com/lulc/lulc/geo"
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/source/catalog"
 )
 
 const esDir = "../../shared/data/earthsearch-s2-l2a-29RKH-2020-02-19"

@@ -18,15 +18,15 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/cuda"
-	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/device/cuda"
+	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/internal/atomicfs"
-	"github.com/lulc/lulc/landcover"
-	"github.com/lulc/lulc/radiometry"
-	"github.com/lulc/lulc/samples"
-	"github.com/lulc/lulc/sampling"
-	"github.com/lulc/lulc/shard"
-	"github.com/lulc/lulc/stack"
+	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/learn/sampleset"
+	"github.com/lulc/lulc/learn/sampling"
+	"github.com/lulc/lulc/pixel/radiometry"
+	"github.com/lulc/lulc/pixel/stack"
+	"github.com/lulc/lulc/scale/shard"
 )
 
 // RunConfig describes a one-pass job (lulc run): where the tiles come from
@@ -157,7 +157,7 @@ func (j Job) modelHref() string {
 const PhaseSample = "sample"
 
 // DrawFile is a sample phase's output: the draw of its tiles (a samples
-// file marked as a draw, see samples.Draw).
+// file marked as a draw, see sampleset.Draw).
 const DrawFile = "draw.lulcd"
 
 // hash identifies the job's resolved configs and the given model's bytes
@@ -446,7 +446,7 @@ func completedTask(dir, hash, phase string, all, tiles []sourceTile, opt Options
 
 // drewTiles checks that a draw is of the tiles mine of the job's all: the
 // same inputs, numbered by their places among all.
-func drewTiles(d *samples.Set, all, mine []sourceTile) error {
+func drewTiles(d *sampleset.Set, all, mine []sourceTile) error {
 	if d.Draw.Total != len(all) {
 		return fmt.Errorf("a draw of a job of %d tiles, this one has %d", d.Draw.Total, len(all))
 	}
@@ -998,12 +998,12 @@ func (r *runner) draw(ctx context.Context, all, mine []sourceTile, res *RunResul
 
 // readDraw reads a sample phase's draw, refusing a damaged file or a
 // training set.
-func readDraw(path string) (*samples.Set, error) {
+func readDraw(path string) (*sampleset.Set, error) {
 	body, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	d, err := samples.Decode(body)
+	d, err := sampleset.Decode(body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/geo/raster"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,9 +15,9 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/progress"
-	"github.com/lulc/lulc/shard"
+	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/scale/shard"
 )
 
 // demoJob is the embedded demo run over the tiny scene, with the test

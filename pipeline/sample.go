@@ -11,15 +11,15 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/landcover"
+	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
-	"github.com/lulc/lulc/landcover"
-	"github.com/lulc/lulc/radiometry"
-	"github.com/lulc/lulc/raster"
-	"github.com/lulc/lulc/samples"
-	"github.com/lulc/lulc/sampling"
-	"github.com/lulc/lulc/stack"
+	"github.com/lulc/lulc/learn/sampleset"
+	"github.com/lulc/lulc/learn/sampling"
+	"github.com/lulc/lulc/pixel/features"
+	"github.com/lulc/lulc/pixel/radiometry"
+	"github.com/lulc/lulc/pixel/stack"
 )
 
 // trainInput is one labelled image: the stack (or raster) and its labels.
@@ -42,7 +42,7 @@ type trainInput struct {
 	inMemory bool
 	// draw, when set, is a sample phase's draw (image and labels both name
 	// its file), merged rather than sampled.
-	draw *samples.Set
+	draw *sampleset.Set
 	// darks are the dark levels (package radiometry) of the tiles behind
 	// the input, when known: a stack's manifest, the run's composite, a
 	// draw's tiles.
@@ -162,7 +162,7 @@ func (c TrainConfig) drawInputs() ([]trainInput, error) {
 // and returns what the draw has to say about the labels. Draws (a job's
 // sample phase) are merged, after checking that they were drawn for this
 // config.
-func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, e engine) (*samples.Set, []string, error) {
+func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, e engine) (*sampleset.Set, []string, error) {
 	if err := drawsAgree(ins); err != nil {
 		return nil, nil, err
 	}
@@ -373,7 +373,7 @@ func bandCount(path string) int {
 // markDraw records in a sample phase's draw what must be the same for
 // draws to merge into the one-process run's samples: the ingest config,
 // the job's tiles (all, in order), its plan and its task count.
-func (j Job) markDraw(d *samples.Draw, all []sourceTile) {
+func (j Job) markDraw(d *sampleset.Draw, all []sourceTile) {
 	names := make([]string, len(all))
 	for i, t := range all {
 		names[i] = t.name()

@@ -11,8 +11,8 @@ import (
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/rng"
-	"github.com/lulc/lulc/sampling"
-	"github.com/lulc/lulc/stack"
+	"github.com/lulc/lulc/learn/sampling"
+	"github.com/lulc/lulc/pixel/stack"
 )
 
 // benchTile is a synthetic tile in memory, built once per process: its

@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lulc/lulc/landcover"
-	"github.com/lulc/lulc/raster"
-	"github.com/lulc/lulc/samples"
+	"github.com/lulc/lulc/geo/landcover"
+	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/learn/sampleset"
 )
 
 // TestSampleFilesMatchMemory checks that drawing from a tile's files (the
@@ -43,7 +43,7 @@ func TestSampleFilesMatchMemory(t *testing.T) {
 	file := mem
 	file.image, file.labels, file.mem, file.inMemory = img, lab, nil, false
 
-	draw := func(in trainInput) *samples.Set {
+	draw := func(in trainInput) *sampleset.Set {
 		t.Helper()
 		set, _, err := sample(cfg, []trainInput{in}, landcover.WorldCover, cpuEngine{})
 		if err != nil {

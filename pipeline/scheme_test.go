@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lulc/lulc/landcover"
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/geo/landcover"
+	"github.com/lulc/lulc/geo/raster"
 )
 
 // relabelledScene copies the tiny synthetic scene with its label items'

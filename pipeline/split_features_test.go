@@ -10,8 +10,8 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/geo"
-	"github.com/lulc/lulc/raster"
-	"github.com/lulc/lulc/samples"
+	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/learn/sampleset"
 )
 
 const sloveniaDir = "../../shared/data/eolearn-slovenia-testpatch"
@@ -158,14 +158,14 @@ func TestSplitByFeaturesSlovenia(t *testing.T) {
 	}
 
 	accuracy := map[string]float64{}
-	sides := func(split string) (map[uint32][2]int, *samples.Set) {
+	sides := func(split string) (map[uint32][2]int, *sampleset.Set) {
 		res, out := train(t, sloveniaTrainConfig(t, stack, split))
 		accuracy[split] = res.Metrics.Accuracy
 		body, err := os.ReadFile(filepath.Join(out, SamplesFile))
 		if err != nil {
 			t.Fatal(err)
 		}
-		set, err := samples.Decode(body)
+		set, err := sampleset.Decode(body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func TestSplitByFeaturesSlovenia(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ran, err := samples.Decode(body)
+	ran, err := sampleset.Decode(body)
 	if err != nil {
 		t.Fatal(err)
 	}

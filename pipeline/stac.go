@@ -24,13 +24,13 @@ import (
 	"github.com/planetlabs/go-stac/extensions/eo/v1"
 	"github.com/planetlabs/go-stac/extensions/raster/v1"
 
-	"github.com/lulc/lulc/features"
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/landcover"
+	lraster "github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/digest"
-	"github.com/lulc/lulc/landcover"
-	lraster "github.com/lulc/lulc/raster"
-	"github.com/lulc/lulc/stacx"
+	"github.com/lulc/lulc/pixel/features"
+	"github.com/lulc/lulc/source/stacext"
 )
 
 // Catalog files.
@@ -187,25 +187,25 @@ func timeProperties(sources []manifestItem) map[string]any {
 // gridProjection is an asset's grid in the projection extension: shape is
 // [rows, cols], transform the first six affine coefficients as in
 // rasterio.
-func gridProjection(grid geo.Grid) *stacx.ProjectionAsset {
+func gridProjection(grid geo.Grid) *stacext.ProjectionAsset {
 	t := grid.Transform
-	return &stacx.ProjectionAsset{Shape: []int{grid.Height, grid.Width}, Transform: []float64{t[1], t[2], t[0], t[4], t[5], t[3]}}
+	return &stacext.ProjectionAsset{Shape: []int{grid.Height, grid.Width}, Transform: []float64{t[1], t[2], t[0], t[4], t[5], t[3]}}
 }
 
 // fileOf is the file extension's fields for a file in dir.
-func fileOf(dir, name string) (*stacx.File, error) {
+func fileOf(dir, name string) (*stacext.File, error) {
 	sum, size, err := digest.File(filepath.Join(dir, name))
 	if err != nil {
 		return nil, err
 	}
-	return &stacx.File{Checksum: digest.Multihash(sum), Size: size}, nil
+	return &stacext.File{Checksum: digest.Multihash(sum), Size: size}, nil
 }
 
 // classesOf lists a scheme's classes for the classification extension.
-func classesOf(scheme landcover.Scheme) []stacx.Class {
-	var classes []stacx.Class
+func classesOf(scheme landcover.Scheme) []stacext.Class {
+	var classes []stacext.Class
 	for _, c := range scheme.Classes {
-		classes = append(classes, stacx.Class{Value: int(c.Code), Description: c.Name, ColorHint: fmt.Sprintf("%02X%02X%02X", c.Color.R, c.Color.G, c.Color.B)})
+		classes = append(classes, stacext.Class{Value: int(c.Code), Description: c.Name, ColorHint: fmt.Sprintf("%02X%02X%02X", c.Color.R, c.Color.G, c.Color.B)})
 	}
 	return classes
 }
@@ -214,15 +214,15 @@ func classesOf(scheme landcover.Scheme) []stacx.Class {
 // alone (the outputs' checksums are the manifest's), so that a rerun or a
 // resumed run writes it again to the same bytes. labels is the scheme
 // the labels COG carries, nil when its codes are the user's.
-func stackItem(m manifest, manifestFile *stacx.File, out tileOut, labels *landcover.Scheme) (*stac.Item, error) {
+func stackItem(m manifest, manifestFile *stacext.File, out tileOut, labels *landcover.Scheme) (*stac.Item, error) {
 	grid := geo.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
 	geom, bbox, err := footprint(grid)
 	if err != nil {
 		return nil, err
 	}
-	files := map[string]*stacx.File{}
+	files := map[string]*stacext.File{}
 	for _, o := range m.Outputs {
-		files[o.File] = &stacx.File{Checksum: o.multihash(), Size: o.Size}
+		files[o.File] = &stacext.File{Checksum: o.multihash(), Size: o.Size}
 	}
 	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif"} {
 		if files[f] == nil {
@@ -244,7 +244,7 @@ func stackItem(m manifest, manifestFile *stacx.File, out tileOut, labels *landco
 	}
 	labelExt := []stac.Extension{gridProjection(grid), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", SpatialResolution: res}}}, files["labels.tif"]}
 	if labels != nil {
-		labelExt = append(labelExt, &stacx.ClassificationAsset{Classes: classesOf(*labels)})
+		labelExt = append(labelExt, &stacext.ClassificationAsset{Classes: classesOf(*labels)})
 	}
 	assets := map[string]*stac.Asset{
 		"stack": {Href: "./stack.tif", Type: cogType, Title: "Median composite (reflectance = DN × scale + offset)", Roles: []string{"data", "reflectance"},
@@ -264,7 +264,7 @@ func stackItem(m manifest, manifestFile *stacx.File, out tileOut, labels *landco
 	return &stac.Item{
 		Version: stacVersion, Id: "lulc-" + m.Tile + "-stack", Collection: out.collection.ID,
 		Geometry: geom, Bbox: bbox, Properties: props, Assets: assets, Links: links,
-		Extensions: []stac.Extension{&stacx.ProjectionItem{EPSG: grid.EPSG}},
+		Extensions: []stac.Extension{&stacext.ProjectionItem{EPSG: grid.EPSG}},
 	}, nil
 }
 

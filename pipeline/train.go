@@ -12,15 +12,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lulc/lulc/aoa"
-	"github.com/lulc/lulc/charts"
-	"github.com/lulc/lulc/forest"
+	"github.com/lulc/lulc/geo/landcover"
+	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/rng"
-	"github.com/lulc/lulc/landcover"
-	"github.com/lulc/lulc/radiometry"
-	"github.com/lulc/lulc/raster"
-	"github.com/lulc/lulc/samples"
+	"github.com/lulc/lulc/learn/aoa"
+	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/learn/sampleset"
+	"github.com/lulc/lulc/pixel/radiometry"
+	"github.com/lulc/lulc/report/charts"
 )
 
 // Files of a training run directory.
@@ -109,9 +109,9 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 
 	// Samples: reused from an interrupted run of the same config, else drawn.
 	t0 := time.Now()
-	var set *samples.Set
+	var set *sampleset.Set
 	if body, err := os.ReadFile(stage.Path(SamplesFile)); err == nil && stage.Resumed {
-		if set, err = samples.Decode(body); err == nil && set.Config == fitCfg.sampleKey() {
+		if set, err = sampleset.Decode(body); err == nil && set.Config == fitCfg.sampleKey() {
 			res.Reused = true
 		} else {
 			set = nil
@@ -150,7 +150,7 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 // fitAndWrite fits the configured engine on the samples' training split,
 // measures it on the validation split and writes the run directory's files
 // into dir: model, metrics, charts, resolved config and run info.
-func fitAndWrite(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, ins []trainInput, opt Options, dir string, res *TrainResult) error {
+func fitAndWrite(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *sampleset.Set, ins []trainInput, opt Options, dir string, res *TrainResult) error {
 	model, err := fitAndMeasure(ctx, cfg, scheme, set, ins, opt, res)
 	if err != nil {
 		return err
@@ -160,7 +160,7 @@ func fitAndWrite(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, 
 
 // fitAndMeasure checks the samples, fits the configured engine on their
 // training split and measures it on the validation split into res.
-func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, ins []trainInput, opt Options, res *TrainResult) (*forest.Model, error) {
+func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *sampleset.Set, ins []trainInput, opt Options, res *TrainResult) (*forest.Model, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 // fit trains the configured engine and classifies the validation rows. The
 // model is nil for golearn, whose forests lulc cannot save. An interrupt
 // (ctx done) stops the fit promptly and returns ctx's error.
-func fit(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, in trainInput, opt Options, res *TrainResult) (*forest.Model, []uint8, error) {
+func fit(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *sampleset.Set, in trainInput, opt Options, res *TrainResult) (*forest.Model, []uint8, error) {
 	if cfg.Engine == "golearn" {
 		pred, err := fitGolearn(ctx, cfg, len(scheme.Classes), set, res)
 		return nil, pred, err
@@ -246,7 +246,7 @@ func fit(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *sam
 }
 
 // writeTrainOutputs writes a training run's files into dir.
-func writeTrainOutputs(cfg TrainConfig, set *samples.Set, ins []trainInput, model *forest.Model, opt Options, dir string, res TrainResult) error {
+func writeTrainOutputs(cfg TrainConfig, set *sampleset.Set, ins []trainInput, model *forest.Model, opt Options, dir string, res TrainResult) error {
 	path := func(name string) string { return filepath.Join(dir, name) }
 	if model != nil {
 		body, err := model.Encode()
@@ -299,7 +299,7 @@ func writeTrainOutputs(cfg TrainConfig, set *samples.Set, ins []trainInput, mode
 
 // checkSamples refuses samples training cannot use and records warnings
 // for those it can.
-func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, yt, yv []uint8, xt []float32, res *TrainResult) error {
+func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *sampleset.Set, yt, yv []uint8, xt []float32, res *TrainResult) error {
 	if len(yt)+len(yv) == 0 && len(res.Warnings) > 0 {
 		// The draw's warnings say why none was drawn (labels outside the
 		// scheme, planes without data); the split is not the cause.
@@ -360,7 +360,7 @@ func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *samples.Set, yt
 // sample's DI is taken to the nearest training sample in another block.
 // The cap keeps the samples with the smallest keys seeded by
 // sampling.seed and the pixel.
-func trainAOA(ctx context.Context, cfg TrainConfig, set *samples.Set, importance []float64) (*aoa.Reference, error) {
+func trainAOA(ctx context.Context, cfg TrainConfig, set *sampleset.Set, importance []float64) (*aoa.Reference, error) {
 	nf, bs := len(set.Features), uint64(cfg.Sampling.BlockSize)
 	var s []aoa.Sample
 	for i, sp := range set.Split {

@@ -13,12 +13,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/lulc/lulc/aoa"
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/features"
-	"github.com/lulc/lulc/forest"
-	"github.com/lulc/lulc/landcover"
-	"github.com/lulc/lulc/sampling"
+	"github.com/lulc/lulc/geo/landcover"
+	"github.com/lulc/lulc/learn/aoa"
+	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/learn/sampling"
+	"github.com/lulc/lulc/pixel/features"
 )
 
 // Inputs lists the local files and directories training reads, which its

@@ -10,12 +10,12 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/landcover"
+	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/rng"
-	"github.com/lulc/lulc/landcover"
-	"github.com/lulc/lulc/raster"
-	"github.com/lulc/lulc/samples"
+	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/learn/sampleset"
 )
 
 // demoStack ingests the tiny scene once for the training tests.
@@ -89,7 +89,7 @@ func TestTrainDemo(t *testing.T) {
 	// Samples: at most max_per_class per class and split; no block on both
 	// sides of the split.
 	sb, _ := os.ReadFile(filepath.Join(out, SamplesFile))
-	set, err := samples.Decode(sb)
+	set, err := sampleset.Decode(sb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestTrainBalance(t *testing.T) {
 	cfg.Sampling.Balance = true
 	_, out := train(t, cfg)
 	sb, _ := os.ReadFile(filepath.Join(out, SamplesFile))
-	set, _ := samples.Decode(sb)
+	set, _ := sampleset.Decode(sb)
 	counts := map[[2]uint8]int{}
 	for i := range set.N() {
 		counts[[2]uint8{set.Y[i], set.Split[i]}]++
@@ -364,12 +364,12 @@ func TestTrainBuffer(t *testing.T) {
 	_, plainOut := train(t, cfg)
 	cfg.Sampling.Buffer = 6
 	res, out := train(t, cfg)
-	read := func(dir string) *samples.Set {
+	read := func(dir string) *sampleset.Set {
 		b, err := os.ReadFile(filepath.Join(dir, SamplesFile))
 		if err != nil {
 			t.Fatal(err)
 		}
-		set, err := samples.Decode(b)
+		set, err := sampleset.Decode(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -420,11 +420,11 @@ func TestTrainBuffer(t *testing.T) {
 func TestNoSamplesSaysWhy(t *testing.T) {
 	why := "features: none of the 4000 labelled pixels of the scheme's classes has every band and temporal plane present"
 	res := TrainResult{Warnings: []string{why}}
-	err := checkSamples(TrainConfig{}, landcover.WorldCover, &samples.Set{}, nil, nil, nil, &res)
+	err := checkSamples(TrainConfig{}, landcover.WorldCover, &sampleset.Set{}, nil, nil, nil, &res)
 	if err == nil || !strings.Contains(err.Error(), "no samples: "+why) || strings.Contains(err.Error(), "block_size") {
 		t.Fatalf("no samples, with the draw's warning: %v", err)
 	}
-	err = checkSamples(TrainConfig{}, landcover.WorldCover, &samples.Set{}, nil, nil, nil, &TrainResult{})
+	err = checkSamples(TrainConfig{}, landcover.WorldCover, &sampleset.Set{}, nil, nil, nil, &TrainResult{})
 	if err == nil || !strings.Contains(err.Error(), "too few samples") {
 		t.Fatalf("no samples, no warning: %v", err)
 	}

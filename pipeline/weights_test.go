@@ -10,8 +10,8 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/geo"
-	"github.com/lulc/lulc/raster"
-	"github.com/lulc/lulc/samples"
+	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/learn/sampleset"
 )
 
 // weightedScene writes a 120 × 120 image of ten bands (class 1 bright,
@@ -157,7 +157,7 @@ func TestTrainWeightedVectorLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := samples.Decode(body)
+	set, err := sampleset.Decode(body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestTrainWeightedVectorLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ran, err := samples.Decode(body)
+	ran, err := sampleset.Decode(body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/lulc/lulc/bench"
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/redact"
 	"github.com/lulc/lulc/pipeline"

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lulc/lulc/exchange"
 	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/scale/exchange"
 )
 
 func newCollectCmd(a *app) *cobra.Command {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lulc/lulc/cuda"
+	"github.com/lulc/lulc/device/cuda"
 )
 
 // addDeviceFlag registers --device on a command that computes.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lulc/lulc/exchange"
 	"github.com/lulc/lulc/internal/redact"
+	"github.com/lulc/lulc/scale/exchange"
 )
 
 // workspace is the local side of a command whose output or inputs are

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/exchange"
+	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/s3test"
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/scale/exchange"
 )
 
 // twoTiles writes two tiny synthetic tiles side by side, a catalog over

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/geo"
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/geo/raster"
 )
 
 // damage is a change to the case's scene copy: the file (a glob under the

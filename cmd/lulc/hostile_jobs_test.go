@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/internal/digest"
+	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/pipeline"
-	"github.com/lulc/lulc/samples"
 )
 
 // jobsWorld is what the jobs' hostile cases read: two tiny tiles, their
@@ -171,10 +171,10 @@ func jobsDraw(c *hcase, src, name string) string {
 
 // jobsRewriteDraw decodes a draw, changes it and encodes it again (its
 // own checksum made anew).
-func jobsRewriteDraw(c *hcase, path string, change func(d *samples.Set)) {
+func jobsRewriteDraw(c *hcase, path string, change func(d *sampleset.Set)) {
 	c.t.Helper()
 	jobsEdit(c, path, func(b []byte) []byte {
-		d, err := samples.Decode(b)
+		d, err := sampleset.Decode(b)
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -384,12 +384,12 @@ func TestHostileJobs(t *testing.T) {
 		}, "task counts differ", "2 and 3"),
 		trainOn("other-tile-list", func(c *hcase) []string {
 			d := jobsDraw(c, draw1, "1-of-2")
-			jobsRewriteDraw(c, filepath.Join(d, pipeline.DrawFile), func(s *samples.Set) { s.Draw.Tiles = strings.Repeat("f", 64) })
+			jobsRewriteDraw(c, filepath.Join(d, pipeline.DrawFile), func(s *sampleset.Set) { s.Draw.Tiles = strings.Repeat("f", 64) })
 			return []string{jobsDraw(c, draw0, "0-of-2"), d}
 		}, "tile lists differ"),
 		trainOn("older-lulc", func(c *hcase) []string {
 			d := jobsDraw(c, draw0, "0-of-2")
-			jobsRewriteDraw(c, filepath.Join(d, pipeline.DrawFile), func(s *samples.Set) { s.Draw.Ingest = "" })
+			jobsRewriteDraw(c, filepath.Join(d, pipeline.DrawFile), func(s *sampleset.Set) { s.Draw.Ingest = "" })
 			return []string{d, jobsDraw(c, draw1, "1-of-2")}
 		}, "records no ingest config", "draw it again"),
 		trainOn("doubled", func(c *hcase) []string {

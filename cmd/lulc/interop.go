@@ -7,11 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lulc/lulc/forest"
 	"github.com/lulc/lulc/internal/atomicfs"
-	"github.com/lulc/lulc/interop"
+	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/pipeline"
-	"github.com/lulc/lulc/samples"
+	"github.com/lulc/lulc/report/interop"
 )
 
 func newExportCmd(a *app) *cobra.Command {
@@ -92,7 +92,7 @@ func newExportSamplesCmd(a *app) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
-			set, err := samples.Decode(raw)
+			set, err := sampleset.Decode(raw)
 			if err != nil {
 				return fmt.Errorf("export: %s: %w", sampleFile, err)
 			}

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/exchange"
+	"github.com/lulc/lulc/scale/exchange"
 )
 
 // The promise these tests hold lulc to: SIGINT or SIGTERM in any long

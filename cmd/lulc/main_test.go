@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/raster"
+	"github.com/lulc/lulc/geo/raster"
 )
 
 // lulc runs a command line in-process, as main would.

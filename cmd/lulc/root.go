@@ -17,11 +17,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/netwait"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/internal/redact"
 	"github.com/lulc/lulc/pipeline"
-	"github.com/lulc/lulc/raster"
 )
 
 // app holds what every command shares: output streams, the logger and the

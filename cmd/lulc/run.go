@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/exchange"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/pipeline"
-	"github.com/lulc/lulc/shard"
+	"github.com/lulc/lulc/scale/exchange"
+	"github.com/lulc/lulc/scale/shard"
 )
 
 const defaultRunConfig = "run-demo.yaml"

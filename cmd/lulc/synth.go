@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lulc/lulc/internal/atomicfs"
-	"github.com/lulc/lulc/synth"
+	"github.com/lulc/lulc/source/synth"
 )
 
 const defaultSynthConfig = "synth-tiny.yaml"

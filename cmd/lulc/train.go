@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lulc/lulc/exchange"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/scale/exchange"
 )
 
 const defaultTrainConfig = "train-demo.yaml"

@@ -1,0 +1,234 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/lulc/lulc/learn/aoa"
+	"github.com/lulc/lulc/pixel/features"
+)
+
+// AOA computes the dissimilarity index of package aoa on the GPU (the
+// aoa_di kernel): every pixel compared with every training point, in
+// float64 with each operation rounded on its own, the same bits as
+// aoa.Index and aoa.Reference.DI.
+type AOA struct {
+	Dev                 *Device
+	ref                 *aoa.Reference
+	points, mean, scale Buffer
+}
+
+// NewAOA uploads a Reference's points, means and scales once.
+func NewAOA(dev *Device, ref *aoa.Reference) (*AOA, error) {
+	nf := ref.Features()
+	if nf < 1 || nf > 64 {
+		return nil, fmt.Errorf("cuda aoa: %d features (1 to 64)", nf)
+	}
+	a := &AOA{Dev: dev, ref: ref}
+	err := dev.Do(func() error {
+		var err error
+		if a.points, err = upload(ref.Points); err != nil {
+			return err
+		}
+		if a.mean, err = upload(ref.Mean); err != nil {
+			return err
+		}
+		a.scale, err = upload(ref.Scale)
+		return err
+	})
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// DI computes the DI of the pixels of feature planes (one per feature, n
+// pixels each) into di (n values).
+func (a *AOA) DI(feats [][]float32, di []float32) error {
+	nf, n := a.ref.Features(), len(di)
+	if len(feats) != nf {
+		return fmt.Errorf("cuda aoa: %d feature planes for %d features", len(feats), nf)
+	}
+	for _, p := range feats {
+		if len(p) != n {
+			return fmt.Errorf("cuda aoa: planes of %d and %d pixels", len(p), n)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return a.Dev.Do(func() error {
+		m := a.Dev.mem
+		var st staging
+		in := st.buf(m.get("aoa.in", uint64(n*nf)*4))
+		out := st.buf(m.get("aoa.out", uint64(n)*4))
+		if st.err != nil {
+			return st.err
+		}
+		for f, plane := range feats {
+			if err := putAt(in.ptr+uint64(f*n*4), plane); err != nil {
+				return err
+			}
+		}
+		if err := a.run(in.ptr, int64(n), 0, int64(n), out.ptr); err != nil {
+			return err
+		}
+		return download(di, out)
+	})
+}
+
+// DIFromDN computes the DI of some pixels of a window from the
+// digital-number planes of its block (rect: the window with its halo, as
+// features.Halo gives it; the window itself without context features).
+// Nodata DNs become NaN reflectance, so NaN DIs. Reflectance and features
+// are computed on the device by fe, as Predictor.PredictDN (in chunks of
+// pixels) and PredictDNContext (the whole block) compute them. pixels
+// are indices into the window (its inner rectangle), ascending; di
+// receives their DIs.
+func (a *AOA) DIFromDN(fe *Features, dn [][]uint16, rect features.Rect, nodata uint16, scale, offset float32, pixels []int32, di []float32) error {
+	nb, nf := len(dn), a.ref.Features()
+	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf {
+		return fmt.Errorf("cuda aoa: %d band planes for %d bands, %d features for %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
+	}
+	if len(di) != len(pixels) {
+		return fmt.Errorf("cuda aoa: %d pixels and %d DIs", len(pixels), len(di))
+	}
+	w, h, iw, ih := rect.Width, rect.Height, rect.InnerW, rect.InnerH
+	if rect.X < 0 || rect.Y < 0 || rect.X+iw > w || rect.Y+ih > h {
+		return fmt.Errorf("cuda aoa: inner block %+v outside its halo", rect)
+	}
+	context := fe.Set.Radius() > 0
+	if !context && (iw != w || ih != h) {
+		return errors.New("cuda aoa: a halo around a window without context features")
+	}
+	for _, b := range dn {
+		if len(b) != w*h {
+			return fmt.Errorf("cuda aoa: band planes of %d pixels for a block of %d", len(b), w*h)
+		}
+	}
+	n := iw * ih
+	for k, p := range pixels {
+		if p < 0 || int(p) >= n || (k > 0 && p <= pixels[k-1]) {
+			return fmt.Errorf("cuda aoa: pixel %d (%d of a window of %d) out of order or range", k, p, n)
+		}
+	}
+	if len(pixels) == 0 {
+		return nil
+	}
+	dn = usedPlanes(fe, dn)
+	nb = len(dn)
+	if context {
+		return a.fromBlock(fe, dn, rect, nodata, scale, offset, pixels, di)
+	}
+	chunk := min(n, a.Dev.predictChunk())
+	return a.Dev.Do(func() error {
+		prog, err := fe.program()
+		if err != nil {
+			return err
+		}
+		m := a.Dev.mem
+		var st staging
+		ddn := st.buf(m.get("aoa.dn", uint64(chunk*nb)*2))
+		bands := st.buf(m.get("aoa.bands", uint64(chunk*nb)*4))
+		feats := st.buf(m.get("aoa.feats", uint64(chunk*nf)*4))
+		idx := st.buf(m.get("aoa.pixels", uint64(len(pixels))*4))
+		out := st.buf(m.get("aoa.out", uint64(len(pixels))*4))
+		if st.err != nil {
+			return st.err
+		}
+		local := make([]int32, len(pixels))
+		for k, lo := 0, 0; lo < n; lo += chunk {
+			hi := min(n, lo+chunk)
+			k0 := k
+			for k < len(pixels) && int(pixels[k]) < hi {
+				local[k] = pixels[k] - int32(lo)
+				k++
+			}
+			if k == k0 {
+				continue // no wanted pixel in this chunk
+			}
+			c := hi - lo
+			for b, plane := range dn {
+				if err := putAt(ddn.ptr+uint64(b*c*2), plane[lo:hi]); err != nil {
+					return err
+				}
+			}
+			if err := putAt(idx.ptr+uint64(k0*4), local[k0:k]); err != nil {
+				return err
+			}
+			if err := a.Dev.launch("reflectance", int64(c*nb), ddn.ptr, int64(c*nb), int32(nodata), scale, offset, bands.ptr); err != nil {
+				return err
+			}
+			if err := a.Dev.launch(fe.kernel(), int64(c), bands.ptr, int32(nb), int64(c), prog, int32(nf), feats.ptr); err != nil {
+				return err
+			}
+			if err := a.run(feats.ptr, int64(c), idx.ptr+uint64(k0*4), int64(k-k0), out.ptr+uint64(k0*4)); err != nil {
+				return err
+			}
+		}
+		return download(di, out)
+	})
+}
+
+// fromBlock is DIFromDN for a set with context features: the window's
+// features from its whole block (Features.contextPass, the pass
+// PredictDNContext makes), then aoa_di at the pixels.
+func (a *AOA) fromBlock(fe *Features, dn [][]uint16, rect features.Rect, nodata uint16, scale, offset float32, pixels []int32, di []float32) error {
+	nb, nf := len(dn), a.ref.Features()
+	ph, n := rect.Width*rect.Height, rect.InnerW*rect.InnerH
+	return a.Dev.Do(func() error {
+		prog, err := fe.program()
+		if err != nil {
+			return err
+		}
+		m := a.Dev.mem
+		var st staging
+		ddn := st.buf(m.get("aoa.dn", uint64(ph*nb)*2))
+		feats := st.buf(m.get("aoa.feats", uint64(n*nf)*4))
+		idx := st.buf(m.get("aoa.pixels", uint64(len(pixels))*4))
+		out := st.buf(m.get("aoa.out", uint64(len(pixels))*4))
+		if st.err != nil {
+			return st.err
+		}
+		for b, plane := range dn {
+			if err := putAt(ddn.ptr+uint64(b*ph*2), plane); err != nil {
+				return err
+			}
+		}
+		if err := putAt(idx.ptr, pixels); err != nil {
+			return err
+		}
+		// The pass queues on the null stream; aoa_di's launch waits for
+		// the device.
+		if err := fe.contextPass(0, ddn.ptr, rect, nodata, scale, offset, prog, feats.ptr); err != nil {
+			return err
+		}
+		if err := a.run(feats.ptr, int64(n), idx.ptr, int64(len(pixels)), out.ptr); err != nil {
+			return err
+		}
+		return download(di, out)
+	})
+}
+
+// run launches aoa_di over n pixels of feature planes of stride pixels
+// at in (owner goroutine); pixels 0 means the first n of each plane.
+func (a *AOA) run(in uint64, stride int64, pixels uint64, n int64, out uint64) error {
+	r := a.ref
+	return a.Dev.launch("aoa_di", n, in, int32(r.Features()), stride, pixels, n, a.points.ptr, int32(r.N),
+		a.mean.ptr, a.scale.ptr, int64(math.Float64bits(r.MeanDistance)), out)
+}
+
+// Close frees the device copies.
+func (a *AOA) Close() {
+	a.Dev.Do(func() error {
+		for _, b := range []*Buffer{&a.points, &a.mean, &a.scale} {
+			if b.ptr != 0 {
+				b.free()
+				*b = Buffer{}
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,389 @@
+package cuda
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/lulc/lulc/pixel/features"
+)
+
+// contextPlan is how a feature set's context features are computed on the
+// device: the distinct per-pixel features they summarise (their bases), as
+// programs of the features kernels, and per (base, window) pair the
+// feature planes its mean, standard deviation and range go to.
+type contextPlan struct {
+	baseCodes []int32 // 5 per base: the operation and its input bands
+	base      Buffer
+	pairs     []contextPair
+	fused     []fusedBase // per base
+	// The programs of features_context, uploaded on first use: per base 4
+	// ints (its largest radius, -1 for a base left to the two-pass
+	// kernels; whether it keeps values for a range; where its windows
+	// start in pairProg, and how many), and each base's windows.
+	baseProg, pairProg []int32
+	baseDev, pairDev   Buffer
+	// shared is features_context's dynamic shared memory for the bases
+	// it takes; twoPass says whether some base is left to context_rows and
+	// context_cols.
+	shared  int
+	twoPass bool
+}
+
+// fusedBase is one base's windows as features_context takes them (prog:
+// 4 ints a window), their largest radius, whether one wants a range
+// (values 1), and the shared memory that takes: above maxShared the
+// base's windows take the two-pass kernels instead.
+type fusedBase struct {
+	prog   []int32
+	R      int
+	values int32
+	shared int
+}
+
+// fits reports whether features_context can take the base.
+func (f *fusedBase) fits() bool { return f.shared <= maxShared }
+
+// contextPair is one base feature over one window radius: the statistics
+// that context_cols writes, as feature indices (-1: not in the set).
+type contextPair struct {
+	base, r        int
+	mean, std, rng int32
+}
+
+// newContextPlan groups the set's context features by base and window.
+// Inputs are addressed by their slot among the planes the device gets.
+func newContextPlan(set *features.Set, slot map[int]int32) (contextPlan, error) {
+	var plan contextPlan
+	bases := map[string]int{}
+	pairs := map[[2]int]int{}
+	for _, fi := range set.ContextFeatures() {
+		f := set.Features[fi]
+		b, ok := bases[f.Base.Name]
+		if !ok {
+			op, ok := opCodes[f.Base.Op]
+			if !ok {
+				return plan, fmt.Errorf("cuda: feature %s has no GPU operation %q", f.Base.Name, f.Base.Op)
+			}
+			p := [5]int32{op, 0, 0, 0, 0}
+			for k, pos := range set.Inputs(fi) {
+				p[1+k] = slot[pos]
+			}
+			b = len(bases)
+			bases[f.Base.Name] = b
+			plan.baseCodes = append(plan.baseCodes, p[:]...)
+		}
+		key := [2]int{b, f.Size / 2}
+		k, ok := pairs[key]
+		if !ok {
+			k = len(plan.pairs)
+			pairs[key] = k
+			plan.pairs = append(plan.pairs, contextPair{base: b, r: f.Size / 2, mean: -1, std: -1, rng: -1})
+		}
+		switch f.Stat {
+		case "mean":
+			plan.pairs[k].mean = int32(fi)
+		case "std":
+			plan.pairs[k].std = int32(fi)
+		default:
+			plan.pairs[k].rng = int32(fi)
+		}
+	}
+	for b := range plan.bases() {
+		prog, R, values := plan.fusedProgram(b)
+		fb := fusedBase{prog: prog, R: R, values: values, shared: contextShared(R, values)}
+		plan.fused = append(plan.fused, fb)
+		if !fb.fits() {
+			plan.twoPass = true
+			plan.baseProg = append(plan.baseProg, -1, 0, 0, 0)
+			continue
+		}
+		plan.baseProg = append(plan.baseProg, int32(R), values, int32(len(plan.pairProg)), int32(len(prog)/4))
+		plan.pairProg = append(plan.pairProg, prog...)
+		plan.shared = max(plan.shared, fb.shared)
+	}
+	return plan, nil
+}
+
+// chunk is how many pixels features_context stages at once for the
+// per-pixel features (nb reflectances each, in shared memory):
+// contextPixels a thread where they fit, else at most one a thread.
+// shared is the shared memory the kernel then takes.
+func (c *contextPlan) chunk(nb int) (chunk, shared int) {
+	chunk = contextPixels * 256
+	if nb*chunk*4 > maxShared {
+		chunk = min(256, maxShared/(4*nb)/32*32)
+	}
+	return chunk, max(c.shared, nb*chunk*4)
+}
+
+// bases is the number of distinct base features.
+func (c *contextPlan) bases() int { return len(c.baseCodes) / 5 }
+
+// PredictDNContext is PredictDN for a feature set with context features: dn
+// holds the band planes of a block with its halo (rect, as
+// features.Halo gives it), and cls and conf receive the inner rectangle's
+// classes and confidences. On the device: the window's features in one
+// pass from its DNs (features_context, see contextPass), then the bin
+// codes and the forest walk. The bits are the CPU's: features.Set's
+// ContextCompute and CPU.Compute, then Predict.
+func (p *Predictor) PredictDNContext(fe *Features, dn [][]uint16, rect features.Rect, nodata uint16, scale, offset float32, cls []uint8, conf []float32) error {
+	nb, nf := len(dn), p.nf
+	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf {
+		return fmt.Errorf("cuda predict: %d band planes for %d bands, %d features for a model of %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
+	}
+	dn = usedPlanes(fe, dn)
+	nb = len(dn)
+	if nf > 64 {
+		return fmt.Errorf("cuda predict: %d features (at most 64)", nf)
+	}
+	plan := &fe.ctx
+	if plan.bases() == 0 {
+		return fmt.Errorf("cuda predict: a feature set without context features")
+	}
+	w, h, iw, ih := rect.Width, rect.Height, rect.InnerW, rect.InnerH
+	if rect.X < 0 || rect.Y < 0 || rect.X+iw > w || rect.Y+ih > h {
+		return fmt.Errorf("cuda predict: inner block %+v outside its halo", rect)
+	}
+	n, ph := iw*ih, w*h
+	if len(cls) != n || len(conf) != n {
+		return fmt.Errorf("cuda predict: %d classes and %d confidences for %d pixels", len(cls), len(conf), n)
+	}
+	for _, b := range dn {
+		if len(b) != ph {
+			return fmt.Errorf("cuda predict: band planes of %d pixels for a block of %d", len(b), ph)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return p.Dev.Do(func() error {
+		if err := p.reserve(n, false); err != nil {
+			return fmt.Errorf("cuda predict: %d pixels: %w", n, err)
+		}
+		prog, err := fe.program()
+		if err != nil {
+			return err
+		}
+		dDN, err := p.Dev.mem.get("context.dn", uint64(ph*nb)*2)
+		if err != nil {
+			return err
+		}
+		for b, plane := range dn {
+			if err := putAt(dDN.ptr+uint64(b*ph*2), plane); err != nil {
+				return err
+			}
+		}
+		s := p.streams[0]
+		if err := fe.contextPass(s, dDN.ptr, rect, nodata, scale, offset, prog, p.dIn[0].ptr); err != nil {
+			return err
+		}
+		if err := p.walk(0, n); err != nil {
+			return err
+		}
+		if err := check(api.streamSync(s), "cuStreamSynchronize"); err != nil {
+			return err
+		}
+		copy(cls, unsafe.Slice((*uint8)(p.hostCls[0]), n))
+		copy(conf, unsafe.Slice((*float32)(p.hostConf[0]), n))
+		return nil
+	})
+}
+
+// contextPass queues on stream s, from a block's DN planes on the device
+// (dn, rect's size), the window's features into out (the set's planes of
+// rect's inner pixels), in one kernel (features_context): each 32² tile
+// of inner pixels computes its bases' values with their halo from the DNs
+// in shared memory, their window sums there, and its per-pixel features,
+// so that the DNs are read and the feature planes written and nothing
+// else crosses device memory. A base whose windows would not fit in
+// shared memory (a 31-px window with a range) takes two passes through
+// device memory instead: reflectance and the base values of the whole
+// block, then context_rows and context_cols (owner goroutine).
+func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata uint16, scale, offset float32, prog, out uint64) error {
+	plan := &fe.ctx
+	nb, nf := len(fe.used), len(fe.Set.Features)
+	chunk, shared := plan.chunk(nb)
+	if chunk < 32 {
+		return fmt.Errorf("cuda features: %d band planes, too many to stage", nb)
+	}
+	// features_context addresses the DNs with 32-bit offsets.
+	if uint64(nb)*uint64(rect.Width)*uint64(rect.Height) >= 1<<32 {
+		return fmt.Errorf("cuda features: a %d x %d block of %d band planes is too large for one pass (4 Gi values at most)", rect.Width, rect.Height, nb)
+	}
+	// The programs, uploaded on first use.
+	for _, u := range []struct {
+		b    *Buffer
+		prog []int32
+	}{{&plan.base, plan.baseCodes}, {&plan.baseDev, plan.baseProg}, {&plan.pairDev, plan.pairProg}} {
+		if u.b.ptr == 0 && len(u.prog) > 0 {
+			var err error
+			if *u.b, err = upload(u.prog); err != nil {
+				return err
+			}
+		}
+	}
+	w, h, iw, ih := rect.Width, rect.Height, rect.InnerW, rect.InnerH
+	// Copies from pageable memory (the caller's DNs, the programs) may
+	// still be on their way when the driver returns, and a non-blocking
+	// stream s does not wait for them: wait here.
+	if err := check(api.ctxSynchronize(), "cuCtxSynchronize"); err != nil {
+		return err
+	}
+	if plan.twoPass {
+		if err := fe.contextTwoPass(s, dn, rect, nodata, scale, offset, out); err != nil {
+			return err
+		}
+	}
+	gx, gy := uint32((iw+contextTile-1)/contextTile), uint32((ih+contextTile-1)/contextTile)
+	return fe.Dev.launchGrid3(s, "features_context", uint32(plan.bases()+1), gx, gy, 256, uint32(shared), dn, int32(nb), int32(w), int32(h),
+		int32(rect.X), int32(rect.Y), int32(iw), int32(ih), int32(nodata), scale, offset, plan.base.ptr, int32(plan.bases()),
+		plan.baseDev.ptr, plan.pairDev.ptr, prog, int32(nf), int32(chunk), out, int64(iw*ih))
+}
+
+// contextTwoPass queues the windows of the bases features_context leaves
+// (see contextPass): reflectance and base values of the whole block, then
+// per window the row sums (context_rows) and the column sums
+// (context_cols) through device memory, into their feature planes of out.
+func (fe *Features) contextTwoPass(s uintptr, dn uint64, rect features.Rect, nodata uint16, scale, offset float32, out uint64) error {
+	plan := &fe.ctx
+	nb := len(fe.used)
+	w, h, iw, ih := rect.Width, rect.Height, rect.InnerW, rect.InnerH
+	n, ph := iw*ih, w*h
+	m := fe.Dev.mem
+	var st staging
+	nbase, rows := plan.bases(), uint64(h*iw)
+	dRefl := st.buf(m.get("context.refl", uint64(ph*nb)*4))
+	dBase := st.buf(m.get("context.base", uint64(ph*nbase)*4))
+	dS := st.buf(m.get("context.s", rows*8))
+	dSQ := st.buf(m.get("context.sq", rows*8))
+	dCnt := st.buf(m.get("context.count", rows*4))
+	dLo := st.buf(m.get("context.lo", rows*4))
+	dHi := st.buf(m.get("context.hi", rows*4))
+	if st.err != nil {
+		return st.err
+	}
+	launch := func(name string, threads int, args ...any) error {
+		return fe.Dev.launchAsync(s, name, int64(threads), args...)
+	}
+	if err := launch("reflectance", ph*nb, dn, int64(ph*nb), int32(nodata), scale, offset, dRefl.ptr); err != nil {
+		return err
+	}
+	if err := launch(fe.kernel(), ph, dRefl.ptr, int32(nb), int64(ph), plan.base.ptr, int32(nbase), dBase.ptr); err != nil {
+		return err
+	}
+	for _, pr := range plan.pairs {
+		if plan.fused[pr.base].fits() {
+			continue
+		}
+		v := dBase.ptr + uint64(pr.base*ph*4)
+		extremes := int32(0)
+		if pr.rng >= 0 {
+			extremes = 1
+		}
+		if err := launch("context_rows", int(rows), v, int32(w), int32(h), int32(rect.X), int32(iw), int32(pr.r), extremes,
+			dS.ptr, dSQ.ptr, dCnt.ptr, dLo.ptr, dHi.ptr); err != nil {
+			return err
+		}
+		// context_cols: a thread per column and segment of 8 rows
+		// (CONTEXT_SEG).
+		if err := launch("context_cols", (ih+7)/8*iw, dS.ptr, dSQ.ptr, dCnt.ptr, dLo.ptr, dHi.ptr, int32(h), int32(rect.Y), int32(ih), int32(iw), int32(pr.r),
+			out, int64(n), pr.mean, pr.std, pr.rng); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Context computes the set's context features at chosen pixels of the
+// mirrored tile, straight from their windows (context_at): the twin of
+// features.Set.ContextAt, refl being every DN's reflectance. dst gets the
+// context features of pixel (xs[p], ys[p]) at p×their count.
+func (m *Mirror) Context(set *features.Set, refl *[65536]float32, xs, ys []int, dst []float32) error {
+	ctx := set.ContextFeatures()
+	if len(xs) != len(ys) || len(dst) != len(xs)*len(ctx) {
+		return fmt.Errorf("cuda context: %d values for %d×%d pixels and %d context features", len(dst), len(xs), len(ys), len(ctx))
+	}
+	if len(set.Bands) != m.bands {
+		return fmt.Errorf("cuda context: a set of %d bands for a mirror of %d", len(set.Bands), m.bands)
+	}
+	var prog []int32
+	for _, fi := range ctx {
+		f := set.Features[fi]
+		op, ok := opCodes[f.Base.Op]
+		if !ok {
+			return fmt.Errorf("cuda: feature %s has no GPU operation %q", f.Base.Name, f.Base.Op)
+		}
+		p := [7]int32{op, 0, 0, 0, 0, int32(f.Size / 2), map[string]int32{"mean": 0, "std": 1, "range": 2}[f.Stat]}
+		for k, pos := range set.Inputs(fi) {
+			p[1+k] = int32(pos)
+		}
+		prog = append(prog, p[:]...)
+	}
+	px, py := make([]int32, len(xs)), make([]int32, len(ys))
+	for i := range xs {
+		if xs[i] < 0 || xs[i] >= m.width || ys[i] < 0 || ys[i] >= m.height {
+			return fmt.Errorf("cuda context: pixel (%d, %d) outside the %d×%d tile", xs[i], ys[i], m.width, m.height)
+		}
+		px[i], py[i] = int32(xs[i]), int32(ys[i])
+	}
+	if len(xs) == 0 || len(ctx) == 0 {
+		return nil
+	}
+	return m.dev.Do(func() error {
+		mem := m.dev.mem
+		var st staging
+		table := st.ptr(put(mem, "context.table", refl[:]))
+		dx := st.ptr(put(mem, "context.xs", px))
+		dy := st.ptr(put(mem, "context.ys", py))
+		dp := st.ptr(put(mem, "context.prog", prog))
+		out := st.buf(mem.get("context.out", uint64(len(dst))*4))
+		if st.err != nil {
+			return st.err
+		}
+		if err := m.dev.launch("context_at", int64(len(dst)), m.dn.ptr, int32(m.width), int32(m.height), table, dx, dy, int64(len(xs)), dp, int32(len(ctx)), out.ptr); err != nil {
+			return err
+		}
+		return download(dst, Buffer{ptr: out.ptr, bytes: uint64(len(dst)) * 4})
+	})
+}
+
+// contextTile is features_context's tile side (CONTEXT_TILE), maxShared the
+// dynamic shared memory a block may take without opting in: 48 KiB less
+// the kernel's static per-pixel program (5 ints and a plane's 64-bit
+// offset for each of up to 64 features, and their count, aligned).
+const (
+	contextTile = 32
+	maxShared   = 48<<10 - (5*64*4 + 64*8 + 16)
+)
+
+// contextPixels is how many pixels a thread of features_context takes at
+// once for the per-pixel features (CONTEXT_PIXELS).
+const contextPixels = 4
+
+// contextShared is features_context's shared memory for a largest radius R:
+// the quantised values and, with a range (values 1), the values (side
+// rows, an odd number of words apart), then the row results of its
+// largest window (rows of contextTile+1: a sum, and the count with the
+// sum of squares in one 64-bit integer, 12 bytes; a range's row extremes
+// take their place).
+func contextShared(R int, values int32) int {
+	side, rows := contextTile+2*R, contextTile+2*R
+	return (side*(side|1)*(1+int(values))+1)/2*8 + rows*(contextTile+1)*(8+4)
+}
+
+// fusedProgram is base b's windows as features_context takes them: 4 ints
+// each (radius, mean, std and range planes), the largest radius, and
+// whether any window wants a range (its values kept in shared memory).
+func (c *contextPlan) fusedProgram(b int) (prog []int32, R int, values int32) {
+	for _, pr := range c.pairs {
+		if pr.base != b {
+			continue
+		}
+		prog = append(prog, int32(pr.r), pr.mean, pr.std, pr.rng)
+		R = max(R, pr.r)
+		if pr.rng >= 0 {
+			values = 1
+		}
+	}
+	return prog, R, values
+}

@@ -1,0 +1,246 @@
+package cuda
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lulc/lulc/geo/decode"
+)
+
+// Decodable says whether the device decodes tiles of format f. Others
+// (ZSTD, LZW, JPEG, floating-point predictor, other sample sizes) are
+// decoded on the host.
+func Decodable(f decode.Format) bool {
+	return (f.Compression == "DEFLATE" || f.Compression == "NONE") && (f.Predictor == 1 || f.Predictor == 2) &&
+		(f.SampleBytes == 1 || f.SampleBytes == 2) && f.W > 0 && f.H > 0
+}
+
+// inflateWarps is how many warps, one per tile, a block of the inflate
+// kernel holds; inflateShared is the shared memory each warp's Huffman
+// tables take (sizeof(HuffTables) in lulc.cu, rounded up).
+const inflateWarps = 4
+
+const inflateShared = 3712
+
+// inflateStatus names the inflate kernel's status codes.
+var inflateStatus = []string{"ok", "bad zlib header", "bad block", "bad Huffman code", "distance beyond the start",
+	"stream ends early", "stream ends before the tile"}
+
+// packedTiles is a batch of compressed tiles laid out for the device: each
+// starts 4-byte aligned, and 8 zero bytes follow the last, so that the
+// kernel's word reads never leave the buffer.
+type packedTiles struct {
+	data []byte
+	off  []uint64
+	size []uint32
+}
+
+func packTiles(tiles [][]byte) (packedTiles, error) {
+	p := packedTiles{off: make([]uint64, len(tiles)), size: make([]uint32, len(tiles))}
+	total := 0
+	for i, t := range tiles {
+		if len(t) >= 1<<32 {
+			return p, fmt.Errorf("cuda decode: tile %d has %d bytes", i, len(t))
+		}
+		p.off[i] = uint64(total)
+		p.size[i] = uint32(len(t))
+		total += (len(t) + 3) &^ 3
+	}
+	p.data = make([]byte, total+8)
+	for i, t := range tiles {
+		copy(p.data[p.off[i]:], t)
+	}
+	return p, nil
+}
+
+// DecodeTiles decodes a batch of tiles of one format on the device and
+// returns their samples in host byte order, tile after tile (f.W × f.H
+// samples of f.SampleBytes each). Its bytes equal decode.Tile's for every
+// tile; a tile the device cannot decode is an error that names it.
+func DecodeTiles(dev *Device, tiles [][]byte, f decode.Format) ([]byte, error) {
+	if !Decodable(f) {
+		return nil, fmt.Errorf("cuda decode: %s with predictor %d and %d-byte samples is not decoded on the device", f.Compression, f.Predictor, f.SampleBytes)
+	}
+	packed, err := packTiles(tiles)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(tiles)*f.TileBytes())
+	err = dev.Do(func() error {
+		b, err := dev.decodeTiles(packed, f)
+		if err != nil {
+			return err
+		}
+		return download(out, b)
+	})
+	return out, err
+}
+
+// DecodeTimes is how long decoding a batch took on the device: copying
+// the compressed bytes in, the kernels, and copying the samples out.
+type DecodeTimes struct {
+	In, Kernels, Out time.Duration
+	Compressed       int64 // bytes that crossed to the device
+	Decoded          int64 // bytes of samples
+}
+
+// TimeDecodeTiles decodes the batch reps times after a warm-up and returns
+// the median of each part, timed with CUDA events, with warps tiles to a
+// block of the inflate kernel (1–12: their Huffman tables share 48 KiB).
+func TimeDecodeTiles(dev *Device, tiles [][]byte, f decode.Format, reps, warps int) (DecodeTimes, error) {
+	if !Decodable(f) {
+		return DecodeTimes{}, fmt.Errorf("cuda decode: %s is not decoded on the device", f.Compression)
+	}
+	if warps < 1 || warps > 12 {
+		return DecodeTimes{}, fmt.Errorf("cuda decode: %d warps a block (1–12)", warps)
+	}
+	packed, err := packTiles(tiles)
+	if err != nil {
+		return DecodeTimes{}, err
+	}
+	out := make([]byte, len(tiles)*f.TileBytes())
+	t := DecodeTimes{Compressed: int64(len(packed.data)), Decoded: int64(len(out))}
+	err = dev.Do(func() error {
+		b, dst, err := dev.outTiles(len(tiles), f)
+		if err != nil {
+			return err
+		}
+		var s stagedTiles
+		in, err := dev.timeIt(reps, func() error {
+			s, err = dev.stageTiles(packed, f, dst)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		kern, err := dev.timeIt(reps, func() error { return dev.runDecode(s, f, warps) })
+		if err != nil {
+			return err
+		}
+		o, err := dev.timeIt(reps, func() error { return download(out, b) })
+		t.In, t.Kernels, t.Out = ms(in), ms(kern), ms(o)
+		return err
+	})
+	return t, err
+}
+
+func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+
+// stagedTiles is a batch on the device, ready for runDecode: the
+// compressed bytes, their offsets and sizes, and where each tile's samples
+// go (an array of device pointers: a tile may land in a scratch buffer or
+// in a slot of the tile cache).
+type stagedTiles struct {
+	n                         int
+	src, srcOff, srcSize, dst uint64
+}
+
+// decodeTiles stages and decodes a packed batch into the pool's
+// "decode.out" buffer, tile after tile (on the owner goroutine).
+func (d *Device) decodeTiles(p packedTiles, f decode.Format) (Buffer, error) {
+	out, dst, err := d.outTiles(len(p.off), f)
+	if err != nil {
+		return Buffer{}, err
+	}
+	s, err := d.stageTiles(p, f, dst)
+	if err != nil {
+		return Buffer{}, err
+	}
+	return out, d.runDecode(s, f, inflateWarps)
+}
+
+// outTiles returns the pool's "decode.out" buffer sized for n tiles of
+// format f, and each tile's address in it.
+func (d *Device) outTiles(n int, f decode.Format) (Buffer, []uint64, error) {
+	tb := uint64(f.TileBytes())
+	out, err := d.mem.get("decode.out", uint64(n)*tb)
+	if err != nil {
+		return Buffer{}, nil, err
+	}
+	dst := make([]uint64, n)
+	for i := range dst {
+		dst[i] = out.ptr + uint64(i)*tb
+	}
+	return out, dst, nil
+}
+
+// stageTiles copies a packed batch to the device, tile i to be decoded
+// into device address dst[i].
+func (d *Device) stageTiles(p packedTiles, f decode.Format, dst []uint64) (stagedTiles, error) {
+	n := len(p.off)
+	tb := uint64(f.TileBytes())
+	m := d.mem
+	var st staging
+	s := stagedTiles{n: n}
+	s.dst = st.ptr(put(m, "decode.dst", dst))
+	if st.err != nil || n == 0 {
+		return s, st.err
+	}
+	if f.Compression == "NONE" {
+		for i, o := range p.off {
+			if uint64(p.size[i]) < tb {
+				return s, fmt.Errorf("cuda decode: tile %d has %d bytes, not %d", i, p.size[i], tb)
+			}
+			if err := putAt(dst[i], p.data[o:o+tb]); err != nil {
+				return s, err
+			}
+		}
+		return s, nil
+	}
+	s.src = st.ptr(put(m, "decode.src", p.data))
+	s.srcOff = st.ptr(put(m, "decode.srcoff", p.off))
+	s.srcSize = st.ptr(put(m, "decode.srcsize", p.size))
+	return s, st.err
+}
+
+// stageOnDevice stages compressed tiles whose bytes are on the device
+// already (src, laid out as p.data): only their offsets, sizes and
+// destinations are copied.
+func (d *Device) stageOnDevice(p packedTiles, src Buffer, dst []uint64) (stagedTiles, error) {
+	var st staging
+	s := stagedTiles{n: len(p.off), src: src.ptr}
+	s.dst = st.ptr(put(d.mem, "ahead.dst", dst))
+	s.srcOff = st.ptr(put(d.mem, "ahead.srcoff", p.off))
+	s.srcSize = st.ptr(put(d.mem, "ahead.srcsize", p.size))
+	return s, st.err
+}
+
+// runDecode inflates a staged batch, warps tiles to a block, checks every
+// tile's status, and turns the bytes into samples (byte order, predictor).
+func (d *Device) runDecode(s stagedTiles, f decode.Format, warps int) error {
+	if s.n == 0 {
+		return nil
+	}
+	if f.Compression != "NONE" {
+		status, err := d.mem.get("decode.status", uint64(4*s.n))
+		if err != nil {
+			return err
+		}
+		if err := d.launchGrid(0, "inflate", uint32((s.n+warps-1)/warps), 1, uint32(32*warps), uint32(warps*inflateShared),
+			s.src, s.srcOff, s.srcSize, s.dst, int32(f.TileBytes()), int32(s.n), status.ptr); err != nil {
+			return err
+		}
+		codes := make([]int32, s.n)
+		if err := download(codes, status); err != nil {
+			return err
+		}
+		for i, c := range codes {
+			if c != 0 {
+				what := fmt.Sprintf("status %d", c)
+				if int(c) < len(inflateStatus) {
+					what = inflateStatus[c]
+				}
+				return fmt.Errorf("cuda decode: tile %d: %s", i, what)
+			}
+		}
+	}
+	if f.Predictor == 2 || f.BigEndian && f.SampleBytes == 2 {
+		big := int32(0)
+		if f.BigEndian {
+			big = 1
+		}
+		return d.launch("tiff_unpack", int64(s.n*f.H), s.dst, int32(s.n), int32(f.W), int32(f.H),
+			int32(f.SampleBytes), big, int32(f.Predictor))
+	}
+	return nil
+}

@@ -1,0 +1,381 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/lulc/lulc/learn/forest"
+)
+
+// predictChunk is the pixels per chunk of Predictor.Predict (and of the
+// area of applicability's DI): 1 M pixels of 20 features stage 80 MB of
+// pinned memory per slot. Tests ask for less (Options.predictChunk).
+func (d *Device) predictChunk() int {
+	if d.opt.predictChunk > 0 {
+		return d.opt.predictChunk
+	}
+	return 1 << 20
+}
+
+// Predictor classifies feature planes on the GPU: binning with the
+// model's edges and the forest walk run back to back on the device, so
+// the codes never cross PCIe. It gives the classes and confidences (bits)
+// of forest.Bins.Bin followed by forest.Compiled.Classify.
+type Predictor struct {
+	Dev    *Device
+	forest *Forest
+	nf     int
+	// bin edges, back to back, with each feature's offset and length
+	edges, offsets, lengths Buffer
+	// two slots: device buffers, pinned buffers and a stream each; hostIn
+	// (feature staging) only once Predict has streamed
+	hostIn, hostCls, hostConf [2]unsafe.Pointer
+	dIn, dCodes, dCls, dConf  [2]Buffer
+	streams                   [2]uintptr
+	chunk                     int
+	// digital-number planes for PredictDN: pinned staging, device DNs and
+	// device reflectance, nb planes of chunk pixels per slot
+	hostDN      [2]unsafe.Pointer
+	dDN, dBands [2]Buffer
+	bandPixels  uint64
+}
+
+// NewPredictor uploads a model's forest and bin edges.
+func NewPredictor(dev *Device, m *forest.Model) (*Predictor, error) {
+	f, err := NewForest(dev, m.Forest.Compile())
+	if err != nil {
+		return nil, err
+	}
+	p := &Predictor{Dev: dev, forest: f, nf: len(m.Bins.Edges)}
+	var edges []float32
+	var offsets, lengths []int32
+	for _, e := range m.Bins.Edges {
+		offsets = append(offsets, int32(len(edges)))
+		lengths = append(lengths, int32(len(e)))
+		edges = append(edges, e...)
+	}
+	edges = append(edges, float32(math.NaN())) // never empty
+	err = dev.Do(func() error {
+		var err error
+		if p.edges, err = upload(edges); err != nil {
+			return err
+		}
+		if p.offsets, err = upload(offsets); err != nil {
+			return err
+		}
+		p.lengths, err = upload(lengths)
+		return err
+	})
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Predict classifies the pixels of feature planes (one per model feature)
+// into cls and conf. Chunks alternate between two streams: while one
+// chunk's features go up, are binned and walked and its classes come
+// down, the host stages the next chunk into pinned memory.
+func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) error {
+	if len(feats) != p.nf {
+		return fmt.Errorf("cuda predict: %d feature planes for a model of %d features", len(feats), p.nf)
+	}
+	n := len(cls)
+	if err := samePixels(feats, cls, conf); err != nil || n == 0 {
+		return err
+	}
+	chunk := p.Dev.predictChunk()
+	if n <= chunk {
+		return p.predictOnce(feats, cls, conf)
+	}
+	nf := p.nf
+	return p.Dev.Do(func() error {
+		reserve := func(chunk int) error { return p.reserve(chunk, true) }
+		return p.stream(n, chunk, reserve, func(s, lo, hi int) error {
+			m := hi - lo
+			in := unsafe.Slice((*float32)(p.hostIn[s]), nf*m)
+			parallelPlanes(nf, func(i int) { copy(in[i*m:(i+1)*m], feats[i][lo:hi]) })
+			return check(api.memcpyHtoDAsync(p.dIn[s].ptr, p.hostIn[s], uint64(m)*4*uint64(nf), p.streams[s]), "cuMemcpyHtoDAsync")
+		}, cls, conf)
+	})
+}
+
+// samePixels checks that every input plane has as many pixels as cls,
+// and conf as many as cls.
+func samePixels[T float32 | uint16](planes [][]T, cls []uint8, conf []float32) error {
+	n := len(cls)
+	if len(conf) != n {
+		return fmt.Errorf("cuda predict: %d classes and %d confidences", n, len(conf))
+	}
+	for _, p := range planes {
+		if len(p) != n {
+			return fmt.Errorf("cuda predict: planes of %d and %d pixels", n, len(p))
+		}
+	}
+	return nil
+}
+
+// stream classifies n pixels in chunks alternating between the two
+// slots (owner goroutine): fill queues, on slot s's stream, what puts
+// pixels [lo, hi)'s features into dIn[s]; walk bins and walks them and
+// the classes and confidences are collected once the stream is done.
+// reserve sizes the slots for a chunk; out of device memory, the chunks
+// halve: more round trips, the same result.
+func (p *Predictor) stream(n, chunk int, reserve func(chunk int) error, fill func(s, lo, hi int) error, cls []uint8, conf []float32) error {
+	for {
+		err := reserve(chunk)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrorOutOfMemory) || chunk <= 1<<16 {
+			return fmt.Errorf("cuda predict: chunks of %d pixels: %w", chunk, err)
+		}
+		p.freeSlots()
+		chunk /= 2
+	}
+	return streamChunks(p.streams, n, chunk, func(s, lo, hi int) error {
+		if err := fill(s, lo, hi); err != nil {
+			return err
+		}
+		return p.walk(s, hi-lo)
+	}, func(s, lo, hi int) {
+		copy(cls[lo:hi], unsafe.Slice((*uint8)(p.hostCls[s]), hi-lo))
+		copy(conf[lo:hi], unsafe.Slice((*float32)(p.hostConf[s]), hi-lo))
+	})
+}
+
+// predictOnce is Predict for a batch of at most one chunk (a training
+// run's validation rows): the planes are copied from Go memory straight
+// into the device's pooled buffers and the results straight back, with
+// no pinned staging to allocate, which for a single batch costs more than
+// it saves.
+func (p *Predictor) predictOnce(feats [][]float32, cls []uint8, conf []float32) error {
+	n, nf, f := len(cls), p.nf, p.forest
+	return p.Dev.Do(func() error {
+		m := p.Dev.mem
+		var st staging
+		in := st.buf(m.get("predict.in", uint64(n*nf)*4))
+		codes := st.buf(m.get("predict.codes", uint64(n*nf)))
+		dcls := st.buf(m.get("predict.cls", uint64(n)))
+		dconf := st.buf(m.get("predict.conf", uint64(n)*4))
+		if st.err != nil {
+			return st.err
+		}
+		for i, plane := range feats {
+			if err := putAt(in.ptr+uint64(i*n*4), plane); err != nil {
+				return err
+			}
+		}
+		if err := p.Dev.launchAsync(0, "bin", int64(n), in.ptr, int32(nf), int64(n), p.edges.ptr, p.offsets.ptr, p.lengths.ptr, codes.ptr); err != nil {
+			return err
+		}
+		if err := p.Dev.launch("forest_predict", int64(n), codes.ptr, int32(nf), int64(n), f.nodes.ptr, f.nodeOff.ptr, int32(1),
+			f.probs.ptr, f.probOff.ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), dcls.ptr, dconf.ptr); err != nil {
+			return err
+		}
+		if err := download(cls, dcls); err != nil {
+			return err
+		}
+		return download(conf, dconf)
+	})
+}
+
+// PredictDN is composite.Reflectance, Features.Compute and Predict in one
+// pass on the device: a window's digital-number planes go up (two bytes a
+// band and pixel, half what reflectance would be), reflectance, features,
+// bin codes and the forest walk stay on the device, and only classes and
+// confidences come back. The results are those of the CPU's reflectance,
+// features and walk, bit for bit: the same arithmetic on the same values.
+// DNs equal to nodata become NaN reflectance.
+func (p *Predictor) PredictDN(fe *Features, dn [][]uint16, nodata uint16, scale, offset float32, cls []uint8, conf []float32) error {
+	nb, nf := len(dn), p.nf
+	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf {
+		return fmt.Errorf("cuda predict: %d band planes for %d bands, %d features for a model of %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
+	}
+	dn = usedPlanes(fe, dn)
+	nb = len(dn)
+	if nf > 64 {
+		return fmt.Errorf("cuda predict: %d features (at most 64)", nf)
+	}
+	if fe.Set.Radius() > 0 {
+		return fmt.Errorf("cuda predict: context features need their window's halo: predict them from planes")
+	}
+	n := len(cls)
+	if err := samePixels(dn, cls, conf); err != nil || n == 0 {
+		return err
+	}
+	return p.Dev.Do(func() error {
+		prog, err := fe.program()
+		if err != nil {
+			return err
+		}
+		reserve := func(chunk int) error {
+			if err := p.reserve(chunk, false); err != nil {
+				return err
+			}
+			return p.reserveBands(chunk, nb)
+		}
+		return p.stream(n, min(n, p.Dev.predictChunk()), reserve, func(s, lo, hi int) error {
+			m, st := hi-lo, p.streams[s]
+			in := unsafe.Slice((*uint16)(p.hostDN[s]), nb*m)
+			parallelPlanes(nb, func(b int) { copy(in[b*m:(b+1)*m], dn[b][lo:hi]) })
+			if err := check(api.memcpyHtoDAsync(p.dDN[s].ptr, p.hostDN[s], uint64(m)*2*uint64(nb), st), "cuMemcpyHtoDAsync"); err != nil {
+				return err
+			}
+			if err := p.Dev.launchAsync(st, "reflectance", int64(m*nb), p.dDN[s].ptr, int64(m*nb), int32(nodata), scale, offset, p.dBands[s].ptr); err != nil {
+				return err
+			}
+			return p.Dev.launchAsync(st, fe.kernel(), int64(m), p.dBands[s].ptr, int32(nb), int64(m), prog, int32(nf), p.dIn[s].ptr)
+		}, cls, conf)
+	})
+}
+
+// walk queues, on slot s's stream, the binning of m pixels' features in
+// dIn[s], the forest walk and the copies of the classes and confidences
+// into the slot's pinned buffers.
+func (p *Predictor) walk(s, m int) error {
+	st, f, nf := p.streams[s], p.forest, p.nf
+	if err := p.Dev.launchAsync(st, "bin", int64(m), p.dIn[s].ptr, int32(nf), int64(m), p.edges.ptr, p.offsets.ptr, p.lengths.ptr, p.dCodes[s].ptr); err != nil {
+		return err
+	}
+	if err := p.Dev.launchAsync(st, "forest_predict", int64(m), p.dCodes[s].ptr, int32(nf), int64(m), f.nodes.ptr, f.nodeOff.ptr, int32(1),
+		f.probs.ptr, f.probOff.ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), p.dCls[s].ptr, p.dConf[s].ptr); err != nil {
+		return err
+	}
+	if err := check(api.memcpyDtoHAsync(p.hostCls[s], p.dCls[s].ptr, uint64(m), st), "cuMemcpyDtoHAsync"); err != nil {
+		return err
+	}
+	return check(api.memcpyDtoHAsync(p.hostConf[s], p.dConf[s].ptr, uint64(m)*4, st), "cuMemcpyDtoHAsync")
+}
+
+// reserveBands makes the band buffers hold nb planes of chunk pixels:
+// pinned DN staging, device DNs and device reflectance (owner goroutine;
+// reserve has sized the rest).
+func (p *Predictor) reserveBands(chunk, nb int) error {
+	px := uint64(chunk) * uint64(nb)
+	if px <= p.bandPixels {
+		return nil
+	}
+	p.freeBands()
+	for s := range 2 {
+		var err error
+		if p.dBands[s], err = alloc(px * 4); err != nil {
+			return err
+		}
+		if p.dDN[s], err = alloc(px * 2); err != nil {
+			return err
+		}
+		if err := check(api.memAllocHost(&p.hostDN[s], px*2), "cuMemAllocHost"); err != nil {
+			return err
+		}
+	}
+	p.bandPixels = px
+	return nil
+}
+
+func (p *Predictor) freeBands() {
+	for s := range 2 {
+		for _, b := range []*Buffer{&p.dBands[s], &p.dDN[s]} {
+			if b.ptr != 0 {
+				b.free()
+				*b = Buffer{}
+			}
+		}
+		if p.hostDN[s] != nil {
+			api.memFreeHost(p.hostDN[s])
+			p.hostDN[s] = nil
+		}
+	}
+	p.bandPixels = 0
+}
+
+// reserve makes the per-slot buffers hold chunk pixels and creates the
+// streams (owner goroutine); with staging, also the pinned buffers that
+// stage feature planes (Predict's, not PredictDN's).
+func (p *Predictor) reserve(chunk int, staging bool) error {
+	for s := range 2 {
+		if p.streams[s] == 0 {
+			// CU_STREAM_NON_BLOCKING (1): no implicit sync with stream 0.
+			if err := check(api.streamCreate(&p.streams[s], 1), "cuStreamCreate"); err != nil {
+				return err
+			}
+		}
+	}
+	m, nf := uint64(chunk), uint64(p.nf)
+	if chunk > p.chunk {
+		p.freeSlots()
+		for s := range 2 {
+			for _, b := range []struct {
+				buf   *Buffer
+				bytes uint64
+			}{{&p.dIn[s], m * 4 * nf}, {&p.dCodes[s], m * nf}, {&p.dCls[s], m}, {&p.dConf[s], m * 4}} {
+				var err error
+				if *b.buf, err = alloc(b.bytes); err != nil {
+					return err
+				}
+			}
+			for _, h := range []struct {
+				ptr   *unsafe.Pointer
+				bytes uint64
+			}{{&p.hostCls[s], m}, {&p.hostConf[s], m * 4}} {
+				if err := check(api.memAllocHost(h.ptr, h.bytes), "cuMemAllocHost"); err != nil {
+					return err
+				}
+			}
+		}
+		p.chunk = chunk
+	}
+	if staging {
+		for s := range 2 {
+			if p.hostIn[s] == nil {
+				if err := check(api.memAllocHost(&p.hostIn[s], uint64(p.chunk)*4*nf), "cuMemAllocHost"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (p *Predictor) freeSlots() {
+	p.freeBands()
+	for s := range 2 {
+		for _, b := range []*Buffer{&p.dIn[s], &p.dCodes[s], &p.dCls[s], &p.dConf[s]} {
+			if b.ptr != 0 {
+				b.free()
+				*b = Buffer{}
+			}
+		}
+		for _, h := range []*unsafe.Pointer{&p.hostIn[s], &p.hostCls[s], &p.hostConf[s]} {
+			if *h != nil {
+				api.memFreeHost(*h)
+				*h = nil
+			}
+		}
+	}
+	p.chunk = 0
+}
+
+// Close frees the predictor's device and pinned memory and streams.
+func (p *Predictor) Close() {
+	p.forest.Close()
+	p.Dev.Do(func() error {
+		p.freeSlots()
+		for s := range 2 {
+			if p.streams[s] != 0 {
+				api.streamDestroy(p.streams[s])
+				p.streams[s] = 0
+			}
+		}
+		for _, b := range []*Buffer{&p.edges, &p.offsets, &p.lengths} {
+			if b.ptr != 0 {
+				b.free()
+				*b = Buffer{}
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,222 @@
+package raster
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/lulc/lulc/geo/landcover"
+	"github.com/lulc/lulc/internal/atomicfs"
+)
+
+// stageInMemoryMax is the largest raw size (all bands at full resolution)
+// a Writer stages in Go memory; larger rasters are staged in a mapped
+// temporary file. A variable so that tests can exercise both.
+var stageInMemoryMax int64 = 1 << 30
+
+// goStage holds a Writer's windows until Close when the Go encoder
+// applies.
+type goStage interface {
+	write(band, x, y, width, height int, buf any) error
+	encode(path string, classes *landcover.Scheme) error
+	release() error
+	// sum is the encoded file's checksum (package digest) and size, when encode took
+	// them on the way (COGOptions.EncodeEarly).
+	sum() (sha string, size int64, ok bool)
+}
+
+// stageOf keeps every band as a full-resolution plane, in Go memory or,
+// above stageInMemoryMax, in a temporary file beside the output mapped
+// into memory, which also holds the overview levels: the kernel then pages
+// them to disk as needed, so memory stays bounded. The file is unlinked as
+// soon as it is mapped, so nothing is left behind whatever happens.
+type stageOf[T Pixels] struct {
+	plan   *cogPlan
+	levels [][][]T // level → band → plane; in memory, overviews allocated by encode unless early
+	mapped []byte  // the mapping, nil in memory
+	early  *earlyTiles[T]
+	sha    string // the file's checksum and size, when early encoding took them
+	size   int64
+}
+
+// newStage stages a raster planned by p; with early set, its full-
+// resolution tiles are compressed as their rows are completed.
+func newStage[T Pixels](path string, p *cogPlan, early bool) (s *stageOf[T], err error) {
+	s = &stageOf[T]{plan: p, levels: make([][][]T, len(p.levels))}
+	if early {
+		defer func() {
+			if err == nil {
+				s.early = newEarlyTiles(p, s.levels)
+			}
+		}()
+	}
+	var zero T
+	size := int64(unsafe.Sizeof(zero))
+	l0 := p.levels[0]
+	defer s.fillNoData()
+	if int64(l0.width)*int64(l0.height)*int64(p.bands)*size <= stageInMemoryMax {
+		// Early encoding makes the overviews as rows complete: their
+		// planes are needed from the start.
+		levels := 1
+		if early {
+			levels = len(p.levels)
+		}
+		for l := range levels {
+			lv := p.levels[l]
+			s.levels[l] = make([][]T, p.bands)
+			for b := range s.levels[l] {
+				s.levels[l][b] = make([]T, lv.width*lv.height)
+			}
+		}
+		return s, nil
+	}
+	var total int64
+	for _, lv := range p.levels {
+		total += int64(lv.width) * int64(lv.height) * int64(p.bands) * size
+	}
+	mem, err := mapTemp(atomicfs.TempName(path)+".raw", total)
+	if err != nil {
+		return nil, fmt.Errorf("stage %s: %w", path, err)
+	}
+	s.mapped = mem
+	var at int64
+	for l, lv := range p.levels {
+		s.levels[l] = make([][]T, p.bands)
+		n := lv.width * lv.height
+		for b := range s.levels[l] {
+			s.levels[l][b] = unsafe.Slice((*T)(unsafe.Pointer(&mem[at])), n)
+			at += int64(n) * size
+		}
+	}
+	return s, nil
+}
+
+// fillNoData sets every full-resolution pixel to nodata, as GDAL reads
+// the pixels of windows never written to its staging raster.
+func (s *stageOf[T]) fillNoData() {
+	if s.plan.nodata == nil || *s.plan.nodata == 0 || s.levels[0] == nil {
+		return
+	}
+	nd := T(*s.plan.nodata)
+	for _, plane := range s.levels[0] {
+		for i := range plane {
+			plane[i] = nd
+		}
+	}
+}
+
+func (s *stageOf[T]) write(band, x, y, width, height int, buf any) error {
+	l0 := s.plan.levels[0]
+	if band < 0 || band >= s.plan.bands {
+		return fmt.Errorf("no band %d", band+1)
+	}
+	if x < 0 || y < 0 || width < 0 || height < 0 || x+width > l0.width || y+height > l0.height {
+		return fmt.Errorf("window %d×%d outside the %d×%d raster", width, height, l0.width, l0.height)
+	}
+	plane := s.levels[0][band]
+	switch v := buf.(type) {
+	case []T:
+		if len(v) < width*height {
+			return fmt.Errorf("%d values for a %d×%d window", len(v), width, height)
+		}
+		for r := range height {
+			copy(plane[(y+r)*l0.width+x:][:width], v[r*width:][:width])
+		}
+	case []uint8:
+		if err := copyWindow(plane, l0.width, x, y, width, height, v); err != nil {
+			return err
+		}
+	case []uint16:
+		if err := copyWindow(plane, l0.width, x, y, width, height, v); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unsupported buffer type %T", buf)
+	}
+	if s.early != nil {
+		s.early.wrote(y, width, height)
+	}
+	return nil
+}
+
+// copyWindow copies a width×height window into a plane dstW pixels wide at
+// (x, y), clamping values the plane's type cannot hold, as GDAL does.
+func copyWindow[T, S Pixels](dst []T, dstW, x, y, width, height int, src []S) error {
+	if len(src) < width*height {
+		return fmt.Errorf("%d values for a %d×%d window", len(src), width, height)
+	}
+	maxT := uint64(^T(0))
+	for r := range height {
+		out := dst[(y+r)*dstW+x:][:width]
+		in := src[r*width:][:width]
+		if unsafe.Sizeof(T(0)) >= unsafe.Sizeof(S(0)) {
+			for i, v := range in {
+				out[i] = T(v)
+			}
+			continue
+		}
+		for i, v := range in {
+			out[i] = T(min(uint64(v), maxT))
+		}
+	}
+	return nil
+}
+
+func (s *stageOf[T]) encode(path string, classes *landcover.Scheme) error {
+	for l := 1; l < len(s.levels); l++ {
+		if s.levels[l] == nil {
+			lv := s.plan.levels[l]
+			s.levels[l] = make([][]T, s.plan.bands)
+			for b := range s.levels[l] {
+				s.levels[l][b] = make([]T, lv.width*lv.height)
+			}
+		}
+	}
+	if s.early == nil {
+		return encodeLevels(path, s.plan, s.levels, classes)
+	}
+	if classes != nil {
+		if err := writeCategories(path+".aux.xml", *classes); err != nil {
+			return err
+		}
+	}
+	var err error
+	s.sha, s.size, err = encodeEarly(path, s.plan, s.levels, s.early)
+	return err
+}
+
+func (s *stageOf[T]) sum() (string, int64, bool) { return s.sha, s.size, s.sha != "" }
+
+func (s *stageOf[T]) release() error {
+	if s.early != nil {
+		// The compressors read the planes: they stop before the planes go.
+		s.early.stop()
+	}
+	s.levels = nil
+	if s.mapped == nil {
+		return nil
+	}
+	m := s.mapped
+	s.mapped = nil
+	return unmap(m)
+}
+
+// encodeLevels writes the category names sidecar, as translateCOG does,
+// then the COG.
+func encodeLevels[T Pixels](path string, p *cogPlan, levels [][][]T, classes *landcover.Scheme) error {
+	if classes != nil {
+		if err := writeCategories(path+".aux.xml", *classes); err != nil {
+			return err
+		}
+	}
+	return encodeCOG(path, p, levels)
+}
+
+// writeGoCOG encodes one band held in memory, with overviews in memory.
+func writeGoCOG[T Pixels](path string, p *cogPlan, data []T, classes *landcover.Scheme) error {
+	levels := make([][][]T, len(p.levels))
+	levels[0] = [][]T{data}
+	for l := 1; l < len(levels); l++ {
+		levels[l] = [][]T{make([]T, p.levels[l].width*p.levels[l].height)}
+	}
+	return encodeLevels(path, p, levels, classes)
+}

@@ -1,0 +1,8 @@
+// Package layout holds the rule of lulc's folders, checked by its test:
+// the top-level folders stand in an order (docs/architecture.md, "Layout")
+// and a package imports only from its own folder and folders below it.
+package layout
+
+// Order is lulc's top-level folders, from the command line at the top to
+// the machinery at the bottom: imports point down it.
+var Order = []string{"cmd", "bench", "pipeline", "scale", "report", "source", "device", "learn", "pixel", "geo", "configs", "internal", "notebooks"}

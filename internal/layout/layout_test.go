@@ -1,0 +1,79 @@
+package layout
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/lulc/lulc/"
+
+// TestImportsPointDown parses every Go file of the module and fails on an
+// import from a folder above the importer's, or from a folder Order does
+// not know. External test packages (package x_test) are exempt: they use
+// a package from outside, as its callers do.
+func TestImportsPointDown(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	seen := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			// Nested modules (the notebooks' tools) and hidden folders
+			// keep rules of their own.
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || rel == filepath.Join("notebooks", "tools")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		from := top(filepath.ToSlash(rel))
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(f.Name.Name, "_test") {
+			return nil
+		}
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if !strings.HasPrefix(p, module) {
+				continue
+			}
+			seen++
+			to := top(strings.TrimPrefix(p, module))
+			fi, ti := slices.Index(Order, from), slices.Index(Order, to)
+			switch {
+			case fi < 0:
+				t.Errorf("%s: folder %q is not in layout.Order", rel, from)
+			case ti < 0:
+				t.Errorf("%s imports %s: folder %q is not in layout.Order", rel, p, to)
+			case ti < fi:
+				t.Errorf("%s imports %s: %s/ is above %s/ (imports point down: docs/architecture.md, Layout)", rel, p, to, from)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen < 100 {
+		t.Fatalf("only %d imports of lulc's packages found under %s: not the module's root?", seen, root)
+	}
+}
+
+// top is the first element of a slash-separated path.
+func top(p string) string {
+	first, _, _ := strings.Cut(p, "/")
+	return first
+}
