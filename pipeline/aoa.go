@@ -73,7 +73,7 @@ type aoaSink struct {
 // features there again, as its predictor does).
 type diComputer interface {
 	features(m *aoa.Map, ref *aoa.Reference, x, y, w, h int, feats [][]float32) error
-	dn(m *aoa.Map, x, y, w, h int, dn [][]uint16, rect features.Rect, scale, offset float32) error
+	dn(m *aoa.Map, x, y, w, h int, dn features.DN) error
 }
 
 // newAOASink checks a tile's DI grid against the model and starts its
@@ -98,8 +98,8 @@ func (s *aoaSink) Features(x, y, w, h int, feats [][]float32) error {
 }
 
 // DN implements inference.WindowSink.
-func (s *aoaSink) DN(x, y, w, h int, dn [][]uint16, rect features.Rect, scale, offset float32) error {
-	return s.di.dn(s.m, x, y, w, h, dn, rect, scale, offset)
+func (s *aoaSink) DN(x, y, w, h int, dn features.DN) error {
+	return s.di.dn(s.m, x, y, w, h, dn)
 }
 
 // cpuDI is the CPU's diComputer: the reference's index over feature
@@ -111,7 +111,7 @@ func (c cpuDI) features(m *aoa.Map, ref *aoa.Reference, x, y, w, h int, feats []
 	return nil
 }
 
-func (cpuDI) dn(*aoa.Map, int, int, int, int, [][]uint16, features.Rect, float32, float32) error {
+func (cpuDI) dn(*aoa.Map, int, int, int, int, features.DN) error {
 	return errors.New("area of applicability: digital numbers reached the CPU's sink")
 }
 
@@ -140,14 +140,14 @@ func (g gpuDI) features(m *aoa.Map, _ *aoa.Reference, x, y, w, h int, feats [][]
 	return nil
 }
 
-func (g gpuDI) dn(m *aoa.Map, x, y, w, h int, dn [][]uint16, rect features.Rect, scale, offset float32) error {
+func (g gpuDI) dn(m *aoa.Map, x, y, w, h int, dn features.DN) error {
 	cells, pixels := m.Grid.In(x, y, w, h)
 	px := make([]int32, len(pixels))
 	for k, p := range pixels {
 		px[k] = int32(p)
 	}
 	di := make([]float32, len(cells))
-	if err := g.a.DIFromDN(g.fe, dn, rect, 0, scale, offset, px, di); err != nil {
+	if err := g.a.DIFromDN(g.fe, dn, px, di); err != nil {
 		return err
 	}
 	for k, c := range cells {

@@ -38,10 +38,10 @@ type engine interface {
 	aheadDeviceBudget() int64
 
 	// composite resamples a window's coarse bands, masks and composites
-	// them with tp's temporal planes after the bands', and says how long
-	// the host spent resampling. into (when not nil) is where the window
-	// goes in its tile's mirror, width its width.
-	composite(dates []composite.Date, drop []uint8, tp *composite.Temporal, out [][]uint16, count []uint8, into *cuda.MirrorWindow, width int) (time.Duration, error)
+	// them as s says (temporal planes after the bands'), and says how
+	// long the host spent resampling. into (when not nil) is where the
+	// window goes in its tile's mirror.
+	composite(dates []composite.Date, s composite.Spec, out [][]uint16, count []uint8, into *cuda.MirrorWindow) (time.Duration, error)
 	// mirror keeps a tile's composite where the engine draws its samples
 	// from (nil: the host's copy); mirrors says whether the composite
 	// writes its windows there itself.

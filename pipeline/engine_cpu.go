@@ -37,7 +37,7 @@ func (cpuEngine) mirror(geo.Grid, int) (*cuda.Mirror, error) { return nil, nil }
 func (cpuEngine) mirrors() bool                              { return false }
 func (cpuEngine) busy() time.Duration                        { return 0 }
 
-func (cpuEngine) composite(dates []composite.Date, drop []uint8, tp *composite.Temporal, out [][]uint16, count []uint8, into *cuda.MirrorWindow, _ int) (time.Duration, error) {
+func (cpuEngine) composite(dates []composite.Date, s composite.Spec, out [][]uint16, count []uint8, into *cuda.MirrorWindow) (time.Duration, error) {
 	if into != nil {
 		return 0, errors.New("composite: a device mirror on the CPU")
 	}
@@ -46,7 +46,7 @@ func (cpuEngine) composite(dates []composite.Date, drop []uint8, tp *composite.T
 		return 0, err
 	}
 	resample := time.Since(t)
-	return resample, composite.WindowTemporal(dates, drop, tp, StackScale, StackOffset, out, count)
+	return resample, composite.WindowTemporal(dates, s, out, count)
 }
 
 func (cpuEngine) features(set *features.Set) (features.Computer, func(), error) {

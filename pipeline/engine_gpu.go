@@ -53,8 +53,8 @@ func (e gpuEngine) aheadDeviceBudget() int64 {
 
 // composite is cuda.CompositeMirrored: the device resamples too, so no
 // host time is spent resampling.
-func (e gpuEngine) composite(dates []composite.Date, drop []uint8, tp *composite.Temporal, out [][]uint16, count []uint8, into *cuda.MirrorWindow, width int) (time.Duration, error) {
-	return 0, cuda.CompositeMirrored(e.gpu, dates, drop, tp, StackScale, StackOffset, out, count, into, width)
+func (e gpuEngine) composite(dates []composite.Date, s composite.Spec, out [][]uint16, count []uint8, into *cuda.MirrorWindow) (time.Duration, error) {
+	return 0, cuda.CompositeMirrored(e.gpu, dates, s, out, count, into)
 }
 
 // mirror is nil when the draw stays on the host (hostDraw).
@@ -188,14 +188,14 @@ func newGPUDNPredictor(dev *cuda.Device, m *forest.Model, fe *cuda.Features) (*g
 
 // PredictDN implements inference.DNPredictor: with context features, their
 // statistics are computed on the device from the block's halo too.
-func (p *gpuDNPredictor) PredictDN(dn [][]uint16, rect features.Rect, scale, offset float32, cls []uint8, conf []float32) error {
+func (p *gpuDNPredictor) PredictDN(dn features.DN, cls []uint8, conf []float32) error {
 	if p.fe.Set.Radius() > 0 {
-		return p.p.PredictDNContext(p.fe, dn, rect, 0, scale, offset, cls, conf)
+		return p.p.PredictDNContext(p.fe, dn, cls, conf)
 	}
-	if rect.InnerW != rect.Width || rect.InnerH != rect.Height {
+	if r := dn.Rect; r.InnerW != r.Width || r.InnerH != r.Height {
 		return fmt.Errorf("gpu predict: a halo around a window without context features")
 	}
-	return p.p.PredictDN(p.fe, dn, 0, scale, offset, cls, conf)
+	return p.p.PredictDN(p.fe, dn, cls, conf)
 }
 
 // Close frees the forest on the device.

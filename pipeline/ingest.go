@@ -1302,9 +1302,10 @@ func (j *windowJob) window(w geo.Grid, open func(string) (*raster.Source, error)
 	y := int(math.Round((w.Transform[3] - j.grid.Transform[3]) / j.grid.Transform[5]))
 	var into *cuda.MirrorWindow
 	if j.mirror != nil {
-		into = &cuda.MirrorWindow{Mirror: j.mirror, X: x, Y: y, Labels: labels}
+		into = &cuda.MirrorWindow{Mirror: j.mirror, X: x, Y: y, Width: w.Width, Labels: labels}
 	}
-	resampled, err := j.engine.composite(cdates, j.drop, j.temporal, meds, count, into, w.Width)
+	spec := composite.Spec{Drop: j.drop, Temporal: j.temporal, Scale: StackScale, Offset: StackOffset}
+	resampled, err := j.engine.composite(cdates, spec, meds, count, into)
 	if err != nil {
 		return err
 	}

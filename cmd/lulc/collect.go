@@ -35,7 +35,7 @@ redoes it.`,
 			// downloaded into a workspace, collected there, and the
 			// collection uploaded beside them. A task without a commit is
 			// missing, as on a shared filesystem.
-			var ws *workspace
+			var ws *exchange.Workspace
 			url := ""
 			if exchange.IsURL(out) {
 				var err error
@@ -43,8 +43,8 @@ redoes it.`,
 				if ws, err = newWorkspace(work, exchange.Join(url, pipeline.CollectDir), a.log); err != nil {
 					return err
 				}
-				ws.url = url
-				out = ws.out()
+				ws.SetURL(url)
+				out = ws.Out()
 				shards := exchange.Join(url, "shards")
 				done, open, err := exchange.Committed(shards)
 				if err != nil {
@@ -54,7 +54,7 @@ redoes it.`,
 					a.log.Warn("a task's prefix holds no commit (unfinished, or killed while it uploaded): missing", "url", exchange.Join(shards, n))
 				}
 				for _, n := range done {
-					if _, err := ws.pull(exchange.Join(shards, n), filepath.Join(out, "shards", n)); err != nil {
+					if _, err := ws.Pull(exchange.Join(shards, n), filepath.Join(out, "shards", n)); err != nil {
 						return err
 					}
 				}
@@ -64,11 +64,11 @@ redoes it.`,
 			}
 			res, err := pipeline.Collect(cmd.Context(), out, pipeline.Options{Compare: a.compare, Log: a.log, BreakLock: a.breakLock})
 			if err != nil {
-				return ws.named(err)
+				return ws.Named(err)
 			}
 			if url != "" {
-				if err := ws.push(cmd.Context(), res.Dir, exchange.Join(url, pipeline.CollectDir)); err != nil {
-					return ws.named(err)
+				if err := ws.Push(cmd.Context(), res.Dir, exchange.Join(url, pipeline.CollectDir)); err != nil {
+					return ws.Named(err)
 				}
 				res.Dir = exchange.Join(url, pipeline.CollectDir)
 			}

@@ -68,21 +68,7 @@ func awaitExit(ctx context.Context, done <-chan int, grace time.Duration, stderr
 // without Go; see docs/benchmarks.md). Time inside GDAL and the CUDA
 // driver shows as cgo and purego calls.
 func startProfile(path string) (stop func()) {
-	if path == "" {
-		return func() {}
-	}
-	f, err := os.Create(path)
-	if err == nil {
-		err = pprof.StartCPUProfile(f)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "lulc: LULC_CPUPROFILE: %v\n", err)
-		return func() {}
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}
+	return startRecording("LULC_CPUPROFILE", path, pprof.StartCPUProfile, pprof.StopCPUProfile)
 }
 
 // startTrace writes a Go execution trace of the whole command to path when
@@ -90,19 +76,27 @@ func startProfile(path string) (stop func()) {
 // every goroutine's time on a timeline, blocked, running or in GDAL and the
 // CUDA driver, which a CPU profile cannot show (waiting costs no CPU).
 func startTrace(path string) (stop func()) {
+	return startRecording("LULC_TRACE", path, trace.Start, trace.Stop)
+}
+
+// startRecording creates path and starts a recorder writing to it (none
+// when path is empty); stop ends the recording and closes the file. A file
+// that cannot be made is reported under the variable's name, and the
+// command runs unrecorded.
+func startRecording(variable, path string, start func(io.Writer) error, end func()) (stop func()) {
 	if path == "" {
 		return func() {}
 	}
 	f, err := os.Create(path)
 	if err == nil {
-		err = trace.Start(f)
+		err = start(f)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "lulc: LULC_TRACE: %v\n", err)
+		fmt.Fprintf(os.Stderr, "lulc: %s: %v\n", variable, err)
 		return func() {}
 	}
 	return func() {
-		trace.Stop()
+		end()
 		f.Close()
 	}
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path"
-	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -48,6 +46,9 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			if out == "" {
 				return usagef("--out: no output directory given")
 			}
+			if phase != "" && phase != pipeline.PhaseSample {
+				return usagef("--phase %q: the only phase is %s (without --phase, a run is the whole job)", phase, pipeline.PhaseSample)
+			}
 			rc, err := loadConfig(cfgPath, defaultRunConfig, pipeline.ParseRunConfig)
 			if err != nil {
 				return err
@@ -55,98 +56,25 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			if writeStack {
 				rc.Outputs.Stack = true
 			}
-			if phase != "" && phase != pipeline.PhaseSample {
-				return usagef("--phase %q: the only phase is %s (without --phase, a run is the whole job)", phase, pipeline.PhaseSample)
-			}
-			job := pipeline.Job{Config: rc, Model: model, Phase: phase}
 			spec, sharded, err := shard.Resolve(shardFlag, shardCount, os.Getenv)
 			if err != nil {
 				return usagef("%v", err)
 			}
-			// Each task owns a run directory of its own under OUT, so
-			// that tasks never write the same file.
-			task := ""
-			if sharded {
-				job.Shard = spec
-				sub := "shards"
-				if phase == pipeline.PhaseSample {
-					sub = "draws"
-				}
-				task = path.Join(sub, fmt.Sprintf("%d-of-%d", spec.Index, spec.Count))
-			}
-			// With objects for output or inputs the run works in a local
-			// workspace: the task's committed objects, if any, are
-			// downloaded where its output goes, so that a rerun keeps an
-			// intact task as on a shared filesystem.
-			var ws *workspace
-			outURL := ""
-			if exchange.IsURL(out) || exchange.IsURL(model) || exchange.IsURL(planPath) {
-				if exchange.IsURL(out) {
-					outURL = exchange.Join(out, task)
-					if task == "" {
-						outURL = out
-					}
-				}
-				if ws, err = newWorkspace(work, outURL, a.log); err != nil {
-					return err
-				}
-				if outURL != "" {
-					// The workspace's output is only ever this URL's: one
-					// left by a run interrupted while it uploaded is
-					// uploaded, not made again.
-					job.KeepFinished = true
-					out = ws.out()
-					if _, err := ws.pull(outURL, filepath.Join(out, task)); err != nil {
-						return err
-					}
-				}
-				if exchange.IsURL(model) {
-					job.ModelHref = model
-					if model, err = ws.fetch(model); err != nil {
-						return err
-					}
-					job.Model = model
-				}
-				if exchange.IsURL(planPath) {
-					local := filepath.Join(ws.dir, "in", "plan.json")
-					if err := exchange.Get(planPath, local); err != nil {
-						return err
-					}
-					planPath = local
-				}
-			}
-			if task != "" {
-				// The task's parent directories are made when its output
-				// is staged (atomicfs.Begin): a task refused before then
-				// leaves nothing behind.
-				out = filepath.Join(out, filepath.FromSlash(task))
-			}
-			inputs := []string{cfgPath, rc.Ingest}
-			if job.Ingest, err = runIngestConfig(rc, catalogOverride); err != nil {
+			job, inputs, err := runJob(rc, model, phase, catalogOverride)
+			if err != nil {
 				return err
 			}
-			if planPath != "" {
-				p, err := pipeline.ReadPlan(planPath)
-				if err != nil {
+			if sharded {
+				job.Shard = spec
+			}
+			if exchange.IsURL(out) || exchange.IsURL(model) || exchange.IsURL(planPath) {
+				outURL := ""
+				if exchange.IsURL(out) {
+					outURL = out
+				}
+				if err := checkOutURL(outURL); err != nil {
 					return err
 				}
-				job.Plan = &p
-				inputs = append(inputs, planPath)
-			}
-			if model == "" {
-				if rc.Train == "" {
-					return fmt.Errorf("config names no train config: give one, or a model with --model")
-				}
-				raw, err := configs.Find(rc.Train)
-				if err != nil {
-					return fmt.Errorf("train config %s: %w", rc.Train, err)
-				}
-				tc, err := pipeline.ParseTrainConfig(raw)
-				if err != nil {
-					return fmt.Errorf("train config %s: %w", rc.Train, err)
-				}
-				job.Train = &tc
-				inputs = append(inputs, rc.Train)
 			}
 			devs, err := a.openDevice(device)
 			if err != nil {
@@ -156,48 +84,14 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			if os.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(rc.HeapLimit(len(devs)))
 			}
-			res, err := pipeline.Run(cmd.Context(), job, pipeline.Options{Compare: a.compare, GPUs: devs, Out: out, Force: force, BreakLock: a.breakLock, Inputs: inputs,
-				Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+			res, err := pipeline.RunTask(cmd.Context(), pipeline.Task{Job: job, Out: out, Plan: planPath, Work: work},
+				pipeline.Options{Compare: a.compare, GPUs: devs, Force: force, BreakLock: a.breakLock, Inputs: append([]string{cfgPath}, inputs...),
+					Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
-				return ws.named(fmt.Errorf("run: %w", err))
-			}
-			if outURL != "" {
-				if err := ws.push(cmd.Context(), res.Dir, outURL); err != nil {
-					return ws.named(fmt.Errorf("run: %w", err))
-				}
-				res.Dir = outURL
-			} else if ws != nil {
-				if err := ws.remove(); err != nil {
-					return err
-				}
-			}
-			if phase == pipeline.PhaseSample && a.summary(res) {
-				fmt.Fprintf(a.stdout, "drew %d tile(s) into %s/%s in %s\n", len(res.Tiles), res.Dir, pipeline.DrawFile, res.Elapsed.Round(time.Millisecond))
-				return nil
+				return err
 			}
 			if a.summary(res) {
-				fmt.Fprintf(a.stdout, "mapped %d tile(s) into %s in %s with %s\n", len(res.Tiles), res.Dir, res.Elapsed.Round(time.Millisecond), res.Model)
-				if res.Train != nil {
-					fmt.Fprintf(a.stdout, "model: %d training / %d validation samples, OA %.3f, fitted in %s\n",
-						res.Train.Samples, res.Train.Validation, res.Train.Metrics.Accuracy, res.Train.Fit.Round(time.Millisecond))
-				}
-				for _, t := range res.Tiles {
-					oa := "no labels"
-					if t.Metrics != nil {
-						oa = fmt.Sprintf("map OA %.3f, κ %.3f", t.Metrics.Accuracy, t.Metrics.Kappa)
-					}
-					state := ""
-					if t.Skipped {
-						state = " (kept from an earlier run)"
-					}
-					if len(res.Devices) > 1 && t.Device != "" {
-						state += " on " + t.Device
-					}
-					fmt.Fprintf(a.stdout, "  %s: %d dates, %d pixels, %s%s\n", t.Tile, t.Dates, t.Pixels, oa, state)
-				}
-				for _, d := range res.Devices {
-					fmt.Fprintf(a.stdout, "GPU %d (%s) busy %.1f s of %.1f s\n", d.Index, d.Name, d.Busy.Seconds(), res.Elapsed.Seconds())
-				}
+				printRun(a, res, phase)
 			}
 			return nil
 		},
@@ -232,6 +126,66 @@ func runIngestConfig(rc pipeline.RunConfig, catalogOverride string) (pipeline.In
 		cfg.Source.Catalog, cfg.Source.API = catalogOverride, ""
 	}
 	return cfg, nil
+}
+
+// runJob is the job a run config describes: its ingest config, with the
+// catalog given on the command line, if any, in place of its source; its
+// train config, unless a model is given; and the configs' paths, the
+// run's inputs.
+func runJob(rc pipeline.RunConfig, model, phase, catalogOverride string) (pipeline.Job, []string, error) {
+	job := pipeline.Job{Config: rc, Model: model, Phase: phase}
+	inputs := []string{rc.Ingest}
+	var err error
+	if job.Ingest, err = runIngestConfig(rc, catalogOverride); err != nil {
+		return job, nil, err
+	}
+	if model == "" {
+		if rc.Train == "" {
+			return job, nil, fmt.Errorf("config names no train config: give one, or a model with --model")
+		}
+		raw, err := configs.Find(rc.Train)
+		if err != nil {
+			return job, nil, fmt.Errorf("train config %s: %w", rc.Train, err)
+		}
+		tc, err := pipeline.ParseTrainConfig(raw)
+		if err != nil {
+			return job, nil, fmt.Errorf("train config %s: %w", rc.Train, err)
+		}
+		job.Train = &tc
+		inputs = append(inputs, rc.Train)
+	}
+	return job, inputs, nil
+}
+
+// printRun says what a run made: its tiles with their accuracy, the
+// model, the devices' busy time; or, for a sample phase, its draw.
+func printRun(a *app, res pipeline.RunResult, phase string) {
+	if phase == pipeline.PhaseSample {
+		fmt.Fprintf(a.stdout, "drew %d tile(s) into %s/%s in %s\n", len(res.Tiles), res.Dir, pipeline.DrawFile, res.Elapsed.Round(time.Millisecond))
+		return
+	}
+	fmt.Fprintf(a.stdout, "mapped %d tile(s) into %s in %s with %s\n", len(res.Tiles), res.Dir, res.Elapsed.Round(time.Millisecond), res.Model)
+	if res.Train != nil {
+		fmt.Fprintf(a.stdout, "model: %d training / %d validation samples, OA %.3f, fitted in %s\n",
+			res.Train.Samples, res.Train.Validation, res.Train.Metrics.Accuracy, res.Train.Fit.Round(time.Millisecond))
+	}
+	for _, t := range res.Tiles {
+		oa := "no labels"
+		if t.Metrics != nil {
+			oa = fmt.Sprintf("map OA %.3f, κ %.3f", t.Metrics.Accuracy, t.Metrics.Kappa)
+		}
+		state := ""
+		if t.Skipped {
+			state = " (kept from an earlier run)"
+		}
+		if len(res.Devices) > 1 && t.Device != "" {
+			state += " on " + t.Device
+		}
+		fmt.Fprintf(a.stdout, "  %s: %d dates, %d pixels, %s%s\n", t.Tile, t.Dates, t.Pixels, oa, state)
+	}
+	for _, d := range res.Devices {
+		fmt.Fprintf(a.stdout, "GPU %d (%s) busy %.1f s of %.1f s\n", d.Index, d.Name, d.Busy.Seconds(), res.Elapsed.Seconds())
+	}
 }
 
 func newPlanCmd(a *app) *cobra.Command {

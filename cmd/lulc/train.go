@@ -66,7 +66,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 			// Draws and an output in object storage: the draws are
 			// downloaded (committed tasks only) and the run directory
 			// made in a workspace, then uploaded and committed.
-			var ws *workspace
+			var ws *exchange.Workspace
 			outURL := ""
 			if exchange.IsURL(out) || slices.ContainsFunc(cfg.Input.Samples, exchange.IsURL) {
 				if exchange.IsURL(out) {
@@ -76,7 +76,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 					return err
 				}
 				if outURL != "" {
-					out = ws.out()
+					out = ws.Out()
 					// The workspace's output is only ever this URL's, never
 					// published: one left by a training interrupted while it
 					// uploaded is made again (the same bytes) and uploaded.
@@ -87,7 +87,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 				}
 				for i, s := range cfg.Input.Samples {
 					if exchange.IsURL(s) {
-						if cfg.Input.Samples[i], err = ws.pullDraws(s, filepath.Join(ws.dir, "in", fmt.Sprint(i))); err != nil {
+						if cfg.Input.Samples[i], err = ws.PullDraws(s, filepath.Join(ws.Dir(), "in", fmt.Sprint(i))); err != nil {
 							return err
 						}
 					}
@@ -106,7 +106,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 			defer devs.Close()
 			res, err := pipeline.Train(cmd.Context(), cfg, pipeline.Options{Compare: a.compare, GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
 			if err != nil {
-				return ws.named(fmt.Errorf("train: %w", err))
+				return ws.Named(fmt.Errorf("train: %w", err))
 			}
 			for _, w := range res.Warnings {
 				a.log.Warn(w)
@@ -120,12 +120,12 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 				cmp = &c
 			}
 			if outURL != "" {
-				if err := ws.push(cmd.Context(), res.Dir, outURL); err != nil {
-					return ws.named(fmt.Errorf("train: %w", err))
+				if err := ws.Push(cmd.Context(), res.Dir, outURL); err != nil {
+					return ws.Named(fmt.Errorf("train: %w", err))
 				}
 				res.Dir = outURL
 			} else if ws != nil {
-				if err := ws.remove(); err != nil {
+				if err := ws.Remove(); err != nil {
 					return err
 				}
 			}

@@ -87,7 +87,8 @@ func (a *AOA) DI(feats [][]float32, di []float32) error {
 // pixels) and PredictDNContext (the whole block) compute them. pixels
 // are indices into the window (its inner rectangle), ascending; di
 // receives their DIs.
-func (a *AOA) DIFromDN(fe *Features, dn [][]uint16, rect features.Rect, nodata uint16, scale, offset float32, pixels []int32, di []float32) error {
+func (a *AOA) DIFromDN(fe *Features, b features.DN, pixels []int32, di []float32) error {
+	dn, rect, nodata, scale, offset := b.Planes, b.Rect, b.NoData, b.Scale, b.Offset
 	nb, nf := len(dn), a.ref.Features()
 	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf {
 		return fmt.Errorf("cuda aoa: %d band planes for %d bands, %d features for %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
@@ -120,7 +121,8 @@ func (a *AOA) DIFromDN(fe *Features, dn [][]uint16, rect features.Rect, nodata u
 	dn = usedPlanes(fe, dn)
 	nb = len(dn)
 	if context {
-		return a.fromBlock(fe, dn, rect, nodata, scale, offset, pixels, di)
+		b.Planes = dn // the planes the set uses
+		return a.fromBlock(fe, b, pixels, di)
 	}
 	chunk := min(n, a.Dev.predictChunk())
 	return a.Dev.Do(func() error {
@@ -175,7 +177,8 @@ func (a *AOA) DIFromDN(fe *Features, dn [][]uint16, rect features.Rect, nodata u
 // fromBlock is DIFromDN for a set with context features: the window's
 // features from its whole block (Features.contextPass, the pass
 // PredictDNContext makes), then aoa_di at the pixels.
-func (a *AOA) fromBlock(fe *Features, dn [][]uint16, rect features.Rect, nodata uint16, scale, offset float32, pixels []int32, di []float32) error {
+func (a *AOA) fromBlock(fe *Features, b features.DN, pixels []int32, di []float32) error {
+	dn, rect := b.Planes, b.Rect
 	nb, nf := len(dn), a.ref.Features()
 	ph, n := rect.Width*rect.Height, rect.InnerW*rect.InnerH
 	return a.Dev.Do(func() error {
@@ -202,7 +205,7 @@ func (a *AOA) fromBlock(fe *Features, dn [][]uint16, rect features.Rect, nodata 
 		}
 		// The pass queues on the null stream; aoa_di's launch waits for
 		// the device.
-		if err := fe.contextPass(0, ddn.ptr, rect, nodata, scale, offset, prog, feats.ptr); err != nil {
+		if err := fe.contextPass(0, ddn.ptr, b, prog, feats.ptr); err != nil {
 			return err
 		}
 		if err := a.run(feats.ptr, int64(n), idx.ptr, int64(len(pixels)), out.ptr); err != nil {

@@ -138,7 +138,7 @@ func TestAOABitExact(t *testing.T) {
 					defer func() { d.opt.predictChunk = 0 }()
 					d.opt.predictChunk = chunk
 					got := make([]float32, len(px))
-					if err := g.DIFromDN(fe, block, rect, 0, scale, offset, px, got); err != nil {
+					if err := g.DIFromDN(fe, features.DN{Planes: block, Rect: rect, Scale: scale, Offset: offset}, px, got); err != nil {
 						t.Fatal(err)
 					}
 					for k, c := range cells {

@@ -89,7 +89,7 @@ func TestGPUCompositeReport(t *testing.T) {
 			out[b] = make([]uint16, n)
 		}
 		count := make([]uint8, n)
-		must(t, CompositeMirrored(d, dates, composite.DefaultDropSCL, tp, 0.0001, -0.1, out, count, nil, 0))
+		must(t, CompositeMirrored(d, dates, composite.Spec{Drop: composite.DefaultDropSCL, Temporal: tp, Scale: 0.0001, Offset: -0.1}, out, count, nil))
 		var ms float64
 		must(t, d.Do(func() error {
 			var err error
@@ -113,7 +113,7 @@ func TestGPUCompositeReport(t *testing.T) {
 		var cpuTimes []float64
 		for range 3 {
 			t0 := time.Now()
-			must(t, composite.WindowTemporal(part, composite.DefaultDropSCL, tp, 0.0001, -0.1, pout, pcount))
+			must(t, composite.WindowTemporal(part, composite.Spec{Drop: composite.DefaultDropSCL, Temporal: tp, Scale: 0.0001, Offset: -0.1}, pout, pcount))
 			cpuTimes = append(cpuTimes, time.Since(t0).Seconds()*1e9/cpuPixels)
 		}
 		cpu := medianOf(cpuTimes)

@@ -119,14 +119,15 @@ func (c *contextPlan) chunk(nb int) (chunk, shared int) {
 // bases is the number of distinct base features.
 func (c *contextPlan) bases() int { return len(c.baseCodes) / 5 }
 
-// PredictDNContext is PredictDN for a feature set with context features: dn
-// holds the band planes of a block with its halo (rect, as
+// PredictDNContext is PredictDN for a feature set with context features:
+// b holds the band planes of a block with its halo (b.Rect, as
 // features.Halo gives it), and cls and conf receive the inner rectangle's
 // classes and confidences. On the device: the window's features in one
 // pass from its DNs (features_context, see contextPass), then the bin
 // codes and the forest walk. The bits are the CPU's: features.Set's
 // ContextCompute and CPU.Compute, then Predict.
-func (p *Predictor) PredictDNContext(fe *Features, dn [][]uint16, rect features.Rect, nodata uint16, scale, offset float32, cls []uint8, conf []float32) error {
+func (p *Predictor) PredictDNContext(fe *Features, b features.DN, cls []uint8, conf []float32) error {
+	dn, rect := b.Planes, b.Rect
 	nb, nf := len(dn), p.nf
 	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf {
 		return fmt.Errorf("cuda predict: %d band planes for %d bands, %d features for a model of %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
@@ -174,7 +175,7 @@ func (p *Predictor) PredictDNContext(fe *Features, dn [][]uint16, rect features.
 			}
 		}
 		s := p.streams[0]
-		if err := fe.contextPass(s, dDN.ptr, rect, nodata, scale, offset, prog, p.dIn[0].ptr); err != nil {
+		if err := fe.contextPass(s, dDN.ptr, b, prog, p.dIn[0].ptr); err != nil {
 			return err
 		}
 		if err := p.walk(0, n); err != nil {
@@ -190,8 +191,8 @@ func (p *Predictor) PredictDNContext(fe *Features, dn [][]uint16, rect features.
 }
 
 // contextPass queues on stream s, from a block's DN planes on the device
-// (dn, rect's size), the window's features into out (the set's planes of
-// rect's inner pixels), in one kernel (features_context): each 32² tile
+// (dn, b.Rect's size; b's own planes are not read), the window's features
+// into out (the set's planes of b.Rect's inner pixels), in one kernel (features_context): each 32² tile
 // of inner pixels computes its bases' values with their halo from the DNs
 // in shared memory, their window sums there, and its per-pixel features,
 // so that the DNs are read and the feature planes written and nothing
@@ -199,7 +200,8 @@ func (p *Predictor) PredictDNContext(fe *Features, dn [][]uint16, rect features.
 // shared memory (a 31-px window with a range) takes two passes through
 // device memory instead: reflectance and the base values of the whole
 // block, then context_rows and context_cols (owner goroutine).
-func (fe *Features) contextPass(s uintptr, dn uint64, rect features.Rect, nodata uint16, scale, offset float32, prog, out uint64) error {
+func (fe *Features) contextPass(s uintptr, dn uint64, b features.DN, prog, out uint64) error {
+	rect, nodata, scale, offset := b.Rect, b.NoData, b.Scale, b.Offset
 	plan := &fe.ctx
 	nb, nf := len(fe.used), len(fe.Set.Features)
 	chunk, shared := plan.chunk(nb)

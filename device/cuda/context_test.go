@@ -63,7 +63,7 @@ func TestPredictDNContextBitExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		cls, conf := make([]uint8, n), make([]float32, n)
-		if err := g.PredictDNContext(fe, dn, rect, 0, scale, offset, cls, conf); err != nil {
+		if err := g.PredictDNContext(fe, features.DN{Planes: dn, Rect: rect, Scale: scale, Offset: offset}, cls, conf); err != nil {
 			t.Fatal(err)
 		}
 		for i := range n {
@@ -77,7 +77,7 @@ func TestPredictDNContextBitExact(t *testing.T) {
 		}
 		bad := rect
 		bad.X = rect.Width
-		if err := g.PredictDNContext(fe, dn, bad, 0, scale, offset, cls, conf); err == nil {
+		if err := g.PredictDNContext(fe, features.DN{Planes: dn, Rect: bad, Scale: scale, Offset: offset}, cls, conf); err == nil {
 			t.Error("an inner block outside its halo was accepted")
 		}
 		fe.Close()
@@ -274,7 +274,7 @@ func TestContextPassBitExact(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if err := fe.contextPass(0, in.ptr, rect, 0, scale, offset, prog, out.ptr); err != nil {
+				if err := fe.contextPass(0, in.ptr, features.DN{Rect: rect, Scale: scale, Offset: offset}, prog, out.ptr); err != nil {
 					return err
 				}
 				if err := check(api.ctxSynchronize(), "cuCtxSynchronize"); err != nil {
@@ -398,7 +398,7 @@ func TestGPUContextReport(t *testing.T) {
 					}
 					return d.launch("features", int64(n), refl.ptr, int32(len(bands)), int64(n), prog, int32(nf), out.ptr)
 				}
-				return fe.contextPass(0, in.ptr, rect, 0, 1e-4, 0, prog, out.ptr)
+				return fe.contextPass(0, in.ptr, features.DN{Rect: rect, Scale: 1e-4}, prog, out.ptr)
 			})
 			bytes := float64(ph*len(bands)*2 + n*nf*4)
 			gbs := bytes / (ms / 1e3) / 1e9

@@ -489,10 +489,10 @@ func TestCompositeTemporalBitExact(t *testing.T) {
 			want[b], got[b] = make([]uint16, n), make([]uint16, n)
 		}
 		wc, gc := make([]uint8, n), make([]uint8, n)
-		if err := composite.WindowTemporal(dates, composite.DefaultDropSCL, tp, 0.0001, -0.1, want, wc); err != nil {
+		if err := composite.WindowTemporal(dates, composite.Spec{Drop: composite.DefaultDropSCL, Temporal: tp, Scale: 0.0001, Offset: -0.1}, want, wc); err != nil {
 			t.Fatal(err)
 		}
-		if err := CompositeMirrored(d, dates, composite.DefaultDropSCL, tp, 0.0001, -0.1, got, gc, nil, 0); err != nil {
+		if err := CompositeMirrored(d, dates, composite.Spec{Drop: composite.DefaultDropSCL, Temporal: tp, Scale: 0.0001, Offset: -0.1}, got, gc, nil); err != nil {
 			t.Fatal(err)
 		}
 		names := append(slices.Clone(bands), tp.Planes()...)
@@ -670,7 +670,7 @@ func predictDNBitExact(t *testing.T, d *Device, bands, names []string) {
 	for _, chunk := range []int{7001, n} {
 		d.opt.predictChunk = chunk
 		cls, conf := make([]uint8, n), make([]float32, n)
-		if err := g.PredictDN(fe, dn, 0, scale, offset, cls, conf); err != nil {
+		if err := g.PredictDN(fe, features.DN{Planes: dn, Scale: scale, Offset: offset}, cls, conf); err != nil {
 			t.Fatal(err)
 		}
 		for i := range n {
@@ -678,7 +678,7 @@ func predictDNBitExact(t *testing.T, d *Device, bands, names []string) {
 				t.Fatalf("chunks of %d, pixel %d: CPU %d/%v, GPU %d/%v", chunk, i, wantCls[i], wantConf[i], cls[i], conf[i])
 			}
 		}
-		if err := g.PredictDN(fe, dn[:4], 0, scale, offset, cls, conf); err == nil {
+		if err := g.PredictDN(fe, features.DN{Planes: dn[:4], Scale: scale, Offset: offset}, cls, conf); err == nil {
 			t.Error("a missing band plane was accepted")
 		}
 	}

@@ -51,10 +51,12 @@ func (m *Mirror) Close() {
 }
 
 // MirrorWindow is where a window of the composite goes in a mirror: its
-// place (column X, row Y), and its labels (W × H).
+// place (column X, row Y), its width (CompositeMirrored's; Mirror.Write
+// takes its own) and its labels (W × H).
 type MirrorWindow struct {
 	Mirror *Mirror
 	X, Y   int
+	Width  int
 	Labels []uint8
 }
 

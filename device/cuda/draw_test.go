@@ -242,7 +242,7 @@ func TestCompositeMirrored(t *testing.T) {
 			out[b] = make([]uint16, n)
 		}
 		count := make([]uint8, n)
-		if err := CompositeMirrored(d, dates, composite.DefaultDropSCL, nil, 0.0001, -0.1, out, count, &MirrorWindow{Mirror: m, X: x, Y: y, Labels: labels}, ww); err != nil {
+		if err := CompositeMirrored(d, dates, composite.Spec{Drop: composite.DefaultDropSCL, Scale: 0.0001, Offset: -0.1}, out, count, &MirrorWindow{Mirror: m, X: x, Y: y, Width: ww, Labels: labels}); err != nil {
 			t.Fatal(err)
 		}
 		for row := range wh {

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/pixel/features"
 )
 
 // predictChunk is the pixels per chunk of Predictor.Predict (and of the
@@ -189,8 +190,10 @@ func (p *Predictor) predictOnce(feats [][]float32, cls []uint8, conf []float32) 
 // bin codes and the forest walk stay on the device, and only classes and
 // confidences come back. The results are those of the CPU's reflectance,
 // features and walk, bit for bit: the same arithmetic on the same values.
-// DNs equal to nodata become NaN reflectance.
-func (p *Predictor) PredictDN(fe *Features, dn [][]uint16, nodata uint16, scale, offset float32, cls []uint8, conf []float32) error {
+// DNs equal to b.NoData become NaN reflectance. b's planes are the
+// window's, without a halo (b.Rect is not read).
+func (p *Predictor) PredictDN(fe *Features, b features.DN, cls []uint8, conf []float32) error {
+	dn, nodata, scale, offset := b.Planes, b.NoData, b.Scale, b.Offset
 	nb, nf := len(dn), p.nf
 	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf {
 		return fmt.Errorf("cuda predict: %d band planes for %d bands, %d features for a model of %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)

@@ -646,17 +646,20 @@ func (d *Device) compositeLaunch(nd, n int) (grid, block, shared uint32) {
 // go up as uint16 (half the bytes of reflectances), or compressed, and
 // only the quantised medians and counts come back.
 func Composite(dev *Device, dates []composite.Date, drop []uint8, qscale, qoffset float64, out [][]uint16, count []uint8) error {
-	return CompositeMirrored(dev, dates, drop, nil, qscale, qoffset, out, count, nil, 0)
+	return CompositeMirrored(dev, dates, composite.Spec{Drop: drop, Scale: qscale, Offset: qoffset}, out, count, nil)
 }
 
-// CompositeMirrored is Composite with temporal planes (composite.
-// WindowTemporal: tp, nil for none; out holds the bands' planes, then
-// tp's) that also places the window's composite and labels into a tile's
-// mirror in device memory (into, when not nil; width is the window's
-// width), from the device's own output: the composite crosses the bus
+// CompositeMirrored is composite.WindowTemporal on the GPU (out holds
+// the bands' planes, then s.Temporal's), that also places the window's
+// composite and labels into a tile's mirror in device memory (into, when
+// not nil), from the device's own output: the composite crosses the bus
 // once, downwards.
-func CompositeMirrored(dev *Device, dates []composite.Date, drop []uint8, tp *composite.Temporal, qscale, qoffset float64, out [][]uint16, count []uint8,
-	into *MirrorWindow, width int) error {
+func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, out [][]uint16, count []uint8, into *MirrorWindow) error {
+	drop, tp, qscale, qoffset := s.Drop, s.Temporal, s.Scale, s.Offset
+	width := 0
+	if into != nil {
+		width = into.Width
+	}
 	nd, nplanes, n := len(dates), len(out), len(count)
 	nb := nplanes - len(tp.Planes())
 	if nb < 1 {

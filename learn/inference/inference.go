@@ -101,9 +101,9 @@ func (p *CPU) predict(feats [][]float32, cls []uint8, conf []float32) error {
 type DNPredictor interface {
 	Predictor
 	// dn holds the planes of a block of pixels around the window (its
-	// halo, for context features; the window itself when rect's inner
-	// rectangle is the whole block); cls and conf the window's.
-	PredictDN(dn [][]uint16, rect features.Rect, scale, offset float32, cls []uint8, conf []float32) error
+	// halo, for context features; the window itself when its Rect's
+	// inner rectangle is the whole block); cls and conf the window's.
+	PredictDN(dn features.DN, cls []uint8, conf []float32) error
 }
 
 // WindowSink takes every window's inputs beside the prediction (the
@@ -113,7 +113,7 @@ type DNPredictor interface {
 // as PredictDN takes them). Windows arrive from many goroutines at once.
 type WindowSink interface {
 	Features(x, y, w, h int, feats [][]float32) error
-	DN(x, y, w, h int, dn [][]uint16, rect features.Rect, scale, offset float32) error
+	DN(x, y, w, h int, dn features.DN) error
 }
 
 // Tile describes one prediction job: the stack to read, the model, where
@@ -311,15 +311,17 @@ func (t Tile) classify(ctx context.Context, w *window, comp features.Computer, p
 	if dp, ok := pred.(DNPredictor); ok && w.dn != nil {
 		// Reflectance, features and prediction in one pass: the time is
 		// prediction's.
+		// The stack's nodata DN is 0.
+		dn := features.DN{Planes: w.dn, Rect: w.rect, Scale: float32(t.Scale), Offset: float32(t.Offset)}
 		if t.Sink != nil {
-			if err := t.Sink.DN(w.x, w.y, w.g.Width, w.g.Height, w.dn, w.rect, float32(t.Scale), float32(t.Offset)); err != nil {
+			if err := t.Sink.DN(w.x, w.y, w.g.Width, w.g.Height, dn); err != nil {
 				return 0, 0, err
 			}
 		}
 		if err := ctx.Err(); err != nil {
 			return 0, 0, err
 		}
-		if err := dp.PredictDN(w.dn, w.rect, float32(t.Scale), float32(t.Offset), cls, conf); err != nil {
+		if err := dp.PredictDN(dn, cls, conf); err != nil {
 			return 0, 0, err
 		}
 		for _, p := range w.dn {

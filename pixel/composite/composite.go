@@ -267,13 +267,24 @@ func Resample(dates []Date) error {
 // to DNs with qscale/qoffset (0 where no date is valid); the valid dates'
 // count per pixel. out has one plane per band.
 func Window(dates []Date, drop []uint8, qscale, qoffset float64, out [][]uint16, count []uint8) error {
-	return WindowTemporal(dates, drop, nil, qscale, qoffset, out, count)
+	return WindowTemporal(dates, Spec{Drop: drop, Scale: qscale, Offset: qoffset}, out, count)
 }
 
-// WindowTemporal is Window that also computes tp's temporal planes (nil:
+// Spec is how a window's dates are composited: the scene classes dropped,
+// the temporal planes computed after the bands' medians (nil: none), and
+// the quantisation of reflectance to DNs (DN = (reflectance − Offset) /
+// Scale, rounded).
+type Spec struct {
+	Drop          []uint8
+	Temporal      *Temporal
+	Scale, Offset float64
+}
+
+// WindowTemporal is Window that also computes s.Temporal's planes (nil:
 // none), quantised like the medians: out holds the bands' planes, then
-// tp.Planes(). Seasons go by each date's Time.
-func WindowTemporal(dates []Date, drop []uint8, tp *Temporal, qscale, qoffset float64, out [][]uint16, count []uint8) error {
+// s.Temporal.Planes(). Seasons go by each date's Time.
+func WindowTemporal(dates []Date, s Spec, out [][]uint16, count []uint8) error {
+	drop, tp, qscale, qoffset := s.Drop, s.Temporal, s.Scale, s.Offset
 	if len(dates) == 0 {
 		return fmt.Errorf("composite: no dates")
 	}

@@ -156,7 +156,7 @@ func TestWindowTemporal(t *testing.T) {
 		out[i] = make([]uint16, 1)
 	}
 	count := make([]uint8, 1)
-	if err := WindowTemporal(dates, DefaultDropSCL, tp, 1e-4, -0.1, out, count); err != nil {
+	if err := WindowTemporal(dates, Spec{Drop: DefaultDropSCL, Temporal: tp, Scale: 1e-4, Offset: -0.1}, out, count); err != nil {
 		t.Fatal(err)
 	}
 	if count[0] != 5 {

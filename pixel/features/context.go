@@ -132,6 +132,18 @@ type Rect struct {
 	InnerW, InnerH int
 }
 
+// DN is a block of a stack's digital numbers as a device or a window's
+// sink takes them: the block's band planes (Rect.Width × Rect.Height
+// pixels each: a window, with its halo where the feature set has context
+// features), the DN that stands for no data, and the scaling to
+// reflectance (DN × Scale + Offset; nodata becomes NaN).
+type DN struct {
+	Planes        [][]uint16
+	Rect          Rect
+	NoData        uint16
+	Scale, Offset float32
+}
+
 // Halo returns the rectangle to read for the inner w×h block at (x, y) of
 // a width×height tile, with a halo of r cut at the tile's edges, as the
 // tile's coordinates of the outer block (ox, oy) and its Rect.

@@ -1,0 +1,120 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"path/filepath"
+
+	"github.com/lulc/lulc/scale/exchange"
+)
+
+// Task is what one lulc run process does: its job, where the output goes
+// (a directory, or an object-storage prefix, s3://…) and the inputs that
+// may be objects. A sharded job's task (Job.Shard.Count set) writes under
+// the output's shards/i-of-n, or draws/i-of-n in the sample phase, so
+// that tasks never write the same file.
+type Task struct {
+	Job Job
+	// Out is the output directory or prefix.
+	Out string
+	// Plan is the path or URL of a plan (lulc plan) that gives the tiles
+	// and their scenes; "" searches the ingest config's source.
+	Plan string
+	// Work is the parent of the local workspace used when the output or
+	// an input is an object ("": the temporary directory).
+	Work string
+}
+
+// TaskDir is the directory of a sharded job's task under the output,
+// slash-separated ("" for the whole job).
+func (j Job) TaskDir() string {
+	if j.Shard.Count == 0 {
+		return ""
+	}
+	sub := "shards"
+	if j.Phase == PhaseSample {
+		sub = "draws"
+	}
+	return path.Join(sub, fmt.Sprintf("%d-of-%d", j.Shard.Index, j.Shard.Count))
+}
+
+// RunTask runs a task's job (Run) into its output. With objects for the
+// output or inputs it works in a local workspace: the task's committed
+// objects, if any, are downloaded where its output goes, so that a rerun
+// keeps an intact task as on a shared filesystem; the model and plan are
+// downloaded; the output is uploaded and committed once complete, and the
+// workspace removed. On failure the workspace is kept for a rerun on the
+// same machine, and the error names the output's URL rather than its
+// local stand-in. opt.Out is ignored: the output is t.Out's.
+func RunTask(ctx context.Context, t Task, opt Options) (RunResult, error) {
+	job, out, plan := t.Job, t.Out, t.Plan
+	task := job.TaskDir()
+	var ws *exchange.Workspace
+	outURL := ""
+	if exchange.IsURL(out) || exchange.IsURL(job.Model) || exchange.IsURL(plan) {
+		if exchange.IsURL(out) {
+			outURL = out
+			if task != "" {
+				outURL = exchange.Join(out, task)
+			}
+		}
+		var err error
+		if ws, err = exchange.NewWorkspace(t.Work, outURL, opt.Log); err != nil {
+			return RunResult{}, err
+		}
+		if outURL != "" {
+			// The workspace's output is only ever this URL's: one left
+			// by a run interrupted while it uploaded is uploaded, not
+			// made again.
+			job.KeepFinished = true
+			out = ws.Out()
+			if _, err := ws.Pull(outURL, filepath.Join(out, task)); err != nil {
+				return RunResult{}, err
+			}
+		}
+		if exchange.IsURL(job.Model) {
+			job.ModelHref = job.Model
+			if job.Model, err = ws.Fetch(job.Model); err != nil {
+				return RunResult{}, err
+			}
+		}
+		if exchange.IsURL(plan) {
+			local := filepath.Join(ws.Dir(), "in", "plan.json")
+			if err := exchange.Get(plan, local); err != nil {
+				return RunResult{}, err
+			}
+			plan = local
+		}
+	}
+	if task != "" {
+		// The task's parent directories are made when its output is
+		// staged (atomicfs.Begin): a task refused before then leaves
+		// nothing behind.
+		out = filepath.Join(out, filepath.FromSlash(task))
+	}
+	if plan != "" {
+		p, err := ReadPlan(plan)
+		if err != nil {
+			return RunResult{}, err
+		}
+		job.Plan = &p
+		opt.Inputs = append(append([]string(nil), opt.Inputs...), plan)
+	}
+	opt.Out = out
+	res, err := Run(ctx, job, opt)
+	if err != nil {
+		return res, ws.Named(fmt.Errorf("run: %w", err))
+	}
+	if outURL != "" {
+		if err := ws.Push(ctx, res.Dir, outURL); err != nil {
+			return res, ws.Named(fmt.Errorf("run: %w", err))
+		}
+		res.Dir = outURL
+	} else if ws != nil {
+		if err := ws.Remove(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
