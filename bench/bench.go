@@ -235,7 +235,7 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 		if e == "gpu" {
 			cuda.ResetPeakMemory()
 		}
-		if err := runEngine(ctx, bc, e, icfg, tcfg, sub, stage, gpu, &er); err != nil {
+		if err := runEngine(ctx, bc, engineJob{engine: e, icfg: icfg, tcfg: tcfg, sub: sub, gpu: gpu}, stage, &er); err != nil {
 			return nil, err
 		}
 		er.summarise(bc, rep, stage)
@@ -315,18 +315,29 @@ func prepare(ctx context.Context, bc Config, opt pipeline.Options, stage string,
 	return icfg, tcfg, nil
 }
 
+// engineJob is the job as one engine of the bench runs it: the engine
+// ("cpu", "golearn", "gpu"), the configs, the options of each command's
+// output directory (sub), and the device of "gpu".
+type engineJob struct {
+	engine string
+	icfg   pipeline.IngestConfig
+	tcfg   pipeline.TrainConfig
+	sub    func(string) pipeline.Options
+	gpu    *cuda.Device
+}
+
 // runEngine runs the job bc.Repeat times with one engine, command by
 // command and (but for golearn) in one pass, keeping each run's outputs
 // under stage/ENGINE for comparison.
-func runEngine(ctx context.Context, bc Config, e string, icfg pipeline.IngestConfig, tcfg pipeline.TrainConfig,
-	sub func(string) pipeline.Options, stage string, gpu *cuda.Device, er *EngineReport) error {
+func runEngine(ctx context.Context, bc Config, j engineJob, stage string, er *EngineReport) error {
+	e := j.engine
 	for r := range bc.Repeat {
 		// Every run, of every engine, happens in the same directory and
 		// is moved aside after, so paths recorded in outputs (config
 		// hashes, sample sources) are the same and runs and engines can
 		// be compared byte for byte.
 		work := "work"
-		times, err := runOnce(ctx, e, icfg, tcfg, sub, work, gpu, er)
+		times, err := runOnce(ctx, j, work, er)
 		if err != nil {
 			return fmt.Errorf("engine %s, run %d: %w", e, r+1, err)
 		}
@@ -340,7 +351,7 @@ func runEngine(ctx context.Context, bc Config, e string, icfg pipeline.IngestCon
 		if e == "golearn" {
 			continue
 		}
-		onePass, err := runOnePass(ctx, e, icfg, tcfg, sub, work, gpu)
+		onePass, err := runOnePass(ctx, j, work)
 		if err != nil {
 			return fmt.Errorf("engine %s, one-pass run %d: %w", e, r+1, err)
 		}
@@ -396,7 +407,8 @@ func (er *EngineReport) summarise(bc Config, rep *Report, stage string) {
 
 // runOnePass runs the job as lulc run does, in one pass per tile, into
 // dir: the same ingest and train configs, the model trained on the way.
-func runOnePass(ctx context.Context, engine string, icfg pipeline.IngestConfig, tcfg pipeline.TrainConfig, sub func(string) pipeline.Options, dir string, gpu *cuda.Device) (pipeline.RunResult, error) {
+func runOnePass(ctx context.Context, j engineJob, dir string) (pipeline.RunResult, error) {
+	engine, icfg, tcfg, sub, gpu := j.engine, j.icfg, j.tcfg, j.sub, j.gpu
 	o := sub(dir)
 	if engine == "gpu" {
 		o.GPUs = []*cuda.Device{gpu}
@@ -442,7 +454,8 @@ func (er *EngineReport) summariseOnePass(pricePerHour float64) {
 
 // runOnce runs one repeat of the job for an engine and returns the
 // seconds per stage (0 for stages the engine does not have).
-func runOnce(ctx context.Context, engine string, icfg pipeline.IngestConfig, tcfg pipeline.TrainConfig, sub func(string) pipeline.Options, dir string, gpu *cuda.Device, er *EngineReport) ([]float64, error) {
+func runOnce(ctx context.Context, j engineJob, dir string, er *EngineReport) ([]float64, error) {
+	engine, icfg, tcfg, sub, gpu := j.engine, j.icfg, j.tcfg, j.sub, j.gpu
 	times := make([]float64, len(Stages))
 	o := sub(dir + "/stack")
 	if engine == "gpu" {

@@ -277,7 +277,7 @@ func (fr *forestRun) size(ctx context.Context, x []float32, y []uint8) ([]Forest
 		case "sklearn":
 			if fr.bc.SklearnMaxRows > 0 && n > fr.bc.SklearnMaxRows {
 				fit.Skipped = fmt.Sprintf("above sklearn_max_rows (%d)", fr.bc.SklearnMaxRows)
-			} else if res, err := (sklearn.Runner{Python: fr.bc.Sklearn.Python, Jobs: fr.bc.Sklearn.Jobs, Dir: fr.npyDir}).Fit(ctx, fr.cfg.Forest, x, y, nf, fr.valX, fr.valY); err != nil {
+			} else if res, err := (sklearn.Runner{Python: fr.bc.Sklearn.Python, Jobs: fr.bc.Sklearn.Jobs, Dir: fr.npyDir}).Fit(ctx, fr.cfg.Forest, sklearn.Data{X: x, Y: y, Features: nf, ValX: fr.valX, ValY: fr.valY}); err != nil {
 				fit.Skipped = err.Error()
 			} else {
 				fit.FitSec, fit.PredictSec, fit.Accuracy, fit.Nodes = res.Fit, res.Predict, res.Accuracy, res.Nodes

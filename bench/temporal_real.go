@@ -587,21 +587,7 @@ func temporalReal(ctx context.Context, c TemporalRealConfig, p *patch, python, n
 	}
 	for _, seed := range c.Seeds {
 		fold := pixelFolds(groups, c.Folds, seed)
-		split := FoldSplit{Seed: seed, Folds: make([]FoldInfo, c.Folds)}
-		seen := map[uint32]bool{}
-		for k, f := range fold {
-			fi := &split.Folds[f]
-			if fi.PerClass == nil {
-				fi.PerClass = make([]int, len(codes))
-			}
-			if !seen[groups[k]] {
-				seen[groups[k]] = true
-				fi.Polygons++
-			}
-			fi.Pixels++
-			fi.PerClass[y[k]]++
-		}
-		rep.Folds = append(rep.Folds, split)
+		rep.Folds = append(rep.Folds, describeFolds(fold, groups, y, c.Folds, len(codes), seed))
 		params := c.Forest
 		params.Seed = seed
 		for _, s := range sets {
@@ -621,7 +607,7 @@ func temporalReal(ctx context.Context, c TemporalRealConfig, p *patch, python, n
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				run, err := crossValidate(ctx, e, xs, len(s.cols), y, fold, c.Folds, codes, params, sklearn.Runner{Python: python, Jobs: c.Jobs, Dir: npyDir}, &rep.Sklearn)
+				run, err := crossValidate(ctx, e, folds{x: xs, nf: len(s.cols), y: y, fold: fold, k: c.Folds, codes: codes}, params, sklearn.Runner{Python: python, Jobs: c.Jobs, Dir: npyDir}, &rep.Sklearn)
 				if err != nil {
 					return nil, fmt.Errorf("temporal-real: %s, %s, seed %d: %w", s.name, e, seed, err)
 				}
@@ -638,6 +624,26 @@ func temporalReal(ctx context.Context, c TemporalRealConfig, p *patch, python, n
 	return rep, nil
 }
 
+// describeFolds counts, per fold of a seed's split (fold: each pixel's),
+// its polygons, its pixels and its pixels per class.
+func describeFolds(fold []int, groups []uint32, y []uint8, k, classes int, seed uint64) FoldSplit {
+	split := FoldSplit{Seed: seed, Folds: make([]FoldInfo, k)}
+	seen := map[uint32]bool{}
+	for i, f := range fold {
+		fi := &split.Folds[f]
+		if fi.PerClass == nil {
+			fi.PerClass = make([]int, classes)
+		}
+		if !seen[groups[i]] {
+			seen[groups[i]] = true
+			fi.Polygons++
+		}
+		fi.Pixels++
+		fi.PerClass[y[i]]++
+	}
+	return split
+}
+
 // columns copies the columns cols of a row-major matrix of nf columns.
 func columns(x []float32, nf int, cols []int) []float32 {
 	n := len(x) / nf
@@ -650,9 +656,22 @@ func columns(x []float32, nf int, cols []int) []float32 {
 	return out
 }
 
+// folds is the pixels of a cross-validation: rows of nf features with
+// their class indices y and fold ids (fold, 0 to k − 1), and the codes of
+// the scheme's classes.
+type folds struct {
+	x     []float32
+	nf    int
+	y     []uint8
+	fold  []int
+	k     int
+	codes []uint8
+}
+
 // crossValidate fits the engine on every fold's complement and predicts
 // the fold, then scores all predictions together.
-func crossValidate(ctx context.Context, engine string, x []float32, nf int, y []uint8, fold []int, k int, codes []uint8, p forest.Params, sk sklearn.Runner, skVersion *string) (TemporalRun, error) {
+func crossValidate(ctx context.Context, engine string, d folds, p forest.Params, sk sklearn.Runner, skVersion *string) (TemporalRun, error) {
+	x, nf, y, fold, k, codes := d.x, d.nf, d.y, d.fold, d.k, d.codes
 	pred := make([]uint8, len(y))
 	run := TemporalRun{Engine: engine}
 	for f := range k {
@@ -675,7 +694,7 @@ func crossValidate(ctx context.Context, engine string, x []float32, nf int, y []
 		case "lulc":
 			out, err = lulcFold(xtr, ytr, xte, nf, len(codes), p)
 		case "sklearn":
-			out, err = sklearnFold(ctx, sk, xtr, ytr, xte, yte, nf, p, skVersion)
+			out, err = sklearnFold(ctx, sk, labelled{xtr, ytr}, labelled{xte, yte}, nf, p, skVersion)
 		}
 		if err != nil {
 			return run, fmt.Errorf("fold %d: %w", f, err)
@@ -723,8 +742,9 @@ func lulcFold(xtr []float32, ytr []uint8, xte []float32, nf, classes int, p fore
 // sklearnFold fits scikit-learn on the same rows. scikit-learn 1.2's
 // forest refuses NaN, which lulc's bins treat as below every value: a
 // NaN becomes a value below the column's least, which splits the same.
-func sklearnFold(ctx context.Context, sk sklearn.Runner, xtr []float32, ytr []uint8, xte []float32, yte []uint8, nf int, p forest.Params, version *string) ([]uint8, error) {
-	xtr, xte = slices.Clone(xtr), slices.Clone(xte)
+func sklearnFold(ctx context.Context, sk sklearn.Runner, train, test labelled, nf int, p forest.Params, version *string) ([]uint8, error) {
+	xtr, xte := slices.Clone(train.x), slices.Clone(test.x)
+	ytr, yte := train.y, test.y
 	for c := range nf {
 		lo := float32(math.Inf(1))
 		for _, x := range [][]float32{xtr, xte} {
@@ -753,12 +773,18 @@ func sklearnFold(ctx context.Context, sk sklearn.Runner, xtr []float32, ytr []ui
 	if err := sklearn.WriteNpy(vy, yte, []int{len(yte)}); err != nil {
 		return nil, err
 	}
-	res, pred, err := sk.FitPredict(ctx, p, xtr, ytr, nf, vx, vy, len(yte))
+	res, pred, err := sk.FitPredict(ctx, p, sklearn.Data{X: xtr, Y: ytr, Features: nf, ValX: vx, ValY: vy}, len(yte))
 	if err != nil {
 		return nil, err
 	}
 	*version = res.Version
 	return pred, nil
+}
+
+// labelled is rows of features with their class indices.
+type labelled struct {
+	x []float32
+	y []uint8
 }
 
 // summarise gives each engine's spread of metrics over its runs.

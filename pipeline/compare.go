@@ -56,7 +56,7 @@ func CompareSklearn(ctx context.Context, dir string, cfg TrainConfig, lulcAccura
 	if err := sklearn.WriteNpy(vy, yv, []int{len(yv)}); err != nil {
 		return Comparison{}, err
 	}
-	res, err := sklearn.Runner{Python: python, Dir: tmp}.Fit(ctx, cfg.Forest, xt, yt, nf, vx, vy)
+	res, err := sklearn.Runner{Python: python, Dir: tmp}.Fit(ctx, cfg.Forest, sklearn.Data{X: xt, Y: yt, Features: nf, ValX: vx, ValY: vy})
 	if err != nil {
 		return Comparison{}, fmt.Errorf("compare: %w", err)
 	}

@@ -188,7 +188,7 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 		if err != nil {
 			return res, err
 		}
-		pt, err := predictTile(ctx, pc, opt, out, model, pc.Model, scheme, m, predictInput{stackFile: filepath.Join(filepath.Dir(tiles[i]), "stack.tif")})
+		pt, err := predictTile(ctx, pc, opt, out, mapModel{model, pc.Model, scheme}, m, predictInput{stackFile: filepath.Join(filepath.Dir(tiles[i]), "stack.tif")})
 		if err != nil {
 			return res, fmt.Errorf("tile %s: %w", m.Tile, err)
 		}
@@ -221,10 +221,17 @@ type predictInput struct {
 	mem       *stack.Tile
 }
 
+// mapModel is what a tile is mapped with: the model, the path (or URL)
+// the outputs name it by, and its class scheme.
+type mapModel struct {
+	model  *forest.Model
+	path   string
+	scheme landcover.Scheme
+}
+
 // predictTile classifies one tile into dir and finishes its outputs.
-func predictTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut, model *forest.Model, modelPath string,
-	scheme landcover.Scheme, m manifest, in predictInput) (PredictTile, error) {
-	p, err := streamTile(ctx, pc, opt, out, model, modelPath, scheme, m, in)
+func predictTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut, mm mapModel, m manifest, in predictInput) (PredictTile, error) {
+	p, err := streamTile(ctx, pc, opt, out, mm, m, in)
 	if err != nil {
 		return p.pt, err
 	}
@@ -254,8 +261,8 @@ type predicted struct {
 // streamTile runs a tile through read → features → predict → write into
 // the class (and confidence) writers. A tile an earlier run finished and
 // verified comes back marked Skipped, with nothing left to finish.
-func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut, model *forest.Model, modelPath string,
-	scheme landcover.Scheme, m manifest, in predictInput) (*predicted, error) {
+func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut, mm mapModel, m manifest, in predictInput) (*predicted, error) {
+	model, modelPath, scheme := mm.model, mm.path, mm.scheme
 	dir := out.dir
 	p := &predicted{out: out, modelPath: modelPath, scheme: scheme, m: m, confidence: pc.Confidence, compress: pc.Compress,
 		pt: PredictTile{Tile: m.Tile, Class: filepath.Join(dir, ClassFile), Quicklook: filepath.Join(dir, QuicklookFile), Item: filepath.Join(dir, ItemFile)}}

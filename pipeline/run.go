@@ -1108,7 +1108,7 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 	if err != nil {
 		return err
 	}
-	p, err := streamTile(ctx, pc, opt, out, model, modelPath, scheme, m, predictInput{mem: mem})
+	p, err := streamTile(ctx, pc, opt, out, mapModel{model, modelPath, scheme}, m, predictInput{mem: mem})
 	unlock()
 	if err != nil {
 		return err

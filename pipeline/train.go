@@ -138,24 +138,20 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 		return res, err
 	}
 
-	if err := fitAndWrite(ctx, fitCfg, scheme, set, ins, opt, stage.Dir, &res); err != nil {
+	// The model is measured on the validation split, then the run
+	// directory's files are written: model, metrics, charts, resolved
+	// config and run info.
+	model, err := fitAndMeasure(ctx, fitCfg, scheme, set, ins, opt, &res)
+	if err != nil {
+		return res, err
+	}
+	if err := writeTrainOutputs(fitCfg, set, ins, model, opt, stage.Dir, res); err != nil {
 		return res, err
 	}
 	if err := stage.Commit(); err != nil {
 		return res, err
 	}
 	return res, nil
-}
-
-// fitAndWrite fits the configured engine on the samples' training split,
-// measures it on the validation split and writes the run directory's files
-// into dir: model, metrics, charts, resolved config and run info.
-func fitAndWrite(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *sampleset.Set, ins []trainInput, opt Options, dir string, res *TrainResult) error {
-	model, err := fitAndMeasure(ctx, cfg, scheme, set, ins, opt, res)
-	if err != nil {
-		return err
-	}
-	return writeTrainOutputs(cfg, set, ins, model, opt, dir, *res)
 }
 
 // fitAndMeasure checks the samples, fits the configured engine on their

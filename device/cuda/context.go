@@ -237,7 +237,7 @@ func (fe *Features) contextPass(s uintptr, dn uint64, b features.DN, prog, out u
 		}
 	}
 	gx, gy := uint32((iw+contextTile-1)/contextTile), uint32((ih+contextTile-1)/contextTile)
-	return fe.Dev.launchGrid3(s, "features_context", uint32(plan.bases()+1), gx, gy, 256, uint32(shared), dn, int32(nb), int32(w), int32(h),
+	return fe.Dev.launchGrid3(s, "features_context", [3]uint32{uint32(plan.bases() + 1), gx, gy}, 256, uint32(shared), dn, int32(nb), int32(w), int32(h),
 		int32(rect.X), int32(rect.Y), int32(iw), int32(ih), int32(nodata), scale, offset, plan.base.ptr, int32(plan.bases()),
 		plan.baseDev.ptr, plan.pairDev.ptr, prog, int32(nf), int32(chunk), out, int64(iw*ih))
 }

@@ -580,11 +580,12 @@ func (d *Device) launchOn(stream uintptr, wait bool, name string, n int64, args 
 // uint64 device pointer, int32, int64 or float32) are staged in pinned host
 // memory, since the driver reads them through pointers.
 func (d *Device) launchGrid(stream uintptr, name string, gx, gy, block, shared uint32, args ...any) error {
-	return d.launchGrid3(stream, name, gx, gy, 1, block, shared, args...)
+	return d.launchGrid3(stream, name, [3]uint32{gx, gy, 1}, block, shared, args...)
 }
 
-// launchGrid3 is launchGrid with a third grid dimension.
-func (d *Device) launchGrid3(stream uintptr, name string, gx, gy, gz, block, shared uint32, args ...any) error {
+// launchGrid3 is launchGrid on a grid of three dimensions.
+func (d *Device) launchGrid3(stream uintptr, name string, grid [3]uint32, block, shared uint32, args ...any) error {
+	gx, gy, gz := grid[0], grid[1], grid[2]
 	f, ok := d.funcs[name]
 	if !ok {
 		return fmt.Errorf("no kernel %s", name)

@@ -147,27 +147,9 @@ func (d *Device) decodeRects(rects []rectOut) error {
 	if d.tiles != nil {
 		d.tiles.call = d.tileCall
 	}
-	// Scratch for the tiles the cache does not keep, sized for the worst
-	// case (every tile of its format), so that addresses are known at once.
-	tiles := map[decode.Format]int{}
-	var formats []decode.Format
-	for _, ro := range rects {
-		r, f := ro.r, ro.r.Format
-		if f.SampleBytes != 2 || !Decodable(f) || len(r.Tiles) != r.TW*r.TH {
-			return fmt.Errorf("cuda decode %s: %s %d-byte tiles, %d for a %d×%d span", r.File, f.Compression, f.SampleBytes, len(r.Tiles), r.TW, r.TH)
-		}
-		if _, ok := tiles[f]; !ok {
-			formats = append(formats, f)
-		}
-		tiles[f] += len(r.Tiles)
-	}
-	scratch := map[decode.Format]uint64{}
-	for k, f := range formats {
-		b, err := d.mem.get("decode.scratch."+strconv.Itoa(k), uint64(tiles[f]*f.TileBytes()))
-		if err != nil {
-			return err
-		}
-		scratch[f] = b.ptr
+	formats, scratch, err := d.decodeScratch(rects)
+	if err != nil {
+		return err
 	}
 	type pending struct {
 		raw    [][]byte
@@ -295,6 +277,34 @@ func (d *Device) decodeRects(rects []rectOut) error {
 		}
 	}
 	return d.gatherRects(rects, tables)
+}
+
+// decodeScratch checks the rectangles' formats and returns them in order
+// of first use, each with scratch for the tiles the cache does not keep,
+// sized for the worst case (every tile of its format) so that addresses
+// are known at once (owner goroutine).
+func (d *Device) decodeScratch(rects []rectOut) ([]decode.Format, map[decode.Format]uint64, error) {
+	tiles := map[decode.Format]int{}
+	var formats []decode.Format
+	for _, ro := range rects {
+		r, f := ro.r, ro.r.Format
+		if f.SampleBytes != 2 || !Decodable(f) || len(r.Tiles) != r.TW*r.TH {
+			return nil, nil, fmt.Errorf("cuda decode %s: %s %d-byte tiles, %d for a %d×%d span", r.File, f.Compression, f.SampleBytes, len(r.Tiles), r.TW, r.TH)
+		}
+		if _, ok := tiles[f]; !ok {
+			formats = append(formats, f)
+		}
+		tiles[f] += len(r.Tiles)
+	}
+	scratch := map[decode.Format]uint64{}
+	for k, f := range formats {
+		b, err := d.mem.get("decode.scratch."+strconv.Itoa(k), uint64(tiles[f]*f.TileBytes()))
+		if err != nil {
+			return nil, nil, err
+		}
+		scratch[f] = b.ptr
+	}
+	return formats, scratch, nil
 }
 
 // gatherRects copies each rectangle out of its decoded tiles, whose

@@ -60,7 +60,7 @@ func Train(ctx context.Context, devs []*Device, x *forest.Binned, y []uint8, cla
 			ids = append(ids, uint64(t))
 		}
 		wg.Go(func() {
-			trees[k], imp[k], errs[k] = trainOn(ctx, devs[k], x, y, classes, nbins, p, ids, logf)
+			trees[k], imp[k], errs[k] = trainOn(ctx, devs[k], trainSet{x, y, classes, nbins}, p, ids, logf)
 		})
 	}
 	wg.Wait()
@@ -73,8 +73,17 @@ func Train(ctx context.Context, devs []*Device, x *forest.Binned, y []uint8, cla
 	return forest.NewForest(classes, x.F, slices.Concat(trees...), slices.Concat(imp...)), nil
 }
 
+// trainSet is what the trees grow on: the binned rows x with their class
+// indices y, the number of classes, and the bins a feature's codes take.
+type trainSet struct {
+	x              *forest.Binned
+	y              []uint8
+	classes, nbins int
+}
+
 // trainOn grows the trees ids on one device.
-func trainOn(ctx context.Context, dev *Device, x *forest.Binned, y []uint8, classes, nbins int, p forest.Params, ids []uint64, logf func(format string, args ...any)) ([]forest.Tree, [][]float64, error) {
+func trainOn(ctx context.Context, dev *Device, d trainSet, p forest.Params, ids []uint64, logf func(format string, args ...any)) ([]forest.Tree, [][]float64, error) {
+	x, y, classes, nbins := d.x, d.y, d.classes, d.nbins
 	e := &grower{dev: dev, x: x, classes: classes, p: p, mtry: p.Mtry(x.F), nbins: nbins, mem: pool{},
 		profile: dev.opt.TrainProfile, prof: map[string]time.Duration{}}
 	if err := dev.Do(func() error {

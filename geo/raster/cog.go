@@ -478,7 +478,7 @@ func encodeCOG[T Pixels](path string, p *cogPlan, levels [][][]T) error {
 	for l := 1; l < len(p.levels); l++ {
 		up, lv := p.levels[l-1], p.levels[l]
 		for b := range p.bands {
-			downsample(levels[l][b], lv.width, lv.height, levels[l-1][b], up.width, up.height, p.rule, nodata, p.threads)
+			downsample(level[T]{levels[l][b], lv.width, lv.height}, level[T]{levels[l-1][b], up.width, up.height}, p.rule, nodata, p.threads)
 		}
 	}
 

@@ -173,6 +173,6 @@ func BenchmarkDownsampleMode(b *testing.B) {
 	dst := make([]uint8, (n/2)*(n/2))
 	nd := uint8(0)
 	for range b.N {
-		downsample(dst, n/2, n/2, px, n, n, resampleMode, &nd, 1)
+		downsample(level[uint8]{dst, n / 2, n / 2}, level[uint8]{px, n, n}, resampleMode, &nd, 1)
 	}
 }

@@ -101,7 +101,7 @@ func (e *earlyTiles[T]) run(enc *tileEncoder[T], j earlyJob) error {
 	lv, up := p.levels[j.level], p.levels[j.level-1]
 	y0, y1 := j.ty*p.block, min((j.ty+1)*p.block, lv.height)
 	for b := range p.bands {
-		downsampleRows(e.levels[j.level][b], lv.width, e.levels[j.level-1][b], up.width, up.height, y0, y1, p.rule, e.nodata)
+		downsampleRows(level[T]{e.levels[j.level][b], lv.width, lv.height}, level[T]{e.levels[j.level-1][b], up.width, up.height}, y0, y1, p.rule, e.nodata)
 	}
 	e.rowReady(j.level, j.ty)
 	return nil
@@ -209,7 +209,7 @@ func encodeEarly[T Pixels](path string, p *cogPlan, levels [][][]T, e *earlyTile
 			continue
 		}
 		for b := range p.bands {
-			downsample(levels[l][b], lv.width, lv.height, levels[l-1][b], up.width, up.height, p.rule, nodata, p.threads)
+			downsample(level[T]{levels[l][b], lv.width, lv.height}, level[T]{levels[l-1][b], up.width, up.height}, p.rule, nodata, p.threads)
 		}
 	}
 	jobs := p.order()

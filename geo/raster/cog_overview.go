@@ -67,7 +67,8 @@ func overviewSizes(w, h, block, count int) [][2]int {
 //
 // Rows are shared among threads goroutines; the result does not depend on
 // their number.
-func downsample[T Pixels](dst []T, dw, dh int, src []T, sw, sh int, rule resampling, nodata *T, threads int) {
+func downsample[T Pixels](to, from level[T], rule resampling, nodata *T, threads int) {
+	dh := to.h
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
@@ -81,13 +82,22 @@ func downsample[T Pixels](dst []T, dw, dh int, src []T, sw, sh int, rule resampl
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			downsampleRows(dst, dw, src, sw, sh, y0, y1, rule, nodata)
+			downsampleRows(to, from, y0, y1, rule, nodata)
 		}()
 	}
 	wg.Wait()
 }
 
-func downsampleRows[T Pixels](dst []T, dw int, src []T, sw, sh, y0, y1 int, rule resampling, nodata *T) {
+// level is a band of one level of a COG's pyramid: w × h pixels,
+// row-major.
+type level[T Pixels] struct {
+	px   []T
+	w, h int
+}
+
+// downsampleRows is downsample for the rows [y0, y1) of to.
+func downsampleRows[T Pixels](to, from level[T], y0, y1 int, rule resampling, nodata *T) {
+	dst, dw, src, sw, sh := to.px, to.w, from.px, from.w, from.h
 	var nd T
 	if nodata != nil {
 		nd = *nodata

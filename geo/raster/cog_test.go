@@ -722,7 +722,7 @@ func TestDownsampleRule(t *testing.T) {
 					ndv = &v
 				}
 				got := make([]uint16, dw*dh)
-				downsample(got, dw, dh, src, sw, sh, res, ndv, 3)
+				downsample(level[uint16]{got, dw, dh}, level[uint16]{src, sw, sh}, res, ndv, 3)
 				if i := firstDiff(got, want); i >= 0 {
 					t.Errorf("%v %s nodata %v: pixel %d is %d, want %d", size, rule, nd, i, got[i], want[i])
 				}
@@ -732,7 +732,7 @@ func TestDownsampleRule(t *testing.T) {
 					v := uint8(*nd)
 					nd8 = &v
 				}
-				downsample(got8, dw, dh, toU8(src), sw, sh, res, nd8, 1)
+				downsample(level[uint8]{got8, dw, dh}, level[uint8]{toU8(src), sw, sh}, res, nd8, 1)
 				if i := firstDiff(u8Widened(toU16(got8)), want); i >= 0 {
 					t.Errorf("uint8 %v %s nodata %v: pixel %d differs", size, rule, nd, i)
 				}

@@ -140,7 +140,7 @@ func Bilinear(dst []uint16, w Window, p Plane[uint16], nodata uint16, hasNoData 
 	for j, ay := range ys {
 		rlo := p.Pix[ay.lo*p.W : (ay.lo+1)*p.W]
 		rhi := p.Pix[ay.hi*p.W : (ay.hi+1)*p.W]
-		columns(vs, vw, rlo, rhi, ay.wlo, ay.whi, nodata, hasNoData)
+		columns(vs, vw, rlo, rhi, ay, nodata, hasNoData)
 		out := dst[j*w.W : (j+1)*w.W]
 		if w.K == 2 {
 			blend2(out, vs, vw, xs, w, p.X0, nodata)
@@ -200,9 +200,10 @@ func blend2(out []uint16, vs, vw []uint32, xs []axis, w Window, x0 int, nodata u
 	}
 }
 
-// columns blends two plane rows into per-column sums and weights; nodata
-// weighs 0.
-func columns(vs, vw []uint32, rlo, rhi []uint16, wlo, whi uint32, nodata uint16, hasNoData bool) {
+// columns blends two plane rows, rlo and rhi (ay's), into per-column sums
+// and weights; nodata weighs 0.
+func columns(vs, vw []uint32, rlo, rhi []uint16, ay axis, nodata uint16, hasNoData bool) {
+	wlo, whi := ay.wlo, ay.whi
 	rlo, rhi, vw = rlo[:len(vs)], rhi[:len(vs)], vw[:len(vs)]
 	if !hasNoData {
 		for c := range vs {

@@ -226,12 +226,12 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 		readers = max(1, min(4, workers/2))
 	}
 	read := make(chan window, 2*readers)
-	var next atomic.Int64
 	var rg sync.WaitGroup
 	var bufs buffers
 	_, dnMode := pred.(DNPredictor)
+	q := &readQueue{wins: wins, out: read, ns: &readNs, bufs: &bufs, fail: fail}
 	for range readers {
-		rg.Go(func() { readWindows(ctx, t, set, wins, dnMode, &bufs, &next, read, &readNs, fail) })
+		rg.Go(func() { readWindows(ctx, t, set, dnMode, q) })
 	}
 	go func() { rg.Wait(); close(read) }()
 
@@ -409,12 +409,25 @@ func (t Tile) keep(w window, index, refIndex [256]int) {
 	}
 }
 
-// readWindows reads windows, taking the next unread one from next, until
+// readQueue is what a tile's readers share: the windows, the index of the
+// next one unread, where read windows go, the time spent reading, the
+// recycled slices, and how a reader fails the run.
+type readQueue struct {
+	wins []window
+	next atomic.Int64
+	out  chan<- window
+	ns   *atomic.Int64
+	bufs *buffers
+	fail func(error)
+}
+
+// readWindows reads windows, taking the next unread one from q, until
 // none is left or ctx ends; each reader has its own GDAL handle, or copies
 // from the stack in memory.
 // With dnMode the windows keep their digital numbers (for a DNPredictor)
 // instead of reflectance.
-func readWindows(ctx context.Context, t Tile, set *features.Set, wins []window, dnMode bool, bufs *buffers, next *atomic.Int64, read chan<- window, readNs *atomic.Int64, fail func(error)) {
+func readWindows(ctx context.Context, t Tile, set *features.Set, dnMode bool, q *readQueue) {
+	wins, bufs, next, read, readNs, fail := q.wins, q.bufs, &q.next, q.out, q.ns, q.fail
 	readBand := func(b, x, y, w, h int, dn []uint16) error {
 		t.Memory.ReadBand(b, x, y, w, h, dn)
 		return nil

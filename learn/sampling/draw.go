@@ -294,12 +294,21 @@ func drawCount(t drawTile, rule *drawRule, r0, r1 int, hist []uint32, off *[256]
 	}
 }
 
+// drawOut is where pass 2 writes: per reservoir k, its candidates
+// (entries[k]) and their reflectances, band by band (bands[k]).
+type drawOut struct {
+	entries [][]entry
+	bands   [][]float32
+}
+
 // drawCollect is pass 2 over rows [r0, r1): it writes every candidate
-// whose key is at most its reservoir's bound[k] to out[k] at pos[k] (then
-// advanced), with its reflectances, band by band, to bands[k] from
-// pos[k]×(number of bands). A row's candidates are listed first and their
-// DNs then read band by band: loads that do not wait on each other.
-func drawCollect(t drawTile, rule *drawRule, r0, r1 int, bound []uint64, pos []int, out [][]entry, bands [][]float32) {
+// whose key is at most its reservoir's bound[k] to dst.entries[k] at
+// pos[k] (then advanced), with its reflectances, band by band, to
+// dst.bands[k] from pos[k]×(number of bands). A row's candidates are
+// listed first and their DNs then read band by band: loads that do not
+// wait on each other.
+func drawCollect(t drawTile, rule *drawRule, r0, r1 int, bound []uint64, pos []int, dst drawOut) {
+	out, bands := dst.entries, dst.bands
 	w, nb := t.width, len(t.dn)
 	nbc := (w + rule.block - 1) / rule.block
 	splits, prev, next := make([]uint16, nbc), make([]uint16, nbc), make([]uint16, nbc)
@@ -494,7 +503,7 @@ func drawInput(t drawTile, rule *drawRule, limit []uint64, capacity int) (out []
 		wg.Go(func() {
 			ends[p] = slices.Clone(pos[p])
 			r0, r1 := rows(p)
-			drawCollect(t, rule, r0, r1, bound, ends[p], out, bands)
+			drawCollect(t, rule, r0, r1, bound, ends[p], drawOut{out, bands})
 		})
 	}
 	wg.Wait()

@@ -148,7 +148,7 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 		for r, res := range sp.res {
 			limits[r] = res.limit
 		}
-		found, counts := screenStrip(st, len(fs.Bands), src.Width, src.Height, k*stripRows, ii, class, limits, s)
+		found, counts := screenStrip(st, stripPlace{ii: ii, w: src.Width, height: src.Height, r0: k * stripRows, nb: len(fs.Bands)}, class, limits, s)
 		sp.labelled += counts.labelled
 		sp.buffered += counts.buffered
 		for code, n := range counts.outside {
@@ -251,11 +251,20 @@ type survivor struct {
 	i       int
 }
 
+// stripPlace is where a strip lies: its input's index ii (for the seeded
+// keys), the input's size (w × height), the strip's first row r0, and
+// how many of its leading planes are bands (nb).
+type stripPlace struct {
+	ii                uint64
+	w, height, r0, nb int
+}
+
 // screenStrip returns, per part of the strip's rows (in order) and per
 // reservoir, the labelled pixels with every band (the first nb planes)
 // present, outside the buffer, whose key is below the reservoir's limit,
-// in raster order. Parts run on every core. The input is w × height.
-func screenStrip(st Strip, nb, w, height, r0 int, ii uint64, class [256]int, limits []uint64, s Config) ([][][]survivor, labelCounts) {
+// in raster order. Parts run on every core.
+func screenStrip(st Strip, at stripPlace, class [256]int, limits []uint64, s Config) ([][][]survivor, labelCounts) {
+	nb, w, height, r0, ii := at.nb, at.w, at.height, at.r0, at.ii
 	h := len(st.Labels) / w
 	parts := max(1, min(h, runtime.GOMAXPROCS(0)))
 	found := make([][][]survivor, parts)

@@ -43,19 +43,29 @@ type Result struct {
 	Version  string  `json:"version"`
 }
 
+// Data is what a forest is fitted and measured on: the training rows X
+// (Features values a row) with their classes Y, and the validation rows
+// and classes in the .npy files ValX and ValY (WriteNpy).
+type Data struct {
+	X          []float32
+	Y          []uint8
+	Features   int
+	ValX, ValY string
+}
+
 // Fit fits a forest with p's trees, depth, features per split, leaf size,
-// bootstrap and seed on x (rows of nf features) and y, and measures it on
-// the validation rows in the .npy files valX and valY (WriteNpy).
-func (r Runner) Fit(ctx context.Context, p forest.Params, x []float32, y []uint8, nf int, valX, valY string) (Result, error) {
-	return r.fit(ctx, p, x, y, nf, valX, valY, "")
+// bootstrap and seed on d's training rows and measures it on its
+// validation rows.
+func (r Runner) Fit(ctx context.Context, p forest.Params, d Data) (Result, error) {
+	return r.fit(ctx, p, d, "")
 }
 
 // FitPredict is Fit that also returns the forest's predicted class for
 // each of the n validation rows, for metrics beyond accuracy.
-func (r Runner) FitPredict(ctx context.Context, p forest.Params, x []float32, y []uint8, nf int, valX, valY string, n int) (Result, []uint8, error) {
+func (r Runner) FitPredict(ctx context.Context, p forest.Params, d Data, n int) (Result, []uint8, error) {
 	pred := filepath.Join(r.Dir, "pred.u8")
 	defer os.Remove(pred)
-	res, err := r.fit(ctx, p, x, y, nf, valX, valY, pred)
+	res, err := r.fit(ctx, p, d, pred)
 	if err != nil {
 		return res, nil, err
 	}
@@ -71,7 +81,8 @@ func (r Runner) FitPredict(ctx context.Context, p forest.Params, x []float32, y 
 
 // fit runs the script; pred, when set, is where it writes the validation
 // rows' predicted classes (one byte each).
-func (r Runner) fit(ctx context.Context, p forest.Params, x []float32, y []uint8, nf int, valX, valY, pred string) (Result, error) {
+func (r Runner) fit(ctx context.Context, p forest.Params, d Data, pred string) (Result, error) {
+	x, y, nf, valX, valY := d.X, d.Y, d.Features, d.ValX, d.ValY
 	tx, ty := filepath.Join(r.Dir, "train_x.npy"), filepath.Join(r.Dir, "train_y.npy")
 	if err := WriteNpy(tx, x, []int{len(y), nf}); err != nil {
 		return Result{}, err

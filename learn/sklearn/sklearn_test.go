@@ -65,7 +65,7 @@ func TestFit(t *testing.T) {
 	if err := WriteNpy(vy, y, []int{n}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Runner{Dir: dir}.Fit(context.Background(), forest.Params{Trees: 5, MaxDepth: 4, MinSamplesLeaf: 1, Bootstrap: true, Seed: 3}, x, y, nf, vx, vy)
+	res, err := Runner{Dir: dir}.Fit(context.Background(), forest.Params{Trees: 5, MaxDepth: 4, MinSamplesLeaf: 1, Bootstrap: true, Seed: 3}, Data{x, y, nf, vx, vy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestFit(t *testing.T) {
 	}
 	// The predictions come back one per validation row, and agree with
 	// the accuracy the script reports.
-	res, pred, err := Runner{Dir: dir}.FitPredict(context.Background(), forest.Params{Trees: 5, MaxDepth: 4, MinSamplesLeaf: 1, Bootstrap: true, Seed: 3}, x, y, nf, vx, vy, n)
+	res, pred, err := Runner{Dir: dir}.FitPredict(context.Background(), forest.Params{Trees: 5, MaxDepth: 4, MinSamplesLeaf: 1, Bootstrap: true, Seed: 3}, Data{x, y, nf, vx, vy}, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,10 +87,10 @@ func TestFit(t *testing.T) {
 	if float64(ok)/n != res.Accuracy || ok != n {
 		t.Errorf("FitPredict: %d of %d right, accuracy %v", ok, n, res.Accuracy)
 	}
-	if _, _, err := (Runner{Dir: dir}).FitPredict(context.Background(), forest.Params{Trees: 1, MaxDepth: 2, MinSamplesLeaf: 1}, x, y, nf, vx, vy, n+1); err == nil || !strings.Contains(err.Error(), "predictions for") {
+	if _, _, err := (Runner{Dir: dir}).FitPredict(context.Background(), forest.Params{Trees: 1, MaxDepth: 2, MinSamplesLeaf: 1}, Data{x, y, nf, vx, vy}, n+1); err == nil || !strings.Contains(err.Error(), "predictions for") {
 		t.Errorf("a prediction count that is not the validation rows': %v", err)
 	}
-	if _, err := (Runner{Python: "/nonexistent/python3", Dir: dir}).Fit(context.Background(), forest.Params{Trees: 1, MaxDepth: 2, MinSamplesLeaf: 1}, x, y, nf, vx, vy); err == nil {
+	if _, err := (Runner{Python: "/nonexistent/python3", Dir: dir}).Fit(context.Background(), forest.Params{Trees: 1, MaxDepth: 2, MinSamplesLeaf: 1}, Data{x, y, nf, vx, vy}); err == nil {
 		t.Error("a missing interpreter gave no error")
 	}
 }

@@ -348,7 +348,7 @@ func (s *scene) strip(r0, rows int, acqs []*acquisition, sc *scratch) {
 				refl[(rr-1)*n+c] = px
 			}
 		}
-		s.writeStrip(a, r0, rows, refl, surf, green, skies, w)
+		s.writeStrip(a, stripPlanes{r0: r0, rows: rows, w: w, refl: refl, surf: surf, green: green, skies: skies})
 	}
 }
 
@@ -402,9 +402,21 @@ func (a *acquisition) atmosphere(px *spectrum, sk *sky, r, c int) {
 	}
 }
 
+// stripPlanes is a strip of rows [r0, r0+rows) as generated: its 10 m
+// reflectances (refl, n a row), and, with a one-pixel border (w a row),
+// its surfaces and greenness; its skies per 20 m pixel.
+type stripPlanes struct {
+	r0, rows, w int
+	refl        []spectrum
+	surf        []surface
+	green       []float32
+	skies       []sky
+}
+
 // writeStrip quantises a strip of reflectances into the 10, 20 and 60 m
 // rasters and classifies it into SCL.
-func (s *scene) writeStrip(a *acquisition, r0, rows int, refl []spectrum, surf []surface, green []float32, skies []sky, w int) {
+func (s *scene) writeStrip(a *acquisition, st stripPlanes) {
+	r0, rows, refl, surf, green, skies, w := st.r0, st.rows, st.refl, st.surf, st.green, st.skies, st.w
 	n := s.cfg.Size
 	a.quantise(r0, rows, n, refl, 1, bands10m)
 	a.quantise(r0, rows, n, refl, 2, bands20m)
