@@ -478,10 +478,10 @@ func runOnce(ctx context.Context, j engineJob, dir string, er *EngineReport) ([]
 	tc := tcfg
 	tc.Input.Stack = stack
 	tc.Engine = "lulc"
-	if engine == "golearn" {
-		tc.Engine = "golearn"
-	}
 	o = sub(dir + "/train")
+	if engine == "golearn" {
+		tc.Engine, o.Golearn = "golearn", Golearn
+	}
 	if engine == "gpu" {
 		o.GPUs = []*cuda.Device{gpu}
 	}

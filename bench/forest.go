@@ -357,6 +357,16 @@ func (fr *forestRun) ours(ctx context.Context, e string, bins *forest.Bins, binn
 	return f, nil
 }
 
+// Golearn is package baseline's golearn forest as pipeline.Options.Golearn
+// takes it (train configs whose engine is golearn).
+func Golearn(x []float32, nf int, y []uint8, classes, trees, featuresPerTree int, seed int64) (pipeline.GolearnForest, error) {
+	f, err := baseline.Train(x, nf, y, classes, trees, featuresPerTree, seed)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
 // golearn fits the golearn baseline and predicts the validation rows.
 func (fr *forestRun) golearn(x []float32, y []uint8, fit *ForestFit) error {
 	if fr.bc.GolearnMaxRows > 0 && len(y) > fr.bc.GolearnMaxRows {

@@ -8,15 +8,30 @@ import (
 	"time"
 
 	"github.com/lulc/lulc/internal/rng"
-	"github.com/lulc/lulc/learn/baseline"
 	"github.com/lulc/lulc/learn/sampleset"
 )
+
+// Golearn fits golearn's random forest (train config engine: golearn, the
+// CPU baseline the workflow compares with): trees of featuresPerTree
+// features each on rows x of nf features and their classes y, seeded.
+// golearn needs cgo and is no part of lulc's core: the commands and the
+// bench set Options.Golearn to package baseline's (bench.Golearn).
+type Golearn func(x []float32, nf int, y []uint8, classes, trees, featuresPerTree int, seed int64) (GolearnForest, error)
+
+// GolearnForest is a fitted golearn forest: it classifies rows of nf
+// features.
+type GolearnForest interface {
+	Predict(x []float32, nf int) ([]uint8, error)
+}
 
 // fitGolearn trains golearn's forest (train config engine: golearn, the
 // CPU baseline the workflow compares with) on at most golearn.max_samples
 // of set's training rows, and classifies its validation rows. golearn's
 // forests are not lulc models: nothing is saved.
-func fitGolearn(ctx context.Context, cfg TrainConfig, classes int, set *sampleset.Set, res *TrainResult) ([]uint8, error) {
+func fitGolearn(ctx context.Context, cfg TrainConfig, classes int, set *sampleset.Set, fit Golearn, res *TrainResult) ([]uint8, error) {
+	if fit == nil {
+		return nil, fmt.Errorf("engine: golearn is not linked into this program (pipeline.Options.Golearn)")
+	}
 	t0 := time.Now()
 	xt, yt := set.Subset(0)
 	xv, _ := set.Subset(1)
@@ -26,8 +41,8 @@ func fitGolearn(ctx context.Context, cfg TrainConfig, classes int, set *samplese
 	if len(ys) < len(yt) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("golearn trained on a seeded subset of %d of %d training samples (golearn.max_samples)", len(ys), len(yt)))
 	}
-	f, err := interruptible(ctx, func() (*baseline.Forest, error) {
-		return baseline.Train(xs, nf, ys, classes, g.Trees, g.FeaturesPerTree, int64(cfg.Sampling.Seed))
+	f, err := interruptible(ctx, func() (GolearnForest, error) {
+		return fit(xs, nf, ys, classes, g.Trees, g.FeaturesPerTree, int64(cfg.Sampling.Seed))
 	})
 	if err != nil {
 		return nil, err

@@ -61,6 +61,9 @@ type Options struct {
 	// Compare makes lulc work another way than its own, for comparing
 	// both on one machine.
 	Compare Compare
+	// Golearn fits golearn's forest for train configs whose engine is
+	// golearn (nil: such configs are refused).
+	Golearn Golearn
 	// hooks are set by this package's tests only.
 	hooks hooks
 }

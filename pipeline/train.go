@@ -207,7 +207,7 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 // (ctx done) stops the fit promptly and returns ctx's error.
 func fit(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *sampleset.Set, in trainInput, opt Options, res *TrainResult) (*forest.Model, []uint8, error) {
 	if cfg.Engine == "golearn" {
-		pred, err := fitGolearn(ctx, cfg, len(scheme.Classes), set, res)
+		pred, err := fitGolearn(ctx, cfg, len(scheme.Classes), set, opt.Golearn, res)
 		return nil, pred, err
 	}
 	xt, yt := set.Subset(0)

@@ -14,6 +14,7 @@ import (
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/rng"
+	"github.com/lulc/lulc/learn/baseline"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/sampleset"
 )
@@ -156,11 +157,28 @@ func TestTrainBalance(t *testing.T) {
 	}
 }
 
+// golearnFit is package baseline's forest as Options.Golearn takes it
+// (bench.Golearn, which this package's tests cannot import).
+func golearnFit(x []float32, nf int, y []uint8, classes, trees, featuresPerTree int, seed int64) (GolearnForest, error) {
+	f, err := baseline.Train(x, nf, y, classes, trees, featuresPerTree, seed)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
 func TestTrainGolearn(t *testing.T) {
 	cfg := trainConfig(t, "train-demo.yaml", demoStack(t))
 	cfg.Engine = "golearn"
 	cfg.Golearn.MaxSamples = 2000
-	res, out := train(t, cfg)
+	out := filepath.Join(t.TempDir(), "run")
+	if _, err := Train(context.Background(), cfg, Options{Out: out, Version: "test"}); err == nil || !strings.Contains(err.Error(), "golearn is not linked") {
+		t.Fatalf("golearn without Options.Golearn: %v", err)
+	}
+	res, err := Train(context.Background(), cfg, Options{Out: out, Version: "test", Golearn: golearnFit})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if res.Metrics.Accuracy < 0.3 || len(res.Warnings) == 0 {
 		t.Errorf("golearn accuracy %.3f, warnings %v", res.Metrics.Accuracy, res.Warnings)
 	}

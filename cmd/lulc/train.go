@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lulc/lulc/bench"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/scale/exchange"
@@ -104,16 +105,16 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 				return err
 			}
 			defer devs.Close()
-			res, err := pipeline.Train(cmd.Context(), cfg, pipeline.Options{Compare: a.compare, GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+			res, err := pipeline.Train(cmd.Context(), cfg, pipeline.Options{Compare: a.compare, GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar, Golearn: bench.Golearn})
 			if err != nil {
 				return ws.Named(fmt.Errorf("train: %w", err))
 			}
 			for _, w := range res.Warnings {
 				a.log.Warn(w)
 			}
-			var cmp *pipeline.Comparison
+			var cmp *bench.Comparison
 			if compare != "" {
-				c, err := pipeline.CompareSklearn(cmd.Context(), res.Dir, cfg, res.Metrics.Accuracy, "")
+				c, err := bench.CompareSklearn(cmd.Context(), res.Dir, cfg.Forest, res.Metrics.Accuracy, "")
 				if err != nil {
 					return fmt.Errorf("train: %w", err)
 				}

@@ -1,4 +1,4 @@
-package pipeline
+package bench
 
 import (
 	"context"
@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/learn/sklearn"
+	"github.com/lulc/lulc/pipeline"
 )
 
 // CompareFile is where lulc train --compare sklearn writes its comparison.
@@ -29,17 +31,17 @@ type Comparison struct {
 }
 
 // CompareSklearn fits scikit-learn on the samples of the training run in
-// dir (its samples.lulcs) with cfg's forest parameters, compares its
+// dir (its samples.lulcs) with the run's forest parameters p, compares its
 // validation accuracy with lulc's (the run's, lulcAccuracy) and writes
 // CompareFile into dir. python is the interpreter (python3 when empty).
-func CompareSklearn(ctx context.Context, dir string, cfg TrainConfig, lulcAccuracy float64, python string) (Comparison, error) {
-	body, err := os.ReadFile(filepath.Join(dir, SamplesFile))
+func CompareSklearn(ctx context.Context, dir string, p forest.Params, lulcAccuracy float64, python string) (Comparison, error) {
+	body, err := os.ReadFile(filepath.Join(dir, pipeline.SamplesFile))
 	if err != nil {
 		return Comparison{}, fmt.Errorf("compare: %w", err)
 	}
 	set, err := sampleset.Decode(body)
 	if err != nil {
-		return Comparison{}, fmt.Errorf("compare: %s: %w", SamplesFile, err)
+		return Comparison{}, fmt.Errorf("compare: %s: %w", pipeline.SamplesFile, err)
 	}
 	nf := len(set.Features)
 	xt, yt := set.Subset(0)
@@ -56,7 +58,7 @@ func CompareSklearn(ctx context.Context, dir string, cfg TrainConfig, lulcAccura
 	if err := sklearn.WriteNpy(vy, yv, []int{len(yv)}); err != nil {
 		return Comparison{}, err
 	}
-	res, err := sklearn.Runner{Python: python, Dir: tmp}.Fit(ctx, cfg.Forest, sklearn.Data{X: xt, Y: yt, Features: nf, ValX: vx, ValY: vy})
+	res, err := sklearn.Runner{Python: python, Dir: tmp}.Fit(ctx, p, sklearn.Data{X: xt, Y: yt, Features: nf, ValX: vx, ValY: vy})
 	if err != nil {
 		return Comparison{}, fmt.Errorf("compare: %w", err)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package bench
 
 import (
 	"context"
@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/learn/sklearn"
+	"github.com/lulc/lulc/pipeline"
 )
 
 // TestCompareSklearn trains lulc's forest on each real TerraMind patch and
@@ -16,23 +18,31 @@ import (
 // validation accuracies must agree within one point, and the comparison
 // lands in the run directory. It needs python3 with scikit-learn.
 func TestCompareSklearn(t *testing.T) {
-	if _, err := os.Stat(terramindDir); err != nil {
+	if _, err := os.Stat("../../shared/data/terramind-s2-lulc"); err != nil {
 		t.Skipf("real sample data not available: %v", err)
 	}
 	if _, err := sklearn.Python(context.Background(), ""); err != nil {
 		t.Skip(err)
 	}
-	base := trainConfig(t, "train-real.yaml", "")
+	raw, err := configs.Read("train-real.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := pipeline.ParseTrainConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.Forest.Trees = 30 // quick; the config grows 100
 	for _, r := range base.Input.Rasters {
 		cfg := base
 		r.Image, r.Labels = filepath.Join("..", r.Image), filepath.Join("..", r.Labels)
 		cfg.Input.Rasters = append(cfg.Input.Rasters[:0:0], r)
 		dir := filepath.Join(t.TempDir(), "run")
-		res, err := Train(context.Background(), cfg, Options{Out: dir})
+		res, err := pipeline.Train(context.Background(), cfg, pipeline.Options{Out: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := CompareSklearn(context.Background(), dir, cfg, res.Metrics.Accuracy, "")
+		c, err := CompareSklearn(context.Background(), dir, cfg.Forest, res.Metrics.Accuracy, "")
 		if err != nil {
 			t.Fatal(err)
 		}
