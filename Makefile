@@ -30,7 +30,7 @@ demo: build
 	@echo "  metrics    runs/demo/train/metrics.json (validation), runs/demo/evaluate/metrics.json (the map)"
 
 test: deps
-	go test ./...
+	go test -timeout 30m ./...
 
 # bench-synth times full-tile generation (see docs/benchmarks.md).
 bench-synth: build
