@@ -28,6 +28,10 @@ type Scheme struct {
 	Classes []Class
 }
 
+// The built-in schemes below (and SCL in scl.go) are data, each legend
+// written out in full as its producer publishes it: they look alike, and
+// stay apart so that each can be checked against its source line by line.
+
 // WorldCover is the ESA WorldCover 10 m v200 legend with its official colours
 // (the colour table embedded in the WorldCover COGs).
 var WorldCover = Scheme{
