@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates lulc.ptx from lulc.cu on a machine with nvcc (the GPU host):
-#   go generate ./cuda/...   (or: bash cuda/kernels/gen.sh)
+#   go generate ./device/cuda/...   (or: bash device/cuda/kernels/gen.sh)
 # PTX for compute_75 loads on Turing and newer and is JIT-compiled by the
 # driver. The header records the source's SHA-256: a CPU-only test fails
 # when lulc.cu changes without this being rerun.
