@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 
+	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/scale/exchange"
 )
 
@@ -109,6 +111,79 @@ func RunTask(ctx context.Context, t Task, opt Options) (RunResult, error) {
 	if outURL != "" {
 		if err := ws.Push(ctx, res.Dir, outURL); err != nil {
 			return res, ws.Named(fmt.Errorf("run: %w", err))
+		}
+		res.Dir = outURL
+	} else if ws != nil {
+		if err := ws.Remove(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// TrainTask is what one lulc train process does: its config, its output
+// (a run directory, or an object-storage prefix) and the parent of its
+// local workspace when the output or a draw (input.samples) is an object.
+// Finish, when set, adds to the run directory before it is uploaded (lulc
+// train --compare sklearn writes its comparison there).
+type TrainTask struct {
+	Config TrainConfig
+	Out    string
+	Work   string
+	Finish func(ctx context.Context, res TrainResult) error
+}
+
+// RunTrain trains a task's config (Train) into its output. With objects
+// for the output or draws it works in a local workspace: committed draws
+// are downloaded (prefixes without a commit left out, with a warning), the
+// run directory is made there, then uploaded and committed, and the
+// workspace removed. The workspace's output is only ever the URL's and is
+// never published: one left by a training interrupted while it uploaded
+// is made again (the same bytes) and uploaded. On failure the workspace
+// is kept, and the error names the output's URL rather than its local
+// stand-in. opt.Out is ignored: the output is t.Out's.
+func RunTrain(ctx context.Context, t TrainTask, opt Options) (TrainResult, error) {
+	cfg, out := t.Config, t.Out
+	var ws *exchange.Workspace
+	outURL := ""
+	if exchange.IsURL(out) || slices.ContainsFunc(cfg.Input.Samples, exchange.IsURL) {
+		if exchange.IsURL(out) {
+			outURL = out
+		}
+		var err error
+		if ws, err = exchange.NewWorkspace(t.Work, outURL, opt.Log); err != nil {
+			return TrainResult{}, err
+		}
+		if outURL != "" {
+			out = ws.Out()
+			if atomicfs.Exists(out) {
+				opt.Log.Info("the workspace holds an output whose upload did not finish: training again", "url", outURL)
+				opt.Force = true
+			}
+		}
+		samples := slices.Clone(cfg.Input.Samples)
+		for i, s := range samples {
+			if exchange.IsURL(s) {
+				if samples[i], err = ws.PullDraws(s, filepath.Join(ws.Dir(), "in", fmt.Sprint(i))); err != nil {
+					return TrainResult{}, err
+				}
+			}
+		}
+		cfg.Input.Samples = samples
+	}
+	opt.Out = out
+	res, err := Train(ctx, cfg, opt)
+	if err != nil {
+		return res, ws.Named(fmt.Errorf("train: %w", err))
+	}
+	if t.Finish != nil {
+		if err := t.Finish(ctx, res); err != nil {
+			return res, fmt.Errorf("train: %w", err)
+		}
+	}
+	if outURL != "" {
+		if err := ws.Push(ctx, res.Dir, outURL); err != nil {
+			return res, ws.Named(fmt.Errorf("train: %w", err))
 		}
 		res.Dir = outURL
 	} else if ws != nil {

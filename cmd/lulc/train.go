@@ -1,14 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lulc/lulc/bench"
-	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/scale/exchange"
 )
@@ -64,71 +63,42 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 					return usagef("--stack and --samples: give one input")
 				}
 			}
-			// Draws and an output in object storage: the draws are
-			// downloaded (committed tasks only) and the run directory
-			// made in a workspace, then uploaded and committed.
-			var ws *exchange.Workspace
-			outURL := ""
-			if exchange.IsURL(out) || slices.ContainsFunc(cfg.Input.Samples, exchange.IsURL) {
-				if exchange.IsURL(out) {
-					outURL = out
-				}
-				if ws, err = newWorkspace(work, outURL, a.log); err != nil {
-					return err
-				}
-				if outURL != "" {
-					out = ws.Out()
-					// The workspace's output is only ever this URL's, never
-					// published: one left by a training interrupted while it
-					// uploaded is made again (the same bytes) and uploaded.
-					if atomicfs.Exists(out) {
-						a.log.Info("the workspace holds an output whose upload did not finish: training again", "url", outURL)
-						force = true
-					}
-				}
-				for i, s := range cfg.Input.Samples {
-					if exchange.IsURL(s) {
-						if cfg.Input.Samples[i], err = ws.PullDraws(s, filepath.Join(ws.Dir(), "in", fmt.Sprint(i))); err != nil {
-							return err
-						}
-					}
-				}
-			}
 			if compare != "" && compare != "sklearn" {
 				return usagef("--compare: %q is not sklearn", compare)
 			}
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
+			if exchange.IsURL(out) || slices.ContainsFunc(cfg.Input.Samples, exchange.IsURL) {
+				outURL := ""
+				if exchange.IsURL(out) {
+					outURL = out
+				}
+				if err := checkOutURL(outURL); err != nil {
+					return err
+				}
+			}
 			devs, err := a.openDevice(device)
 			if err != nil {
 				return err
 			}
 			defer devs.Close()
-			res, err := pipeline.Train(cmd.Context(), cfg, pipeline.Options{Compare: a.compare, GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar, Golearn: bench.Golearn})
+			var cmp *bench.Comparison
+			task := pipeline.TrainTask{Config: cfg, Out: out, Work: work}
+			if compare != "" {
+				task.Finish = func(ctx context.Context, res pipeline.TrainResult) error {
+					c, err := bench.CompareSklearn(ctx, res.Dir, cfg.Forest, res.Metrics.Accuracy, "")
+					cmp = &c
+					return err
+				}
+			}
+			res, err := pipeline.RunTrain(cmd.Context(), task, pipeline.Options{Compare: a.compare, GPUs: devs, Inputs: []string{cfgPath}, Force: force,
+				BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar, Golearn: bench.Golearn})
 			if err != nil {
-				return ws.Named(fmt.Errorf("train: %w", err))
+				return err
 			}
 			for _, w := range res.Warnings {
 				a.log.Warn(w)
-			}
-			var cmp *bench.Comparison
-			if compare != "" {
-				c, err := bench.CompareSklearn(cmd.Context(), res.Dir, cfg.Forest, res.Metrics.Accuracy, "")
-				if err != nil {
-					return fmt.Errorf("train: %w", err)
-				}
-				cmp = &c
-			}
-			if outURL != "" {
-				if err := ws.Push(cmd.Context(), res.Dir, outURL); err != nil {
-					return ws.Named(fmt.Errorf("train: %w", err))
-				}
-				res.Dir = outURL
-			} else if ws != nil {
-				if err := ws.Remove(); err != nil {
-					return err
-				}
 			}
 			if a.summary(res) {
 				fmt.Fprintf(a.stdout, "engine %s: %d training / %d validation samples, sampled in %s, fitted in %s\n",
