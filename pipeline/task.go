@@ -108,17 +108,26 @@ func RunTask(ctx context.Context, t Task, opt Options) (RunResult, error) {
 	if err != nil {
 		return res, ws.Named(fmt.Errorf("run: %w", err))
 	}
+	res.Dir, err = publish(ctx, ws, res.Dir, outURL, "run")
+	return res, err
+}
+
+// publish uploads and commits a finished output dir to outURL and returns
+// the URL; without an output URL it removes the workspace of inputs, if
+// any, and returns dir. A failed upload keeps the workspace for a rerun.
+func publish(ctx context.Context, ws *exchange.Workspace, dir, outURL, stage string) (string, error) {
 	if outURL != "" {
-		if err := ws.Push(ctx, res.Dir, outURL); err != nil {
-			return res, ws.Named(fmt.Errorf("run: %w", err))
+		if err := ws.Push(ctx, dir, outURL); err != nil {
+			return dir, ws.Named(fmt.Errorf("%s: %w", stage, err))
 		}
-		res.Dir = outURL
-	} else if ws != nil {
+		return outURL, nil
+	}
+	if ws != nil {
 		if err := ws.Remove(); err != nil {
-			return res, err
+			return dir, err
 		}
 	}
-	return res, nil
+	return dir, nil
 }
 
 // TrainTask is what one lulc train process does: its config, its output
@@ -181,15 +190,6 @@ func RunTrain(ctx context.Context, t TrainTask, opt Options) (TrainResult, error
 			return res, fmt.Errorf("train: %w", err)
 		}
 	}
-	if outURL != "" {
-		if err := ws.Push(ctx, res.Dir, outURL); err != nil {
-			return res, ws.Named(fmt.Errorf("train: %w", err))
-		}
-		res.Dir = outURL
-	} else if ws != nil {
-		if err := ws.Remove(); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
+	res.Dir, err = publish(ctx, ws, res.Dir, outURL, "train")
+	return res, err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -15,12 +16,16 @@ func addWorkFlag(cmd *cobra.Command, work *string) {
 	cmd.Flags().StringVar(work, "work", "", "with s3:// outputs or inputs: the local directory to work in (default $TMPDIR); the work is removed once uploaded")
 }
 
-// checkOutURL refuses an object-storage output that is no valid prefix
-// (a usage error), and keeps the store's credentials, which GDAL reads
-// from the environment, out of every log and report.
-func checkOutURL(url string) error {
-	if url != "" {
-		if err := exchange.Check(url); err != nil {
+// checkObjects, when the output or an input is an object, refuses an
+// object-storage output that is no valid prefix (a usage error) and keeps
+// the store's credentials, which GDAL reads from the environment, out of
+// every log and report.
+func checkObjects(out string, inputs ...string) error {
+	if !exchange.IsURL(out) && !slices.ContainsFunc(inputs, exchange.IsURL) {
+		return nil
+	}
+	if exchange.IsURL(out) {
+		if err := exchange.Check(out); err != nil {
 			return usagef("--out: %v", err)
 		}
 	}
@@ -31,7 +36,7 @@ func checkOutURL(url string) error {
 // newWorkspace checks the output's URL and makes (or finds again) its
 // workspace under parent.
 func newWorkspace(parent, url string, log *slog.Logger) (*exchange.Workspace, error) {
-	if err := checkOutURL(url); err != nil {
+	if err := checkObjects(url); err != nil {
 		return nil, err
 	}
 	return exchange.NewWorkspace(parent, url, log)

@@ -67,14 +67,8 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			if sharded {
 				job.Shard = spec
 			}
-			if exchange.IsURL(out) || exchange.IsURL(model) || exchange.IsURL(planPath) {
-				outURL := ""
-				if exchange.IsURL(out) {
-					outURL = out
-				}
-				if err := checkOutURL(outURL); err != nil {
-					return err
-				}
+			if err := checkObjects(out, model, planPath); err != nil {
+				return err
 			}
 			devs, err := a.openDevice(device)
 			if err != nil {

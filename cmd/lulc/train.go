@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lulc/lulc/bench"
 	"github.com/lulc/lulc/pipeline"
-	"github.com/lulc/lulc/scale/exchange"
 )
 
 const defaultTrainConfig = "train-demo.yaml"
@@ -69,14 +67,8 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			if exchange.IsURL(out) || slices.ContainsFunc(cfg.Input.Samples, exchange.IsURL) {
-				outURL := ""
-				if exchange.IsURL(out) {
-					outURL = out
-				}
-				if err := checkOutURL(outURL); err != nil {
-					return err
-				}
+			if err := checkObjects(out, cfg.Input.Samples...); err != nil {
+				return err
 			}
 			devs, err := a.openDevice(device)
 			if err != nil {

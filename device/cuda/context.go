@@ -127,16 +127,12 @@ func (c *contextPlan) bases() int { return len(c.baseCodes) / 5 }
 // codes and the forest walk. The bits are the CPU's: features.Set's
 // ContextCompute and CPU.Compute, then Predict.
 func (p *Predictor) PredictDNContext(fe *Features, b features.DN, cls []uint8, conf []float32) error {
-	dn, rect := b.Planes, b.Rect
-	nb, nf := len(dn), p.nf
-	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf {
-		return fmt.Errorf("cuda predict: %d band planes for %d bands, %d features for a model of %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
+	rect := b.Rect
+	dn, err := p.dnPlanes(fe, b.Planes)
+	if err != nil {
+		return err
 	}
-	dn = usedPlanes(fe, dn)
-	nb = len(dn)
-	if nf > 64 {
-		return fmt.Errorf("cuda predict: %d features (at most 64)", nf)
-	}
+	nb := len(dn)
 	plan := &fe.ctx
 	if plan.bases() == 0 {
 		return fmt.Errorf("cuda predict: a feature set without context features")

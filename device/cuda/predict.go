@@ -193,16 +193,12 @@ func (p *Predictor) predictOnce(feats [][]float32, cls []uint8, conf []float32) 
 // DNs equal to b.NoData become NaN reflectance. b's planes are the
 // window's, without a halo (b.Rect is not read).
 func (p *Predictor) PredictDN(fe *Features, b features.DN, cls []uint8, conf []float32) error {
-	dn, nodata, scale, offset := b.Planes, b.NoData, b.Scale, b.Offset
+	nodata, scale, offset := b.NoData, b.Scale, b.Offset
+	dn, err := p.dnPlanes(fe, b.Planes)
+	if err != nil {
+		return err
+	}
 	nb, nf := len(dn), p.nf
-	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf {
-		return fmt.Errorf("cuda predict: %d band planes for %d bands, %d features for a model of %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
-	}
-	dn = usedPlanes(fe, dn)
-	nb = len(dn)
-	if nf > 64 {
-		return fmt.Errorf("cuda predict: %d features (at most 64)", nf)
-	}
 	if fe.Set.Radius() > 0 {
 		return fmt.Errorf("cuda predict: context features need their window's halo: predict them from planes")
 	}
@@ -234,6 +230,18 @@ func (p *Predictor) PredictDN(fe *Features, b features.DN, cls []uint8, conf []f
 			return p.Dev.launchAsync(st, fe.kernel(), int64(m), p.dBands[s].ptr, int32(nb), int64(m), prog, int32(nf), p.dIn[s].ptr)
 		}, cls, conf)
 	})
+}
+
+// dnPlanes checks a window's DN planes (one per band of fe's set) and the
+// set's features against the model, and returns the planes the set uses.
+func (p *Predictor) dnPlanes(fe *Features, dn [][]uint16) ([][]uint16, error) {
+	if len(dn) != len(fe.Set.Bands) || len(fe.Set.Features) != p.nf {
+		return nil, fmt.Errorf("cuda predict: %d band planes for %d bands, %d features for a model of %d", len(dn), len(fe.Set.Bands), len(fe.Set.Features), p.nf)
+	}
+	if p.nf > 64 {
+		return nil, fmt.Errorf("cuda predict: %d features (at most 64)", p.nf)
+	}
+	return usedPlanes(fe, dn), nil
 }
 
 // walk queues, on slot s's stream, the binning of m pixels' features in
