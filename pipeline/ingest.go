@@ -234,22 +234,38 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 	if len(cfg.Source.Rasters) > 0 {
 		// Every pair is checked before anything is written, so that a bad
 		// input fails at once and leaves no output.
+		var vecs []*rasterTile
+		var hrefs, keys []string
 		for i, p := range cfg.Source.Rasters {
 			t, err := checkRasterPair(cfg, i, p)
 			if err != nil {
 				return nil, err
 			}
+			if p.Datetime == "" {
+				opt.Log.Warn(fmt.Sprintf("source.rasters[%d].datetime: not given: tile %s's STAC item carries 1970-01-01T00:00:00Z, as STAC needs a time; set the acquisition time for a date readers can trust", i, t.name()))
+			}
 			if t.vector {
-				if err := censusVectorLabels(cfg, p.Labels, fmt.Sprintf("source.rasters[%d].labels", i), opt.Log); err != nil {
-					return nil, err
-				}
+				vecs, hrefs, keys = append(vecs, &t), append(hrefs, p.Labels), append(keys, fmt.Sprintf("source.rasters[%d].labels", i))
 			}
 			tiles = append(tiles, &t)
 		}
+		// The pairs' vector layers are read together, so that a text class
+		// gets one code in all of them.
+		labels, err := resolveVectorLabels(cfg, hrefs, keys, opt.Log)
+		if err != nil {
+			return nil, err
+		}
+		for i, t := range vecs {
+			t.vec = labels[i]
+		}
 		opt.Log.Info("analysis-ready rasters", "pairs", len(tiles))
+		if skip := cfg.skippedLayers(); len(skip) > 0 {
+			opt.Log.Info(fmt.Sprintf("source.bands: %s left out of the stack: not Sentinel-2 reflectance bands", strings.Join(skip, ", ")), "layers", len(skip))
+		}
 		return tiles, nil
 	}
-	if err := checkVectorLabels(cfg, opt.Log); err != nil {
+	vec, err := checkVectorLabels(cfg, opt.Log)
+	if err != nil {
 		return nil, err
 	}
 	area, intersects, err := cfg.area()
@@ -273,7 +289,7 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 			return nil, fmt.Errorf("tile %s: %d dates (%s to %s), more than the %d a composite takes (its valid count is a byte on both engines): narrow dates or lower max_cloud_cover",
 				g.tile, len(g.items), g.items[0].Datetime.Format(time.DateOnly), g.items[len(g.items)-1].Datetime.Format(time.DateOnly), MaxDates)
 		}
-		tiles = append(tiles, &stacTile{items: g, labelItems: labelItems, area: area})
+		tiles = append(tiles, &stacTile{items: g, labelItems: labelItems, area: area, vec: vec})
 	}
 	return tiles, nil
 }
@@ -663,10 +679,11 @@ func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomic
 // classification:classes when one declares them (the first by id), else
 // the built-in Esri/IO scheme for Impact Observatory's io-lulc
 // collections, else ESA WorldCover's. Vector labels (source.labels) have
-// none: their codes are the user's own, as raster pairs' are.
+// the scheme their text classes name, if any: numeric codes are the
+// user's own, as raster pairs' are.
 func (t *stacTile) labelScheme(cfg IngestConfig) *landcover.Scheme {
 	if cfg.Source.Labels != "" {
-		return nil
+		return t.vec.labelScheme()
 	}
 	items := slices.Clone(t.labelItems)
 	slices.SortFunc(items, func(a, b catalog.Item) int { return strings.Compare(a.ID, b.ID) })
@@ -700,6 +717,7 @@ type stacTile struct {
 	labelItems []catalog.Item
 	area       [4]float64
 	p          *tilePlan
+	vec        *vectorLabels // source.labels, when set
 }
 
 func (t *stacTile) name() string { return t.items.tile }
@@ -720,7 +738,7 @@ func (t *stacTile) composite(ctx context.Context, cfg IngestConfig, opt Options,
 	var burned time.Duration
 	if cfg.Source.Labels != "" {
 		t0 := time.Now()
-		labels, err := burnVectorLabels(cfg, cfg.Source.Labels, t.p.grid, sinks)
+		labels, err := burnVectorLabels(cfg, t.vec, t.p.grid, sinks)
 		if err != nil {
 			return tileStats{}, err
 		}
@@ -743,7 +761,7 @@ func (t *stacTile) composite(ctx context.Context, cfg IngestConfig, opt Options,
 func (t *stacTile) manifest(ctx context.Context, cfg IngestConfig, opt Options, noValid float64) (manifest, error) {
 	m := t.p.manifest(ctx, cfg, opt, noValid, t.labelItems)
 	if cfg.Source.Labels != "" {
-		if err := vectorManifest(ctx, &m, cfg, opt); err != nil {
+		if err := vectorManifest(ctx, &m, cfg, t.vec, opt); err != nil {
 			return m, err
 		}
 	}

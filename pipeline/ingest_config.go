@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/redact"
 	"github.com/lulc/lulc/pixel/composite"
@@ -72,6 +74,12 @@ type IngestConfig struct {
 		LabelField       string `yaml:"label_field" json:",omitempty"`
 		LabelLayer       string `yaml:"label_layer" json:",omitempty"`
 		LabelsAllTouched bool   `yaml:"labels_all_touched" json:",omitempty"`
+		// LabelCodes maps the class field's text values to class codes
+		// (compared case-insensitively). Without it, text values that are
+		// all class names of a built-in scheme take its codes, and others
+		// are numbered 1, 2, … in sorted order (docs/ingest.md, Text
+		// classes).
+		LabelCodes map[string]int `yaml:"label_codes" json:",omitempty"`
 		// LabelGroupField is the integer attribute that groups vector
 		// labels' features for a split by features (sampling.split:
 		// features): default, each feature is its own group (FID + 1).
@@ -203,7 +211,8 @@ type RasterPair struct {
 	// name without its extension).
 	Tile string `yaml:"tile"`
 	// Datetime is the acquisition time recorded in the manifest
-	// (optional; RFC 3339 or YYYY-MM-DD).
+	// (optional; RFC 3339 or YYYY-MM-DD). Without it the stack's STAC
+	// item, which must carry a time, carries the epoch.
 	Datetime string `yaml:"datetime"`
 }
 
@@ -322,6 +331,11 @@ func (c *IngestConfig) defaults() {
 func (c *IngestConfig) sharedDefaults() {
 	if len(c.Bands) == 0 {
 		c.Bands = []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
+		if len(c.Source.Rasters) > 0 && len(c.Source.Bands) > 0 {
+			// Images hold the bands their maker kept: stack those of the
+			// default set they have.
+			c.Bands = slices.DeleteFunc(c.Bands, func(b string) bool { return !slices.Contains(c.Source.Bands, b) })
+		}
 	}
 	if c.Window == 0 {
 		c.Window = 1024
@@ -437,10 +451,13 @@ func (c IngestConfig) Validate() error {
 func (c IngestConfig) validateVectorLabels() error {
 	s := c.Source
 	if s.Labels == "" {
-		if s.LabelField != "" || s.LabelLayer != "" || s.LabelsAllTouched || s.LabelGroupField != "" || s.LabelWeightField != "" {
-			return errors.New("source: label_field, label_layer, labels_all_touched, label_group_field and label_weight_field describe vector labels: set source.labels to a vector layer (or use them with source.rasters)")
+		if s.LabelField != "" || s.LabelLayer != "" || s.LabelsAllTouched || s.LabelGroupField != "" || s.LabelWeightField != "" || len(s.LabelCodes) > 0 {
+			return errors.New("source: label_field, label_layer, labels_all_touched, label_group_field, label_weight_field and label_codes describe vector labels: set source.labels to a vector layer (or use them with source.rasters)")
 		}
 		return nil
+	}
+	if err := c.validateLabelCodes(); err != nil {
+		return err
 	}
 	switch {
 	case s.LabelCollection != "":
@@ -449,6 +466,26 @@ func (c IngestConfig) validateVectorLabels() error {
 		return fmt.Errorf("source.label_field: source.labels %s needs the attribute holding its features' class codes", s.Labels)
 	case c.Resampling.Labels != "":
 		return fmt.Errorf("resampling.labels: %q is not used with source.labels (vector labels are burned onto the grid, not resampled)", c.Resampling.Labels)
+	}
+	return nil
+}
+
+// validateLabelCodes checks source.label_codes: text keys, codes 1–255,
+// no key twice once compared as text classes are.
+func (c IngestConfig) validateLabelCodes() error {
+	seen := map[string]string{}
+	for _, k := range slices.Sorted(maps.Keys(c.Source.LabelCodes)) {
+		code := c.Source.LabelCodes[k]
+		key := raster.TextKey(k)
+		switch {
+		case key == "":
+			return errors.New("source.label_codes: an empty value: keys are the class field's text values")
+		case code < 1 || code > 255:
+			return fmt.Errorf("source.label_codes: %q: %d: class codes are 1–255", k, code)
+		case seen[key] != "":
+			return fmt.Errorf("source.label_codes: %q and %q are the same value (values are compared case-insensitively)", seen[key], k)
+		}
+		seen[key] = k
 	}
 	return nil
 }
@@ -472,7 +509,7 @@ func (c IngestConfig) validateOutput() error {
 func checkBandNames(key string, bands []string) error {
 	seen := map[string]bool{}
 	for _, b := range bands {
-		if _, ok := catalog.DefaultAssetKeys[b]; !ok || b == "SCL" || b == "labels" {
+		if !isReflectanceBand(b) {
 			return fmt.Errorf("%s: %q is not a Sentinel-2 reflectance band (B01…B12, B8A)", key, b)
 		}
 		if seen[b] {
@@ -481,6 +518,41 @@ func checkBandNames(key string, bands []string) error {
 		seen[b] = true
 	}
 	return nil
+}
+
+// checkLayerNames checks the names of a raster source's image bands: any
+// name once each. Those that are not Sentinel-2 reflectance bands (an
+// elevation or NDVI layer, say) are layers lulc leaves out of the stack.
+func checkLayerNames(names []string) error {
+	seen := map[string]bool{}
+	for i, b := range names {
+		switch {
+		case strings.TrimSpace(b) == "":
+			return fmt.Errorf("source.bands[%d]: an empty name: name every image band, also those lulc leaves out", i)
+		case seen[b]:
+			return fmt.Errorf("source.bands: %s listed twice", b)
+		}
+		seen[b] = true
+	}
+	return nil
+}
+
+// isReflectanceBand reports whether name is a Sentinel-2 reflectance band.
+func isReflectanceBand(name string) bool {
+	_, ok := catalog.DefaultAssetKeys[name]
+	return ok && name != "SCL" && name != "labels"
+}
+
+// skippedLayers are the names of source.bands that are not Sentinel-2
+// reflectance bands: image layers left out of the stack.
+func (c IngestConfig) skippedLayers() []string {
+	var out []string
+	for _, b := range c.Source.Bands {
+		if !isReflectanceBand(b) {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // checkStackPlanes accepts a stack's planes: Sentinel-2 bands, then
@@ -544,11 +616,17 @@ func (c IngestConfig) validateRasters() error {
 	if len(s.Bands) == 0 {
 		return errors.New("source.bands: rasters need their band order (one name per image band)")
 	}
-	if err := checkBandNames("source.bands", s.Bands); err != nil {
+	if err := checkLayerNames(s.Bands); err != nil {
+		return err
+	}
+	if err := c.validateLabelCodes(); err != nil {
 		return err
 	}
 	if s.Scale == 0 || math.IsNaN(s.Scale) || math.IsInf(s.Scale, 0) {
 		return errors.New("source.scale: rasters need a finite, non-zero scale (reflectance = value × scale + offset)")
+	}
+	if len(c.Bands) == 0 {
+		return fmt.Errorf("source.bands [%s] names no Sentinel-2 reflectance band (B01…B12, B8A) to stack", strings.Join(s.Bands, ", "))
 	}
 	if err := checkBandNames("bands", c.Bands); err != nil {
 		return err
@@ -575,9 +653,7 @@ func (c IngestConfig) validateRasters() error {
 		}
 		tiles[name] = i
 		if p.Datetime == "" {
-			// Without it the manifest and the STAC items would carry no
-			// date (or the epoch), which readers take for a real one.
-			return fmt.Errorf("source.rasters[%d].datetime: missing: give the acquisition time (RFC 3339 or YYYY-MM-DD)", i)
+			continue // locate warns: the items will carry the epoch
 		}
 		if _, err := parseDatetime(p.Datetime); err != nil {
 			return fmt.Errorf("source.rasters[%d].datetime: %q is not RFC 3339 or YYYY-MM-DD", i, p.Datetime)

@@ -25,7 +25,8 @@ type rasterTile struct {
 	nodata   *float64
 	sample   int // bytes per stored image sample
 	labelsND *float64
-	vector   bool // the labels are a vector layer, burned onto grid
+	vector   bool          // the labels are a vector layer, burned onto grid
+	vec      *vectorLabels // that layer, once read (locate)
 }
 
 // bytesPerSample are the stored sizes of the image types lulc reads.
@@ -122,8 +123,9 @@ func (t *rasterTile) name() string { return t.pair.TileName() }
 // plan returns the image's grid (checkRasterPair already opened it).
 func (t *rasterTile) plan(IngestConfig) (geo.Grid, error) { return t.grid, nil }
 
-// labelScheme is none: a pair's label codes are the user's own.
-func (t *rasterTile) labelScheme(IngestConfig) *landcover.Scheme { return nil }
+// labelScheme is the scheme the text classes of vector labels name; none
+// for numeric codes, which are the user's own.
+func (t *rasterTile) labelScheme(IngestConfig) *landcover.Scheme { return t.vec.labelScheme() }
 
 // dates is always one: the image is the composite.
 func (t *rasterTile) dates() int { return 1 }
@@ -138,7 +140,7 @@ func (t *rasterTile) composite(ctx context.Context, cfg IngestConfig, opt Option
 		// Vector labels are burned onto the image's grid once, for every
 		// window to copy from.
 		var err error
-		if job.labels, err = burnVectorLabels(cfg, t.pair.Labels, t.grid, sinks); err != nil {
+		if job.labels, err = burnVectorLabels(cfg, t.vec, t.grid, sinks); err != nil {
 			return tileStats{}, fmt.Errorf("tile %s: %w", t.name(), err)
 		}
 	}
@@ -203,7 +205,7 @@ func (t *rasterTile) manifest(ctx context.Context, cfg IngestConfig, opt Options
 	}
 	m.Labels = []manifestItem{{ID: name, Assets: map[string]ManifestAsset{"labels": lab}}}
 	if t.vector {
-		describeVectorLabels(&m, cfg)
+		describeVectorLabels(&m, cfg, t.vec)
 	}
 	return m, nil
 }

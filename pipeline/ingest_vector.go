@@ -4,18 +4,183 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/geo/raster"
 )
 
+// vectorLabels are a tile's labels as a vector layer: its href, the codes
+// of its text classes, and what its class field holds.
+type vectorLabels struct {
+	href   string
+	codes  *labelCodes // nil when the field holds numbers
+	census raster.LabelCensus
+}
+
+// labelCodes is how the text classes of vector labels become class codes,
+// decided once for all of an ingest's layers so that every tile codes a
+// class alike.
+type labelCodes struct {
+	codes map[string]uint8 // by raster.TextKey
+	// from says how they were decided, for the manifest and the log.
+	from string
+	// scheme names the classes.
+	scheme *landcover.Scheme
+}
+
+// labelScheme is the scheme the text classes name (nil for none, or for
+// numeric classes).
+func (v *vectorLabels) labelScheme() *landcover.Scheme {
+	if v == nil || v.codes == nil {
+		return nil
+	}
+	return v.codes.scheme
+}
+
 // vectorRule is how the config burns a vector layer: its class field,
-// layer and all-touched rule.
-func vectorRule(cfg IngestConfig) raster.VectorLabels {
+// layer, all-touched rule and the codes of text classes.
+func vectorRule(cfg IngestConfig, codes *labelCodes) raster.VectorLabels {
 	s := cfg.Source
-	return raster.VectorLabels{Field: s.LabelField, Layer: s.LabelLayer, AllTouched: s.LabelsAllTouched}
+	v := raster.VectorLabels{Field: s.LabelField, Layer: s.LabelLayer, AllTouched: s.LabelsAllTouched}
+	if codes != nil {
+		v.Codes = codes.codes
+	}
+	return v
+}
+
+// configCodes is source.label_codes keyed as text classes are compared.
+func configCodes(cfg IngestConfig) map[string]uint8 {
+	if len(cfg.Source.LabelCodes) == 0 {
+		return nil
+	}
+	m := map[string]uint8{}
+	for k, c := range cfg.Source.LabelCodes {
+		m[raster.TextKey(k)] = uint8(c) // validateLabelCodes kept 1–255
+	}
+	return m
+}
+
+// resolveVectorLabels reads the class field of every layer at hrefs (keys
+// are their config keys, for messages), decides the codes of text classes
+// (decideCodes) and checks that each layer yields labels, before anything
+// is written.
+func resolveVectorLabels(cfg IngestConfig, hrefs, keys []string, log *slog.Logger) ([]*vectorLabels, error) {
+	out := make([]*vectorLabels, len(hrefs))
+	var text []raster.LabelValue
+	given := configCodes(cfg)
+	for i, href := range hrefs {
+		c, err := raster.CensusLabels(raster.GDALPath(href), raster.VectorLabels{Field: cfg.Source.LabelField, Layer: cfg.Source.LabelLayer, Codes: given})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", keys[i], err)
+		}
+		out[i] = &vectorLabels{href: href, census: c}
+		text = append(text, c.Text...)
+	}
+	codes := decideCodes(cfg, text)
+	for i, v := range out {
+		v.codes = codes
+		if codes != nil && given == nil {
+			// The census is taken again with the codes decided, so that it
+			// counts what the burn will burn.
+			c, err := raster.CensusLabels(raster.GDALPath(v.href), vectorRule(cfg, codes))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", keys[i], err)
+			}
+			v.census = c
+		}
+		if err := judgeCensus(cfg, v, keys[i], log); err != nil {
+			return nil, err
+		}
+	}
+	if codes != nil {
+		log.Info("text classes coded "+codes.describe(), "field", cfg.Source.LabelField, "classes", len(codes.codes))
+	}
+	return out, nil
+}
+
+// decideCodes decides the codes of the layers' text classes (text, their
+// values): source.label_codes when given; else, when every value is a
+// class name of one built-in scheme, that scheme's codes; else the values
+// numbered 1, 2, … in sorted order, as a scheme named after the field. It
+// returns nil when no layer holds text and no codes are given.
+func decideCodes(cfg IngestConfig, text []raster.LabelValue) *labelCodes {
+	if given := configCodes(cfg); given != nil {
+		return &labelCodes{codes: given, from: "source.label_codes", scheme: givenScheme(cfg)}
+	}
+	// The distinct values, by key, first spelling kept.
+	names := map[string]string{}
+	for _, v := range text {
+		if k := raster.TextKey(v.Value); names[k] == "" {
+			names[k] = v.Value
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(names))
+	for _, b := range []landcover.Scheme{landcover.WorldCover, landcover.EsriIO} {
+		codes := map[string]uint8{}
+		for _, k := range keys {
+			if c, ok := b.CodeOf(k); ok {
+				codes[k] = c
+			}
+		}
+		if len(codes) == len(keys) {
+			return &labelCodes{codes: codes, from: "the class names of scheme " + b.Name, scheme: &b}
+		}
+	}
+	// Codes are 1–255: values beyond stay unmapped, and are counted.
+	keys = keys[:min(len(keys), 255)]
+	spelled := make([]string, len(keys))
+	codes := map[string]uint8{}
+	for i, k := range keys {
+		spelled[i], codes[k] = names[k], uint8(i+1)
+	}
+	s := landcover.Numbered(cfg.Source.LabelField, spelled)
+	return &labelCodes{codes: codes, from: fmt.Sprintf("the values of field %s, numbered 1–%d in sorted order", cfg.Source.LabelField, len(keys)), scheme: &s}
+}
+
+// givenScheme is the scheme of source.label_codes: the built-in scheme
+// whose codes they all are, else one class per code, named by the first
+// of its values in sorted order, named after the field.
+func givenScheme(cfg IngestConfig) *landcover.Scheme {
+	given := cfg.Source.LabelCodes
+	for _, b := range []landcover.Scheme{landcover.WorldCover, landcover.EsriIO} {
+		if !slices.ContainsFunc(slices.Collect(maps.Values(given)), func(c int) bool { return !b.Has(uint8(c)) }) {
+			return &b
+		}
+	}
+	byCode := map[int]string{}
+	for _, k := range slices.Sorted(maps.Keys(given)) {
+		if byCode[given[k]] == "" {
+			byCode[given[k]] = k
+		}
+	}
+	codes := slices.Sorted(maps.Keys(byCode))
+	names := make([]string, len(codes))
+	for i, c := range codes {
+		names[i] = byCode[c]
+	}
+	// Numbered gives the colours; the codes are the config's.
+	s := landcover.Numbered(cfg.Source.LabelField, names)
+	for i, c := range codes {
+		s.Classes[i].Code = uint8(c)
+	}
+	return &s
+}
+
+// describe says how the codes were decided and lists them.
+func (lc *labelCodes) describe() string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(lc.codes)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, lc.codes[k]))
+	}
+	return fmt.Sprintf("from %s: %s", lc.from, strings.Join(parts, ", "))
 }
 
 // burnVectorLabels burns the vector layer at href onto grid g (reprojected
@@ -23,8 +188,8 @@ func vectorRule(cfg IngestConfig) raster.VectorLabels {
 // feature lies, for the tile's windows to copy from. The sinks that keep
 // them (groupSink, weightSink) get the features' group ids, and with
 // source.label_weight_field their weights, burned by the same rule.
-func burnVectorLabels(cfg IngestConfig, href string, g geo.Grid, sinks []tileSink) ([]uint8, error) {
-	src, rule := cfg.Source, vectorRule(cfg)
+func burnVectorLabels(cfg IngestConfig, vec *vectorLabels, g geo.Grid, sinks []tileSink) ([]uint8, error) {
+	src, rule, href := cfg.Source, vectorRule(cfg, vec.codes), vec.href
 	// GDAL opens URLs through its virtual file systems (/vsicurl/, /vsis3/).
 	layer := raster.GDALPath(href)
 	labels, err := raster.RasterizeLabels(layer, rule, g)
@@ -70,9 +235,10 @@ func burnVectorLabels(cfg IngestConfig, href string, g geo.Grid, sinks []tileSin
 }
 
 // describeVectorLabels records in m how a tile's labels were burned from
-// a vector layer and what its groups.tif and weights.tif hold, the same
-// for raster pairs and STAC tiles.
-func describeVectorLabels(m *manifest, cfg IngestConfig) {
+// a vector layer, how its text classes were coded, which values burned
+// no label, and what its groups.tif and weights.tif hold, the same for
+// raster pairs and STAC tiles.
+func describeVectorLabels(m *manifest, cfg IngestConfig, vec *vectorLabels) {
 	src := cfg.Source
 	rule := "the pixels whose centre a polygon contains"
 	if src.LabelsAllTouched {
@@ -86,39 +252,45 @@ func describeVectorLabels(m *manifest, cfg IngestConfig) {
 	if src.LabelWeightField != "" {
 		m.LabelWeights = "field " + src.LabelWeightField + ", rounded (0: no feature, or never drawn)"
 	}
+	if vec.codes != nil {
+		m.LabelCodes = &manifestCodes{From: vec.codes.from, Codes: vec.codes.codes}
+	}
+	for _, u := range vec.census.Unusable {
+		m.LabelsUnused = append(m.LabelsUnused, manifestValue{Value: u.Value, Why: u.Why, Features: u.Count})
+	}
 }
 
 // checkVectorLabels fails, before anything is written, when source.labels
 // is set and GDAL opens no vector layer there (a missing file, a raster, a
-// URL that does not answer), or one that yields no labels
-// (censusVectorLabels).
-func checkVectorLabels(cfg IngestConfig, log *slog.Logger) error {
+// URL that does not answer), or one that yields no labels; it returns the
+// layer's labels (nil without source.labels).
+func checkVectorLabels(cfg IngestConfig, log *slog.Logger) (*vectorLabels, error) {
 	href := cfg.Source.Labels
 	if href == "" {
-		return nil
+		return nil, nil
 	}
 	if !raster.IsVector(raster.GDALPath(href)) {
-		return fmt.Errorf("source.labels: GDAL opens no vector layer at %s", href)
+		return nil, fmt.Errorf("source.labels: GDAL opens no vector layer at %s", href)
 	}
-	return censusVectorLabels(cfg, href, "source.labels", log)
+	vecs, err := resolveVectorLabels(cfg, []string{href}, []string{"source.labels"}, log)
+	if err != nil {
+		return nil, err
+	}
+	return vecs[0], nil
 }
 
 // maxValuesShown bounds the unusable class values a message lists.
 const maxValuesShown = 8
 
-// censusVectorLabels reads the class field of every feature of a vector
-// label layer (key is its config key, for messages). Features whose code
-// burns no label (NULL, 0, negative, above 255, not whole, text) would
-// leave their pixels silently unlabelled: they are counted and warned of,
-// naming the field and the values; a layer with no usable code at all (or
-// no feature) is an error naming the layer, the field and the values it
+// judgeCensus judges what a layer's class field holds (key is its config
+// key, for messages). Features whose value burns no label (NULL, 0,
+// negative, above 255, not whole, text no code maps) would leave their
+// pixels silently unlabelled: they are counted and warned of, naming the
+// field and the values; a layer with no usable value at all (or no
+// feature) is an error naming the layer, the field and the values it
 // holds.
-func censusVectorLabels(cfg IngestConfig, href, key string, log *slog.Logger) error {
-	c, err := raster.CensusLabels(raster.GDALPath(href), vectorRule(cfg))
-	if err != nil {
-		return fmt.Errorf("%s: %w", key, err)
-	}
-	field := cfg.Source.LabelField
+func judgeCensus(cfg IngestConfig, v *vectorLabels, key string, log *slog.Logger) error {
+	c, href, field := v.census, v.href, cfg.Source.LabelField
 	switch {
 	case c.Features == 0:
 		return fmt.Errorf("%s %s: layer %s has no features: it yields no labels", key, href, c.Layer)
@@ -142,8 +314,8 @@ func vectorExtension(href string) string {
 // vectorManifest fills a STAC tile's manifest with its vector labels: how
 // they were burned, and the layer's href, size and SHA-256 (for a local
 // file) as its label source.
-func vectorManifest(ctx context.Context, m *manifest, cfg IngestConfig, opt Options) error {
-	describeVectorLabels(m, cfg)
+func vectorManifest(ctx context.Context, m *manifest, cfg IngestConfig, vec *vectorLabels, opt Options) error {
+	describeVectorLabels(m, cfg, vec)
 	layer, err := DescribeRasterFile(ctx, opt, cfg.Source.Labels)
 	if err != nil {
 		return fmt.Errorf("source.labels: %w", err)

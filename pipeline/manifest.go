@@ -51,6 +51,11 @@ type manifest struct {
 	// LabelsOutsideScheme counts, by code, the labelled pixels whose code
 	// is not in LabelScheme.
 	LabelsOutsideScheme map[uint8]int64 `json:"labels_outside_scheme,omitempty"`
+	// LabelCodes says how vector labels' text classes became codes.
+	LabelCodes *manifestCodes `json:"label_codes,omitempty"`
+	// LabelsUnused are the class field's values that burned no label,
+	// with why and how many features hold each.
+	LabelsUnused []manifestValue `json:"labels_unused,omitempty"`
 	// LabelGroups says what groups.tif holds, for vector labels.
 	LabelGroups string `json:"label_groups,omitempty"`
 	// LabelWeights says what weights.tif holds, for vector labels with a
@@ -211,6 +216,20 @@ func (m *manifest) setDark(bands []string, dark []float64, opt Options) {
 	if m.RadiometryWarning != "" {
 		opt.Log.Warn("tile "+m.Tile+": "+m.RadiometryWarning, "tile", m.Tile)
 	}
+}
+
+// manifestCodes are the codes of text classes: how they were decided, and
+// each class value (lower case) with its code.
+type manifestCodes struct {
+	From  string           `json:"from"`
+	Codes map[string]uint8 `json:"codes"`
+}
+
+// manifestValue is a class value that burned no label.
+type manifestValue struct {
+	Value    string `json:"value"`
+	Why      string `json:"why"`
+	Features int    `json:"features"`
 }
 
 // manifestScheme is a class scheme as a manifest records it.

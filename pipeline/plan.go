@@ -188,7 +188,8 @@ func (p JobPlan) tiles(ctx context.Context, cfg IngestConfig, opt Options) ([]so
 	if err := configureGDAL(cfg); err != nil {
 		return nil, err
 	}
-	if err := checkVectorLabels(cfg, opt.Log); err != nil {
+	vec, err := checkVectorLabels(cfg, opt.Log)
+	if err != nil {
 		return nil, err
 	}
 	// Signing writes into the items' asset maps: sign copies.
@@ -205,7 +206,7 @@ func (p JobPlan) tiles(ctx context.Context, cfg IngestConfig, opt Options) ([]so
 	for _, t := range p.Tiles {
 		items := all[k : k+len(t.Items)]
 		k += len(t.Items)
-		out = append(out, &stacTile{items: tileItems{tile: t.Tile, items: items}, labelItems: labels, area: p.Area})
+		out = append(out, &stacTile{items: tileItems{tile: t.Tile, items: items}, labelItems: labels, area: p.Area, vec: vec})
 	}
 	opt.Log.Info("tiles from the plan", "plan", p.Digest[:12], "tiles", len(out), "scenes", p.Scenes())
 	return out, nil

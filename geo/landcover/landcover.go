@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"fmt"
 	"image/color"
+	"math"
 	"slices"
 	"strings"
 )
@@ -177,4 +178,53 @@ func (s Scheme) Legend() string {
 		out = fmt.Appendf(out, "%-3d %s\n", c.Code, c.Name)
 	}
 	return string(out)
+}
+
+// CodeOf returns the code of the class whose name is name, compared
+// case-insensitively with spaces around it trimmed.
+func (s Scheme) CodeOf(name string) (uint8, bool) {
+	name = strings.TrimSpace(name)
+	for _, c := range s.Classes {
+		if strings.EqualFold(c.Name, name) {
+			return c.Code, true
+		}
+	}
+	return 0, false
+}
+
+// Numbered makes a scheme named name whose classes are names, coded 1, 2,
+// … in the order given, each with a colour of its own: hues a golden
+// angle apart, so that neighbours differ however many classes there are.
+func Numbered(name string, names []string) Scheme {
+	s := Scheme{Name: name}
+	for i, n := range names {
+		s.Classes = append(s.Classes, Class{Code: uint8(i + 1), Name: n, Color: hue(float64(i) * 137.50776405)})
+	}
+	return s
+}
+
+// hue is the colour of hue h (degrees) at saturation 0.6 and value 0.85.
+func hue(h float64) color.RGBA {
+	h = math.Mod(h, 360) / 60
+	const v, s = 0.85, 0.6
+	c := v * s
+	x := c * (1 - math.Abs(math.Mod(h, 2)-1))
+	var r, g, b float64
+	switch int(h) {
+	case 0:
+		r, g = c, x
+	case 1:
+		r, g = x, c
+	case 2:
+		g, b = c, x
+	case 3:
+		g, b = x, c
+	case 4:
+		r, b = x, c
+	default:
+		r, b = c, x
+	}
+	m := v - c
+	to8 := func(f float64) uint8 { return uint8(math.Round((f + m) * 255)) }
+	return color.RGBA{to8(r), to8(g), to8(b), 0xff}
 }

@@ -2,6 +2,7 @@ package landcover
 
 import (
 	"fmt"
+	"image/color"
 	"strings"
 	"testing"
 )
@@ -56,5 +57,28 @@ func TestFromSTAC(t *testing.T) {
 	}
 	if io, ok := Builtin("esri-io"); !ok || io.Validate() != nil || len(io.Classes) != 9 {
 		t.Errorf("esri-io: %+v", io)
+	}
+}
+
+func TestNumberedAndCodeOf(t *testing.T) {
+	s := Numbered("landcover", []string{"crop", "forest", "water"})
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := s.CodeOf(" Forest "); !ok || c != 2 {
+		t.Errorf("CodeOf forest = %d %v", c, ok)
+	}
+	seen := map[color.RGBA]bool{}
+	for _, c := range s.Classes {
+		if seen[c.Color] || c.Color.A != 0xff {
+			t.Errorf("class %s: colour %v repeats or is not opaque", c.Name, c.Color)
+		}
+		seen[c.Color] = true
+	}
+	if c, ok := WorldCover.CodeOf("permanent water bodies"); !ok || c != 80 {
+		t.Errorf("WorldCover water = %d %v", c, ok)
+	}
+	if _, ok := WorldCover.CodeOf("paddy"); ok {
+		t.Error("paddy found in WorldCover")
 	}
 }

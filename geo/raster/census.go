@@ -21,6 +21,9 @@ type LabelCensus struct {
 	Usable   int
 	// Unusable are the other values, the most frequent first.
 	Unusable []LabelValue
+	// Text are the values that are words, not numbers, whether or not
+	// they map to a code, by TextKey order; Why is empty.
+	Text []LabelValue
 }
 
 // LabelValue is one unusable value of a class field, as the layer holds
@@ -57,20 +60,28 @@ func (c LabelCensus) Describe(max int) string {
 
 // CensusLabels reads the class field (v.Field) of every feature of the
 // layer v names, and sorts the values into usable codes (whole numbers
-// 1–255, also when written as text, as GDAL's rasterizer reads them) and
-// unusable ones: NULL or unset, 0 (no label), negative, above 255, not a
-// whole number, text that is no number. A layer without the field is an
-// error naming the fields it has.
+// 1–255, also when written as text; text v.Codes maps) and unusable ones:
+// NULL or unset, 0 (no label), negative, above 255, not a whole number,
+// text that is no number and that v.Codes does not map. A layer without
+// the field is an error naming the fields it has.
 func CensusLabels(path string, v VectorLabels) (LabelCensus, error) {
+	_, c, err := featureCodes(path, v)
+	return c, err
+}
+
+// featureCodes reads the class field of every feature of the layer v
+// names, as CensusLabels does, and returns the code each feature burns by
+// its FID (0 for an unusable value) with the census.
+func featureCodes(path string, v VectorLabels) (map[int64]uint8, LabelCensus, error) {
 	register()
 	vec, err := godal.Open(path, godal.VectorOnly())
 	if err != nil {
-		return LabelCensus{}, fmt.Errorf("read labels %s: open vector: %w", path, err)
+		return nil, LabelCensus{}, fmt.Errorf("read labels %s: open vector: %w", path, err)
 	}
 	defer vec.Close()
 	layer, err := findLayer(path, vec, v)
 	if err != nil {
-		return LabelCensus{}, err
+		return nil, LabelCensus{}, err
 	}
 	c := LabelCensus{Layer: layer}
 	var names []string
@@ -80,33 +91,40 @@ func CensusLabels(path string, v VectorLabels) (LabelCensus, error) {
 		}
 	}
 	if names == nil {
-		return c, nil // no feature
+		return nil, c, nil // no feature
 	}
 	if !slices.Contains(names, v.Field) {
-		return c, fmt.Errorf("read labels %s: layer %s has no class field %q (fields: %s)", path, layer, v.Field, strings.Join(names, ", "))
+		return nil, c, fmt.Errorf("read labels %s: layer %s has no class field %q (fields: %s)", path, layer, v.Field, strings.Join(names, ", "))
 	}
+	codes := map[int64]uint8{}
 	bad := map[[2]string]int{}
+	text := map[string]*LabelValue{}
 	// OGR's own SQL, whatever the format; nulls asked for apart, since
 	// godal reads a null field as set (to 0).
 	quoted, from := `"`+strings.ReplaceAll(v.Field, `"`, `""`)+`"`, ` FROM "`+strings.ReplaceAll(layer, `"`, `""`)+`"`
 	for _, where := range []string{" IS NULL", " IS NOT NULL"} {
-		rs, err := vec.ExecuteSQL("SELECT "+quoted+from+" WHERE "+quoted+where, godal.OGRSQLDialect())
+		rs, err := vec.ExecuteSQL("SELECT FID AS lulc_fid, "+quoted+from+" WHERE "+quoted+where, godal.OGRSQLDialect())
 		if err != nil {
-			return c, fmt.Errorf("read labels %s: field %s: %w", path, v.Field, err)
+			return nil, c, fmt.Errorf("read labels %s: field %s: %w", path, v.Field, err)
 		}
 		for f := rs.NextFeature(); f != nil; f = rs.NextFeature() {
-			fld := f.Fields()[v.Field]
+			fields := f.Fields()
+			fid, fld := fields["lulc_fid"].Int(), fields[v.Field]
 			f.Close()
 			c.Features++
-			value, why := "NULL", "no value"
+			value, code, why := "NULL", uint8(0), "no value"
 			if where == " IS NOT NULL" && fld.IsSet() {
-				value, why = judgeCode(fld)
+				value, code, why = judgeCode(fld, v.Codes)
+				if w, ok := isText(fld); ok {
+					countText(text, w)
+				}
 			}
-			if why == "" {
-				c.Usable++
+			if why != "" {
+				bad[[2]string{value, why}]++
 				continue
 			}
-			bad[[2]string{value, why}]++
+			c.Usable++
+			codes[fid] = code
 		}
 		rs.Close()
 	}
@@ -116,12 +134,43 @@ func CensusLabels(path string, v VectorLabels) (LabelCensus, error) {
 	slices.SortFunc(c.Unusable, func(a, b LabelValue) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Value, b.Value))
 	})
-	return c, nil
+	for _, lv := range text {
+		c.Text = append(c.Text, *lv)
+	}
+	slices.SortFunc(c.Text, func(a, b LabelValue) int { return strings.Compare(TextKey(a.Value), TextKey(b.Value)) })
+	return codes, c, nil
 }
 
-// judgeCode returns a class field's value as written and why it burns no
-// label ("" when it is a usable code).
-func judgeCode(f godal.Field) (value, why string) {
+// TextKey is how text class values are compared: case-insensitively,
+// spaces around them trimmed. VectorLabels.Codes is keyed by it.
+func TextKey(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// isText returns a field's text when it holds words rather than a number.
+func isText(f godal.Field) (string, bool) {
+	if f.Type() != godal.FTString {
+		return "", false
+	}
+	s := strings.TrimSpace(f.String())
+	if _, err := strconv.ParseFloat(s, 64); err == nil || s == "" {
+		return "", false
+	}
+	return s, true
+}
+
+// countText counts one text value into text, keyed by TextKey; the first
+// spelling met is kept.
+func countText(text map[string]*LabelValue, s string) {
+	k := TextKey(s)
+	if text[k] == nil {
+		text[k] = &LabelValue{Value: s}
+	}
+	text[k].Count++
+}
+
+// judgeCode returns a class field's value as written, the code it burns,
+// and why it burns none ("" when it is a usable code). Text that is no
+// number is looked up in codes (keyed by TextKey).
+func judgeCode(f godal.Field, codes map[string]uint8) (value string, code uint8, why string) {
 	switch f.Type() {
 	case godal.FTInt, godal.FTInt64:
 		return judgeNumber(float64(f.Int()), strconv.FormatInt(f.Int(), 10))
@@ -132,23 +181,29 @@ func judgeCode(f godal.Field) (value, why string) {
 		if x, err := strconv.ParseFloat(s, 64); err == nil {
 			return judgeNumber(x, strconv.Quote(f.String()))
 		}
-		return strconv.Quote(f.String()), "text, not a class code"
+		if c, ok := codes[TextKey(s)]; ok {
+			return strconv.Quote(f.String()), c, ""
+		}
+		if len(codes) > 0 {
+			return strconv.Quote(f.String()), 0, "text the label codes do not map"
+		}
+		return strconv.Quote(f.String()), 0, "text, not a class code"
 	}
-	return f.String(), "not a number"
+	return f.String(), 0, "not a number"
 }
 
-func judgeNumber(x float64, value string) (string, string) {
+func judgeNumber(x float64, value string) (string, uint8, string) {
 	switch {
 	case math.IsNaN(x) || math.IsInf(x, 0):
-		return value, "not a number"
+		return value, 0, "not a number"
 	case x != math.Trunc(x):
-		return value, "not a whole number"
+		return value, 0, "not a whole number"
 	case x == 0:
-		return value, "0 means no label"
+		return value, 0, "0 means no label"
 	case x < 0:
-		return value, "negative"
+		return value, 0, "negative"
 	case x > math.MaxUint8:
-		return value, "above 255"
+		return value, 0, "above 255"
 	}
-	return value, ""
+	return value, uint8(x), ""
 }

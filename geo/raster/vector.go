@@ -18,13 +18,17 @@ import (
 )
 
 // VectorLabels says how a vector layer of labelled features becomes a
-// label raster: the field holding each feature's class code, the layer
-// (empty: the first), and whether polygons and lines burn every pixel they
-// touch rather than those whose centre they contain.
+// label raster: the field holding each feature's class, the layer (empty:
+// the first), whether polygons and lines burn every pixel they touch
+// rather than those whose centre they contain, and the codes of text
+// classes.
 type VectorLabels struct {
 	Field      string
 	Layer      string
 	AllTouched bool
+	// Codes maps the field's text values, keyed by TextKey, to class
+	// codes; numbers (also written as text) are codes themselves.
+	Codes map[string]uint8
 }
 
 // IsVector reports whether GDAL opens path as a vector dataset (a
@@ -41,29 +45,66 @@ func IsVector(path string) bool {
 }
 
 // RasterizeLabels burns a vector layer's features onto grid g with GDAL's
-// rasterizer (gdal_rasterize): each feature's class code (its Field, an
-// integer 1–255) into the pixels whose centre it contains (every pixel it
-// touches with AllTouched); a point burns the pixel it falls in. The
-// layer is reprojected to the grid's CRS. Pixels no feature burns are 0
-// (unlabelled); where features overlap, the last one wins, as in
-// gdal_rasterize. A code outside 1–255 is an error naming it.
+// rasterizer (gdal_rasterize): each feature's class code (its Field: a
+// whole number 1–255, or text v.Codes maps) into the pixels whose centre
+// it contains (every pixel it touches with AllTouched); a point burns the
+// pixel it falls in. The layer is reprojected to the grid's CRS. Pixels
+// no feature burns are 0 (unlabelled), and so are those of a feature
+// whose value is no usable code (CensusLabels counts them); where
+// features overlap, the last one wins, as in gdal_rasterize.
 func RasterizeLabels(path string, v VectorLabels, g geo.Grid) ([]uint8, error) {
 	if v.Field == "" {
 		return nil, fmt.Errorf("rasterize %s: no class field given", path)
 	}
-	// 32 bits so that a value out of its range shows instead of wrapping.
-	buf := make([]uint32, g.Width*g.Height)
-	if err := rasterize(path, v, g, func(string) []string { return []string{"-a", v.Field} }, godal.UInt32, buf); err != nil {
+	// Each pixel gets its feature's FID + 1 from the rasterizer, then
+	// the code that lulc's own reading of the field gave that feature:
+	// any field type burns, by the same rule as the census counts it.
+	codes, _, err := featureCodes(path, v)
+	if err != nil {
 		return nil, err
 	}
-	out := make([]uint8, len(buf))
-	for i, c := range buf {
-		if c > math.MaxUint8 {
-			return nil, fmt.Errorf("rasterize %s: field %s holds class code %d; label codes are 1–255", path, v.Field, c)
-		}
-		out[i] = uint8(c)
+	fids := make([]uint32, g.Width*g.Height)
+	if err := rasterize(path, v, g, byFID, godal.UInt32, fids); err != nil {
+		return nil, err
 	}
-	return out, nil
+	return lookupCodes(fids, codes), nil
+}
+
+// lookupCodes maps burned FIDs + 1 (0: no feature) to class codes,
+// through a table when the FIDs are dense enough for one.
+func lookupCodes(fids []uint32, codes map[int64]uint8) []uint8 {
+	out := make([]uint8, len(fids))
+	top := int64(-1)
+	for fid := range codes {
+		top = max(top, fid)
+	}
+	if top >= 1<<24 {
+		for i, f := range fids {
+			if f != 0 {
+				out[i] = codes[int64(f)-1]
+			}
+		}
+		return out
+	}
+	table := make([]uint8, top+2)
+	for fid, c := range codes {
+		table[fid+1] = c
+	}
+	for i, f := range fids {
+		if int64(f) < int64(len(table)) {
+			out[i] = table[f]
+		}
+	}
+	return out
+}
+
+// byFID are the rasterizer's switches that burn each feature of layer
+// with its FID + 1, so that 0 stays "no feature" (GeoJSON numbers
+// features from 0): OGR's own SQL, whatever the format, for its FID
+// special field.
+func byFID(layer string) []string {
+	return []string{"-a", "lulc_fid", "-dialect", "OGRSQL",
+		"-sql", `SELECT FID + 1 AS lulc_fid FROM "` + strings.ReplaceAll(layer, `"`, `""`) + `"`}
 }
 
 // RasterizeGroups burns the same features as RasterizeLabels, by the same
@@ -78,9 +119,7 @@ func RasterizeGroups(path string, v VectorLabels, field string, g geo.Grid) ([]u
 		if field != "" {
 			return []string{"-a", field}
 		}
-		// OGR's own SQL, whatever the format, for its FID special field.
-		return []string{"-a", "lulc_group", "-dialect", "OGRSQL",
-			"-sql", `SELECT FID + 1 AS lulc_group FROM "` + strings.ReplaceAll(layer, `"`, `""`) + `"`}
+		return byFID(layer)
 	}, godal.UInt32, buf)
 	if err != nil {
 		return nil, err
