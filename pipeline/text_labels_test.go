@@ -136,7 +136,7 @@ func TestIngestTextLabels(t *testing.T) {
 	t.Run("bad codes", func(t *testing.T) {
 		t.Parallel()
 		for extra, want := range map[string]string{
-			"  label_codes: {forest: 300}\n":         `source.label_codes: "forest": 300: class codes are 1–255`,
+			"  label_codes: {forest: 300}\n":          `source.label_codes: "forest": 300: class codes are 1–255`,
 			"  label_codes: {forest: 1, Forest: 2}\n": `"Forest" and "forest" are the same value`,
 		} {
 			_, err := ParseIngestConfig([]byte("source:\n  rasters:\n    - {image: a.tif, labels: b.gpkg, tile: T1}\n  bands: [B02]\n  scale: 0.0001\n  label_field: class\n" + extra))
