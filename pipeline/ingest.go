@@ -241,6 +241,9 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 			if err != nil {
 				return nil, err
 			}
+			if err := t.decideOffset(cfg, opt.Log); err != nil {
+				return nil, err
+			}
 			if p.Datetime == "" {
 				opt.Log.Warn(fmt.Sprintf("source.rasters[%d].datetime: not given: tile %s's STAC item carries 1970-01-01T00:00:00Z, as STAC needs a time; set the acquisition time for a date readers can trust", i, t.name()))
 			}

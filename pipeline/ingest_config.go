@@ -53,9 +53,10 @@ type IngestConfig struct {
 		// Bands names each image band in file order (B01…B12, B8A); the
 		// top-level bands pick the stack's bands from them.
 		Bands []string `yaml:"bands" json:"Bands,omitempty"`
-		// Scale and Offset give reflectance = value × scale + offset.
+		// Scale and Offset give reflectance = value × scale + offset;
+		// Offset may be auto, its default for rasters.
 		Scale  float64 `yaml:"scale" json:"Scale,omitempty"`
-		Offset float64 `yaml:"offset" json:"Offset,omitempty"`
+		Offset Offset  `yaml:"offset" json:"Offset,omitzero"`
 		// NoData is the image value marking missing pixels (default: the
 		// file's nodata, if it has one).
 		NoData *float64 `yaml:"nodata" json:"NoData,omitempty"`
@@ -202,6 +203,68 @@ func (c IngestConfig) StackPlanes() []string {
 	return append(slices.Clone(c.Bands), tp.Planes()...)
 }
 
+// Offset is source.offset: a number (reflectance = value × scale +
+// offset), or auto: ingest decides each raster pair's offset from its
+// darkest pixels, applying Sentinel-2's baseline-04 correction (−0.1, the
+// +1000 DN offset removed) when they show it left in (docs/ingest.md,
+// Radiometry). Raster sources default to auto.
+type Offset struct {
+	Value float64
+	Auto  bool
+	set   bool // the config gave it
+}
+
+// IsZero reports an offset of 0 that is not auto.
+func (o Offset) IsZero() bool { return !o.Auto && o.Value == 0 }
+
+// String is the offset as a config writes it.
+func (o Offset) String() string {
+	if o.Auto {
+		return "auto"
+	}
+	return fmt.Sprint(o.Value)
+}
+
+// UnmarshalYAML reads a number or auto.
+func (o *Offset) UnmarshalYAML(n *yaml.Node) error {
+	o.set = true
+	if n.Kind == yaml.ScalarNode && n.Value == "auto" {
+		o.Auto = true
+		return nil
+	}
+	if err := n.Decode(&o.Value); err != nil || math.IsNaN(o.Value) || math.IsInf(o.Value, 0) {
+		return fmt.Errorf("source.offset: %q is not a finite number or auto", n.Value)
+	}
+	return nil
+}
+
+// MarshalYAML writes a number or auto.
+func (o Offset) MarshalYAML() (any, error) {
+	if o.Auto {
+		return "auto", nil
+	}
+	return o.Value, nil
+}
+
+// MarshalJSON writes a number or "auto", so that a config's hash is the
+// same as when the offset was a plain number.
+func (o Offset) MarshalJSON() ([]byte, error) {
+	if o.Auto {
+		return []byte(`"auto"`), nil
+	}
+	return json.Marshal(o.Value)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (o *Offset) UnmarshalJSON(b []byte) error {
+	o.set = true
+	if string(b) == `"auto"` {
+		o.Auto = true
+		return nil
+	}
+	return json.Unmarshal(b, &o.Value)
+}
+
 // RasterPair is one analysis-ready image and its labels (Byte class codes,
 // 0 for none) on exactly the image's grid.
 type RasterPair struct {
@@ -286,7 +349,11 @@ func ParseIngestConfig(raw []byte) (IngestConfig, error) {
 
 func (c *IngestConfig) defaults() {
 	if len(c.Source.Rasters) > 0 {
-		// Analysis-ready rasters: no search, mask or resampling defaults.
+		// Analysis-ready rasters: no search, mask or resampling defaults;
+		// their offset is decided from their pixels unless given.
+		if !c.Source.Offset.set {
+			c.Source.Offset = Offset{Auto: true, set: true}
+		}
 		c.sharedDefaults()
 		return
 	}
@@ -363,7 +430,7 @@ func (c IngestConfig) Validate() error {
 	if len(s.Rasters) > 0 {
 		return c.validateRasters()
 	}
-	if len(s.Bands) > 0 || s.Scale != 0 || s.Offset != 0 || s.NoData != nil {
+	if len(s.Bands) > 0 || s.Scale != 0 || !s.Offset.IsZero() || s.NoData != nil {
 		return errors.New("source: bands, scale, offset and nodata describe rasters; STAC assets carry their own")
 	}
 	if err := c.validateVectorLabels(); err != nil {

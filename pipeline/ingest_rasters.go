@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/pixel/composite"
+	"github.com/lulc/lulc/pixel/radiometry"
 	"github.com/lulc/lulc/source/catalog"
 )
 
@@ -27,10 +29,76 @@ type rasterTile struct {
 	labelsND *float64
 	vector   bool          // the labels are a vector layer, burned onto grid
 	vec      *vectorLabels // that layer, once read (locate)
+	// offset is the image's offset, source.offset's or decided for auto
+	// (decideOffset), with the decision's record.
+	offset     float64
+	offsetNote *manifestOffset
 }
 
 // bytesPerSample are the stored sizes of the image types lulc reads.
 var bytesPerSample = map[string]int{"Byte": 1, "Int8": 1, "UInt16": 2, "Int16": 2, "UInt32": 4, "Int32": 4, "Float32": 4, "Float64": 8}
+
+// decideOffset sets the pair's offset: source.offset's number, or for
+// auto the baseline-04 correction (−0.1) when the image's dark levels,
+// read as declared with no offset, show the +1000 DN offset left in
+// (radiometry.LooksOffset), else 0. The decision and its evidence go
+// into the manifest.
+func (t *rasterTile) decideOffset(cfg IngestConfig, log *slog.Logger) error {
+	o := cfg.Source.Offset
+	if !o.Auto {
+		t.offset = o.Value
+		return nil
+	}
+	dark, err := t.darkLevels(cfg)
+	if err != nil {
+		return fmt.Errorf("source.rasters[%d].image: offset auto: %w", t.index, err)
+	}
+	note := &manifestOffset{Setting: "auto", DarkWithout: radiometry.ByName(cfg.Bands, dark)}
+	if radiometry.LooksOffset(dark) {
+		t.offset = baseline04Offset
+		note.Reason = fmt.Sprintf("every band's darkest 1 %% of pixels is above %.2f reflectance with no offset: the +1000 DN offset of processing baseline 04.00 is left in, and is removed", radiometry.OffsetLeftIn)
+	} else {
+		note.Reason = "some band's darkest 1 % of pixels is at or below 0.08 reflectance with no offset: no offset to remove"
+	}
+	note.Applied = t.offset
+	t.offsetNote = note
+	log.Info(fmt.Sprintf("tile %s: offset auto: %g (%s)", t.name(), t.offset, note.Reason), "tile", t.name())
+	return nil
+}
+
+// baseline04Offset removes Sentinel-2's +1000 DN offset (processing
+// baseline 04.00 and later) from reflectance × 10000.
+const baseline04Offset = -0.1
+
+// darkLevels are the dark levels of the image's stack bands, read as
+// declared with no offset, on every radiometry.Stride-th row and column.
+func (t *rasterTile) darkLevels(cfg IngestConfig) ([]float64, error) {
+	img, err := raster.Open(t.pair.Image)
+	if err != nil {
+		return nil, err
+	}
+	defer img.Close()
+	w := t.grid.Width
+	hist := radiometry.NewHistogram(len(t.bands), StackScale, StackOffset)
+	row := make([]float32, w)
+	dn := make([][]uint16, len(t.bands))
+	for y := 0; y < t.grid.Height; y += radiometry.Stride {
+		for bi, band := range t.bands {
+			if err := raster.ReadBandWindowInto(img, band, 0, y, w, 1, row); err != nil {
+				return nil, err
+			}
+			rasterReflectance(row, t.nodata, float32(cfg.Source.Scale), 0)
+			if dn[bi] == nil {
+				dn[bi] = make([]uint16, w)
+			}
+			composite.Quantise(dn[bi], row, StackScale, StackOffset)
+		}
+		if err := hist.Write(0, y, w, 1, dn, nil, nil); err != nil {
+			return nil, err
+		}
+	}
+	return hist.Dark(), nil
+}
 
 // checkRasterPair opens a pair and checks it against the config: the
 // image's band count and type, its grid, and the labels' grid and type.
@@ -195,10 +263,11 @@ func (t *rasterTile) manifest(ctx context.Context, cfg IngestConfig, opt Options
 	}
 	for bi, b := range cfg.Bands {
 		a := img
-		a.Band, a.Scale, a.Offset = t.bands[bi], src.Scale, src.Offset
+		a.Band, a.Scale, a.Offset = t.bands[bi], src.Scale, t.offset
 		item.Assets[b] = a
 	}
 	m.Sources = []manifestItem{item}
+	m.RadiometryOffset = t.offsetNote
 	lab, err := DescribeRasterFile(ctx, opt, t.pair.Labels)
 	if err != nil {
 		return m, err
@@ -280,7 +349,7 @@ func (j *rasterJob) window(win geo.Grid, img, lab *raster.Source) error {
 
 	src := j.cfg.Source
 	for bi, v := range values {
-		rasterReflectance(v, j.tile.nodata, float32(src.Scale), float32(src.Offset))
+		rasterReflectance(v, j.tile.nodata, float32(src.Scale), float32(j.tile.offset))
 		values[bi] = v
 	}
 	valid := make([]bool, n)

@@ -51,6 +51,9 @@ type manifest struct {
 	// LabelsOutsideScheme counts, by code, the labelled pixels whose code
 	// is not in LabelScheme.
 	LabelsOutsideScheme map[uint8]int64 `json:"labels_outside_scheme,omitempty"`
+	// RadiometryOffset records how offset: auto decided a raster pair's
+	// offset.
+	RadiometryOffset *manifestOffset `json:"radiometry_offset,omitempty"`
 	// LabelCodes says how vector labels' text classes became codes.
 	LabelCodes *manifestCodes `json:"label_codes,omitempty"`
 	// LabelsUnused are the class field's values that burned no label,
@@ -216,6 +219,15 @@ func (m *manifest) setDark(bands []string, dark []float64, opt Options) {
 	if m.RadiometryWarning != "" {
 		opt.Log.Warn("tile "+m.Tile+": "+m.RadiometryWarning, "tile", m.Tile)
 	}
+}
+
+// manifestOffset is offset auto's decision: the offset applied, the
+// image's dark levels without one, and why.
+type manifestOffset struct {
+	Setting     string            `json:"setting"`
+	Applied     float64           `json:"applied"`
+	DarkWithout radiometry.Levels `json:"dark_reflectance_p1_without_offset"`
+	Reason      string            `json:"reason"`
 }
 
 // manifestCodes are the codes of text classes: how they were decided, and

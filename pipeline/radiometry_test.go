@@ -49,8 +49,9 @@ func shiftedCopy(t *testing.T, image, out string) {
 // (no offset) maps the other with the +1000 DN offset added. Declared
 // with offset 0, ingest warns that the tile looks offset and predict that
 // its dark levels are 0.1 brighter than the training data's; declared
-// with offset −0.1 (harmonised), neither warns, the stack is the plain
-// patch's byte for byte, and so is the map, whose accuracy is recovered.
+// with offset −0.1 (harmonised), or auto, neither warns, the stack is the
+// plain patch's byte for byte, and so is the map, whose accuracy is
+// recovered.
 func TestRadiometryOffsetNoticed(t *testing.T) {
 	cfg := realSampleConfig(t)
 	dir := t.TempDir()
@@ -76,12 +77,13 @@ func TestRadiometryOffsetNoticed(t *testing.T) {
 		for _, way := range []struct {
 			name, image string
 			offset      float64
-		}{{"plain", applyPair.Image, 0}, {"offset, declared 0", shifted, 0}, {"offset, declared -0.1", shifted, -0.1}} {
+			auto        bool
+		}{{"plain", applyPair.Image, 0, false}, {"offset, declared 0", shifted, 0, false}, {"offset, declared -0.1", shifted, -0.1, false}, {"offset, auto", shifted, 0, true}} {
 			ac := cfg
 			pair := applyPair
 			pair.Image = way.image
 			ac.Source.Rasters = []RasterPair{pair}
-			ac.Source.Offset = way.offset
+			ac.Source.Offset = Offset{Value: way.offset, Auto: way.auto, set: true}
 			_, st := ingest(t, ac)
 			body, err := os.ReadFile(filepath.Join(st, applyPair.Tile, "manifest.json"))
 			if err != nil {
@@ -109,10 +111,15 @@ func TestRadiometryOffsetNoticed(t *testing.T) {
 			if got := pr.Tiles[0].Radiometry; (got != "") != offsetLeft || offsetLeft && !strings.Contains(got, "brighter") {
 				t.Errorf("%s → %s (%s): predict warning %q", trainCfg.Source.Rasters[0].Tile, applyPair.Tile, way.name, got)
 			}
+			if way.auto && (m.RadiometryOffset == nil || m.RadiometryOffset.Applied != -0.1 || m.Sources[0].Assets["B02"].Offset != -0.1) {
+				t.Errorf("%s: offset auto did not remove the offset: %+v", applyPair.Tile, m.RadiometryOffset)
+			}
 			t.Logf("train %s, map %s (%s): OA %.3f, dark levels %v", trainCfg.Source.Rasters[0].Tile, applyPair.Tile, way.name, ev.Metrics.Accuracy, m.Dark)
 		}
-		if !bytes.Equal(maps["plain"], maps["offset, declared -0.1"]) || oa["plain"] != oa["offset, declared -0.1"] {
-			t.Errorf("%s: the harmonised map differs from the plain patch's", applyPair.Tile)
+		for _, h := range []string{"offset, declared -0.1", "offset, auto"} {
+			if !bytes.Equal(maps["plain"], maps[h]) || oa["plain"] != oa[h] {
+				t.Errorf("%s: the harmonised map (%s) differs from the plain patch's", applyPair.Tile, h)
+			}
 		}
 		if oa["offset, declared 0"] >= oa["plain"] {
 			t.Errorf("%s: the offset left in did not cost accuracy (%.3f against %.3f)", applyPair.Tile, oa["offset, declared 0"], oa["plain"])

@@ -178,10 +178,16 @@ source:
 		t.Errorf("the log does not name the skipped layer:\n%s", log.String())
 	}
 	// The fourth image band (named B08) is the stack's third: rasterPair's
-	// DN 1000 + 7·3 + x + y, re-encoded with the stack's +0.1 offset.
+	// DN 1000 + 7·3 + x + y. Every band's darkest pixels lie above 0.08,
+	// so offset auto, the default, removed 0.1, which the stack's own
+	// +0.1 puts back.
+	m := readManifest(t, filepath.Join(out, "T1"))
+	if m.RadiometryOffset == nil || m.RadiometryOffset.Setting != "auto" || m.RadiometryOffset.Applied != -0.1 {
+		t.Errorf("radiometry_offset %+v, want auto, -0.1", m.RadiometryOffset)
+	}
 	v, g := readU16(t, filepath.Join(out, "T1", "stack.tif"), 3)
 	for _, i := range []int{0, 5*g.Width + 7} {
-		if want := uint16(1000 + 21 + i%g.Width + i/g.Width + 1000); v[i] != want {
+		if want := uint16(1000 + 21 + i%g.Width + i/g.Width); v[i] != want {
 			t.Errorf("B08 at pixel %d: %d, want %d", i, v[i], want)
 		}
 	}

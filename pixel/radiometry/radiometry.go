@@ -145,8 +145,8 @@ func Suspect(bands []string, dark []float64) string {
 	switch {
 	case lowest < 0:
 		return ""
-	case dark[lowest] > OffsetLeftIn:
-		return fmt.Sprintf("every band's darkest 1 %% of pixels is above %.2f reflectance (the lowest, %s, at %.4f): the images may carry the +1000 DN offset of Sentinel-2 processing baseline 04.00 and later, which their declared scaling does not remove (for source.rasters, offset: -0.1 removes it)",
+	case LooksOffset(dark):
+		return fmt.Sprintf("every band's darkest 1 %% of pixels is above %.2f reflectance (the lowest, %s, at %.4f): the images may carry the +1000 DN offset of Sentinel-2 processing baseline 04.00 and later, which their declared scaling does not remove (for source.rasters, offset: -0.1 or auto removes it)",
 			OffsetLeftIn, bands[lowest], dark[lowest])
 	case dark[lowest] < OffsetRemovedTwice:
 		return fmt.Sprintf("band %s's darkest 1 %% of pixels is below %.2f reflectance (%.4f): an offset seems to be removed from images that do not carry one (for source.rasters, offset: 0 keeps them as they are)",
@@ -173,21 +173,50 @@ func Shift(tile, trained []float64) (median float64, n int) {
 	return Round(d[(len(d)-1)/2]), len(d)
 }
 
+// LooksOffset reports whether dark levels (NaN: no valid pixel) carry the
+// signature of a +1000 DN offset left in: every band's dark level above
+// OffsetLeftIn, with at least one band measured. Real scenes have some
+// dark band (water and shadow in the visible, snow and cloud in the
+// short-wave infrared), so a bright scene alone does not pass.
+func LooksOffset(dark []float64) bool {
+	seen := false
+	for _, v := range dark {
+		if math.IsNaN(v) {
+			continue
+		}
+		if v <= OffsetLeftIn {
+			return false
+		}
+		seen = true
+	}
+	return seen
+}
+
 // Compare returns a warning when a tile's dark levels are shifted from
 // the training data's by Mismatch or more (the median over bands), with
-// the numbers; "" otherwise, or when either has no levels.
+// the numbers; "" otherwise, or when either has no levels. It blames the
+// +1000 DN offset only when the brighter side's own levels show it
+// (LooksOffset); otherwise the scene is unlike the training data, which
+// the area of applicability maps pixel by pixel.
 func Compare(bands []string, tile, trained []float64) string {
 	s, n := Shift(tile, trained)
 	if n == 0 || math.Abs(s) < Mismatch {
 		return ""
 	}
-	way := "brighter"
-	hint := "the tile's images may carry the +1000 DN offset that the training images did not (or its declared scaling does not remove it)"
-	if s < 0 {
+	way, hint := "brighter", ""
+	switch {
+	case s > 0 && LooksOffset(tile):
+		hint = "the tile's images may carry the +1000 DN offset that the training images did not (or its declared scaling does not remove it); a map made across radiometric conventions is unreliable"
+	case s < 0 && LooksOffset(trained):
 		way = "darker"
-		hint = "the training images may have carried a +1000 DN offset that this tile's do not (or an offset is removed twice)"
+		hint = "the training images may have carried a +1000 DN offset that this tile's do not (or an offset is removed twice); a map made across radiometric conventions is unreliable"
+	default:
+		if s < 0 {
+			way = "darker"
+		}
+		hint = "the tile's own dark pixels show no offset, so the scene itself is unlike the training data (snow, haze, another season or place): the area of applicability (aoa.tif) shows where the model is on unfamiliar ground"
 	}
-	return fmt.Sprintf("the tile's darkest pixels are %.4f %s than the training data's (the median over %d bands of %s): %s; a map made across radiometric conventions is unreliable",
+	return fmt.Sprintf("the tile's darkest pixels are %.4f %s than the training data's (the median over %d bands of %s): %s",
 		math.Abs(s), way, n, strings.Join(bands, ", "), hint)
 }
 

@@ -111,8 +111,10 @@ func TestCompare(t *testing.T) {
 		want string
 	}{
 		{[]float64{0.03, 0.01, 0.04}, ""},
-		{[]float64{0.11, 0.12, 0.115}, "brighter"},
-		{[]float64{-0.09, -0.08, math.NaN()}, "darker"},
+		{[]float64{0.11, 0.12, 0.115}, "may carry the +1000 DN offset"},
+		{[]float64{-0.09, -0.08, math.NaN()}, "darker than the training data's"},
+		// Snow: bright in the visible, one band still dark: not an offset.
+		{[]float64{0.3, 0.25, 0.02}, "brighter than the training data's (the median over 3 bands of B02, B03, B04): the tile's own dark pixels show no offset"},
 		{[]float64{math.NaN(), math.NaN(), math.NaN()}, ""},
 	}
 	for _, c := range cases {
@@ -120,6 +122,11 @@ func TestCompare(t *testing.T) {
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
 			t.Errorf("tile %v: %q, want %q", c.tile, got, c.want)
 		}
+	}
+	// Trained on offset images, mapping plain ones: the training side is
+	// named.
+	if got := Compare(bands, trained, []float64{0.11, 0.12, 0.115}); !strings.Contains(got, "training images may have carried a +1000 DN offset") {
+		t.Errorf("offset training data: %q", got)
 	}
 	if Compare(bands, trained, nil) != "" {
 		t.Error("a model without levels compared")
