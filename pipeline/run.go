@@ -34,7 +34,7 @@ import (
 // config), how to predict, and which optional outputs to write.
 type RunConfig struct {
 	Ingest  string `yaml:"ingest"` // ingest config: a file, or an embedded config's name
-	Train   string `yaml:"train"`  // train config; not read when a model is given
+	Train   string `yaml:"train"`  // train config (default: DefaultTrainConfig); not read when a model is given
 	Predict struct {
 		Window     int    `yaml:"window"`     // window side in pixels (default 1024)
 		Confidence bool   `yaml:"confidence"` // also write confidence.tif

@@ -58,12 +58,16 @@ type TrainConfig struct {
 		Offset  float64  `yaml:"offset"`
 		NoData  *float64 `yaml:"nodata"` // image value marking missing pixels, if any
 	} `yaml:"input"`
-	Features []string `yaml:"features"`
+	// Features are the model's features, or the name of a set of them
+	// (features.SetNames: default, per-pixel, context, temporal), also
+	// among the items; default: default.
+	Features FeatureList `yaml:"features"`
 	Classes  struct {
-		// Scheme is a built-in scheme (esa-worldcover, the default, or
-		// esri-io), custom (List), or labels: the scheme the inputs'
-		// labels carry (their STAC items' classification:classes, as
-		// ingest recorded them).
+		// Scheme is a built-in scheme (esa-worldcover or esri-io), custom
+		// (List), labels: the scheme the inputs' labels carry (their STAC
+		// items' classification:classes, or the classes of text labels,
+		// as ingest recorded them), or auto, the default: labels when the
+		// inputs carry one, else esa-worldcover.
 		Scheme string        `yaml:"scheme"`
 		Name   string        `yaml:"name"`
 		List   []ClassConfig `yaml:"list"`
@@ -114,35 +118,135 @@ type ClassConfig struct {
 	Color string `yaml:"color"` // #rrggbb
 }
 
-// ParseTrainConfig decodes YAML strictly and validates it.
+// FeatureList is a config's features: a list, or one name (features:
+// default). Names of feature sets among them are expanded on parsing.
+type FeatureList []string
+
+// UnmarshalYAML reads a sequence, or a scalar as a list of one.
+func (f *FeatureList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*f = FeatureList{n.Value}
+		return nil
+	}
+	var s []string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	*f = s
+	return nil
+}
+
+// Train defaults: docs/train.md lists them, and lulc config show
+// --defaults prints a config with them filled in.
+const (
+	DefaultMaxPerClass        = 2000
+	DefaultBlockSize          = 32
+	DefaultValidationFraction = 0.3
+	DefaultTrees              = 100
+	DefaultMaxDepth           = 16
+	DefaultBins               = 128
+)
+
+// defaults fills the keys a config leaves unset (set holds the keys its
+// YAML gives, by section, for those whose zero value is valid).
+func (c *TrainConfig) defaults(set map[string]map[string]any) {
+	if c.Engine == "" {
+		c.Engine = "lulc"
+	}
+	if c.Classes.Scheme == "" {
+		c.Classes.Scheme = "auto"
+	}
+	if len(c.Features) == 0 {
+		c.Features = FeatureList{"default"}
+	}
+	s := &c.Sampling
+	if s.MaxPerClass == 0 {
+		s.MaxPerClass = DefaultMaxPerClass
+	}
+	if s.BlockSize == 0 {
+		s.BlockSize = DefaultBlockSize
+	}
+	if _, ok := set["sampling"]["validation_fraction"]; !ok {
+		s.ValidationFraction = DefaultValidationFraction
+	}
+	f := &c.Forest
+	if f.Trees == 0 {
+		f.Trees = DefaultTrees
+	}
+	if f.MaxDepth == 0 {
+		f.MaxDepth = DefaultMaxDepth
+	}
+	if f.MinSamplesLeaf == 0 {
+		f.MinSamplesLeaf = 1
+	}
+	if f.Bins == 0 {
+		f.Bins = DefaultBins
+	}
+	if _, ok := set["forest"]["bootstrap"]; !ok {
+		f.Bootstrap = true
+	}
+	g := &c.Golearn
+	if g.Trees == 0 {
+		g.Trees = 10
+	}
+	if g.FeaturesPerTree == 0 {
+		g.FeaturesPerTree = 20
+	}
+	if g.MaxSamples == 0 {
+		g.MaxSamples = 5000
+	}
+}
+
+// ParseTrainConfig decodes YAML strictly, fills the defaults and
+// validates it.
 func ParseTrainConfig(raw []byte) (TrainConfig, error) {
 	var c TrainConfig
 	if err := configs.DecodeStrict(raw, &c); err != nil {
 		return c, err
 	}
-	if c.Engine == "" {
-		c.Engine = "lulc"
+	var keys struct {
+		Sampling map[string]any `yaml:"sampling"`
+		Forest   map[string]any `yaml:"forest"`
 	}
-	if c.Classes.Scheme == "" {
-		c.Classes.Scheme = "esa-worldcover"
+	if err := yaml.Unmarshal(raw, &keys); err != nil {
+		return c, fmt.Errorf("read config: %w", err)
 	}
-	c.Features = joinParens(c.Features)
+	c.defaults(map[string]map[string]any{"sampling": keys.Sampling, "forest": keys.Forest})
+	c.Features = features.Expand(joinParens(c.Features))
 	// Without a sampling.buffer of its own, the split's buffer is the
 	// features' largest context radius: no training pixel then sees a
 	// validation pixel through its window.
-	var keys struct {
-		Sampling map[string]any `yaml:"sampling"`
-	}
-	if err := yaml.Unmarshal(raw, &keys); err == nil {
-		// A split by features takes no buffer (sampling.Config.Check).
-		if _, set := keys.Sampling["buffer"]; !set && c.Sampling.Split != sampling.SplitFeatures {
-			c.Sampling.Buffer = contextRadius(c.Features)
-			if r := c.Sampling.Buffer; r > 0 && r >= c.Sampling.BlockSize && c.Sampling.BlockSize > 0 {
-				return c, fmt.Errorf("sampling.block_size: %d is too small for the context features' window radius %d, the split's buffer by default: use blocks above %d pixels, or set sampling.buffer", c.Sampling.BlockSize, r, r)
-			}
+	// A split by features takes no buffer (sampling.Config.Check).
+	if _, set := keys.Sampling["buffer"]; !set && c.Sampling.Split != sampling.SplitFeatures {
+		c.Sampling.Buffer = contextRadius(c.Features)
+		if r := c.Sampling.Buffer; r > 0 && r >= c.Sampling.BlockSize && c.Sampling.BlockSize > 0 {
+			return c, fmt.Errorf("sampling.block_size: %d is too small for the context features' window radius %d, the split's buffer by default: use blocks above %d pixels, or set sampling.buffer", c.Sampling.BlockSize, r, r)
 		}
 	}
+	if c.noInput() {
+		// A config without input (features: default) is for lulc run,
+		// or for lulc train --stack: Train checks it once given.
+		return c, c.validateTraining()
+	}
 	return c, c.Validate()
+}
+
+// DefaultTrainConfig is a train config with every default and no input:
+// the default features and scheme, sampling and forest (docs/train.md,
+// Defaults).
+func DefaultTrainConfig() TrainConfig {
+	c, err := ParseTrainConfig([]byte("features: default\n"))
+	if err != nil {
+		panic("the default train config is invalid: " + err.Error())
+	}
+	return c
+}
+
+// noInput reports whether the config's input section is empty.
+func (c TrainConfig) noInput() bool {
+	in := c.Input
+	return in.Stack == "" && len(in.Rasters) == 0 && len(in.Samples) == 0 && len(in.Bands) == 0 &&
+		in.Scale == 0 && in.Offset == 0 && in.NoData == nil
 }
 
 // contextRadius is the largest window radius among the named features
@@ -186,6 +290,14 @@ func (c TrainConfig) Scheme() (landcover.Scheme, error) {
 		return b, nil
 	}
 	switch c.Classes.Scheme {
+	case "auto":
+		if len(c.Classes.List) > 0 {
+			return landcover.Scheme{}, errors.New("classes: list is for scheme custom")
+		}
+		if c.labels != nil {
+			return *c.labels, nil
+		}
+		return landcover.WorldCover, nil
 	case "labels":
 		if len(c.Classes.List) > 0 {
 			return landcover.Scheme{}, errors.New("classes: list is for scheme custom")
@@ -212,7 +324,7 @@ func (c TrainConfig) Scheme() (landcover.Scheme, error) {
 		}
 		return s, s.Validate()
 	}
-	return landcover.Scheme{}, fmt.Errorf("classes.scheme: %q is not esa-worldcover, esri-io, custom or labels", c.Classes.Scheme)
+	return landcover.Scheme{}, fmt.Errorf("classes.scheme: %q is not auto, esa-worldcover, esri-io, custom or labels", c.Classes.Scheme)
 }
 
 // sampling is the sampling section with the classes' remap.
@@ -255,6 +367,21 @@ func (c TrainConfig) checkRemap(s landcover.Scheme) error {
 // labels (nil where one has none): they must all carry the same one.
 // Other schemes are left as they are.
 func (c *TrainConfig) resolveLabels(schemes []*landcover.Scheme) error {
+	if c.Classes.Scheme == "auto" {
+		// The labels' scheme when every input carries the same one, else
+		// WorldCover's.
+		c.labels = nil
+		for _, s := range schemes {
+			if s == nil || !s.Equal(*schemes[0]) {
+				return c.checkRemap(landcover.WorldCover)
+			}
+		}
+		if len(schemes) > 0 {
+			c.labels = schemes[0]
+			return c.checkRemap(*c.labels)
+		}
+		return nil
+	}
 	if c.Classes.Scheme != "labels" {
 		return nil
 	}
@@ -293,7 +420,7 @@ func (c TrainConfig) validateInput() error {
 	case len(in.Samples) > 0:
 		return nil
 	case (in.Stack == "") == (len(in.Rasters) == 0):
-		return errors.New("input: set exactly one of stack, rasters and samples")
+		return errors.New("input: set exactly one of stack, rasters and samples (lulc train --stack DIR gives the stack)")
 	case len(in.Rasters) > 0 && len(in.Bands) == 0:
 		return errors.New("input.bands: rasters need their band order")
 	case len(in.Rasters) > 0 && in.Scale == 0:
@@ -320,9 +447,18 @@ func (c TrainConfig) validateTraining() error {
 	if len(c.Features) == 0 {
 		return errors.New("features: none configured")
 	}
-	if s, err := c.Scheme(); err != nil && c.Classes.Scheme != "labels" {
-		return err
-	} else if err == nil {
+	switch c.Classes.Scheme {
+	case "auto", "labels":
+		// The inputs resolve them (resolveLabels), which checks the remap
+		// against the scheme they resolve to.
+		if len(c.Classes.List) > 0 {
+			return errors.New("classes: list is for scheme custom")
+		}
+	default:
+		s, err := c.Scheme()
+		if err != nil {
+			return err
+		}
 		if err := c.checkRemap(s); err != nil {
 			return err
 		}

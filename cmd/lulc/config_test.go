@@ -1,10 +1,13 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/pipeline"
 )
 
 // TestConfigCommand checks lulc config: list names every embedded config
@@ -27,5 +30,55 @@ func TestConfigCommand(t *testing.T) {
 	}
 	if code, _, errs := lulc(t, "config", "show", "nope"); code != 2 || !strings.Contains(errs, "config list") {
 		t.Errorf("config show nope: exit %d, %q", code, errs)
+	}
+}
+
+// TestConfigShowDefaults checks lulc config show --defaults: an empty
+// train config prints the defaults, which read back as the same config;
+// an embedded config prints as lulc reads it, with the same hash; a
+// one-line train config and a run config that names only its ingest
+// config are whole configs; something that is no config is a usage
+// error.
+func TestConfigShowDefaults(t *testing.T) {
+	code, out, errs := lulc(t, "config", "show", "--defaults", "train")
+	if code != 0 {
+		t.Fatalf("show --defaults train: exit %d: %s", code, errs)
+	}
+	back, err := pipeline.ParseTrainConfig([]byte(out))
+	if err != nil || back.Hash() != pipeline.DefaultTrainConfig().Hash() {
+		t.Errorf("the printed defaults read back as another config (%v):\n%s", err, out)
+	}
+	for _, w := range []string{"scheme: auto", "trees: 100", "max_per_class: 2000", "block_size: 32", "bootstrap: true", "- range(ndbi, 15)"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("defaults lack %q", w)
+		}
+	}
+	raw, _ := configs.Read("train-real-sample.yaml")
+	orig, err := pipeline.ParseTrainConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs = lulc(t, "config", "show", "--defaults", "train-real-sample.yaml"); code != 0 {
+		t.Fatalf("show --defaults train-real-sample.yaml: exit %d: %s", code, errs)
+	}
+	if back, err := pipeline.ParseTrainConfig([]byte(out)); err != nil || back.Hash() != orig.Hash() {
+		t.Errorf("train-real-sample.yaml as printed reads back as another config: %v", err)
+	}
+
+	dir := t.TempDir()
+	one := filepath.Join(dir, "one.yaml")
+	os.WriteFile(one, []byte("features: per-pixel\n"), 0o644)
+	if code, out, errs = lulc(t, "config", "show", "--defaults", one); code != 0 || strings.Count(out, "\n    - ") != 0 && !strings.Contains(out, "- ndre1") || strings.Contains(out, "mean(") {
+		t.Errorf("one-line train config: exit %d, %s\n%s", code, errs, out)
+	}
+	run := filepath.Join(dir, "run.yaml")
+	os.WriteFile(run, []byte("ingest: ingest-tiny.yaml\n"), 0o644)
+	if code, out, errs = lulc(t, "config", "show", "--defaults", run); code != 0 || !strings.Contains(out, "window: 1024") || !strings.Contains(out, "memory_gb: 4") {
+		t.Errorf("run config: exit %d, %s\n%s", code, errs, out)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("colour: blue\n"), 0o644)
+	if code, _, errs = lulc(t, "config", "show", "--defaults", bad); code != 2 || !strings.Contains(errs, "not an ingest (source:), run (ingest:) or train") {
+		t.Errorf("no config: exit %d, %s", code, errs)
 	}
 }

@@ -133,10 +133,12 @@ func runJob(rc pipeline.RunConfig, model, phase, catalogOverride string) (pipeli
 	if job.Ingest, err = runIngestConfig(rc, catalogOverride); err != nil {
 		return job, nil, err
 	}
-	if model == "" {
-		if rc.Train == "" {
-			return job, nil, fmt.Errorf("config names no train config: give one, or a model with --model")
-		}
+	if model == "" && rc.Train == "" {
+		// Without a train config, the defaults train (lulc config show
+		// --defaults train prints them).
+		tc := pipeline.DefaultTrainConfig()
+		job.Train = &tc
+	} else if model == "" {
 		raw, err := configs.Find(rc.Train)
 		if err != nil {
 			return job, nil, fmt.Errorf("train config %s: %w", rc.Train, err)
