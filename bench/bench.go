@@ -29,6 +29,7 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/device/cuda"
+	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/meminfo"
@@ -233,14 +234,14 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 			}
 		}
 		if e == "gpu" {
-			cuda.ResetPeakMemory()
+			driver.ResetPeakMemory()
 		}
 		if err := runEngine(ctx, bc, engineJob{engine: e, icfg: icfg, tcfg: tcfg, sub: sub, gpu: gpu}, stage, &er); err != nil {
 			return nil, err
 		}
 		er.summarise(bc, rep, stage)
 		if e == "gpu" {
-			_, rep.PeakGPU = cuda.DeviceMemory()
+			_, rep.PeakGPU = driver.DeviceMemory()
 		}
 		if rep.Inputs.Tiles == 0 {
 			rep.Inputs.Tiles, rep.Inputs.Pixels, rep.Inputs.Dates = er.tiles, er.pixelsIn, er.dates
@@ -584,9 +585,9 @@ func hostInfo(version string) HostInfo {
 			}
 		}
 	}
-	if devs, err := cuda.Devices(); err == nil {
+	if devs, err := driver.Devices(); err == nil {
 		h.GPU, h.GPUMem = devs[0].Name, devs[0].Memory
-		h.Driver, _ = cuda.DriverVersion()
+		h.Driver, _ = driver.DriverVersion()
 	} else {
 		h.GPUNote = err.Error()
 	}

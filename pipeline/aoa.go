@@ -9,7 +9,7 @@ import (
 	"github.com/planetlabs/go-stac"
 	"github.com/planetlabs/go-stac/extensions/raster/v1"
 
-	"github.com/lulc/lulc/device/cuda"
+	"github.com/lulc/lulc/device/cuda/classifier"
 	"github.com/lulc/lulc/geo"
 	lraster "github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/learn/aoa"
@@ -117,8 +117,8 @@ func (cpuDI) dn(*aoa.Map, int, int, int, int, features.DN) error {
 
 // gpuDI is a device's diComputer.
 type gpuDI struct {
-	a  *cuda.AOA
-	fe *cuda.Features
+	a  *classifier.AOA
+	fe *classifier.Features
 }
 
 func (g gpuDI) features(m *aoa.Map, _ *aoa.Reference, x, y, w, h int, feats [][]float32) error {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lulc/lulc/device/cuda"
+	"github.com/lulc/lulc/device/cuda/classifier"
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/geo/decode"
 	"github.com/lulc/lulc/learn/aoa"
@@ -66,7 +67,7 @@ func (e gpuEngine) mirror(grid geo.Grid, bands int) (*cuda.Mirror, error) {
 }
 
 func (e gpuEngine) features(set *features.Set) (features.Computer, func(), error) {
-	g, err := cuda.NewFeatures(e.gpu, set)
+	g, err := classifier.NewFeatures(e.gpu, set)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,7 +77,7 @@ func (e gpuEngine) features(set *features.Set) (features.Computer, func(), error
 // predictor keeps the features on the device: the predictor computes
 // them from the bands in the same pass.
 func (e gpuEngine) predictor(set *features.Set, model *forest.Model) (features.Computer, inference.Predictor, func(), error) {
-	comp, err := cuda.NewFeatures(e.gpu, set)
+	comp, err := classifier.NewFeatures(e.gpu, set)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -91,10 +92,10 @@ func (e gpuEngine) predictor(set *features.Set, model *forest.Model) (features.C
 func (e gpuEngine) di(set *features.Set, ref *aoa.Reference) (diComputer, func(), error) {
 	var g gpuDI
 	var err error
-	if g.a, err = cuda.NewAOA(e.gpu, ref); err != nil {
+	if g.a, err = classifier.NewAOA(e.gpu, ref); err != nil {
 		return nil, nil, err
 	}
-	if g.fe, err = cuda.NewFeatures(e.gpu, set); err != nil {
+	if g.fe, err = classifier.NewFeatures(e.gpu, set); err != nil {
 		g.a.Close()
 		return nil, nil, err
 	}
@@ -102,7 +103,7 @@ func (e gpuEngine) di(set *features.Set, ref *aoa.Reference) (diComputer, func()
 }
 
 func (e gpuEngine) fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, logf func(string, ...any)) (*forest.Forest, error) {
-	return cuda.Train(ctx, e.gpus, xb, y, classes, p, logf)
+	return classifier.Train(ctx, e.gpus, xb, y, classes, p, logf)
 }
 
 func (e gpuEngine) classify(ctx context.Context, model *forest.Model, planes [][]float32, n int) ([]uint8, error) {
@@ -153,15 +154,15 @@ func (p devicePasses) Context(set *features.Set, refl *[65536]float32, xs, ys []
 }
 
 // gpuPredictor is an inference.Predictor that bins features and walks
-// the forest on the GPU (cuda.Predictor: the same codes, classes and confidences as the CPU), the
+// the forest on the GPU (classifier.Predictor: the same codes, classes and confidences as the CPU), the
 // codes staying on the device.
 type gpuPredictor struct {
-	p *cuda.Predictor
+	p *classifier.Predictor
 }
 
 // newGPUPredictor uploads the model's forest and bin edges once.
 func newGPUPredictor(dev *cuda.Device, m *forest.Model) (*gpuPredictor, error) {
-	p, err := cuda.NewPredictor(dev, m)
+	p, err := classifier.NewPredictor(dev, m)
 	if err != nil {
 		return nil, err
 	}
@@ -169,16 +170,16 @@ func newGPUPredictor(dev *cuda.Device, m *forest.Model) (*gpuPredictor, error) {
 }
 
 // gpuDNPredictor is an inference.DNPredictor computing reflectance and
-// features on the device too (cuda.Predictor.PredictDN): a window's
+// features on the device too (classifier.Predictor.PredictDN): a window's
 // digital numbers go up and only its classes and confidences come back.
 type gpuDNPredictor struct {
 	gpuPredictor
-	fe *cuda.Features
+	fe *classifier.Features
 }
 
 // newGPUDNPredictor uploads the model once; fe computes the model's
 // features.
-func newGPUDNPredictor(dev *cuda.Device, m *forest.Model, fe *cuda.Features) (*gpuDNPredictor, error) {
+func newGPUDNPredictor(dev *cuda.Device, m *forest.Model, fe *classifier.Features) (*gpuDNPredictor, error) {
 	g, err := newGPUPredictor(dev, m)
 	if err != nil {
 		return nil, err

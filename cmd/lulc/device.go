@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lulc/lulc/device/cuda"
+	"github.com/lulc/lulc/device/cuda/driver"
 )
 
 // addDeviceFlag registers --device on a command that computes.
@@ -82,7 +83,7 @@ func deviceIndices(spec string) ([]int, error) {
 		return []int{0}, nil
 	}
 	if rest == "all" {
-		infos, err := cuda.Devices()
+		infos, err := driver.Devices()
 		if err != nil {
 			return nil, fmt.Errorf("--device %s: no usable GPU: %w (lulc doctor says more)", spec, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/pixel/composite"
 )
 
@@ -93,7 +94,7 @@ func TestGPUCompositeReport(t *testing.T) {
 		var ms float64
 		must(t, d.Do(func() error {
 			var err error
-			ms, err = d.timeIt(5, func() error { return relaunchComposite(d, nd, nb, n, tp) })
+			ms, err = driver.TimeIt(5, func() error { return relaunchComposite(d, nd, nb, n, tp) })
 			return err
 		}))
 		// The host's twin over a sixteenth of the window.
@@ -141,10 +142,10 @@ func TestGPUCompositeReport(t *testing.T) {
 // relaunchComposite runs the composite kernel again on the inputs that the
 // last CompositeMirrored left in the device's pool.
 func relaunchComposite(d *Device, nd, nb, n int, tp *composite.Temporal) error {
-	m := d.mem
-	buf := func(name string) uint64 { return m[name].ptr }
+	m := d.Pool()
+	buf := func(name string) uint64 { return m[name].Ptr }
 	grid, block, shared := d.compositeLaunch(nd, n)
-	return d.launchGrid(0, "composite", grid, 1, block, shared, buf("composite.dn"), buf("composite.scl"), int32(nd), int32(nb), int64(n),
+	return d.LaunchGrid(0, "composite", [3]uint32{grid, 1, 1}, block, shared, buf("composite.dn"), buf("composite.scl"), int32(nd), int32(nb), int64(n),
 		buf("composite.drop"), buf("composite.scale"), buf("composite.offset"), buf("composite.nodata"),
 		math.Float64bits(0.0001), math.Float64bits(-0.1), buf("composite.out"), buf("composite.count"),
 		buf("composite.tprog"), int32(len(tp.Sources)), buf("composite.pcts"), int32(len(tp.Percentiles)), buf("composite.smask"), int32(len(tp.Seasons)))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/geo/decode"
 )
 
@@ -71,7 +72,7 @@ func DecodeTiles(dev *Device, tiles [][]byte, f decode.Format) ([]byte, error) {
 		if err != nil {
 			return err
 		}
-		return download(out, b)
+		return driver.Download(out, b)
 	})
 	return out, err
 }
@@ -106,18 +107,18 @@ func TimeDecodeTiles(dev *Device, tiles [][]byte, f decode.Format, reps, warps i
 			return err
 		}
 		var s stagedTiles
-		in, err := dev.timeIt(reps, func() error {
+		in, err := driver.TimeIt(reps, func() error {
 			s, err = dev.stageTiles(packed, f, dst)
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		kern, err := dev.timeIt(reps, func() error { return dev.runDecode(s, f, warps) })
+		kern, err := driver.TimeIt(reps, func() error { return dev.runDecode(s, f, warps) })
 		if err != nil {
 			return err
 		}
-		o, err := dev.timeIt(reps, func() error { return download(out, b) })
+		o, err := driver.TimeIt(reps, func() error { return driver.Download(out, b) })
 		t.In, t.Kernels, t.Out = ms(in), ms(kern), ms(o)
 		return err
 	})
@@ -137,29 +138,29 @@ type stagedTiles struct {
 
 // decodeTiles stages and decodes a packed batch into the pool's
 // "decode.out" buffer, tile after tile (on the owner goroutine).
-func (d *Device) decodeTiles(p packedTiles, f decode.Format) (Buffer, error) {
+func (d *Device) decodeTiles(p packedTiles, f decode.Format) (driver.Buffer, error) {
 	out, dst, err := d.outTiles(len(p.off), f)
 	if err != nil {
-		return Buffer{}, err
+		return driver.Buffer{}, err
 	}
 	s, err := d.stageTiles(p, f, dst)
 	if err != nil {
-		return Buffer{}, err
+		return driver.Buffer{}, err
 	}
 	return out, d.runDecode(s, f, inflateWarps)
 }
 
 // outTiles returns the pool's "decode.out" buffer sized for n tiles of
 // format f, and each tile's address in it.
-func (d *Device) outTiles(n int, f decode.Format) (Buffer, []uint64, error) {
+func (d *Device) outTiles(n int, f decode.Format) (driver.Buffer, []uint64, error) {
 	tb := uint64(f.TileBytes())
-	out, err := d.mem.get("decode.out", uint64(n)*tb)
+	out, err := d.Pool().Get("decode.out", uint64(n)*tb)
 	if err != nil {
-		return Buffer{}, nil, err
+		return driver.Buffer{}, nil, err
 	}
 	dst := make([]uint64, n)
 	for i := range dst {
-		dst[i] = out.ptr + uint64(i)*tb
+		dst[i] = out.Ptr + uint64(i)*tb
 	}
 	return out, dst, nil
 }
@@ -169,40 +170,40 @@ func (d *Device) outTiles(n int, f decode.Format) (Buffer, []uint64, error) {
 func (d *Device) stageTiles(p packedTiles, f decode.Format, dst []uint64) (stagedTiles, error) {
 	n := len(p.off)
 	tb := uint64(f.TileBytes())
-	m := d.mem
-	var st staging
+	m := d.Pool()
+	var st driver.Staging
 	s := stagedTiles{n: n}
-	s.dst = st.ptr(put(m, "decode.dst", dst))
-	if st.err != nil || n == 0 {
-		return s, st.err
+	s.dst = st.Ptr(driver.Put(m, "decode.dst", dst))
+	if st.Err != nil || n == 0 {
+		return s, st.Err
 	}
 	if f.Compression == "NONE" {
 		for i, o := range p.off {
 			if uint64(p.size[i]) < tb {
 				return s, fmt.Errorf("cuda decode: tile %d has %d bytes, not %d", i, p.size[i], tb)
 			}
-			if err := putAt(dst[i], p.data[o:o+tb]); err != nil {
+			if err := driver.PutAt(dst[i], p.data[o:o+tb]); err != nil {
 				return s, err
 			}
 		}
 		return s, nil
 	}
-	s.src = st.ptr(put(m, "decode.src", p.data))
-	s.srcOff = st.ptr(put(m, "decode.srcoff", p.off))
-	s.srcSize = st.ptr(put(m, "decode.srcsize", p.size))
-	return s, st.err
+	s.src = st.Ptr(driver.Put(m, "decode.src", p.data))
+	s.srcOff = st.Ptr(driver.Put(m, "decode.srcoff", p.off))
+	s.srcSize = st.Ptr(driver.Put(m, "decode.srcsize", p.size))
+	return s, st.Err
 }
 
 // stageOnDevice stages compressed tiles whose bytes are on the device
 // already (src, laid out as p.data): only their offsets, sizes and
 // destinations are copied.
-func (d *Device) stageOnDevice(p packedTiles, src Buffer, dst []uint64) (stagedTiles, error) {
-	var st staging
-	s := stagedTiles{n: len(p.off), src: src.ptr}
-	s.dst = st.ptr(put(d.mem, "ahead.dst", dst))
-	s.srcOff = st.ptr(put(d.mem, "ahead.srcoff", p.off))
-	s.srcSize = st.ptr(put(d.mem, "ahead.srcsize", p.size))
-	return s, st.err
+func (d *Device) stageOnDevice(p packedTiles, src driver.Buffer, dst []uint64) (stagedTiles, error) {
+	var st driver.Staging
+	s := stagedTiles{n: len(p.off), src: src.Ptr}
+	s.dst = st.Ptr(driver.Put(d.Pool(), "ahead.dst", dst))
+	s.srcOff = st.Ptr(driver.Put(d.Pool(), "ahead.srcoff", p.off))
+	s.srcSize = st.Ptr(driver.Put(d.Pool(), "ahead.srcsize", p.size))
+	return s, st.Err
 }
 
 // runDecode inflates a staged batch, warps tiles to a block, checks every
@@ -212,16 +213,16 @@ func (d *Device) runDecode(s stagedTiles, f decode.Format, warps int) error {
 		return nil
 	}
 	if f.Compression != "NONE" {
-		status, err := d.mem.get("decode.status", uint64(4*s.n))
+		status, err := d.Pool().Get("decode.status", uint64(4*s.n))
 		if err != nil {
 			return err
 		}
-		if err := d.launchGrid(0, "inflate", uint32((s.n+warps-1)/warps), 1, uint32(32*warps), uint32(warps*inflateShared),
-			s.src, s.srcOff, s.srcSize, s.dst, int32(f.TileBytes()), int32(s.n), status.ptr); err != nil {
+		if err := d.LaunchGrid(0, "inflate", [3]uint32{uint32((s.n + warps - 1) / warps), 1, 1}, uint32(32*warps), uint32(warps*inflateShared),
+			s.src, s.srcOff, s.srcSize, s.dst, int32(f.TileBytes()), int32(s.n), status.Ptr); err != nil {
 			return err
 		}
 		codes := make([]int32, s.n)
-		if err := download(codes, status); err != nil {
+		if err := driver.Download(codes, status); err != nil {
 			return err
 		}
 		for i, c := range codes {
@@ -239,7 +240,7 @@ func (d *Device) runDecode(s stagedTiles, f decode.Format, warps int) error {
 		if f.BigEndian {
 			big = 1
 		}
-		return d.launch("tiff_unpack", int64(s.n*f.H), s.dst, int32(s.n), int32(f.W), int32(f.H),
+		return d.Launch("tiff_unpack", int64(s.n*f.H), s.dst, int32(s.n), int32(f.W), int32(f.H),
 			int32(f.SampleBytes), big, int32(f.Predictor))
 	}
 	return nil

@@ -3,6 +3,8 @@ package cuda
 import (
 	"fmt"
 	"strings"
+
+	"github.com/lulc/lulc/device/cuda/driver"
 )
 
 // Report describes what lulc can use: the driver, each device with its
@@ -11,17 +13,17 @@ import (
 func Report() (string, bool) {
 	var b strings.Builder
 	usable := false
-	if err := Load(); err != nil {
+	if err := driver.Load(); err != nil {
 		fmt.Fprintf(&b, "GPU: not usable: %v\n", err)
 		return b.String(), false
 	}
-	v, err := DriverVersion()
+	v, err := driver.DriverVersion()
 	if err != nil {
 		fmt.Fprintf(&b, "GPU: driver present but not usable: %v\n", err)
 		return b.String(), false
 	}
 	fmt.Fprintf(&b, "driver: CUDA %s\nkernels: PTX ISA %s\n", v, ptxVersion(ptx))
-	devs, err := Devices()
+	devs, err := driver.Devices()
 	if err != nil {
 		fmt.Fprintf(&b, "GPU: not usable: %v\n", err)
 		return b.String(), false

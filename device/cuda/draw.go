@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/learn/sampling"
+	"github.com/lulc/lulc/pixel/features"
 )
 
 // Mirror is a tile's composite (its bands' digital numbers, a plane each)
@@ -15,7 +17,7 @@ import (
 type Mirror struct {
 	dev                  *Device
 	width, height, bands int
-	dn, labels           Buffer
+	dn, labels           driver.Buffer
 }
 
 // NewMirror allocates a mirror of a width × height tile of bands bands.
@@ -27,11 +29,11 @@ func NewMirror(dev *Device, width, height, bands int) (*Mirror, error) {
 	n := uint64(width) * uint64(height)
 	err := dev.Do(func() error {
 		var err error
-		if m.dn, err = alloc(n * uint64(bands) * 2); err != nil {
+		if m.dn, err = driver.Alloc(n * uint64(bands) * 2); err != nil {
 			return err
 		}
-		if m.labels, err = alloc(n); err != nil {
-			m.dn.free()
+		if m.labels, err = driver.Alloc(n); err != nil {
+			m.dn.Free()
 		}
 		return err
 	})
@@ -44,8 +46,8 @@ func NewMirror(dev *Device, width, height, bands int) (*Mirror, error) {
 // Close frees the mirror's device memory.
 func (m *Mirror) Close() {
 	m.dev.Do(func() error {
-		m.dn.free()
-		m.labels.free()
+		m.dn.Free()
+		m.labels.Free()
 		return nil
 	})
 }
@@ -70,15 +72,15 @@ func (w *MirrorWindow) place(out uint64, width, n int) error {
 		return fmt.Errorf("cuda mirror: a %d × %d window at (%d, %d) with %d labels in a %d × %d tile", width, h, w.X, w.Y, len(w.Labels), m.width, m.height)
 	}
 	plane := int64(m.width) * int64(m.height)
-	if err := m.dev.launchAsync(0, "place_u16", int64(n*m.bands), out, int32(width), int32(h), int32(m.bands),
-		m.dn.ptr, int32(m.width), plane, int32(w.X), int32(w.Y)); err != nil {
+	if err := m.dev.LaunchAsync(0, "place_u16", int64(n*m.bands), out, int32(width), int32(h), int32(m.bands),
+		m.dn.Ptr, int32(m.width), plane, int32(w.X), int32(w.Y)); err != nil {
 		return err
 	}
-	lab, err := put(m.dev.mem, "mirror.labels", w.Labels)
+	lab, err := driver.Put(m.dev.Pool(), "mirror.labels", w.Labels)
 	if err != nil {
 		return err
 	}
-	return m.dev.launch("place_u8", int64(n), lab, int32(width), int32(h), m.labels.ptr, int32(m.width), int32(w.X), int32(w.Y))
+	return m.dev.Launch("place_u8", int64(n), lab, int32(width), int32(h), m.labels.Ptr, int32(m.width), int32(w.X), int32(w.Y))
 }
 
 // DrawNone marks a code outside the scheme in a rule's Reservoir.
@@ -86,13 +88,13 @@ const DrawNone = math.MaxUint16
 
 // rule stages a rule's tables on the device (owner goroutine).
 func (m *Mirror) rule(r *sampling.DeviceRule) (res, missing uint64, err error) {
-	var st staging
-	res = st.ptr(put(m.dev.mem, "draw.reservoir", r.Reservoir[:]))
-	missing = st.ptr(put(m.dev.mem, "draw.missing", r.Missing[:]))
+	var st driver.Staging
+	res = st.Ptr(driver.Put(m.dev.Pool(), "draw.reservoir", r.Reservoir[:]))
+	missing = st.Ptr(driver.Put(m.dev.Pool(), "draw.missing", r.Missing[:]))
 	if r.Block <= 0 || r.Bits == 0 || r.Bits > 16 || r.Buffer < 0 || r.Buffer >= r.Block {
 		return 0, 0, fmt.Errorf("cuda draw: block %d, buffer %d, %d key bits", r.Block, r.Buffer, r.Bits)
 	}
-	return res, missing, st.err
+	return res, missing, st.Err
 }
 
 // DrawCount is the draw's first pass over the mirrored tile: it adds
@@ -109,23 +111,23 @@ func (m *Mirror) DrawCount(r *sampling.DeviceRule, nres int, hist []uint32, off 
 		if err != nil {
 			return err
 		}
-		var st staging
-		dh := st.ptr(m.dev.mem.zeroed("draw.hist", uint64(4*len(hist))))
+		var st driver.Staging
+		dh := st.Ptr(m.dev.Pool().Zeroed("draw.hist", uint64(4*len(hist))))
 		// The outside counts by code, then the buffered count.
-		doff := st.ptr(m.dev.mem.zeroed("draw.off", 257*8))
-		if st.err != nil {
-			return st.err
+		doff := st.Ptr(m.dev.Pool().Zeroed("draw.off", 257*8))
+		if st.Err != nil {
+			return st.Err
 		}
 		n := int64(m.width) * int64(m.height)
-		if err := m.dev.launch("draw_count", n, m.labels.ptr, m.dn.ptr, int32(m.bands), int32(m.width), n, res, missing,
+		if err := m.dev.Launch("draw_count", n, m.labels.Ptr, m.dn.Ptr, int32(m.bands), int32(m.width), n, res, missing,
 			r.SplitBase, r.KeyBase, int32(r.Block), int32(r.Buffer), math.Float64bits(r.ValidationFraction), int32(r.Bits), dh, doff); err != nil {
 			return err
 		}
-		if err := download(hist, Buffer{ptr: dh, bytes: uint64(4 * len(hist))}); err != nil {
+		if err := driver.Download(hist, driver.Buffer{Ptr: dh, Bytes: uint64(4 * len(hist))}); err != nil {
 			return err
 		}
 		var counts [257]uint64
-		if err := download(counts[:], Buffer{ptr: doff, bytes: 257 * 8}); err != nil {
+		if err := driver.Download(counts[:], driver.Buffer{Ptr: doff, Bytes: 257 * 8}); err != nil {
 			return err
 		}
 		for code, c := range counts[:256] {
@@ -159,25 +161,25 @@ func (m *Mirror) DrawCollect(r *sampling.DeviceRule, bound []uint64, count []int
 		if err != nil {
 			return err
 		}
-		var st staging
-		dbound := st.ptr(put(m.dev.mem, "draw.bound", bound))
-		dstart := st.ptr(put(m.dev.mem, "draw.start", start))
-		dfill := st.ptr(m.dev.mem.zeroed("draw.fill", uint64(4*((len(count)+1)&^1))))
-		key := st.buf(m.dev.mem.get("draw.key", uint64(8*max(total, 1))))
-		id := st.buf(m.dev.mem.get("draw.id", uint64(8*max(total, 1))))
-		rs := st.buf(m.dev.mem.get("draw.res", uint64(2*max(total, 1))))
-		dn := st.buf(m.dev.mem.get("draw.dn", uint64(2*max(total*m.bands, 1))))
-		if st.err != nil {
-			return st.err
+		var st driver.Staging
+		dbound := st.Ptr(driver.Put(m.dev.Pool(), "draw.bound", bound))
+		dstart := st.Ptr(driver.Put(m.dev.Pool(), "draw.start", start))
+		dfill := st.Ptr(m.dev.Pool().Zeroed("draw.fill", uint64(4*((len(count)+1)&^1))))
+		key := st.Buf(m.dev.Pool().Get("draw.key", uint64(8*max(total, 1))))
+		id := st.Buf(m.dev.Pool().Get("draw.id", uint64(8*max(total, 1))))
+		rs := st.Buf(m.dev.Pool().Get("draw.res", uint64(2*max(total, 1))))
+		dn := st.Buf(m.dev.Pool().Get("draw.dn", uint64(2*max(total*m.bands, 1))))
+		if st.Err != nil {
+			return st.Err
 		}
 		n := int64(m.width) * int64(m.height)
-		if err := m.dev.launch("draw_collect", n, m.labels.ptr, m.dn.ptr, int32(m.bands), int32(m.width), n, res, missing,
+		if err := m.dev.Launch("draw_collect", n, m.labels.Ptr, m.dn.Ptr, int32(m.bands), int32(m.width), n, res, missing,
 			r.SplitBase, r.KeyBase, int32(r.Block), int32(r.Buffer), math.Float64bits(r.ValidationFraction), r.Input, dbound, dstart, dfill,
-			key.ptr, id.ptr, rs.ptr, dn.ptr); err != nil {
+			key.Ptr, id.Ptr, rs.Ptr, dn.Ptr); err != nil {
 			return err
 		}
 		fill := make([]uint32, len(count))
-		if err := download(fill, Buffer{ptr: dfill, bytes: uint64(4 * len(fill))}); err != nil {
+		if err := driver.Download(fill, driver.Buffer{Ptr: dfill, Bytes: uint64(4 * len(fill))}); err != nil {
 			return err
 		}
 		for k, c := range count {
@@ -185,7 +187,7 @@ func (m *Mirror) DrawCollect(r *sampling.DeviceRule, bound []uint64, count []int
 				return fmt.Errorf("cuda draw: reservoir %d collected %d candidates, counted %d", k, fill[k], c)
 			}
 		}
-		for _, f := range []error{download(d.Key, key), download(d.ID, id), download(d.Reservoir, rs), download(d.DN, dn)} {
+		for _, f := range []error{driver.Download(d.Key, key), driver.Download(d.ID, id), driver.Download(d.Reservoir, rs), driver.Download(d.DN, dn)} {
 			if f != nil {
 				return f
 			}
@@ -204,7 +206,7 @@ func (m *Mirror) Write(x, y, w, h int, planes [][]uint16, labels []uint8) error 
 		return fmt.Errorf("cuda mirror: %d bands into a mirror of %d", len(planes), m.bands)
 	}
 	return m.dev.Do(func() error {
-		buf, err := m.dev.mem.get("mirror.window", uint64(2*n*m.bands))
+		buf, err := m.dev.Pool().Get("mirror.window", uint64(2*n*m.bands))
 		if err != nil {
 			return err
 		}
@@ -212,11 +214,64 @@ func (m *Mirror) Write(x, y, w, h int, planes [][]uint16, labels []uint8) error 
 			if len(p) != n {
 				return fmt.Errorf("cuda mirror: band %d has %d pixels for a %d × %d window", b, len(p), w, h)
 			}
-			if err := putAt(buf.ptr+uint64(2*b*n), p); err != nil {
+			if err := driver.PutAt(buf.Ptr+uint64(2*b*n), p); err != nil {
 				return err
 			}
 		}
 		win := MirrorWindow{Mirror: m, X: x, Y: y, Labels: labels}
-		return win.place(buf.ptr, w, n)
+		return win.place(buf.Ptr, w, n)
+	})
+}
+
+// Context computes the set's context features at chosen pixels of the
+// mirrored tile, straight from their windows (context_at): the twin of
+// features.Set.ContextAt, refl being every DN's reflectance. dst gets the
+// context features of pixel (xs[p], ys[p]) at p×their count.
+func (m *Mirror) Context(set *features.Set, refl *[65536]float32, xs, ys []int, dst []float32) error {
+	ctx := set.ContextFeatures()
+	if len(xs) != len(ys) || len(dst) != len(xs)*len(ctx) {
+		return fmt.Errorf("cuda context: %d values for %d×%d pixels and %d context features", len(dst), len(xs), len(ys), len(ctx))
+	}
+	if len(set.Bands) != m.bands {
+		return fmt.Errorf("cuda context: a set of %d bands for a mirror of %d", len(set.Bands), m.bands)
+	}
+	var prog []int32
+	for _, fi := range ctx {
+		f := set.Features[fi]
+		op, ok := opCodes[f.Base.Op]
+		if !ok {
+			return fmt.Errorf("cuda: feature %s has no GPU operation %q", f.Base.Name, f.Base.Op)
+		}
+		p := [7]int32{op, 0, 0, 0, 0, int32(f.Size / 2), map[string]int32{"mean": 0, "std": 1, "range": 2}[f.Stat]}
+		for k, pos := range set.Inputs(fi) {
+			p[1+k] = int32(pos)
+		}
+		prog = append(prog, p[:]...)
+	}
+	px, py := make([]int32, len(xs)), make([]int32, len(ys))
+	for i := range xs {
+		if xs[i] < 0 || xs[i] >= m.width || ys[i] < 0 || ys[i] >= m.height {
+			return fmt.Errorf("cuda context: pixel (%d, %d) outside the %d×%d tile", xs[i], ys[i], m.width, m.height)
+		}
+		px[i], py[i] = int32(xs[i]), int32(ys[i])
+	}
+	if len(xs) == 0 || len(ctx) == 0 {
+		return nil
+	}
+	return m.dev.Do(func() error {
+		mem := m.dev.Pool()
+		var st driver.Staging
+		table := st.Ptr(driver.Put(mem, "context.table", refl[:]))
+		dx := st.Ptr(driver.Put(mem, "context.xs", px))
+		dy := st.Ptr(driver.Put(mem, "context.ys", py))
+		dp := st.Ptr(driver.Put(mem, "context.prog", prog))
+		out := st.Buf(mem.Get("context.out", uint64(len(dst))*4))
+		if st.Err != nil {
+			return st.Err
+		}
+		if err := m.dev.Launch("context_at", int64(len(dst)), m.dn.Ptr, int32(m.width), int32(m.height), table, dx, dy, int64(len(xs)), dp, int32(len(ctx)), out.Ptr); err != nil {
+			return err
+		}
+		return driver.Download(dst, driver.Buffer{Ptr: out.Ptr, Bytes: uint64(len(dst)) * 4})
 	})
 }

@@ -3,13 +3,16 @@ package cuda
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/learn/sampling"
 	"github.com/lulc/lulc/pixel/composite"
+	"github.com/lulc/lulc/pixel/features"
 )
 
 // drawTile is a random tile for the draw: patchy labels with codes
@@ -257,10 +260,10 @@ func TestCompositeMirrored(t *testing.T) {
 	}
 	gotDN, gotLab := make([]uint16, nb*w*h), make([]uint8, w*h)
 	if err := d.Do(func() error {
-		if err := download(gotDN, m.dn); err != nil {
+		if err := driver.Download(gotDN, m.dn); err != nil {
 			return err
 		}
-		return download(gotLab, m.labels)
+		return driver.Download(gotLab, m.labels)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -271,5 +274,67 @@ func TestCompositeMirrored(t *testing.T) {
 	err = m.Write(w-10, 0, 20, 1, [][]uint16{make([]uint16, 20), make([]uint16, 20), make([]uint16, 20)}, make([]uint8, 20))
 	if err == nil {
 		t.Error("a window past the tile's edge was accepted")
+	}
+}
+
+// TestMirrorContextBitExact checks the context features of chosen pixels
+// of a tile held on the device (Mirror.Context, context_at) against
+// features.Set.ContextAt: pixels everywhere, corners and edges included,
+// with nodata and clamped values.
+func TestMirrorContextBitExact(t *testing.T) {
+	d := gpu(t)
+	defer d.Close()
+	bands := []string{"B02", "B03", "B04", "B08", "B11"}
+	names := []string{"B04", "mean(B08,15)", "std(B08,15)", "range(B08,15)", "std(ndvi,7)", "mean(ndwi,3)",
+		"range(evi,5)", "mean(bsi,9)", "std(nd(B03,B11),31)", "ndvi"}
+	set, err := features.NewSet(names, bands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const w, h = 301, 257
+	r := rand.New(rand.NewPCG(51, 52))
+	planes := make([][]uint16, len(bands))
+	for b := range planes {
+		planes[b] = make([]uint16, w*h)
+		for i := range planes[b] {
+			planes[b][i] = uint16(800 + (i/w/11+i%w/13+b)%5*900 + r.IntN(700))
+			switch r.IntN(200) {
+			case 0, 1, 2:
+				planes[b][i] = 0
+			case 3:
+				planes[b][i] = 65535
+			}
+		}
+	}
+	var refl [65536]float32
+	for v := range refl {
+		refl[v] = float32(float32(v)*1e-4) + -0.1
+	}
+	refl[0] = float32(math.NaN())
+	m, err := NewMirror(d, w, h, len(bands))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Write(0, 0, w, h, planes, make([]uint8, w*h)); err != nil {
+		t.Fatal(err)
+	}
+	xs, ys := []int{0, w - 1, 0, w - 1}, []int{0, 0, h - 1, h - 1}
+	for range 5000 {
+		xs, ys = append(xs, r.IntN(w)), append(ys, r.IntN(h))
+	}
+	k := len(set.ContextFeatures())
+	want, got := make([]float32, len(xs)*k), make([]float32, len(xs)*k)
+	if err := set.ContextAt(want, xs, ys, w, h, func(b, i int) float32 { return refl[planes[b][i]] }); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Context(set, &refl, xs, ys, got); err != nil {
+		t.Fatal(err)
+	}
+	if i := sameBits(want, got); i >= 0 {
+		t.Fatalf("pixel (%d, %d), %s: CPU %v, GPU %v", xs[i/k], ys[i/k], set.Features[set.ContextFeatures()[i%k]].Name, want[i], got[i])
+	}
+	if err := m.Context(set, &refl, []int{w}, []int{0}, got[:k]); err == nil {
+		t.Error("a pixel outside the tile was accepted")
 	}
 }

@@ -3,11 +3,10 @@ package cuda
 import (
 	"cmp"
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
-	"unsafe"
 
+	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/geo/decode"
 )
 
@@ -29,7 +28,7 @@ const (
 // used tile makes room, never one the current call uses. Used on the owner
 // goroutine only.
 type tileCache struct {
-	slab      Buffer
+	slab      driver.Buffer
 	slotBytes uint64
 	slot      map[string]int // key → slot
 	key       []string       // slot → key, "" when free
@@ -39,8 +38,8 @@ type tileCache struct {
 }
 
 func newTileCache(slotBytes uint64) (*tileCache, error) {
-	var free, total uint64
-	if err := check(api.memGetInfo(&free, &total), "cuMemGetInfo"); err != nil {
+	free, _, err := driver.MemGetInfo()
+	if err != nil {
 		return nil, err
 	}
 	return newTileCacheSlots(slotBytes, int(min(maxTileCacheBytes, max(minTileCacheBytes, free/4))/slotBytes))
@@ -51,7 +50,7 @@ func newTileCacheSlots(slotBytes uint64, n int) (*tileCache, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("cuda tile cache: tiles of %d bytes", slotBytes)
 	}
-	b, err := alloc(uint64(n) * slotBytes)
+	b, err := driver.Alloc(uint64(n) * slotBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +69,7 @@ func (c *tileCache) lookup(key string) (uint64, bool) {
 		return 0, false
 	}
 	c.used[i] = c.call
-	return c.slab.ptr + uint64(i)*c.slotBytes, true
+	return c.slab.Ptr + uint64(i)*c.slotBytes, true
 }
 
 // find returns the address of decoded tile key when the cache holds it
@@ -108,7 +107,7 @@ func (c *tileCache) claim(key string) (uint64, bool) {
 	i := c.free[len(c.free)-1]
 	c.free = c.free[:len(c.free)-1]
 	c.key[i], c.slot[key], c.used[i] = key, i, c.call
-	return c.slab.ptr + uint64(i)*c.slotBytes, true
+	return c.slab.Ptr + uint64(i)*c.slotBytes, true
 }
 
 // forget drops a tile whose decoding failed.
@@ -122,7 +121,7 @@ func (c *tileCache) forget(key string) {
 
 func (c *tileCache) release() {
 	if c != nil {
-		c.slab.free()
+		c.slab.Free()
 	}
 }
 
@@ -298,11 +297,11 @@ func (d *Device) decodeScratch(rects []rectOut) ([]decode.Format, map[decode.For
 	}
 	scratch := map[decode.Format]uint64{}
 	for k, f := range formats {
-		b, err := d.mem.get("decode.scratch."+strconv.Itoa(k), uint64(tiles[f]*f.TileBytes()))
+		b, err := d.Pool().Get("decode.scratch."+strconv.Itoa(k), uint64(tiles[f]*f.TileBytes()))
 		if err != nil {
 			return nil, nil, err
 		}
-		scratch[f] = b.ptr
+		scratch[f] = b.Ptr
 	}
 	return formats, scratch, nil
 }
@@ -314,14 +313,14 @@ func (d *Device) gatherRects(rects []rectOut, tables [][]uint64) error {
 	for _, t := range tables {
 		all = append(all, t...)
 	}
-	ptab, err := put(d.mem, "decode.tables", all)
+	ptab, err := driver.Put(d.Pool(), "decode.tables", all)
 	if err != nil {
 		return err
 	}
 	at := uint64(0)
 	for ri, ro := range rects {
 		r := ro.r
-		if err := d.launchAsync(0, "gather_tiles", int64(r.W*r.H), ptab+8*at, int32(r.TX0), int32(r.TY0), int32(r.TW),
+		if err := d.LaunchAsync(0, "gather_tiles", int64(r.W*r.H), ptab+8*at, int32(r.TX0), int32(r.TY0), int32(r.TW),
 			int32(r.Format.W), int32(r.Format.H), int32(r.X), int32(r.Y), int32(r.W), int32(r.H), int32(r.Fill), ro.dst); err != nil {
 			return err
 		}
@@ -364,7 +363,7 @@ type AheadBatch struct {
 
 // heldBuffer is one format's compressed tiles of a batch on the device.
 type heldBuffer struct {
-	buf  Buffer
+	buf  driver.Buffer
 	keys []string
 }
 
@@ -428,12 +427,12 @@ func (b *AheadBatch) Add(f decode.Format, data []byte, off []uint64, size []uint
 // launch per format: one warp decodes one tile, at a few MB/s, so the
 // device reaches its throughput only with thousands of tiles in flight.
 // A row's compressed bytes (a gigabyte and more at a dozen dates) cross
-// to the device on the copier goroutine (Device.aside), through pinned
-// staging buffers filled on every core (stager), while the owner goes on
-// with the windows' work; the owner then picks the tiles the cache lacks
+// to the device on the copier goroutine (driver.Device.CopyAside),
+// through pinned staging buffers filled on every core, while the owner
+// goes on with the windows' work; the owner then picks the tiles the cache lacks
 // and decodes them in one atomic step, so no window sees a slot claimed
 // but not yet decoded; both steps go before the windows' calls waiting
-// for the owner (Device.doFirst).
+// for the owner (driver.Device.DoFirst).
 //
 // The device keeps its copy of the compressed tiles (those HoldsAhead
 // names) until ReleaseAhead: a tile the cache had no room for, or evicted
@@ -457,12 +456,12 @@ func DecodeAhead(dev *Device, b *AheadBatch) (err error) {
 	staged := !dev.opt.Pageable
 	for _, f := range b.formats {
 		p := b.packed[f]
-		var src Buffer
+		var src driver.Buffer
 		var h *heldBuffer // the device's copy of the format's tiles, if it keeps one
 		if HoldsAhead(f) && len(p.data) > 0 {
 			h = &heldBuffer{keys: b.keys[f]}
-			if err := dev.doFirst(func() (err error) {
-				if h.buf, err = alloc(uint64(len(p.data))); err == nil {
+			if err := dev.DoFirst(func() (err error) {
+				if h.buf, err = driver.Alloc(uint64(len(p.data))); err == nil {
 					dev.heldBufs[h] = true
 				}
 				return err
@@ -471,20 +470,11 @@ func DecodeAhead(dev *Device, b *AheadBatch) (err error) {
 			}
 			b.held = append(b.held, h)
 			src = h.buf
-			if err := dev.aside(func() error {
-				if staged {
-					return dev.stagedCopy(src.ptr, p.data)
-				}
-				if err := check(api.memcpyHtoDAsync(src.ptr, unsafe.Pointer(&p.data[0]), uint64(len(p.data)), dev.copyStream), "cuMemcpyHtoDAsync ahead"); err != nil {
-					return err
-				}
-				return check(api.streamSync(dev.copyStream), "cuStreamSynchronize ahead")
-			}); err != nil {
+			if err := dev.CopyAside(src.Ptr, p.data, !staged); err != nil {
 				return err
 			}
-			runtime.KeepAlive(p.data)
 		}
-		if err := dev.doFirst(func() error {
+		if err := dev.DoFirst(func() error {
 			if h != nil {
 				for k, key := range h.keys {
 					dev.held[key] = heldTile{h, p.off[k], p.size[k]}
@@ -525,7 +515,7 @@ func ReleaseAhead(dev *Device, b *AheadBatch) {
 			}
 			if dev.heldBufs[h] {
 				delete(dev.heldBufs, h)
-				h.buf.free()
+				h.buf.Free()
 			}
 		}
 		return nil
@@ -535,7 +525,7 @@ func ReleaseAhead(dev *Device, b *AheadBatch) {
 // decodeAhead decodes the tiles of p the cache lacks into slots it claims
 // for them; src holds p's bytes on the device already (compressed tiles),
 // or is zero (uncompressed tiles, copied straight into their slots).
-func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles, src Buffer) error {
+func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles, src driver.Buffer) error {
 	d.tileCall++
 	if !d.cacheFor(uint64(f.TileBytes())) {
 		return nil
@@ -562,7 +552,7 @@ func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles, src 
 	sel.data = p.data
 	var s stagedTiles
 	var err error
-	if src.ptr != 0 {
+	if src.Ptr != 0 {
 		s, err = d.stageOnDevice(sel, src, dst)
 	} else {
 		s, err = d.stageTiles(sel, f, dst)

@@ -1,4 +1,4 @@
-package cuda
+package driver
 
 import (
 	"bytes"
@@ -37,14 +37,14 @@ func TestStagerCopy(t *testing.T) {
 		}
 		var dst Buffer
 		must(t, d.Do(func() (err error) {
-			dst, err = alloc(uint64(n))
+			dst, err = Alloc(uint64(n))
 			return err
 		}))
-		must(t, d.aside(func() error { return d.stagedCopy(dst.ptr, src) }))
+		must(t, d.CopyAside(dst.Ptr, src, false))
 		got := make([]byte, n)
 		must(t, d.Do(func() error {
-			defer dst.free()
-			return download(got, dst)
+			defer dst.Free()
+			return Download(got, dst)
 		}))
 		if !bytes.Equal(got, src) {
 			t.Errorf("%d bytes: the device's copy differs", n)

@@ -1,10 +1,12 @@
-package cuda
+package classifier
 
 import (
 	"errors"
 	"fmt"
 	"math"
 
+	"github.com/lulc/lulc/device/cuda"
+	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/learn/aoa"
 	"github.com/lulc/lulc/pixel/features"
 )
@@ -14,13 +16,16 @@ import (
 // float64 with each operation rounded on its own, the same bits as
 // aoa.Index and aoa.Reference.DI.
 type AOA struct {
-	Dev                 *Device
+	Dev                 *cuda.Device
 	ref                 *aoa.Reference
-	points, mean, scale Buffer
+	points, mean, scale driver.Buffer
+	// maxChunk, when set, is the pixels per chunk instead of
+	// predictChunk's (tests).
+	maxChunk int
 }
 
 // NewAOA uploads a Reference's points, means and scales once.
-func NewAOA(dev *Device, ref *aoa.Reference) (*AOA, error) {
+func NewAOA(dev *cuda.Device, ref *aoa.Reference) (*AOA, error) {
 	nf := ref.Features()
 	if nf < 1 || nf > 64 {
 		return nil, fmt.Errorf("cuda aoa: %d features (1 to 64)", nf)
@@ -28,13 +33,13 @@ func NewAOA(dev *Device, ref *aoa.Reference) (*AOA, error) {
 	a := &AOA{Dev: dev, ref: ref}
 	err := dev.Do(func() error {
 		var err error
-		if a.points, err = upload(ref.Points); err != nil {
+		if a.points, err = driver.Upload(ref.Points); err != nil {
 			return err
 		}
-		if a.mean, err = upload(ref.Mean); err != nil {
+		if a.mean, err = driver.Upload(ref.Mean); err != nil {
 			return err
 		}
-		a.scale, err = upload(ref.Scale)
+		a.scale, err = driver.Upload(ref.Scale)
 		return err
 	})
 	if err != nil {
@@ -60,22 +65,22 @@ func (a *AOA) DI(feats [][]float32, di []float32) error {
 		return nil
 	}
 	return a.Dev.Do(func() error {
-		m := a.Dev.mem
-		var st staging
-		in := st.buf(m.get("aoa.in", uint64(n*nf)*4))
-		out := st.buf(m.get("aoa.out", uint64(n)*4))
-		if st.err != nil {
-			return st.err
+		m := a.Dev.Pool()
+		var st driver.Staging
+		in := st.Buf(m.Get("aoa.in", uint64(n*nf)*4))
+		out := st.Buf(m.Get("aoa.out", uint64(n)*4))
+		if st.Err != nil {
+			return st.Err
 		}
 		for f, plane := range feats {
-			if err := putAt(in.ptr+uint64(f*n*4), plane); err != nil {
+			if err := driver.PutAt(in.Ptr+uint64(f*n*4), plane); err != nil {
 				return err
 			}
 		}
-		if err := a.run(in.ptr, int64(n), 0, int64(n), out.ptr); err != nil {
+		if err := a.run(in.Ptr, int64(n), 0, int64(n), out.Ptr); err != nil {
 			return err
 		}
-		return download(di, out)
+		return driver.Download(di, out)
 	})
 }
 
@@ -124,21 +129,21 @@ func (a *AOA) DIFromDN(fe *Features, b features.DN, pixels []int32, di []float32
 		b.Planes = dn // the planes the set uses
 		return a.fromBlock(fe, b, pixels, di)
 	}
-	chunk := min(n, a.Dev.predictChunk())
+	chunk := min(n, predictChunk(a.maxChunk))
 	return a.Dev.Do(func() error {
 		prog, err := fe.program()
 		if err != nil {
 			return err
 		}
-		m := a.Dev.mem
-		var st staging
-		ddn := st.buf(m.get("aoa.dn", uint64(chunk*nb)*2))
-		bands := st.buf(m.get("aoa.bands", uint64(chunk*nb)*4))
-		feats := st.buf(m.get("aoa.feats", uint64(chunk*nf)*4))
-		idx := st.buf(m.get("aoa.pixels", uint64(len(pixels))*4))
-		out := st.buf(m.get("aoa.out", uint64(len(pixels))*4))
-		if st.err != nil {
-			return st.err
+		m := a.Dev.Pool()
+		var st driver.Staging
+		ddn := st.Buf(m.Get("aoa.dn", uint64(chunk*nb)*2))
+		bands := st.Buf(m.Get("aoa.bands", uint64(chunk*nb)*4))
+		feats := st.Buf(m.Get("aoa.feats", uint64(chunk*nf)*4))
+		idx := st.Buf(m.Get("aoa.pixels", uint64(len(pixels))*4))
+		out := st.Buf(m.Get("aoa.out", uint64(len(pixels))*4))
+		if st.Err != nil {
+			return st.Err
 		}
 		local := make([]int32, len(pixels))
 		for k, lo := 0, 0; lo < n; lo += chunk {
@@ -153,24 +158,24 @@ func (a *AOA) DIFromDN(fe *Features, b features.DN, pixels []int32, di []float32
 			}
 			c := hi - lo
 			for b, plane := range dn {
-				if err := putAt(ddn.ptr+uint64(b*c*2), plane[lo:hi]); err != nil {
+				if err := driver.PutAt(ddn.Ptr+uint64(b*c*2), plane[lo:hi]); err != nil {
 					return err
 				}
 			}
-			if err := putAt(idx.ptr+uint64(k0*4), local[k0:k]); err != nil {
+			if err := driver.PutAt(idx.Ptr+uint64(k0*4), local[k0:k]); err != nil {
 				return err
 			}
-			if err := a.Dev.launch("reflectance", int64(c*nb), ddn.ptr, int64(c*nb), int32(nodata), scale, offset, bands.ptr); err != nil {
+			if err := a.Dev.Launch("reflectance", int64(c*nb), ddn.Ptr, int64(c*nb), int32(nodata), scale, offset, bands.Ptr); err != nil {
 				return err
 			}
-			if err := a.Dev.launch(fe.kernel(), int64(c), bands.ptr, int32(nb), int64(c), prog, int32(nf), feats.ptr); err != nil {
+			if err := a.Dev.Launch(fe.kernel(), int64(c), bands.Ptr, int32(nb), int64(c), prog, int32(nf), feats.Ptr); err != nil {
 				return err
 			}
-			if err := a.run(feats.ptr, int64(c), idx.ptr+uint64(k0*4), int64(k-k0), out.ptr+uint64(k0*4)); err != nil {
+			if err := a.run(feats.Ptr, int64(c), idx.Ptr+uint64(k0*4), int64(k-k0), out.Ptr+uint64(k0*4)); err != nil {
 				return err
 			}
 		}
-		return download(di, out)
+		return driver.Download(di, out)
 	})
 }
 
@@ -186,32 +191,32 @@ func (a *AOA) fromBlock(fe *Features, b features.DN, pixels []int32, di []float3
 		if err != nil {
 			return err
 		}
-		m := a.Dev.mem
-		var st staging
-		ddn := st.buf(m.get("aoa.dn", uint64(ph*nb)*2))
-		feats := st.buf(m.get("aoa.feats", uint64(n*nf)*4))
-		idx := st.buf(m.get("aoa.pixels", uint64(len(pixels))*4))
-		out := st.buf(m.get("aoa.out", uint64(len(pixels))*4))
-		if st.err != nil {
-			return st.err
+		m := a.Dev.Pool()
+		var st driver.Staging
+		ddn := st.Buf(m.Get("aoa.dn", uint64(ph*nb)*2))
+		feats := st.Buf(m.Get("aoa.feats", uint64(n*nf)*4))
+		idx := st.Buf(m.Get("aoa.pixels", uint64(len(pixels))*4))
+		out := st.Buf(m.Get("aoa.out", uint64(len(pixels))*4))
+		if st.Err != nil {
+			return st.Err
 		}
 		for b, plane := range dn {
-			if err := putAt(ddn.ptr+uint64(b*ph*2), plane); err != nil {
+			if err := driver.PutAt(ddn.Ptr+uint64(b*ph*2), plane); err != nil {
 				return err
 			}
 		}
-		if err := putAt(idx.ptr, pixels); err != nil {
+		if err := driver.PutAt(idx.Ptr, pixels); err != nil {
 			return err
 		}
 		// The pass queues on the null stream; aoa_di's launch waits for
 		// the device.
-		if err := fe.contextPass(0, ddn.ptr, b, prog, feats.ptr); err != nil {
+		if err := fe.contextPass(0, ddn.Ptr, b, prog, feats.Ptr); err != nil {
 			return err
 		}
-		if err := a.run(feats.ptr, int64(n), idx.ptr, int64(len(pixels)), out.ptr); err != nil {
+		if err := a.run(feats.Ptr, int64(n), idx.Ptr, int64(len(pixels)), out.Ptr); err != nil {
 			return err
 		}
-		return download(di, out)
+		return driver.Download(di, out)
 	})
 }
 
@@ -219,17 +224,17 @@ func (a *AOA) fromBlock(fe *Features, b features.DN, pixels []int32, di []float3
 // at in (owner goroutine); pixels 0 means the first n of each plane.
 func (a *AOA) run(in uint64, stride int64, pixels uint64, n int64, out uint64) error {
 	r := a.ref
-	return a.Dev.launch("aoa_di", n, in, int32(r.Features()), stride, pixels, n, a.points.ptr, int32(r.N),
-		a.mean.ptr, a.scale.ptr, int64(math.Float64bits(r.MeanDistance)), out)
+	return a.Dev.Launch("aoa_di", n, in, int32(r.Features()), stride, pixels, n, a.points.Ptr, int32(r.N),
+		a.mean.Ptr, a.scale.Ptr, int64(math.Float64bits(r.MeanDistance)), out)
 }
 
 // Close frees the device copies.
 func (a *AOA) Close() {
 	a.Dev.Do(func() error {
-		for _, b := range []*Buffer{&a.points, &a.mean, &a.scale} {
-			if b.ptr != 0 {
-				b.free()
-				*b = Buffer{}
+		for _, b := range []*driver.Buffer{&a.points, &a.mean, &a.scale} {
+			if b.Ptr != 0 {
+				b.Free()
+				*b = driver.Buffer{}
 			}
 		}
 		return nil

@@ -1,4 +1,4 @@
-package cuda
+package classifier
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lulc/lulc/device/cuda"
+	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/learn/forest"
 )
 
@@ -32,7 +34,13 @@ const (
 // logf (may be nil) hears about batching and about retries after running
 // out of memory. Once ctx is done (an interrupt) every device stops before
 // its next tree level and Train returns ctx's error.
-func Train(ctx context.Context, devs []*Device, x *forest.Binned, y []uint8, classes int, p forest.Params, logf func(format string, args ...any)) (*forest.Forest, error) {
+func Train(ctx context.Context, devs []*cuda.Device, x *forest.Binned, y []uint8, classes int, p forest.Params, logf func(format string, args ...any)) (*forest.Forest, error) {
+	return train(ctx, devs, trainSet{x: x, y: y, classes: classes}, p, logf)
+}
+
+// train is Train on d (its nbins found here).
+func train(ctx context.Context, devs []*cuda.Device, d trainSet, p forest.Params, logf func(format string, args ...any)) (*forest.Forest, error) {
+	x, y, classes := d.x, d.y, d.classes
 	if len(devs) == 0 {
 		return nil, errors.New("gpu train: no device")
 	}
@@ -48,7 +56,7 @@ func Train(ctx context.Context, devs []*Device, x *forest.Binned, y []uint8, cla
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	nbins := maxCode(x.Codes) + 1
+	d.nbins = maxCode(x.Codes) + 1
 	n := min(len(devs), p.Trees)
 	trees := make([][]forest.Tree, n)
 	imp := make([][][]float64, n)
@@ -60,7 +68,7 @@ func Train(ctx context.Context, devs []*Device, x *forest.Binned, y []uint8, cla
 			ids = append(ids, uint64(t))
 		}
 		wg.Go(func() {
-			trees[k], imp[k], errs[k] = trainOn(ctx, devs[k], trainSet{x, y, classes, nbins}, p, ids, logf)
+			trees[k], imp[k], errs[k] = trainOn(ctx, devs[k], d, p, ids, logf)
 		})
 	}
 	wg.Wait()
@@ -74,24 +82,26 @@ func Train(ctx context.Context, devs []*Device, x *forest.Binned, y []uint8, cla
 }
 
 // trainSet is what the trees grow on: the binned rows x with their class
-// indices y, the number of classes, and the bins a feature's codes take.
+// indices y, the number of classes, and the bins a feature's codes take;
+// maxBatch, when set, is the most trees a device grows at once (tests
+// lower it to grow in several batches).
 type trainSet struct {
-	x              *forest.Binned
-	y              []uint8
-	classes, nbins int
+	x                        *forest.Binned
+	y                        []uint8
+	classes, nbins, maxBatch int
 }
 
 // trainOn grows the trees ids on one device.
-func trainOn(ctx context.Context, dev *Device, d trainSet, p forest.Params, ids []uint64, logf func(format string, args ...any)) ([]forest.Tree, [][]float64, error) {
+func trainOn(ctx context.Context, dev *cuda.Device, d trainSet, p forest.Params, ids []uint64, logf func(format string, args ...any)) ([]forest.Tree, [][]float64, error) {
 	x, y, classes, nbins := d.x, d.y, d.classes, d.nbins
-	e := &grower{dev: dev, x: x, classes: classes, p: p, mtry: p.Mtry(x.F), nbins: nbins, mem: pool{},
-		profile: dev.opt.TrainProfile, prof: map[string]time.Duration{}}
+	e := &grower{dev: dev, x: x, classes: classes, p: p, mtry: p.Mtry(x.F), nbins: nbins, mem: driver.Pool{},
+		profile: dev.Options().TrainProfile, prof: map[string]time.Duration{}}
 	if err := dev.Do(func() error {
 		var err error
-		if e.codes, err = upload(x.Codes); err != nil {
+		if e.codes, err = driver.Upload(x.Codes); err != nil {
 			return fmt.Errorf("gpu train: upload %d×%d codes to GPU %d: %w", x.N, x.F, dev.Index, err)
 		}
-		if e.y, err = upload(y); err != nil {
+		if e.y, err = driver.Upload(y); err != nil {
 			return fmt.Errorf("gpu train: upload labels to GPU %d: %w", dev.Index, err)
 		}
 		return nil
@@ -109,8 +119,8 @@ func trainOn(ctx context.Context, dev *Device, d trainSet, p forest.Params, ids 
 	// a row); keep a quarter of the free memory for histograms and tables.
 	perTree := 12 * uint64(x.N)
 	batch := min(len(ids), int(free*3/4/perTree))
-	if dev.opt.maxBatch > 0 {
-		batch = min(batch, dev.opt.maxBatch)
+	if d.maxBatch > 0 {
+		batch = min(batch, d.maxBatch)
 	}
 	if batch < 1 {
 		return nil, nil, fmt.Errorf("gpu train: one tree over %d rows needs %.1f GB of memory on GPU %d, %.1f GB are free", x.N, float64(perTree)/1e9, dev.Index, float64(free)/1e9)
@@ -125,7 +135,7 @@ func trainOn(ctx context.Context, dev *Device, d trainSet, p forest.Params, ids 
 		n := min(batch, len(ids)-t0)
 		tr, ti, err := forest.Grow(ctx, e, ids[t0:t0+n], classes, x.F, p)
 		if err != nil {
-			if errors.Is(err, ErrorOutOfMemory) && n > 1 {
+			if errors.Is(err, driver.ErrorOutOfMemory) && n > 1 {
 				batch = n / 2
 				logf("gpu train: out of memory on GPU %d with %d trees at once; retrying with %d", dev.Index, n, batch)
 				e.freeBatch()
@@ -174,19 +184,19 @@ func maxCode(codes []uint8) int {
 // level's node tables: node h's rows are rows[cur][base[h] : base[h]+size[h]]
 // of tree tree[h] (base includes tree × N).
 type grower struct {
-	dev     *Device
+	dev     *cuda.Device
 	x       *forest.Binned
 	classes int
 	p       forest.Params
 	mtry    int
 	nbins   int
 
-	codes, y Buffer
-	w        Buffer    // bootstrap weights, batch × N
-	rows     [2]Buffer // the ping-pong row lists
+	codes, y driver.Buffer
+	w        driver.Buffer    // bootstrap weights, batch × N
+	rows     [2]driver.Buffer // the ping-pong row lists
 	batch    int
 	cur      int
-	mem      pool
+	mem      driver.Pool
 
 	base []int64
 	size []int32
@@ -196,7 +206,7 @@ type grower struct {
 	// tables, transfers and kernels) and levels grown.
 	splitTime, partTime time.Duration
 	levels              int
-	// With Options.TrainProfile, kernels are waited for one group at a
+	// With cuda.Options.TrainProfile, kernels are waited for one group at a
 	// time and timed apart.
 	profile bool
 	prof    map[string]time.Duration
@@ -209,7 +219,7 @@ func (e *grower) mark(name string) {
 	if !e.profile {
 		return
 	}
-	api.ctxSynchronize()
+	driver.Synchronize()
 	now := time.Now()
 	if name != "" {
 		e.prof[name] += now.Sub(e.last)
@@ -220,12 +230,12 @@ func (e *grower) mark(name string) {
 func (e *grower) close() {
 	e.dev.Do(func() error {
 		e.freeBatchLocked()
-		for _, b := range []Buffer{e.codes, e.y} {
-			if b.ptr != 0 {
-				b.free()
+		for _, b := range []driver.Buffer{e.codes, e.y} {
+			if b.Ptr != 0 {
+				b.Free()
 			}
 		}
-		e.mem.release()
+		e.mem.Release()
 		return nil
 	})
 }
@@ -233,12 +243,12 @@ func (e *grower) close() {
 func (e *grower) freeBatch() { e.dev.Do(func() error { e.freeBatchLocked(); return nil }) }
 
 func (e *grower) freeBatchLocked() {
-	for _, b := range []Buffer{e.w, e.rows[0], e.rows[1]} {
-		if b.ptr != 0 {
-			b.free()
+	for _, b := range []driver.Buffer{e.w, e.rows[0], e.rows[1]} {
+		if b.Ptr != 0 {
+			b.Free()
 		}
 	}
-	e.w, e.rows, e.batch = Buffer{}, [2]Buffer{}, 0
+	e.w, e.rows, e.batch = driver.Buffer{}, [2]driver.Buffer{}, 0
 }
 
 // Roots draws the batch's bootstraps and lists each tree's rows.
@@ -251,46 +261,46 @@ func (e *grower) Roots(trees []uint64) ([][]int64, []int, error) {
 		if e.batch != t {
 			e.freeBatchLocked()
 			var err error
-			if e.w, err = alloc(uint64(t) * uint64(n) * 4); err != nil {
+			if e.w, err = driver.Alloc(uint64(t) * uint64(n) * 4); err != nil {
 				return fmt.Errorf("gpu train: weights for %d trees: %w", t, err)
 			}
 			for k := range e.rows {
-				if e.rows[k], err = alloc(uint64(t) * uint64(n) * 4); err != nil {
+				if e.rows[k], err = driver.Alloc(uint64(t) * uint64(n) * 4); err != nil {
 					return fmt.Errorf("gpu train: row lists for %d trees: %w", t, err)
 				}
 			}
 			e.batch = t
 		}
-		if err := check(api.memsetD32(e.w.ptr, 0, uint64(t)*uint64(n)), "cuMemsetD32 weights"); err != nil {
-			return err
+		if err := driver.Memset32(e.w.Ptr, 0, uint64(t)*uint64(n)); err != nil {
+			return fmt.Errorf("weights: %w", err)
 		}
-		var st staging
-		ids := st.ptr(put(e.mem, "trees", trees))
-		if st.err != nil {
-			return st.err
+		var st driver.Staging
+		ids := st.Ptr(driver.Put(e.mem, "trees", trees))
+		if st.Err != nil {
+			return st.Err
 		}
 		boot := int32(0)
 		if e.p.Bootstrap {
 			boot = 1
 		}
 		grid := uint32(min((int64(t)*n+255)/256, int64(e.dev.SMs*32)))
-		if err := e.dev.launchGrid(0, "rf_boot", grid, 1, 256, 0, e.w.ptr, n, int32(t), e.p.Seed, ids, boot); err != nil {
+		if err := e.dev.LaunchGrid(0, "rf_boot", [3]uint32{grid, 1, 1}, 256, 0, e.w.Ptr, n, int32(t), e.p.Seed, ids, boot); err != nil {
 			return err
 		}
-		cur := st.ptr(e.mem.zeroed("cursor", uint64(t)*4))
-		cnt := st.ptr(e.mem.zeroed("rootcounts", uint64(t*e.classes)*8))
-		if st.err != nil {
-			return st.err
+		cur := st.Ptr(e.mem.Zeroed("cursor", uint64(t)*4))
+		cnt := st.Ptr(e.mem.Zeroed("rootcounts", uint64(t*e.classes)*8))
+		if st.Err != nil {
+			return st.Err
 		}
 		gx := uint32(min((n+255)/256, int64(e.dev.SMs*4)))
-		if err := e.dev.launchGrid(0, "rf_root", gx, uint32(t), 256, 0, e.w.ptr, n, e.y.ptr, int32(e.classes), e.rows[0].ptr, cur, cnt); err != nil {
+		if err := e.dev.LaunchGrid(0, "rf_root", [3]uint32{gx, uint32(t), 1}, 256, 0, e.w.Ptr, n, e.y.Ptr, int32(e.classes), e.rows[0].Ptr, cur, cnt); err != nil {
 			return err
 		}
 		e.cur = 0
-		if err := download(cursor, Buffer{ptr: cur}); err != nil {
+		if err := driver.Download(cursor, driver.Buffer{Ptr: cur}); err != nil {
 			return err
 		}
-		return download(counts, Buffer{ptr: cnt})
+		return driver.Download(counts, driver.Buffer{Ptr: cnt})
 	})
 	if err != nil {
 		return nil, nil, err
@@ -344,17 +354,17 @@ func (e *grower) Splits(tasks []forest.Task) ([]forest.Split, error) {
 	oscore := make([]float64, k)
 	oleft := make([]uint32, k*c)
 	err := e.dev.Do(func() error {
-		var st staging
-		bp := st.ptr(put(e.mem, "base", base))
-		sp := st.ptr(put(e.mem, "size", size))
-		tp := st.ptr(put(e.mem, "tree", tree))
-		fp := st.ptr(put(e.mem, "feats", feats))
-		of := st.buf(e.mem.get("ofeat", uint64(k)*4))
-		ob := st.buf(e.mem.get("obin", uint64(k)*4))
-		osc := st.buf(e.mem.get("oscore", uint64(k)*8))
-		ol := st.buf(e.mem.get("oleft", uint64(k*c)*4))
-		if st.err != nil {
-			return st.err
+		var st driver.Staging
+		bp := st.Ptr(driver.Put(e.mem, "base", base))
+		sp := st.Ptr(driver.Put(e.mem, "size", size))
+		tp := st.Ptr(driver.Put(e.mem, "tree", tree))
+		fp := st.Ptr(driver.Put(e.mem, "feats", feats))
+		of := st.Buf(e.mem.Get("ofeat", uint64(k)*4))
+		ob := st.Buf(e.mem.Get("obin", uint64(k)*4))
+		osc := st.Buf(e.mem.Get("oscore", uint64(k)*8))
+		ol := st.Buf(e.mem.Get("oleft", uint64(k*c)*4))
+		if st.Err != nil {
+			return st.Err
 		}
 		cells := uint64(e.nbins * c)
 		// Histograms of all candidates at once when they fit in the
@@ -364,17 +374,17 @@ func (e *grower) Splits(tasks []forest.Task) ([]forest.Split, error) {
 			jn = e.mtry
 		}
 		shared := uint32(uint64(jn) * (cells + uint64(c)) * 4)
-		rows := e.rows[e.cur].ptr
+		rows := e.rows[e.cur].Ptr
 		e.mark("")
 		split := func(list []int32, name string, big int32, gh uint64) error {
-			lp := st.ptr(put(e.mem, name, list))
-			if st.err != nil {
-				return st.err
+			lp := st.Ptr(driver.Put(e.mem, name, list))
+			if st.Err != nil {
+				return st.Err
 			}
-			return e.dev.launchGrid(0, "rf_split", uint32(len(list)), 1, splitBlock, shared,
-				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w.ptr, rows, bp, sp, tp, fp,
+			return e.dev.LaunchGrid(0, "rf_split", [3]uint32{uint32(len(list)), 1, 1}, splitBlock, shared,
+				e.codes.Ptr, int64(e.x.N), e.y.Ptr, e.w.Ptr, rows, bp, sp, tp, fp,
 				int32(e.mtry), int32(c), int32(e.nbins), int32(e.p.MinSamplesLeaf), int32(jn), lp, big, gh,
-				of.ptr, ob.ptr, osc.ptr, ol.ptr)
+				of.Ptr, ob.Ptr, osc.Ptr, ol.Ptr)
 		}
 		if len(small) > 0 {
 			if err := split(small, "small", 0, 0); err != nil {
@@ -383,15 +393,15 @@ func (e *grower) Splits(tasks []forest.Task) ([]forest.Split, error) {
 			e.mark("split small")
 		}
 		if len(tiny) > 0 {
-			lp := st.ptr(put(e.mem, "tiny", tiny))
-			if st.err != nil {
-				return st.err
+			lp := st.Ptr(driver.Put(e.mem, "tiny", tiny))
+			if st.Err != nil {
+				return st.Err
 			}
 			// One warp per task.
-			if err := e.dev.launchGrid(0, "rf_split_tiny", uint32((len(tiny)+3)/4), 1, 128, 0,
-				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w.ptr, rows, bp, sp, tp, fp,
+			if err := e.dev.LaunchGrid(0, "rf_split_tiny", [3]uint32{uint32((len(tiny) + 3) / 4), 1, 1}, 128, 0,
+				e.codes.Ptr, int64(e.x.N), e.y.Ptr, e.w.Ptr, rows, bp, sp, tp, fp,
 				int32(e.mtry), int32(c), int32(e.p.MinSamplesLeaf), lp, int32(len(tiny)),
-				of.ptr, ob.ptr, osc.ptr, ol.ptr); err != nil {
+				of.Ptr, ob.Ptr, osc.Ptr, ol.Ptr); err != nil {
 				return err
 			}
 			e.mark("split tiny")
@@ -401,21 +411,21 @@ func (e *grower) Splits(tasks []forest.Task) ([]forest.Split, error) {
 		group := max(1, int((1<<30)/per))
 		for g0 := 0; g0 < len(big); g0 += group {
 			g := big[g0:min(g0+group, len(big))]
-			gh := st.ptr(e.mem.zeroed("gh", uint64(len(g))*per))
+			gh := st.Ptr(e.mem.Zeroed("gh", uint64(len(g))*per))
 			var btask, boff, bslot []int32
 			for s, i := range g {
 				for off := int32(0); off < size[i]; off += histChunk {
 					btask, boff, bslot = append(btask, i), append(boff, off), append(bslot, int32(s))
 				}
 			}
-			bt := st.ptr(put(e.mem, "btask", btask))
-			bo := st.ptr(put(e.mem, "boff", boff))
-			bs := st.ptr(put(e.mem, "bslot", bslot))
-			if st.err != nil {
-				return st.err
+			bt := st.Ptr(driver.Put(e.mem, "btask", btask))
+			bo := st.Ptr(driver.Put(e.mem, "boff", boff))
+			bs := st.Ptr(driver.Put(e.mem, "bslot", bslot))
+			if st.Err != nil {
+				return st.Err
 			}
-			if err := e.dev.launchGrid(0, "rf_hist", uint32(len(btask)), uint32(e.mtry/jn), 256, uint32(uint64(jn)*cells*4),
-				e.codes.ptr, int64(e.x.N), e.y.ptr, e.w.ptr, rows, bp, sp, tp, fp,
+			if err := e.dev.LaunchGrid(0, "rf_hist", [3]uint32{uint32(len(btask)), uint32(e.mtry / jn), 1}, 256, uint32(uint64(jn)*cells*4),
+				e.codes.Ptr, int64(e.x.N), e.y.Ptr, e.w.Ptr, rows, bp, sp, tp, fp,
 				int32(e.mtry), int32(c), int32(e.nbins), int32(jn), bt, bo, bs, int32(histChunk), gh); err != nil {
 				return err
 			}
@@ -425,10 +435,10 @@ func (e *grower) Splits(tasks []forest.Task) ([]forest.Split, error) {
 			}
 			e.mark("split big")
 		}
-		if err := check(api.ctxSynchronize(), "gpu train: split kernels"); err != nil {
-			return err
+		if err := driver.Synchronize(); err != nil {
+			return fmt.Errorf("gpu train: split kernels: %w", err)
 		}
-		for _, d := range []error{download(ofeat, of), download(obin, ob), download(oscore, osc), download(oleft, ol)} {
+		for _, d := range []error{driver.Download(ofeat, of), driver.Download(obin, ob), driver.Download(oscore, osc), driver.Download(oleft, ol)} {
 			if d != nil {
 				return d
 			}
@@ -473,31 +483,31 @@ func (e *grower) Partition(tasks []forest.Task, splits []forest.Split) ([][2]int
 	}
 	nleft := make([]uint32, k)
 	err := e.dev.Do(func() error {
-		var st staging
-		bp := st.ptr(put(e.mem, "pbase", base))
-		sp := st.ptr(put(e.mem, "psize", size))
-		fp := st.ptr(put(e.mem, "pfeat", feat))
-		np := st.ptr(put(e.mem, "pbin", bin))
-		bt := st.ptr(put(e.mem, "btask", btask))
-		bo := st.ptr(put(e.mem, "boff", boff))
-		nl := st.ptr(e.mem.zeroed("nleft", uint64(k)*4))
-		nr := st.ptr(e.mem.zeroed("nright", uint64(k)*4))
-		if st.err != nil {
-			return st.err
+		var st driver.Staging
+		bp := st.Ptr(driver.Put(e.mem, "pbase", base))
+		sp := st.Ptr(driver.Put(e.mem, "psize", size))
+		fp := st.Ptr(driver.Put(e.mem, "pfeat", feat))
+		np := st.Ptr(driver.Put(e.mem, "pbin", bin))
+		bt := st.Ptr(driver.Put(e.mem, "btask", btask))
+		bo := st.Ptr(driver.Put(e.mem, "boff", boff))
+		nl := st.Ptr(e.mem.Zeroed("nleft", uint64(k)*4))
+		nr := st.Ptr(e.mem.Zeroed("nright", uint64(k)*4))
+		if st.Err != nil {
+			return st.Err
 		}
 		e.mark("")
 		if len(btask) > 0 {
-			if err := e.dev.launchGrid(0, "rf_partition", uint32(len(btask)), 1, 256, 0,
-				e.codes.ptr, int64(e.x.N), e.rows[e.cur].ptr, e.rows[1-e.cur].ptr, bp, sp, fp, np, bt, bo,
+			if err := e.dev.LaunchGrid(0, "rf_partition", [3]uint32{uint32(len(btask)), 1, 1}, 256, 0,
+				e.codes.Ptr, int64(e.x.N), e.rows[e.cur].Ptr, e.rows[1-e.cur].Ptr, bp, sp, fp, np, bt, bo,
 				int32(partChunk), nl, nr); err != nil {
 				return err
 			}
 		}
-		if err := check(api.ctxSynchronize(), "gpu train: partition kernel"); err != nil {
-			return err
+		if err := driver.Synchronize(); err != nil {
+			return fmt.Errorf("gpu train: partition kernel: %w", err)
 		}
 		e.mark("partition")
-		return download(nleft, Buffer{ptr: nl})
+		return driver.Download(nleft, driver.Buffer{Ptr: nl})
 	})
 	if err != nil {
 		return nil, err

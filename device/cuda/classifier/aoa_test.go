@@ -1,4 +1,4 @@
-package cuda
+package classifier
 
 import (
 	"context"
@@ -135,8 +135,8 @@ func TestAOABitExact(t *testing.T) {
 			}
 			for _, chunk := range []int{5003, iw * ih} {
 				func() {
-					defer func() { d.opt.predictChunk = 0 }()
-					d.opt.predictChunk = chunk
+					defer func() { g.maxChunk = 0 }()
+					g.maxChunk = chunk
 					got := make([]float32, len(px))
 					if err := g.DIFromDN(fe, features.DN{Planes: block, Rect: rect, Scale: scale, Offset: offset}, px, got); err != nil {
 						t.Fatal(err)

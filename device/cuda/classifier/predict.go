@@ -1,4 +1,4 @@
-package cuda
+package classifier
 
 import (
 	"errors"
@@ -6,16 +6,19 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/lulc/lulc/device/cuda"
+	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/pixel/features"
 )
 
 // predictChunk is the pixels per chunk of Predictor.Predict (and of the
 // area of applicability's DI): 1 M pixels of 20 features stage 80 MB of
-// pinned memory per slot. Tests ask for less (Options.predictChunk).
-func (d *Device) predictChunk() int {
-	if d.opt.predictChunk > 0 {
-		return d.opt.predictChunk
+// pinned memory per slot. Tests ask for less (limit, a Predictor's or
+// an AOA's maxChunk, when set).
+func predictChunk(limit int) int {
+	if limit > 0 {
+		return limit
 	}
 	return 1 << 20
 }
@@ -25,26 +28,30 @@ func (d *Device) predictChunk() int {
 // the codes never cross PCIe. It gives the classes and confidences (bits)
 // of forest.Bins.Bin followed by forest.Compiled.Classify.
 type Predictor struct {
-	Dev    *Device
+	Dev    *cuda.Device
 	forest *Forest
 	nf     int
 	// bin edges, back to back, with each feature's offset and length
-	edges, offsets, lengths Buffer
+	edges, offsets, lengths driver.Buffer
 	// two slots: device buffers, pinned buffers and a stream each; hostIn
 	// (feature staging) only once Predict has streamed
 	hostIn, hostCls, hostConf [2]unsafe.Pointer
-	dIn, dCodes, dCls, dConf  [2]Buffer
+	dIn, dCodes, dCls, dConf  [2]driver.Buffer
 	streams                   [2]uintptr
 	chunk                     int
 	// digital-number planes for PredictDN: pinned staging, device DNs and
 	// device reflectance, nb planes of chunk pixels per slot
 	hostDN      [2]unsafe.Pointer
-	dDN, dBands [2]Buffer
+	dDN, dBands [2]driver.Buffer
 	bandPixels  uint64
+	// maxChunk, when set, is the pixels per chunk instead of
+	// predictChunk's: tests lower it to run the chunked paths on small
+	// inputs.
+	maxChunk int
 }
 
 // NewPredictor uploads a model's forest and bin edges.
-func NewPredictor(dev *Device, m *forest.Model) (*Predictor, error) {
+func NewPredictor(dev *cuda.Device, m *forest.Model) (*Predictor, error) {
 	f, err := NewForest(dev, m.Forest.Compile())
 	if err != nil {
 		return nil, err
@@ -60,13 +67,13 @@ func NewPredictor(dev *Device, m *forest.Model) (*Predictor, error) {
 	edges = append(edges, float32(math.NaN())) // never empty
 	err = dev.Do(func() error {
 		var err error
-		if p.edges, err = upload(edges); err != nil {
+		if p.edges, err = driver.Upload(edges); err != nil {
 			return err
 		}
-		if p.offsets, err = upload(offsets); err != nil {
+		if p.offsets, err = driver.Upload(offsets); err != nil {
 			return err
 		}
-		p.lengths, err = upload(lengths)
+		p.lengths, err = driver.Upload(lengths)
 		return err
 	})
 	if err != nil {
@@ -88,7 +95,7 @@ func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) erro
 	if err := samePixels(feats, cls, conf); err != nil || n == 0 {
 		return err
 	}
-	chunk := p.Dev.predictChunk()
+	chunk := predictChunk(p.maxChunk)
 	if n <= chunk {
 		return p.predictOnce(feats, cls, conf)
 	}
@@ -99,7 +106,7 @@ func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) erro
 			m := hi - lo
 			in := unsafe.Slice((*float32)(p.hostIn[s]), nf*m)
 			parallelPlanes(nf, func(i int) { copy(in[i*m:(i+1)*m], feats[i][lo:hi]) })
-			return check(api.memcpyHtoDAsync(p.dIn[s].ptr, p.hostIn[s], uint64(m)*4*uint64(nf), p.streams[s]), "cuMemcpyHtoDAsync")
+			return driver.CopyToDeviceAsync(p.dIn[s].Ptr, p.hostIn[s], uint64(m)*4*uint64(nf), p.streams[s])
 		}, cls, conf)
 	})
 }
@@ -131,7 +138,7 @@ func (p *Predictor) stream(n, chunk int, reserve func(chunk int) error, fill fun
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, ErrorOutOfMemory) || chunk <= 1<<16 {
+		if !errors.Is(err, driver.ErrorOutOfMemory) || chunk <= 1<<16 {
 			return fmt.Errorf("cuda predict: chunks of %d pixels: %w", chunk, err)
 		}
 		p.freeSlots()
@@ -156,31 +163,31 @@ func (p *Predictor) stream(n, chunk int, reserve func(chunk int) error, fill fun
 func (p *Predictor) predictOnce(feats [][]float32, cls []uint8, conf []float32) error {
 	n, nf, f := len(cls), p.nf, p.forest
 	return p.Dev.Do(func() error {
-		m := p.Dev.mem
-		var st staging
-		in := st.buf(m.get("predict.in", uint64(n*nf)*4))
-		codes := st.buf(m.get("predict.codes", uint64(n*nf)))
-		dcls := st.buf(m.get("predict.cls", uint64(n)))
-		dconf := st.buf(m.get("predict.conf", uint64(n)*4))
-		if st.err != nil {
-			return st.err
+		m := p.Dev.Pool()
+		var st driver.Staging
+		in := st.Buf(m.Get("predict.in", uint64(n*nf)*4))
+		codes := st.Buf(m.Get("predict.codes", uint64(n*nf)))
+		dcls := st.Buf(m.Get("predict.cls", uint64(n)))
+		dconf := st.Buf(m.Get("predict.conf", uint64(n)*4))
+		if st.Err != nil {
+			return st.Err
 		}
 		for i, plane := range feats {
-			if err := putAt(in.ptr+uint64(i*n*4), plane); err != nil {
+			if err := driver.PutAt(in.Ptr+uint64(i*n*4), plane); err != nil {
 				return err
 			}
 		}
-		if err := p.Dev.launchAsync(0, "bin", int64(n), in.ptr, int32(nf), int64(n), p.edges.ptr, p.offsets.ptr, p.lengths.ptr, codes.ptr); err != nil {
+		if err := p.Dev.LaunchAsync(0, "bin", int64(n), in.Ptr, int32(nf), int64(n), p.edges.Ptr, p.offsets.Ptr, p.lengths.Ptr, codes.Ptr); err != nil {
 			return err
 		}
-		if err := p.Dev.launch("forest_predict", int64(n), codes.ptr, int32(nf), int64(n), f.nodes.ptr, f.nodeOff.ptr, int32(1),
-			f.probs.ptr, f.probOff.ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), dcls.ptr, dconf.ptr); err != nil {
+		if err := p.Dev.Launch("forest_predict", int64(n), codes.Ptr, int32(nf), int64(n), f.nodes.Ptr, f.nodeOff.Ptr, int32(1),
+			f.probs.Ptr, f.probOff.Ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), dcls.Ptr, dconf.Ptr); err != nil {
 			return err
 		}
-		if err := download(cls, dcls); err != nil {
+		if err := driver.Download(cls, dcls); err != nil {
 			return err
 		}
-		return download(conf, dconf)
+		return driver.Download(conf, dconf)
 	})
 }
 
@@ -217,17 +224,17 @@ func (p *Predictor) PredictDN(fe *Features, b features.DN, cls []uint8, conf []f
 			}
 			return p.reserveBands(chunk, nb)
 		}
-		return p.stream(n, min(n, p.Dev.predictChunk()), reserve, func(s, lo, hi int) error {
+		return p.stream(n, min(n, predictChunk(p.maxChunk)), reserve, func(s, lo, hi int) error {
 			m, st := hi-lo, p.streams[s]
 			in := unsafe.Slice((*uint16)(p.hostDN[s]), nb*m)
 			parallelPlanes(nb, func(b int) { copy(in[b*m:(b+1)*m], dn[b][lo:hi]) })
-			if err := check(api.memcpyHtoDAsync(p.dDN[s].ptr, p.hostDN[s], uint64(m)*2*uint64(nb), st), "cuMemcpyHtoDAsync"); err != nil {
+			if err := driver.CopyToDeviceAsync(p.dDN[s].Ptr, p.hostDN[s], uint64(m)*2*uint64(nb), st); err != nil {
 				return err
 			}
-			if err := p.Dev.launchAsync(st, "reflectance", int64(m*nb), p.dDN[s].ptr, int64(m*nb), int32(nodata), scale, offset, p.dBands[s].ptr); err != nil {
+			if err := p.Dev.LaunchAsync(st, "reflectance", int64(m*nb), p.dDN[s].Ptr, int64(m*nb), int32(nodata), scale, offset, p.dBands[s].Ptr); err != nil {
 				return err
 			}
-			return p.Dev.launchAsync(st, fe.kernel(), int64(m), p.dBands[s].ptr, int32(nb), int64(m), prog, int32(nf), p.dIn[s].ptr)
+			return p.Dev.LaunchAsync(st, fe.kernel(), int64(m), p.dBands[s].Ptr, int32(nb), int64(m), prog, int32(nf), p.dIn[s].Ptr)
 		}, cls, conf)
 	})
 }
@@ -249,17 +256,17 @@ func (p *Predictor) dnPlanes(fe *Features, dn [][]uint16) ([][]uint16, error) {
 // into the slot's pinned buffers.
 func (p *Predictor) walk(s, m int) error {
 	st, f, nf := p.streams[s], p.forest, p.nf
-	if err := p.Dev.launchAsync(st, "bin", int64(m), p.dIn[s].ptr, int32(nf), int64(m), p.edges.ptr, p.offsets.ptr, p.lengths.ptr, p.dCodes[s].ptr); err != nil {
+	if err := p.Dev.LaunchAsync(st, "bin", int64(m), p.dIn[s].Ptr, int32(nf), int64(m), p.edges.Ptr, p.offsets.Ptr, p.lengths.Ptr, p.dCodes[s].Ptr); err != nil {
 		return err
 	}
-	if err := p.Dev.launchAsync(st, "forest_predict", int64(m), p.dCodes[s].ptr, int32(nf), int64(m), f.nodes.ptr, f.nodeOff.ptr, int32(1),
-		f.probs.ptr, f.probOff.ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), p.dCls[s].ptr, p.dConf[s].ptr); err != nil {
+	if err := p.Dev.LaunchAsync(st, "forest_predict", int64(m), p.dCodes[s].Ptr, int32(nf), int64(m), f.nodes.Ptr, f.nodeOff.Ptr, int32(1),
+		f.probs.Ptr, f.probOff.Ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), p.dCls[s].Ptr, p.dConf[s].Ptr); err != nil {
 		return err
 	}
-	if err := check(api.memcpyDtoHAsync(p.hostCls[s], p.dCls[s].ptr, uint64(m), st), "cuMemcpyDtoHAsync"); err != nil {
+	if err := driver.CopyToHostAsync(p.hostCls[s], p.dCls[s].Ptr, uint64(m), st); err != nil {
 		return err
 	}
-	return check(api.memcpyDtoHAsync(p.hostConf[s], p.dConf[s].ptr, uint64(m)*4, st), "cuMemcpyDtoHAsync")
+	return driver.CopyToHostAsync(p.hostConf[s], p.dConf[s].Ptr, uint64(m)*4, st)
 }
 
 // reserveBands makes the band buffers hold nb planes of chunk pixels:
@@ -273,13 +280,13 @@ func (p *Predictor) reserveBands(chunk, nb int) error {
 	p.freeBands()
 	for s := range 2 {
 		var err error
-		if p.dBands[s], err = alloc(px * 4); err != nil {
+		if p.dBands[s], err = driver.Alloc(px * 4); err != nil {
 			return err
 		}
-		if p.dDN[s], err = alloc(px * 2); err != nil {
+		if p.dDN[s], err = driver.Alloc(px * 2); err != nil {
 			return err
 		}
-		if err := check(api.memAllocHost(&p.hostDN[s], px*2), "cuMemAllocHost"); err != nil {
+		if err := driver.AllocHost(&p.hostDN[s], px*2); err != nil {
 			return err
 		}
 	}
@@ -289,14 +296,14 @@ func (p *Predictor) reserveBands(chunk, nb int) error {
 
 func (p *Predictor) freeBands() {
 	for s := range 2 {
-		for _, b := range []*Buffer{&p.dBands[s], &p.dDN[s]} {
-			if b.ptr != 0 {
-				b.free()
-				*b = Buffer{}
+		for _, b := range []*driver.Buffer{&p.dBands[s], &p.dDN[s]} {
+			if b.Ptr != 0 {
+				b.Free()
+				*b = driver.Buffer{}
 			}
 		}
 		if p.hostDN[s] != nil {
-			api.memFreeHost(p.hostDN[s])
+			driver.FreeHost(p.hostDN[s])
 			p.hostDN[s] = nil
 		}
 	}
@@ -310,7 +317,7 @@ func (p *Predictor) reserve(chunk int, staging bool) error {
 	for s := range 2 {
 		if p.streams[s] == 0 {
 			// CU_STREAM_NON_BLOCKING (1): no implicit sync with stream 0.
-			if err := check(api.streamCreate(&p.streams[s], 1), "cuStreamCreate"); err != nil {
+			if err := driver.CreateStream(&p.streams[s]); err != nil {
 				return err
 			}
 		}
@@ -320,11 +327,11 @@ func (p *Predictor) reserve(chunk int, staging bool) error {
 		p.freeSlots()
 		for s := range 2 {
 			for _, b := range []struct {
-				buf   *Buffer
+				buf   *driver.Buffer
 				bytes uint64
 			}{{&p.dIn[s], m * 4 * nf}, {&p.dCodes[s], m * nf}, {&p.dCls[s], m}, {&p.dConf[s], m * 4}} {
 				var err error
-				if *b.buf, err = alloc(b.bytes); err != nil {
+				if *b.buf, err = driver.Alloc(b.bytes); err != nil {
 					return err
 				}
 			}
@@ -332,7 +339,7 @@ func (p *Predictor) reserve(chunk int, staging bool) error {
 				ptr   *unsafe.Pointer
 				bytes uint64
 			}{{&p.hostCls[s], m}, {&p.hostConf[s], m * 4}} {
-				if err := check(api.memAllocHost(h.ptr, h.bytes), "cuMemAllocHost"); err != nil {
+				if err := driver.AllocHost(h.ptr, h.bytes); err != nil {
 					return err
 				}
 			}
@@ -342,7 +349,7 @@ func (p *Predictor) reserve(chunk int, staging bool) error {
 	if staging {
 		for s := range 2 {
 			if p.hostIn[s] == nil {
-				if err := check(api.memAllocHost(&p.hostIn[s], uint64(p.chunk)*4*nf), "cuMemAllocHost"); err != nil {
+				if err := driver.AllocHost(&p.hostIn[s], uint64(p.chunk)*4*nf); err != nil {
 					return err
 				}
 			}
@@ -354,15 +361,15 @@ func (p *Predictor) reserve(chunk int, staging bool) error {
 func (p *Predictor) freeSlots() {
 	p.freeBands()
 	for s := range 2 {
-		for _, b := range []*Buffer{&p.dIn[s], &p.dCodes[s], &p.dCls[s], &p.dConf[s]} {
-			if b.ptr != 0 {
-				b.free()
-				*b = Buffer{}
+		for _, b := range []*driver.Buffer{&p.dIn[s], &p.dCodes[s], &p.dCls[s], &p.dConf[s]} {
+			if b.Ptr != 0 {
+				b.Free()
+				*b = driver.Buffer{}
 			}
 		}
 		for _, h := range []*unsafe.Pointer{&p.hostIn[s], &p.hostCls[s], &p.hostConf[s]} {
 			if *h != nil {
-				api.memFreeHost(*h)
+				driver.FreeHost(*h)
 				*h = nil
 			}
 		}
@@ -377,14 +384,14 @@ func (p *Predictor) Close() {
 		p.freeSlots()
 		for s := range 2 {
 			if p.streams[s] != 0 {
-				api.streamDestroy(p.streams[s])
+				driver.DestroyStream(p.streams[s])
 				p.streams[s] = 0
 			}
 		}
-		for _, b := range []*Buffer{&p.edges, &p.offsets, &p.lengths} {
-			if b.ptr != 0 {
-				b.free()
-				*b = Buffer{}
+		for _, b := range []*driver.Buffer{&p.edges, &p.offsets, &p.lengths} {
+			if b.Ptr != 0 {
+				b.Free()
+				*b = driver.Buffer{}
 			}
 		}
 		return nil

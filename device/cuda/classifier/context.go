@@ -1,9 +1,11 @@
-package cuda
+package classifier
 
 import (
 	"fmt"
 	"unsafe"
 
+	"github.com/lulc/lulc/device/cuda"
+	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/pixel/features"
 )
 
@@ -13,7 +15,7 @@ import (
 // feature planes its mean, standard deviation and range go to.
 type contextPlan struct {
 	baseCodes []int32 // 5 per base: the operation and its input bands
-	base      Buffer
+	base      driver.Buffer
 	pairs     []contextPair
 	fused     []fusedBase // per base
 	// The programs of features_context, uploaded on first use: per base 4
@@ -21,7 +23,7 @@ type contextPlan struct {
 	// kernels; whether it keeps values for a range; where its windows
 	// start in pairProg, and how many), and each base's windows.
 	baseProg, pairProg []int32
-	baseDev, pairDev   Buffer
+	baseDev, pairDev   driver.Buffer
 	// shared is features_context's dynamic shared memory for the bases
 	// it takes; twoPass says whether some base is left to context_rows and
 	// context_cols.
@@ -60,7 +62,7 @@ func newContextPlan(set *features.Set, slot map[int]int32) (contextPlan, error) 
 		f := set.Features[fi]
 		b, ok := bases[f.Base.Name]
 		if !ok {
-			op, ok := opCodes[f.Base.Op]
+			op, ok := cuda.FeatureOp(f.Base.Op)
 			if !ok {
 				return plan, fmt.Errorf("cuda: feature %s has no GPU operation %q", f.Base.Name, f.Base.Op)
 			}
@@ -161,23 +163,23 @@ func (p *Predictor) PredictDNContext(fe *Features, b features.DN, cls []uint8, c
 		if err != nil {
 			return err
 		}
-		dDN, err := p.Dev.mem.get("context.dn", uint64(ph*nb)*2)
+		dDN, err := p.Dev.Pool().Get("context.dn", uint64(ph*nb)*2)
 		if err != nil {
 			return err
 		}
 		for b, plane := range dn {
-			if err := putAt(dDN.ptr+uint64(b*ph*2), plane); err != nil {
+			if err := driver.PutAt(dDN.Ptr+uint64(b*ph*2), plane); err != nil {
 				return err
 			}
 		}
 		s := p.streams[0]
-		if err := fe.contextPass(s, dDN.ptr, b, prog, p.dIn[0].ptr); err != nil {
+		if err := fe.contextPass(s, dDN.Ptr, b, prog, p.dIn[0].Ptr); err != nil {
 			return err
 		}
 		if err := p.walk(0, n); err != nil {
 			return err
 		}
-		if err := check(api.streamSync(s), "cuStreamSynchronize"); err != nil {
+		if err := driver.SyncStream(s); err != nil {
 			return err
 		}
 		copy(cls, unsafe.Slice((*uint8)(p.hostCls[0]), n))
@@ -210,12 +212,12 @@ func (fe *Features) contextPass(s uintptr, dn uint64, b features.DN, prog, out u
 	}
 	// The programs, uploaded on first use.
 	for _, u := range []struct {
-		b    *Buffer
+		b    *driver.Buffer
 		prog []int32
 	}{{&plan.base, plan.baseCodes}, {&plan.baseDev, plan.baseProg}, {&plan.pairDev, plan.pairProg}} {
-		if u.b.ptr == 0 && len(u.prog) > 0 {
+		if u.b.Ptr == 0 && len(u.prog) > 0 {
 			var err error
-			if *u.b, err = upload(u.prog); err != nil {
+			if *u.b, err = driver.Upload(u.prog); err != nil {
 				return err
 			}
 		}
@@ -224,7 +226,7 @@ func (fe *Features) contextPass(s uintptr, dn uint64, b features.DN, prog, out u
 	// Copies from pageable memory (the caller's DNs, the programs) may
 	// still be on their way when the driver returns, and a non-blocking
 	// stream s does not wait for them: wait here.
-	if err := check(api.ctxSynchronize(), "cuCtxSynchronize"); err != nil {
+	if err := driver.Synchronize(); err != nil {
 		return err
 	}
 	if plan.twoPass {
@@ -233,9 +235,9 @@ func (fe *Features) contextPass(s uintptr, dn uint64, b features.DN, prog, out u
 		}
 	}
 	gx, gy := uint32((iw+contextTile-1)/contextTile), uint32((ih+contextTile-1)/contextTile)
-	return fe.Dev.launchGrid3(s, "features_context", [3]uint32{uint32(plan.bases() + 1), gx, gy}, 256, uint32(shared), dn, int32(nb), int32(w), int32(h),
-		int32(rect.X), int32(rect.Y), int32(iw), int32(ih), int32(nodata), scale, offset, plan.base.ptr, int32(plan.bases()),
-		plan.baseDev.ptr, plan.pairDev.ptr, prog, int32(nf), int32(chunk), out, int64(iw*ih))
+	return fe.Dev.LaunchGrid(s, "features_context", [3]uint32{uint32(plan.bases() + 1), gx, gy}, 256, uint32(shared), dn, int32(nb), int32(w), int32(h),
+		int32(rect.X), int32(rect.Y), int32(iw), int32(ih), int32(nodata), scale, offset, plan.base.Ptr, int32(plan.bases()),
+		plan.baseDev.Ptr, plan.pairDev.Ptr, prog, int32(nf), int32(chunk), out, int64(iw*ih))
 }
 
 // contextTwoPass queues the windows of the bases features_context leaves
@@ -247,102 +249,49 @@ func (fe *Features) contextTwoPass(s uintptr, dn uint64, rect features.Rect, nod
 	nb := len(fe.used)
 	w, h, iw, ih := rect.Width, rect.Height, rect.InnerW, rect.InnerH
 	n, ph := iw*ih, w*h
-	m := fe.Dev.mem
-	var st staging
+	m := fe.Dev.Pool()
+	var st driver.Staging
 	nbase, rows := plan.bases(), uint64(h*iw)
-	dRefl := st.buf(m.get("context.refl", uint64(ph*nb)*4))
-	dBase := st.buf(m.get("context.base", uint64(ph*nbase)*4))
-	dS := st.buf(m.get("context.s", rows*8))
-	dSQ := st.buf(m.get("context.sq", rows*8))
-	dCnt := st.buf(m.get("context.count", rows*4))
-	dLo := st.buf(m.get("context.lo", rows*4))
-	dHi := st.buf(m.get("context.hi", rows*4))
-	if st.err != nil {
-		return st.err
+	dRefl := st.Buf(m.Get("context.refl", uint64(ph*nb)*4))
+	dBase := st.Buf(m.Get("context.base", uint64(ph*nbase)*4))
+	dS := st.Buf(m.Get("context.s", rows*8))
+	dSQ := st.Buf(m.Get("context.sq", rows*8))
+	dCnt := st.Buf(m.Get("context.count", rows*4))
+	dLo := st.Buf(m.Get("context.lo", rows*4))
+	dHi := st.Buf(m.Get("context.hi", rows*4))
+	if st.Err != nil {
+		return st.Err
 	}
 	launch := func(name string, threads int, args ...any) error {
-		return fe.Dev.launchAsync(s, name, int64(threads), args...)
+		return fe.Dev.LaunchAsync(s, name, int64(threads), args...)
 	}
-	if err := launch("reflectance", ph*nb, dn, int64(ph*nb), int32(nodata), scale, offset, dRefl.ptr); err != nil {
+	if err := launch("reflectance", ph*nb, dn, int64(ph*nb), int32(nodata), scale, offset, dRefl.Ptr); err != nil {
 		return err
 	}
-	if err := launch(fe.kernel(), ph, dRefl.ptr, int32(nb), int64(ph), plan.base.ptr, int32(nbase), dBase.ptr); err != nil {
+	if err := launch(fe.kernel(), ph, dRefl.Ptr, int32(nb), int64(ph), plan.base.Ptr, int32(nbase), dBase.Ptr); err != nil {
 		return err
 	}
 	for _, pr := range plan.pairs {
 		if plan.fused[pr.base].fits() {
 			continue
 		}
-		v := dBase.ptr + uint64(pr.base*ph*4)
+		v := dBase.Ptr + uint64(pr.base*ph*4)
 		extremes := int32(0)
 		if pr.rng >= 0 {
 			extremes = 1
 		}
 		if err := launch("context_rows", int(rows), v, int32(w), int32(h), int32(rect.X), int32(iw), int32(pr.r), extremes,
-			dS.ptr, dSQ.ptr, dCnt.ptr, dLo.ptr, dHi.ptr); err != nil {
+			dS.Ptr, dSQ.Ptr, dCnt.Ptr, dLo.Ptr, dHi.Ptr); err != nil {
 			return err
 		}
 		// context_cols: a thread per column and segment of 8 rows
 		// (CONTEXT_SEG).
-		if err := launch("context_cols", (ih+7)/8*iw, dS.ptr, dSQ.ptr, dCnt.ptr, dLo.ptr, dHi.ptr, int32(h), int32(rect.Y), int32(ih), int32(iw), int32(pr.r),
+		if err := launch("context_cols", (ih+7)/8*iw, dS.Ptr, dSQ.Ptr, dCnt.Ptr, dLo.Ptr, dHi.Ptr, int32(h), int32(rect.Y), int32(ih), int32(iw), int32(pr.r),
 			out, int64(n), pr.mean, pr.std, pr.rng); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// Context computes the set's context features at chosen pixels of the
-// mirrored tile, straight from their windows (context_at): the twin of
-// features.Set.ContextAt, refl being every DN's reflectance. dst gets the
-// context features of pixel (xs[p], ys[p]) at p×their count.
-func (m *Mirror) Context(set *features.Set, refl *[65536]float32, xs, ys []int, dst []float32) error {
-	ctx := set.ContextFeatures()
-	if len(xs) != len(ys) || len(dst) != len(xs)*len(ctx) {
-		return fmt.Errorf("cuda context: %d values for %d×%d pixels and %d context features", len(dst), len(xs), len(ys), len(ctx))
-	}
-	if len(set.Bands) != m.bands {
-		return fmt.Errorf("cuda context: a set of %d bands for a mirror of %d", len(set.Bands), m.bands)
-	}
-	var prog []int32
-	for _, fi := range ctx {
-		f := set.Features[fi]
-		op, ok := opCodes[f.Base.Op]
-		if !ok {
-			return fmt.Errorf("cuda: feature %s has no GPU operation %q", f.Base.Name, f.Base.Op)
-		}
-		p := [7]int32{op, 0, 0, 0, 0, int32(f.Size / 2), map[string]int32{"mean": 0, "std": 1, "range": 2}[f.Stat]}
-		for k, pos := range set.Inputs(fi) {
-			p[1+k] = int32(pos)
-		}
-		prog = append(prog, p[:]...)
-	}
-	px, py := make([]int32, len(xs)), make([]int32, len(ys))
-	for i := range xs {
-		if xs[i] < 0 || xs[i] >= m.width || ys[i] < 0 || ys[i] >= m.height {
-			return fmt.Errorf("cuda context: pixel (%d, %d) outside the %d×%d tile", xs[i], ys[i], m.width, m.height)
-		}
-		px[i], py[i] = int32(xs[i]), int32(ys[i])
-	}
-	if len(xs) == 0 || len(ctx) == 0 {
-		return nil
-	}
-	return m.dev.Do(func() error {
-		mem := m.dev.mem
-		var st staging
-		table := st.ptr(put(mem, "context.table", refl[:]))
-		dx := st.ptr(put(mem, "context.xs", px))
-		dy := st.ptr(put(mem, "context.ys", py))
-		dp := st.ptr(put(mem, "context.prog", prog))
-		out := st.buf(mem.get("context.out", uint64(len(dst))*4))
-		if st.err != nil {
-			return st.err
-		}
-		if err := m.dev.launch("context_at", int64(len(dst)), m.dn.ptr, int32(m.width), int32(m.height), table, dx, dy, int64(len(xs)), dp, int32(len(ctx)), out.ptr); err != nil {
-			return err
-		}
-		return download(dst, Buffer{ptr: out.ptr, bytes: uint64(len(dst)) * 4})
-	})
 }
 
 // contextTile is features_context's tile side (CONTEXT_TILE), maxShared the

@@ -1,4 +1,4 @@
-package cuda
+package classifier
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/pixel/composite"
 	"github.com/lulc/lulc/pixel/features"
@@ -28,8 +29,8 @@ func TestGPUReport(t *testing.T) {
 	}
 	d := gpu(t)
 	defer d.Close()
-	drv, _ := DriverVersion()
-	fmt.Printf("device %s, %d SMs, %.1f GiB, driver CUDA %s, PTX %s; host %d CPUs\n", d.Name, d.SMs, float64(d.Memory)/(1<<30), drv, ptxVersion(d.kernels()), runtime.NumCPU())
+	drv, _ := driver.DriverVersion()
+	fmt.Printf("device %s, %d SMs, %.1f GiB, driver CUDA %s, PTX %s; host %d CPUs\n", d.Name, d.SMs, float64(d.Memory)/(1<<30), drv, ptxVersion(d), runtime.NumCPU())
 	const n = 10980 * 10980
 	const reps = 10
 	r := rand.New(rand.NewPCG(7, 8))
@@ -38,17 +39,17 @@ func TestGPUReport(t *testing.T) {
 	var copyGBs float64
 	must(t, d.Do(func() error {
 		const size = 2 << 30
-		a, err := alloc(size)
+		a, err := driver.Alloc(size)
 		if err != nil {
 			return err
 		}
-		defer a.free()
-		b, err := alloc(size)
+		defer a.Free()
+		b, err := driver.Alloc(size)
 		if err != nil {
 			return err
 		}
-		defer b.free()
-		ms, err := d.timeIt(reps, func() error { return check(api.memcpyDtoD(b.ptr, a.ptr, size), "copy") })
+		defer b.Free()
+		ms, err := driver.TimeIt(reps, func() error { return driver.CopyOnDevice(b.Ptr, a.Ptr, size) })
 		copyGBs = 2 * size / (ms / 1e3) / 1e9
 		fmt.Printf("device-to-device copy: %.2f ms for 2 GiB, %.0f GB/s (read + written)\n", ms, copyGBs)
 		return err
@@ -60,33 +61,33 @@ func TestGPUReport(t *testing.T) {
 	set, _ := features.NewSet(names, bands)
 	g, _ := NewFeatures(d, set)
 	must(t, d.Do(func() error {
-		in, err := alloc(uint64(n) * 4 * uint64(len(bands)))
+		in, err := driver.Alloc(uint64(n) * 4 * uint64(len(bands)))
 		if err != nil {
 			return err
 		}
-		defer in.free()
-		out, err := alloc(uint64(n) * 4 * uint64(len(names)))
+		defer in.Free()
+		out, err := driver.Alloc(uint64(n) * 4 * uint64(len(names)))
 		if err != nil {
 			return err
 		}
-		defer out.free()
+		defer out.Free()
 		// Real-valued inputs: upload one random plane per band.
 		plane := make([]float32, n)
 		for b := range bands {
 			for i := range plane {
 				plane[i] = float32(r.Float64()*0.6 + 0.01)
 			}
-			if err := check(api.memcpyHtoD(in.ptr+uint64(b)*uint64(n)*4, unsafe.Pointer(&plane[0]), uint64(n)*4), "upload"); err != nil {
+			if err := driver.PutAt(in.Ptr+uint64(b)*uint64(n)*4, plane[:n]); err != nil {
 				return err
 			}
 		}
-		prog, err := upload(g.progCodes)
+		prog, err := driver.Upload(g.progCodes)
 		if err != nil {
 			return err
 		}
-		defer prog.free()
-		ms, err := d.timeIt(reps, func() error {
-			return d.launch("features", int64(n), in.ptr, int32(len(bands)), int64(n), prog.ptr, int32(len(names)), out.ptr)
+		defer prog.Free()
+		ms, err := driver.TimeIt(reps, func() error {
+			return d.Launch("features", int64(n), in.Ptr, int32(len(bands)), int64(n), prog.Ptr, int32(len(names)), out.Ptr)
 		})
 		bytes := float64(n) * 4 * float64(len(bands)+len(names))
 		gbs := bytes / (ms / 1e3) / 1e9
@@ -109,28 +110,28 @@ func TestGPUReport(t *testing.T) {
 		}
 	}
 	must(t, d.Do(func() error {
-		in, err := alloc(uint64(n) * 4 * dates)
+		in, err := driver.Alloc(uint64(n) * 4 * dates)
 		if err != nil {
 			return err
 		}
-		defer in.free()
+		defer in.Free()
 		for k := range planes {
-			if err := check(api.memcpyHtoD(in.ptr+uint64(k)*uint64(n)*4, unsafe.Pointer(&planes[k][0]), uint64(n)*4), "upload"); err != nil {
+			if err := driver.PutAt(in.Ptr+uint64(k)*uint64(n)*4, planes[k][:n]); err != nil {
 				return err
 			}
 		}
-		out, err := alloc(uint64(n) * 4)
+		out, err := driver.Alloc(uint64(n) * 4)
 		if err != nil {
 			return err
 		}
-		defer out.free()
-		cnt, err := alloc(uint64(n))
+		defer out.Free()
+		cnt, err := driver.Alloc(uint64(n))
 		if err != nil {
 			return err
 		}
-		defer cnt.free()
-		ms, err := d.timeIt(reps, func() error {
-			return d.launch("median", int64(n), in.ptr, int32(dates), int64(n), out.ptr, cnt.ptr)
+		defer cnt.Free()
+		ms, err := driver.TimeIt(reps, func() error {
+			return d.Launch("median", int64(n), in.Ptr, int32(dates), int64(n), out.Ptr, cnt.Ptr)
 		})
 		fmt.Printf("median composite, full tile × %d dates: GPU %.2f ms = %.1f G pixel·dates/s\n", dates, ms, float64(n)*dates/(ms/1e3)/1e9)
 		return err
@@ -149,20 +150,21 @@ func TestGPUReport(t *testing.T) {
 	must(t, d.Do(func() error {
 		const size = 1 << 30
 		var host unsafe.Pointer
-		if err := check(api.memAllocHost(&host, size), "cuMemAllocHost"); err != nil {
+		if err := driver.AllocHost(&host, size); err != nil {
 			return err
 		}
-		defer api.memFreeHost(host)
-		dev, err := alloc(size)
+		defer driver.FreeHost(host)
+		dev, err := driver.Alloc(size)
 		if err != nil {
 			return err
 		}
-		defer dev.free()
-		h2d, err := d.timeIt(reps, func() error { return check(api.memcpyHtoD(dev.ptr, host, size), "h2d") })
+		defer dev.Free()
+		pinned := unsafe.Slice((*byte)(host), size)
+		h2d, err := driver.TimeIt(reps, func() error { return driver.PutAt(dev.Ptr, pinned) })
 		if err != nil {
 			return err
 		}
-		d2h, err := d.timeIt(reps, func() error { return check(api.memcpyDtoH(host, dev.ptr, size), "d2h") })
+		d2h, err := driver.TimeIt(reps, func() error { return driver.Download(pinned, dev) })
 		fmt.Printf("pinned 1 GiB: host→device %.1f GB/s, device→host %.1f GB/s\n", size/(h2d/1e3)/1e9, size/(d2h/1e3)/1e9)
 		return err
 	}))
@@ -222,34 +224,34 @@ func TestGPUReport(t *testing.T) {
 		codes[i] = uint8(r.IntN(129))
 	}
 	must(t, d.Do(func() error {
-		cb, err := upload(codes)
+		cb, err := driver.Upload(codes)
 		if err != nil {
 			return err
 		}
-		defer cb.free()
-		cls, err := alloc(n)
+		defer cb.Free()
+		cls, err := driver.Alloc(n)
 		if err != nil {
 			return err
 		}
-		defer cls.free()
-		conf, err := alloc(n * 4)
+		defer cls.Free()
+		conf, err := driver.Alloc(n * 4)
 		if err != nil {
 			return err
 		}
-		defer conf.free()
-		ms, err := d.timeIt(3, func() error {
-			return d.launch("forest_predict", n, cb.ptr, int32(nf), int64(n), gf.nodes.ptr, gf.nodeOff.ptr, int32(1), gf.probs.ptr, gf.probOff.ptr,
-				int32(p.Trees), int32(k), float32(1/float32(p.Trees)), cls.ptr, conf.ptr)
+		defer conf.Free()
+		ms, err := driver.TimeIt(3, func() error {
+			return d.Launch("forest_predict", n, cb.Ptr, int32(nf), int64(n), gf.nodes.Ptr, gf.nodeOff.Ptr, int32(1), gf.probs.Ptr, gf.probOff.Ptr,
+				int32(p.Trees), int32(k), float32(1/float32(p.Trees)), cls.Ptr, conf.Ptr)
 		})
 		fmt.Printf("forest predict, full tile (%d px, %d trees): GPU %.0f ms = %.0f M rows/s\n", n, p.Trees, ms, float64(n)/(ms/1e3)/1e6)
 		if err != nil {
 			return err
 		}
 		wantCls, wantConf := make([]uint8, n), make([]float32, n)
-		if err := download(wantCls, cls); err != nil {
+		if err := driver.Download(wantCls, cls); err != nil {
 			return err
 		}
-		if err := download(wantConf, conf); err != nil {
+		if err := driver.Download(wantConf, conf); err != nil {
 			return err
 		}
 		// The same forest interleaved node by node (FIL's other layout):
@@ -276,28 +278,28 @@ func TestGPUReport(t *testing.T) {
 		for t := range ilOff {
 			ilOff[t] = int32(t)
 		}
-		ib, err := upload(il)
+		ib, err := driver.Upload(il)
 		if err != nil {
 			return err
 		}
-		defer ib.free()
-		ob, err := upload(ilOff)
+		defer ib.Free()
+		ob, err := driver.Upload(ilOff)
 		if err != nil {
 			return err
 		}
-		defer ob.free()
-		ims, err := d.timeIt(3, func() error {
-			return d.launch("forest_predict", n, cb.ptr, int32(nf), int64(n), ib.ptr, ob.ptr, int32(trees), gf.probs.ptr, gf.probOff.ptr,
-				int32(p.Trees), int32(k), float32(1/float32(p.Trees)), cls.ptr, conf.ptr)
+		defer ob.Free()
+		ims, err := driver.TimeIt(3, func() error {
+			return d.Launch("forest_predict", n, cb.Ptr, int32(nf), int64(n), ib.Ptr, ob.Ptr, int32(trees), gf.probs.Ptr, gf.probOff.Ptr,
+				int32(p.Trees), int32(k), float32(1/float32(p.Trees)), cls.Ptr, conf.Ptr)
 		})
 		if err != nil {
 			return err
 		}
 		gotCls, gotConf := make([]uint8, n), make([]float32, n)
-		if err := download(gotCls, cls); err != nil {
+		if err := driver.Download(gotCls, cls); err != nil {
 			return err
 		}
-		if err := download(gotConf, conf); err != nil {
+		if err := driver.Download(gotConf, conf); err != nil {
 			return err
 		}
 		same := true

@@ -1,4 +1,4 @@
-package cuda
+package classifier
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lulc/lulc/device/cuda"
+	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/learn/forest"
 )
 
@@ -97,13 +99,12 @@ func TestTrainSameModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d.opt.maxBatch = c.batch
-			before, _ := DeviceMemory()
-			g, err := Train(context.Background(), []*Device{d}, xb, y, c.k, c.p, t.Logf)
+			before, _ := driver.DeviceMemory()
+			g, err := train(context.Background(), []*cuda.Device{d}, trainSet{x: xb, y: y, classes: c.k, maxBatch: c.batch}, c.p, t.Logf)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if after, _ := DeviceMemory(); after != before {
+			if after, _ := driver.DeviceMemory(); after != before {
 				t.Errorf("device memory held: %d bytes before training, %d after", before, after)
 			}
 			for i := range cpu.Trees {
@@ -131,16 +132,16 @@ func TestTrainSameModel(t *testing.T) {
 // every opens every GPU the driver sees. With one, the list holds it
 // twice: two engines on one device share the trees out just as two
 // devices do, so the multi-device path is tested on any GPU host.
-func every(t *testing.T) []*Device {
+func every(t *testing.T) []*cuda.Device {
 	t.Helper()
 	first := gpu(t)
-	devs := []*Device{first}
-	infos, err := Devices()
+	devs := []*cuda.Device{first}
+	infos, err := driver.Devices()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i < len(infos); i++ {
-		d, err := Open(i, devs[0].opt)
+		d, err := cuda.Open(i, devs[0].Options())
 		if err != nil {
 			t.Fatalf("GPU %d: %v", i, err)
 		}
@@ -179,10 +180,7 @@ func TestTrainSeveralDevices(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, dv := range devs {
-				dv.opt.maxBatch = c.batch
-			}
-			g, err := Train(context.Background(), devs, xb, y, c.k, c.p, t.Logf)
+			g, err := train(context.Background(), devs, trainSet{x: xb, y: y, classes: c.k, maxBatch: c.batch}, c.p, t.Logf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +224,7 @@ func TestGPUTrainSpeed(t *testing.T) {
 	for _, n := range sizes {
 		xb, _, y := blobs(n, 16, 11, 128, 9)
 		t0 := time.Now()
-		g, err := Train(context.Background(), []*Device{d}, xb, y, 11, p, t.Logf)
+		g, err := Train(context.Background(), []*cuda.Device{d}, xb, y, 11, p, t.Logf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,13 +275,13 @@ func TestGPUTrainLarge(t *testing.T) {
 	}
 	wg.Wait()
 	p := forest.Params{Trees: 100, MaxDepth: 16, MinSamplesLeaf: 1, Bins: 128, Bootstrap: true, Seed: 1}
-	ResetPeakMemory()
+	driver.ResetPeakMemory()
 	t0 := time.Now()
-	f, err := Train(context.Background(), []*Device{d}, x, y, k, p, t.Logf)
+	f, err := Train(context.Background(), []*cuda.Device{d}, x, y, k, p, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, peak := DeviceMemory()
+	_, peak := driver.DeviceMemory()
 	nodes, depth := f.Nodes()
 	fmt.Printf("train %d×%d: gpu %.2f s, %d nodes, depth %d, peak device memory %.1f GB\n", rows, nf, time.Since(t0).Seconds(), nodes, depth, float64(peak)/1e9)
 }

@@ -1,4 +1,4 @@
-package cuda
+package classifier
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/pixel/composite"
 	"github.com/lulc/lulc/pixel/features"
@@ -255,32 +256,32 @@ func TestContextPassBitExact(t *testing.T) {
 			n, nf := rect.InnerW*rect.InnerH, len(c.names)
 			got := make([]float32, n*nf)
 			must(t, d.Do(func() error {
-				in, err := upload(slices.Concat(usedPlanes(fe, dn)...))
+				in, err := driver.Upload(slices.Concat(usedPlanes(fe, dn)...))
 				if err != nil {
 					return err
 				}
-				defer in.free()
-				out, err := alloc(uint64(n * nf * 4))
+				defer in.Free()
+				out, err := driver.Alloc(uint64(n * nf * 4))
 				if err != nil {
 					return err
 				}
-				defer out.free()
+				defer out.Free()
 				// A plane the pass leaves unwritten holds a NaN no feature
 				// gives.
-				if err := check(api.memsetD32(out.ptr, 0x7fc00bad, uint64(n*nf)), "cuMemsetD32"); err != nil {
+				if err := driver.Memset32(out.Ptr, 0x7fc00bad, uint64(n*nf)); err != nil {
 					return err
 				}
 				prog, err := fe.program()
 				if err != nil {
 					return err
 				}
-				if err := fe.contextPass(0, in.ptr, features.DN{Rect: rect, Scale: scale, Offset: offset}, prog, out.ptr); err != nil {
+				if err := fe.contextPass(0, in.Ptr, features.DN{Rect: rect, Scale: scale, Offset: offset}, prog, out.Ptr); err != nil {
 					return err
 				}
-				if err := check(api.ctxSynchronize(), "cuCtxSynchronize"); err != nil {
+				if err := driver.Synchronize(); err != nil {
 					return err
 				}
-				return download(got, out)
+				return driver.Download(got, out)
 			}))
 			bad := 0
 			for f := range nf {
@@ -319,17 +320,17 @@ func TestGPUContextReport(t *testing.T) {
 	var copyGBs float64
 	must(t, d.Do(func() error {
 		const size = 1 << 30
-		a, err := alloc(size)
+		a, err := driver.Alloc(size)
 		if err != nil {
 			return err
 		}
-		defer a.free()
-		b, err := alloc(size)
+		defer a.Free()
+		b, err := driver.Alloc(size)
 		if err != nil {
 			return err
 		}
-		defer b.free()
-		ms, err := d.timeIt(reps, func() error { return check(api.memcpyDtoD(b.ptr, a.ptr, size), "copy") })
+		defer b.Free()
+		ms, err := driver.TimeIt(reps, func() error { return driver.CopyOnDevice(b.Ptr, a.Ptr, size) })
 		copyGBs = 2 * size / (ms / 1e3) / 1e9
 		fmt.Printf("device %s: device-to-device copy %.0f GB/s (read + written)\n", d.Name, copyGBs)
 		return err
@@ -371,34 +372,34 @@ func TestGPUContextReport(t *testing.T) {
 			dn[i] = uint16(500 + r.IntN(5000))
 		}
 		must(t, d.Do(func() error {
-			in, err := upload(dn)
+			in, err := driver.Upload(dn)
 			if err != nil {
 				return err
 			}
-			defer in.free()
-			out, err := alloc(uint64(n * nf * 4))
+			defer in.Free()
+			out, err := driver.Alloc(uint64(n * nf * 4))
 			if err != nil {
 				return err
 			}
-			defer out.free()
+			defer out.Free()
 			prog, err := fe.program()
 			if err != nil {
 				return err
 			}
-			refl, err := alloc(uint64(n * len(bands) * 4))
+			refl, err := driver.Alloc(uint64(n * len(bands) * 4))
 			if err != nil {
 				return err
 			}
-			defer refl.free()
-			ms, err := d.timeIt(reps, func() error {
+			defer refl.Free()
+			ms, err := driver.TimeIt(reps, func() error {
 				if set.Radius() == 0 {
 					// PredictDN's pass: reflectance, then the features.
-					if err := d.launch("reflectance", int64(n*len(bands)), in.ptr, int64(n*len(bands)), int32(0), float32(1e-4), float32(0), refl.ptr); err != nil {
+					if err := d.Launch("reflectance", int64(n*len(bands)), in.Ptr, int64(n*len(bands)), int32(0), float32(1e-4), float32(0), refl.Ptr); err != nil {
 						return err
 					}
-					return d.launch("features", int64(n), refl.ptr, int32(len(bands)), int64(n), prog, int32(nf), out.ptr)
+					return d.Launch("features", int64(n), refl.Ptr, int32(len(bands)), int64(n), prog, int32(nf), out.Ptr)
 				}
-				return fe.contextPass(0, in.ptr, features.DN{Rect: rect, Scale: 1e-4}, prog, out.ptr)
+				return fe.contextPass(0, in.Ptr, features.DN{Rect: rect, Scale: 1e-4}, prog, out.Ptr)
 			})
 			bytes := float64(ph*len(bands)*2 + n*nf*4)
 			gbs := bytes / (ms / 1e3) / 1e9
@@ -407,67 +408,5 @@ func TestGPUContextReport(t *testing.T) {
 			return err
 		}))
 		fe.Close()
-	}
-}
-
-// TestMirrorContextBitExact checks the context features of chosen pixels
-// of a tile held on the device (Mirror.Context, context_at) against
-// features.Set.ContextAt: pixels everywhere, corners and edges included,
-// with nodata and clamped values.
-func TestMirrorContextBitExact(t *testing.T) {
-	d := gpu(t)
-	defer d.Close()
-	bands := []string{"B02", "B03", "B04", "B08", "B11"}
-	names := []string{"B04", "mean(B08,15)", "std(B08,15)", "range(B08,15)", "std(ndvi,7)", "mean(ndwi,3)",
-		"range(evi,5)", "mean(bsi,9)", "std(nd(B03,B11),31)", "ndvi"}
-	set, err := features.NewSet(names, bands)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const w, h = 301, 257
-	r := rand.New(rand.NewPCG(51, 52))
-	planes := make([][]uint16, len(bands))
-	for b := range planes {
-		planes[b] = make([]uint16, w*h)
-		for i := range planes[b] {
-			planes[b][i] = uint16(800 + (i/w/11+i%w/13+b)%5*900 + r.IntN(700))
-			switch r.IntN(200) {
-			case 0, 1, 2:
-				planes[b][i] = 0
-			case 3:
-				planes[b][i] = 65535
-			}
-		}
-	}
-	var refl [65536]float32
-	for v := range refl {
-		refl[v] = float32(float32(v)*1e-4) + -0.1
-	}
-	refl[0] = float32(math.NaN())
-	m, err := NewMirror(d, w, h, len(bands))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if err := m.Write(0, 0, w, h, planes, make([]uint8, w*h)); err != nil {
-		t.Fatal(err)
-	}
-	xs, ys := []int{0, w - 1, 0, w - 1}, []int{0, 0, h - 1, h - 1}
-	for range 5000 {
-		xs, ys = append(xs, r.IntN(w)), append(ys, r.IntN(h))
-	}
-	k := len(set.ContextFeatures())
-	want, got := make([]float32, len(xs)*k), make([]float32, len(xs)*k)
-	if err := set.ContextAt(want, xs, ys, w, h, func(b, i int) float32 { return refl[planes[b][i]] }); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Context(set, &refl, xs, ys, got); err != nil {
-		t.Fatal(err)
-	}
-	if i := sameBits(want, got); i >= 0 {
-		t.Fatalf("pixel (%d, %d), %s: CPU %v, GPU %v", xs[i/k], ys[i/k], set.Features[set.ContextFeatures()[i%k]].Name, want[i], got[i])
-	}
-	if err := m.Context(set, &refl, []int{w}, []int{0}, got[:k]); err == nil {
-		t.Error("a pixel outside the tile was accepted")
 	}
 }

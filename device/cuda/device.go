@@ -1,0 +1,102 @@
+// Package cuda runs lulc's CUDA kernels (kernels/lulc.cu, embedded as PTX)
+// through package driver: a Device is a GPU with lulc's kernels loaded.
+// It holds the GPU twins of the tile's stages, each behind the same
+// interface as its CPU reference and tested against it bit for bit:
+// decoding of compressed GeoTIFF tiles (package decode's twin), ahead of
+// the windows into a tile cache in device memory; the window composite
+// (package composite's); and a tile's composite kept in device memory
+// (Mirror) with the two passes of package sampling's draw over it. The
+// twins of the model's stages (features, forest, area of applicability)
+// are in package classifier, on the same Device.
+package cuda
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/lulc/lulc/device/cuda/driver"
+)
+
+// Device is one GPU with lulc's kernels loaded, owned by a goroutine (see
+// package driver): its Do, DoFirst, Launch and Pool are the driver's.
+type Device struct {
+	*driver.Device
+	// tiles keeps decoded source tiles between windows (decodeRects);
+	// tileCall counts its calls.
+	tiles    *tileCache
+	tileCall uint64
+	// held is where the compressed tiles that DecodeAhead keeps lie, by
+	// TileKey, until ReleaseAhead (owner goroutine only).
+	held     map[string]heldTile
+	heldBufs map[*heldBuffer]bool
+	// ahead serialises DecodeAhead calls (one reader per lane, and lanes
+	// may share a device): they share the device buffers of a row.
+	ahead sync.Mutex
+	opt   Options
+}
+
+// kernels returns the PTX the device loads.
+func (d *Device) kernels() string {
+	if d.opt.PTX != "" {
+		return d.opt.PTX
+	}
+	return ptx
+}
+
+// Options are a device's settings for comparing ways of working on one
+// machine; the zero value is lulc's way. The command line sets them from
+// the environment (docs/gpu.md); library code never reads it.
+type Options struct {
+	// PTX, when set, is the kernels to load instead of the embedded ones
+	// (freshly compiled kernels tried on a GPU host before they are
+	// committed).
+	PTX string
+	// Pageable copies the rows decoded ahead straight from the host's
+	// pageable memory instead of through the pinned staging.
+	Pageable bool
+	// TrainProfile has forest training wait for its kernels group by
+	// group and log where the time went.
+	TrainProfile bool
+}
+
+// Options returns the settings the device was opened with.
+func (d *Device) Options() Options { return d.opt }
+
+// kernelNames are the kernels of lulc.cu that the Go side launches.
+var kernelNames = []string{"features", "features_wide", "reflectance", "context_rows", "context_cols", "features_context", "context_at", "crop", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear", "inflate", "tiff_unpack", "gather_tiles",
+	"draw_count", "draw_collect", "place_u16", "place_u8", "aoa_di"}
+
+// kernelBlocks are the threads a block of Launch for the kernels that
+// take other than 256: forest_predict's shared-memory row buffer is sized
+// for 128 threads.
+var kernelBlocks = map[string]int64{"forest_predict": 128}
+
+// Open retains device index's primary context on a new owner goroutine
+// and loads lulc's kernels (opt.PTX's, when set).
+func Open(index int, opt Options) (*Device, error) {
+	g, err := driver.Open(index)
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{Device: g, opt: opt, held: map[string]heldTile{}, heldBufs: map[*heldBuffer]bool{}}
+	if err := g.LoadModule(d.kernels(), kernelNames, kernelBlocks); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("load lulc kernels (PTX %s): %w", ptxVersion(d.kernels()), err)
+	}
+	return d, nil
+}
+
+// Close releases the device; closing a nil Device (the CPU) does nothing.
+func (d *Device) Close() {
+	if d == nil {
+		return
+	}
+	d.Do(func() error {
+		d.tiles.release()
+		for h := range d.heldBufs {
+			h.buf.Free()
+		}
+		return nil
+	})
+	d.Device.Close()
+}

@@ -1,0 +1,363 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// Device is one GPU with its primary context, owned by a goroutine.
+type Device struct {
+	Info
+	work chan func()
+	// first carries work that goes before any waiting in work: the
+	// decoding of a row read ahead, which every window of that row waits
+	// for, goes before the windows' own calls.
+	first  chan func()
+	module uintptr
+	funcs  map[string]uintptr
+	// blocks is the threads a block of Launch for the kernels that take
+	// other than defaultBlock.
+	blocks map[string]int64
+	params unsafe.Pointer // pinned host memory for kernel arguments
+	closed bool
+	busy   atomic.Int64 // ns spent running work on the owner goroutine
+	// mem is the device's memory pool for the per-call work (composite,
+	// median, binning, …): a window's buffers are reused by the next
+	// window instead of being allocated and freed each time.
+	mem Pool
+	ctx uintptr // the primary context
+	// copier is a second goroutine locked to its own OS thread with the
+	// context current, started on first use (aside): it makes copies from
+	// pageable host memory, which hold their calling thread for as long
+	// as the bytes take to stage, while the owner goes on launching work.
+	copier     chan func()
+	copyStream uintptr // non-blocking: its copies overlap the owner's kernels
+	copyOnce   sync.Once
+	copyErr    error
+	stage      *stager // the copier's pinned staging, made on first use
+}
+
+// Open retains device index's primary context on a new owner goroutine.
+// The device has no kernels until LoadModule.
+func Open(index int) (*Device, error) {
+	devs, err := Devices()
+	if err != nil {
+		return nil, err
+	}
+	if index < 0 || index >= len(devs) {
+		return nil, fmt.Errorf("no GPU %d (the driver sees %d)", index, len(devs))
+	}
+	d := &Device{Info: devs[index], work: make(chan func()), first: make(chan func()), funcs: map[string]uintptr{}, mem: Pool{}}
+	ready := make(chan error)
+	go d.own(ready)
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// own is the device-owning goroutine.
+func (d *Device) own(ready chan<- error) {
+	runtime.LockOSThread()
+	var cu int32
+	var ctx uintptr
+	err := check(api.deviceGet(&cu, int32(d.Index)), "cuDeviceGet")
+	if err == nil {
+		err = check(api.primaryRetain(&ctx, cu), "cuDevicePrimaryCtxRetain")
+	}
+	if err == nil {
+		err = check(api.ctxSetCurrent(ctx), "cuCtxSetCurrent")
+	}
+	d.ctx = ctx
+	if err == nil {
+		err = check(api.memAllocHost(&d.params, 4096), "cuMemAllocHost")
+	}
+	ready <- err
+	if err == nil {
+	loop:
+		for {
+			select {
+			case f := <-d.first:
+				f()
+				continue
+			default:
+			}
+			select {
+			case f := <-d.first:
+				f()
+			case f, ok := <-d.work:
+				if !ok {
+					break loop
+				}
+				f()
+			}
+		}
+	}
+	// Park the goroutine instead of returning: a locked goroutine that
+	// exits takes its OS thread down, and the driver's per-thread state
+	// torn down that way crashed lulc at exit (seen on an H100, driver
+	// 580, with GDAL linked). The parked thread dies with the process.
+	select {}
+}
+
+// Do runs f on the owner goroutine, where the context is current.
+func (d *Device) Do(f func() error) error { return d.do(d.work, f) }
+
+// DoFirst is Do ahead of the calls waiting in Do.
+func (d *Device) DoFirst(f func() error) error { return d.do(d.first, f) }
+
+func (d *Device) do(queue chan func(), f func() error) error {
+	if d.closed {
+		return errors.New("cuda: device closed")
+	}
+	done := make(chan error)
+	queue <- func() {
+		t0 := time.Now()
+		err := f()
+		d.busy.Add(int64(time.Since(t0)))
+		done <- err
+	}
+	return <-done
+}
+
+// aside runs f on the copier goroutine (see Device.copier), which it
+// starts on first use, and waits for it. f may use d.copyStream and no
+// other state of the owner's: the owner runs meanwhile.
+func (d *Device) aside(f func() error) error {
+	if d.closed {
+		return errors.New("cuda: device closed")
+	}
+	d.copyOnce.Do(func() {
+		d.copier = make(chan func())
+		ready := make(chan error)
+		go func() {
+			runtime.LockOSThread()
+			err := check(api.ctxSetCurrent(d.ctx), "cuCtxSetCurrent")
+			if err == nil {
+				// CU_STREAM_NON_BLOCKING: no implicit ordering with the
+				// owner's work on the legacy default stream.
+				err = check(api.streamCreate(&d.copyStream, 1), "cuStreamCreate")
+			}
+			ready <- err
+			if err == nil {
+				for f := range d.copier {
+					f()
+				}
+			}
+			select {} // parked, as the owner is (see own)
+		}()
+		d.copyErr = <-ready
+	})
+	if d.copyErr != nil {
+		return d.copyErr
+	}
+	// Not counted in Busy: the copier's time overlaps the owner's.
+	done := make(chan error)
+	d.copier <- func() { done <- f() }
+	return <-done
+}
+
+// CopyAside copies src to device address dst on the copier goroutine,
+// while the owner goes on, and returns once the bytes are there: through
+// the copier's two pinned staging buffers (see stager), or, with
+// pageable, straight from src's pageable memory.
+func (d *Device) CopyAside(dst uint64, src []byte, pageable bool) error {
+	err := d.aside(func() error {
+		if !pageable {
+			return d.stagedCopy(dst, src)
+		}
+		if err := check(api.memcpyHtoDAsync(dst, unsafe.Pointer(&src[0]), uint64(len(src)), d.copyStream), "cuMemcpyHtoDAsync ahead"); err != nil {
+			return err
+		}
+		return check(api.streamSync(d.copyStream), "cuStreamSynchronize ahead")
+	})
+	runtime.KeepAlive(src)
+	return err
+}
+
+// Busy returns the time the owner goroutine has spent running work: the
+// GPU's transfers and kernels and the host staging around them. Against a
+// command's wall time it says how busy the device was kept.
+func (d *Device) Busy() time.Duration { return time.Duration(d.busy.Load()) }
+
+// Pool returns the device's memory pool, for work on the owner goroutine.
+func (d *Device) Pool() Pool { return d.mem }
+
+// Close releases the device's pool, pinned memory and streams; closing a
+// nil Device does nothing.
+func (d *Device) Close() {
+	if d != nil && !d.closed {
+		d.Do(func() error {
+			d.mem.Release()
+			api.memFreeHost(d.params)
+			if d.stage != nil {
+				d.stage.free()
+			}
+			if d.copyStream != 0 {
+				api.streamDestroy(d.copyStream)
+			}
+			return nil
+		})
+		d.closed = true
+		close(d.work)
+		if d.copier != nil {
+			close(d.copier)
+		}
+	}
+}
+
+// LoadModule JIT-compiles a PTX module on the owner goroutine and takes
+// the named kernels from it; blocks gives the threads a block of Launch
+// and LaunchAsync for the kernels that take other than 256. The error of
+// a module that does not compile holds the JIT's log.
+func (d *Device) LoadModule(ptx string, kernels []string, blocks map[string]int64) error {
+	return d.Do(func() error {
+		src := append([]byte(ptx), 0)
+		logBuf := make([]byte, 8192)
+		// CU_JIT_ERROR_LOG_BUFFER (5) and its size (6).
+		opts := []int32{5, 6}
+		vals := []uintptr{uintptr(unsafe.Pointer(&logBuf[0])), uintptr(len(logBuf))}
+		r := api.moduleLoadDataEx(&d.module, unsafe.Pointer(&src[0]), 2, &opts[0], &vals[0])
+		runtime.KeepAlive(src)
+		runtime.KeepAlive(logBuf)
+		if r != 0 {
+			return fmt.Errorf("%w: %s", Result(r), cString(&logBuf[0]))
+		}
+		for _, name := range kernels {
+			var f uintptr
+			cname := append([]byte(name), 0)
+			if err := check(api.moduleGetFunc(&f, d.module, &cname[0]), "cuModuleGetFunction "+name); err != nil {
+				return err
+			}
+			d.funcs[name] = f
+		}
+		d.blocks = blocks
+		return nil
+	})
+}
+
+// MemInfo returns the device's free and total memory in bytes.
+func (d *Device) MemInfo() (free, total uint64, err error) {
+	err = d.Do(func() error {
+		free, total, err = MemGetInfo()
+		return err
+	})
+	return free, total, err
+}
+
+// defaultBlock is the threads a block of Launch and LaunchAsync.
+const defaultBlock = 256
+
+// LaunchAsync queues kernel name over n elements on stream (no wait).
+func (d *Device) LaunchAsync(stream uintptr, name string, n int64, args ...any) error {
+	return d.launchOn(stream, false, name, n, args...)
+}
+
+// Launch runs kernel name over n elements with the arguments (each a
+// uint64 device pointer, int32, int64 or float32), then synchronises and
+// reports any launch or execution error (owner goroutine).
+func (d *Device) Launch(name string, n int64, args ...any) error {
+	return d.launchOn(0, true, name, n, args...)
+}
+
+func (d *Device) launchOn(stream uintptr, wait bool, name string, n int64, args ...any) error {
+	block := int64(defaultBlock)
+	if b, ok := d.blocks[name]; ok {
+		block = b
+	}
+	grid := uint32(min((n+block-1)/block, int64(d.SMs*32)))
+	if grid == 0 {
+		grid = 1
+	}
+	if err := d.LaunchGrid(stream, name, [3]uint32{grid, 1, 1}, uint32(block), 0, args...); err != nil {
+		return err
+	}
+	if !wait {
+		return nil
+	}
+	return check(api.ctxSynchronize(), "run "+name)
+}
+
+// LaunchGrid queues kernel name on stream, on a grid of blocks of block
+// threads with shared bytes of dynamic shared memory. Arguments (each a
+// uint64 device pointer, int32, int64 or float32) are staged in pinned
+// host memory, since the driver reads them through pointers (owner
+// goroutine).
+func (d *Device) LaunchGrid(stream uintptr, name string, grid [3]uint32, block, shared uint32, args ...any) error {
+	gx, gy, gz := grid[0], grid[1], grid[2]
+	f, ok := d.funcs[name]
+	if !ok {
+		return fmt.Errorf("no kernel %s", name)
+	}
+	if len(args) > 24 {
+		return fmt.Errorf("kernel %s: %d arguments (at most 24)", name, len(args))
+	}
+	ptrs := unsafe.Slice((*uintptr)(d.params), 24)
+	vals := unsafe.Slice((*uint64)(unsafe.Add(d.params, 24*8)), 24)
+	for i, a := range args {
+		switch v := a.(type) {
+		case uint64:
+			vals[i] = v
+		case int32:
+			*(*int32)(unsafe.Pointer(&vals[i])) = v
+		case int64:
+			vals[i] = uint64(v)
+		case float32:
+			*(*float32)(unsafe.Pointer(&vals[i])) = v
+		default:
+			return fmt.Errorf("kernel %s: argument %d of type %T", name, i, a)
+		}
+		ptrs[i] = uintptr(unsafe.Pointer(&vals[i]))
+	}
+	// The driver copies the arguments at launch, so the staging area can
+	// be reused at once.
+	return check(api.launchKernel(f, gx, gy, gz, block, 1, 1, shared, stream, d.params, nil), "launch "+name)
+}
+
+// TimeIt runs f reps times after a warm-up and returns the median time in
+// milliseconds, measured with CUDA events around each run (owner
+// goroutine).
+func TimeIt(reps int, f func() error) (float64, error) {
+	var start, end uintptr
+	if err := check(api.eventCreate(&start, 0), "cuEventCreate"); err != nil {
+		return 0, err
+	}
+	defer api.eventDestroy(start)
+	if err := check(api.eventCreate(&end, 0), "cuEventCreate"); err != nil {
+		return 0, err
+	}
+	defer api.eventDestroy(end)
+	if err := f(); err != nil { // warm-up
+		return 0, err
+	}
+	times := make([]float64, 0, reps)
+	for range reps {
+		api.eventRecord(start, 0)
+		if err := f(); err != nil {
+			return 0, err
+		}
+		api.eventRecord(end, 0)
+		if err := check(api.eventSynchronize(end), "cuEventSynchronize"); err != nil {
+			return 0, err
+		}
+		var ms float32
+		api.eventElapsed(&ms, start, end)
+		times = append(times, float64(ms))
+	}
+	return medianOf(times), nil
+}
+
+func medianOf(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j-1] > s[j]; j-- {
+			s[j-1], s[j] = s[j], s[j-1]
+		}
+	}
+	return s[len(s)/2]
+}
