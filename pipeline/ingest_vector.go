@@ -118,6 +118,10 @@ func censusVectorLabels(cfg IngestConfig, href, key string, log *slog.Logger) er
 	if err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
+	if err := raster.CheckFields(raster.GDALPath(href), vectorRule(cfg), raster.FieldCheck{Key: "source.label_group_field", Field: cfg.Source.LabelGroupField},
+		raster.FieldCheck{Key: "source.label_weight_field", Field: cfg.Source.LabelWeightField}); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
 	field := cfg.Source.LabelField
 	switch {
 	case c.Features == 0:
