@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lulc/lulc/source/catalog"
 )
 
 // TestVectorFieldMessages ingests a raster pair whose labels are a points
@@ -44,5 +48,37 @@ func TestVectorFieldMessages(t *testing.T) {
 		if _, err := os.Stat(out); err == nil {
 			t.Errorf("fields %q %q %q: the failed ingest left %s", c.label, c.weight, c.group, out)
 		}
+	}
+}
+
+// TestIngestWarnsOfSmallArea ingests the tiny scene with its own config's
+// area (no warning) and with an area of about 2.5 % of it: ingest warns,
+// naming area.bbox, the share and the tile. A scene from a STAC API is
+// not judged (an area smaller than a tile is the usual case there).
+func TestIngestWarnsOfSmallArea(t *testing.T) {
+	scene := makeScene(t, "tiny", synthConfig(t))
+	cfg := ingestConfig(t, filepath.Join(scene, "catalog.json"))
+	var log strings.Builder
+	if _, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "whole"), Log: textLog(&log)}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "of the catalog's scenes") {
+		t.Errorf("the tiny scene's own area warns:\n%s", log.String())
+	}
+	cfg.Area.BBox = []float64{3.01, 45.135, 3.02, 45.14}
+	log.Reset()
+	if _, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "corner"), Log: textLog(&log)}); err != nil {
+		t.Fatal(err)
+	}
+	got := regexp.MustCompile(`area: area.bbox \[3.01, 45.135, 3.02, 45.14\] covers (\d+\.\d) % of the catalog's scenes \(tiles 31TEJ\): only that part is mapped; set area.bbox`).FindStringSubmatch(log.String())
+	if got == nil {
+		t.Fatalf("no warning of the small area:\n%s", log.String())
+	}
+	if share, _ := strconv.ParseFloat(got[1], 64); share <= 0 || share >= AreaWarnPercent {
+		t.Errorf("share %s %%", got[1])
+	}
+	cfg.Source.Catalog = ""
+	if w := areaCoverageWarning(cfg, [4]float64(cfg.Area.BBox), []tileItems{{tile: "31TEJ", items: []catalog.Item{{BBox: [4]float64{2, 45, 4, 46}}}}}); w != "" {
+		t.Errorf("a STAC API's scenes are judged: %s", w)
 	}
 }
