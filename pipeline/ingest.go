@@ -287,6 +287,9 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 		return nil, err
 	}
 	opt.Log.Info("scenes found", "items", len(items), "tiles", len(groups), "label_items", len(labelItems))
+	if w := areaCoverageWarning(cfg, area, groups); w != "" {
+		opt.Log.Warn(w)
+	}
 	for _, g := range groups {
 		if len(g.items) > MaxDates {
 			return nil, fmt.Errorf("tile %s: %d dates (%s to %s), more than the %d a composite takes (its valid count is a byte on both engines): narrow dates or lower max_cloud_cover",

@@ -209,7 +209,7 @@ func (t *rasterTile) composite(ctx context.Context, cfg IngestConfig, opt Option
 		// window to copy from.
 		var err error
 		if job.labels, err = burnVectorLabels(cfg, t.vec, t.grid, sinks); err != nil {
-			return tileStats{}, fmt.Errorf("tile %s: %w", t.name(), err)
+			return tileStats{}, err // the callers name the tile
 		}
 	}
 	bar := opt.NewBar(int64(len(windows)), "ingest "+t.name()+" windows")

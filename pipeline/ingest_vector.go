@@ -78,6 +78,10 @@ func resolveVectorLabels(cfg IngestConfig, hrefs, keys []string, log *slog.Logge
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", keys[i], err)
 		}
+		if err := raster.CheckFields(raster.GDALPath(href), vectorRule(cfg, nil), raster.FieldCheck{Key: "source.label_group_field", Field: cfg.Source.LabelGroupField},
+			raster.FieldCheck{Key: "source.label_weight_field", Field: cfg.Source.LabelWeightField}); err != nil {
+			return nil, fmt.Errorf("%s: %w", keys[i], err)
+		}
 		out[i] = &vectorLabels{href: href, census: c}
 		text = append(text, c.Text...)
 	}

@@ -812,7 +812,8 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 	}
 	r.mark("samples drawn, features computed", "")
 	set.Config = cfg.sampleKey()
-	res := &TrainResult{Dir: filepath.Join(r.stage.Final, "model"), Engine: cfg.Engine, Sample: time.Since(t0), Warnings: sp.Warnings()}
+	census := sp.Census()
+	res := &TrainResult{Dir: filepath.Join(r.stage.Final, "model"), Engine: cfg.Engine, Sample: time.Since(t0), Warnings: sp.Warnings(), census: &census}
 	for _, c := range scheme.Classes {
 		res.ClassNames = append(res.ClassNames, c.Name)
 	}
@@ -822,10 +823,8 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 		return nil, nil, err
 	}
 	r.fitWall = time.Since(t1)
+	// fitAndMeasure logged the warnings as they came.
 	r.mark("fitted and validated", "")
-	for _, w := range res.Warnings {
-		r.opt.Log.Warn(w)
-	}
 	// The tiles are mapped with the model in memory while its files are
 	// written; the model directory appears whole, so a run interrupted
 	// before it fits again.

@@ -162,31 +162,32 @@ func (c TrainConfig) drawInputs() ([]trainInput, error) {
 // and returns what the draw has to say about the labels. Draws (a job's
 // sample phase) are merged, after checking that they were drawn for this
 // config.
-func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, e engine) (*sampleset.Set, []string, error) {
+func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, e engine) (*sampleset.Set, drawNotes, error) {
 	if err := drawsAgree(ins); err != nil {
-		return nil, nil, err
+		return nil, drawNotes{}, err
 	}
 	sp := sampling.New(cfg.sampling(), cfg.Features, scheme, e.features)
 	for _, in := range ins {
 		if in.draw != nil {
 			if in.draw.Config != cfg.sampleKey() {
-				return nil, nil, fmt.Errorf("%s: drawn for another train config (features, classes, sampling or input scaling differ)", in.image)
+				return nil, drawNotes{}, fmt.Errorf("%s: drawn for another train config (features, classes, sampling or input scaling differ)", in.image)
 			}
 			if err := sp.Merge(in.draw); err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", in.image, err)
+				return nil, drawNotes{}, fmt.Errorf("%s: %w", in.image, err)
 			}
 			continue
 		}
 		si, err := in.sampleInput()
 		if err != nil {
-			return nil, nil, err
+			return nil, drawNotes{}, err
 		}
 		if err := sp.Add(si); err != nil {
-			return nil, nil, err
+			return nil, drawNotes{}, err
 		}
 	}
 	set, _, err := sp.Finish()
-	return set, sp.Warnings(), err
+	census := sp.Census()
+	return set, drawNotes{warnings: sp.Warnings(), census: &census}, err
 }
 
 // sampleInput is the input as the draw takes it: the tile in memory, or

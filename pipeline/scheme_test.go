@@ -13,6 +13,7 @@ import (
 
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/learn/sampleset"
 )
 
 // relabelledScene copies the tiny synthetic scene with its label items'
@@ -111,21 +112,27 @@ func TestLabelSchemeFromItems(t *testing.T) {
 }
 
 // TestClassRemap checks classes.remap: refused onto a code outside the
-// scheme or from one of its classes; otherwise the remapped labels train
-// as their class (none is reported outside the scheme), the model records
-// the remap, and the run's per-tile evaluation counts them the same way.
+// scheme or outside 1–255, accepted from one of its classes; the remapped
+// labels train as their class (none is reported outside the scheme), the
+// model records the remap, and the run's per-tile evaluation counts them
+// the same way.
 func TestClassRemap(t *testing.T) {
 	stack := demoStack(t)
 	tc := trainConfig(t, "train-demo.yaml", stack)
-	for remap, want := range map[int]string{10: "is a class of the scheme", 5: "is not a class"} {
+	for _, c := range []struct {
+		remap map[int]int
+		want  string
+	}{{map[int]int{5: 99}, "is not a class"}, {map[int]int{0: 10}, "codes are 1–255"}, {map[int]int{300: 10}, "codes are 1–255"}} {
 		bad := tc
-		bad.Classes.Remap = map[int]int{remap: 99}
-		if remap == 10 {
-			bad.Classes.Remap = map[int]int{10: 20}
+		bad.Classes.Remap = c.remap
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("remap %v: %v, want %q", bad.Classes.Remap, err, c.want)
 		}
-		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("remap %v: %v", bad.Classes.Remap, err)
-		}
+	}
+	ok := tc
+	ok.Classes.Remap = map[int]int{10: 20}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("remapping the scheme's own code 10 onto 20: %v", err)
 	}
 	// WorldCover without shrubland, whose pixels count as grassland.
 	tc.Classes.Scheme, tc.Classes.Name = "custom", "no shrubland"
@@ -193,5 +200,56 @@ func TestRunCountsLabelsOutsideScheme(t *testing.T) {
 	res = runJob(t, job, filepath.Join(t.TempDir(), "remapped"), Options{})
 	if got := res.Tiles[0].Outside; len(got) != 0 {
 		t.Errorf("remapped codes reported outside the scheme: %v", got)
+	}
+}
+
+// TestRemapSchemeCode remaps one of the scheme's own classes onto another
+// (WorldCover's shrubland onto grassland): its pixels train as grassland,
+// shrubland draws no sample and is not reported as a class the labels
+// lack, and the log counts one class fewer than without the remap.
+func TestRemapSchemeCode(t *testing.T) {
+	stack := demoStack(t)
+	tc := trainConfig(t, "train-demo.yaml", stack)
+	var plainLog strings.Builder
+	plain, err := Train(context.Background(), tc, Options{Out: filepath.Join(t.TempDir(), "plain"), Log: textLog(&plainLog)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.Classes.Remap = map[int]int{20: 30}
+	out := filepath.Join(t.TempDir(), "model")
+	var log strings.Builder
+	res, err := Train(context.Background(), tc, Options{Out: out, Log: textLog(&log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range res.Warnings {
+		if strings.Contains(w, "20 (Shrubland)") {
+			t.Errorf("shrubland, remapped onto grassland, is reported: %s", w)
+		}
+	}
+	body, err := os.ReadFile(filepath.Join(out, SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := sampleset.Decode(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shrub, grass := slices.Index(set.Classes, 20), slices.Index(set.Classes, 30)
+	if slices.Contains(set.Y, uint8(shrub)) || !slices.Contains(set.Y, uint8(grass)) {
+		t.Errorf("samples of shrubland (%d) or none of grassland (%d): classes %v", shrub, grass, set.Classes)
+	}
+	if plain.Samples == res.Samples && plain.Validation == res.Validation {
+		t.Error("the remap changed no sample")
+	}
+	classes := func(log string) string {
+		i := strings.Index(log, " classes=")
+		if i < 0 {
+			t.Fatalf("no classes= in the log %q", log)
+		}
+		return strings.Fields(log[i+1:])[0]
+	}
+	if p, r := classes(plainLog.String()), classes(log.String()); p == r {
+		t.Errorf("the log counts %s classes with and without the remap (%s)", r, p)
 	}
 }

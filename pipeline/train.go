@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/lulc/lulc/learn/aoa"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/sampleset"
+	"github.com/lulc/lulc/learn/sampling"
 	"github.com/lulc/lulc/pixel/radiometry"
 	"github.com/lulc/lulc/report/charts"
 )
@@ -45,6 +45,9 @@ type TrainResult struct {
 	Fit        time.Duration
 	Warnings   []string
 	Reused     bool // samples came from an earlier, interrupted run
+	// census counts the labelled pixels by code and what the split made
+	// of them; nil when the samples were reused.
+	census *sampling.Census
 }
 
 // runInfo is written to run.json: what ran, on what, from which inputs.
@@ -118,12 +121,12 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 		}
 	}
 	if set == nil {
-		var warnings []string
-		set, warnings, err = sample(fitCfg, ins, scheme, opt.engine())
+		var notes drawNotes
+		set, notes, err = sample(fitCfg, ins, scheme, opt.engine())
 		if err != nil {
 			return res, err
 		}
-		res.Warnings = append(res.Warnings, warnings...)
+		res.Warnings, res.census = append(res.Warnings, notes.warnings...), notes.census
 		set.Config = fitCfg.sampleKey()
 		body, err := set.Encode()
 		if err != nil {
@@ -163,13 +166,27 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 	xt, yt := set.Subset(0)
 	_, yv := set.Subset(1)
 	res.Samples, res.Validation, res.Buffered = len(yt), len(yv), set.Buffered
-	if err := checkSamples(cfg, scheme, set, yt, yv, xt, res); err != nil {
+	// Said first, before the samples are checked and the forest fitted: a
+	// scheme the labels do not fit explains what fails after it.
+	fitWarning := schemeFitWarning(cfg, scheme, res.census)
+	if fitWarning != "" {
+		opt.Log.Warn(fitWarning)
+	}
+	present, err := checkSamples(cfg, scheme, set, yt, yv, xt, res)
+	if err != nil {
 		return nil, err
 	}
-	opt.Log.Info("samples", "training", len(yt), "validation", len(yv), "features", len(set.Features), "classes", len(scheme.Classes))
-	if cfg.Sampling.Buffer > 0 {
-		opt.Log.Info("split buffer", "buffer_pixels", cfg.Sampling.Buffer, "training_pixels_dropped", set.Buffered)
+	for _, w := range res.Warnings {
+		opt.Log.Warn(w)
 	}
+	if fitWarning != "" {
+		res.Warnings = append(res.Warnings, fitWarning)
+	}
+	// The classes the labels hold, not the scheme's size; from the
+	// samples when merged draws left no census.
+	opt.Log.Info("samples", "training", len(yt), "validation", len(yv), "features", len(set.Features), "classes", present, "scheme_classes", len(scheme.Classes))
+	logSplit(cfg, set, opt)
+	logged := len(res.Warnings)
 	// The model takes its bands and scaling from the inputs, which share
 	// them; an empty shard's draw names none.
 	in := ins[0]
@@ -179,6 +196,9 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 	model, pred, err := fit(ctx, cfg, scheme, set, in, opt, res)
 	if err != nil {
 		return nil, err
+	}
+	for _, w := range res.Warnings[logged:] {
+		opt.Log.Warn(w)
 	}
 	if model != nil { // golearn's forests are not lulc models
 		model.Dark, model.Remap = trainingDark(ins, model.Bands), cfg.remap()
@@ -294,40 +314,48 @@ func writeTrainOutputs(cfg TrainConfig, set *sampleset.Set, ins []trainInput, mo
 }
 
 // checkSamples refuses samples training cannot use and records warnings
-// for those it can.
-func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *sampleset.Set, yt, yv []uint8, xt []float32, res *TrainResult) error {
+// for those it can. It returns how many classes the labels hold (with a
+// census; else how many the samples hold).
+func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *sampleset.Set, yt, yv []uint8, xt []float32, res *TrainResult) (int, error) {
 	if len(yt)+len(yv) == 0 && len(res.Warnings) > 0 {
 		// The draw's warnings say why none was drawn (labels outside the
 		// scheme, planes without data); the split is not the cause.
-		return fmt.Errorf("no samples: %s", strings.Join(res.Warnings, "; "))
+		return 0, fmt.Errorf("no samples: %s", strings.Join(res.Warnings, "; "))
 	}
 	if len(yt) < 2 || len(yv) < 1 {
-		return fmt.Errorf("too few samples for the split: %d training and %d validation (lower sampling.block_size or raise the input's size)", len(yt), len(yv))
+		return 0, fmt.Errorf("too few samples for the split: %d training and %d validation (lower sampling.block_size or raise the input's size)", len(yt), len(yv))
 	}
 	counts := make([]int, len(scheme.Classes))
 	var few []string
 	for _, y := range yt {
 		counts[y]++
 	}
-	present := 0
+	warnings, present := classWarnings(cfg, scheme, res.census, counts)
+	res.Warnings = append(res.Warnings, warnings...)
+	trained := 0
 	for c, n := range counts {
-		switch {
-		case n == 0:
-			res.Warnings = append(res.Warnings, fmt.Sprintf("class %d (%s) has no training samples: the model will never predict it", scheme.Classes[c].Code, scheme.Classes[c].Name))
-		case n < cfg.Sampling.MinPerClass:
+		if n > 0 && n < cfg.Sampling.MinPerClass {
 			few = append(few, fmt.Sprintf("class %d (%s) has %d", scheme.Classes[c].Code, scheme.Classes[c].Name, n))
 		}
 		if n > 0 {
-			present++
+			trained++
 		}
 	}
-	if present < 2 {
-		return errors.New("the training samples hold fewer than two classes: nothing to learn")
+	if present < 0 {
+		present = 0
+		for c := range counts {
+			if counts[c] > 0 || slices.Contains(yv, uint8(c)) {
+				present++
+			}
+		}
+	}
+	if trained < 2 {
+		return present, fmt.Errorf("the training samples hold fewer than two classes: nothing to learn (%s)", strings.Join(warnings, "; "))
 	}
 	if len(few) > 0 {
 		// A model is not written from fewer samples of a class than the
 		// config asks for: its forest would only echo them.
-		return fmt.Errorf("too few training samples: %s, below sampling.min_per_class %d (label more pixels of them, or lower min_per_class)",
+		return present, fmt.Errorf("too few training samples: %s, below sampling.min_per_class %d (label more pixels of them, or lower min_per_class)",
 			strings.Join(few, "; "), cfg.Sampling.MinPerClass)
 	}
 	nf := len(set.Features)
@@ -345,9 +373,25 @@ func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *sampleset.Set, 
 		}
 	}
 	if len(allNaN) > 0 {
-		return fmt.Errorf("features %s are NaN in every training sample", strings.Join(allNaN, ", "))
+		return present, fmt.Errorf("features %s are NaN in every training sample", strings.Join(allNaN, ", "))
 	}
-	return nil
+	return present, nil
+}
+
+// logSplit says what the split's buffer did, and that a split by features
+// has none: the buffer a blocked split takes by default (the context
+// features' radius) would otherwise vanish without a word.
+func logSplit(cfg TrainConfig, set *sampleset.Set, opt Options) {
+	switch {
+	case cfg.Sampling.Split == sampling.SplitFeatures:
+		msg := "sampling.split features: no buffer (sampling.buffer works with split blocks only): each feature's pixels go whole to one side"
+		if r := contextRadius(cfg.Features); r > 0 {
+			msg += fmt.Sprintf("; split blocks would drop the training pixels within the context features' radius %d of validation blocks", r)
+		}
+		opt.Log.Info(msg)
+	case cfg.Sampling.Buffer > 0:
+		opt.Log.Info("split buffer", "buffer_pixels", cfg.Sampling.Buffer, "training_pixels_dropped", set.Buffered)
+	}
 }
 
 // trainAOA prepares the model's area of applicability from the samples'

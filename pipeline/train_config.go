@@ -71,9 +71,11 @@ type TrainConfig struct {
 		Scheme string        `yaml:"scheme"`
 		Name   string        `yaml:"name"`
 		List   []ClassConfig `yaml:"list"`
-		// Remap maps label codes outside the scheme onto its codes (for
-		// example Esri/IO's 2, trees, onto WorldCover's 10): those pixels
-		// train, and are evaluated, as that class. The model records it.
+		// Remap maps label codes onto the scheme's codes (for example
+		// Esri/IO's 2, trees, onto WorldCover's 10, or one of the
+		// scheme's own classes onto another to merge them): those pixels
+		// train, and are evaluated, as that class. A class of the scheme
+		// remapped away keeps no pixel of its own. The model records it.
 		// Left out of the hash when empty.
 		Remap map[int]int `yaml:"remap" json:",omitempty"`
 	} `yaml:"classes"`
@@ -347,15 +349,13 @@ func (c TrainConfig) remap() map[uint8]uint8 {
 }
 
 // checkRemap checks classes.remap against the scheme: codes 1–255, from
-// codes outside the scheme onto codes in it.
+// any code (the scheme's own too) onto a code of the scheme.
 func (c TrainConfig) checkRemap(s landcover.Scheme) error {
 	for _, from := range slices.Sorted(maps.Keys(c.Classes.Remap)) {
 		to := c.Classes.Remap[from]
 		switch {
 		case from < 1 || from > 255 || to < 1 || to > 255:
 			return fmt.Errorf("classes.remap: %d: %d: codes are 1–255", from, to)
-		case s.Has(uint8(from)):
-			return fmt.Errorf("classes.remap: %d is a class of the scheme %s: remap only codes outside it", from, s.Name)
 		case !s.Has(uint8(to)):
 			return fmt.Errorf("classes.remap: %d: %d is not a class of the scheme %s (%v)", from, to, s.Name, s.Codes())
 		}

@@ -17,8 +17,17 @@ import (
 // every -c takes by name when no file of that name exists.
 func newConfigCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "config",
+		Use:   "config list|show NAME",
 		Short: "List and print the configs embedded in lulc (every -c NAME finds them)",
+		// Without Args and RunE, cobra prints the help and exits 0 for any
+		// argument: lulc config train-real.yaml would look like success.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return usagef("config: unknown subcommand %q: lulc config show %s prints an embedded config, lulc config list names them", args[0], args[0])
+		},
 	}
 	list := &cobra.Command{
 		Use:   "list",

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -59,8 +60,8 @@ func newExportModelCmd(a *app) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
-			if err := atomicfs.WriteFile(out, body); err != nil {
-				return fmt.Errorf("export: %w", err)
+			if err := writeExport(out, body); err != nil {
+				return err
 			}
 			if a.summary(map[string]any{"onnx": out, "trees": len(m.Forest.Trees), "features": m.Features}) {
 				fmt.Fprintf(a.stdout, "wrote %s: %d trees over %d features, %d classes\n", out, len(m.Forest.Trees), len(m.Features), len(m.Classes))
@@ -109,8 +110,8 @@ func newExportSamplesCmd(a *app) *cobra.Command {
 			if err := interop.NPZ(&b, set, m); err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
-			if err := atomicfs.WriteFile(out, b.Bytes()); err != nil {
-				return fmt.Errorf("export: %w", err)
+			if err := writeExport(out, b.Bytes()); err != nil {
+				return err
 			}
 			if a.summary(map[string]any{"npz": out, "rows": set.N(), "features": set.Features}) {
 				fmt.Fprintf(a.stdout, "wrote %s: %d rows × %d features\n", out, set.N(), len(set.Features))
@@ -123,4 +124,17 @@ func newExportSamplesCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVarP(&out, "out", "o", "", "the .npz file to write")
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing .npz file")
 	return cmd
+}
+
+// writeExport writes an export's file, creating its folder first: --out
+// names a file in a folder that need not exist yet, as every other
+// command's output may.
+func writeExport(out string, body []byte) error {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return fmt.Errorf("export: --out %s: %w", out, err)
+	}
+	if err := atomicfs.WriteFile(out, body); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
 }

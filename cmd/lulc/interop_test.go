@@ -9,13 +9,14 @@ import (
 )
 
 // TestExportCommands exports a trained model as ONNX and its samples as
-// .npz through the command line, and checks the usage errors: missing
-// flags, an output that is the input, a file that is not a samples file.
+// .npz through the command line, into folders that do not exist yet, and
+// checks the usage errors: missing flags, an output that is the input, a
+// file that is not a samples file.
 func TestExportCommands(t *testing.T) {
 	dir := t.TempDir()
 	_, model := demoRun(t, dir)
 	run := filepath.Dir(model)
-	onnx := filepath.Join(dir, "model.onnx")
+	onnx := filepath.Join(dir, "onnx", "new", "model.onnx")
 	code, stdout, stderr := lulc(t, "export", "model", "--model", model, "--out", onnx)
 	if code != 0 || !strings.Contains(stdout, "trees over 56 features") {
 		t.Fatalf("export model: exit %d: %s%s", code, stdout, stderr)
@@ -23,7 +24,7 @@ func TestExportCommands(t *testing.T) {
 	if b, err := os.ReadFile(onnx); err != nil || !strings.Contains(string(b), "TreeEnsembleClassifier") || !strings.Contains(string(b), "ai.onnx.ml") {
 		t.Errorf("model.onnx: %v", err)
 	}
-	npz := filepath.Join(dir, "samples.npz")
+	npz := filepath.Join(dir, "npz", "samples.npz")
 	code, _, stderr = lulc(t, "export", "samples", "-q", "--samples", filepath.Join(run, "samples.lulcs"), "--model", model, "--out", npz)
 	if code != 0 {
 		t.Fatalf("export samples: exit %d: %s", code, stderr)

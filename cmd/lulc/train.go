@@ -89,9 +89,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 			if err != nil {
 				return err
 			}
-			for _, w := range res.Warnings {
-				a.log.Warn(w)
-			}
+			// Training logged its warnings as they came (before the fit).
 			if a.summary(res) {
 				fmt.Fprintf(a.stdout, "engine %s: %d training / %d validation samples, sampled in %s, fitted in %s\n",
 					res.Engine, res.Samples, res.Validation, res.Sample.Round(1e6), res.Fit.Round(1e6))

@@ -84,12 +84,7 @@ func featureCodes(path string, v VectorLabels) (map[int64]uint8, LabelCensus, er
 		return nil, LabelCensus{}, err
 	}
 	c := LabelCensus{Layer: layer}
-	var names []string
-	for _, l := range vec.Layers() {
-		if l.Name() == layer {
-			names = slices.Sorted(maps.Keys(layerFields(l)))
-		}
-	}
+	names := fieldNames(vec, layer)
 	if names == nil {
 		return nil, c, nil // no feature
 	}
@@ -206,4 +201,49 @@ func judgeNumber(x float64, value string) (string, uint8, string) {
 		return value, 0, "above 255"
 	}
 	return value, uint8(x), ""
+}
+
+// fieldNames are the sorted field names of the named layer of vec (nil
+// when it has no feature to read them from).
+func fieldNames(vec *godal.Dataset, layer string) []string {
+	for _, l := range vec.Layers() {
+		if l.Name() == layer {
+			return slices.Sorted(maps.Keys(layerFields(l)))
+		}
+	}
+	return nil
+}
+
+// FieldCheck is a field that a setting (Key, for messages) names in a
+// vector layer of labels; an empty Field is not checked.
+type FieldCheck struct {
+	Key, Field string
+}
+
+// CheckFields refuses a layer (the one v names) that lacks a field the
+// checks name, before anything is burned: GDAL's rasterizer only warns
+// ("Failed to find field …, skipping") and burns nothing. The error names
+// the setting, the field and the fields the layer has. A layer without
+// features is not refused here (CensusLabels reports it).
+func CheckFields(path string, v VectorLabels, checks ...FieldCheck) error {
+	register()
+	vec, err := godal.Open(path, godal.VectorOnly())
+	if err != nil {
+		return fmt.Errorf("read labels %s: open vector: %w", path, err)
+	}
+	defer vec.Close()
+	layer, err := findLayer(path, vec, v)
+	if err != nil {
+		return err
+	}
+	names := fieldNames(vec, layer)
+	if names == nil {
+		return nil
+	}
+	for _, c := range checks {
+		if c.Field != "" && !slices.Contains(names, c.Field) {
+			return fmt.Errorf("read labels %s: %s: layer %s has no field %q (fields: %s)", path, c.Key, layer, c.Field, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }

@@ -45,7 +45,7 @@ type Model struct {
 	// percentile reflectance), for checking that the images a model
 	// maps share its radiometric convention; empty when unknown.
 	Dark map[string]float64 `json:"dark_reflectance_p1,omitempty"`
-	// Remap maps label codes outside Classes onto class codes, as the
+	// Remap maps label codes (Classes' own too) onto class codes, as the
 	// training config's classes.remap did: a map made with the model is
 	// evaluated against labels the same way.
 	Remap map[uint8]uint8 `json:"label_remap,omitempty"`

@@ -144,8 +144,8 @@ type Tile struct {
 	// no prediction, are left out, as lulc evaluate leaves them out.
 	Reference []uint8
 	Confusion [][]int64
-	// Remap counts reference codes outside Codes as these codes (a
-	// model's label remap).
+	// Remap counts reference codes as these codes (a model's label
+	// remap), codes of Codes too.
 	Remap map[uint8]uint8
 	// Classes, when set (Grid-sized), receives the predicted codes, so that
 	// a quicklook needs no second read of the class COG.
@@ -375,13 +375,12 @@ func (t Tile) codeIndex() [256]int {
 }
 
 // referenceIndex is index for reference codes: with the remap's codes
-// outside the classes counted as the classes they map onto.
+// counted as the classes they map onto, the classes' own codes too (as
+// training drew them).
 func (t Tile) referenceIndex(index [256]int) [256]int {
 	ref := index
 	for from, to := range t.Remap {
-		if index[from] < 0 {
-			ref[from] = index[to]
-		}
+		ref[from] = index[to]
 	}
 	return ref
 }

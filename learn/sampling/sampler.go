@@ -46,6 +46,12 @@ type Sampler struct {
 	buffered int64
 	// outsideBy is outside per input added here, by name.
 	outsideBy map[string]map[uint8]int64
+	// census counts the labelled pixels by code and what the split made
+	// of them (Census); tiles in memory are counted from their labels
+	// only when asked (pending), merged draws not at all (partial).
+	census  Census
+	pending []pendingTile
+	partial bool
 	// mu guards the sampler's state when tiles in memory are added from
 	// several goroutines (AddAt): their draws run at once, their merges
 	// take turns.
@@ -62,8 +68,12 @@ func New(cfg Config, names []string, scheme landcover.Scheme, compute Computers)
 	for i, c := range scheme.Classes {
 		sp.classIndex[c.Code] = i
 	}
+	// A remap may take any code, the scheme's own too: its pixels then
+	// train as the class of the code it maps to (one step, never a chain,
+	// whatever the order the map gives them in).
+	own := maps.Clone(sp.classIndex)
 	for from, to := range cfg.Remap {
-		if c, ok := sp.classIndex[to]; ok && !scheme.Has(from) {
+		if c, ok := own[to]; ok {
 			sp.classIndex[from] = c
 		}
 	}
@@ -151,6 +161,7 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 		found, counts := screenStrip(st, stripPlace{ii: ii, w: src.Width, height: src.Height, r0: k * stripRows, nb: len(fs.Bands)}, class, limits, s)
 		sp.labelled += counts.labelled
 		sp.buffered += counts.buffered
+		sp.census.add(counts)
 		for code, n := range counts.outside {
 			sp.outside[code] += n
 			sp.countOutside(in.Name, uint8(code), n)
@@ -181,6 +192,9 @@ type labelCounts struct {
 	labelled int64
 	outside  [256]int64
 	buffered int64
+	// byCode are the labelled pixels, the validation ones and the
+	// buffered ones, by code (Census).
+	byCode, validation, bufferedBy [256]int64
 }
 
 // countOutside adds n pixels of an input whose code is outside the scheme
@@ -296,6 +310,7 @@ func screenStrip(st Strip, at stripPlace, class [256]int, limits []uint64, s Con
 					c := class[code]
 					if code != 0 {
 						counts[p].labelled++
+						counts[p].byCode[code]++
 						if c < 0 {
 							counts[p].outside[code]++
 						}
@@ -309,9 +324,16 @@ func screenStrip(st Strip, at stripPlace, class [256]int, limits []uint64, s Con
 					} else {
 						split = int(splits[col/s.BlockSize])
 					}
+					if split == 1 {
+						counts[p].validation[code]++
+					}
 					if split == 0 && s.Buffer > 0 && near.near(col, s.BlockSize, s.Buffer) {
 						counts[p].buffered++
+						counts[p].bufferedBy[code]++
 						continue
+					}
+					if limits == nil {
+						continue // a census (countTile): no candidate is kept
 					}
 					res := c*2 + split
 					key := rng.Hash(s.Seed, 0x5a4, ii, row, uint64(col))
@@ -334,8 +356,11 @@ func screenStrip(st Strip, at stripPlace, class [256]int, limits []uint64, s Con
 	for _, c := range counts {
 		total.labelled += c.labelled
 		total.buffered += c.buffered
-		for code, n := range c.outside {
-			total.outside[code] += n
+		for code := range 256 {
+			total.outside[code] += c.outside[code]
+			total.byCode[code] += c.byCode[code]
+			total.validation[code] += c.validation[code]
+			total.bufferedBy[code] += c.bufferedBy[code]
 		}
 	}
 	return found, total

@@ -47,9 +47,9 @@ type Config struct {
 	// them (leave-location-out: each feature's pixels on one side), which
 	// needs the inputs' group ids (Input.Groups, Strip.Groups).
 	Split string `yaml:"split,omitempty" json:",omitempty"`
-	// Remap turns label codes outside the scheme into codes of the scheme
-	// (a train config's classes.remap): their pixels are drawn as that
-	// class.
+	// Remap turns label codes, the scheme's own too, into codes of the
+	// scheme (a train config's classes.remap): their pixels are drawn as
+	// that class.
 	Remap map[uint8]uint8 `yaml:"-" json:"-"`
 }
 

@@ -133,6 +133,8 @@ func (sp *Sampler) Merge(d *sampleset.Set) error {
 	sp.set = fs
 	sp.labelled += d.Draw.Labelled
 	sp.buffered += d.Buffered
+	// A draw records its labelled pixels in all, not by code.
+	sp.partial = true
 	for _, code := range slices.Sorted(maps.Keys(d.Draw.Outside)) {
 		sp.outside[code] += d.Draw.Outside[code]
 	}
