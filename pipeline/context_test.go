@@ -67,7 +67,7 @@ func TestContextFeaturesInFlowLists(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"B04", "mean(B08,15)", "std(nd(B08,B11),7)", "ndvi"}
-	if !reflect.DeepEqual(c.Features, want) {
+	if !reflect.DeepEqual([]string(c.Features), want) {
 		t.Errorf("features %q, want %q", c.Features, want)
 	}
 }
@@ -104,5 +104,20 @@ func TestContextBufferDefault(t *testing.T) {
 	pixel := regexp.MustCompile(`(?s)features: \[.*?\]`).ReplaceAll(raw, []byte("features: [B04, ndvi]"))
 	if c, err := ParseTrainConfig(pixel); err != nil || c.Sampling.Buffer != 0 {
 		t.Errorf("per-pixel features: buffer %d, %v", c.Sampling.Buffer, err)
+	}
+}
+
+// TestDefaultFeatureSet checks that the named set default is the
+// 56-feature list the embedded configs write out.
+func TestDefaultFeatureSet(t *testing.T) {
+	for _, name := range []string{"train-demo.yaml", "train-real.yaml"} {
+		raw, _ := configs.Read(name)
+		c, err := ParseTrainConfig(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := DefaultTrainConfig(); !reflect.DeepEqual(c.Features, d.Features) || len(d.Features) != 56 {
+			t.Errorf("%s's features differ from the default set (%d features)", name, len(d.Features))
+		}
 	}
 }

@@ -74,6 +74,11 @@ func resolveVectorLabels(cfg IngestConfig, hrefs, keys []string, log *slog.Logge
 	var text []raster.LabelValue
 	given := configCodes(cfg)
 	for i, href := range hrefs {
+		if j := slices.Index(hrefs[:i], href); j >= 0 {
+			// Pairs often share one layer: it is read and judged once.
+			out[i] = out[j]
+			continue
+		}
 		c, err := raster.CensusLabels(raster.GDALPath(href), raster.VectorLabels{Field: cfg.Source.LabelField, Layer: cfg.Source.LabelLayer, Codes: given})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", keys[i], err)
@@ -87,6 +92,9 @@ func resolveVectorLabels(cfg IngestConfig, hrefs, keys []string, log *slog.Logge
 	}
 	codes := decideCodes(cfg, text)
 	for i, v := range out {
+		if slices.Index(out, v) < i {
+			continue // a layer of an earlier pair
+		}
 		v.codes = codes
 		if codes != nil && given == nil {
 			// The census is taken again with the codes decided, so that it

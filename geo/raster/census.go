@@ -93,7 +93,7 @@ func featureCodes(path string, v VectorLabels) (map[int64]uint8, LabelCensus, er
 	}
 	codes := map[int64]uint8{}
 	bad := map[[2]string]int{}
-	text := map[string]*LabelValue{}
+	text := map[string]map[string]int{} // by TextKey: spellings' counts
 	// OGR's own SQL, whatever the format; nulls asked for apart, since
 	// godal reads a null field as set (to 0).
 	quoted, from := `"`+strings.ReplaceAll(v.Field, `"`, `""`)+`"`, ` FROM "`+strings.ReplaceAll(layer, `"`, `""`)+`"`
@@ -129,8 +129,8 @@ func featureCodes(path string, v VectorLabels) (map[int64]uint8, LabelCensus, er
 	slices.SortFunc(c.Unusable, func(a, b LabelValue) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Value, b.Value))
 	})
-	for _, lv := range text {
-		c.Text = append(c.Text, *lv)
+	for _, spellings := range text {
+		c.Text = append(c.Text, commonSpelling(spellings))
 	}
 	slices.SortFunc(c.Text, func(a, b LabelValue) int { return strings.Compare(TextKey(a.Value), TextKey(b.Value)) })
 	return codes, c, nil
@@ -152,14 +152,28 @@ func isText(f godal.Field) (string, bool) {
 	return s, true
 }
 
-// countText counts one text value into text, keyed by TextKey; the first
-// spelling met is kept.
-func countText(text map[string]*LabelValue, s string) {
+// countText counts one text value into text, by TextKey and spelling.
+func countText(text map[string]map[string]int, s string) {
 	k := TextKey(s)
 	if text[k] == nil {
-		text[k] = &LabelValue{Value: s}
+		text[k] = map[string]int{}
 	}
-	text[k].Count++
+	text[k][s]++
+}
+
+// commonSpelling is a text value's most frequent spelling (the first in
+// byte order among equals) with the count of all its spellings.
+func commonSpelling(spellings map[string]int) LabelValue {
+	var best LabelValue
+	n := 0
+	for s, c := range spellings {
+		n += c
+		if c > best.Count || c == best.Count && s < best.Value {
+			best = LabelValue{Value: s, Count: c}
+		}
+	}
+	best.Count = n
+	return best
 }
 
 // judgeCode returns a class field's value as written, the code it burns,

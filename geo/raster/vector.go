@@ -309,28 +309,58 @@ type LabelPoint struct {
 // the arguments (GeoPackage's last-change timestamp is pinned to the
 // epoch).
 func WritePoints(path, layer, field string, epsg int, pts []LabelPoint) error {
+	feats := make([]string, len(pts))
+	for i, p := range pts {
+		feats[i] = fmt.Sprintf(`{"type":"Feature","id":%d,"properties":{%q:%d},"geometry":{"type":"Point","coordinates":[%s,%s]}}`,
+			i+1, field, p.Class, strconv.FormatFloat(p.X, 'g', -1, 64), strconv.FormatFloat(p.Y, 'g', -1, 64))
+	}
+	return writeLayer(path, layer, field, epsg, feats)
+}
+
+// LabelPolygon is a labelled polygon: its outer ring in a layer's CRS
+// (closed: the last vertex repeats the first) and its class as text, ""
+// for none (NULL).
+type LabelPolygon struct {
+	Ring  [][2]float64
+	Class string
+}
+
+// WritePolygons writes polygons as a GeoPackage of one polygon layer,
+// like WritePoints, each feature's class in a text field named field.
+func WritePolygons(path, layer, field string, epsg int, polys []LabelPolygon) error {
+	feats := make([]string, len(polys))
+	for i, p := range polys {
+		class := "null"
+		if p.Class != "" {
+			class = strconv.Quote(p.Class)
+		}
+		var ring []string
+		for _, v := range p.Ring {
+			ring = append(ring, "["+strconv.FormatFloat(v[0], 'g', -1, 64)+","+strconv.FormatFloat(v[1], 'g', -1, 64)+"]")
+		}
+		feats[i] = fmt.Sprintf(`{"type":"Feature","id":%d,"properties":{%q:%s},"geometry":{"type":"Polygon","coordinates":[[%s]]}}`,
+			i+1, field, class, strings.Join(ring, ","))
+	}
+	return writeLayer(path, layer, field, epsg, feats)
+}
+
+// writeLayer writes GeoJSON features as a GeoPackage of one layer in
+// EPSG:epsg, assembled beside path and renamed into place, with bytes
+// that depend only on the arguments.
+func writeLayer(path, layer, field string, epsg int, feats []string) error {
 	register()
 	if layer == "" || field == "" {
-		return fmt.Errorf("points %s: a layer and a field name are required", path)
+		return fmt.Errorf("layer %s: a layer and a field name are required", path)
 	}
 	// Features go in as GeoJSON text, which GDAL opens in place, and are
 	// translated to a GeoPackage, with the option that pins the timestamp
 	// set on this thread until the file is closed.
-	var b strings.Builder
-	fmt.Fprintf(&b, `{"type":"FeatureCollection","features":[`)
-	for i, p := range pts {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"type":"Feature","id":%d,"properties":{%q:%d},"geometry":{"type":"Point","coordinates":[%s,%s]}}`,
-			i+1, field, p.Class, strconv.FormatFloat(p.X, 'g', -1, 64), strconv.FormatFloat(p.Y, 'g', -1, 64))
-	}
-	b.WriteString("]}")
+	body := `{"type":"FeatureCollection","features":[` + strings.Join(feats, ",") + "]}"
 	// GDAL wants the extension .gpkg even on the temporary file.
 	tmp := atomicfs.TempName(path) + ".gpkg"
 	os.Remove(tmp)
 	err := withThreadConfig("OGR_CURRENT_DATE", "1970-01-01T00:00:00.000Z", func() error {
-		src, err := godal.Open(b.String(), godal.VectorOnly())
+		src, err := godal.Open(body, godal.VectorOnly())
 		if err != nil {
 			return err
 		}
@@ -343,11 +373,11 @@ func WritePoints(path, layer, field string, epsg int, pts []LabelPoint) error {
 	})
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("points %s: %w", path, err)
+		return fmt.Errorf("layer %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("points %s: %w", path, err)
+		return fmt.Errorf("layer %s: %w", path, err)
 	}
 	return nil
 }

@@ -52,6 +52,9 @@ type Config struct {
 	// the label map into a GeoPackage beside it (points.go): vector
 	// labels, as field surveys give them.
 	LabelPoints int `yaml:"label_points,omitempty"`
+	// YourData, when set, also writes the scene as a folder of GeoTIFFs
+	// and a GeoPackage of polygons with text classes (yourdata.go).
+	YourData *YourData `yaml:"your_data,omitempty"`
 }
 
 // Date is one acquisition.
@@ -106,6 +109,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("size: %d is not a multiple of 6 (10, 20 and 60 m grids must align; a full tile is 10980)", c.Size)
 	case c.Size < 12:
 		return fmt.Errorf("size: %d pixels is too small for a scene (at least 12)", c.Size)
+	case c.YourData != nil && c.YourData.Fields < 1:
+		return fmt.Errorf("your_data.fields: %d is below 1", c.YourData.Fields)
 	}
 	if c.EPSG < 32601 || c.EPSG > 32760 || (c.EPSG > 32660 && c.EPSG < 32701) {
 		return fmt.Errorf("epsg: %d is not a WGS 84 / UTM zone (32601–32660, 32701–32760)", c.EPSG)

@@ -28,7 +28,11 @@ func pointsFile(wcID string) string { return wcID + "_points.gpkg" }
 
 // labelPoints samples cfg.LabelPoints points from the label raster.
 func (s *scene) labelPoints(g *geometry, labels []uint8) []raster.LabelPoint {
-	n := s.cfg.LabelPoints
+	return s.samplePoints(g, labels, s.cfg.LabelPoints)
+}
+
+// samplePoints samples n points from the label raster.
+func (s *scene) samplePoints(g *geometry, labels []uint8, n int) []raster.LabelPoint {
 	if n <= 0 {
 		return nil
 	}

@@ -23,8 +23,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
+	"runtime"
 	"sync"
 	"time"
 
@@ -181,6 +181,17 @@ func Run(ctx context.Context, cfg Config, opt Options) (Result, error) {
 		return res, err
 	}
 
+	if cfg.YourData != nil && needLabels {
+		// Before the label item, which marks the labels finished. The
+		// first date is made again when a resumed run already wrote it.
+		if !slices.Contains(todo, acqs[0]) {
+			sc.generate(acqs[:1], func(int) {})
+		}
+		if err := writeYourData(stage.Dir, cfg, sc, geo, acqs[0], labels); err != nil {
+			return res, fmt.Errorf("your_data: %w", err)
+		}
+		res.Files += 3
+	}
 	for _, a := range todo {
 		item := s2Item(cfg, a, geo, a.footprint(geo, cfg), names)
 		if err := writeJSON(stage.Path(s2Collection, item.Id, item.Id+".json"), item); err != nil {
