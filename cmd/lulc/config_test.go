@@ -56,7 +56,7 @@ func TestConfigShowDefaults(t *testing.T) {
 	if err != nil || back.Hash() != pipeline.DefaultTrainConfig().Hash() {
 		t.Errorf("the printed defaults read back as another config (%v):\n%s", err, out)
 	}
-	for _, w := range []string{"scheme: auto", "trees: 100", "max_per_class: 2000", "block_size: 32", "bootstrap: true", "- range(ndbi, 15)"} {
+	for _, w := range []string{"scheme: auto", "trees: 100", "max_per_class: 2000", "block_size: 32", "bootstrap: true", "- range(ndbi,15)"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("defaults lack %q", w)
 		}

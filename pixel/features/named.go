@@ -8,7 +8,9 @@ import (
 
 // The named feature sets, which configs may give in place of a list, or
 // among its items (features: [per-pixel, mean(B08, 31)]). Each expands to
-// a fixed list: a model records the list, never the name.
+// a fixed list: a model records the list, never the name. Names are
+// written as a YAML list of a config reads them: arguments after a comma
+// without a space.
 var named = map[string][]string{
 	"per-pixel": perPixel,
 	"context":   contextSet(),
@@ -26,7 +28,7 @@ var perPixel = []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", 
 // and NDVI by season.
 var temporalSet = []string{"p10(ndvi)", "p50(ndvi)", "p90(ndvi)", "p10(ndwi)", "p50(ndwi)", "p90(ndwi)",
 	"p10(B08)", "p50(B08)", "p90(B08)", "p10(B11)", "p50(B11)", "p90(B11)",
-	"season(ndvi, spring)", "season(ndvi, summer)", "season(ndvi, autumn)"}
+	"season(ndvi,spring)", "season(ndvi,summer)", "season(ndvi,autumn)"}
 
 // contextSet is the mean, standard deviation and range over 7×7 and 15×15
 // windows of B04, B08, B11, NDVI, NDWI and NDBI (36 features; on the real
@@ -37,7 +39,7 @@ func contextSet() []string {
 	for _, v := range []string{"B04", "B08", "B11", "ndvi", "ndwi", "ndbi"} {
 		for _, size := range []int{7, 15} {
 			for _, stat := range []string{"mean", "std", "range"} {
-				out = append(out, fmt.Sprintf("%s(%s, %d)", stat, v, size))
+				out = append(out, fmt.Sprintf("%s(%s,%d)", stat, v, size))
 			}
 		}
 	}

@@ -24,8 +24,8 @@ func TestNamedSets(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	got := Expand([]string{"ndvi", "per-pixel", "mean(B08, 31)"})
-	if len(got) != 21 || got[0] != "ndvi" || got[1] != "B02" || got[20] != "mean(B08, 31)" || slices.Index(got, "ndvi") != 0 {
+	got := Expand([]string{"ndvi", "per-pixel", "mean(B08,31)"})
+	if len(got) != 21 || got[0] != "ndvi" || got[1] != "B02" || got[20] != "mean(B08,31)" || slices.Index(got, "ndvi") != 0 {
 		t.Errorf("expand: %v", got)
 	}
 	if _, ok := Named("nope"); ok {

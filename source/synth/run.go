@@ -23,8 +23,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
