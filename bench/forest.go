@@ -28,7 +28,7 @@ import (
 // pixels.
 type ForestConfig struct {
 	Train              string   `yaml:"train"`    // train config (path or embedded name): input, classes, sampling seed and block size, forest
-	Features           []string `yaml:"features"` // overrides the train config's features
+	Features           pipeline.FeatureList `yaml:"features"` // overrides the train config's features (a list, or a named set)
 	Sizes              []int    `yaml:"sizes"`    // training rows per fit
 	ValidationFraction float64  `yaml:"validation_fraction"`
 	ValidationRows     int      `yaml:"validation_rows"` // a seeded subset of the validation pixels

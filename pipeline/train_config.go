@@ -121,20 +121,22 @@ type ClassConfig struct {
 }
 
 // FeatureList is a config's features: a list, or one name (features:
-// default). Names of feature sets among them are expanded on parsing.
+// default). Names of feature sets among them are expanded as it is read
+// (features.Expand), in any config that holds one.
 type FeatureList []string
 
-// UnmarshalYAML reads a sequence, or a scalar as a list of one.
+// UnmarshalYAML reads a sequence, or a scalar as a list of one, and
+// expands the names of feature sets.
 func (f *FeatureList) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
-		*f = FeatureList{n.Value}
+		*f = features.Expand([]string{n.Value})
 		return nil
 	}
 	var s []string
 	if err := n.Decode(&s); err != nil {
 		return err
 	}
-	*f = s
+	*f = features.Expand(joinParens(s))
 	return nil
 }
 
@@ -214,7 +216,8 @@ func ParseTrainConfig(raw []byte) (TrainConfig, error) {
 		return c, fmt.Errorf("read config: %w", err)
 	}
 	c.defaults(map[string]map[string]any{"sampling": keys.Sampling, "forest": keys.Forest})
-	c.Features = features.Expand(joinParens(c.Features))
+	// The default is a set's name, expanded here.
+	c.Features = features.Expand(c.Features)
 	// Without a sampling.buffer of its own, the split's buffer is the
 	// features' largest context radius: no training pixel then sees a
 	// validation pixel through its window.
