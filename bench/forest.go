@@ -27,15 +27,15 @@ import (
 // the train config's forest parameters and scored on the same validation
 // pixels.
 type ForestConfig struct {
-	Train              string   `yaml:"train"`    // train config (path or embedded name): input, classes, sampling seed and block size, forest
+	Train              string               `yaml:"train"`    // train config (path or embedded name): input, classes, sampling seed and block size, forest
 	Features           pipeline.FeatureList `yaml:"features"` // overrides the train config's features (a list, or a named set)
-	Sizes              []int    `yaml:"sizes"`    // training rows per fit
-	ValidationFraction float64  `yaml:"validation_fraction"`
-	ValidationRows     int      `yaml:"validation_rows"` // a seeded subset of the validation pixels
-	Engines            []string `yaml:"engines"`         // gpu, gpu1, cpu, golearn, sklearn
-	CPUMaxRows         int      `yaml:"cpu_max_rows"`    // larger sizes skip the engine
-	GolearnMaxRows     int      `yaml:"golearn_max_rows"`
-	SklearnMaxRows     int      `yaml:"sklearn_max_rows"`
+	Sizes              []int                `yaml:"sizes"`    // training rows per fit
+	ValidationFraction float64              `yaml:"validation_fraction"`
+	ValidationRows     int                  `yaml:"validation_rows"` // a seeded subset of the validation pixels
+	Engines            []string             `yaml:"engines"`         // gpu, gpu1, cpu, golearn, sklearn
+	CPUMaxRows         int                  `yaml:"cpu_max_rows"`    // larger sizes skip the engine
+	GolearnMaxRows     int                  `yaml:"golearn_max_rows"`
+	SklearnMaxRows     int                  `yaml:"sklearn_max_rows"`
 	Golearn            struct {
 		Trees           int `yaml:"trees"`
 		FeaturesPerTree int `yaml:"features_per_tree"`
