@@ -8,8 +8,10 @@ import (
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/npy"
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/learn/sampling"
 	"github.com/lulc/lulc/report/charts"
 )
 
@@ -39,6 +41,10 @@ type EvaluateConfig struct {
 	// Counts prints pixel counts in the confusion chart's cells instead
 	// of the rows' shares.
 	Counts bool
+	// Split, when set, is a split plane on the map's grid (a uint8 .npy
+	// of lulc export chips: tiles/<tile>_split.npy): only its validation
+	// pixels are compared, the forest's held-out pixels.
+	Split string
 }
 
 // DefaultEvaluateConfig is lulc evaluate's: mode resampling, 1,000 sample
@@ -56,7 +62,7 @@ func DefaultEvaluateConfig() EvaluateConfig {
 func Evaluate(ctx context.Context, prediction, labels string, ec EvaluateConfig, opt Options) (EvaluateResult, error) {
 	opt.Fill()
 	alg := ec.Resampling
-	if err := atomicfs.CheckInputs(opt.Out, append([]string{prediction, labels}, opt.Inputs...)...); err != nil {
+	if err := atomicfs.CheckInputs(opt.Out, append([]string{prediction, labels, ec.Split}, opt.Inputs...)...); err != nil {
 		return EvaluateResult{}, err
 	}
 	pred, err := raster.Open(prediction)
@@ -77,6 +83,11 @@ func Evaluate(ctx context.Context, prediction, labels string, ec EvaluateConfig,
 	l := make([]uint8, n)
 	if err := lab.Read(pred.Grid, alg, l); err != nil {
 		return EvaluateResult{}, err
+	}
+	if ec.Split != "" {
+		if err := keepValidation(l, ec.Split, pred.Width, pred.Height); err != nil {
+			return EvaluateResult{}, err
+		}
 	}
 	scheme := landcover.WorldCover
 	if names, err := raster.Categories(prediction); err == nil && len(names) > 0 {
@@ -243,4 +254,28 @@ func (h *stratumSample) offer(c areaCand, max int) {
 		s[i], s[big] = s[big], s[i]
 		i = big
 	}
+}
+
+// keepValidation unlabels every pixel of l that the split plane at path
+// (width × height, as the map) does not mark validation.
+func keepValidation(l []uint8, path string, width, height int) error {
+	split, rows, cols, err := npy.ReadUint8(path)
+	if err != nil {
+		return fmt.Errorf("--split: %w", err)
+	}
+	if rows != height || cols != width {
+		return fmt.Errorf("--split %s is %d×%d (rows × columns), the prediction %d×%d", path, rows, cols, height, width)
+	}
+	kept := 0
+	for i, v := range split {
+		if v != sampling.PlaneValidation {
+			l[i] = 0
+		} else {
+			kept++
+		}
+	}
+	if kept == 0 {
+		return fmt.Errorf("--split %s marks no validation pixel", path)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,8 +18,8 @@ import (
 
 func newExportCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "export model|samples",
-		Short: "Write a model as ONNX-ML or samples as NumPy .npz, for Python",
+		Use:   "export model|samples|chips",
+		Short: "Write a model as ONNX-ML, samples as NumPy .npz, or a stack as chips for PyTorch",
 		Long: `export writes lulc's files in formats the Python world opens:
 
   lulc export model --model RUN/model.lulcrf --out model.onnx
@@ -26,7 +27,10 @@ func newExportCmd(a *app) *cobra.Command {
       feature values: onnxruntime gives lulc's classes and probabilities;
   lulc export samples --samples RUN/samples.lulcs --out samples.npz [--model M]
       the samples as a NumPy .npz (features, labels, split, weights, pixel ids,
-      feature names, class codes), with --model also lulc's predictions of each row.
+      feature names, class codes), with --model also lulc's predictions of each row;
+  lulc export chips -c TRAIN_CONFIG --stack DIR --out CHIPS
+      the stack cut into chips of the config's features with labels and the
+      forest's split, as .npy files and chips.json (docs/chips.md).
 
 An existing output file is replaced only with --force, and never one of the
 command's inputs, a directory, a device, a FIFO or a symbolic link.
@@ -34,7 +38,7 @@ command's inputs, a directory, a device, a FIFO or a symbolic link.
 See docs/export.md for Python snippets.`,
 		Args: noArgs,
 	}
-	cmd.AddCommand(newExportModelCmd(a), newExportSamplesCmd(a))
+	cmd.AddCommand(newExportModelCmd(a), newExportSamplesCmd(a), newExportChipsCmd(a))
 	return cmd
 }
 
@@ -123,6 +127,92 @@ func newExportSamplesCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&model, "model", "", "also write this model's predictions of every row")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "the .npz file to write")
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing .npz file")
+	return cmd
+}
+
+func newExportChipsCmd(a *app) *cobra.Command {
+	var cfgPath, stack, out string
+	var size, stride int
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "chips -c TRAIN_CONFIG --stack DIR --out DIR [--size 256] [--stride 192] [--force]",
+		Short: "Cut a stack into chips of feature planes with labels and the forest's split, for PyTorch (docs/chips.md)",
+		Long: `chips cuts an ingest stack into fixed-size chips of the train config's
+features, with class indices and the forest's split pixel for pixel (train,
+validation, buffer), as .npy files numpy loads memory-mapped, plus each
+tile's whole planes to map it, and chips.json describing them
+(docs/chips.md). Chips with no labelled pixel are dropped and counted. The
+U-Net in unet/ trains on them; lulc import classes brings its maps back.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return usagef("--out: no output directory given")
+			}
+			if size < 8 || stride < 1 || stride > size {
+				return usagef("--size %d and --stride %d: the size is at least 8 pixels, the stride 1 to the size", size, stride)
+			}
+			cfg, err := loadConfig(cfgPath, defaultTrainConfig, pipeline.ParseTrainConfig)
+			if err != nil {
+				return err
+			}
+			if stack != "" {
+				cfg.Input.Stack = stack
+			}
+			res, err := pipeline.ExportChips(cmd.Context(), pipeline.ChipsConfig{Train: cfg, Size: size, Stride: stride},
+				pipeline.Options{Out: out, Force: force, BreakLock: a.breakLock, Log: a.log, Inputs: []string{cfgPath}})
+			if err != nil {
+				return err
+			}
+			if a.summary(res) {
+				dropped := 0
+				for _, n := range res.Dropped {
+					dropped += n
+				}
+				fmt.Fprintf(a.stdout, "wrote %d chips of %d² × %d planes into %s (%d without a labelled pixel left out) in %s\n",
+					res.Chips, size, res.Planes, res.Dir, dropped, res.Elapsed.Round(time.Millisecond))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "train config whose features, classes and split the chips carry (default: embedded "+defaultTrainConfig+")")
+	cmd.Flags().StringVar(&stack, "stack", "", "ingest output to cut, overriding input.stack")
+	cmd.Flags().IntVar(&size, "size", 256, "chip side in pixels")
+	cmd.Flags().IntVar(&stride, "stride", 192, "step between chips in pixels (size − stride pixels overlap)")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory (must not exist unless --force)")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")
+	return cmd
+}
+
+// newImportCmd brings other tools' results back into lulc's formats.
+func newImportCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import classes",
+		Short: "Bring another model's map back as a class COG (lulc import classes)",
+		Args:  noArgs,
+	}
+	var chips, tile, array, out string
+	classes := &cobra.Command{
+		Use:   "classes --chips DIR --tile NAME --array PRED.npy --out class.tif",
+		Short: "Turn a model's class indices for a tile of a chips export into a class COG that lulc evaluate scores",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if chips == "" || tile == "" || array == "" || out == "" {
+				return usagef("--chips, --tile, --array and --out are required")
+			}
+			if err := pipeline.ImportClasses(chips, tile, array, out, pipeline.Options{Log: a.log}); err != nil {
+				return err
+			}
+			if a.summary(map[string]any{"class": out, "tile": tile}) {
+				fmt.Fprintf(a.stdout, "wrote %s (tile %s)\n", out, tile)
+			}
+			return nil
+		},
+	}
+	classes.Flags().StringVar(&chips, "chips", "", "the chips export the model was trained on (lulc export chips)")
+	classes.Flags().StringVar(&tile, "tile", "", "the tile the array maps")
+	classes.Flags().StringVar(&array, "array", "", "the class indices: a uint8 .npy of the tile's rows × columns (0: no class)")
+	classes.Flags().StringVarP(&out, "out", "o", "", "the class COG to write")
+	cmd.AddCommand(classes)
 	return cmd
 }
 

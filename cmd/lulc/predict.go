@@ -200,6 +200,7 @@ figures a map's users can cite. metrics.json holds both; confusion.png the matri
 	cmd.Flags().IntVar(&ec.SamplePerClass, "sample-per-class", ec.SamplePerClass, "labelled pixels sampled per map class for the area-adjusted estimates (0: every one)")
 	cmd.Flags().BoolVar(&ec.Counts, "counts", false, "print pixel counts in the confusion chart's cells instead of each reference row's shares (%)")
 	cmd.Flags().Uint64Var(&ec.Seed, "seed", ec.Seed, "seed of the stratified sample")
+	cmd.Flags().StringVar(&ec.Split, "split", "", "compare only the validation pixels of this split plane (tiles/<tile>_split.npy of lulc export chips): the forest's held-out pixels")
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")
 	return cmd
 }

@@ -6,9 +6,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"strings"
 	"unicode/utf8"
 
+	"github.com/lulc/lulc/internal/npy"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/sampleset"
 )
@@ -131,21 +131,7 @@ func unicodeArray(name string, v []string) npyArray {
 // writeNpy writes one array in NumPy's .npy format 1.0: magic, header
 // length, a Python-literal header padded to 64 bytes, then the data.
 func writeNpy(w io.Writer, a npyArray) error {
-	dims := make([]string, len(a.shape))
-	for i, d := range a.shape {
-		dims[i] = fmt.Sprint(d)
-	}
-	tuple := strings.Join(dims, ", ")
-	if len(a.shape) == 1 {
-		tuple += ","
-	}
-	header := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", a.descr, tuple)
-	header += strings.Repeat(" ", (64-(10+len(header)+1)%64)%64) + "\n"
-	var b bytes.Buffer
-	b.WriteString("\x93NUMPY\x01\x00")
-	binary.Write(&b, binary.LittleEndian, uint16(len(header)))
-	b.WriteString(header)
-	if _, err := w.Write(b.Bytes()); err != nil {
+	if _, err := w.Write(npy.Header(a.descr, a.shape)); err != nil {
 		return err
 	}
 	if raw, ok := a.data.([]byte); ok {
