@@ -1,705 +1,100 @@
 package raster
 
-// The Go COG encoder.
-//
-// WriteCOG and Writer encode Cloud-Optimized GeoTIFFs in Go whenever the
-// options allow (see planCOG), and through GDAL's COG driver otherwise. The
-// files are laid out as GDAL's COG driver lays them out, so GDAL reports
-// them with LAYOUT=COG:
-//
-//	header (TIFF or BigTIFF), pointing at the first IFD
-//	"ghost" structural metadata: GDAL_STRUCTURAL_METADATA_SIZE=… bytes,
-//	    then LAYOUT=IFDS_BEFORE_DATA, BLOCK_ORDER=ROW_MAJOR,
-//	    BLOCK_LEADER=SIZE_AS_UINT4, BLOCK_TRAILER=LAST_4_BYTES_REPEATED,
-//	    KNOWN_INCOMPATIBLE_EDITION=NO
-//	IFD of full resolution, then its tag values (not the tile arrays)
-//	IFD of each overview, largest first, each followed by its tag values
-//	TileOffsets and TileByteCounts of every IFD, in IFD order
-//	tiles of the smallest overview, …, of the largest, of full resolution,
-//	    each level in row-major order, each tile as a 4-byte little-endian
-//	    size, the data, and the data's last 4 bytes again
-//
-// Bands are interleaved by pixel (PlanarConfiguration 1), as GDAL's COG
-// driver writes them. Edge tiles are padded with zeros to whole blocks, as
-// GDAL pads them. Overviews follow the rules of downsample. Tiles are
-// compressed on several goroutines but written in a fixed order, so a file
-// does not depend on GOMAXPROCS.
-//
-// COGOptions.GDALDriver sends a COG through GDAL's driver instead.
-
 import (
-	"bufio"
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
-	"os"
-	"runtime"
-	"strings"
+	"image/color"
+	"io"
 	"sync"
-	"unsafe"
+	"sync/atomic"
 
-	"github.com/klauspost/compress/zlib"
-	"github.com/klauspost/compress/zstd"
+	"github.com/airbusgeo/godal"
 
 	"github.com/lulc/lulc/geo"
-	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/geo/cog"
 )
 
-// TIFF tags the encoder writes.
-const (
-	tagNewSubfileType  = 254
-	tagImageWidth      = 256
-	tagImageLength     = 257
-	tagBitsPerSample   = 258
-	tagCompression     = 259
-	tagPhotometric     = 262
-	tagSamplesPerPixel = 277
-	tagPlanarConfig    = 284
-	tagPredictor       = 317
-	tagColorMap        = 320
-	tagTileWidth       = 322
-	tagTileLength      = 323
-	tagTileOffsets     = 324
-	tagTileByteCounts  = 325
-	tagExtraSamples    = 338
-	tagSampleFormat    = 339
-	tagModelPixelScale = 33550
-	tagModelTiepoint   = 33922
-	tagGeoKeyDirectory = 34735
-	tagGeoDoubleParams = 34736
-	tagGeoASCIIParams  = 34737
-	tagGDALMetadata    = 42112
-	tagGDALNoData      = 42113
-)
-
-// TIFF field types.
-const (
-	typeASCII  = 2
-	typeShort  = 3
-	typeLong   = 4
-	typeDouble = 12
-	typeLong8  = 16
-)
-
-// TIFF compression codes.
-const (
-	compressNone    = 1
-	compressDeflate = 8
-	compressZSTD    = 50000
-)
-
-// Compression levels. GDAL's defaults (DEFLATE 6, ZSTD 9) cost several
-// times more CPU. klauspost/compress's DEFLATE level 1 makes stacks about
-// 6 % larger than GDAL's (class maps, a few hundredths of their raw size,
-// up to twice as large) and still finds the long runs of class maps. Its
-// default ZSTD level (about zstd's level 3) keeps ZSTD what it is chosen
-// for, files smaller than DEFLATE's (stacks about 9 % larger than GDAL's
-// level 9, at a third of the CPU); its fastest level would match DEFLATE
-// level 1 in size and speed.
-const (
-	deflateLevel = 1
-	zstdLevel    = zstd.SpeedDefault
-)
-
-// ghostMetadata is the structural metadata GDAL's COG driver writes after
-// the TIFF header. The trailing space leaves room for GDAL to turn NO into
-// YES when a file is edited in place.
-const ghostMetadata = "LAYOUT=IFDS_BEFORE_DATA\n" +
-	"BLOCK_ORDER=ROW_MAJOR\n" +
-	"BLOCK_LEADER=SIZE_AS_UINT4\n" +
-	"BLOCK_TRAILER=LAST_4_BYTES_REPEATED\n" +
-	"KNOWN_INCOMPATIBLE_EDITION=NO\n "
-
-// bigTIFFThreshold is the padded full-resolution size in bytes above which
-// GDAL's BIGTIFF=IF_SAFER (the option lulc passes) makes a BigTIFF.
-const bigTIFFThreshold = 2e9
-
-// cogPlan is everything about a COG that does not depend on pixel values.
-type cogPlan struct {
-	grid        geo.Grid
-	bands       int
-	bytesPer    int // 1 (uint8) or 2 (uint16)
-	block       int
-	compression uint16
-	predictor   bool
-	rule        resampling
-	nodata      *float64
-	threads     int
-	big         bool
-	levels      []cogLevel // [0] is full resolution, then overviews
-	geo         geoKeys
-	metadata    string   // GDAL_METADATA, "" for none
-	colorMap    []uint16 // nil for no palette
-}
-
-// cogLevel is the size of one level and its tile grid.
-type cogLevel struct{ width, height, tilesX, tilesY int }
-
-func (l cogLevel) tiles() int { return l.tilesX * l.tilesY }
-
-// planCOG decides whether the Go encoder can write a raster of len(bands)
-// bands of bytesPer-byte pixels on g with opt, and plans it. When it cannot,
-// it returns the reason, and the caller goes through GDAL as before:
-// compressions other than DEFLATE, ZSTD and NONE, resamplings other than
-// NEAREST, AVERAGE and MODE, rotated or south-up grids, block sizes GDAL
-// refuses, three or four Byte bands (GDAL makes them RGB), several
-// uncompressed bands (GDAL interleaves them by band), palettes on
-// anything but one Byte band, nodata that is not a pixel value, and
-// metadata GDAL stores elsewhere than in plain items.
-func planCOG(g geo.Grid, bytesPer int, bands []BandInfo, opt COGOptions) (*cogPlan, string) {
+// goPlan lays out a COG of len(bands) bands of bytesPer-byte pixels on g
+// for lulc's encoder (package cog), with the CRS's GeoKeys from GDAL, or
+// says why the encoder cannot write it: GDAL's COG driver then does.
+func goPlan(g geo.Grid, bytesPer int, bands []BandInfo, opt COGOptions) (*cog.Plan, error) {
 	if opt.GDALDriver {
-		return nil, "GDALDriver asked for"
+		return nil, errors.New("GDALDriver asked for")
 	}
-	p := &cogPlan{grid: g, bands: len(bands), bytesPer: bytesPer, block: opt.BlockSize, predictor: opt.Predictor, nodata: opt.NoData, threads: opt.Threads}
-	if p.threads <= 0 {
-		p.threads = runtime.GOMAXPROCS(0)
-	}
-	switch strings.ToUpper(opt.Compress) {
-	case "", "DEFLATE":
-		p.compression = compressDeflate
-	case "ZSTD":
-		p.compression = compressZSTD
-	case "NONE":
-		p.compression = compressNone
-		p.predictor = false // GDAL ignores it without compression
-	default:
-		return nil, "compression " + opt.Compress
-	}
-	var ok bool
-	if p.rule, ok = parseResampling(opt.OverviewResampling); !ok {
-		return nil, "overview resampling " + opt.OverviewResampling
-	}
-	if p.block == 0 {
-		p.block = 512
-	}
-	switch {
-	case p.block%16 != 0 || p.block < 16 || p.block > 4096:
-		return nil, fmt.Sprintf("block size %d", p.block)
-	case g.Width <= 0 || g.Height <= 0 || len(bands) == 0 || len(bands) > 65535:
-		return nil, "empty raster"
-	case !(g.Transform[1] > 0) || !(g.Transform[5] < 0) || g.Transform[2] != 0 || g.Transform[4] != 0:
-		return nil, "not a north-up grid"
-	case bytesPer == 1 && (len(bands) == 3 || len(bands) == 4):
-		return nil, "three or four byte bands"
-	case p.compression == compressNone && len(bands) > 1:
-		return nil, "uncompressed bands (GDAL interleaves them by band)"
-	case opt.Classes != nil && (bytesPer != 1 || len(bands) != 1):
-		return nil, "palette on other than one byte band"
-	case opt.OverviewCount < 0:
-		return nil, "negative overview count"
-	}
-	for _, v := range g.Transform {
-		if math.IsInf(v, 0) || math.IsNaN(v) {
-			return nil, "not a finite geotransform"
-		}
-	}
-	if nd := opt.NoData; nd != nil && (*nd != math.Trunc(*nd) || *nd < 0 || *nd >= float64(int(1)<<(8*bytesPer))) {
-		return nil, "nodata is not a pixel value"
-	}
-	for k, v := range opt.Metadata {
-		if !plainMetadataKey(k) || !plainMetadataValue(v) {
-			return nil, "metadata item " + k
-		}
-	}
-	for _, b := range bands {
-		if !plainMetadataValue(b.Description) || math.IsNaN(b.Scale) || math.IsInf(b.Scale, 0) || math.IsNaN(b.Offset) || math.IsInf(b.Offset, 0) {
-			return nil, "band description, scale or offset"
-		}
-	}
-	geo, err := geoKeysFor(g.EPSG)
+	keys, err := geoKeysFor(g.EPSG)
 	if err != nil {
-		return nil, err.Error()
+		return nil, err
 	}
-	p.geo = geo
-	p.metadata = gdalMetadataXML(sortedKeys(opt.Metadata), opt.Metadata, bands)
+	cb := make([]cog.Band, len(bands))
+	for i, b := range bands {
+		cb[i] = cog.Band{Description: b.Description, Scale: b.Scale, Offset: b.Offset}
+	}
+	var palette []color.RGBA
 	if opt.Classes != nil {
-		p.colorMap = tiffColorMap(*opt.Classes)
+		// The colour table GDAL's driver gets (colorTable), as the TIFF
+		// ColorMap keeps it: without alpha.
+		for _, e := range colorTable(*opt.Classes).Entries {
+			palette = append(palette, color.RGBA{R: uint8(e[0]), G: uint8(e[1]), B: uint8(e[2]), A: uint8(e[3])})
+		}
 	}
-	sizes := append([][2]int{{g.Width, g.Height}}, overviewSizes(g.Width, g.Height, p.block, opt.OverviewCount)...)
-	for _, s := range sizes {
-		p.levels = append(p.levels, cogLevel{s[0], s[1], (s[0] + p.block - 1) / p.block, (s[1] + p.block - 1) / p.block})
-	}
-	l0 := p.levels[0]
-	p.big = float64(l0.tilesX*p.block)*float64(l0.tilesY*p.block)*float64(p.bands*p.bytesPer) > bigTIFFThreshold
-	return p, ""
+	return cog.NewPlan(g, keys, bytesPer, cb, cog.Options{
+		BlockSize:          opt.BlockSize,
+		Compress:           opt.Compress,
+		Predictor:          opt.Predictor,
+		OverviewResampling: opt.OverviewResampling,
+		OverviewCount:      opt.OverviewCount,
+		Threads:            opt.Threads,
+		NoData:             opt.NoData,
+		Metadata:           opt.Metadata,
+		Palette:            palette,
+		EncodeEarly:        opt.EncodeEarly,
+	})
 }
 
-// tiffEntry is one IFD entry with its values in little-endian bytes.
-// Tile offsets and byte counts go with the other IFDs' arrays after the
-// last IFD; other values longer than the inline field follow their IFD.
-type tiffEntry struct {
-	tag, typ uint16
-	count    int
-	val      []byte
-	array    bool
-}
+var (
+	geoKeyCache sync.Map // EPSG code → cog.GeoKeys
+	geoKeySeq   atomic.Int64
+)
 
-func shortEntry(tag uint16, v ...uint16) tiffEntry {
-	b := make([]byte, 2*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint16(b[2*i:], x)
+// geoKeysFor returns the GeoKeys GDAL writes for EPSG:epsg. Rather than
+// re-implement GDAL's CRS-to-GeoKey mapping (citations, units, the
+// ellipsoid parameters it adds for geographic CRSs), GDAL writes a 1×1
+// GeoTIFF in memory and its tags are copied: GDAL then reads the COG's
+// CRS back exactly as it reads its own. Results are cached per code.
+func geoKeysFor(epsg int) (cog.GeoKeys, error) {
+	if k, ok := geoKeyCache.Load(epsg); ok {
+		return k.(cog.GeoKeys), nil
 	}
-	return tiffEntry{tag: tag, typ: typeShort, count: len(v), val: b}
-}
-
-func longEntry(tag uint16, v uint32) tiffEntry {
-	return tiffEntry{tag: tag, typ: typeLong, count: 1, val: binary.LittleEndian.AppendUint32(nil, v)}
-}
-
-// sizeEntry is ImageWidth or ImageLength: SHORT when it fits, as libtiff.
-func sizeEntry(tag uint16, v int) tiffEntry {
-	if v < 1<<16 {
-		return shortEntry(tag, uint16(v))
-	}
-	return longEntry(tag, uint32(v))
-}
-
-func doubleEntry(tag uint16, v ...float64) tiffEntry {
-	b := make([]byte, 0, 8*len(v))
-	for _, x := range v {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
-	}
-	return tiffEntry{tag: tag, typ: typeDouble, count: len(v), val: b}
-}
-
-func asciiEntry(tag uint16, s string) tiffEntry {
-	if !strings.HasSuffix(s, "\x00") {
-		s += "\x00"
-	}
-	return tiffEntry{tag: tag, typ: typeASCII, count: len(s), val: []byte(s)}
-}
-
-// ifd returns the entries of level's IFD, in tag order, with the given tile
-// offsets and byte counts.
-func (p *cogPlan) ifd(level int, offsets, counts []uint64) []tiffEntry {
-	lv := p.levels[level]
-	var e []tiffEntry
-	if level > 0 {
-		e = append(e, longEntry(tagNewSubfileType, 1)) // reduced resolution
-	}
-	bits := make([]uint16, p.bands)
-	formats := make([]uint16, p.bands)
-	for i := range bits {
-		bits[i], formats[i] = uint16(8*p.bytesPer), 1 // unsigned integers
-	}
-	photometric := uint16(1) // min-is-black
-	if p.colorMap != nil {
-		photometric = 3 // palette
-	}
-	e = append(e,
-		sizeEntry(tagImageWidth, lv.width),
-		sizeEntry(tagImageLength, lv.height),
-		shortEntry(tagBitsPerSample, bits...),
-		shortEntry(tagCompression, p.compression),
-		shortEntry(tagPhotometric, photometric),
-		shortEntry(tagSamplesPerPixel, uint16(p.bands)),
-		shortEntry(tagPlanarConfig, 1),
-	)
-	if p.compression != compressNone {
-		pred := uint16(1)
-		if p.predictor {
-			pred = 2
-		}
-		e = append(e, shortEntry(tagPredictor, pred))
-	}
-	if p.colorMap != nil {
-		e = append(e, shortEntry(tagColorMap, p.colorMap...))
-	}
-	e = append(e, shortEntry(tagTileWidth, uint16(p.block)), shortEntry(tagTileLength, uint16(p.block)))
-	offs := tiffEntry{tag: tagTileOffsets, typ: typeLong, count: len(offsets), array: true}
-	cnts := tiffEntry{tag: tagTileByteCounts, typ: typeLong, count: len(counts), array: true}
-	if p.big {
-		offs.typ = typeLong8
-		for _, o := range offsets {
-			offs.val = binary.LittleEndian.AppendUint64(offs.val, o)
-		}
-	} else {
-		for _, o := range offsets {
-			offs.val = binary.LittleEndian.AppendUint32(offs.val, uint32(o))
-		}
-	}
-	for _, c := range counts {
-		cnts.val = binary.LittleEndian.AppendUint32(cnts.val, uint32(c))
-	}
-	e = append(e, offs, cnts)
-	if p.bands > 1 {
-		e = append(e, shortEntry(tagExtraSamples, make([]uint16, p.bands-1)...)) // unspecified
-	}
-	e = append(e, shortEntry(tagSampleFormat, formats...))
-	if level == 0 {
-		t := p.grid.Transform
-		e = append(e,
-			doubleEntry(tagModelPixelScale, t[1], -t[5], 0),
-			doubleEntry(tagModelTiepoint, 0, 0, 0, t[0], t[3], 0),
-			shortEntry(tagGeoKeyDirectory, p.geo.dir...),
-		)
-		if len(p.geo.doubles) > 0 {
-			e = append(e, doubleEntry(tagGeoDoubleParams, p.geo.doubles...))
-		}
-		if p.geo.ascii != "" {
-			e = append(e, asciiEntry(tagGeoASCIIParams, p.geo.ascii))
-		}
-		if p.metadata != "" {
-			e = append(e, asciiEntry(tagGDALMetadata, p.metadata))
-		}
-	}
-	if p.nodata != nil {
-		e = append(e, asciiEntry(tagGDALNoData, gdalNoData(*p.nodata)))
-	}
-	return e
-}
-
-// header lays out and encodes everything before the tile data: the TIFF
-// header, the ghost metadata, the IFDs and their values, and the tile
-// arrays. Its length does not depend on the offsets and counts, so it can
-// be planned with zeros and written last.
-func (p *cogPlan) header(offsets, counts [][]uint64) []byte {
-	le := binary.LittleEndian
-	entrySize, countSize, inline := 12, 2, 4
-	headSize := 8
-	if p.big {
-		entrySize, countSize, inline, headSize = 20, 8, 8, 16
-	}
-	ifds := make([][]tiffEntry, len(p.levels))
-	for i := range ifds {
-		ifds[i] = p.ifd(i, offsets[i], counts[i])
-	}
-	even := func(n int) int { return n + n&1 }
-
-	// Lay out: IFD and its values in turn, then all the tile arrays.
-	ghost := fmt.Sprintf("GDAL_STRUCTURAL_METADATA_SIZE=%06d bytes\n", len(ghostMetadata)) + ghostMetadata
-	pos := even(headSize + len(ghost))
-	ifdAt := make([]int, len(ifds))
-	valAt := make([][]int, len(ifds))
-	for i, entries := range ifds {
-		ifdAt[i] = pos
-		pos += countSize + entrySize*len(entries) + inline
-		valAt[i] = make([]int, len(entries))
-		for j, e := range entries {
-			if len(e.val) > inline && !e.array {
-				valAt[i][j] = pos
-				pos = even(pos + len(e.val))
-			}
-		}
-	}
-	for i, entries := range ifds {
-		for j, e := range entries {
-			if len(e.val) > inline && e.array {
-				valAt[i][j] = pos
-				pos = even(pos + len(e.val))
-			}
-		}
-	}
-
-	b := make([]byte, pos)
-	copy(b, "II")
-	if p.big {
-		le.PutUint16(b[2:], 43)
-		le.PutUint16(b[4:], 8)
-		le.PutUint64(b[8:], uint64(ifdAt[0]))
-	} else {
-		le.PutUint16(b[2:], 42)
-		le.PutUint32(b[4:], uint32(ifdAt[0]))
-	}
-	copy(b[headSize:], ghost)
-	for i, entries := range ifds {
-		q := ifdAt[i]
-		if p.big {
-			le.PutUint64(b[q:], uint64(len(entries)))
-		} else {
-			le.PutUint16(b[q:], uint16(len(entries)))
-		}
-		q += countSize
-		for j, e := range entries {
-			le.PutUint16(b[q:], e.tag)
-			le.PutUint16(b[q+2:], e.typ)
-			field := b[q+8 : q+12]
-			if p.big {
-				le.PutUint64(b[q+4:], uint64(e.count))
-				field = b[q+12 : q+20]
-			} else {
-				le.PutUint32(b[q+4:], uint32(e.count))
-			}
-			if len(e.val) > inline {
-				copy(b[valAt[i][j]:], e.val)
-				if p.big {
-					le.PutUint64(field, uint64(valAt[i][j]))
-				} else {
-					le.PutUint32(field, uint32(valAt[i][j]))
-				}
-			} else {
-				copy(field, e.val)
-			}
-			q += entrySize
-		}
-		next := 0
-		if i+1 < len(ifds) {
-			next = ifdAt[i+1]
-		}
-		if p.big {
-			le.PutUint64(b[q:], uint64(next))
-		} else {
-			le.PutUint32(b[q:], uint32(next))
-		}
-	}
-	return b
-}
-
-// tileJob is one tile of one level.
-type tileJob struct{ level, tx, ty int }
-
-// order lists the tiles in file order: smallest overview first, full
-// resolution last, each level row by row.
-func (p *cogPlan) order() []tileJob {
-	var jobs []tileJob
-	for l := len(p.levels) - 1; l >= 0; l-- {
-		lv := p.levels[l]
-		for ty := range lv.tilesY {
-			for tx := range lv.tilesX {
-				jobs = append(jobs, tileJob{l, tx, ty})
-			}
-		}
-	}
-	return jobs
-}
-
-// encodeCOG writes the planned COG at path from levels (level → band →
-// plane, row-major). levels[0] holds the pixels; the overview levels are
-// computed into levels[1:], which must have their planes allocated. The
-// file goes to a hidden temporary name beside path, renamed when complete.
-func encodeCOG[T Pixels](path string, p *cogPlan, levels [][][]T) error {
-	var nodata *T
-	if p.nodata != nil {
-		nd := T(*p.nodata)
-		nodata = &nd
-	}
-	for l := 1; l < len(p.levels); l++ {
-		up, lv := p.levels[l-1], p.levels[l]
-		for b := range p.bands {
-			downsample(level[T]{levels[l][b], lv.width, lv.height}, level[T]{levels[l-1][b], up.width, up.height}, p.rule, nodata, p.threads)
-		}
-	}
-
-	tmp := atomicfs.TempName(path)
-	f, err := os.Create(tmp)
+	register()
+	sr, err := godal.NewSpatialRefFromEPSG(epsg)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return cog.GeoKeys{}, fmt.Errorf("crs EPSG:%d: %w", epsg, err)
 	}
-	defer os.Remove(tmp) // a no-op once renamed
-	offsets, counts, err := writeTiles(f, p, levels)
-	if err == nil {
-		_, err = f.WriteAt(p.header(offsets, counts), 0)
-	}
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
+	defer sr.Close()
+	name := fmt.Sprintf("/vsimem/lulc-geokeys-%d-%d.tif", epsg, geoKeySeq.Add(1))
+	ds, err := godal.Create(godal.GTiff, name, 1, godal.Byte, 1, 1)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return cog.GeoKeys{}, fmt.Errorf("geokeys for EPSG:%d: %w", epsg, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	defer godal.VSIUnlink(name)
+	serr := ds.SetSpatialRef(sr)
+	gerr := ds.SetGeoTransform([6]float64{0, 1, 0, 0, 0, -1})
+	if err := ds.Close(); err != nil || serr != nil || gerr != nil {
+		return cog.GeoKeys{}, fmt.Errorf("geokeys for EPSG:%d: %v %v %v", epsg, err, serr, gerr)
 	}
-	return nil
-}
-
-// tileResult is a compressed tile or why it could not be made.
-type tileResult struct {
-	data []byte
-	err  error
-}
-
-// writeTiles compresses the tiles on p.threads goroutines and writes them
-// in file order after the header's space, each with its leader and
-// trailer. At most a few tiles per goroutine are held at once, whatever the
-// raster's size. It returns every level's tile offsets and byte counts.
-func writeTiles[T Pixels](f *os.File, p *cogPlan, levels [][][]T) (offsets, counts [][]uint64, err error) {
-	offsets = make([][]uint64, len(p.levels))
-	counts = make([][]uint64, len(p.levels))
-	for l, lv := range p.levels {
-		offsets[l] = make([]uint64, lv.tiles())
-		counts[l] = make([]uint64, lv.tiles())
+	f, err := godal.VSIOpen(name)
+	if err != nil {
+		return cog.GeoKeys{}, fmt.Errorf("geokeys for EPSG:%d: %w", epsg, err)
 	}
-	pos := int64(len(p.header(offsets, counts)))
-	if _, err := f.Seek(pos, 0); err != nil {
-		return nil, nil, err
+	body, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return cog.GeoKeys{}, fmt.Errorf("geokeys for EPSG:%d: %w", epsg, err)
 	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-
-	jobs := p.order()
-	window := 4 * p.threads
-	results := make([]chan tileResult, len(jobs))
-	for i := range results {
-		results[i] = make(chan tileResult, 1)
+	k, err := cog.ParseGeoKeys(body)
+	if err != nil {
+		return cog.GeoKeys{}, fmt.Errorf("geokeys for EPSG:%d: %w", epsg, err)
 	}
-	slots := make(chan struct{}, window)
-	next := make(chan int)
-	done := make(chan struct{})
-	free := make(chan []byte, window+p.threads)
-	go func() {
-		defer close(next)
-		for i := range jobs {
-			select {
-			case slots <- struct{}{}:
-			case <-done:
-				return
-			}
-			select {
-			case next <- i:
-			case <-done:
-				return
-			}
-		}
-	}()
-	var wg sync.WaitGroup
-	for range p.threads {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			enc, err := newTileEncoder[T](p)
-			if err == nil {
-				defer enc.close()
-			}
-			for i := range next {
-				var buf []byte
-				select {
-				case buf = <-free:
-				default:
-				}
-				if err != nil {
-					results[i] <- tileResult{err: err}
-					continue
-				}
-				data, cerr := enc.encode(levels, jobs[i], buf)
-				results[i] <- tileResult{data, cerr}
-			}
-		}()
-	}
-	defer wg.Wait()
-	defer close(done)
-
-	var lead [4]byte
-	for i, job := range jobs {
-		r := <-results[i]
-		if r.err != nil {
-			return nil, nil, fmt.Errorf("compress tile %d,%d of level %d: %w", job.tx, job.ty, job.level, r.err)
-		}
-		n := len(r.data)
-		if uint64(n) > math.MaxUint32 {
-			return nil, nil, fmt.Errorf("tile %d,%d of level %d is %d bytes", job.tx, job.ty, job.level, n)
-		}
-		binary.LittleEndian.PutUint32(lead[:], uint32(n))
-		bw.Write(lead[:])
-		k := job.ty*p.levels[job.level].tilesX + job.tx
-		offsets[job.level][k], counts[job.level][k] = uint64(pos+4), uint64(n)
-		bw.Write(r.data)
-		var trail [4]byte
-		copy(trail[4-min(4, n):], r.data[n-min(4, n):])
-		if _, err := bw.Write(trail[:]); err != nil {
-			return nil, nil, err
-		}
-		pos += int64(n) + 8
-		if !p.big && pos > math.MaxUint32 {
-			return nil, nil, errors.New("file too large for a classic tiff")
-		}
-		<-slots
-		select {
-		case free <- r.data:
-		default:
-		}
-	}
-	return offsets, counts, bw.Flush()
-}
-
-// tileEncoder turns tiles into compressed bytes; one per goroutine.
-type tileEncoder[T Pixels] struct {
-	p       *cogPlan
-	samples []T
-	raw     []byte // samples as little-endian bytes on big-endian hosts
-	zw      *zlib.Writer
-	zs      *zstd.Encoder
-}
-
-func newTileEncoder[T Pixels](p *cogPlan) (*tileEncoder[T], error) {
-	e := &tileEncoder[T]{p: p, samples: make([]T, p.block*p.block*p.bands)}
-	var err error
-	switch p.compression {
-	case compressDeflate:
-		e.zw, err = zlib.NewWriterLevel(nil, deflateLevel)
-	case compressZSTD:
-		e.zs, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstdLevel), zstd.WithEncoderCRC(false))
-	}
-	return e, err
-}
-
-func (e *tileEncoder[T]) close() {
-	if e.zs != nil {
-		e.zs.Close()
-	}
-}
-
-var littleEndianHost = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-
-// encode builds tile job from levels, pixel-interleaved and zero-padded,
-// applies the predictor and compresses it, appending to dst[:0].
-func (e *tileEncoder[T]) encode(levels [][][]T, job tileJob, dst []byte) ([]byte, error) {
-	p, bs, nb := e.p, e.p.block, e.p.bands
-	lv := p.levels[job.level]
-	x0, y0 := job.tx*bs, job.ty*bs
-	cols, rows := min(bs, lv.width-x0), min(bs, lv.height-y0)
-	s := e.samples
-	if cols < bs || rows < bs {
-		clear(s)
-	}
-	for r := range rows {
-		out := s[r*bs*nb:]
-		for b := range nb {
-			src := levels[job.level][b][(y0+r)*lv.width+x0:][:cols]
-			if nb == 1 {
-				copy(out, src)
-				continue
-			}
-			for c, v := range src {
-				out[c*nb+b] = v
-			}
-		}
-	}
-	if p.predictor {
-		// Horizontal differencing over whole rows, padding included, as a
-		// TIFF reader undoes it.
-		for r := range rows {
-			row := s[r*bs*nb : (r+1)*bs*nb]
-			for i := len(row) - 1; i >= nb; i-- {
-				row[i] -= row[i-nb]
-			}
-		}
-	}
-	var raw []byte
-	if littleEndianHost || p.bytesPer == 1 {
-		raw = unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*p.bytesPer)
-	} else {
-		if e.raw == nil {
-			e.raw = make([]byte, len(s)*2)
-		}
-		for i, v := range s {
-			binary.LittleEndian.PutUint16(e.raw[2*i:], uint16(v))
-		}
-		raw = e.raw
-	}
-	switch p.compression {
-	case compressDeflate:
-		buf := bytes.NewBuffer(dst[:0])
-		e.zw.Reset(buf)
-		if _, err := e.zw.Write(raw); err != nil {
-			return nil, err
-		}
-		if err := e.zw.Close(); err != nil {
-			return nil, err
-		}
-		return buf.Bytes(), nil
-	case compressZSTD:
-		return e.zs.EncodeAll(raw, dst[:0]), nil
-	}
-	return append(dst[:0], raw...), nil
+	geoKeyCache.Store(epsg, k)
+	return k, nil
 }

@@ -6,36 +6,17 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/cog/cogtest"
 	"github.com/lulc/lulc/geo/landcover"
 )
 
 // The encoders compared on lulc's outputs: the class map of a Sentinel-2
 // tile and a stack. Run with
 //
-//	go test ./raster -run '^$' -bench COG -benchtime 3x
+//	go test ./geo/raster -run '^$' -bench COG -benchtime 3x
 //
 // bytes/file is the COG's size; encoder "gdal" is GDAL's COG driver as
 // lulc used it before the Go encoder.
-
-// patchyClassMap is an n×n class map of 30×50-pixel patches of WorldCover
-// classes, with nodata (0) in one patch out of twenty.
-func patchyClassMap(n int) []uint8 {
-	codes := landcover.WorldCover.Codes()
-	px := make([]uint8, n*n)
-	for y := range n {
-		for x := range n {
-			h := uint64(x/30)*0x9E3779B97F4A7C15 ^ uint64(y/50)*0xC2B2AE3D27D4EB4F
-			h ^= h >> 29
-			h *= 0xBF58476D1CE4E5B9
-			h ^= h >> 32
-			if h%20 == 0 {
-				continue
-			}
-			px[y*n+x] = codes[h%uint64(len(codes))]
-		}
-	}
-	return px
-}
 
 func benchEncoders(b *testing.B, opt COGOptions, run func(b *testing.B, path string, opt COGOptions)) {
 	for _, enc := range []string{"go", "gdal"} {
@@ -61,10 +42,10 @@ func benchEncoders(b *testing.B, opt COGOptions, run func(b *testing.B, path str
 // Writer windows of 512 rows, MODE overviews, the WorldCover palette.
 func BenchmarkCOGClassMap(b *testing.B) {
 	const n = 10980
-	px := patchyClassMap(n)
+	px := cogtest.ClassMap(n)
 	g := geo.Grid{EPSG: 32631, Width: n, Height: n, Transform: [6]float64{600000, 10, 0, 5100000, 0, -10}}
 	for _, compress := range []string{"DEFLATE", "ZSTD"} {
-		opt := COGOptions{BlockSize: 512, Compress: compress, NoData: ptrf(0), OverviewResampling: "MODE", Classes: &landcover.WorldCover}
+		opt := COGOptions{BlockSize: 512, Compress: compress, NoData: cogtest.Ptr(0), OverviewResampling: "MODE", Classes: &landcover.WorldCover}
 		b.Run(compress, func(b *testing.B) {
 			benchEncoders(b, opt, func(b *testing.B, path string, opt COGOptions) {
 				w, err := NewWriter(path, g, "uint8", []BandInfo{{Description: "land cover class"}}, opt)
@@ -84,7 +65,7 @@ func BenchmarkCOGClassMap(b *testing.B) {
 		})
 	}
 	b.Run("WriteCOG", func(b *testing.B) {
-		opt := COGOptions{BlockSize: 512, NoData: ptrf(0), OverviewResampling: "MODE", Classes: &landcover.WorldCover}
+		opt := COGOptions{BlockSize: 512, NoData: cogtest.Ptr(0), OverviewResampling: "MODE", Classes: &landcover.WorldCover}
 		benchEncoders(b, opt, func(b *testing.B, path string, opt COGOptions) {
 			if err := WriteCOG(path, g, px, opt); err != nil {
 				b.Fatal(err)
@@ -145,7 +126,7 @@ func BenchmarkCOGStack(b *testing.B) {
 		infos[i] = BandInfo{Description: []string{"B02", "B03", "B04", "B05", "B06", "B07", "B08", "B8A", "B11", "B12"}[i], Scale: 0.0001, Offset: -0.1}
 	}
 	for _, compress := range []string{"DEFLATE", "ZSTD"} {
-		opt := COGOptions{BlockSize: 512, Compress: compress, Predictor: true, NoData: ptrf(0)}
+		opt := COGOptions{BlockSize: 512, Compress: compress, Predictor: true, NoData: cogtest.Ptr(0)}
 		b.Run(compress, func(b *testing.B) {
 			benchEncoders(b, opt, func(b *testing.B, path string, opt COGOptions) {
 				w, err := NewWriter(path, g, "uint16", infos, opt)
@@ -164,15 +145,5 @@ func BenchmarkCOGStack(b *testing.B) {
 				}
 			})
 		})
-	}
-}
-
-func BenchmarkDownsampleMode(b *testing.B) {
-	const n = 10980
-	px := patchyClassMap(n)
-	dst := make([]uint8, (n/2)*(n/2))
-	nd := uint8(0)
-	for range b.N {
-		downsample(level[uint8]{dst, n / 2, n / 2}, level[uint8]{px, n, n}, resampleMode, &nd, 1)
 	}
 }

@@ -1,8 +1,11 @@
 // Package raster is lulc's only door to GDAL: it opens, reads, transforms and
 // writes rasters through github.com/airbusgeo/godal, and hands the rest of
-// lulc plain Go values (slices, geo.Grid, small structs). No other package
-// imports godal; those that read or write rasters through this one need
-// cgo with it, and the rest build without (docs/architecture.md).
+// lulc plain Go values (slices, geo.Grid, small structs). The COGs it
+// writes are encoded by lulc's own encoder, package cog, with the GeoKeys
+// GDAL gives for their CRS, wherever cog supports their options, and by
+// GDAL's COG driver otherwise. No other package imports godal; those that
+// read or write rasters through this one need cgo with it, and the rest
+// build without (docs/architecture.md).
 package raster
 
 import (
@@ -16,6 +19,7 @@ import (
 
 	"github.com/airbusgeo/godal"
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/cog"
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/internal/atomicfs"
 
@@ -38,18 +42,13 @@ type Pixels interface{ ~uint8 | ~uint16 }
 // COGOptions says how WriteCOG and Writer lay out a Cloud-Optimized
 // GeoTIFF.
 //
-// lulc's Go encoder writes the file when it supports the options: DEFLATE,
-// ZSTD or NONE compression, NEAREST, AVERAGE or MODE overviews, one or more
-// UInt8 or UInt16 bands on a north-up grid (see planCOG for the rest); GDAL's
-// COG driver writes it otherwise. The Go encoder makes the files GDAL's
-// driver makes, but for the compressed bytes (lower compression levels)
-// and the overview pixels, which follow this rule: each level is half the
-// size of the one above it, rounded down, and its pixel (x, y) is computed
-// from the 2×2 window at (2x, 2y) of the level above, leaving out nodata
-// pixels (a window of nodata only gives nodata). NEAREST takes the first
-// pixel of the window in the order top-left, top-right, bottom-left,
-// bottom-right; AVERAGE the mean rounded half up, (sum + n/2) / n; MODE the
-// most frequent value, the smallest one among equally frequent values.
+// lulc's Go encoder (package cog) writes the file when it supports the
+// options: DEFLATE, ZSTD or NONE compression, NEAREST, AVERAGE or MODE
+// overviews, one or more UInt8 or UInt16 bands on a north-up grid (see
+// cog.NewPlan for the rest); GDAL's COG driver writes it otherwise. The Go
+// encoder makes the files GDAL's driver makes, but for the compressed bytes
+// (lower compression levels) and the overview pixels, which follow the
+// rule of cog.Options.
 type COGOptions struct {
 	BlockSize int // internal tile size: 256, 512 or 1024
 	// GDALDriver writes the file with GDAL's COG driver even where lulc's
@@ -64,21 +63,15 @@ type COGOptions struct {
 	Description        string            // band description
 	Metadata           map[string]string // dataset metadata items
 	Classes            *landcover.Scheme // colour table and category names
-	// EncodeEarly has a Writer (with lulc's encoder) compress the tiles of
-	// each row of full-resolution tiles as soon as every band of it has
-	// been written, and make each overview row (downsampled, then its
-	// tiles compressed) as soon as the rows it reduces are there, while
-	// later windows are still being made; it holds the compressed tiles in
-	// memory until Close, which then writes the file in one pass and
-	// takes its checksum (package digest) on the way (Writer.Sum). It assumes windows are
-	// written once each (a row written again is compressed again at
-	// Close, with every overview). The file's bytes are the same either
-	// way.
+	// EncodeEarly has a Writer with lulc's encoder compress tiles while
+	// later windows are still being made, and take the file's checksum as
+	// Close writes it (Writer.Sum): cog.Options.EncodeEarly. The file's
+	// bytes are the same either way.
 	EncodeEarly bool
 }
 
 // WriteCOG writes a single-band raster as a COG at path, with lulc's Go
-// encoder when it supports the options (see planCOG) and GDAL's COG
+// encoder when it supports the options (see cog.NewPlan) and GDAL's COG
 // driver otherwise. It writes to a
 // temporary file beside path and renames it when complete, so path either
 // does not exist or holds a whole file. With Classes set it also writes the
@@ -100,8 +93,13 @@ func WriteCOG[T Pixels](path string, g geo.Grid, data []T, opt COGOptions) error
 		return fmt.Errorf("write %s: unsupported pixel type %T", path, data)
 	}
 	var zero T
-	if p, _ := planCOG(g, int(unsafe.Sizeof(zero)), []BandInfo{{Description: opt.Description}}, opt); p != nil {
-		return writeGoCOG(path, p, data, opt.Classes)
+	if p, err := goPlan(g, int(unsafe.Sizeof(zero)), []BandInfo{{Description: opt.Description}}, opt); err == nil {
+		if opt.Classes != nil {
+			if err := writeCategories(path+".aux.xml", *opt.Classes); err != nil {
+				return err
+			}
+		}
+		return cog.Write(path, p, data)
 	}
 	mem, err := godal.Create(godal.Memory, "", 1, dtype, g.Width, g.Height)
 	if err != nil {

@@ -9,25 +9,26 @@ import (
 	"github.com/airbusgeo/godal"
 
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/cog"
 	"github.com/lulc/lulc/internal/atomicfs"
 )
 
 // Writer builds a multi-band raster window by window and turns it into a
-// COG when closed. When the Go encoder applies (see planCOG), windows are
-// kept in Go memory, or for rasters over 1 GiB in a mapped temporary file
-// beside the target, and Close encodes them; otherwise they land in an
-// uncompressed tiled GeoTIFF beside the target (GDAL's COG driver can only
-// copy a finished dataset) and Close has GDAL encode it. Either way the COG
-// is written to a hidden temporary name and renamed into place, so the
-// target path only ever holds a complete file. Write is safe for
-// concurrent use.
+// COG when closed. When the Go encoder applies (see cog.NewPlan), a
+// cog.Writer keeps the windows (in Go memory, or for rasters over 1 GiB in
+// a mapped temporary file beside the target) and Close encodes them;
+// otherwise they land in an uncompressed tiled GeoTIFF beside the target
+// (GDAL's COG driver can only copy a finished dataset) and Close has GDAL
+// encode it. Either way the COG is written to a hidden temporary name and
+// renamed into place, so the target path only ever holds a complete file.
+// Write is safe for concurrent use.
 type Writer struct {
 	path    string
 	staging string
 	grid    geo.Grid
 	opt     COGOptions
-	stage   goStage // the Go encoder's staging; nil when GDAL stages
-	mu      sync.RWMutex
+	enc     *cog.Writer // the Go encoder's writer; nil when GDAL stages
+	mu      sync.Mutex
 	ds      *godal.Dataset
 	closed  bool // staging released: by Close, or by Abort
 }
@@ -57,18 +58,11 @@ func NewWriter(path string, g geo.Grid, dtype string, bands []BandInfo, opt COGO
 	}
 	bytesPer := map[string]int{"uint8": 1, "uint16": 2}[dtype]
 	// Float32 has no plan (bytesPer 0): GDAL stages and encodes it.
-	if p, _ := planCOG(g, bytesPer, infos, opt); p != nil && bytesPer > 0 {
-		var err error
-		if bytesPer == 1 {
-			w.stage, err = newStage[uint8](path, p, opt.EncodeEarly)
-		} else {
-			w.stage, err = newStage[uint16](path, p, opt.EncodeEarly)
-		}
+	if p, err := goPlan(g, bytesPer, infos, opt); err == nil && bytesPer > 0 {
 		// Where the staging file cannot be mapped, GDAL stages instead.
-		if err == nil {
+		if w.enc, err = cog.NewWriter(path, p); err == nil {
 			return w, nil
 		}
-		w.stage = nil
 	}
 	ds, err := godal.Create(godal.GTiff, w.staging, len(bands), dt, g.Width, g.Height,
 		godal.CreationOption("TILED=YES", "BLOCKXSIZE=512", "BLOCKYSIZE=512", "BIGTIFF=IF_SAFER", "INTERLEAVE=BAND"))
@@ -105,18 +99,10 @@ func NewWriter(path string, g geo.Grid, dtype string, bands []BandInfo, opt COGO
 // []uint8, []uint16 or []float32 (the writer's type) of width×height
 // values, row by row.
 func (w *Writer) Write(band, x, y, width, height int, buf any) error {
-	if w.stage != nil {
-		// Windows do not overlap, so writers only share the lock with
-		// Close and Abort, which release the staging.
-		w.mu.RLock()
-		defer w.mu.RUnlock()
-		if w.closed {
-			return fmt.Errorf("write %s: band %d window (%d, %d): writer closed", w.path, band+1, x, y)
-		}
-		if err := w.stage.write(band, x, y, width, height, buf); err != nil {
-			return fmt.Errorf("write %s: band %d window (%d, %d): %w", w.path, band+1, x, y, err)
-		}
-		return nil
+	if w.enc != nil {
+		// The encoder's writer takes windows concurrently and knows when
+		// it is closed.
+		return w.enc.Write(band, x, y, width, height, buf)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -137,12 +123,16 @@ func (w *Writer) Close() error {
 		return fmt.Errorf("write %s: closed twice", w.path)
 	}
 	w.closed = true
-	if w.stage != nil {
-		err := w.stage.encode(w.path, w.opt.Classes)
-		if rerr := w.stage.release(); err == nil && rerr != nil {
-			err = fmt.Errorf("write %s: %w", w.path, rerr)
+	if w.enc != nil {
+		// The category names go beside the COG first, as translateCOG
+		// writes them.
+		if w.opt.Classes != nil {
+			if err := writeCategories(w.path+".aux.xml", *w.opt.Classes); err != nil {
+				w.enc.Abort()
+				return err
+			}
 		}
-		return err
+		return w.enc.Close()
 	}
 	defer os.Remove(w.staging)
 	if err := w.ds.Close(); err != nil {
@@ -160,12 +150,10 @@ func (w *Writer) Close() error {
 // took them as it wrote (COGOptions.EncodeEarly with lulc's encoder); ok is
 // false otherwise, and the caller reads the file to hash it.
 func (w *Writer) Sum() (sha string, size int64, ok bool) {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	if w.stage == nil || !w.closed {
+	if w.enc == nil {
 		return "", 0, false
 	}
-	return w.stage.sum()
+	return w.enc.Sum()
 }
 
 // Abort discards the raster; after a failed Close too.
@@ -174,13 +162,13 @@ func (w *Writer) Abort() {
 	defer w.mu.Unlock()
 	if !w.closed {
 		w.closed = true
-		if w.stage != nil {
-			w.stage.release()
+		if w.enc != nil {
+			w.enc.Abort()
 		} else {
 			w.ds.Close()
 		}
 	}
-	if w.stage == nil {
+	if w.enc == nil {
 		os.Remove(w.staging)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package raster
+package cog
 
 import (
 	"errors"

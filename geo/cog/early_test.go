@@ -1,4 +1,4 @@
-package raster
+package cog
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lulc/lulc/geo/cog/cogtest"
 	"github.com/lulc/lulc/internal/digest"
 )
 
@@ -16,8 +17,8 @@ import (
 func TestWriterEncodeEarly(t *testing.T) {
 	dir := t.TempDir()
 	defer func(v int64) { stageInMemoryMax = v }(stageInMemoryMax)
-	for _, c := range cogCases {
-		if !c.writer {
+	for _, c := range cogtest.Cases {
+		if !c.Writer {
 			continue
 		}
 		for _, mapped := range []bool{false, true} {
@@ -25,29 +26,29 @@ func TestWriterEncodeEarly(t *testing.T) {
 			if mapped {
 				stageInMemoryMax = 0
 			}
-			late := filepath.Join(dir, c.name+"-late.tif")
-			c.write(t, late)
-			early := c
-			early.opt.EncodeEarly = true
-			path := filepath.Join(dir, c.name+"-early.tif")
-			w := early.write(t, path)
+			late := filepath.Join(dir, c.Name+"-late.tif")
+			writeCase(t, c, late, options(c))
+			opt := options(c)
+			opt.EncodeEarly = true
+			path := filepath.Join(dir, c.Name+"-early.tif")
+			w := writeCase(t, c, path, opt)
 			a, _ := os.ReadFile(late)
 			b, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(a) == 0 || !bytes.Equal(a, b) {
-				t.Errorf("%s (mapped %v): early encoding gives another file (%d bytes, not %d)", c.name, mapped, len(b), len(a))
+				t.Errorf("%s (mapped %v): early encoding gives another file (%d bytes, not %d)", c.Name, mapped, len(b), len(a))
 			}
 			if n, made := earlyMade(w); made != n || n == 0 {
-				t.Errorf("%s (mapped %v): %d of %d tiles made before Close", c.name, mapped, made, n)
+				t.Errorf("%s (mapped %v): %d of %d tiles made before Close", c.Name, mapped, made, n)
 			}
 			sha, size, ok := w.Sum()
 			if sum := digest.Bytes(b); !ok || sha != sum || size != int64(len(b)) {
-				t.Errorf("%s: Sum = %s, %d, %v; the file's is %s, %d", c.name, sha, size, ok, sum, len(b))
+				t.Errorf("%s: Sum = %s, %d, %v; the file's is %s, %d", c.Name, sha, size, ok, sum, len(b))
 			}
 			if _, _, ok := mustWriter(t, filepath.Join(dir, "x.tif"), c).Sum(); ok {
-				t.Errorf("%s: Sum before Close", c.name)
+				t.Errorf("%s: Sum before Close", c.Name)
 			}
 		}
 	}
@@ -57,7 +58,7 @@ func TestWriterEncodeEarly(t *testing.T) {
 // and those its compressors made while the windows were written and Close
 // kept (overviews included).
 func earlyMade(w *Writer) (n, made int) {
-	count := func(p *cogPlan, made func(l, tx, ty int) bool) (int, int) {
+	count := func(p *Plan, made func(l, tx, ty int) bool) (int, int) {
 		n, m := 0, 0
 		for l, lv := range p.levels {
 			for ty := range lv.tilesY {
@@ -84,29 +85,29 @@ func earlyMade(w *Writer) (n, made int) {
 // was complete (the row's count passes its size) still ends up in the
 // file with its last values, as without early encoding.
 func TestWriterEncodeEarlyRewritten(t *testing.T) {
-	c := cogCases[4]
+	c := cogtest.Cases[4]
 	dir := t.TempDir()
 	for _, early := range []bool{false, true} {
-		opt := c.options()
+		opt := options(c)
 		opt.EncodeEarly = early
-		w, err := NewWriter(filepath.Join(dir, map[bool]string{false: "late.tif", true: "early.tif"}[early]), c.grid(), "uint16", c.infos, opt)
+		w, err := NewWriter(filepath.Join(dir, map[bool]string{false: "late.tif", true: "early.tif"}[early]), plan(t, c, opt))
 		if err != nil {
 			t.Fatal(err)
 		}
-		planes := make([][]uint16, c.bands)
+		planes := make([][]uint16, c.Bands)
 		for b := range planes {
-			planes[b] = cogPixels(c, b)
+			planes[b] = c.Pixels(b)
 		}
-		junk := make([]uint16, c.width*100)
+		junk := make([]uint16, c.Width*100)
 		for i := range junk {
 			junk[i] = 7
 		}
 		// Band 0's top 100 rows twice: first junk, then the real values.
-		if err := w.Write(0, 0, 0, c.width, 100, junk); err != nil {
+		if err := w.Write(0, 0, 0, c.Width, 100, junk); err != nil {
 			t.Fatal(err)
 		}
-		for b := range c.bands {
-			if err := w.Write(b, 0, 0, c.width, c.height, planes[b]); err != nil {
+		for b := range c.Bands {
+			if err := w.Write(b, 0, 0, c.Width, c.Height, planes[b]); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -121,16 +122,13 @@ func TestWriterEncodeEarlyRewritten(t *testing.T) {
 	}
 }
 
-func mustWriter(t *testing.T, path string, c cogCase) *Writer {
+// mustWriter is an early-encoding Writer of the case at path, aborted at
+// the test's end.
+func mustWriter(t *testing.T, path string, c cogtest.Case) *Writer {
 	t.Helper()
-	opt := c.options()
+	opt := options(c)
 	opt.EncodeEarly = true
-	dtype := map[bool]string{false: "uint8", true: "uint16"}[c.u16]
-	infos := c.infos
-	if infos == nil {
-		infos = make([]BandInfo, c.bands)
-	}
-	w, err := NewWriter(path, c.grid(), dtype, infos, opt)
+	w, err := NewWriter(path, plan(t, c, opt))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,10 @@
-package raster
+package cog
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 
-	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/internal/atomicfs"
 )
 
@@ -13,15 +13,97 @@ import (
 // temporary file. A variable so that tests can exercise both.
 var stageInMemoryMax int64 = 1 << 30
 
-// goStage holds a Writer's windows until Close when the Go encoder
-// applies.
-type goStage interface {
+// Writer builds a raster window by window and encodes it as a COG when
+// closed. It keeps the windows in Go memory or, for rasters over 1 GiB, in
+// a mapped temporary file beside the target, unlinked as soon as it is
+// mapped. The COG is written to a hidden temporary name and renamed into
+// place, so the target path only ever holds a complete file. Write is safe
+// for concurrent use on windows that do not overlap.
+type Writer struct {
+	path   string
+	stage  stage
+	mu     sync.RWMutex
+	closed bool // staging released: by Close, or by Abort
+}
+
+// stage is a stageOf of the plan's pixel type.
+type stage interface {
 	write(band, x, y, width, height int, buf any) error
-	encode(path string, classes *landcover.Scheme) error
+	encode(path string) error
 	release() error
-	// sum is the encoded file's checksum (package digest) and size, when encode took
-	// them on the way (COGOptions.EncodeEarly).
+	// sum is the encoded file's checksum (package digest) and size, when
+	// encode took them on the way (Options.EncodeEarly).
 	sum() (sha string, size int64, ok bool)
+}
+
+// NewWriter starts the raster p plans, to become a COG at path.
+func NewWriter(path string, p *Plan) (*Writer, error) {
+	w := &Writer{path: path}
+	var err error
+	if p.bytesPer == 1 {
+		w.stage, err = newStage[uint8](path, p)
+	} else {
+		w.stage, err = newStage[uint16](path, p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Write stores a window of band (0-based) at pixel offset (x, y). buf is a
+// []uint8 or []uint16 of width×height values, row by row; values the
+// raster's type cannot hold are clamped, as GDAL clamps them.
+func (w *Writer) Write(band, x, y, width, height int, buf any) error {
+	// Windows do not overlap, so writers only share the lock with Close
+	// and Abort, which release the staging.
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return fmt.Errorf("write %s: band %d window (%d, %d): writer closed", w.path, band+1, x, y)
+	}
+	if err := w.stage.write(band, x, y, width, height, buf); err != nil {
+		return fmt.Errorf("write %s: band %d window (%d, %d): %w", w.path, band+1, x, y, err)
+	}
+	return nil
+}
+
+// Close encodes the COG and renames it into place. Pixels of windows never
+// written are nodata (0 without nodata), as GDAL reads them.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return fmt.Errorf("write %s: closed twice", w.path)
+	}
+	w.closed = true
+	err := w.stage.encode(w.path)
+	if rerr := w.stage.release(); err == nil && rerr != nil {
+		err = fmt.Errorf("write %s: %w", w.path, rerr)
+	}
+	return err
+}
+
+// Sum returns the checksum (package digest) and size of the file Close
+// wrote, when it took them as it wrote (Options.EncodeEarly); ok is false
+// otherwise, and the caller reads the file to hash it.
+func (w *Writer) Sum() (sha string, size int64, ok bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if !w.closed {
+		return "", 0, false
+	}
+	return w.stage.sum()
+}
+
+// Abort discards the raster; after a failed Close too.
+func (w *Writer) Abort() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.closed = true
+		w.stage.release()
+	}
 }
 
 // stageOf keeps every band as a full-resolution plane, in Go memory or,
@@ -30,7 +112,7 @@ type goStage interface {
 // them to disk as needed, so memory stays bounded. The file is unlinked as
 // soon as it is mapped, so nothing is left behind whatever happens.
 type stageOf[T Pixels] struct {
-	plan   *cogPlan
+	plan   *Plan
 	levels [][][]T // level → band → plane; in memory, overviews allocated by encode unless early
 	mapped []byte  // the mapping, nil in memory
 	early  *earlyTiles[T]
@@ -38,10 +120,11 @@ type stageOf[T Pixels] struct {
 	size   int64
 }
 
-// newStage stages a raster planned by p; with early set, its full-
+// newStage stages a raster planned by p; with p.early set, its full-
 // resolution tiles are compressed as their rows are completed.
-func newStage[T Pixels](path string, p *cogPlan, early bool) (s *stageOf[T], err error) {
+func newStage[T Pixels](path string, p *Plan) (s *stageOf[T], err error) {
 	s = &stageOf[T]{plan: p, levels: make([][][]T, len(p.levels))}
+	early := p.early
 	if early {
 		defer func() {
 			if err == nil {
@@ -161,7 +244,7 @@ func copyWindow[T, S Pixels](dst []T, dstW, x, y, width, height int, src []S) er
 	return nil
 }
 
-func (s *stageOf[T]) encode(path string, classes *landcover.Scheme) error {
+func (s *stageOf[T]) encode(path string) error {
 	for l := 1; l < len(s.levels); l++ {
 		if s.levels[l] == nil {
 			lv := s.plan.levels[l]
@@ -172,12 +255,7 @@ func (s *stageOf[T]) encode(path string, classes *landcover.Scheme) error {
 		}
 	}
 	if s.early == nil {
-		return encodeLevels(path, s.plan, s.levels, classes)
-	}
-	if classes != nil {
-		if err := writeCategories(path+".aux.xml", *classes); err != nil {
-			return err
-		}
+		return encode(path, s.plan, s.levels)
 	}
 	var err error
 	s.sha, s.size, err = encodeEarly(path, s.plan, s.levels, s.early)
@@ -198,25 +276,4 @@ func (s *stageOf[T]) release() error {
 	m := s.mapped
 	s.mapped = nil
 	return unmap(m)
-}
-
-// encodeLevels writes the category names sidecar, as translateCOG does,
-// then the COG.
-func encodeLevels[T Pixels](path string, p *cogPlan, levels [][][]T, classes *landcover.Scheme) error {
-	if classes != nil {
-		if err := writeCategories(path+".aux.xml", *classes); err != nil {
-			return err
-		}
-	}
-	return encodeCOG(path, p, levels)
-}
-
-// writeGoCOG encodes one band held in memory, with overviews in memory.
-func writeGoCOG[T Pixels](path string, p *cogPlan, data []T, classes *landcover.Scheme) error {
-	levels := make([][][]T, len(p.levels))
-	levels[0] = [][]T{data}
-	for l := 1; l < len(levels); l++ {
-		levels[l] = [][]T{make([]T, p.levels[l].width*p.levels[l].height)}
-	}
-	return encodeLevels(path, p, levels, classes)
 }

@@ -1,92 +1,39 @@
-package raster
+package cog
 
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
+	"image/color"
 	"math"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"unicode/utf8"
-
-	"github.com/airbusgeo/godal"
-	"github.com/lulc/lulc/geo/landcover"
 )
 
-// geoKeys are the three GeoTIFF tags that carry a CRS: the GeoKey
+// GeoKeys are the three GeoTIFF tags that carry a CRS: the GeoKey
 // directory and the double and ASCII parameters it points into.
-type geoKeys struct {
-	dir     []uint16
-	doubles []float64
-	ascii   string // with its terminating NUL, "" when absent
+type GeoKeys struct {
+	Directory []uint16  // GeoKeyDirectory
+	Doubles   []float64 // GeoDoubleParams, nil when absent
+	ASCII     string    // GeoASCIIParams with its terminating NUL, "" when absent
 }
 
-var (
-	geoKeyCache sync.Map // EPSG code → geoKeys
-	geoKeySeq   atomic.Int64
-)
-
-// geoKeysFor returns the GeoKeys GDAL writes for EPSG:epsg. Rather than
-// re-implement GDAL's CRS-to-GeoKey mapping (citations, units, the
-// ellipsoid parameters it adds for geographic CRSs), GDAL writes a 1×1
-// GeoTIFF in memory and its tags are copied: GDAL then reads the COG's
-// CRS back exactly as it reads its own. Results are cached per code.
-func geoKeysFor(epsg int) (geoKeys, error) {
-	if k, ok := geoKeyCache.Load(epsg); ok {
-		return k.(geoKeys), nil
-	}
-	register()
-	sr, err := godal.NewSpatialRefFromEPSG(epsg)
-	if err != nil {
-		return geoKeys{}, fmt.Errorf("crs EPSG:%d: %w", epsg, err)
-	}
-	defer sr.Close()
-	name := fmt.Sprintf("/vsimem/lulc-geokeys-%d-%d.tif", epsg, geoKeySeq.Add(1))
-	ds, err := godal.Create(godal.GTiff, name, 1, godal.Byte, 1, 1)
-	if err != nil {
-		return geoKeys{}, fmt.Errorf("geokeys for EPSG:%d: %w", epsg, err)
-	}
-	defer godal.VSIUnlink(name)
-	serr := ds.SetSpatialRef(sr)
-	gerr := ds.SetGeoTransform([6]float64{0, 1, 0, 0, 0, -1})
-	if err := ds.Close(); err != nil || serr != nil || gerr != nil {
-		return geoKeys{}, fmt.Errorf("geokeys for EPSG:%d: %v %v %v", epsg, err, serr, gerr)
-	}
-	f, err := godal.VSIOpen(name)
-	if err != nil {
-		return geoKeys{}, fmt.Errorf("geokeys for EPSG:%d: %w", epsg, err)
-	}
-	body, err := io.ReadAll(f)
-	f.Close()
-	if err != nil {
-		return geoKeys{}, fmt.Errorf("geokeys for EPSG:%d: %w", epsg, err)
-	}
-	k, err := parseGeoKeys(body)
-	if err != nil {
-		return geoKeys{}, fmt.Errorf("geokeys for EPSG:%d: %w", epsg, err)
-	}
-	geoKeyCache.Store(epsg, k)
-	return k, nil
-}
-
-// parseGeoKeys reads the GeoKey tags of the first IFD of a classic
-// little-endian TIFF.
-func parseGeoKeys(b []byte) (geoKeys, error) {
+// ParseGeoKeys reads the GeoKey tags of the first IFD of a classic
+// little-endian TIFF, such as the one GDAL writes for a CRS.
+func ParseGeoKeys(b []byte) (GeoKeys, error) {
 	le := binary.LittleEndian
 	if len(b) < 8 || string(b[:4]) != "II*\x00" {
-		return geoKeys{}, fmt.Errorf("not a classic little-endian tiff")
+		return GeoKeys{}, fmt.Errorf("not a classic little-endian tiff")
 	}
 	off := int(le.Uint32(b[4:]))
 	if off+2 > len(b) {
-		return geoKeys{}, fmt.Errorf("ifd beyond the end")
+		return GeoKeys{}, fmt.Errorf("ifd beyond the end")
 	}
 	n := int(le.Uint16(b[off:]))
 	if off+2+12*n > len(b) {
-		return geoKeys{}, fmt.Errorf("ifd beyond the end")
+		return GeoKeys{}, fmt.Errorf("ifd beyond the end")
 	}
-	var k geoKeys
+	var k GeoKeys
 	for i := range n {
 		e := b[off+2+12*i:]
 		tag, typ, count := le.Uint16(e), le.Uint16(e[2:]), int(le.Uint32(e[4:]))
@@ -98,25 +45,25 @@ func parseGeoKeys(b []byte) (geoKeys, error) {
 		if size*count > 4 {
 			at := int(le.Uint32(e[8:]))
 			if at+size*count > len(b) {
-				return geoKeys{}, fmt.Errorf("tag %d beyond the end", tag)
+				return GeoKeys{}, fmt.Errorf("tag %d beyond the end", tag)
 			}
 			val = b[at : at+size*count]
 		}
 		switch tag {
 		case tagGeoKeyDirectory:
 			for j := range count {
-				k.dir = append(k.dir, le.Uint16(val[2*j:]))
+				k.Directory = append(k.Directory, le.Uint16(val[2*j:]))
 			}
 		case tagGeoDoubleParams:
 			for j := range count {
-				k.doubles = append(k.doubles, math.Float64frombits(le.Uint64(val[8*j:])))
+				k.Doubles = append(k.Doubles, math.Float64frombits(le.Uint64(val[8*j:])))
 			}
 		case tagGeoASCIIParams:
-			k.ascii = string(val[:count])
+			k.ASCII = string(val[:count])
 		}
 	}
-	if len(k.dir) < 4 {
-		return geoKeys{}, fmt.Errorf("no geokey directory")
+	if len(k.Directory) < 4 {
+		return GeoKeys{}, fmt.Errorf("no geokey directory")
 	}
 	return k, nil
 }
@@ -133,7 +80,7 @@ func gdalNoData(v float64) string {
 // does: dataset items in the given order, then per band its offset and
 // scale (unless 0 and 1) and description. It returns "" when there is
 // nothing to write.
-func gdalMetadataXML(keys []string, items map[string]string, bands []BandInfo) string {
+func gdalMetadataXML(keys []string, items map[string]string, bands []Band) string {
 	var b strings.Builder
 	for _, k := range keys {
 		fmt.Fprintf(&b, "  <Item name=\"%s\">%s</Item>\n", k, gdalEscape(items[k]))
@@ -190,16 +137,15 @@ func plainMetadataValue(s string) bool {
 	return true
 }
 
-// tiffColorMap is colorTable(s) as a TIFF ColorMap: 256 reds, greens and
+// tiffColorMap is a palette as a TIFF ColorMap: 256 reds, greens and
 // blues scaled to 16 bits (alpha has no place in TIFF; GDAL reads entry
-// nodata back as transparent).
-func tiffColorMap(s landcover.Scheme) []uint16 {
-	ct := colorTable(s)
+// nodata back as transparent), black past the palette's end.
+func tiffColorMap(palette []color.RGBA) []uint16 {
 	m := make([]uint16, 3*256)
-	for i, e := range ct.Entries {
-		for c := range 3 {
-			m[c*256+i] = uint16(e[c]) * 257
-		}
+	for i, c := range palette {
+		m[i] = uint16(c.R) * 257
+		m[256+i] = uint16(c.G) * 257
+		m[512+i] = uint16(c.B) * 257
 	}
 	return m
 }

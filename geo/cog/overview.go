@@ -1,4 +1,4 @@
-package raster
+package cog
 
 import (
 	"runtime"
@@ -15,7 +15,7 @@ const (
 	resampleMode
 )
 
-// parseResampling maps COGOptions.OverviewResampling to a rule; "" is
+// parseResampling maps Options.OverviewResampling to a rule; "" is
 // AVERAGE, as for GDAL.
 func parseResampling(s string) (resampling, bool) {
 	switch strings.ToUpper(s) {

@@ -1,4 +1,4 @@
-package raster
+package cog
 
 import (
 	"encoding/binary"
@@ -16,7 +16,7 @@ import (
 )
 
 // earlyTiles compresses a staged raster's tiles while its windows are
-// still being written (COGOptions.EncodeEarly): the tiles of a row of
+// still being written (Options.EncodeEarly): the tiles of a row of
 // full-resolution tiles go to the compressors once every band of every
 // pixel of the row has been written; an overview's row is downsampled
 // once the two rows of the level above that it reduces hold their pixels,
@@ -27,7 +27,7 @@ import (
 // exactly once. A row written again after that is marked stale: it and
 // every overview are made again at Close.
 type earlyTiles[T Pixels] struct {
-	p       *cogPlan
+	p       *Plan
 	levels  [][][]T        // level → band → plane, overviews included
 	nodata  *T             // the planes' nodata, for downsampling
 	written []atomic.Int64 // samples written per row of level-0 tiles, all bands
@@ -50,7 +50,7 @@ type earlyJob struct{ level, tx, ty int }
 
 // newEarlyTiles starts p.threads compressors over the planes of every
 // level (levels[0] written by the windows, the overviews made here).
-func newEarlyTiles[T Pixels](p *cogPlan, levels [][][]T) *earlyTiles[T] {
+func newEarlyTiles[T Pixels](p *Plan, levels [][][]T) *earlyTiles[T] {
 	l0 := p.levels[0]
 	jobs := 0
 	for _, lv := range p.levels {
@@ -185,12 +185,12 @@ func (e *earlyTiles[T]) made(l, tx, ty int) bool {
 	return e.tiles[l][ty*e.p.levels[l].tilesX+tx] != nil
 }
 
-// encodeEarly writes the COG at path like encodeCOG, with the level-0
+// encodeEarly writes the COG at path like encode, with the level-0
 // tiles the compressors made (the rest compressed now), and returns the
 // file's checksum (package digest) and size: with every tile in memory the header is
 // known before the first byte, so the file is written in order and hashed
 // as it is written.
-func encodeEarly[T Pixels](path string, p *cogPlan, levels [][][]T, e *earlyTiles[T]) (string, int64, error) {
+func encodeEarly[T Pixels](path string, p *Plan, levels [][][]T, e *earlyTiles[T]) (string, int64, error) {
 	e.stop()
 	if e.err != nil {
 		return "", 0, fmt.Errorf("write %s: %w", path, e.err)
@@ -278,7 +278,7 @@ func encodeEarly[T Pixels](path string, p *cogPlan, levels [][][]T, e *earlyTile
 
 // compressAll compresses jobs[i] for every i in todo into data[i], on
 // p.threads goroutines.
-func compressAll[T Pixels](p *cogPlan, levels [][][]T, jobs []tileJob, todo []int, data [][]byte) error {
+func compressAll[T Pixels](p *Plan, levels [][][]T, jobs []tileJob, todo []int, data [][]byte) error {
 	next := make(chan int)
 	errs := make([]error, p.threads)
 	var wg sync.WaitGroup

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package raster
+package cog
 
 // mapTemp falls back to Go memory where files cannot be mapped.
 func mapTemp(name string, size int64) ([]byte, error) { return make([]byte, size), nil }
