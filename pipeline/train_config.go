@@ -151,53 +151,47 @@ const (
 	DefaultBins               = 128
 )
 
-// defaults fills the keys a config leaves unset (set holds the keys its
-// YAML gives, by section, for those whose zero value is valid).
+// defaults fills the keys a config leaves out (set holds the keys its
+// YAML gives, by section): a key given, even as 0, keeps its value, which
+// Validate then judges.
 func (c *TrainConfig) defaults(set map[string]map[string]any) {
+	unset := func(section, key string) bool {
+		_, ok := set[section][key]
+		return !ok
+	}
 	if c.Engine == "" {
 		c.Engine = "lulc"
 	}
 	if c.Classes.Scheme == "" {
 		c.Classes.Scheme = "auto"
 	}
-	if len(c.Features) == 0 {
+	if len(c.Features) == 0 && set[""]["features"] == nil {
 		c.Features = FeatureList{"default"}
 	}
-	s := &c.Sampling
-	if s.MaxPerClass == 0 {
-		s.MaxPerClass = DefaultMaxPerClass
+	for _, d := range []struct {
+		section, key string
+		to           *int
+		v            int
+	}{
+		{"sampling", "max_per_class", &c.Sampling.MaxPerClass, DefaultMaxPerClass},
+		{"sampling", "block_size", &c.Sampling.BlockSize, DefaultBlockSize},
+		{"forest", "trees", &c.Forest.Trees, DefaultTrees},
+		{"forest", "max_depth", &c.Forest.MaxDepth, DefaultMaxDepth},
+		{"forest", "min_samples_leaf", &c.Forest.MinSamplesLeaf, 1},
+		{"forest", "bins", &c.Forest.Bins, DefaultBins},
+		{"golearn", "trees", &c.Golearn.Trees, 10},
+		{"golearn", "features_per_tree", &c.Golearn.FeaturesPerTree, 20},
+		{"golearn", "max_samples", &c.Golearn.MaxSamples, 5000},
+	} {
+		if unset(d.section, d.key) {
+			*d.to = d.v
+		}
 	}
-	if s.BlockSize == 0 {
-		s.BlockSize = DefaultBlockSize
+	if unset("sampling", "validation_fraction") {
+		c.Sampling.ValidationFraction = DefaultValidationFraction
 	}
-	if _, ok := set["sampling"]["validation_fraction"]; !ok {
-		s.ValidationFraction = DefaultValidationFraction
-	}
-	f := &c.Forest
-	if f.Trees == 0 {
-		f.Trees = DefaultTrees
-	}
-	if f.MaxDepth == 0 {
-		f.MaxDepth = DefaultMaxDepth
-	}
-	if f.MinSamplesLeaf == 0 {
-		f.MinSamplesLeaf = 1
-	}
-	if f.Bins == 0 {
-		f.Bins = DefaultBins
-	}
-	if _, ok := set["forest"]["bootstrap"]; !ok {
-		f.Bootstrap = true
-	}
-	g := &c.Golearn
-	if g.Trees == 0 {
-		g.Trees = 10
-	}
-	if g.FeaturesPerTree == 0 {
-		g.FeaturesPerTree = 20
-	}
-	if g.MaxSamples == 0 {
-		g.MaxSamples = 5000
+	if unset("forest", "bootstrap") {
+		c.Forest.Bootstrap = true
 	}
 }
 
@@ -209,13 +203,15 @@ func ParseTrainConfig(raw []byte) (TrainConfig, error) {
 		return c, err
 	}
 	var keys struct {
+		Features any            `yaml:"features"`
 		Sampling map[string]any `yaml:"sampling"`
 		Forest   map[string]any `yaml:"forest"`
+		Golearn  map[string]any `yaml:"golearn"`
 	}
 	if err := yaml.Unmarshal(raw, &keys); err != nil {
 		return c, fmt.Errorf("read config: %w", err)
 	}
-	c.defaults(map[string]map[string]any{"sampling": keys.Sampling, "forest": keys.Forest})
+	c.defaults(map[string]map[string]any{"": {"features": keys.Features}, "sampling": keys.Sampling, "forest": keys.Forest, "golearn": keys.Golearn})
 	// The default is a set's name, expanded here.
 	c.Features = features.Expand(c.Features)
 	// Without a sampling.buffer of its own, the split's buffer is the
