@@ -1,10 +1,13 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/lulc/lulc/geo/landcover"
+	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/learn/sampling"
 )
 
@@ -152,4 +155,32 @@ func lostClassWarning(cfg TrainConfig, cl landcover.Class, f classFate) string {
 	}
 	return fmt.Sprintf("class %d (%s) lost every training pixel to the split: of its %d labelled pixels, %s; the model will never predict it (%s)",
 		cl.Code, cl.Name, f.labelled, strings.Join(parts, ", "), strings.Join(append(fixes, "or label more of it"), "; "))
+}
+
+// drawNotesFile keeps a draw's notes beside its samples in the staging
+// directory, so that a training resumed after an interrupt says what the
+// uninterrupted one says; it is removed before the commit.
+const drawNotesFile = ".draw-notes.json"
+
+// savedNotes is drawNotes as drawNotesFile holds them.
+type savedNotes struct {
+	Warnings []string         `json:"warnings"`
+	Census   *sampling.Census `json:"census"`
+}
+
+func writeDrawNotes(path string, n drawNotes) error {
+	body, err := json.Marshal(savedNotes{Warnings: n.warnings, Census: n.census})
+	if err != nil {
+		return err
+	}
+	return atomicfs.WriteFile(path, body)
+}
+
+func readDrawNotes(path string) (savedNotes, error) {
+	var n savedNotes
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return n, err
+	}
+	return n, json.Unmarshal(body, &n)
 }

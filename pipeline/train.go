@@ -114,8 +114,10 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 	t0 := time.Now()
 	var set *sampleset.Set
 	if body, err := os.ReadFile(stage.Path(SamplesFile)); err == nil && stage.Resumed {
-		if set, err = sampleset.Decode(body); err == nil && set.Config == fitCfg.sampleKey() {
+		notes, nerr := readDrawNotes(stage.Path(drawNotesFile))
+		if set, err = sampleset.Decode(body); err == nil && nerr == nil && set.Config == fitCfg.sampleKey() {
 			res.Reused = true
+			res.Warnings, res.census = append(res.Warnings, notes.Warnings...), notes.Census
 		} else {
 			set = nil
 		}
@@ -130,6 +132,10 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 		set.Config = fitCfg.sampleKey()
 		body, err := set.Encode()
 		if err != nil {
+			return res, err
+		}
+		// The notes first: samples without them are drawn again.
+		if err := writeDrawNotes(stage.Path(drawNotesFile), notes); err != nil {
 			return res, err
 		}
 		if err := atomicfs.WriteFile(stage.Path(SamplesFile), body); err != nil {
@@ -149,6 +155,9 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 		return res, err
 	}
 	if err := writeTrainOutputs(fitCfg, set, ins, model, opt, stage.Dir, res); err != nil {
+		return res, err
+	}
+	if err := os.Remove(stage.Path(drawNotesFile)); err != nil {
 		return res, err
 	}
 	if err := stage.Commit(); err != nil {

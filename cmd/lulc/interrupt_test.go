@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/scale/exchange"
@@ -248,7 +249,7 @@ func sameTrees(t *testing.T, want, got string, skip []string) {
 		case !ok:
 			t.Errorf("%s is missing after the rerun", p)
 		case g != h && !slices.Contains(skip, p):
-			t.Errorf("%s differs from the uninterrupted run's", p)
+			t.Errorf("%s differs from the uninterrupted run's%s", p, textDiff(filepath.Join(want, p), filepath.Join(got, p)))
 		}
 	}
 	for p := range b {
@@ -451,4 +452,29 @@ func (s *slowS3) under(prefix string) map[string][]byte {
 		}
 	}
 	return out
+}
+
+// textDiff shows the first lines that differ between two text files (""
+// for binary files): enough to see why two outputs differ.
+func textDiff(a, b string) string {
+	x, err1 := os.ReadFile(a)
+	y, err2 := os.ReadFile(b)
+	if err1 != nil || err2 != nil || !utf8.Valid(x) || !utf8.Valid(y) {
+		return ""
+	}
+	xl, yl := strings.Split(string(x), "\n"), strings.Split(string(y), "\n")
+	var out []string
+	for i := 0; i < max(len(xl), len(yl)) && len(out) < 6; i++ {
+		var l, r string
+		if i < len(xl) {
+			l = xl[i]
+		}
+		if i < len(yl) {
+			r = yl[i]
+		}
+		if l != r {
+			out = append(out, fmt.Sprintf("line %d: %q ≠ %q", i+1, l, r))
+		}
+	}
+	return ":\n" + strings.Join(out, "\n")
 }

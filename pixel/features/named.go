@@ -64,25 +64,28 @@ func Named(name string) ([]string, bool) {
 }
 
 // Expand replaces each item of names that names a set with the set's
-// features, in place, and leaves the others as they are; a feature that
-// two items give is kept once, where it first appears.
+// features, in place. A feature a set gives that an earlier item gave is
+// left out, and so is an item a set gave before it; an item written twice
+// stays twice, for the feature set's check to name.
 func Expand(names []string) []string {
 	var out []string
-	seen := map[string]bool{}
-	add := func(n string) {
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
+	bySet := map[string]bool{} // added, and by a set
 	for _, n := range names {
-		if set, ok := named[strings.TrimSpace(n)]; ok {
-			for _, f := range set {
-				add(f)
+		set, ok := named[strings.TrimSpace(n)]
+		if !ok {
+			// Kept unless a set gave it, also when written a second time.
+			if !bySet[n] {
+				out = append(out, n)
+				bySet[n] = false
 			}
 			continue
 		}
-		add(n)
+		for _, f := range set {
+			if _, seen := bySet[f]; !seen {
+				out = append(out, f)
+				bySet[f] = true
+			}
+		}
 	}
 	return out
 }

@@ -32,3 +32,18 @@ func TestNamedSets(t *testing.T) {
 		t.Error("nope is a set")
 	}
 }
+
+// TestExpandKeepsRepeats checks that an item written twice stays twice
+// (NewSet names it), while sets and items overlapping are merged.
+func TestExpandKeepsRepeats(t *testing.T) {
+	t.Parallel()
+	if got := Expand([]string{"ndvi", "ndvi"}); len(got) != 2 {
+		t.Errorf("a repeated item: %v", got)
+	}
+	if got := Expand([]string{"per-pixel", "ndvi", "per-pixel"}); len(got) != 20 {
+		t.Errorf("a set with an item it holds: %d features", len(got))
+	}
+	if _, err := NewSet(Expand([]string{"ndvi", "ndvi"}), []string{"B04", "B08"}); err == nil {
+		t.Error("a repeated feature is accepted")
+	}
+}
