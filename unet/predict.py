@@ -22,6 +22,8 @@ except ImportError:
           "elsewhere `pip install torch`", file=sys.stderr)
     sys.exit(2)
 
+import torch.nn.functional as F
+
 import unet
 
 
@@ -111,18 +113,22 @@ def predict(model, x, info, args, dev):
 
     step = win - args.overlap
     xs = starts(w, win, step)
+    mean_t = torch.tensor(mean, dtype=torch.float32, device=dev).reshape(-1, 1, 1)
+    std_t = torch.tensor(std, dtype=torch.float32, device=dev).reshape(-1, 1, 1)
     for y0 in starts(h, win, step):
         finalise(y0 - top)  # now buf[:, 0] is row y0
         hh = min(win, h - y0)
+        # The band of rows is read once, normalised on the device and
+        # zero-padded to a whole window (a tile smaller than the window).
+        raw = torch.from_numpy(np.ascontiguousarray(x[:, y0:y0 + hh, :])).to(dev)
+        allnan[y0:y0 + hh] = torch.isnan(raw).all(0).cpu().numpy()
+        z = torch.nan_to_num((raw - mean_t) / std_t, nan=0.0, posinf=0.0, neginf=0.0)
+        z = F.pad(z, (0, max(0, win - w), 0, win - hh))
         for i in range(0, len(xs), args.batch):
             group = xs[i:i + args.batch]
-            xb = np.zeros((len(group), x.shape[0], win, win), np.float32)  # zero pad: tile smaller than window
-            for j, x0 in enumerate(group):
-                raw = np.asarray(x[:, y0:y0 + win, x0:x0 + win])
-                allnan[y0:y0 + raw.shape[1], x0:x0 + raw.shape[2]] = np.isnan(raw).all(axis=0)
-                xb[j, :, :raw.shape[1], :raw.shape[2]] = unet.normalise(raw, mean, std)
+            xb = torch.stack([z[:, :, x0:x0 + win] for x0 in group])
             with torch.no_grad(), unet.autocast(dev, args.bf16):
-                logits = model(torch.from_numpy(xb).to(dev))
+                logits = model(xb)
             prob = torch.softmax(logits.float(), dim=1) * weight
             for j, x0 in enumerate(group):
                 ww = min(win, w - x0)

@@ -116,13 +116,53 @@ def batch(x, y, split, idx, mean, std, keep, rng=None):
     return torch.from_numpy(np.ascontiguousarray(xb)), torch.from_numpy(np.ascontiguousarray(yb))
 
 
-def validate(model, x, y, split, idx, mean, std, args, dev):
+def to_device(x, y, split, mean, std, dev, bf16):
+    """The chips normalised and held on the GPU, when they fit in half its free memory; else None.
+
+    Reading and normalising chips on the CPU for every batch starves a GPU
+    (a few M px/s); held on the device, a batch is an index and the GPU
+    runs at its own speed.
+    """
+    if dev.type != "cuda":
+        return None
+    free, _ = torch.cuda.mem_get_info(dev)
+    dtype = torch.bfloat16 if bf16 else torch.float32
+    need = x.shape[0] * x.shape[1] * x.shape[2] * x.shape[3] * (2 if bf16 else 4) + 2 * y.size
+    if need > free // 2:
+        return None
+    xd = torch.empty(x.shape, dtype=dtype, device=dev)
+    for i in range(0, x.shape[0], CHUNK):
+        xd[i:i + CHUNK] = torch.from_numpy(unet.normalise(x[i:i + CHUNK], mean, std)).to(dev, dtype)
+    return xd, torch.from_numpy(np.asarray(y)).to(dev), torch.from_numpy(np.asarray(split)).to(dev)
+
+
+def batch_on(held, idx, keep, rng=None):
+    """batch() for chips held on the device: the same chips, targets and augmentation."""
+    xd, yd, sd = held
+    t = torch.from_numpy(np.sort(idx)).to(xd.device)
+    xb = xd[t].float()
+    yb = yd[t].long() - 1
+    yb[(sd[t] != keep) | (yb < 0)] = IGNORE
+    if rng is not None:
+        for j in range(len(idx)):
+            k, flip = int(rng.integers(4)), rng.integers(2)
+            a, b = torch.rot90(xb[j], k, (1, 2)), torch.rot90(yb[j], k, (0, 1))
+            if flip:
+                a, b = a.flip(2), b.flip(1)
+            xb[j], yb[j] = a, b
+    return xb, yb
+
+
+def validate(model, x, y, split, idx, mean, std, args, dev, held=None):
     """Mean cross-entropy and overall accuracy over the validation pixels of chips idx."""
     model.eval()
     loss, correct, count = 0.0, 0, 0
     with torch.no_grad():
         for i in range(0, len(idx), args.batch):
-            xb, yb = batch(x, y, split, idx[i:i + args.batch], mean, std, keep=2)
+            if held is not None:
+                xb, yb = batch_on(held, idx[i:i + args.batch], keep=2)
+            else:
+                xb, yb = batch(x, y, split, idx[i:i + args.batch], mean, std, keep=2)
             xb, yb = xb.to(dev), yb.to(dev)
             with unet.autocast(dev, args.bf16):
                 logits = model(xb)
@@ -163,6 +203,7 @@ def main():
     rng = np.random.default_rng(args.seed)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
+    held = to_device(x, y, split, mean, std, dev, args.bf16 and dev.type == "cuda")
 
     val_loss, val_oa, train_loss = [], [], []
     best, best_epoch, best_state, stale = math.inf, 0, None, 0
@@ -175,7 +216,10 @@ def main():
             if args.max_steps is not None and steps >= args.max_steps:
                 break
             ts = time.perf_counter()
-            xb, yb = batch(x, y, split, order[i:i + args.batch], mean, std, keep=1, rng=rng)
+            if held is not None:
+                xb, yb = batch_on(held, order[i:i + args.batch], keep=1, rng=rng)
+            else:
+                xb, yb = batch(x, y, split, order[i:i + args.batch], mean, std, keep=1, rng=rng)
             xb, yb = xb.to(dev), yb.to(dev)
             with unet.autocast(dev, args.bf16):
                 logits = model(xb)
@@ -189,7 +233,7 @@ def main():
             step_seconds += time.perf_counter() - ts
         train_loss.append(total / max(n, 1))
         if len(val_idx):
-            vl, oa = validate(model, x, y, split, val_idx, mean, std, args, dev)
+            vl, oa = validate(model, x, y, split, val_idx, mean, std, args, dev, held)
             val_loss.append(vl)
             val_oa.append(oa)
             if vl < best:
@@ -232,6 +276,7 @@ def main():
         "train_pixels_per_s": step_pixels / step_seconds if step_seconds else None,
         "device": unet.device_name(dev),
         "peak_gpu_memory_bytes": unet.peak_memory(dev),
+        "chips_on_device": held is not None,
         "torch": torch.__version__,
     }
     with open(os.path.join(args.out, "model.json"), "w") as f:
