@@ -7,8 +7,11 @@
 // work, owns run directories, manifests and resumption, refuses outputs
 // that would touch an input, and computes no pixels itself (composite,
 // raster, features, sampling, forest, inference and cuda do, each twin
-// chosen by the engine: engine.go). golearn and scikit-learn stay outside:
-// the bench reaches them.
+// chosen by the engine: engine.go).
+// golearn and scikit-learn stay outside: the bench reaches them. Nor does
+// it draw: the stages write their PNGs (confusion matrices, feature
+// importance, quicklooks) only through Options.Charts, which the commands
+// and the bench set to report/charts' Drawer.
 package pipeline
 
 import (
