@@ -34,6 +34,7 @@ import (
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/meminfo"
 	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/report/charts"
 	"github.com/lulc/lulc/source/synth"
 )
 
@@ -168,9 +169,14 @@ type Inputs struct {
 }
 
 // Run runs the job once per engine and repeat and writes report.json,
-// report.md, report.html and stages.png into opt.Out.
+// report.md, report.html and stages.png into opt.Out. The stages draw
+// their charts, as the commands run them, with opt.Charts, or
+// charts.Drawer when it is nil.
 func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (*Report, error) {
 	opt.Fill()
+	if opt.Charts == nil {
+		opt.Charts = charts.Drawer{}
+	}
 	inputs := append([]string{bc.Catalog}, opt.Inputs...)
 	for _, name := range []string{bc.Synth, bc.Ingest, bc.Train} {
 		if atomicfs.Exists(name) {

@@ -12,7 +12,6 @@ import (
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/sampling"
-	"github.com/lulc/lulc/report/charts"
 )
 
 // EvaluateResult is the comparison of a class map with reference labels.
@@ -57,8 +56,8 @@ func DefaultEvaluateConfig() EvaluateConfig {
 // onto the class map's grid with ec.Resampling (mode or nearest) when
 // the grids differ. Classes are the class map's categories (from its GDAL category
 // names), else WorldCover's. Pixels where either side is 0 or a code
-// outside the classes are left out. It writes metrics.json and
-// confusion.png into opt.Out.
+// outside the classes are left out. It writes metrics.json and, with
+// opt.Charts, confusion.png into opt.Out.
 func Evaluate(ctx context.Context, prediction, labels string, ec EvaluateConfig, opt Options) (EvaluateResult, error) {
 	opt.Fill()
 	alg := ec.Resampling
@@ -151,9 +150,11 @@ func Evaluate(ctx context.Context, prediction, labels string, ec EvaluateConfig,
 	if err := atomicfs.WriteFile(stage.Path(MetricsFile), append(body, '\n')); err != nil {
 		return res, err
 	}
-	if err := charts.Confusion(stage.Path("confusion.png"), m.Confusion, res.Names,
-		fmt.Sprintf("Prediction vs labels: OA %.3f, κ %.3f", m.Accuracy, m.Kappa), ec.Counts); err != nil {
-		return res, err
+	if opt.Charts != nil {
+		if err := opt.Charts.Confusion(stage.Path("confusion.png"), m.Confusion, res.Names,
+			fmt.Sprintf("Prediction vs labels: OA %.3f, κ %.3f", m.Accuracy, m.Kappa), ec.Counts); err != nil {
+			return res, err
+		}
 	}
 	return res, stage.Commit()
 }

@@ -26,7 +26,9 @@ func TestGoldenFormats(t *testing.T) {
 	scene := makeScene(t, "tiny", synthConfig(t))
 	out := t.TempDir()
 	ctx := context.Background()
-	opt := func(dir string) Options { return Options{Out: filepath.Join(out, dir), Version: "golden"} }
+	opt := func(dir string) Options {
+		return Options{Out: filepath.Join(out, dir), Version: "golden", Charts: drawer}
+	}
 	if _, err := Ingest(ctx, ingestConfig(t, filepath.Join(scene, "catalog.json")), opt("stack")); err != nil {
 		t.Fatal(err)
 	}

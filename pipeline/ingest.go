@@ -64,6 +64,9 @@ type Options struct {
 	// Golearn fits golearn's forest for train configs whose engine is
 	// golearn (nil: such configs are refused).
 	Golearn Golearn
+	// Charts draws the stages' PNGs: confusion matrices, feature
+	// importance and quicklooks (nil: none are written).
+	Charts Charts
 	// hooks are set by this package's tests only.
 	hooks hooks
 }

@@ -27,7 +27,6 @@ import (
 	"github.com/lulc/lulc/pixel/features"
 	"github.com/lulc/lulc/pixel/radiometry"
 	"github.com/lulc/lulc/pixel/stack"
-	"github.com/lulc/lulc/report/charts"
 	"github.com/lulc/lulc/source/stacext"
 )
 
@@ -55,7 +54,7 @@ type PredictResult struct {
 type PredictTile struct {
 	Tile      string
 	Class     string // path of class.tif
-	Quicklook string
+	Quicklook string // path of quicklook.png ("" when Options.Charts is nil)
 	Item      string
 	Pixels    int64
 	Skipped   bool // finished by an earlier run and verified
@@ -254,7 +253,8 @@ type predicted struct {
 	confusion     [][]int64 // with a tile in memory: labels × predictions
 	aoa           *aoaSink  // nil: no aoa.tif
 	compress      string
-	gdalCOG       bool // COGs through GDAL's driver (Compare.GDALCOG)
+	gdalCOG       bool   // COGs through GDAL's driver (Compare.GDALCOG)
+	charts        Charts // draws the quicklook (nil: none)
 	finished      bool
 }
 
@@ -264,8 +264,11 @@ type predicted struct {
 func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut, mm mapModel, m manifest, in predictInput) (*predicted, error) {
 	model, modelPath, scheme := mm.model, mm.path, mm.scheme
 	dir := out.dir
-	p := &predicted{out: out, modelPath: modelPath, scheme: scheme, m: m, confidence: pc.Confidence, compress: pc.Compress,
-		pt: PredictTile{Tile: m.Tile, Class: filepath.Join(dir, ClassFile), Quicklook: filepath.Join(dir, QuicklookFile), Item: filepath.Join(dir, ItemFile)}}
+	p := &predicted{out: out, modelPath: modelPath, scheme: scheme, m: m, confidence: pc.Confidence, compress: pc.Compress, charts: opt.Charts,
+		pt: PredictTile{Tile: m.Tile, Class: filepath.Join(dir, ClassFile), Item: filepath.Join(dir, ItemFile)}}
+	if opt.Charts != nil {
+		p.pt.Quicklook = filepath.Join(dir, QuicklookFile)
+	}
 	if verified(dir) {
 		p.pt.Skipped, p.finished = true, true
 		opt.Log.Info("tile already predicted and verified", "tile", m.Tile)
@@ -307,8 +310,10 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 	if p.confW != nil {
 		tile.Confidence = p.confW
 	}
-	p.classes = make([]uint8, p.grid.Width*p.grid.Height)
-	tile.Classes = p.classes
+	if p.charts != nil { // the quicklook is drawn from the predictions in memory
+		p.classes = make([]uint8, p.grid.Width*p.grid.Height)
+		tile.Classes = p.classes
+	}
 	if in.mem != nil {
 		tile.Reference, tile.Confusion = in.mem.Labels, make([][]int64, len(scheme.Classes))
 		for i := range tile.Confusion {
@@ -382,8 +387,8 @@ func (p *predicted) abort() {
 	}
 }
 
-// finish encodes the COGs, draws the quicklook from the predictions kept
-// in memory and writes the STAC item last: its presence, with matching
+// finish encodes the COGs, draws the quicklook (with Options.Charts) from
+// the predictions kept in memory and writes the STAC item last: its presence, with matching
 // checksums, marks the tile finished.
 func (p *predicted) finish(opt Options) error {
 	if p.finished {
@@ -403,10 +408,12 @@ func (p *predicted) finish(opt Options) error {
 	if p.aoa != nil {
 		wg.Go(func() { aoaErr = p.aoa.write(p.out.dir, p.grid, p.compress, p.gdalCOG) })
 	}
-	wg.Go(func() {
-		lookErr = charts.Quicklook(p.pt.Quicklook, p.classes, p.grid.Width, p.grid.Height, 1024, p.scheme)
-		lookTime = time.Since(t0)
-	})
+	if p.charts != nil {
+		wg.Go(func() {
+			lookErr = p.charts.Quicklook(p.pt.Quicklook, p.classes, p.grid.Width, p.grid.Height, 1024, p.scheme)
+			lookTime = time.Since(t0)
+		})
+	}
 	classErr := p.classW.Close()
 	p.pt.Encode = time.Since(t0)
 	wg.Wait()
@@ -420,7 +427,7 @@ func (p *predicted) finish(opt Options) error {
 	}
 	p.classes = nil
 	t1 := time.Now()
-	item, err := predictionItem(p.m, p.grid, p.scheme, p.out, p.modelPath, p.confidence)
+	item, err := predictionItem(p.m, p.grid, p.scheme, p.out, p.modelPath, p.confidence, p.pt.Quicklook != "")
 	if err != nil {
 		return err
 	}
@@ -488,8 +495,9 @@ func verified(dir string) bool {
 }
 
 // predictionItem builds the STAC item of a tile's prediction, whose
-// files are in out.dir.
-func predictionItem(m manifest, grid geo.Grid, scheme landcover.Scheme, out tileOut, modelPath string, confidence bool) (*stac.Item, error) {
+// files are in out.dir: the class map, the confidence and the quicklook
+// when written.
+func predictionItem(m manifest, grid geo.Grid, scheme landcover.Scheme, out tileOut, modelPath string, confidence, quicklook bool) (*stac.Item, error) {
 	geom, bbox, err := footprint(grid)
 	if err != nil {
 		return nil, err
@@ -499,16 +507,18 @@ func predictionItem(m manifest, grid geo.Grid, scheme landcover.Scheme, out tile
 	if err != nil {
 		return nil, err
 	}
-	qf, err := fileOf(out.dir, QuicklookFile)
-	if err != nil {
-		return nil, err
-	}
 	assets := map[string]*stac.Asset{
 		"classification": {Href: "./" + ClassFile, Type: cogType, Title: "Land cover class", Roles: []string{"data"},
 			Extensions: []stac.Extension{gridProjection(grid), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", SpatialResolution: res}}},
 				&stacext.ClassificationAsset{Classes: classesOf(scheme)}, cf}},
-		"quicklook": {Href: "./" + QuicklookFile, Type: "image/png", Title: "Quicklook with legend", Roles: []string{"overview"},
-			Extensions: []stac.Extension{qf}},
+	}
+	if quicklook {
+		qf, err := fileOf(out.dir, QuicklookFile)
+		if err != nil {
+			return nil, err
+		}
+		assets["quicklook"] = &stac.Asset{Href: "./" + QuicklookFile, Type: "image/png", Title: "Quicklook with legend", Roles: []string{"overview"},
+			Extensions: []stac.Extension{qf}}
 	}
 	if confidence {
 		f, err := fileOf(out.dir, ConfidenceFile)

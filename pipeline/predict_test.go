@@ -42,7 +42,7 @@ func demoModel(t *testing.T) string {
 func predict(t *testing.T, pc PredictConfig) (PredictResult, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "pred")
-	res, err := Predict(context.Background(), pc, Options{Out: out})
+	res, err := Predict(context.Background(), pc, Options{Out: out, Charts: drawer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestPredictOverviewsAndResume(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "pred")
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	_, err := Predict(ctx, pc, Options{Out: out, NewBar: func(int64, string) progress.Bar {
+	_, err := Predict(ctx, pc, Options{Out: out, Charts: drawer, NewBar: func(int64, string) progress.Bar {
 		return hookBar{func() {
 			if n++; n == 2 {
 				cancel()
@@ -196,7 +196,7 @@ func TestPredictOverviewsAndResume(t *testing.T) {
 		t.Fatal("interrupted prediction left its output")
 	}
 	pc.Resume = true
-	if _, err := Predict(context.Background(), pc, Options{Out: out}); err != nil {
+	if _, err := Predict(context.Background(), pc, Options{Out: out, Charts: drawer}); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{ClassFile, ItemFile, QuicklookFile, filepath.Join("..", CollectionFile)} {

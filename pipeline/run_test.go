@@ -83,7 +83,7 @@ func TestRunMatchesSeparateStages(t *testing.T) {
 	job := demoJob(t)
 	job.Config.Outputs.Stack = true
 	out := filepath.Join(t.TempDir(), "run")
-	res := runJob(t, job, out, Options{})
+	res := runJob(t, job, out, Options{Charts: drawer})
 	if len(res.Tiles) != 1 || res.Train == nil || res.Tiles[0].Metrics == nil {
 		t.Fatalf("result %+v", res)
 	}

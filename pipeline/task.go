@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -192,4 +194,72 @@ func RunTrain(ctx context.Context, t TrainTask, opt Options) (TrainResult, error
 	}
 	res.Dir, err = publish(ctx, ws, res.Dir, outURL, "train")
 	return res, err
+}
+
+// CollectTask is what one lulc collect process does: gather the tasks of
+// the job whose output is Out (a directory, or an object-storage prefix)
+// into its collection.
+type CollectTask struct {
+	// Out is the job's output directory or prefix, holding shards/i-of-n.
+	Out string
+	// Work is the parent of the local workspace used when Out is an
+	// object ("": the temporary directory).
+	Work string
+}
+
+// RunCollect collects a task's job (Collect). With the job's output in
+// object storage it works in a local workspace: the committed tasks are
+// downloaded (a task's prefix without a commit is missing, as on a
+// shared filesystem, with a warning), collected there, and the collection
+// uploaded beside them (OUT/collection) and committed, and the workspace
+// removed. On failure the workspace is kept, and the error names the
+// output's URL rather than its local stand-in. opt.Out is ignored: the
+// output is t.Out's.
+func RunCollect(ctx context.Context, t CollectTask, opt Options) (CollectResult, error) {
+	opt.Fill()
+	out := t.Out
+	var ws *exchange.Workspace
+	url := ""
+	if exchange.IsURL(out) {
+		var err error
+		url = out
+		if ws, err = exchange.NewWorkspace(t.Work, exchange.Join(url, CollectDir), opt.Log); err != nil {
+			return CollectResult{}, err
+		}
+		ws.SetURL(url)
+		out = ws.Out()
+		if err := pullTasks(ws, url, out, opt.Log); err != nil {
+			return CollectResult{}, err
+		}
+	}
+	res, err := Collect(ctx, out, opt)
+	if err != nil {
+		return res, ws.Named(err)
+	}
+	if url != "" {
+		if err := ws.Push(ctx, res.Dir, exchange.Join(url, CollectDir)); err != nil {
+			return res, ws.Named(err)
+		}
+		res.Dir = exchange.Join(url, CollectDir)
+	}
+	return res, nil
+}
+
+// pullTasks downloads the committed tasks under url's shards/ into out's,
+// warning of each task's prefix that holds no commit.
+func pullTasks(ws *exchange.Workspace, url, out string, log *slog.Logger) error {
+	shards := exchange.Join(url, "shards")
+	done, open, err := exchange.Committed(shards)
+	if err != nil {
+		return err
+	}
+	for _, n := range open {
+		log.Warn("a task's prefix holds no commit (unfinished, or killed while it uploaded): missing", "url", exchange.Join(shards, n))
+	}
+	for _, n := range done {
+		if _, err := ws.Pull(exchange.Join(shards, n), filepath.Join(out, "shards", n)); err != nil {
+			return err
+		}
+	}
+	return os.MkdirAll(filepath.Join(out, "shards"), 0o755)
 }

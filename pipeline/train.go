@@ -20,7 +20,6 @@ import (
 	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/learn/sampling"
 	"github.com/lulc/lulc/pixel/radiometry"
-	"github.com/lulc/lulc/report/charts"
 )
 
 // Files of a training run directory.
@@ -69,7 +68,8 @@ type runInfo struct {
 
 // Train samples the inputs, fits the configured engine and writes a run
 // directory: train.yaml, run.json, samples, model (lulc engine), metrics
-// and charts.
+// and, with opt.Charts, charts (confusion.png; importance.png with a
+// model).
 func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, err error) {
 	opt.Fill()
 	if err := cfg.Validate(); err != nil {
@@ -281,8 +281,10 @@ func writeTrainOutputs(cfg TrainConfig, set *sampleset.Set, ins []trainInput, mo
 		if err := atomicfs.WriteFile(path(ModelFile), body); err != nil {
 			return err
 		}
-		if err := charts.Importance(path("importance.png"), set.Features, model.Forest.Importance, "Feature importance (lulc forest)"); err != nil {
-			return err
+		if opt.Charts != nil {
+			if err := opt.Charts.Importance(path("importance.png"), set.Features, model.Forest.Importance, "Feature importance (lulc forest)"); err != nil {
+				return err
+			}
 		}
 	}
 	mj, _ := json.MarshalIndent(struct {
@@ -295,9 +297,11 @@ func writeTrainOutputs(cfg TrainConfig, set *sampleset.Set, ins []trainInput, mo
 	if err := atomicfs.WriteFile(path(MetricsFile), append(mj, '\n')); err != nil {
 		return err
 	}
-	if err := charts.Confusion(path("confusion.png"), res.Metrics.Confusion, res.ClassNames,
-		fmt.Sprintf("Validation confusion (%s): OA %.3f, κ %.3f", cfg.Engine, res.Metrics.Accuracy, res.Metrics.Kappa), false); err != nil {
-		return err
+	if opt.Charts != nil {
+		if err := opt.Charts.Confusion(path("confusion.png"), res.Metrics.Confusion, res.ClassNames,
+			fmt.Sprintf("Validation confusion (%s): OA %.3f, κ %.3f", cfg.Engine, res.Metrics.Accuracy, res.Metrics.Kappa), false); err != nil {
+			return err
+		}
 	}
 	if err := writeResolvedConfig(path("train.yaml"), cfg); err != nil {
 		return err

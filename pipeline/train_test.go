@@ -58,7 +58,7 @@ func trainConfig(t *testing.T, name, stack string) TrainConfig {
 func train(t *testing.T, cfg TrainConfig) (TrainResult, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "run")
-	res, err := Train(context.Background(), cfg, Options{Out: out, Version: "test"})
+	res, err := Train(context.Background(), cfg, Options{Out: out, Version: "test", Charts: drawer})
 	if err != nil {
 		t.Fatal(err)
 	}

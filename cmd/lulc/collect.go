@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -31,46 +29,18 @@ redoes it.`,
 			if out == "" {
 				return usagef("--out: the job's output directory (the one the tasks were given)")
 			}
-			// A job in object storage: the committed tasks are
-			// downloaded into a workspace, collected there, and the
-			// collection uploaded beside them. A task without a commit is
-			// missing, as on a shared filesystem.
-			var ws *exchange.Workspace
-			url := ""
+			// A job in object storage is collected in a workspace
+			// (pipeline.RunCollect): the collection's prefix must be a
+			// valid one, and the store's credentials stay out of logs.
 			if exchange.IsURL(out) {
-				var err error
-				url = out
-				if ws, err = newWorkspace(work, exchange.Join(url, pipeline.CollectDir), a.log); err != nil {
-					return err
-				}
-				ws.SetURL(url)
-				out = ws.Out()
-				shards := exchange.Join(url, "shards")
-				done, open, err := exchange.Committed(shards)
-				if err != nil {
-					return err
-				}
-				for _, n := range open {
-					a.log.Warn("a task's prefix holds no commit (unfinished, or killed while it uploaded): missing", "url", exchange.Join(shards, n))
-				}
-				for _, n := range done {
-					if _, err := ws.Pull(exchange.Join(shards, n), filepath.Join(out, "shards", n)); err != nil {
-						return err
-					}
-				}
-				if err := os.MkdirAll(filepath.Join(out, "shards"), 0o755); err != nil {
+				if err := checkObjects(exchange.Join(out, pipeline.CollectDir)); err != nil {
 					return err
 				}
 			}
-			res, err := pipeline.Collect(cmd.Context(), out, pipeline.Options{Compare: a.compare, Log: a.log, BreakLock: a.breakLock})
+			res, err := pipeline.RunCollect(cmd.Context(), pipeline.CollectTask{Out: out, Work: work},
+				pipeline.Options{Compare: a.compare, Log: a.log, BreakLock: a.breakLock})
 			if err != nil {
-				return ws.Named(err)
-			}
-			if url != "" {
-				if err := ws.Push(cmd.Context(), res.Dir, exchange.Join(url, pipeline.CollectDir)); err != nil {
-					return ws.Named(err)
-				}
-				res.Dir = exchange.Join(url, pipeline.CollectDir)
+				return err
 			}
 			if a.summary(res) {
 				fmt.Fprintf(a.stdout, "collected %d tile(s) from %d task(s) into %s; mosaics: %v\n", len(res.Tiles), res.Shards, res.Dir, res.Mosaics)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"log/slog"
 	"os"
 	"slices"
 
@@ -31,13 +30,4 @@ func checkObjects(out string, inputs ...string) error {
 	}
 	redact.Add(os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN"))
 	return nil
-}
-
-// newWorkspace checks the output's URL and makes (or finds again) its
-// workspace under parent.
-func newWorkspace(parent, url string, log *slog.Logger) (*exchange.Workspace, error) {
-	if err := checkObjects(url); err != nil {
-		return nil, err
-	}
-	return exchange.NewWorkspace(parent, url, log)
 }

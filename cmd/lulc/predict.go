@@ -11,6 +11,7 @@ import (
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/report/charts"
 )
 
 // predictFile is the YAML form of a prediction job.
@@ -107,7 +108,7 @@ ingest into OUT.stack and predicts from that stack.`,
 			if pc.Model == "" || pc.Input == "" {
 				return usagef("--model and --input (or a --config naming them, or --ingest-config/--catalog) are required")
 			}
-			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{Compare: a.compare, GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{Compare: a.compare, GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar, Charts: charts.Drawer{}})
 			if err != nil {
 				return fmt.Errorf("predict: %w", err)
 			}
@@ -170,7 +171,7 @@ figures a map's users can cite. metrics.json holds both; confusion.png the matri
 				return usagef("--sample-per-class: %d is negative", ec.SamplePerClass)
 			}
 			ec.Resampling = alg
-			res, err := pipeline.Evaluate(cmd.Context(), prediction, labels, ec, pipeline.Options{Compare: a.compare, Out: out, Force: force, BreakLock: a.breakLock, Log: a.log})
+			res, err := pipeline.Evaluate(cmd.Context(), prediction, labels, ec, pipeline.Options{Compare: a.compare, Out: out, Force: force, BreakLock: a.breakLock, Log: a.log, Charts: charts.Drawer{}})
 			if err != nil {
 				return fmt.Errorf("evaluate: %w", err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/report/charts"
 	"github.com/lulc/lulc/scale/exchange"
 	"github.com/lulc/lulc/scale/shard"
 )
@@ -80,7 +81,7 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			}
 			res, err := pipeline.RunTask(cmd.Context(), pipeline.Task{Job: job, Out: out, Plan: planPath, Work: work},
 				pipeline.Options{Compare: a.compare, GPUs: devs, Force: force, BreakLock: a.breakLock, Inputs: append([]string{cfgPath}, inputs...),
-					Log: a.log, Version: lulcVersion(), NewBar: a.newBar})
+					Log: a.log, Version: lulcVersion(), NewBar: a.newBar, Charts: charts.Drawer{}})
 			if err != nil {
 				return err
 			}

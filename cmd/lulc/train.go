@@ -8,6 +8,7 @@ import (
 
 	"github.com/lulc/lulc/bench"
 	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/report/charts"
 )
 
 const defaultTrainConfig = "train-demo.yaml"
@@ -85,7 +86,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 				}
 			}
 			res, err := pipeline.RunTrain(cmd.Context(), task, pipeline.Options{Compare: a.compare, GPUs: devs, Inputs: []string{cfgPath}, Force: force,
-				BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar, Golearn: bench.Golearn})
+				BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar, Golearn: bench.Golearn, Charts: charts.Drawer{}})
 			if err != nil {
 				return err
 			}

@@ -14,8 +14,9 @@ import (
 const module = "github.com/lulc/lulc/"
 
 // TestImportsPointDown parses every Go file of the module and fails on an
-// import from a folder above the importer's, or from a folder Order does
-// not know. External test packages (package x_test) are exempt: they use
+// import from a folder above the importer's, from a folder Order does not
+// know, or, outside tests, of a package Apart keeps from the importer's
+// folder. External test packages (package x_test) are exempt: they use
 // a package from outside, as its callers do.
 func TestImportsPointDown(t *testing.T) {
 	t.Parallel()
@@ -60,6 +61,8 @@ func TestImportsPointDown(t *testing.T) {
 				t.Errorf("%s imports %s: folder %q is not in layout.Order", rel, p, to)
 			case ti < fi:
 				t.Errorf("%s imports %s: %s/ is above %s/ (imports point down: docs/architecture.md, Layout)", rel, p, to, from)
+			case slices.Contains(Apart[from], strings.TrimPrefix(p, module)) && !strings.HasSuffix(path, "_test.go"):
+				t.Errorf("%s imports %s, which hangs off the side of %s/ (layout.Apart: docs/architecture.md, Packages)", rel, p, from)
 			}
 		}
 		return nil
