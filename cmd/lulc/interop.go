@@ -135,7 +135,7 @@ func newExportChipsCmd(a *app) *cobra.Command {
 	var size, stride int
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "chips -c TRAIN_CONFIG --stack DIR --out DIR [--size 256] [--stride 192] [--force]",
+		Use:   "chips -c TRAIN_CONFIG --stack DIR --out DIR [--size 256] [--stride ¾ of the size] [--force]",
 		Short: "Cut a stack into chips of feature planes with labels and the forest's split, for PyTorch (docs/chips.md)",
 		Long: `chips cuts an ingest stack into fixed-size chips of the train config's
 features, with class indices and the forest's split pixel for pixel (train,
@@ -147,6 +147,10 @@ U-Net in unet/ trains on them; lulc import classes brings its maps back.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return usagef("--out: no output directory given")
+			}
+			if !cmd.Flags().Changed("stride") {
+				// Chips overlap by a quarter of their side unless told.
+				stride = max(1, size*3/4)
 			}
 			if size < 8 || stride < 1 || stride > size {
 				return usagef("--size %d and --stride %d: the size is at least 8 pixels, the stride 1 to the size", size, stride)
@@ -177,7 +181,7 @@ U-Net in unet/ trains on them; lulc import classes brings its maps back.`,
 	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "train config whose features, classes and split the chips carry (default: embedded "+defaultTrainConfig+")")
 	cmd.Flags().StringVar(&stack, "stack", "", "ingest output to cut, overriding input.stack")
 	cmd.Flags().IntVar(&size, "size", 256, "chip side in pixels")
-	cmd.Flags().IntVar(&stride, "stride", 192, "step between chips in pixels (size − stride pixels overlap)")
+	cmd.Flags().IntVar(&stride, "stride", 192, "step between chips in pixels (size − stride pixels overlap; default: three quarters of the size)")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory (must not exist unless --force)")
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")
 	return cmd

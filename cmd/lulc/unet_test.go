@@ -88,3 +88,22 @@ func TestUNetRoute(t *testing.T) {
 		t.Errorf("a model of other planes: %v\n%s", err, out)
 	}
 }
+
+// TestExportChipsDefaultStride checks that chips overlap by a quarter of
+// their side when --stride is not given, and that a stride beyond the
+// size is a usage error naming both.
+func TestExportChipsDefaultStride(t *testing.T) {
+	w := hostileWorld(t)
+	out := filepath.Join(t.TempDir(), "chips")
+	if code, _, stderr := lulc(t, "export", "chips", "-q", "--stack", w.stack, "--size", "64", "--out", out); code != 0 {
+		t.Fatalf("export chips --size 64: exit %d: %s", code, stderr)
+	}
+	var idx struct{ Size, Stride int }
+	body, _ := os.ReadFile(filepath.Join(out, "chips.json"))
+	if err := json.Unmarshal(body, &idx); err != nil || idx.Size != 64 || idx.Stride != 48 {
+		t.Errorf("size %d stride %d (%v), want 64 and 48", idx.Size, idx.Stride, err)
+	}
+	if code, _, stderr := lulc(t, "export", "chips", "--stack", w.stack, "--size", "64", "--stride", "65", "--out", out+"2"); code != 2 || !strings.Contains(stderr, "--stride 65") {
+		t.Errorf("stride 65: exit %d: %s", code, stderr)
+	}
+}
