@@ -87,7 +87,7 @@ func schemeFitWarning(cfg TrainConfig, scheme landcover.Scheme, c *sampling.Cens
 		return ""
 	}
 	return fmt.Sprintf("labels fit %s (%.0f %% of labelled pixels, %d of %d codes) better than the chosen %s (%.0f %%, %d of %d codes): set classes.scheme: %s",
-		bestName, share(best), bestCodes, codes, cfg.Classes.Scheme, share(chosen), chosenCodes, codes, bestName)
+		bestName, share(best), bestCodes, codes, scheme.Name, share(chosen), chosenCodes, codes, bestName)
 }
 
 // classWarnings reports the scheme's classes that give no training

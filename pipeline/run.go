@@ -305,8 +305,9 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	if err != nil {
 		return RunResult{}, err
 	}
-	if job.Train != nil && job.Train.Classes.Scheme == "labels" {
-		// The scheme of the tiles' labels, from their label items.
+	if job.Train != nil && (job.Train.Classes.Scheme == "labels" || job.Train.Classes.Scheme == "auto") {
+		// The scheme of the tiles' labels: their label items', or their
+		// text classes'.
 		schemes := make([]*landcover.Scheme, len(tiles))
 		for i, t := range tiles {
 			schemes[i] = t.labelScheme(job.Ingest)
