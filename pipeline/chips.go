@@ -507,13 +507,17 @@ func ImportClasses(chipsDir, tile, array, out string, opt Options) error {
 	if rows != t.Height || cols != t.Width {
 		return fmt.Errorf("import: %s is %d×%d (rows × columns), tile %s is %d×%d", array, rows, cols, tile, t.Height, t.Width)
 	}
-	scheme := landcover.Scheme{Name: idx.Scheme}
+	// The classes as STAC's classification extension would carry them:
+	// landcover reads names and colours, and checks the codes, once.
+	stac := make([]landcover.STACClass, len(idx.Classes))
 	codes := make([]uint8, 256)
-	for _, c := range idx.Classes {
-		var r, g, b uint8
-		fmt.Sscanf(c.Color, "#%02x%02x%02x", &r, &g, &b)
-		scheme.Classes = append(scheme.Classes, landcover.Class{Code: c.Code, Name: c.Name, Color: rgba(r, g, b)})
+	for i, c := range idx.Classes {
+		stac[i] = landcover.STACClass{Value: int(c.Code), Name: c.Name, ColorHint: c.Color}
 		codes[c.Index] = c.Code
+	}
+	scheme, err := landcover.FromSTAC(idx.Scheme, stac)
+	if err != nil {
+		return fmt.Errorf("import: %s: %w", filepath.Join(chipsDir, ChipsFile), err)
 	}
 	for p, v := range data {
 		if int(v) > len(idx.Classes) {

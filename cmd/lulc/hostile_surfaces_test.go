@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lulc/lulc/internal/npy"
 )
 
 // temporalSection is a valid temporal section for the tiny ingest config,
@@ -107,6 +110,34 @@ func TestHostileSurfaces(t *testing.T) {
 		{name: "export-samples-are-a-model", code: fail, want: []string{"model.lulcrf"}, setup: func(c *hcase) []string {
 			return []string{"export", "samples", "--samples", c.w.model, "--out", c.path("samples.npz")}
 		}},
+		// Chips for deep learning and the maps that come back.
+		{name: "export-chips-stride-zero", code: usage, want: []string{"--stride 0"}, setup: func(c *hcase) []string {
+			return []string{"export", "chips", "--stack", c.w.stack, "--size", "64", "--stride", "0", "--out", c.out()}
+		}},
+		{name: "export-chips-larger-than-tile", code: fail, want: []string{"size 4096", "larger than tile 31TEJ"}, setup: func(c *hcase) []string {
+			return []string{"export", "chips", "--stack", c.w.stack, "--size", "4096", "--out", c.out()}
+		}},
+		{name: "import-classes-unknown-tile", code: fail, want: []string{"--tile T9", "not a tile of the chips"}, setup: func(c *hcase) []string {
+			chips := hostileChips(c)
+			return []string{"import", "classes", "--chips", chips, "--tile", "T9", "--array", c.file("pred.npy", npyBytes(2, 2, 1)), "--out", c.path("out.tif")}
+		}},
+		{name: "import-classes-wrong-shape", code: fail, want: []string{"pred.npy is 2×2", "tile 31TEJ"}, setup: func(c *hcase) []string {
+			chips := hostileChips(c)
+			return []string{"import", "classes", "--chips", chips, "--tile", "31TEJ", "--array", c.file("pred.npy", npyBytes(2, 2, 1)), "--out", c.path("out.tif")}
+		}},
+		{name: "import-classes-not-npy", code: fail, want: []string{"pred.npy", "not a .npy file"}, setup: func(c *hcase) []string {
+			chips := hostileChips(c)
+			return []string{"import", "classes", "--chips", chips, "--tile", "31TEJ", "--array", c.file("pred.npy", []byte("1,2,3\n")), "--out", c.path("out.tif")}
+		}},
+		{name: "import-classes-over-a-file", code: fail, want: []string{"exists.tif", "--force"}, setup: func(c *hcase) []string {
+			chips := hostileChips(c)
+			return []string{"import", "classes", "--chips", chips, "--tile", "31TEJ", "--array", c.file("pred.npy", npyBytes(2, 2, 1)), "--out", c.file("exists.tif", []byte("mine\n"))}
+		}},
+		{name: "evaluate-split-wrong-shape", code: fail, want: []string{"--split", "2×3"}, setup: func(c *hcase) []string {
+			l := c.w.stack + "/31TEJ/labels.tif"
+			return []string{"evaluate", "--prediction", l, "--labels", l, "--split", c.file("split.npy", npyBytes(2, 3, 2)), "--out", c.out()}
+		}},
+
 		// Flags from the environment.
 		// Loud: the runner's own -q would hide the environment's quiet flag.
 		{name: "env-device-bogus", code: usage, want: []string{"tpu"}, loud: true, setup: func(c *hcase) []string {
@@ -216,4 +247,20 @@ func TestHostileStaticCatalogOverHTTP(t *testing.T) {
 		}},
 	}
 	runHostile(t, cases)
+}
+
+// hostileChips exports chips of the hostile world's stack into the case's
+// folder (64² chips of the per-pixel set), for the import cases.
+func hostileChips(c *hcase) string {
+	cfg := c.file("chips.yaml", []byte("features: per-pixel\n"))
+	chips := c.path("chips")
+	if code, _, stderr := lulc(c.t, "export", "chips", "-q", "-c", cfg, "--stack", c.w.stack, "--size", "64", "--out", chips); code != 0 {
+		c.t.Fatalf("export chips: %s", stderr)
+	}
+	return chips
+}
+
+// npyBytes is a .npy file of a rows × cols uint8 array filled with v.
+func npyBytes(rows, cols int, v byte) []byte {
+	return append(npy.Header("|u1", []int{rows, cols}), bytes.Repeat([]byte{v}, rows*cols)...)
 }

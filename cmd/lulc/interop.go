@@ -195,13 +195,19 @@ func newImportCmd(a *app) *cobra.Command {
 		Args:  noArgs,
 	}
 	var chips, tile, array, out string
+	var force bool
 	classes := &cobra.Command{
-		Use:   "classes --chips DIR --tile NAME --array PRED.npy --out class.tif",
+		Use:   "classes --chips DIR --tile NAME --array PRED.npy --out class.tif [--force]",
 		Short: "Turn a model's class indices for a tile of a chips export into a class COG that lulc evaluate scores",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if chips == "" || tile == "" || array == "" || out == "" {
 				return usagef("--chips, --tile, --array and --out are required")
+			}
+			// The class COG is a file output like export's: never over an
+			// input, an existing file without --force, or a device.
+			if err := checkFileOut(out, force, chips, array); err != nil {
+				return err
 			}
 			if err := pipeline.ImportClasses(chips, tile, array, out, pipeline.Options{Log: a.log}); err != nil {
 				return err
@@ -216,6 +222,7 @@ func newImportCmd(a *app) *cobra.Command {
 	classes.Flags().StringVar(&tile, "tile", "", "the tile the array maps")
 	classes.Flags().StringVar(&array, "array", "", "the class indices: a uint8 .npy of the tile's rows × columns (0: no class)")
 	classes.Flags().StringVarP(&out, "out", "o", "", "the class COG to write")
+	classes.Flags().BoolVar(&force, "force", false, "replace an existing class COG")
 	cmd.AddCommand(classes)
 	return cmd
 }
