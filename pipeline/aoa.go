@@ -52,8 +52,8 @@ func (o AOAOptions) Check() error {
 	return nil
 }
 
-// step is the grid step.
-func (o AOAOptions) step() int {
+// GridStep is the grid step.
+func (o AOAOptions) GridStep() int {
 	if o.Step > 0 {
 		return o.Step
 	}

@@ -123,7 +123,7 @@ func ExportChips(ctx context.Context, cc ChipsConfig, opt Options) (ChipsResult,
 	if err := atomicfs.CheckInputs(opt.Out, append(cfg.Inputs(), opt.Inputs...)...); err != nil {
 		return ChipsResult{}, err
 	}
-	inputs, err := cfg.inputs()
+	inputs, err := inputsOf(cfg)
 	if err != nil {
 		return ChipsResult{}, err
 	}
@@ -195,7 +195,7 @@ func chipSources(cfg TrainConfig, cc ChipsConfig, inputs []trainInput, scheme la
 		if cc.Size > grid.Width || cc.Size > grid.Height {
 			return nil, fmt.Errorf("chips: size %d is larger than tile %s (%d×%d pixels)", cc.Size, filepath.Base(filepath.Dir(in.labels)), grid.Width, grid.Height)
 		}
-		split, err := sampling.SplitPlane(cfg.sampling(), i, labels, grid.Width, grid.Height)
+		split, err := sampling.SplitPlane(cfg.SamplingConfig(), i, labels, grid.Width, grid.Height)
 		if err != nil {
 			return nil, err
 		}
@@ -247,7 +247,7 @@ func (s *chipSource) labelled(x, y, size int) bool {
 func newChipsIndex(cfg TrainConfig, cc ChipsConfig, set *features.Set, scheme landcover.Scheme) *chipsIndex {
 	idx := &chipsIndex{Format: "lulc-chips/1", Planes: set.Names(), Scheme: scheme.Name, Size: cc.Size, Stride: cc.Stride,
 		Split:    map[string]int{"none": sampling.PlaneNone, "train": sampling.PlaneTrain, "validation": sampling.PlaneValidation, "buffer": sampling.PlaneBuffer},
-		Sampling: cfg.sampling(), Dropped: map[string]int{}, Files: map[string]chipFile{}}
+		Sampling: cfg.SamplingConfig(), Dropped: map[string]int{}, Files: map[string]chipFile{}}
 	for i, c := range scheme.Classes {
 		idx.Classes = append(idx.Classes, chipClass{Index: i + 1, Code: c.Code, Name: c.Name, Color: fmt.Sprintf("#%02x%02x%02x", c.Color.R, c.Color.G, c.Color.B)})
 	}

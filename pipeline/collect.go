@@ -14,9 +14,6 @@ import (
 	"github.com/lulc/lulc/learn/forest"
 )
 
-// CollectDir is where lulc collect writes, under the job's output.
-const CollectDir = "collection"
-
 // CollectResult summarises lulc collect.
 type CollectResult struct {
 	Dir     string

@@ -68,22 +68,6 @@ type engine interface {
 	busy() time.Duration
 }
 
-// hooks let this package's tests take paths that runs take only on other
-// machines or when something fails, through Options rather than package
-// variables, so that tests may run in parallel.
-type hooks struct {
-	// rawOnCPU makes the CPU engine take bands compressed too, decoded by
-	// package decode in composite.Resample: the path of a device that
-	// decodes (reading ahead included), without one.
-	rawOnCPU bool
-	// aheadBudget replaces the read-ahead's budget when positive.
-	aheadBudget int64
-	// aheadFail makes reading row aheadFail − 1 ahead fail (0: none).
-	aheadFail int
-	// cpuLanes is how many tiles the CPU computes at once (0: one).
-	cpuLanes int
-}
-
 // engine returns the options' engine: the devices' when cmd opened any,
 // else the CPU's.
 func (o Options) engine() engine {

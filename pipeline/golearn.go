@@ -11,19 +11,6 @@ import (
 	"github.com/lulc/lulc/learn/sampleset"
 )
 
-// Golearn fits golearn's random forest (train config engine: golearn, the
-// CPU baseline the workflow compares with): trees of featuresPerTree
-// features each on rows x of nf features and their classes y, seeded.
-// golearn needs cgo and is no part of lulc's core: the commands and the
-// bench set Options.Golearn to package baseline's (bench.Golearn).
-type Golearn func(x []float32, nf int, y []uint8, classes, trees, featuresPerTree int, seed int64) (GolearnForest, error)
-
-// GolearnForest is a fitted golearn forest: it classifies rows of nf
-// features.
-type GolearnForest interface {
-	Predict(x []float32, nf int) ([]uint8, error)
-}
-
 // fitGolearn trains golearn's forest (train config engine: golearn, the
 // CPU baseline the workflow compares with) on at most golearn.max_samples
 // of set's training rows, and classifies its validation rows. golearn's

@@ -9,10 +9,8 @@ import (
 	"log/slog"
 	"maps"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -30,82 +28,10 @@ import (
 	"github.com/lulc/lulc/internal/bufpool"
 	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/meminfo"
-	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/internal/redact"
 	"github.com/lulc/lulc/pixel/composite"
 	"github.com/lulc/lulc/pixel/radiometry"
 	"github.com/lulc/lulc/source/catalog"
-)
-
-// Options are what every stage run shares.
-type Options struct {
-	Out   string // final output directory
-	Force bool
-	// BreakLock takes over the output's lock whoever holds it (see
-	// atomicfs.Lock): for a writer on another host known to be gone.
-	BreakLock bool
-	Log       *slog.Logger
-	NewBar    progress.NewBar
-	Version   string // lulc version, recorded in manifests
-	Workers   int    // windows processed at once (0: one per CPU)
-	// HTTP is the client for STAC APIs and asset sizes (nil: default).
-	HTTP *http.Client
-	// GPUs, when set, run the GPU twins (composite, features, binning,
-	// training, prediction); none computes on the CPU. A stage over one
-	// tile uses the first; lulc run maps tiles on all of them at once,
-	// and training shares its trees out over them.
-	GPUs []*cuda.Device
-	// Inputs are files the caller read besides those the stage's config
-	// names (the config file itself): the output must not touch them.
-	Inputs []string
-	// Compare makes lulc work another way than its own, for comparing
-	// both on one machine.
-	Compare Compare
-	// Golearn fits golearn's forest for train configs whose engine is
-	// golearn (nil: such configs are refused).
-	Golearn Golearn
-	// Charts draws the stages' PNGs: confusion matrices, feature
-	// importance and quicklooks (nil: none are written).
-	Charts Charts
-	// hooks are set by this package's tests only.
-	hooks hooks
-}
-
-// Compare holds switches that make lulc work another way than its own,
-// for comparing both on one machine (the command line sets them from
-// LULC_* variables: docs/gpu.md); the zero value is lulc's way.
-type Compare struct {
-	HostDecode bool // decode tiles on the host with a device (LULC_DEVICE_DECODE=off)
-	HostDraw   bool // draw samples on the host with a device (LULC_DEVICE_DRAW=off)
-	GDALCOG    bool // write COGs with GDAL's driver (LULC_COG_ENCODER=gdal)
-	// Device is the settings of devices a stage opens itself (lulc
-	// bench's GPU engine).
-	Device cuda.Options
-}
-
-// Fill sets the options left unset to their defaults: a logger that
-// discards, no progress bars, one worker per CPU and a plain HTTP client.
-// Every stage calls it; code that composes stages calls it to use the
-// options itself.
-func (o *Options) Fill() {
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	o.NewBar = progress.OrNop(o.NewBar)
-	if o.Workers <= 0 {
-		o.Workers = runtime.GOMAXPROCS(0)
-	}
-	if o.HTTP == nil {
-		o.HTTP = &http.Client{}
-	}
-}
-
-// Stack encoding of the reflectance COG: UInt16 digital numbers with
-// reflectance = DN × StackScale + StackOffset (baseline-04 convention),
-// 0 = no valid observation.
-const (
-	StackScale  = 0.0001
-	StackOffset = -0.1
 )
 
 // IngestResult summarises an ingest.
@@ -274,7 +200,7 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 	if err != nil {
 		return nil, err
 	}
-	area, intersects, err := cfg.area()
+	area, intersects, err := cfg.SearchArea()
 	if err != nil {
 		return nil, err
 	}
@@ -301,219 +227,6 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 		tiles = append(tiles, &stacTile{items: g, labelItems: labelItems, area: area, vec: vec})
 	}
 	return tiles, nil
-}
-
-// MaxDates is the most dates a tile's composite takes: its count of valid
-// observations is a byte (valid_count.tif) on the CPU and the GPU alike.
-const MaxDates = 255
-
-// configureGDAL sets GDAL's options for reading the sources: lulc's
-// defaults, then the config's source.gdal.
-func configureGDAL(cfg IngestConfig) error {
-	gdalOpts := map[string]string{
-		"GDAL_DISABLE_READDIR_ON_OPEN":     "EMPTY_DIR",
-		"GDAL_HTTP_MAX_RETRY":              "4",
-		"GDAL_HTTP_RETRY_DELAY":            "1",
-		"GDAL_HTTP_TIMEOUT":                "60",
-		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.TIF,.TIFF",
-		// GDAL's block cache defaults to 5 % of RAM (6.4 GB on a 128 GB
-		// host). Windows follow the tile's block lattice and the halos of
-		// upsampled bands come from lulc's own BlockCache, so GDAL's
-		// serves little more than the label rasters' neighbouring blocks.
-		"GDAL_CACHEMAX": "256",
-	}
-	// GDAL reads only the listed extensions over HTTP: a remote vector
-	// layer's own must be among them.
-	if ext := vectorExtension(cfg.Source.Labels); ext != "" {
-		gdalOpts["CPL_VSIL_CURL_ALLOWED_EXTENSIONS"] += "," + ext
-	}
-	for k, v := range cfg.Source.GDAL {
-		gdalOpts[k] = v
-	}
-	if err := raster.SetConfig(gdalOpts); err != nil {
-		return fmt.Errorf("source.gdal: %w", err)
-	}
-	return nil
-}
-
-// searchItems finds the scene and label items over the area, unsigned;
-// with source.labels there is no label collection to search.
-func searchItems(ctx context.Context, cfg IngestConfig, opt Options, area [4]float64, intersects json.RawMessage) (items, labelItems []catalog.Item, err error) {
-	startT, endT, _ := cfg.dateRange()
-	client := sourceClient(cfg, opt)
-	q := catalog.Query{
-		Collections: []string{cfg.Source.Collection}, BBox: area, Intersects: intersects,
-		Start: startT, End: endT, Limit: cfg.Source.Limit, CloudFilter: cfg.Source.CloudFilter,
-	}
-	// 100 % means no limit: "below 100" would drop fully clouded scenes.
-	if cfg.MaxCloudCover < 100 {
-		q.MaxCloud = &cfg.MaxCloudCover
-	}
-	if items, err = find(ctx, client, cfg, q); err != nil {
-		return nil, nil, err
-	}
-	if len(items) == 0 {
-		return nil, nil, fmt.Errorf("no %s items over %v between %s and %s with cloud cover below %g %%",
-			cfg.Source.Collection, area, cfg.Dates.Start, cfg.Dates.End, cfg.MaxCloudCover)
-	}
-	if cfg.Source.Labels != "" {
-		return items, nil, nil
-	}
-	lq := catalog.Query{Collections: []string{cfg.Source.LabelCollection}, BBox: area, Intersects: intersects,
-		Limit: cfg.Source.Limit, CloudFilter: "none"}
-	if labelItems, err = find(ctx, client, cfg, lq); err != nil {
-		return nil, nil, err
-	}
-	if len(labelItems) == 0 {
-		return nil, nil, fmt.Errorf("no %s label items overlap the area %v", cfg.Source.LabelCollection, area)
-	}
-	return items, labelItems, nil
-}
-
-// sourceClient is the STAC client for the config's source: its href
-// policy, paging limits and timeouts.
-func sourceClient(cfg IngestConfig, opt Options) *catalog.Client {
-	s := cfg.Source
-	client := catalog.NewClient(opt.Log)
-	client.HTTP = opt.HTTP
-	client.Policy = catalog.HrefPolicy{Allow: s.AllowHrefs}
-	client.MaxPages, client.MaxItems, client.SearchTimeout = s.MaxPages, s.MaxItems, s.SearchTimeout
-	if s.RequestTimeout > 0 {
-		client.Timeout = s.RequestTimeout
-	}
-	return client
-}
-
-// signItems signs the items' hrefs where the source needs it (Planetary
-// Computer's SAS tokens), in place.
-func signItems(ctx context.Context, cfg IngestConfig, opt Options, items, labelItems []catalog.Item) error {
-	signer := &catalog.Signer{Token: cfg.Source.SASToken, TokenURL: cfg.Source.SASTokenURL, Client: sourceClient(cfg, opt)}
-	if err := signer.Sign(ctx, items); err != nil {
-		return err
-	}
-	return signer.Sign(ctx, labelItems)
-}
-
-// find runs the query against the configured static catalog or API.
-func find(ctx context.Context, client *catalog.Client, cfg IngestConfig, q catalog.Query) ([]catalog.Item, error) {
-	if cfg.Source.Catalog != "" {
-		return catalog.CrawlTimeout(ctx, cfg.Source.Catalog, q, catalog.HrefPolicy{Allow: cfg.Source.AllowHrefs}, client.Timeout)
-	}
-	return client.Search(ctx, cfg.Source.API, q)
-}
-
-// area returns the bbox in lon/lat and, for a GeoJSON area, its geometry.
-func (c IngestConfig) area() ([4]float64, json.RawMessage, error) {
-	if len(c.Area.BBox) == 4 {
-		return [4]float64(c.Area.BBox), nil, nil
-	}
-	body, err := os.ReadFile(c.Area.GeoJSON)
-	if err != nil {
-		return [4]float64{}, nil, fmt.Errorf("area.geojson: %w", err)
-	}
-	geom, bbox, err := geometryOf(body)
-	if err != nil {
-		return [4]float64{}, nil, fmt.Errorf("area.geojson %s: %w", c.Area.GeoJSON, err)
-	}
-	return bbox, geom, nil
-}
-
-// geometryOf extracts one geometry from a GeoJSON document (a geometry, a
-// Feature, or a FeatureCollection with one feature) and its lon/lat bbox.
-func geometryOf(body []byte) (json.RawMessage, [4]float64, error) {
-	var doc struct {
-		Type        string            `json:"type"`
-		Geometry    json.RawMessage   `json:"geometry"`
-		Features    []json.RawMessage `json:"features"`
-		Coordinates json.RawMessage   `json:"coordinates"`
-	}
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return nil, [4]float64{}, fmt.Errorf("not GeoJSON: %w", err)
-	}
-	switch doc.Type {
-	case "FeatureCollection":
-		if len(doc.Features) != 1 {
-			return nil, [4]float64{}, fmt.Errorf("a FeatureCollection with %d features (want one)", len(doc.Features))
-		}
-		return geometryOf(doc.Features[0])
-	case "Feature":
-		return geometryOf(doc.Geometry)
-	case "Polygon", "MultiPolygon":
-	default:
-		return nil, [4]float64{}, fmt.Errorf("geometry type %q is not Polygon or MultiPolygon", doc.Type)
-	}
-	var coords []float64
-	var walk func(v any)
-	walk = func(v any) {
-		switch t := v.(type) {
-		case []any:
-			if len(t) >= 2 {
-				if x, ok := t[0].(float64); ok {
-					if y, ok := t[1].(float64); ok {
-						coords = append(coords, x, y)
-						return
-					}
-				}
-			}
-			for _, e := range t {
-				walk(e)
-			}
-		}
-	}
-	var anyCoords any
-	if err := json.Unmarshal(doc.Coordinates, &anyCoords); err != nil {
-		return nil, [4]float64{}, fmt.Errorf("coordinates: %w", err)
-	}
-	walk(anyCoords)
-	if len(coords) < 6 {
-		return nil, [4]float64{}, errors.New("polygon has fewer than three points")
-	}
-	b := [4]float64{math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)}
-	for i := 0; i < len(coords); i += 2 {
-		b[0], b[1] = min(b[0], coords[i]), min(b[1], coords[i+1])
-		b[2], b[3] = max(b[2], coords[i]), max(b[3], coords[i+1])
-	}
-	return body, b, nil
-}
-
-type tileItems struct {
-	tile  string
-	items []catalog.Item // one per acquisition day, by date
-}
-
-// groupByTile groups items by MGRS tile and keeps one item per tile and
-// day (the first by id), so that reprocessed duplicates count once. The
-// tile (or, without one, the item's id) names the tile's output directory:
-// an item whose tile cannot (checkTileName) is an error naming the item,
-// not a tile silently lost or written elsewhere.
-func groupByTile(items []catalog.Item) ([]tileItems, error) {
-	byTile := map[string]*tileItems{}
-	var order []string
-	for _, it := range items {
-		key := it.Tile
-		if key == "" {
-			key = it.ID
-		}
-		if err := checkTileName(key); err != nil {
-			return nil, fmt.Errorf("item %q (%s): its tile id: %w", it.ID, it.Location, err)
-		}
-		t, ok := byTile[key]
-		if !ok {
-			t = &tileItems{tile: key}
-			byTile[key] = t
-			order = append(order, key)
-		}
-		if n := len(t.items); n > 0 && t.items[n-1].Day() == it.Day() {
-			continue
-		}
-		t.items = append(t.items, it)
-	}
-	slices.Sort(order)
-	out := make([]tileItems, len(order))
-	for i, k := range order {
-		out[i] = *byTile[k]
-	}
-	return out, nil
 }
 
 // tilePlan is what ingesting one STAC tile needs, resolved before any
@@ -822,7 +535,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 	for i, v := range cfg.Mask.DropSCL {
 		drop[i] = uint8(v)
 	}
-	tp, err := cfg.temporal()
+	tp, err := cfg.TemporalSpec()
 	if err != nil {
 		return nil, err
 	}
@@ -1079,18 +792,10 @@ type tileWriters struct {
 	cog                 raster.COGOptions
 }
 
-// GroupsFile is a tile's group ids (UInt32, 0: no feature) when its labels
-// came from a vector layer.
-const GroupsFile = "groups.tif"
-
 // WriteGroups writes the tile's group ids as groups.tif.
 func (w *tileWriters) WriteGroups(ids []uint32) error {
 	return raster.WriteGroups(filepath.Join(w.dir, GroupsFile), w.grid, ids, w.cog)
 }
-
-// WeightsFile is a tile's pixel weights (UInt8, 0: never drawn) when its
-// labels came from a vector layer with source.label_weight_field.
-const WeightsFile = "weights.tif"
 
 // WriteWeights writes the tile's pixel weights as weights.tif.
 func (w *tileWriters) WriteWeights(weights []uint8) error {
@@ -1215,8 +920,6 @@ func writeTileManifest(dir string, m manifest, known map[string]manifestOutput) 
 	body, _ := json.MarshalIndent(m, "", "  ")
 	return atomicfs.WriteFile(filepath.Join(dir, "manifest.json"), append(body, '\n'))
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // sourceZoom is how many output pixels one source pixel covers (1 for
 // 10 m bands on a 10 m grid, 4 for 20 m ones); it turns window pixels into
@@ -1574,113 +1277,6 @@ func (j *windowJob) timings(workers int) StageTimes {
 		Labels: time.Duration(j.labelNs.Load()), Workers: min(workers, j.windows), RawRects: j.rawRects.Load()}
 }
 
-// outputGrid returns the stack's grid and the tile's own grid at the
-// output resolution (whose origin the windows align to).
-func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (geo.Grid, geo.Grid, error) {
-	// The finest band defines the tile grid; its file, not the item's
-	// proj:* fields, is the truth (catalogs and files can disagree).
-	var ref *raster.Source
-	for _, a := range bands {
-		s, err := raster.Open(a.Href)
-		if err != nil {
-			return geo.Grid{}, geo.Grid{}, err
-		}
-		if ref == nil || s.Transform[1] < ref.Transform[1] {
-			if ref != nil {
-				ref.Close()
-			}
-			ref = s
-		} else {
-			s.Close()
-		}
-	}
-	defer ref.Close()
-	res := cfg.Grid.Resolution
-	tile := ref.Grid
-	f := tile.Transform[1] / res
-	tile.Transform[1], tile.Transform[5] = res, -res
-	tile.Width, tile.Height = int(math.Round(float64(tile.Width)*f)), int(math.Round(float64(tile.Height)*f))
-	if err := checkTileResolution(ref.Grid, res); err != nil {
-		return geo.Grid{}, geo.Grid{}, err
-	}
-
-	if cfg.Grid.EPSG != 0 {
-		b := cfg.Grid.Bounds
-		g := geo.Grid{EPSG: cfg.Grid.EPSG, Transform: [6]float64{b[0], res, 0, b[3], 0, -res},
-			Width: int(math.Ceil((b[2] - b[0]) / res)), Height: int(math.Ceil((b[3] - b[1]) / res))}
-		if _, err := raster.NewTransformer(4326, g.EPSG); err != nil {
-			return geo.Grid{}, geo.Grid{}, fmt.Errorf("grid.epsg: %w", err)
-		}
-		return g, g, checkGridSize(g, res)
-	}
-	// Clip the tile to the area, snapped outward to a 6-pixel lattice from the
-	// tile origin so that 20 m and 60 m pixels nest in every window.
-	tr, err := raster.NewTransformer(4326, tile.EPSG)
-	if err != nil {
-		return geo.Grid{}, geo.Grid{}, fmt.Errorf("tile CRS EPSG:%d: %w", tile.EPSG, err)
-	}
-	defer tr.Close()
-	var xs, ys []float64
-	for k := 0; k <= 16; k++ {
-		t := float64(k) / 16
-		lon := area[0] + t*(area[2]-area[0])
-		lat := area[1] + t*(area[3]-area[1])
-		xs = append(xs, lon, lon, area[0], area[2])
-		ys = append(ys, area[1], area[3], lat, lat)
-	}
-	if err := tr.Transform(xs, ys); err != nil {
-		return geo.Grid{}, geo.Grid{}, fmt.Errorf("area into EPSG:%d: %w", tile.EPSG, err)
-	}
-	minx, maxx := slices.Min(xs), slices.Max(xs)
-	miny, maxy := slices.Min(ys), slices.Max(ys)
-	snap := 6 * res
-	x0, y0 := tile.Transform[0], tile.Transform[3]
-	c0 := math.Floor((minx-x0)/snap) * snap
-	c1 := math.Ceil((maxx-x0)/snap) * snap
-	r0 := math.Floor((y0-maxy)/snap) * snap
-	r1 := math.Ceil((y0-miny)/snap) * snap
-	ext := float64(tile.Width) * res
-	c0, r0 = max(c0, 0), max(r0, 0)
-	c1, r1 = min(c1, ext), min(r1, float64(tile.Height)*res)
-	if c1 <= c0 || r1 <= r0 {
-		return geo.Grid{}, geo.Grid{}, fmt.Errorf("area %v lies outside the tile (EPSG:%d, %.0f–%.0f E, %.0f–%.0f N)",
-			area, tile.EPSG, x0, x0+ext, y0-float64(tile.Height)*res, y0)
-	}
-	g := geo.Grid{EPSG: tile.EPSG, Transform: [6]float64{x0 + c0, res, 0, y0 - r0, 0, -res},
-		Width: int(math.Round((c1 - c0) / res)), Height: int(math.Round((r1 - r0) / res))}
-	return g, tile, checkGridSize(g, res)
-}
-
-// checkTileResolution refuses a grid.resolution so coarse that the tile
-// (src, its finest band's grid) would not hold one 6-pixel block, the
-// lattice on which 20 m and 60 m pixels nest: the tile would vanish, and
-// the area be reported outside it. The error names the resolution and the
-// range that makes sense for this tile.
-func checkTileResolution(src geo.Grid, res float64) error {
-	w, h := float64(src.Width)*src.Transform[1], float64(src.Height)*-src.Transform[5]
-	coarsest := min(w, h) / 6
-	if res <= coarsest {
-		return nil
-	}
-	return fmt.Errorf("grid.resolution: %g is too coarse for the tile (%.0f × %.0f units of EPSG:%d): it would be less than 6 pixels across; sensible resolutions lie between the bands' own %g and %g",
-		res, w, h, src.EPSG, src.Transform[1], math.Floor(coarsest))
-}
-
-// maxGridPixels bounds an output grid: 2³¹ pixels, a 46,000-pixel square
-// (a Sentinel-2 tile at 10 m is 10,980²).
-const maxGridPixels = 1 << 31
-
-// checkGridSize refuses a grid too large to make, before any pixel is read
-// or any disk space is asked for: a resolution in the wrong unit, most
-// often.
-func checkGridSize(g geo.Grid, res float64) error {
-	if px := float64(g.Width) * float64(g.Height); px > maxGridPixels || g.Width <= 0 || g.Height <= 0 {
-		return fmt.Errorf("grid.resolution: %g gives a %d×%d grid (%.3g pixels; at most %d): is it in the grid's units (metres for UTM tiles)?",
-			res, g.Width, g.Height, px, maxGridPixels)
-	}
-	return nil
-}
-
 // tileWindows cuts grid into windows aligned to the tile's window lattice
 // (so they follow the COGs' internal tiles), row by row.
 func tileWindows(grid, tile geo.Grid, size int) []geo.Grid {
@@ -1852,4 +1448,33 @@ feed:
 		firstErr = ctx.Err()
 	}
 	return firstErr
+}
+
+// configureGDAL sets GDAL's options for reading the sources: lulc's
+// defaults, then the config's source.gdal.
+func configureGDAL(cfg IngestConfig) error {
+	gdalOpts := map[string]string{
+		"GDAL_DISABLE_READDIR_ON_OPEN":     "EMPTY_DIR",
+		"GDAL_HTTP_MAX_RETRY":              "4",
+		"GDAL_HTTP_RETRY_DELAY":            "1",
+		"GDAL_HTTP_TIMEOUT":                "60",
+		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.TIF,.TIFF",
+		// GDAL's block cache defaults to 5 % of RAM (6.4 GB on a 128 GB
+		// host). Windows follow the tile's block lattice and the halos of
+		// upsampled bands come from lulc's own BlockCache, so GDAL's
+		// serves little more than the label rasters' neighbouring blocks.
+		"GDAL_CACHEMAX": "256",
+	}
+	// GDAL reads only the listed extensions over HTTP: a remote vector
+	// layer's own must be among them.
+	if ext := vectorExtension(cfg.Source.Labels); ext != "" {
+		gdalOpts["CPL_VSIL_CURL_ALLOWED_EXTENSIONS"] += "," + ext
+	}
+	for k, v := range cfg.Source.GDAL {
+		gdalOpts[k] = v
+	}
+	if err := raster.SetConfig(gdalOpts); err != nil {
+		return fmt.Errorf("source.gdal: %w", err)
+	}
+	return nil
 }

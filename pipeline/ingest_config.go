@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -175,8 +176,8 @@ type SeasonConfig struct {
 	To   string `yaml:"to"`
 }
 
-// temporal is the stack's temporal description; nil without one.
-func (c IngestConfig) temporal() (*composite.Temporal, error) {
+// TemporalSpec is the stack's temporal description; nil without one.
+func (c IngestConfig) TemporalSpec() (*composite.Temporal, error) {
 	t := c.Temporal
 	if t == nil {
 		return nil, nil
@@ -199,7 +200,7 @@ func (c IngestConfig) temporal() (*composite.Temporal, error) {
 // StackPlanes names the stack's planes in order: the bands' medians, then
 // the temporal planes.
 func (c IngestConfig) StackPlanes() []string {
-	tp, err := c.temporal()
+	tp, err := c.TemporalSpec()
 	if err != nil {
 		return c.Bands
 	}
@@ -508,7 +509,7 @@ func (c IngestConfig) Validate() error {
 	if slices.Contains(c.Bands, c.Mask.Band) {
 		return fmt.Errorf("mask.band: %s is one of the stacked bands, not a mask", c.Mask.Band)
 	}
-	if _, err := c.temporal(); err != nil {
+	if _, err := c.TemporalSpec(); err != nil {
 		return err
 	}
 	return c.validateOutput()
@@ -862,4 +863,108 @@ func (m MaskConfig) checkBand(line int) error {
 		return fmt.Errorf("line %d: mask: %q: write the word form %s in lowercase (mask: %s), or name a mask asset other than %s", line, m.Band, w, w, w)
 	}
 	return nil
+}
+
+// SearchArea returns the bbox in lon/lat and, for a GeoJSON area, its geometry.
+func (c IngestConfig) SearchArea() ([4]float64, json.RawMessage, error) {
+	if len(c.Area.BBox) == 4 {
+		return [4]float64(c.Area.BBox), nil, nil
+	}
+	body, err := os.ReadFile(c.Area.GeoJSON)
+	if err != nil {
+		return [4]float64{}, nil, fmt.Errorf("area.geojson: %w", err)
+	}
+	geom, bbox, err := geometryOf(body)
+	if err != nil {
+		return [4]float64{}, nil, fmt.Errorf("area.geojson %s: %w", c.Area.GeoJSON, err)
+	}
+	return bbox, geom, nil
+}
+
+// geometryOf extracts one geometry from a GeoJSON document (a geometry, a
+// Feature, or a FeatureCollection with one feature) and its lon/lat bbox.
+func geometryOf(body []byte) (json.RawMessage, [4]float64, error) {
+	var doc struct {
+		Type        string            `json:"type"`
+		Geometry    json.RawMessage   `json:"geometry"`
+		Features    []json.RawMessage `json:"features"`
+		Coordinates json.RawMessage   `json:"coordinates"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, [4]float64{}, fmt.Errorf("not GeoJSON: %w", err)
+	}
+	switch doc.Type {
+	case "FeatureCollection":
+		if len(doc.Features) != 1 {
+			return nil, [4]float64{}, fmt.Errorf("a FeatureCollection with %d features (want one)", len(doc.Features))
+		}
+		return geometryOf(doc.Features[0])
+	case "Feature":
+		return geometryOf(doc.Geometry)
+	case "Polygon", "MultiPolygon":
+	default:
+		return nil, [4]float64{}, fmt.Errorf("geometry type %q is not Polygon or MultiPolygon", doc.Type)
+	}
+	var coords []float64
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case []any:
+			if len(t) >= 2 {
+				if x, ok := t[0].(float64); ok {
+					if y, ok := t[1].(float64); ok {
+						coords = append(coords, x, y)
+						return
+					}
+				}
+			}
+			for _, e := range t {
+				walk(e)
+			}
+		}
+	}
+	var anyCoords any
+	if err := json.Unmarshal(doc.Coordinates, &anyCoords); err != nil {
+		return nil, [4]float64{}, fmt.Errorf("coordinates: %w", err)
+	}
+	walk(anyCoords)
+	if len(coords) < 6 {
+		return nil, [4]float64{}, errors.New("polygon has fewer than three points")
+	}
+	b := [4]float64{math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)}
+	for i := 0; i < len(coords); i += 2 {
+		b[0], b[1] = min(b[0], coords[i]), min(b[1], coords[i+1])
+		b[2], b[3] = max(b[2], coords[i]), max(b[3], coords[i+1])
+	}
+	return body, b, nil
+}
+
+// checkTileName refuses a tile name from data (an item's s2:mgrs_tile or
+// grid:code, its id, a plan's tile, a raster pair's tile, a manifest's
+// tile) that cannot be a directory of its own in an output: what
+// atomicfs.CheckName refuses, a hidden name (lulc's staging and spill
+// entries start with a dot) and the names of lulc's own entries.
+func checkTileName(name string) error {
+	if err := atomicfs.CheckName(name); err != nil {
+		return err
+	}
+	if strings.HasPrefix(name, ".") {
+		return fmt.Errorf("%w: %q: it starts with a dot, as lulc's hidden staging entries do", atomicfs.ErrBadName, name)
+	}
+	for _, r := range reservedNames {
+		// Case-folded: on macOS and Windows file systems "Model" is "model".
+		if strings.EqualFold(name, r) {
+			return fmt.Errorf("%w: %q: lulc writes its own %s there", atomicfs.ErrBadName, name, r)
+		}
+	}
+	return nil
+}
+
+// reservedNames are the entries lulc writes at the root of an ingest,
+// predict or run output (and of a job directory), which a tile's
+// directory must not take: a tile named "model" would write into the
+// run's model, one named "shards" among the tasks of an array job.
+var reservedNames = []string{
+	"model", "shards", "draws", CollectDir, CollectionFile, IngestConfigFile,
+	"run.yaml", "report.json", "report.md", DrawFile, RunMetricsFile,
 }

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/lulc/lulc/geo/landcover"
-	"github.com/lulc/lulc/pixel/radiometry"
 	"image/color"
 	"io"
 	"math"
@@ -15,6 +13,9 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/lulc/lulc/geo/landcover"
+	"github.com/lulc/lulc/pixel/radiometry"
 
 	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/redact"
@@ -284,3 +285,7 @@ func (ms *manifestScheme) scheme() (*landcover.Scheme, error) {
 	}
 	return &s, s.Validate()
 }
+
+// maxGridPixels bounds an output grid: 2³¹ pixels, a 46,000-pixel square
+// (a Sentinel-2 tile at 10 m is 10,980²).
+const maxGridPixels = 1 << 31

@@ -1,42 +1,12 @@
 package pipeline
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/lulc/lulc/internal/atomicfs"
 )
-
-// reservedNames are the entries lulc writes at the root of an ingest,
-// predict or run output (and of a job directory), which a tile's
-// directory must not take: a tile named "model" would write into the
-// run's model, one named "shards" among the tasks of an array job.
-var reservedNames = []string{
-	"model", "shards", "draws", CollectDir, CollectionFile, IngestConfigFile,
-	"run.yaml", "report.json", "report.md", DrawFile, RunMetricsFile,
-}
-
-// checkTileName refuses a tile name from data (an item's s2:mgrs_tile or
-// grid:code, its id, a plan's tile, a raster pair's tile, a manifest's
-// tile) that cannot be a directory of its own in an output: what
-// atomicfs.CheckName refuses, a hidden name (lulc's staging and spill
-// entries start with a dot) and the names of lulc's own entries.
-func checkTileName(name string) error {
-	if err := atomicfs.CheckName(name); err != nil {
-		return err
-	}
-	if strings.HasPrefix(name, ".") {
-		return fmt.Errorf("%w: %q: it starts with a dot, as lulc's hidden staging entries do", atomicfs.ErrBadName, name)
-	}
-	for _, r := range reservedNames {
-		// Case-folded: on macOS and Windows file systems "Model" is "model".
-		if strings.EqualFold(name, r) {
-			return fmt.Errorf("%w: %q: lulc writes its own %s there", atomicfs.ErrBadName, name, r)
-		}
-	}
-	return nil
-}
 
 // tileDir is the directory of a tile in a stage, checked: the name with
 // checkTileName, the path to lie inside the stage (atomicfs.Entry).
@@ -60,3 +30,41 @@ func newTileOut(stage *atomicfs.Stage, name string, c collectionRef) (tileOut, e
 	}
 	return tileOut{dir: dir, final: filepath.Join(stage.Final, name), collection: c}, nil
 }
+
+// Output files per tile.
+const (
+	ClassFile      = "class.tif"
+	ConfidenceFile = "confidence.tif"
+	QuicklookFile  = "quicklook.png"
+	ItemFile       = "item.json"
+)
+
+func sha(b []byte) []byte {
+	s := sha256.Sum256(b)
+	return s[:]
+}
+
+// Files of a training run directory.
+const (
+	SamplesFile = "samples.lulcs"
+	ModelFile   = "model.lulcrf"
+	MetricsFile = "metrics.json"
+)
+
+// CollectDir is where lulc collect writes, under the job's output.
+const CollectDir = "collection"
+
+// DrawFile is a sample phase's output: the draw of its tiles (a samples
+// file marked as a draw, see sampleset.Draw).
+const DrawFile = "draw.lulcd"
+
+// RunMetricsFile is the per-tile evaluation a run writes beside the map.
+const RunMetricsFile = "metrics.json"
+
+// GroupsFile is a tile's group ids (UInt32, 0: no feature) when its labels
+// came from a vector layer.
+const GroupsFile = "groups.tif"
+
+// WeightsFile is a tile's pixel weights (UInt8, 0: never drawn) when its
+// labels came from a vector layer with source.label_weight_field.
+const WeightsFile = "weights.tif"

@@ -59,7 +59,7 @@ func MakePlan(ctx context.Context, cfg IngestConfig, opt Options) (JobPlan, erro
 	if len(cfg.Source.Rasters) > 0 {
 		return JobPlan{}, errors.New("source.rasters lists its tiles already: a plan is for STAC sources")
 	}
-	area, intersects, err := cfg.area()
+	area, intersects, err := cfg.SearchArea()
 	if err != nil {
 		return JobPlan{}, err
 	}

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,14 +74,6 @@ type PredictTile struct {
 	AOAWarning string
 }
 
-// Output files per tile.
-const (
-	ClassFile      = "class.tif"
-	ConfidenceFile = "confidence.tif"
-	QuicklookFile  = "quicklook.png"
-	ItemFile       = "item.json"
-)
-
 // LoadModel reads and checks a model file.
 func LoadModel(path string) (*forest.Model, []byte, error) {
 	body, err := os.ReadFile(path)
@@ -148,7 +139,7 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 	manifests := make([]manifest, len(tiles))
 	key := fmt.Sprintf("predict %x %s %t %d", sha(body), pc.Compress, pc.Confidence, pc.Window)
 	if model.AOA != nil {
-		key += fmt.Sprintf(" aoa %t %d", pc.AOA.Off, pc.AOA.step())
+		key += fmt.Sprintf(" aoa %t %d", pc.AOA.Off, pc.AOA.GridStep())
 	}
 	for i, p := range tiles {
 		raw, err := os.ReadFile(p)
@@ -322,7 +313,7 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 		p.confusion = tile.Confusion
 	}
 	if model.AOA != nil && !pc.AOA.Off {
-		grid := aoa.Grid{Width: p.grid.Width, Height: p.grid.Height, Step: pc.AOA.step()}
+		grid := aoa.Grid{Width: p.grid.Width, Height: p.grid.Height, Step: pc.AOA.GridStep()}
 		sink, closeSink, err := newAOASink(opt.engine(), set, model.AOA, grid)
 		if err != nil {
 			p.abort()
@@ -460,11 +451,6 @@ func (p *predicted) finish(opt Options) error {
 			"busy_percent", math.Round(100*p.pt.DeviceBusy.Seconds()/p.pt.Stream.Seconds()))
 	}
 	return nil
-}
-
-func sha(b []byte) []byte {
-	s := sha256.Sum256(b)
-	return s[:]
 }
 
 // verified reports whether a tile directory holds a finished prediction:

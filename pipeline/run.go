@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -156,10 +157,6 @@ func (j Job) modelHref() string {
 // PhaseSample is the sample phase of a sharded job (Job.Phase).
 const PhaseSample = "sample"
 
-// DrawFile is a sample phase's output: the draw of its tiles (a samples
-// file marked as a draw, see sampleset.Draw).
-const DrawFile = "draw.lulcd"
-
 // hash identifies the job's resolved configs and the given model's bytes
 // (modelBody, nil when the job trains), keying resumption.
 func (j Job) hash(modelBody []byte) string {
@@ -263,9 +260,6 @@ type RunTile struct {
 	Outside map[uint8]int64    `json:"labels_outside_scheme,omitempty"`
 	Seconds map[string]float64 `json:"seconds"`
 }
-
-// RunMetricsFile is the per-tile evaluation a run writes beside the map.
-const RunMetricsFile = "metrics.json"
 
 // Run maps every tile of the job in one pass over its pixels. Each tile is
 // read and composited once into memory (stack.Tile); sampling, prediction
@@ -797,7 +791,7 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 		r.opt.Log.Info("the train config's input is not used: lulc run trains on its own tiles")
 	}
 	scheme, _ := cfg.Scheme()
-	sp := sampling.New(cfg.sampling(), cfg.Features, scheme, r.opt.engine().features)
+	sp := sampling.New(cfg.SamplingConfig(), cfg.Features, scheme, r.opt.engine().features)
 	t0 := time.Now()
 	index := make([]int, len(tiles))
 	for i := range index {
@@ -966,7 +960,7 @@ func (r *runner) draw(ctx context.Context, all, mine []sourceTile, res *RunResul
 	}
 	cfg := r.job.trainConfig()
 	scheme, _ := cfg.Scheme()
-	sp := sampling.New(cfg.sampling(), cfg.Features, scheme, r.opt.engine().features)
+	sp := sampling.New(cfg.SamplingConfig(), cfg.Features, scheme, r.opt.engine().features)
 	ins, err := r.sampleTiles(ctx, mine, res.Tiles, index, sp, false)
 	if err != nil {
 		return fmt.Errorf("sample: %w", err)
@@ -994,23 +988,6 @@ func (r *runner) draw(ctx context.Context, all, mine []sourceTile, res *RunResul
 		r.opt.Log.Warn(w)
 	}
 	return atomicfs.WriteFile(r.stage.Path(DrawFile), body)
-}
-
-// readDraw reads a sample phase's draw, refusing a damaged file or a
-// training set.
-func readDraw(path string) (*sampleset.Set, error) {
-	body, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	d, err := sampleset.Decode(body)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if d.Draw == nil {
-		return nil, fmt.Errorf("%s: a training set, not a sample phase's draw", path)
-	}
-	return d, nil
 }
 
 // trainConfig is the job's train config as the run trains with it: its
@@ -1274,4 +1251,24 @@ func (t RunTile) stageSeconds() map[string]float64 {
 		"stream":           t.Predict.Stream.Seconds(),
 		"encode":           t.Predict.Encode.Seconds(),
 	}
+}
+
+// markDraw records in a sample phase's draw what must be the same for
+// draws to merge into the one-process run's samples: the ingest config,
+// the job's tiles (all, in order), its plan and its task count.
+func (j Job) markDraw(d *sampleset.Draw, all []sourceTile) {
+	names := make([]string, len(all))
+	for i, t := range all {
+		names[i] = t.name()
+	}
+	d.Ingest, d.Tiles, d.Tasks = j.Ingest.Hash(), tileListHash(names), j.Shard.Count
+	if j.Plan != nil {
+		d.Plan = j.Plan.Digest
+	}
+}
+
+// tileListHash identifies a job's tile list: its names, in order.
+func tileListHash(names []string) string {
+	sum := sha256.Sum256([]byte(strings.Join(names, "\n")))
+	return hex.EncodeToString(sum[:])
 }

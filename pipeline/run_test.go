@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lulc/lulc/geo/raster"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lulc/lulc/geo/raster"
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/internal/progress"

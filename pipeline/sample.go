@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -52,11 +50,11 @@ type trainInput struct {
 	labelScheme *landcover.Scheme
 }
 
-// inputs resolves the config's input section into images with their band
+// inputsOf resolves the config's input section into images with their band
 // order and scaling.
-func (c TrainConfig) inputs() ([]trainInput, error) {
+func inputsOf(c TrainConfig) ([]trainInput, error) {
 	if len(c.Input.Samples) > 0 {
-		return c.drawInputs()
+		return drawInputsOf(c)
 	}
 	if c.Input.Stack == "" {
 		if c.Sampling.Split == sampling.SplitFeatures {
@@ -107,9 +105,9 @@ func (c TrainConfig) inputs() ([]trainInput, error) {
 	return out, nil
 }
 
-// drawInputs finds the draws that input.samples names (draw files, or
+// drawInputsOf finds the draws that input.samples names (draw files, or
 // directories searched for them), in path order, and reads them.
-func (c TrainConfig) drawInputs() ([]trainInput, error) {
+func drawInputsOf(c TrainConfig) ([]trainInput, error) {
 	var paths []string
 	for _, p := range c.Input.Samples {
 		info, err := os.Stat(p)
@@ -166,7 +164,7 @@ func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, e engine
 	if err := drawsAgree(ins); err != nil {
 		return nil, drawNotes{}, err
 	}
-	sp := sampling.New(cfg.sampling(), cfg.Features, scheme, e.features)
+	sp := sampling.New(cfg.SamplingConfig(), cfg.Features, scheme, e.features)
 	for _, in := range ins {
 		if in.draw != nil {
 			if in.draw.Config != cfg.sampleKey() {
@@ -276,7 +274,7 @@ type PixelScan struct {
 // stack's tile manifests, or its raster pairs), so that a missing input
 // fails before any output is prepared.
 func NewPixelScan(cfg TrainConfig) (*PixelScan, error) {
-	ins, err := cfg.inputs()
+	ins, err := inputsOf(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -371,26 +369,6 @@ func bandCount(path string) int {
 	return info.Bands
 }
 
-// markDraw records in a sample phase's draw what must be the same for
-// draws to merge into the one-process run's samples: the ingest config,
-// the job's tiles (all, in order), its plan and its task count.
-func (j Job) markDraw(d *sampleset.Draw, all []sourceTile) {
-	names := make([]string, len(all))
-	for i, t := range all {
-		names[i] = t.name()
-	}
-	d.Ingest, d.Tiles, d.Tasks = j.Ingest.Hash(), tileListHash(names), j.Shard.Count
-	if j.Plan != nil {
-		d.Plan = j.Plan.Digest
-	}
-}
-
-// tileListHash identifies a job's tile list: its names, in order.
-func tileListHash(names []string) string {
-	sum := sha256.Sum256([]byte(strings.Join(names, "\n")))
-	return hex.EncodeToString(sum[:])
-}
-
 // drawsAgree refuses draws that are not of one job: made from another
 // ingest config, plan, tile list or task count than the first draw (their
 // merge would not be the samples one process draws), or by a lulc that
@@ -437,4 +415,21 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// readDraw reads a sample phase's draw, refusing a damaged file or a
+// training set.
+func readDraw(path string) (*sampleset.Set, error) {
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	d, err := sampleset.Decode(body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if d.Draw == nil {
+		return nil, fmt.Errorf("%s: a training set, not a sample phase's draw", path)
+	}
+	return d, nil
 }

@@ -22,13 +22,6 @@ import (
 	"github.com/lulc/lulc/pixel/radiometry"
 )
 
-// Files of a training run directory.
-const (
-	SamplesFile = "samples.lulcs"
-	ModelFile   = "model.lulcrf"
-	MetricsFile = "metrics.json"
-)
-
 // TrainResult summarises a training run.
 type TrainResult struct {
 	Dir        string
@@ -78,7 +71,7 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 	if err := atomicfs.CheckInputs(opt.Out, append(cfg.Inputs(), opt.Inputs...)...); err != nil {
 		return TrainResult{}, err
 	}
-	ins, err := cfg.inputs()
+	ins, err := inputsOf(cfg)
 	if err != nil {
 		return TrainResult{}, err
 	}
@@ -425,7 +418,7 @@ func trainAOA(ctx context.Context, cfg TrainConfig, set *sampleset.Set, importan
 		s = append(s, aoa.Sample{X: set.X[i*nf : (i+1)*nf], Fold: src<<40 | (row/bs)<<20 | col/bs,
 			Key: rng.Hash(cfg.Sampling.Seed, 0xa0a, id)})
 	}
-	ref, err := aoa.Build(ctx, s, nf, importance, cfg.AOA.maxPoints(), fmt.Sprintf("sampling blocks of %d × %d pixels", bs, bs))
+	ref, err := aoa.Build(ctx, s, nf, importance, cfg.AOA.PointCap(), fmt.Sprintf("sampling blocks of %d × %d pixels", bs, bs))
 	if err != nil {
 		return nil, fmt.Errorf("the model has no area of applicability: %w", err)
 	}

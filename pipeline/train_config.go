@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image/color"
 	"maps"
 	"regexp"
 	"slices"
@@ -105,8 +106,8 @@ type AOAConfig struct {
 	MaxPoints int `yaml:"max_points" json:",omitempty"`
 }
 
-// maxPoints is max_points with its default.
-func (c AOAConfig) maxPoints() int {
+// PointCap is max_points with its default.
+func (c AOAConfig) PointCap() int {
 	if c.MaxPoints == 0 {
 		return aoa.DefaultMaxPoints
 	}
@@ -318,7 +319,7 @@ func (c TrainConfig) Scheme() (landcover.Scheme, error) {
 			}
 			var r, g, b uint8
 			fmt.Sscanf(k.Color[1:], "%02x%02x%02x", &r, &g, &b)
-			s.Classes = append(s.Classes, landcover.Class{Code: uint8(k.Code), Name: k.Name, Color: rgba(r, g, b)})
+			s.Classes = append(s.Classes, landcover.Class{Code: uint8(k.Code), Name: k.Name, Color: color.RGBA{r, g, b, 0xff}})
 		}
 		if s.Name == "" {
 			return s, errors.New("classes: a custom scheme needs a name")
@@ -328,8 +329,8 @@ func (c TrainConfig) Scheme() (landcover.Scheme, error) {
 	return landcover.Scheme{}, fmt.Errorf("classes.scheme: %q is not auto, esa-worldcover, esri-io, custom or labels", c.Classes.Scheme)
 }
 
-// sampling is the sampling section with the classes' remap.
-func (c TrainConfig) sampling() sampling.Config {
+// SamplingConfig is the sampling section with the classes' remap.
+func (c TrainConfig) SamplingConfig() sampling.Config {
 	s := c.Sampling
 	s.Remap = c.remap()
 	return s
