@@ -36,6 +36,12 @@ import (
 	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/report/charts"
 	"github.com/lulc/lulc/source/synth"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/evaluate"
+	"github.com/lulc/lulc/stage/ingest"
+	"github.com/lulc/lulc/stage/predict"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // Config names the job to time: a scene (synthesised, or an existing
@@ -172,7 +178,7 @@ type Inputs struct {
 // report.md, report.html and stages.png into opt.Out. The stages draw
 // their charts, as the commands run them, with opt.Charts, or
 // charts.Drawer when it is nil.
-func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (*Report, error) {
+func Run(ctx context.Context, bc Config, command string, opt stage.Options) (*Report, error) {
 	opt.Fill()
 	if opt.Charts == nil {
 		opt.Charts = charts.Drawer{}
@@ -198,7 +204,7 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 		return nil, fmt.Errorf("output %s: %w", opt.Out, err)
 	}
 	defer lock.Release()
-	stage, err := os.MkdirTemp(filepath.Dir(filepath.Clean(opt.Out)), "."+filepath.Base(opt.Out)+".bench-")
+	scratch, err := os.MkdirTemp(filepath.Dir(filepath.Clean(opt.Out)), "."+filepath.Base(opt.Out)+".bench-")
 	if err != nil {
 		return nil, fmt.Errorf("output directory %s is not writable: %w", filepath.Dir(opt.Out), err)
 	}
@@ -206,7 +212,7 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 	done := false
 	defer func() {
 		if !done {
-			os.RemoveAll(stage)
+			os.RemoveAll(scratch)
 		}
 	}()
 	if _, err := os.Stat(opt.Out); err == nil && !opt.Force {
@@ -215,13 +221,13 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 	rep := &Report{Command: command, Host: hostInfo(opt.Version)}
 	raw, _ := json.Marshal(bc)
 	rep.ConfigHash = fmt.Sprintf("%x", sha256.Sum256(raw))
-	sub := func(name string) pipeline.Options {
+	sub := func(name string) stage.Options {
 		o := opt
-		o.Out, o.Force, o.NewBar = filepath.Join(stage, name), true, nil
+		o.Out, o.Force, o.NewBar = filepath.Join(scratch, name), true, nil
 		return o
 	}
 
-	icfg, tcfg, err := prepare(ctx, bc, opt, stage, rep)
+	icfg, tcfg, err := prepare(ctx, bc, opt, scratch, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -242,10 +248,10 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 		if e == "gpu" {
 			driver.ResetPeakMemory()
 		}
-		if err := runEngine(ctx, bc, engineJob{engine: e, icfg: icfg, tcfg: tcfg, sub: sub, gpu: gpu}, stage, &er); err != nil {
+		if err := runEngine(ctx, bc, engineJob{engine: e, icfg: icfg, tcfg: tcfg, sub: sub, gpu: gpu}, scratch, &er); err != nil {
 			return nil, err
 		}
-		er.summarise(bc, rep, stage)
+		er.summarise(bc, rep, scratch)
 		if e == "gpu" {
 			_, rep.PeakGPU = driver.DeviceMemory()
 		}
@@ -254,23 +260,23 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 		}
 		rep.Engines = append(rep.Engines, er)
 	}
-	if cpuDir, gpuDir := filepath.Join(stage, "cpu", "run1"), filepath.Join(stage, "gpu", "run1"); atomicfs.Exists(cpuDir) && atomicfs.Exists(gpuDir) {
+	if cpuDir, gpuDir := filepath.Join(scratch, "cpu", "run1"), filepath.Join(scratch, "gpu", "run1"); atomicfs.Exists(cpuDir) && atomicfs.Exists(gpuDir) {
 		same := len(compareRuns(cpuDir, gpuDir)) == 0
 		rep.CPUvsGPU = &same
 	}
-	if cpuDir, gpuDir := filepath.Join(stage, "cpu", "onepass1"), filepath.Join(stage, "gpu", "onepass1"); atomicfs.Exists(cpuDir) && atomicfs.Exists(gpuDir) {
+	if cpuDir, gpuDir := filepath.Join(scratch, "cpu", "onepass1"), filepath.Join(scratch, "gpu", "onepass1"); atomicfs.Exists(cpuDir) && atomicfs.Exists(gpuDir) {
 		same := len(compareRuns(cpuDir, gpuDir)) == 0
 		rep.CPUvsGPUOnePass = &same
 	}
 	rep.PeakRSS = pipeline.PeakRSS()
-	if err := writeReport(stage, rep); err != nil {
+	if err := writeReport(scratch, rep); err != nil {
 		return nil, err
 	}
 	// Replace any previous output only now that the report is complete.
 	if err := os.RemoveAll(opt.Out); err != nil {
 		return nil, err
 	}
-	if err := os.Rename(stage, opt.Out); err != nil {
+	if err := os.Rename(scratch, opt.Out); err != nil {
 		return nil, err
 	}
 	done = true
@@ -280,34 +286,34 @@ func Run(ctx context.Context, bc Config, command string, opt pipeline.Options) (
 // prepare makes the bench's scene when it has a synth config, loads the
 // ingest and train configs (pointed at the scene or catalog), checks their
 // inputs against the output and describes the inputs in rep.
-func prepare(ctx context.Context, bc Config, opt pipeline.Options, stage string, rep *Report) (pipeline.IngestConfig, pipeline.TrainConfig, error) {
+func prepare(ctx context.Context, bc Config, opt stage.Options, scratch string, rep *Report) (config.IngestConfig, config.TrainConfig, error) {
 	catalog := bc.Catalog
 	if bc.Synth != "" {
 		sc, err := loadConfig("synth", bc.Synth, synth.ParseConfig)
 		if err != nil {
-			return pipeline.IngestConfig{}, pipeline.TrainConfig{}, err
+			return config.IngestConfig{}, config.TrainConfig{}, err
 		}
-		if _, err := synth.Run(ctx, sc, synth.Options{Out: filepath.Join(stage, "scene"), Log: opt.Log}); err != nil {
-			return pipeline.IngestConfig{}, pipeline.TrainConfig{}, err
+		if _, err := synth.Run(ctx, sc, synth.Options{Out: filepath.Join(scratch, "scene"), Log: opt.Log}); err != nil {
+			return config.IngestConfig{}, config.TrainConfig{}, err
 		}
-		catalog = filepath.Join(stage, "scene", "catalog.json")
+		catalog = filepath.Join(scratch, "scene", "catalog.json")
 	}
-	icfg, err := loadConfig("ingest", bc.Ingest, pipeline.ParseIngestConfig)
+	icfg, err := loadConfig("ingest", bc.Ingest, config.ParseIngestConfig)
 	if err != nil {
-		return pipeline.IngestConfig{}, pipeline.TrainConfig{}, err
+		return config.IngestConfig{}, config.TrainConfig{}, err
 	}
 	if catalog != "" {
 		if len(icfg.Source.Rasters) > 0 {
-			return pipeline.IngestConfig{}, pipeline.TrainConfig{}, fmt.Errorf("ingest %s reads source.rasters: a bench over raster pairs takes neither synth nor catalog", bc.Ingest)
+			return config.IngestConfig{}, config.TrainConfig{}, fmt.Errorf("ingest %s reads source.rasters: a bench over raster pairs takes neither synth nor catalog", bc.Ingest)
 		}
 		icfg.Source.Catalog, icfg.Source.API = catalog, ""
 	}
-	tcfg, err := loadConfig("train", bc.Train, pipeline.ParseTrainConfig)
+	tcfg, err := loadConfig("train", bc.Train, config.ParseTrainConfig)
 	if err != nil {
-		return pipeline.IngestConfig{}, pipeline.TrainConfig{}, err
+		return config.IngestConfig{}, config.TrainConfig{}, err
 	}
 	if err := atomicfs.CheckInputs(opt.Out, append(icfg.Inputs(), tcfg.Inputs()...)...); err != nil {
-		return pipeline.IngestConfig{}, pipeline.TrainConfig{}, err
+		return config.IngestConfig{}, config.TrainConfig{}, err
 	}
 	if catalog != "" {
 		rep.Inputs = describeInputs(catalog, icfg)
@@ -316,7 +322,7 @@ func prepare(ctx context.Context, bc Config, opt pipeline.Options, stage string,
 		// Fails before any run when a file is missing (../shared/data
 		// absent, say).
 		if rep.Inputs, err = describeRasterInputs(ctx, icfg, opt); err != nil {
-			return pipeline.IngestConfig{}, pipeline.TrainConfig{}, fmt.Errorf("ingest %s: %w", bc.Ingest, err)
+			return config.IngestConfig{}, config.TrainConfig{}, fmt.Errorf("ingest %s: %w", bc.Ingest, err)
 		}
 	}
 	return icfg, tcfg, nil
@@ -327,16 +333,16 @@ func prepare(ctx context.Context, bc Config, opt pipeline.Options, stage string,
 // output directory (sub), and the device of "gpu".
 type engineJob struct {
 	engine string
-	icfg   pipeline.IngestConfig
-	tcfg   pipeline.TrainConfig
-	sub    func(string) pipeline.Options
+	icfg   config.IngestConfig
+	tcfg   config.TrainConfig
+	sub    func(string) stage.Options
 	gpu    *cuda.Device
 }
 
 // runEngine runs the job bc.Repeat times with one engine, command by
 // command and (but for golearn) in one pass, keeping each run's outputs
 // under stage/ENGINE for comparison.
-func runEngine(ctx context.Context, bc Config, j engineJob, stage string, er *EngineReport) error {
+func runEngine(ctx context.Context, bc Config, j engineJob, scratch string, er *EngineReport) error {
 	e := j.engine
 	for r := range bc.Repeat {
 		// Every run, of every engine, happens in the same directory and
@@ -348,10 +354,10 @@ func runEngine(ctx context.Context, bc Config, j engineJob, stage string, er *En
 		if err != nil {
 			return fmt.Errorf("engine %s, run %d: %w", e, r+1, err)
 		}
-		if err := os.MkdirAll(filepath.Join(stage, e), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(scratch, e), 0o755); err != nil {
 			return err
 		}
-		if err := os.Rename(filepath.Join(stage, work), filepath.Join(stage, e, fmt.Sprintf("run%d", r+1))); err != nil {
+		if err := os.Rename(filepath.Join(scratch, work), filepath.Join(scratch, e, fmt.Sprintf("run%d", r+1))); err != nil {
 			return err
 		}
 		er.Runs = append(er.Runs, times)
@@ -362,7 +368,7 @@ func runEngine(ctx context.Context, bc Config, j engineJob, stage string, er *En
 		if err != nil {
 			return fmt.Errorf("engine %s, one-pass run %d: %w", e, r+1, err)
 		}
-		if err := os.Rename(filepath.Join(stage, work), filepath.Join(stage, e, fmt.Sprintf("onepass%d", r+1))); err != nil {
+		if err := os.Rename(filepath.Join(scratch, work), filepath.Join(scratch, e, fmt.Sprintf("onepass%d", r+1))); err != nil {
 			return err
 		}
 		er.addOnePass(onePass)
@@ -372,7 +378,7 @@ func runEngine(ctx context.Context, bc Config, j engineJob, stage string, er *En
 
 // summarise turns an engine's runs into its report: medians, rates,
 // cost, reproducibility.
-func (er *EngineReport) summarise(bc Config, rep *Report, stage string) {
+func (er *EngineReport) summarise(bc Config, rep *Report, scratch string) {
 	er.summariseOnePass(bc.PricePerHour[er.Engine])
 	for si, s := range Stages {
 		var v []float64
@@ -406,7 +412,7 @@ func (er *EngineReport) summarise(bc Config, rep *Report, stage string) {
 		}
 	}
 	if bc.Repeat >= 2 {
-		diffs := compareRuns(filepath.Join(stage, er.Engine, "run1"), filepath.Join(stage, er.Engine, "run2"))
+		diffs := compareRuns(filepath.Join(scratch, er.Engine, "run1"), filepath.Join(scratch, er.Engine, "run2"))
 		same := len(diffs) == 0
 		er.Reproducible, er.Differences = &same, diffs
 	}
@@ -469,7 +475,7 @@ func runOnce(ctx context.Context, j engineJob, dir string, er *EngineReport) ([]
 		o.GPUs = []*cuda.Device{gpu}
 	}
 	t0 := time.Now()
-	ir, err := pipeline.Ingest(ctx, icfg, o)
+	ir, err := ingest.Ingest(ctx, icfg, o)
 	if err != nil {
 		return nil, err
 	}
@@ -492,9 +498,9 @@ func runOnce(ctx context.Context, j engineJob, dir string, er *EngineReport) ([]
 	if engine == "gpu" {
 		o.GPUs = []*cuda.Device{gpu}
 	}
-	model := filepath.Join(o.Out, pipeline.ModelFile)
+	model := filepath.Join(o.Out, stage.ModelFile)
 	t0 = time.Now()
-	tr, err := pipeline.Train(ctx, tc, o)
+	tr, err := train.Train(ctx, tc, o)
 	if err != nil {
 		return nil, err
 	}
@@ -510,7 +516,7 @@ func runOnce(ctx context.Context, j engineJob, dir string, er *EngineReport) ([]
 		o.GPUs = []*cuda.Device{gpu}
 	}
 	t0 = time.Now()
-	pr, err := pipeline.Predict(ctx, pipeline.PredictConfig{Model: model, Input: stack}, o)
+	pr, err := predict.Predict(ctx, predict.PredictConfig{Model: model, Input: stack}, o)
 	if err != nil {
 		return nil, err
 	}
@@ -523,7 +529,7 @@ func runOnce(ctx context.Context, j engineJob, dir string, er *EngineReport) ([]
 	t0 = time.Now()
 	var oa float64
 	for _, t := range pr.Tiles {
-		ev, err := pipeline.Evaluate(ctx, t.Class, filepath.Join(stack, t.Tile, "labels.tif"), pipeline.DefaultEvaluateConfig(), sub(dir+"/evaluate-"+t.Tile))
+		ev, err := evaluate.Evaluate(ctx, t.Class, filepath.Join(stack, t.Tile, "labels.tif"), evaluate.DefaultEvaluateConfig(), sub(dir+"/evaluate-"+t.Tile))
 		if err != nil {
 			return nil, err
 		}
@@ -543,7 +549,7 @@ func compareRuns(a, b string) []string {
 	filepath.Walk(a, func(p string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() {
 			base := filepath.Base(p)
-			if base == pipeline.ModelFile || base == pipeline.SamplesFile || base == pipeline.ClassFile || base == pipeline.AOAFile || base == "stack.tif" || base == "labels.tif" {
+			if base == stage.ModelFile || base == stage.SamplesFile || base == stage.ClassFile || base == stage.AOAFile || base == "stack.tif" || base == "labels.tif" {
 				rel, _ := filepath.Rel(a, p)
 				files = append(files, rel)
 			}
@@ -602,7 +608,7 @@ func hostInfo(version string) HostInfo {
 
 // describeInputs counts tiles, dates, bands and bytes of the catalog's
 // scene that the ingest config selects.
-func describeInputs(catalog string, icfg pipeline.IngestConfig) Inputs {
+func describeInputs(catalog string, icfg config.IngestConfig) Inputs {
 	in := Inputs{Bands: len(icfg.Bands)}
 	dir := filepath.Dir(catalog)
 	h := sha256.New()
@@ -623,12 +629,12 @@ func describeInputs(catalog string, icfg pipeline.IngestConfig) Inputs {
 // describeRasterInputs describes an ingest over source.rasters: one tile
 // and one date per pair, the image grids' pixels, the files' sizes, and a
 // digest over the files' SHA-256 sums (remote files: href and ETag).
-func describeRasterInputs(ctx context.Context, icfg pipeline.IngestConfig, opt pipeline.Options) (Inputs, error) {
+func describeRasterInputs(ctx context.Context, icfg config.IngestConfig, opt stage.Options) (Inputs, error) {
 	in := Inputs{Bands: len(icfg.Bands), Tiles: len(icfg.Source.Rasters), Dates: 1}
 	h := sha256.New()
 	for i, p := range icfg.Source.Rasters {
 		for _, f := range []struct{ key, path string }{{"image", p.Image}, {"labels", p.Labels}} {
-			a, err := pipeline.DescribeRasterFile(ctx, opt, f.path)
+			a, err := ingest.DescribeRasterFile(ctx, opt, f.path)
 			if err != nil {
 				return in, fmt.Errorf("source.rasters[%d].%s: %w", i, f.key, err)
 			}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/internal/atomicfs"
-	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/stage"
 )
 
 const terramindDir = "../../shared/data/terramind-s2-lulc"
@@ -24,7 +24,7 @@ func TestBenchReport(t *testing.T) {
 	}
 	bc.Engines = []string{"cpu", "golearn", "gpu"}
 	out := filepath.Join(t.TempDir(), "bench")
-	rep, err := Run(context.Background(), bc, "lulc bench --out x", pipeline.Options{Out: out, Version: "test"})
+	rep, err := Run(context.Background(), bc, "lulc bench --out x", stage.Options{Out: out, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +84,11 @@ func TestBenchReport(t *testing.T) {
 	if d := compareRuns(a, b); len(d) != 0 {
 		t.Fatalf("clean runs differ: %v", d)
 	}
-	class := filepath.Join(b, "predict", "31TEJ", pipeline.ClassFile)
+	class := filepath.Join(b, "predict", "31TEJ", stage.ClassFile)
 	data, _ := os.ReadFile(class)
 	data[len(data)/2] ^= 0xff
 	os.WriteFile(class, data, 0o644)
-	if d := compareRuns(a, b); len(d) != 1 || !strings.Contains(d[0], pipeline.ClassFile) {
+	if d := compareRuns(a, b); len(d) != 1 || !strings.Contains(d[0], stage.ClassFile) {
 		t.Errorf("perturbed class map not detected: %v", d)
 	}
 }
@@ -135,7 +135,7 @@ func TestBenchRealSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	bc.Engines, bc.Repeat = []string{"cpu"}, 1
-	rep, err := Run(context.Background(), bc, "lulc bench -c configs/bench-real-sample.yaml --out x", pipeline.Options{Out: out, Version: "test"})
+	rep, err := Run(context.Background(), bc, "lulc bench -c configs/bench-real-sample.yaml --out x", stage.Options{Out: out, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,12 +163,12 @@ func TestBenchRastersMissing(t *testing.T) {
 	ingestPath := filepath.Join(dir, "ingest.yaml")
 	os.WriteFile(ingestPath, []byte(strings.ReplaceAll(string(raw), "../shared/data", filepath.Join(dir, "absent"))), 0o644)
 	bc := Config{Ingest: ingestPath, Train: "train-real-sample.yaml", Engines: []string{"cpu"}, Repeat: 1}
-	_, err := Run(context.Background(), bc, "lulc bench", pipeline.Options{Out: filepath.Join(dir, "bench")})
+	_, err := Run(context.Background(), bc, "lulc bench", stage.Options{Out: filepath.Join(dir, "bench")})
 	if err == nil || !strings.Contains(err.Error(), "source.rasters[0].image") || !strings.Contains(err.Error(), "absent/terramind-s2-lulc/S2L2A/282D_485L_3_3.tif") {
 		t.Fatalf("got %v", err)
 	}
 	bc.Catalog = "catalog.json"
-	if _, err := Run(context.Background(), bc, "lulc bench", pipeline.Options{Out: filepath.Join(dir, "bench")}); err == nil || !strings.Contains(err.Error(), "neither synth nor catalog") {
+	if _, err := Run(context.Background(), bc, "lulc bench", stage.Options{Out: filepath.Join(dir, "bench")}); err == nil || !strings.Contains(err.Error(), "neither synth nor catalog") {
 		t.Fatalf("catalog with rasters: %v", err)
 	}
 	if atomicfs.Exists(filepath.Join(dir, "bench")) {

@@ -11,7 +11,7 @@ import (
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/learn/sklearn"
-	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/stage"
 )
 
 // CompareFile is where lulc train --compare sklearn writes its comparison.
@@ -35,13 +35,13 @@ type Comparison struct {
 // validation accuracy with lulc's (the run's, lulcAccuracy) and writes
 // CompareFile into dir. python is the interpreter (python3 when empty).
 func CompareSklearn(ctx context.Context, dir string, p forest.Params, lulcAccuracy float64, python string) (Comparison, error) {
-	body, err := os.ReadFile(filepath.Join(dir, pipeline.SamplesFile))
+	body, err := os.ReadFile(filepath.Join(dir, stage.SamplesFile))
 	if err != nil {
 		return Comparison{}, fmt.Errorf("compare: %w", err)
 	}
 	set, err := sampleset.Decode(body)
 	if err != nil {
-		return Comparison{}, fmt.Errorf("compare: %s: %w", pipeline.SamplesFile, err)
+		return Comparison{}, fmt.Errorf("compare: %s: %w", stage.SamplesFile, err)
 	}
 	nf := len(set.Features)
 	xt, yt := set.Subset(0)

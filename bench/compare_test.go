@@ -10,7 +10,9 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/learn/sklearn"
-	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // TestCompareSklearn trains lulc's forest on each real TerraMind patch and
@@ -28,7 +30,7 @@ func TestCompareSklearn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, err := pipeline.ParseTrainConfig(raw)
+	base, err := config.ParseTrainConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func TestCompareSklearn(t *testing.T) {
 		r.Image, r.Labels = filepath.Join("..", r.Image), filepath.Join("..", r.Labels)
 		cfg.Input.Rasters = append(cfg.Input.Rasters[:0:0], r)
 		dir := filepath.Join(t.TempDir(), "run")
-		res, err := pipeline.Train(context.Background(), cfg, pipeline.Options{Out: dir})
+		res, err := train.Train(context.Background(), cfg, stage.Options{Out: dir})
 		if err != nil {
 			t.Fatal(err)
 		}

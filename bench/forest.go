@@ -18,7 +18,9 @@ import (
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/sampling"
 	"github.com/lulc/lulc/learn/sklearn"
-	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // ForestConfig sets up the training benchmark: every labelled pixel
@@ -27,15 +29,15 @@ import (
 // the train config's forest parameters and scored on the same validation
 // pixels.
 type ForestConfig struct {
-	Train              string               `yaml:"train"`    // train config (path or embedded name): input, classes, sampling seed and block size, forest
-	Features           pipeline.FeatureList `yaml:"features"` // overrides the train config's features (a list, or a named set)
-	Sizes              []int                `yaml:"sizes"`    // training rows per fit
-	ValidationFraction float64              `yaml:"validation_fraction"`
-	ValidationRows     int                  `yaml:"validation_rows"` // a seeded subset of the validation pixels
-	Engines            []string             `yaml:"engines"`         // gpu, gpu1, cpu, golearn, sklearn
-	CPUMaxRows         int                  `yaml:"cpu_max_rows"`    // larger sizes skip the engine
-	GolearnMaxRows     int                  `yaml:"golearn_max_rows"`
-	SklearnMaxRows     int                  `yaml:"sklearn_max_rows"`
+	Train              string             `yaml:"train"`    // train config (path or embedded name): input, classes, sampling seed and block size, forest
+	Features           config.FeatureList `yaml:"features"` // overrides the train config's features (a list, or a named set)
+	Sizes              []int              `yaml:"sizes"`    // training rows per fit
+	ValidationFraction float64            `yaml:"validation_fraction"`
+	ValidationRows     int                `yaml:"validation_rows"` // a seeded subset of the validation pixels
+	Engines            []string           `yaml:"engines"`         // gpu, gpu1, cpu, golearn, sklearn
+	CPUMaxRows         int                `yaml:"cpu_max_rows"`    // larger sizes skip the engine
+	GolearnMaxRows     int                `yaml:"golearn_max_rows"`
+	SklearnMaxRows     int                `yaml:"sklearn_max_rows"`
 	Golearn            struct {
 		Trees           int `yaml:"trees"`
 		FeaturesPerTree int `yaml:"features_per_tree"`
@@ -116,7 +118,7 @@ type ForestReport struct {
 
 // Forest runs the training benchmark into opt.Out (report.json and
 // report.md) with cfg, the train config bc names, as loaded by the caller.
-func Forest(ctx context.Context, bc ForestConfig, cfg pipeline.TrainConfig, command string, opt pipeline.Options) (*ForestReport, error) {
+func Forest(ctx context.Context, bc ForestConfig, cfg config.TrainConfig, command string, opt stage.Options) (*ForestReport, error) {
 	opt.Fill()
 	if len(bc.Features) > 0 {
 		cfg.Features = bc.Features
@@ -131,7 +133,7 @@ func Forest(ctx context.Context, bc ForestConfig, cfg pipeline.TrainConfig, comm
 	// The scan splits by the bench's validation fraction, with the train
 	// config's seed and block size.
 	cfg.Sampling.ValidationFraction = bc.ValidationFraction
-	pixels, err := pipeline.NewPixelScan(cfg)
+	pixels, err := train.NewPixelScan(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -226,8 +228,8 @@ func Forest(ctx context.Context, bc ForestConfig, cfg pipeline.TrainConfig, comm
 // the engine's device, the validation rows and the scikit-learn files.
 type forestRun struct {
 	bc                 ForestConfig
-	cfg                pipeline.TrainConfig
-	opt                pipeline.Options
+	cfg                config.TrainConfig
+	opt                stage.Options
 	classes, nf        int
 	xval               []float32
 	yval               []uint8
@@ -359,7 +361,7 @@ func (fr *forestRun) ours(ctx context.Context, e string, bins *forest.Bins, binn
 
 // Golearn is package baseline's golearn forest as pipeline.Options.Golearn
 // takes it (train configs whose engine is golearn).
-func Golearn(x []float32, nf int, y []uint8, classes, trees, featuresPerTree int, seed int64) (pipeline.GolearnForest, error) {
+func Golearn(x []float32, nf int, y []uint8, classes, trees, featuresPerTree int, seed int64) (stage.GolearnForest, error) {
 	f, err := baseline.Train(x, nf, y, classes, trees, featuresPerTree, seed)
 	if err != nil {
 		return nil, err

@@ -10,8 +10,10 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/source/synth"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/ingest"
 )
 
 // fakePython stands in for python3 + scikit-learn: it checks the .npy
@@ -45,13 +47,13 @@ func demoStack(t *testing.T) string {
 	if raw, err = configs.Read("ingest-tiny.yaml"); err != nil {
 		t.Fatal(err)
 	}
-	icfg, err := pipeline.ParseIngestConfig(raw)
+	icfg, err := config.ParseIngestConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	icfg.Source.Catalog = filepath.Join(scene, "catalog.json")
 	stack := filepath.Join(dir, "stack")
-	if _, err := pipeline.Ingest(context.Background(), icfg, pipeline.Options{Out: stack}); err != nil {
+	if _, err := ingest.Ingest(context.Background(), icfg, stage.Options{Out: stack}); err != nil {
 		t.Fatal(err)
 	}
 	return stack
@@ -79,7 +81,7 @@ func TestForest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tcfg, err := pipeline.ParseTrainConfig(traw)
+	tcfg, err := config.ParseTrainConfig(traw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +89,7 @@ func TestForest(t *testing.T) {
 	tcfg.Forest.Trees = 8
 	t.Setenv("FAKE_TREES", "8")
 	out := filepath.Join(t.TempDir(), "fb")
-	rep, err := Forest(context.Background(), bc, tcfg, "lulc bench forest", pipeline.Options{Out: out, Version: "test"})
+	rep, err := Forest(context.Background(), bc, tcfg, "lulc bench forest", stage.Options{Out: out, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +141,7 @@ func TestForest(t *testing.T) {
 	// A failing interpreter is reported, not fatal.
 	bc.Sklearn.Python = filepath.Join(t.TempDir(), "no-python")
 	bc.Engines = []string{"sklearn"}
-	rep, err = Forest(context.Background(), bc, tcfg, "", pipeline.Options{Out: out, Force: true, Version: "test"})
+	rep, err = Forest(context.Background(), bc, tcfg, "", stage.Options{Out: out, Force: true, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

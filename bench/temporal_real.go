@@ -19,8 +19,8 @@ import (
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/sklearn"
-	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/pixel/composite"
+	"github.com/lulc/lulc/stage"
 )
 
 // TemporalRealConfig sets up the comparison of temporal NDVI features on
@@ -432,7 +432,7 @@ func temporalFeatures(p *patch, tp *composite.Temporal, rows []int) (x []float32
 }
 
 // TemporalReal runs the comparison into opt.Out (report.json, report.md).
-func TemporalReal(ctx context.Context, c TemporalRealConfig, command string, opt pipeline.Options) (*TemporalRealReport, error) {
+func TemporalReal(ctx context.Context, c TemporalRealConfig, command string, opt stage.Options) (*TemporalRealReport, error) {
 	opt.Fill()
 	if err := c.Check(); err != nil {
 		return nil, err
@@ -478,7 +478,7 @@ func TemporalReal(ctx context.Context, c TemporalRealConfig, command string, opt
 
 // temporalReal measures the patch: everything in the report but the
 // command, host and time. npyDir holds scikit-learn's files meanwhile.
-func temporalReal(ctx context.Context, c TemporalRealConfig, p *patch, python, npyDir string, opt pipeline.Options) (*TemporalRealReport, error) {
+func temporalReal(ctx context.Context, c TemporalRealConfig, p *patch, python, npyDir string, opt stage.Options) (*TemporalRealReport, error) {
 	opt.Fill()
 	tp, err := c.temporal()
 	if err != nil {

@@ -14,7 +14,8 @@ import (
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/sklearn"
-	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
 )
 
 const sloveniaDir = "../../shared/data/eolearn-slovenia-testpatch"
@@ -40,7 +41,7 @@ func trainRealForest(t *testing.T, trees int) forest.Params {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pipeline.ParseTrainConfig(raw)
+	cfg, err := config.ParseTrainConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestTemporalReal(t *testing.T) {
 	p := sloveniaPatch(t)
 	c := DefaultTemporalReal(sloveniaDir, trainRealForest(t, 10))
 	c.Seeds, c.Engines = []uint64{1, 2}, []string{"lulc"}
-	rep, err := temporalReal(context.Background(), c, p, "", "", pipeline.Options{})
+	rep, err := temporalReal(context.Background(), c, p, "", "", stage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestTemporalReal(t *testing.T) {
 			t.Errorf("%s: spread %+v", s.Name, sm.Accuracy)
 		}
 	}
-	again, err := temporalReal(context.Background(), c, p, "", "", pipeline.Options{})
+	again, err := temporalReal(context.Background(), c, p, "", "", stage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func TestTemporalRealCommand(t *testing.T) {
 		c.Engines = []string{"lulc"}
 	}
 	out := filepath.Join(t.TempDir(), "report")
-	rep, err := TemporalReal(context.Background(), c, "lulc bench temporal-real", pipeline.Options{Out: out})
+	rep, err := TemporalReal(context.Background(), c, "lulc bench temporal-real", stage.Options{Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,11 +279,11 @@ func TestTemporalRealCommand(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "npy")); err == nil {
 		t.Error("the scikit-learn files were left in the report")
 	}
-	if _, err := TemporalReal(context.Background(), c, "", pipeline.Options{Out: out}); err == nil {
+	if _, err := TemporalReal(context.Background(), c, "", stage.Options{Out: out}); err == nil {
 		t.Error("an existing report was overwritten without force")
 	}
 	c.Folds = 1
-	if _, err := TemporalReal(context.Background(), c, "", pipeline.Options{Out: out + "2"}); err == nil || !strings.Contains(err.Error(), "folds") {
+	if _, err := TemporalReal(context.Background(), c, "", stage.Options{Out: out + "2"}); err == nil || !strings.Contains(err.Error(), "folds") {
 		t.Errorf("one fold: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/source/synth"
+	"github.com/lulc/lulc/stage/config"
 )
 
 // TestEmbeddedConfigsParse parses every checked-in config with its
@@ -31,9 +32,9 @@ func TestEmbeddedConfigsParse(t *testing.T) {
 		case strings.HasPrefix(name, "synth-"):
 			_, err = synth.ParseConfig(raw)
 		case strings.HasPrefix(name, "ingest-"):
-			_, err = pipeline.ParseIngestConfig(raw)
+			_, err = config.ParseIngestConfig(raw)
 		case strings.HasPrefix(name, "train-"):
-			_, err = pipeline.ParseTrainConfig(raw)
+			_, err = config.ParseTrainConfig(raw)
 		case strings.HasPrefix(name, "bench-forest-"):
 			_, err = bench.ParseForestConfig(raw)
 		case strings.HasPrefix(name, "bench-"):
@@ -66,8 +67,8 @@ func namedConfigsParse(bc bench.Config) error {
 		parse func([]byte) error
 	}{
 		{bc.Synth, func(b []byte) error { _, err := synth.ParseConfig(b); return err }},
-		{bc.Ingest, func(b []byte) error { _, err := pipeline.ParseIngestConfig(b); return err }},
-		{bc.Train, func(b []byte) error { _, err := pipeline.ParseTrainConfig(b); return err }},
+		{bc.Ingest, func(b []byte) error { _, err := config.ParseIngestConfig(b); return err }},
+		{bc.Train, func(b []byte) error { _, err := config.ParseTrainConfig(b); return err }},
 	} {
 		if c.name == "" {
 			continue
@@ -87,13 +88,13 @@ func namedConfigsParse(bc bench.Config) error {
 func runConfigsParse(rc pipeline.RunConfig) error {
 	raw, err := configs.Find(rc.Ingest)
 	if err == nil {
-		_, err = pipeline.ParseIngestConfig(raw)
+		_, err = config.ParseIngestConfig(raw)
 	}
 	if err != nil {
 		return err
 	}
 	if raw, err = configs.Find(rc.Train); err == nil {
-		_, err = pipeline.ParseTrainConfig(raw)
+		_, err = config.ParseTrainConfig(raw)
 	}
 	return err
 }

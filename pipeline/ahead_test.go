@@ -16,6 +16,9 @@ import (
 	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/source/synth"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/ingest"
 )
 
 // TestIngestRawBandsSameBytes ingests the small scene (4×4 tiles of 512
@@ -39,23 +42,23 @@ func TestIngestRawBandsSameBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ParseIngestConfig(raw)
+	cfg, err := config.ParseIngestConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Source.Catalog = filepath.Join(scene, "catalog.json")
 	cfg.Window = 512
-	run := func(name string, h hooks) (string, string) {
+	run := func(name string, h stage.Hooks) (string, string) {
 		var logs bytes.Buffer
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		out := filepath.Join(t.TempDir(), name)
-		if _, err := Ingest(context.Background(), cfg, Options{Out: out, Version: "test", Log: log, hooks: h}); err != nil {
+		if _, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: out, Version: "test", Log: log, Hooks: h}); err != nil {
 			t.Fatal(err)
 		}
 		return out, logs.String()
 	}
-	gdal, _ := run("gdal", hooks{})
-	lulc, logs := run("raw", hooks{rawOnCPU: true})
+	gdal, _ := run("gdal", stage.Hooks{})
+	lulc, logs := run("raw", stage.Hooks{RawOnCPU: true})
 	if !strings.Contains(logs, "raw_rects=") || strings.Contains(logs, "raw_rects=0 ") {
 		t.Fatalf("the compressed path was not taken:\n%s", logs)
 	}
@@ -75,7 +78,7 @@ func TestIngestRawBandsSameBytes(t *testing.T) {
 	// Reading a row fails: that row's windows and the later ones read for
 	// themselves, and the bytes stay the same (rows planned before the
 	// failure point into buffers never filled, and must not be used).
-	failed, logs := run("raw-failed", hooks{rawOnCPU: true, aheadFail: 1 + 1})
+	failed, logs := run("raw-failed", stage.Hooks{RawOnCPU: true, AheadFail: 1 + 1})
 	if !strings.Contains(logs, "reading tiles ahead failed") {
 		t.Errorf("no failure logged:\n%s", logs)
 	}
@@ -88,7 +91,7 @@ func TestIngestRawBandsSameBytes(t *testing.T) {
 	}
 	// A budget too small for two rows' compressed bytes: the reader reads
 	// a row only when no other is in progress, and the bytes stay the same.
-	tight, logs := run("raw-tight", hooks{rawOnCPU: true, aheadBudget: 1})
+	tight, logs := run("raw-tight", stage.Hooks{RawOnCPU: true, AheadBudget: 1})
 	if !strings.Contains(logs, "rows_in_progress_max=1 ") || !strings.Contains(logs, "budget_bytes=1") {
 		t.Errorf("with a budget of 1 byte, more than one row was in progress:\n%s", logs)
 	}
@@ -107,11 +110,11 @@ func TestIngestRawBandsSameBytes(t *testing.T) {
 func TestAheadBudgetWithinHeapLimit(t *testing.T) {
 	old := debug.SetMemoryLimit(6 << 30)
 	defer debug.SetMemoryLimit(old)
-	if b := aheadBudget(0); b > 6<<30/4 || b < 1<<30 {
+	if b := ingest.AheadBudget(0); b > 6<<30/4 || b < 1<<30 {
 		t.Errorf("budget %d bytes under a 6 GiB heap limit, want at most 1.5 GiB and at least 1 GiB", b)
 	}
 	debug.SetMemoryLimit(2 << 30)
-	if b := aheadBudget(0); b != 1<<30 {
+	if b := ingest.AheadBudget(0); b != 1<<30 {
 		t.Errorf("budget %d bytes under a 2 GiB heap limit, want 1 GiB", b)
 	}
 }
@@ -121,36 +124,36 @@ func TestAheadBudgetWithinHeapLimit(t *testing.T) {
 // been laid out without them; and everything once the reader stops.
 func TestAheadReleaseOrder(t *testing.T) {
 	b := []*cuda.AheadBatch{cuda.NewAheadBatch(), cuda.NewAheadBatch(), cuda.NewAheadBatch(), cuda.NewAheadBatch()}
-	a := &decodeAhead{rows: make([][]geo.Grid, 4), batches: slices.Clone(b), lastUse: []int{0, 2, 2, 3},
-		left: []int{1, 1, 1, 1}, released: make([]bool, 4), planned: 3}
-	a.finished = sync.NewCond(&a.mu)
+	a := &ingest.DecodeAhead{Rows: make([][]geo.Grid, 4), Batches: slices.Clone(b), LastUse: []int{0, 2, 2, 3},
+		Left: []int{1, 1, 1, 1}, Released: make([]bool, 4), Planned: 3}
+	a.Finished = sync.NewCond(&a.Mu)
 	free := func(want ...int) {
 		t.Helper()
-		got := a.releasable(false)
+		got := a.Releasable(false)
 		var ids []int
 		for _, g := range got {
 			ids = append(ids, slices.Index(b, g))
 		}
 		if !slices.Equal(ids, want) {
-			t.Fatalf("released %v, want %v (left %v, planned %d)", ids, want, a.left, a.planned)
+			t.Fatalf("released %v, want %v (left %v, planned %d)", ids, want, a.Left, a.Planned)
 		}
 	}
 	free()
-	a.left[0] = 0
+	a.Left[0] = 0
 	free(0) // row 1 was laid out without row 0's tiles
-	a.left[1] = 0
+	a.Left[1] = 0
 	free() // row 2 takes row 1's tiles and is not done
-	a.left[2] = 0
+	a.Left[2] = 0
 	free() // row 3 is not laid out yet: it might take them
-	a.planned = 4
+	a.Planned = 4
 	free(1, 2)
 	free()
-	a.left[3] = 0
+	a.Left[3] = 0
 	free(3) // the last row
-	a.batches = slices.Clone(b)
-	a.released = make([]bool, 4)
-	a.left = []int{1, 1, 1, 1}
-	if got := a.releasable(true); len(got) != 4 {
+	a.Batches = slices.Clone(b)
+	a.Released = make([]bool, 4)
+	a.Left = []int{1, 1, 1, 1}
+	if got := a.Releasable(true); len(got) != 4 {
 		t.Fatalf("a stopped reader released %d batches, want 4", len(got))
 	}
 }
@@ -162,16 +165,16 @@ func TestWindowWorkersWithinMemory(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	gb := int64(1) << 30
-	if n := windowWorkers(16, gb/4, 24*gb, log); n != 16 || logs.Len() != 0 {
+	if n := ingest.WindowWorkers(16, gb/4, 24*gb, log); n != 16 || logs.Len() != 0 {
 		t.Errorf("16 windows of 256 MB in 12 GB: %d at once, log %q", n, logs.String())
 	}
-	if n := windowWorkers(16, gb, 24*gb, log); n != 12 || !strings.Contains(logs.String(), "windows_at_once=12") {
+	if n := ingest.WindowWorkers(16, gb, 24*gb, log); n != 12 || !strings.Contains(logs.String(), "windows_at_once=12") {
 		t.Errorf("16 windows of 1 GB in 12 GB: %d at once, log %q", n, logs.String())
 	}
-	if n := windowWorkers(16, 40*gb, 24*gb, log); n != 1 {
+	if n := ingest.WindowWorkers(16, 40*gb, 24*gb, log); n != 1 {
 		t.Errorf("a window over the budget: %d at once, want 1", n)
 	}
-	if n := windowWorkers(16, gb, 0, log); n != 16 {
+	if n := ingest.WindowWorkers(16, gb, 0, log); n != 16 {
 		t.Errorf("an unknown budget: %d at once, want 16", n)
 	}
 }

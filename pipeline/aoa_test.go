@@ -11,6 +11,9 @@ import (
 
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/ingest"
+	"github.com/lulc/lulc/stage/predict"
 )
 
 // snowStack ingests an all-snow version of the tiny scene (lulc synth
@@ -18,7 +21,7 @@ import (
 // ingest config keeps).
 func snowStack(t *testing.T) string {
 	t.Helper()
-	if dir, ok := scenes["snow-stack"]; ok {
+	if dir, ok := demoScenes["snow-stack"]; ok {
 		return dir
 	}
 	cfg := synthConfig(t)
@@ -29,10 +32,10 @@ func snowStack(t *testing.T) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "stack")
-	if _, err := Ingest(context.Background(), ingestConfig(t, filepath.Join(scene, "catalog.json")), Options{Out: out}); err != nil {
+	if _, err := ingest.Ingest(context.Background(), ingestConfig(t, filepath.Join(scene, "catalog.json")), stage.Options{Out: out}); err != nil {
 		t.Fatal(err)
 	}
-	scenes["snow-stack"] = out
+	demoScenes["snow-stack"] = out
 	return out
 }
 
@@ -65,7 +68,7 @@ func readAOA(t *testing.T, path string) (di, mask []float32, g geo.Grid) {
 // lies mostly inside. Reruns give the same aoa.tif, byte for byte.
 func TestAOAFlagsSnow(t *testing.T) {
 	modelPath := demoModel(t)
-	m, _, err := LoadModel(modelPath)
+	m, _, err := predict.LoadModel(modelPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,9 +88,9 @@ func TestAOAFlagsSnow(t *testing.T) {
 		return 100 * float64(out) / float64(in+out), in + out
 	}
 	for _, step := range []int{1, 4} {
-		res, dir := predict(t, PredictConfig{Model: modelPath, Input: snowStack(t), Window: 512, AOA: AOAOptions{Step: step}})
+		res, dir := mustPredict(t, predict.PredictConfig{Model: modelPath, Input: snowStack(t), Window: 512, AOA: stage.AOAOptions{Step: step}})
 		tile := res.Tiles[0]
-		path := filepath.Join(dir, tile.Tile, AOAFile)
+		path := filepath.Join(dir, tile.Tile, stage.AOAFile)
 		if tile.AOA != path {
 			t.Fatalf("aoa path %q, want %q", tile.AOA, path)
 		}
@@ -119,9 +122,9 @@ func TestAOAFlagsSnow(t *testing.T) {
 		if item.Assets["aoa"] == nil || item.Properties["lulc:aoa_warning"] == nil || item.Properties["lulc:aoa_outside_percent"].(float64) < 90 {
 			t.Fatalf("item: %v", item.Properties)
 		}
-		checkCatalog(t, filepath.Join(dir, CollectionFile))
+		checkCatalog(t, filepath.Join(dir, stage.CollectionFile))
 		// A rerun writes the same bytes.
-		res2, _ := predict(t, PredictConfig{Model: modelPath, Input: snowStack(t), Window: 1024, AOA: AOAOptions{Step: step}})
+		res2, _ := mustPredict(t, predict.PredictConfig{Model: modelPath, Input: snowStack(t), Window: 1024, AOA: stage.AOAOptions{Step: step}})
 		a, _ := os.ReadFile(path)
 		b, _ := os.ReadFile(res2.Tiles[0].AOA)
 		if len(a) == 0 || !bytes.Equal(a, b) {
@@ -129,7 +132,7 @@ func TestAOAFlagsSnow(t *testing.T) {
 		}
 	}
 	// The training scene itself lies mostly inside.
-	res, _ := predict(t, PredictConfig{Model: modelPath, Input: demoStack(t), Window: 512})
+	res, _ := mustPredict(t, predict.PredictConfig{Model: modelPath, Input: demoStack(t), Window: 512})
 	_, mask, _ := readAOA(t, res.Tiles[0].AOA)
 	pct, _ := outside(mask)
 	t.Logf("training scene: %.2f %% outside", pct)
@@ -137,11 +140,11 @@ func TestAOAFlagsSnow(t *testing.T) {
 		t.Errorf("%.1f %% of the training scene outside the area of applicability (%q)", pct, res.Tiles[0].AOAWarning)
 	}
 	// Off: no aoa.tif, no asset.
-	res, dir := predict(t, PredictConfig{Model: modelPath, Input: demoStack(t), Window: 512, AOA: AOAOptions{Off: true}})
+	res, dir := mustPredict(t, predict.PredictConfig{Model: modelPath, Input: demoStack(t), Window: 512, AOA: stage.AOAOptions{Off: true}})
 	if res.Tiles[0].AOA != "" {
 		t.Error("aoa.off wrote an area of applicability")
 	}
-	if _, err := os.Stat(filepath.Join(dir, res.Tiles[0].Tile, AOAFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, res.Tiles[0].Tile, stage.AOAFile)); err == nil {
 		t.Error("aoa.off: aoa.tif exists")
 	}
 }

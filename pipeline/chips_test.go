@@ -12,6 +12,11 @@ import (
 	"github.com/lulc/lulc/internal/npy"
 	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/learn/sampling"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/chips"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/evaluate"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // TestExportChips cuts a stack of text classes into chips and checks the
@@ -25,23 +30,23 @@ func TestExportChips(t *testing.T) {
 	t.Parallel()
 	image, labels, g := textPair(t, `"forest"`, `"crops"`, `"water"`, `"forest"`, `"urban"`, `"crops"`, `"water"`, `"grass"`, `"forest"`, `"crops"`)
 	cfg := textConfig(t, image, labels, "")
-	_, stack := ingest(t, cfg)
-	tc, err := ParseTrainConfig([]byte("features: [B02, B03, B04, B08, ndvi, ndwi]\nsampling: {block_size: 8, buffer: 2, seed: 3}\n"))
+	_, stack := mustIngest(t, cfg)
+	tc, err := config.ParseTrainConfig([]byte("features: [B02, B03, B04, B08, ndvi, ndwi]\nsampling: {block_size: 8, buffer: 2, seed: 3}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tc.Input.Stack = stack
 	model := filepath.Join(t.TempDir(), "model")
-	if _, err := Train(context.Background(), tc, Options{Out: model}); err != nil {
+	if _, err := train.Train(context.Background(), tc, stage.Options{Out: model}); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "chips")
-	res, err := ExportChips(context.Background(), ChipsConfig{Train: tc, Size: 32, Stride: 24}, Options{Out: out})
+	res, err := chips.ExportChips(context.Background(), chips.ChipsConfig{Train: tc, Size: 32, Stride: 24}, stage.Options{Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var idx chipsIndex
-	body, _ := os.ReadFile(filepath.Join(out, ChipsFile))
+	var idx chips.ChipsIndex
+	body, _ := os.ReadFile(filepath.Join(out, chips.ChipsFile))
 	if err := json.Unmarshal(body, &idx); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +65,7 @@ func TestExportChips(t *testing.T) {
 	if err != nil || rows != g.Height || cols != g.Width {
 		t.Fatalf("split %d×%d: %v", rows, cols, err)
 	}
-	raw, _ := os.ReadFile(filepath.Join(model, SamplesFile))
+	raw, _ := os.ReadFile(filepath.Join(model, stage.SamplesFile))
 	set, err := sampleset.Decode(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +111,7 @@ func TestExportChips(t *testing.T) {
 	pred := filepath.Join(t.TempDir(), "pred.npy")
 	os.WriteFile(pred, append(npy.Header("|u1", []int{rows, cols}), y...), 0o644)
 	class := filepath.Join(t.TempDir(), "unet", "class.tif")
-	if err := ImportClasses(out, "T1", pred, class, Options{}); err != nil {
+	if err := chips.ImportClasses(out, "T1", pred, class, stage.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	back, _, err := raster.ReadBand[uint8](class, 1)
@@ -119,8 +124,8 @@ func TestExportChips(t *testing.T) {
 			t.Fatalf("pixel %d: imported %d, labels %d", i, back[i], stackLabels[i])
 		}
 	}
-	ev, err := Evaluate(context.Background(), class, filepath.Join(stack, "T1", "labels.tif"),
-		EvaluateConfig{Resampling: "nearest", Seed: 1, Split: filepath.Join(out, "tiles", "T1_split.npy")}, Options{Out: filepath.Join(t.TempDir(), "ev")})
+	ev, err := evaluate.Evaluate(context.Background(), class, filepath.Join(stack, "T1", "labels.tif"),
+		evaluate.EvaluateConfig{Resampling: "nearest", Seed: 1, Split: filepath.Join(out, "tiles", "T1_split.npy")}, stage.Options{Out: filepath.Join(t.TempDir(), "ev")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,22 +134,22 @@ func TestExportChips(t *testing.T) {
 	}
 
 	for _, c := range []struct {
-		cc   ChipsConfig
+		cc   chips.ChipsConfig
 		want string
 	}{
-		{ChipsConfig{Train: tc, Size: 512, Stride: 256}, "larger than tile T1"},
-		{ChipsConfig{Train: tc, Size: 32, Stride: 0}, "stride 0"},
+		{chips.ChipsConfig{Train: tc, Size: 512, Stride: 256}, "larger than tile T1"},
+		{chips.ChipsConfig{Train: tc, Size: 32, Stride: 0}, "stride 0"},
 	} {
-		if _, err := ExportChips(context.Background(), c.cc, Options{Out: filepath.Join(t.TempDir(), "x")}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := chips.ExportChips(context.Background(), c.cc, stage.Options{Out: filepath.Join(t.TempDir(), "x")}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("size %d stride %d: %v", c.cc.Size, c.cc.Stride, err)
 		}
 	}
-	if err := ImportClasses(out, "T9", pred, class+"2", Options{}); err == nil || !strings.Contains(err.Error(), "not a tile of the chips ([T1])") {
+	if err := chips.ImportClasses(out, "T9", pred, class+"2", stage.Options{}); err == nil || !strings.Contains(err.Error(), "not a tile of the chips ([T1])") {
 		t.Errorf("unknown tile: %v", err)
 	}
 	short := filepath.Join(t.TempDir(), "short.npy")
 	os.WriteFile(short, append(npy.Header("|u1", []int{2, 3}), make([]byte, 6)...), 0o644)
-	if err := ImportClasses(out, "T1", short, class+"3", Options{}); err == nil || !strings.Contains(err.Error(), "is 2×3") {
+	if err := chips.ImportClasses(out, "T1", short, class+"3", stage.Options{}); err == nil || !strings.Contains(err.Error(), "is 2×3") {
 		t.Errorf("wrong shape: %v", err)
 	}
 }

@@ -16,6 +16,9 @@ import (
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/learn/sampling"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // textLog is a logger writing text lines to w.
@@ -24,7 +27,7 @@ func textLog(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, 
 // labelledPair writes a 100 × 100 two-band image (values that vary with
 // the pixel, so that classes are learnable) and the labels given, and
 // returns a train config reading them with blocks of 10 pixels.
-func labelledPair(t *testing.T, labels []uint8) TrainConfig {
+func labelledPair(t *testing.T, labels []uint8) config.TrainConfig {
 	t.Helper()
 	dir := t.TempDir()
 	img, lab := filepath.Join(dir, "img.tif"), filepath.Join(dir, "lab.tif")
@@ -72,7 +75,7 @@ func TestSchemeFitWarning(t *testing.T) {
 	var log strings.Builder
 	// Esri/IO's one matching code leaves one class: training fails, after
 	// the warning that says why.
-	_, err := Train(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "io"), Log: textLog(&log)})
+	_, err := train.Train(context.Background(), cfg, stage.Options{Out: filepath.Join(t.TempDir(), "io"), Log: textLog(&log)})
 	if err == nil {
 		t.Error("one class trained")
 	}
@@ -82,7 +85,7 @@ func TestSchemeFitWarning(t *testing.T) {
 	}
 	cfg.Classes.Scheme = "esa-worldcover"
 	log.Reset()
-	res, err := Train(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "wc"), Log: textLog(&log)})
+	res, err := train.Train(context.Background(), cfg, stage.Options{Out: filepath.Join(t.TempDir(), "wc"), Log: textLog(&log)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +114,7 @@ func TestClassLostToSplit(t *testing.T) {
 	cfg := labelledPair(t, labels)
 	cfg.Sampling.Buffer, cfg.Sampling.ValidationFraction = 9, 0.6
 	var log strings.Builder
-	res, err := Train(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "run"), Log: textLog(&log)})
+	res, err := train.Train(context.Background(), cfg, stage.Options{Out: filepath.Join(t.TempDir(), "run"), Log: textLog(&log)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,15 +146,15 @@ func TestClassLostToSplit(t *testing.T) {
 // and which the context features would have given a blocked split.
 func TestLogSplitFeatures(t *testing.T) {
 	var log strings.Builder
-	cfg := TrainConfig{Features: []string{"B04", "mean(B08,15)"}}
+	cfg := config.TrainConfig{Features: []string{"B04", "mean(B08,15)"}}
 	cfg.Sampling.Split = sampling.SplitFeatures
-	logSplit(cfg, &sampleset.Set{}, Options{Log: textLog(&log)})
+	train.LogSplit(cfg, &sampleset.Set{}, stage.Options{Log: textLog(&log)})
 	if want := "sampling.split features: no buffer (sampling.buffer works with split blocks only)"; !strings.Contains(log.String(), want) || !strings.Contains(log.String(), "radius 7") {
 		t.Errorf("log %q lacks %q and the radius 7", log.String(), want)
 	}
 	log.Reset()
 	cfg.Sampling.Split = sampling.SplitBlocks
-	logSplit(cfg, &sampleset.Set{}, Options{Log: textLog(&log)})
+	train.LogSplit(cfg, &sampleset.Set{}, stage.Options{Log: textLog(&log)})
 	if log.Len() != 0 {
 		t.Errorf("a blocked split without a buffer logs %q", log.String())
 	}
@@ -175,7 +178,7 @@ func TestDocCustomSchemeExample(t *testing.T) {
 	if !ok || !ok2 {
 		t.Fatal("no YAML block after the custom-scheme-example marker")
 	}
-	cfg, err := ParseTrainConfig([]byte(block))
+	cfg, err := config.ParseTrainConfig([]byte(block))
 	if err != nil {
 		t.Fatalf("the documented custom scheme does not parse: %v", err)
 	}
@@ -183,7 +186,7 @@ func TestDocCustomSchemeExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Name != "my-survey" || !slices.Equal(s.Codes(), []uint8{1, 2, 3, 4, 5}) || cfg.remap()[6] != 1 {
+	if s.Name != "my-survey" || !slices.Equal(s.Codes(), []uint8{1, 2, 3, 4, 5}) || cfg.Remap()[6] != 1 {
 		t.Errorf("scheme %s %v, remap %v", s.Name, s.Codes(), cfg.Classes.Remap)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
 )
 
 // CollectResult summarises lulc collect.
@@ -47,7 +49,7 @@ type CollectTile struct {
 // UTM zones share no grid; where tiles overlap, the later in name order
 // wins), and the job's report. A missing task or a damaged tile fails it,
 // naming each and how to redo it.
-func Collect(ctx context.Context, out string, opt Options) (CollectResult, error) {
+func Collect(ctx context.Context, out string, opt stage.Options) (CollectResult, error) {
 	opt.Fill()
 	shards, count, err := listShards(out)
 	if err != nil {
@@ -91,18 +93,18 @@ func Collect(ctx context.Context, out string, opt Options) (CollectResult, error
 		}
 		commits[name] = c
 		for _, rt := range rep.Tiles {
-			if err := checkTileName(rt.Tile); err != nil {
+			if err := config.CheckTileName(rt.Tile); err != nil {
 				return CollectResult{}, fmt.Errorf("collect %s: %s: report.json: %w", out, dir, err)
 			}
 			if other, dup := seen[rt.Tile]; dup {
 				return CollectResult{}, fmt.Errorf("collect %s: tile %s was mapped by two tasks (%s and %s)", out, rt.Tile, other, name)
 			}
 			seen[rt.Tile] = name
-			if !c.lists(rt.Tile+"/"+ClassFile) || !c.lists(rt.Tile+"/"+ItemFile) {
+			if !c.lists(rt.Tile+"/"+stage.ClassFile) || !c.lists(rt.Tile+"/"+stage.ItemFile) {
 				redo(i, fmt.Sprintf("tile %s is not in the task's commit record", rt.Tile))
 				continue
 			}
-			info, err := raster.Inspect(filepath.Join(dir, rt.Tile, ClassFile))
+			info, err := raster.Inspect(filepath.Join(dir, rt.Tile, stage.ClassFile))
 			if err != nil {
 				redo(i, fmt.Sprintf("tile %s: %v", rt.Tile, err))
 				continue
@@ -119,12 +121,12 @@ func Collect(ctx context.Context, out string, opt Options) (CollectResult, error
 	}
 	slices.SortFunc(tiles, func(a, b CollectTile) int { return strings.Compare(a.Tile, b.Tile) })
 
-	stage, err := atomicfs.Begin(ctx, filepath.Join(out, CollectDir), true, opt.BreakLock, "collect "+job)
+	staging, err := atomicfs.Begin(ctx, filepath.Join(out, stage.CollectDir), true, opt.BreakLock, "collect "+job)
 	if err != nil {
 		return CollectResult{}, err
 	}
-	defer stage.Release()
-	res := CollectResult{Dir: stage.Final, Shards: count, Tiles: tiles}
+	defer staging.Release()
+	res := CollectResult{Dir: staging.Final, Shards: count, Tiles: tiles}
 	byEPSG := map[int][]CollectTile{}
 	for _, t := range tiles {
 		byEPSG[t.EPSG] = append(byEPSG[t.EPSG], t)
@@ -135,7 +137,7 @@ func Collect(ctx context.Context, out string, opt Options) (CollectResult, error
 	}
 	slices.Sort(epsgs)
 	for _, e := range epsgs {
-		for _, file := range []string{ClassFile, ConfidenceFile, AOAFile} {
+		for _, file := range []string{stage.ClassFile, stage.ConfidenceFile, stage.AOAFile} {
 			var srcs []string
 			for _, t := range byEPSG[e] {
 				// The staging directory and the collection are both
@@ -149,7 +151,7 @@ func Collect(ctx context.Context, out string, opt Options) (CollectResult, error
 				continue
 			}
 			name := fmt.Sprintf("%s-%d.vrt", strings.TrimSuffix(file, ".tif"), e)
-			if err := raster.BuildVRT(stage.Path(name), srcs); err != nil {
+			if err := raster.BuildVRT(staging.Path(name), srcs); err != nil {
 				return res, err
 			}
 			res.Mosaics = append(res.Mosaics, name)
@@ -162,7 +164,7 @@ func Collect(ctx context.Context, out string, opt Options) (CollectResult, error
 		collection = "lulc-" + job[:12]
 	}
 	desc := fmt.Sprintf("Land-cover maps of %d tile(s) by lulc run, from an array job of %d tasks.", len(tiles), count)
-	if err := writeCollection(stage.Dir, collection, "lulc land-cover maps", desc, collectionItems(tiles, commits)); err != nil {
+	if err := stage.WriteCollection(staging.Dir, collection, "lulc land-cover maps", desc, collectionItems(tiles, commits)); err != nil {
 		return res, err
 	}
 	body, _ := json.MarshalIndent(struct {
@@ -171,13 +173,13 @@ func Collect(ctx context.Context, out string, opt Options) (CollectResult, error
 		Mosaics []string      `json:"mosaics"`
 		Tiles   []CollectTile `json:"tiles"`
 	}{job, count, res.Mosaics, tiles}, "", "  ")
-	if err := atomicfs.WriteFile(stage.Path("report.json"), append(body, '\n')); err != nil {
+	if err := atomicfs.WriteFile(staging.Path("report.json"), append(body, '\n')); err != nil {
 		return res, err
 	}
-	if err := atomicfs.WriteFile(stage.Path("report.md"), []byte(collectMarkdown(res))); err != nil {
+	if err := atomicfs.WriteFile(staging.Path("report.md"), []byte(collectMarkdown(res))); err != nil {
 		return res, err
 	}
-	return res, stage.Commit()
+	return res, staging.Commit()
 }
 
 // listShards finds OUT/shards/i-of-n directories; every one must have the
@@ -214,7 +216,7 @@ func listShards(out string) (map[int]string, int, error) {
 func collectionItems(tiles []CollectTile, commits map[string]taskCommit) []string {
 	var items []string
 	for _, t := range tiles {
-		for _, f := range []string{ItemFile, StackItemFile} {
+		for _, f := range []string{stage.ItemFile, stage.StackItemFile} {
 			if commits[t.Shard].lists(t.Tile + "/" + f) {
 				items = append(items, "../shards/"+t.Shard+"/"+t.Tile+"/"+f)
 			}

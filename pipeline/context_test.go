@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/predict"
 )
 
 // contextFeatures are the demo's features with neighbourhood statistics.
@@ -23,19 +26,19 @@ func TestRunContextFeatures(t *testing.T) {
 	job := demoJob(t)
 	job.Train.Features = contextFeatures
 	out := filepath.Join(t.TempDir(), "run")
-	res := runJob(t, job, out, Options{})
+	res := runJob(t, job, out, stage.Options{})
 	if res.Train == nil {
 		t.Fatal("the run trained no model")
 	}
 	stack := demoStack(t)
 	tc := trainConfig(t, "train-demo.yaml", stack)
 	tc.Features = contextFeatures
-	trained, trainDir := train(t, tc)
-	a, _, err := LoadModel(filepath.Join(out, "model", ModelFile))
+	trained, trainDir := mustTrain(t, tc)
+	a, _, err := predict.LoadModel(filepath.Join(out, "model", stage.ModelFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := LoadModel(filepath.Join(trainDir, ModelFile))
+	b, _, err := predict.LoadModel(filepath.Join(trainDir, stage.ModelFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +51,8 @@ func TestRunContextFeatures(t *testing.T) {
 	if !reflect.DeepEqual(res.Train.Metrics.Confusion, trained.Metrics.Confusion) {
 		t.Errorf("validation confusion %v, train's %v", res.Train.Metrics.Confusion, trained.Metrics.Confusion)
 	}
-	_, pred := predict(t, PredictConfig{Model: filepath.Join(out, "model", ModelFile), Input: stack, Confidence: true})
-	for _, f := range []string{ClassFile, ConfidenceFile} {
+	_, pred := mustPredict(t, predict.PredictConfig{Model: filepath.Join(out, "model", stage.ModelFile), Input: stack, Confidence: true})
+	for _, f := range []string{stage.ClassFile, stage.ConfidenceFile} {
 		sameFile(t, filepath.Join(out, "31TEJ", f), filepath.Join(pred, "31TEJ", f))
 	}
 }
@@ -62,7 +65,7 @@ func TestContextFeaturesInFlowLists(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw = regexp.MustCompile(`(?s)features: \[.*?\]`).ReplaceAll(raw, []byte("features: [B04, mean(B08, 15), std(nd(B08, B11), 7), ndvi]"))
-	c, err := ParseTrainConfig(raw)
+	c, err := config.ParseTrainConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +83,7 @@ func TestContextBufferDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := ParseTrainConfig(raw)
+	c, err := config.ParseTrainConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +92,7 @@ func TestContextBufferDefault(t *testing.T) {
 	}
 	for _, buf := range []int{0, 3} {
 		set := regexp.MustCompile(`(?m)^sampling:\n`).ReplaceAll(raw, fmt.Appendf(nil, "sampling:\n  buffer: %d\n", buf))
-		c, err := ParseTrainConfig(set)
+		c, err := config.ParseTrainConfig(set)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,11 +101,11 @@ func TestContextBufferDefault(t *testing.T) {
 		}
 	}
 	small := regexp.MustCompile(`block_size: \d+`).ReplaceAll(raw, []byte("block_size: 6"))
-	if _, err := ParseTrainConfig(small); err == nil || !strings.Contains(err.Error(), "too small for the context features") {
+	if _, err := config.ParseTrainConfig(small); err == nil || !strings.Contains(err.Error(), "too small for the context features") {
 		t.Errorf("blocks of 6 with a default buffer of 7: %v", err)
 	}
 	pixel := regexp.MustCompile(`(?s)features: \[.*?\]`).ReplaceAll(raw, []byte("features: [B04, ndvi]"))
-	if c, err := ParseTrainConfig(pixel); err != nil || c.Sampling.Buffer != 0 {
+	if c, err := config.ParseTrainConfig(pixel); err != nil || c.Sampling.Buffer != 0 {
 		t.Errorf("per-pixel features: buffer %d, %v", c.Sampling.Buffer, err)
 	}
 }
@@ -112,11 +115,11 @@ func TestContextBufferDefault(t *testing.T) {
 func TestDefaultFeatureSet(t *testing.T) {
 	for _, name := range []string{"train-demo.yaml", "train-real.yaml"} {
 		raw, _ := configs.Read(name)
-		c, err := ParseTrainConfig(raw)
+		c, err := config.ParseTrainConfig(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := DefaultTrainConfig(); !reflect.DeepEqual(c.Features, d.Features) || len(d.Features) != 56 {
+		if d := config.DefaultTrainConfig(); !reflect.DeepEqual(c.Features, d.Features) || len(d.Features) != 56 {
 			t.Errorf("%s's features differ from the default set (%d features)", name, len(d.Features))
 		}
 	}

@@ -10,8 +10,12 @@ import (
 	"path/filepath"
 
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/source/synth"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/ingest"
+	"github.com/lulc/lulc/stage/predict"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // Example maps land cover from a STAC catalog the way lulc's staged
@@ -49,13 +53,13 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	icfg, err := pipeline.ParseIngestConfig(raw)
+	icfg, err := config.ParseIngestConfig(raw)
 	if err != nil {
 		log.Fatal(err)
 	}
 	icfg.Source.Catalog = filepath.Join(scene, "catalog.json")
 	stack := filepath.Join(dir, "stack")
-	ing, err := pipeline.Ingest(ctx, icfg, pipeline.Options{Out: stack, Log: quiet, Version: "example"})
+	ing, err := ingest.Ingest(ctx, icfg, stage.Options{Out: stack, Log: quiet, Version: "example"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -66,13 +70,13 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	tcfg, err := pipeline.ParseTrainConfig(raw)
+	tcfg, err := config.ParseTrainConfig(raw)
 	if err != nil {
 		log.Fatal(err)
 	}
 	tcfg.Input.Stack = stack
 	model := filepath.Join(dir, "model")
-	tr, err := pipeline.Train(ctx, tcfg, pipeline.Options{Out: model, Log: quiet, Version: "example"})
+	tr, err := train.Train(ctx, tcfg, stage.Options{Out: model, Log: quiet, Version: "example"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -80,15 +84,15 @@ func Example() {
 
 	// Map the tile.
 	mapped := filepath.Join(dir, "map")
-	pr, err := pipeline.Predict(ctx, pipeline.PredictConfig{Model: filepath.Join(model, pipeline.ModelFile), Input: stack, Window: 1024, Compress: "DEFLATE"},
-		pipeline.Options{Out: mapped, Log: quiet, Version: "example"})
+	pr, err := predict.Predict(ctx, predict.PredictConfig{Model: filepath.Join(model, stage.ModelFile), Input: stack, Window: 1024, Compress: "DEFLATE"},
+		stage.Options{Out: mapped, Log: quiet, Version: "example"})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("mapped:", filepath.Base(pr.Tiles[0].Class), pr.Tiles[0].Pixels, "pixels")
 
 	// Read the model back: its features and classes.
-	m, _, err := pipeline.LoadModel(filepath.Join(model, pipeline.ModelFile))
+	m, _, err := predict.LoadModel(filepath.Join(model, stage.ModelFile))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -10,6 +10,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/ingest"
+	"github.com/lulc/lulc/stage/predict"
+	"github.com/lulc/lulc/stage/train"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden from this run's outputs (after a deliberate change: review the diff)")
@@ -26,18 +31,18 @@ func TestGoldenFormats(t *testing.T) {
 	scene := makeScene(t, "tiny", synthConfig(t))
 	out := t.TempDir()
 	ctx := context.Background()
-	opt := func(dir string) Options {
-		return Options{Out: filepath.Join(out, dir), Version: "golden", Charts: drawer}
+	opt := func(dir string) stage.Options {
+		return stage.Options{Out: filepath.Join(out, dir), Version: "golden", Charts: drawer}
 	}
-	if _, err := Ingest(ctx, ingestConfig(t, filepath.Join(scene, "catalog.json")), opt("stack")); err != nil {
+	if _, err := ingest.Ingest(ctx, ingestConfig(t, filepath.Join(scene, "catalog.json")), opt("stack")); err != nil {
 		t.Fatal(err)
 	}
 	tc := trainConfig(t, "train-demo.yaml", filepath.Join(out, "stack"))
-	if _, err := Train(ctx, tc, opt("model")); err != nil {
+	if _, err := train.Train(ctx, tc, opt("model")); err != nil {
 		t.Fatal(err)
 	}
-	pc := PredictConfig{Model: filepath.Join(out, "model", ModelFile), Input: filepath.Join(out, "stack"), Window: 1024, Compress: "DEFLATE", Confidence: true}
-	if _, err := Predict(ctx, pc, opt("map")); err != nil {
+	pc := predict.PredictConfig{Model: filepath.Join(out, "model", stage.ModelFile), Input: filepath.Join(out, "stack"), Window: 1024, Compress: "DEFLATE", Confidence: true}
+	if _, err := predict.Predict(ctx, pc, opt("map")); err != nil {
 		t.Fatal(err)
 	}
 	files := []string{

@@ -19,6 +19,9 @@ import (
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/progress"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/ingest"
 )
 
 const terramindDir = "../../shared/data/terramind-s2-lulc"
@@ -26,7 +29,7 @@ const terramindDir = "../../shared/data/terramind-s2-lulc"
 // realSampleConfig is configs/ingest-real-sample.yaml with its paths made
 // relative to this package's directory (they are relative to the
 // repository root).
-func realSampleConfig(t *testing.T) IngestConfig {
+func realSampleConfig(t *testing.T) config.IngestConfig {
 	t.Helper()
 	if _, err := os.Stat(terramindDir); err != nil {
 		t.Skipf("real sample data not available: %v", err)
@@ -35,7 +38,7 @@ func realSampleConfig(t *testing.T) IngestConfig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ParseIngestConfig([]byte(strings.ReplaceAll(string(raw), "../shared/", "../../shared/")))
+	cfg, err := config.ParseIngestConfig([]byte(strings.ReplaceAll(string(raw), "../shared/", "../../shared/")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +51,7 @@ func realSampleConfig(t *testing.T) IngestConfig {
 // are the source labels, and a rerun gives the same bytes.
 func TestIngestRastersTerraMind(t *testing.T) {
 	cfg := realSampleConfig(t)
-	res, out := ingest(t, cfg)
+	res, out := mustIngest(t, cfg)
 	if len(res.Tiles) != 2 || res.DecodedBytes != 2*224*224*10*2 {
 		t.Fatalf("tiles %+v, %d bytes decoded", res.Tiles, res.DecodedBytes)
 	}
@@ -84,7 +87,7 @@ func TestIngestRastersTerraMind(t *testing.T) {
 				if v < 1 || dn[i] != want || dn[i] != uint16(v)+1000 {
 					t.Fatalf("%s %s pixel %d: stack DN %d, source %g (want %d)", p.Tile, band, i, dn[i], v, want)
 				}
-				if got := float64(dn[i])*StackScale + StackOffset; math.Abs(got-float64(v)*0.0001) > 1e-9 {
+				if got := float64(dn[i])*stage.StackScale + stage.StackOffset; math.Abs(got-float64(v)*0.0001) > 1e-9 {
 					t.Fatalf("%s %s pixel %d: reflectance %g, source %g", p.Tile, band, i, got, float64(v)*0.0001)
 				}
 			}
@@ -106,14 +109,14 @@ func TestIngestRastersTerraMind(t *testing.T) {
 			t.Errorf("%s: valid counts are not all 1", p.Tile)
 		}
 
-		var m manifest
+		var m stage.Manifest
 		body, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
 		if err := json.Unmarshal(body, &m); err != nil {
 			t.Fatal(err)
 		}
-		imgSum, _, _ := fileSHA256(p.Image)
+		imgSum, _, _ := stage.FileSHA256(p.Image)
 		b08 := m.Sources[0].Assets["B08"]
-		if m.Tile != p.Tile || m.Scale != StackScale || m.Offset != StackOffset || m.ConfigHash != cfg.Hash() ||
+		if m.Tile != p.Tile || m.Scale != stage.StackScale || m.Offset != stage.StackOffset || m.ConfigHash != cfg.Hash() ||
 			len(m.Sources) != 1 || b08.Band != 8 || b08.SHA256 != imgSum || b08.Scale != 0.0001 || m.Sources[0].Datetime == "" ||
 			len(m.Labels) != 1 || m.Labels[0].Assets["labels"].SHA256 == "" || len(m.Outputs) != 3 {
 			t.Errorf("%s: manifest %s", p.Tile, body)
@@ -124,7 +127,7 @@ func TestIngestRastersTerraMind(t *testing.T) {
 			}
 		}
 	}
-	_, again := ingest(t, cfg)
+	_, again := mustIngest(t, cfg)
 	if d := diffTrees(t, out, again); len(d) > 0 {
 		t.Errorf("a rerun differs: %v", d)
 	}
@@ -190,9 +193,9 @@ func rasterPair(t *testing.T, dir string, g geo.Grid) (image, labels string) {
 	return image, labels
 }
 
-func rasterConfig(t *testing.T, image, labels string) IngestConfig {
+func rasterConfig(t *testing.T, image, labels string) config.IngestConfig {
 	t.Helper()
-	cfg, err := ParseIngestConfig([]byte(`
+	cfg, err := config.ParseIngestConfig([]byte(`
 source:
   rasters:
     - {image: ` + image + `, labels: ` + labels + `, tile: T1, datetime: 2021-07-23}
@@ -218,10 +221,10 @@ var synthGrid = geo.Grid{EPSG: 32631, Width: 1100, Height: 700, Transform: [6]fl
 func TestIngestRastersWindows(t *testing.T) {
 	image, labels := rasterPair(t, t.TempDir(), synthGrid)
 	cfg := rasterConfig(t, image, labels)
-	res, out := ingest(t, cfg)
+	res, out := mustIngest(t, cfg)
 	// The raster pair's stack is a STAC item too, its labels' codes the
 	// user's: no classification.
-	if items := checkCatalog(t, filepath.Join(out, CollectionFile)); len(items) != 1 || strings.Contains(string(must(os.ReadFile(items[0]))), "classification:classes") {
+	if items := checkCatalog(t, filepath.Join(out, stage.CollectionFile)); len(items) != 1 || strings.Contains(string(must(os.ReadFile(items[0]))), "classification:classes") {
 		t.Errorf("stack items %v", items)
 	}
 	n := synthGrid.Width * synthGrid.Height
@@ -258,7 +261,7 @@ func TestIngestRastersWindows(t *testing.T) {
 	resumed := filepath.Join(t.TempDir(), "stack")
 	ctx, cancel := context.WithCancel(context.Background())
 	var windows atomic.Int32
-	_, err := Ingest(ctx, cfg, Options{Out: resumed, Version: "test", Workers: 2, NewBar: func(int64, string) progress.Bar {
+	_, err := ingest.Ingest(ctx, cfg, stage.Options{Out: resumed, Version: "test", Workers: 2, NewBar: func(int64, string) progress.Bar {
 		return hookBar{func() {
 			if windows.Add(1) == 3 {
 				cancel()
@@ -271,7 +274,7 @@ func TestIngestRastersWindows(t *testing.T) {
 	if _, err := os.Stat(resumed); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal("interrupted ingest left its output")
 	}
-	r2, err := Ingest(context.Background(), cfg, Options{Out: resumed, Version: "test", Workers: 3})
+	r2, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: resumed, Version: "test", Workers: 3})
 	if err != nil || !r2.Resumed {
 		t.Fatalf("resume: %v, resumed %v", err, r2.Resumed)
 	}
@@ -284,11 +287,11 @@ func TestIngestRastersWindows(t *testing.T) {
 // keeps the first on resume and ends with the same bytes.
 func TestIngestRastersResumeKeepsTiles(t *testing.T) {
 	cfg := realSampleConfig(t)
-	_, want := ingest(t, cfg)
+	_, want := mustIngest(t, cfg)
 	out := filepath.Join(t.TempDir(), "stack")
 	ctx, cancel := context.WithCancel(context.Background())
 	var tiles atomic.Int32
-	_, err := Ingest(ctx, cfg, Options{Out: out, Version: "test", NewBar: func(int64, string) progress.Bar {
+	_, err := ingest.Ingest(ctx, cfg, stage.Options{Out: out, Version: "test", NewBar: func(int64, string) progress.Bar {
 		if tiles.Add(1) == 2 {
 			cancel()
 		}
@@ -297,7 +300,7 @@ func TestIngestRastersResumeKeepsTiles(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted ingest: %v", err)
 	}
-	res, err := Ingest(context.Background(), cfg, Options{Out: out, Version: "test"})
+	res, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: out, Version: "test"})
 	if err != nil || !res.Resumed || !res.Tiles[0].Skipped || res.Tiles[1].Skipped {
 		t.Fatalf("resume: %v, %+v", err, res)
 	}
@@ -320,16 +323,16 @@ func TestIngestRastersBadInput(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		edit func(c *IngestConfig)
+		edit func(c *config.IngestConfig)
 		want []string
 	}{
-		{"missing image", func(c *IngestConfig) { c.Source.Rasters[0].Image = filepath.Join(dir, "nope.tif") }, []string{"source.rasters[0].image", "nope.tif"}},
-		{"missing labels", func(c *IngestConfig) { c.Source.Rasters[0].Labels = filepath.Join(dir, "nope.tif") }, []string{"source.rasters[0].labels", "nope.tif"}},
-		{"band count", func(c *IngestConfig) { c.Source.Bands = append(c.Source.Bands, "B11") }, []string{"image.tif has 4 bands but source.bands names 5"}},
-		{"labels on another grid", func(c *IngestConfig) { c.Source.Rasters[0].Labels = offGrid }, []string{"source.rasters[0].labels", "another grid", "500010.000"}},
-		{"labels not Byte", func(c *IngestConfig) { c.Source.Rasters[0].Labels = int16Labels }, []string{"labels16.tif", "UInt16"}},
-		{"resolution", func(c *IngestConfig) { c.Grid.Resolution = 20 }, []string{"but grid.resolution is 20"}},
-		{"catalog and rasters", func(c *IngestConfig) { c.Source.Catalog = "catalog.json" }, []string{"source: set exactly one of catalog"}},
+		{"missing image", func(c *config.IngestConfig) { c.Source.Rasters[0].Image = filepath.Join(dir, "nope.tif") }, []string{"source.rasters[0].image", "nope.tif"}},
+		{"missing labels", func(c *config.IngestConfig) { c.Source.Rasters[0].Labels = filepath.Join(dir, "nope.tif") }, []string{"source.rasters[0].labels", "nope.tif"}},
+		{"band count", func(c *config.IngestConfig) { c.Source.Bands = append(c.Source.Bands, "B11") }, []string{"image.tif has 4 bands but source.bands names 5"}},
+		{"labels on another grid", func(c *config.IngestConfig) { c.Source.Rasters[0].Labels = offGrid }, []string{"source.rasters[0].labels", "another grid", "500010.000"}},
+		{"labels not Byte", func(c *config.IngestConfig) { c.Source.Rasters[0].Labels = int16Labels }, []string{"labels16.tif", "UInt16"}},
+		{"resolution", func(c *config.IngestConfig) { c.Grid.Resolution = 20 }, []string{"but grid.resolution is 20"}},
+		{"catalog and rasters", func(c *config.IngestConfig) { c.Source.Catalog = "catalog.json" }, []string{"source: set exactly one of catalog"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -366,7 +369,7 @@ func TestIngestRastersConfigErrors(t *testing.T) {
 		if edited == string(raw) {
 			t.Fatalf("%q is not in the config", c.old)
 		}
-		_, err := ParseIngestConfig([]byte(edited))
+		_, err := config.ParseIngestConfig([]byte(edited))
 		if c.want == "" {
 			if err != nil {
 				t.Errorf("%s → %s: %v", c.old, c.new, err)
@@ -380,11 +383,11 @@ func TestIngestRastersConfigErrors(t *testing.T) {
 	// STAC configs reject the rasters' image description.
 	raw, _ = configs.Read("ingest-tiny.yaml")
 	bad := strings.Replace(string(raw), "  limit: 100\n", "  limit: 100\n  scale: 0.0001\n", 1)
-	if _, err := ParseIngestConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), "describe rasters") {
+	if _, err := config.ParseIngestConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), "describe rasters") {
 		t.Errorf("scale on a STAC source: %v", err)
 	}
 	// A pair's tile defaults to the image's file name.
-	if got := (RasterPair{Image: "/data/x/637U_59R_1_3.tif"}).TileName(); got != "637U_59R_1_3" {
+	if got := (config.RasterPair{Image: "/data/x/637U_59R_1_3.tif"}).TileName(); got != "637U_59R_1_3" {
 		t.Errorf("tile name %q", got)
 	}
 }
@@ -418,11 +421,11 @@ func TestIngestRastersVectorLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Source.Rasters[0].Labels = labels
-	if _, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "refused")}); err == nil || !strings.Contains(err.Error(), "label_field") {
+	if _, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: filepath.Join(t.TempDir(), "refused")}); err == nil || !strings.Contains(err.Error(), "label_field") {
 		t.Errorf("vector labels without label_field: %v", err)
 	}
 	cfg.Source.LabelField = "code"
-	_, out := ingest(t, cfg)
+	_, out := mustIngest(t, cfg)
 	got, _ := readU16(t, filepath.Join(out, cfg.Source.Rasters[0].Tile, "labels.tif"), 1)
 	for i, v := range got {
 		col, row := i%g.Width, i/g.Width

@@ -28,14 +28,17 @@ import (
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/source/catalog"
 	"github.com/lulc/lulc/source/synth"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/ingest"
 )
 
-// scenes caches synthetic scenes by name for the package's tests.
-var scenes = map[string]string{}
+// demoScenes caches synthetic scenes by name for the package's tests.
+var demoScenes = map[string]string{}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, dir := range scenes {
+	for _, dir := range demoScenes {
 		os.RemoveAll(filepath.Dir(dir))
 	}
 	os.Exit(code)
@@ -56,7 +59,7 @@ func synthConfig(t *testing.T) synth.Config {
 
 func makeScene(t *testing.T, name string, cfg synth.Config) string {
 	t.Helper()
-	if dir, ok := scenes[name]; ok {
+	if dir, ok := demoScenes[name]; ok {
 		return dir
 	}
 	tmp, err := os.MkdirTemp("", "lulc-ingest-"+name)
@@ -67,17 +70,17 @@ func makeScene(t *testing.T, name string, cfg synth.Config) string {
 	if _, err := synth.Run(context.Background(), cfg, synth.Options{Out: dir}); err != nil {
 		t.Fatal(err)
 	}
-	scenes[name] = dir
+	demoScenes[name] = dir
 	return dir
 }
 
-func ingestConfig(t *testing.T, catalogPath string) IngestConfig {
+func ingestConfig(t *testing.T, catalogPath string) config.IngestConfig {
 	t.Helper()
 	raw, err := configs.Read("ingest-tiny.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ParseIngestConfig(raw)
+	cfg, err := config.ParseIngestConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,10 +88,10 @@ func ingestConfig(t *testing.T, catalogPath string) IngestConfig {
 	return cfg
 }
 
-func ingest(t *testing.T, cfg IngestConfig) (IngestResult, string) {
+func mustIngest(t *testing.T, cfg config.IngestConfig) (ingest.IngestResult, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "stack")
-	res, err := Ingest(context.Background(), cfg, Options{Out: out, Version: "test"})
+	res, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: out, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +111,7 @@ func TestIngestTinyScene(t *testing.T) {
 	scfg := synthConfig(t)
 	scene := makeScene(t, "tiny", scfg)
 	cfg := ingestConfig(t, filepath.Join(scene, "catalog.json"))
-	res, out := ingest(t, cfg)
+	res, out := mustIngest(t, cfg)
 	if len(res.Tiles) != 1 || res.Tiles[0].Tile != "31TEJ" || res.Tiles[0].Dates != 3 {
 		t.Fatalf("tiles %+v", res.Tiles)
 	}
@@ -212,7 +215,7 @@ func TestIngestTinyScene(t *testing.T) {
 	}
 
 	// The manifest records inputs and outputs.
-	var m manifest
+	var m stage.Manifest
 	body, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err := json.Unmarshal(body, &m); err != nil {
 		t.Fatal(err)
@@ -303,12 +306,12 @@ func newStacServer(t *testing.T, scene string) *stacServer {
 
 func TestIngestFromSTACAPI(t *testing.T) {
 	scene := makeScene(t, "tiny", synthConfig(t))
-	_, local := ingest(t, ingestConfig(t, filepath.Join(scene, "catalog.json")))
+	_, local := mustIngest(t, ingestConfig(t, filepath.Join(scene, "catalog.json")))
 
 	srv := newStacServer(t, scene)
 	cfg := ingestConfig(t, "")
 	cfg.Source.Catalog, cfg.Source.API = "", srv.URL
-	_, remote := ingest(t, cfg)
+	_, remote := mustIngest(t, cfg)
 	if srv.searches.Load() < 3 || srv.ranges.Load() == 0 {
 		t.Errorf("%d searches (want paging), %d range requests", srv.searches.Load(), srv.ranges.Load())
 	}
@@ -319,14 +322,14 @@ func TestIngestFromSTACAPI(t *testing.T) {
 			t.Errorf("%s differs between the static catalog and the API over HTTP", f)
 		}
 	}
-	var m manifest
+	var m stage.Manifest
 	body, _ := os.ReadFile(filepath.Join(remote, "31TEJ", "manifest.json"))
 	json.Unmarshal(body, &m)
 	if a := m.Sources[0].Assets["B04"]; !strings.HasPrefix(a.Href, srv.URL) || a.Size == 0 {
 		t.Errorf("remote asset recorded as %+v", a)
 	}
 	// The stack's item links its sources' assets by their URLs.
-	items := checkCatalog(t, filepath.Join(remote, CollectionFile))
+	items := checkCatalog(t, filepath.Join(remote, stage.CollectionFile))
 	if len(items) != 1 || !strings.Contains(string(must(os.ReadFile(items[0]))), `"href": "`+srv.URL+"/") {
 		t.Errorf("stack items %v do not link the sources' URLs", items)
 	}
@@ -340,12 +343,12 @@ func TestIngestResumeGivesSameBytes(t *testing.T) {
 	cfg := ingestConfig(t, filepath.Join(scene, "catalog.json"))
 	cfg.Area.BBox = []float64{2.9, 45.0, 3.2, 45.2}
 	cfg.Window = 512
-	_, want := ingest(t, cfg)
+	_, want := mustIngest(t, cfg)
 
 	out := filepath.Join(t.TempDir(), "stack")
 	ctx, cancel := context.WithCancel(context.Background())
 	var windows atomic.Int32
-	_, err := Ingest(ctx, cfg, Options{Out: out, Version: "test", NewBar: func(int64, string) progress.Bar {
+	_, err := ingest.Ingest(ctx, cfg, stage.Options{Out: out, Version: "test", NewBar: func(int64, string) progress.Bar {
 		return hookBar{func() {
 			if windows.Add(1) == 3 {
 				cancel()
@@ -358,11 +361,11 @@ func TestIngestResumeGivesSameBytes(t *testing.T) {
 	if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal("interrupted ingest left its output")
 	}
-	res, err := Ingest(context.Background(), cfg, Options{Out: out, Version: "test"})
+	res, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: out, Version: "test"})
 	if err != nil || !res.Resumed {
 		t.Fatalf("resume: %v, resumed %v", err, res.Resumed)
 	}
-	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif", "manifest.json", StackItemFile, filepath.Join("..", CollectionFile)} {
+	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif", "manifest.json", stage.StackItemFile, filepath.Join("..", stage.CollectionFile)} {
 		a, _ := os.ReadFile(filepath.Join(want, "31TEJ", f))
 		b, _ := os.ReadFile(filepath.Join(out, "31TEJ", f))
 		if f == "manifest.json" {
@@ -390,7 +393,7 @@ func TestIngestAllCloud(t *testing.T) {
 	scene := makeScene(t, "overcast", scfg)
 	cfg := ingestConfig(t, filepath.Join(scene, "catalog.json"))
 	cfg.MaxCloudCover = 100
-	res, out := ingest(t, cfg)
+	res, out := mustIngest(t, cfg)
 	if res.Tiles[0].NoValidFrac != 1 {
 		t.Errorf("no-valid fraction %g, want 1", res.Tiles[0].NoValidFrac)
 	}
@@ -425,16 +428,16 @@ func TestIngestBadInput(t *testing.T) {
 
 	cases := []struct {
 		name string
-		edit func(c *IngestConfig)
+		edit func(c *config.IngestConfig)
 		want []string
 	}{
-		{"missing band asset", func(c *IngestConfig) { c.Source.Assets = map[string]string{"B04": "nope"} }, []string{"no asset for band B04", "nope"}},
-		{"truncated COG", func(c *IngestConfig) { c.Source.Catalog = filepath.Join(broken, "catalog.json") }, []string{"B03.tif"}},
-		{"404 asset", func(c *IngestConfig) { c.Source.Catalog, c.Source.API = "", srv.URL }, []string{"B11.tif"}},
-		{"area outside every item", func(c *IngestConfig) { c.Area.BBox = []float64{10, 10, 10.1, 10.1} }, []string{"no sentinel-2-l2a items"}},
-		{"no dates match", func(c *IngestConfig) { c.Dates.Start, c.Dates.End = "2020-01-01", "2020-02-01" }, []string{"no sentinel-2-l2a items", "2020-01-01"}},
-		{"unusable CRS", func(c *IngestConfig) { c.Grid.EPSG, c.Grid.Bounds = 999999, []float64{0, 0, 100, 100} }, []string{"EPSG:999999"}},
-		{"resolution in the wrong unit", func(c *IngestConfig) { c.Grid.Resolution = 0.001 }, []string{"grid.resolution: 0.001", "at most 2147483648"}},
+		{"missing band asset", func(c *config.IngestConfig) { c.Source.Assets = map[string]string{"B04": "nope"} }, []string{"no asset for band B04", "nope"}},
+		{"truncated COG", func(c *config.IngestConfig) { c.Source.Catalog = filepath.Join(broken, "catalog.json") }, []string{"B03.tif"}},
+		{"404 asset", func(c *config.IngestConfig) { c.Source.Catalog, c.Source.API = "", srv.URL }, []string{"B11.tif"}},
+		{"area outside every item", func(c *config.IngestConfig) { c.Area.BBox = []float64{10, 10, 10.1, 10.1} }, []string{"no sentinel-2-l2a items"}},
+		{"no dates match", func(c *config.IngestConfig) { c.Dates.Start, c.Dates.End = "2020-01-01", "2020-02-01" }, []string{"no sentinel-2-l2a items", "2020-01-01"}},
+		{"unusable CRS", func(c *config.IngestConfig) { c.Grid.EPSG, c.Grid.Bounds = 999999, []float64{0, 0, 100, 100} }, []string{"EPSG:999999"}},
+		{"resolution in the wrong unit", func(c *config.IngestConfig) { c.Grid.Resolution = 0.001 }, []string{"grid.resolution: 0.001", "at most 2147483648"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -447,10 +450,10 @@ func TestIngestBadInput(t *testing.T) {
 
 // ingestFails checks that ingesting cfg fails with an error holding every
 // want and leaves no output.
-func ingestFails(t *testing.T, cfg IngestConfig, want []string) {
+func ingestFails(t *testing.T, cfg config.IngestConfig, want []string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "stack")
-	_, err := Ingest(context.Background(), cfg, Options{Out: out})
+	_, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: out})
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -478,10 +481,10 @@ func TestIngestLabelsNotOverlapping(t *testing.T) {
 		labels[i] = 10
 	}
 	os.Remove(maps[0])
-	if err := raster.WriteCOG(maps[0], g, labels, raster.COGOptions{NoData: ptr(0.0)}); err != nil {
+	if err := raster.WriteCOG(maps[0], g, labels, raster.COGOptions{NoData: stage.Ptr(0.0)}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Ingest(context.Background(), ingestConfig(t, filepath.Join(moved, "catalog.json")), Options{Out: filepath.Join(t.TempDir(), "o")})
+	_, err := ingest.Ingest(context.Background(), ingestConfig(t, filepath.Join(moved, "catalog.json")), stage.Options{Out: filepath.Join(t.TempDir(), "o")})
 	if err == nil || !strings.Contains(err.Error(), "labels do not overlap") || !strings.Contains(err.Error(), "_Map.tif") {
 		t.Fatalf("got %v", err)
 	}
@@ -498,7 +501,7 @@ func TestIngestConfigErrors(t *testing.T) {
 		{"bbox: [2.99, 45.12, 3.04, 45.16]", "bbox: [3.04, 45.12, 2.99, 45.16]", "area.bbox"},
 		{"catalog: runs", "catlog: runs", "catlog"},
 	} {
-		_, err := ParseIngestConfig([]byte(strings.Replace(string(raw), c.old, c.new, 1)))
+		_, err := config.ParseIngestConfig([]byte(strings.Replace(string(raw), c.old, c.new, 1)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s → %s: %v", c.old, c.new, err)
 		}
@@ -533,7 +536,7 @@ func TestIngestAssetServerFailures(t *testing.T) {
 			cfg := ingestConfig(t, "")
 			cfg.Source.Catalog, cfg.Source.API = "", srv.URL
 			cfg.Source.GDAL = map[string]string{"GDAL_HTTP_MAX_RETRY": "2", "GDAL_HTTP_RETRY_DELAY": "0.05", "GDAL_HTTP_TIMEOUT": "1"}
-			_, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "o")})
+			_, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: filepath.Join(t.TempDir(), "o")})
 			if err == nil || !strings.Contains(err.Error(), "S2A_31TEJ_20240915_0_L2A/"+c.asset) {
 				t.Fatalf("got %v", err)
 			}
@@ -552,7 +555,7 @@ func TestIngestGeoJSONArea(t *testing.T) {
 		"geometry":{"type":"Polygon","coordinates":[[[3.0,45.13],[3.015,45.13],[3.0,45.16],[3.0,45.13]]]}}]}`), 0o644)
 	cfg := ingestConfig(t, filepath.Join(scene, "catalog.json"))
 	cfg.Area.BBox, cfg.Area.GeoJSON = nil, area
-	res, out := ingest(t, cfg)
+	res, out := mustIngest(t, cfg)
 	info, err := raster.Inspect(filepath.Join(out, "31TEJ", "stack.tif"))
 	if err != nil {
 		t.Fatal(err)
@@ -563,7 +566,7 @@ func TestIngestGeoJSONArea(t *testing.T) {
 	}
 	for _, bad := range []string{`{"type":"Point","coordinates":[3,45]}`, `{"type":"FeatureCollection","features":[]}`, `not json`} {
 		os.WriteFile(area, []byte(bad), 0o644)
-		if _, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "o")}); err == nil || !strings.Contains(err.Error(), "area.geojson") {
+		if _, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: filepath.Join(t.TempDir(), "o")}); err == nil || !strings.Contains(err.Error(), "area.geojson") {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}
@@ -575,7 +578,7 @@ func TestCheckedInIngestConfigsParse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ParseIngestConfig(raw); err != nil {
+		if _, err := config.ParseIngestConfig(raw); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -588,7 +591,7 @@ func TestIngestUserGrid(t *testing.T) {
 	cfg := ingestConfig(t, filepath.Join(scene, "catalog.json"))
 	cfg.Grid.EPSG, cfg.Grid.Resolution = 32631, 20
 	cfg.Grid.Bounds = []float64{500010, 4997530, 502010, 5000030}
-	_, out := ingest(t, cfg)
+	_, out := mustIngest(t, cfg)
 	info, err := raster.Inspect(filepath.Join(out, "31TEJ", "stack.tif"))
 	if err != nil {
 		t.Fatal(err)
@@ -633,13 +636,13 @@ func TestIngestWarnsOfShortBands(t *testing.T) {
 	s.Close()
 	half.Height = g.Height / 2
 	os.Remove(bands[0])
-	if err := raster.WriteCOG(bands[0], half, src[:half.Width*half.Height], raster.COGOptions{NoData: ptr(0.0)}); err != nil {
+	if err := raster.WriteCOG(bands[0], half, src[:half.Width*half.Height], raster.COGOptions{NoData: stage.Ptr(0.0)}); err != nil {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	cfg := ingestConfig(t, filepath.Join(moved, "catalog.json"))
-	if _, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "o"), Log: log}); err != nil {
+	if _, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: filepath.Join(t.TempDir(), "o"), Log: log}); err != nil {
 		t.Fatal(err)
 	}
 	item := filepath.Base(filepath.Dir(bands[0]))
@@ -647,7 +650,7 @@ func TestIngestWarnsOfShortBands(t *testing.T) {
 		t.Fatalf("no warning naming %s B05 and its share: %s", item, logs.String())
 	}
 	logs.Reset()
-	if _, err := Ingest(context.Background(), ingestConfig(t, filepath.Join(scene, "catalog.json")), Options{Out: filepath.Join(t.TempDir(), "o"), Log: log}); err != nil {
+	if _, err := ingest.Ingest(context.Background(), ingestConfig(t, filepath.Join(scene, "catalog.json")), stage.Options{Out: filepath.Join(t.TempDir(), "o"), Log: log}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(logs.String(), "do not cover") {
@@ -677,7 +680,7 @@ func TestIngestWithoutSCL(t *testing.T) {
 		os.Remove(filepath.Join(filepath.Dir(p), "SCL.tif"))
 	}
 	cfg := ingestConfig(t, filepath.Join(moved, "catalog.json"))
-	if _, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "o")}); err == nil || !strings.Contains(err.Error(), "SCL") {
+	if _, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: filepath.Join(t.TempDir(), "o")}); err == nil || !strings.Contains(err.Error(), "SCL") {
 		t.Fatalf("with the default mask, a scene without SCL: %v", err)
 	}
 	// As a user writes it: mask.drop_scl: [] in the YAML.
@@ -685,15 +688,15 @@ func TestIngestWithoutSCL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err = ParseIngestConfig([]byte(strings.Replace(string(raw), "drop_scl: [0, 1, 3, 8, 9, 10]", "drop_scl: []", 1)))
+	cfg, err = config.ParseIngestConfig([]byte(strings.Replace(string(raw), "drop_scl: [0, 1, 3, 8, 9, 10]", "drop_scl: []", 1)))
 	if err != nil || cfg.Mask.DropSCL == nil || len(cfg.Mask.DropSCL) != 0 {
 		t.Fatalf("drop_scl: [] parsed as %v (%v)", cfg.Mask.DropSCL, err)
 	}
 	cfg.Source.Catalog = filepath.Join(moved, "catalog.json")
-	_, without := ingest(t, cfg)
+	_, without := mustIngest(t, cfg)
 	with := ingestConfig(t, filepath.Join(scene, "catalog.json"))
 	with.Mask.DropSCL = []int{}
-	_, withSCL := ingest(t, with)
+	_, withSCL := mustIngest(t, with)
 	a, _ := readU16(t, filepath.Join(without, "31TEJ", "stack.tif"), 1)
 	b, _ := readU16(t, filepath.Join(withSCL, "31TEJ", "stack.tif"), 1)
 	if !slices.Equal(a, b) {
@@ -709,7 +712,7 @@ func TestIngestWithoutSCL(t *testing.T) {
 // the band is left out of the hashed JSON when empty, drop_scl is not
 // (none, [], differs from the default, null).
 func TestMaskHashUnchanged(t *testing.T) {
-	for _, m := range []MaskConfig{{}, {DropSCL: []int{}}, {DropSCL: []int{3}}} {
+	for _, m := range []config.MaskConfig{{}, {DropSCL: []int{}}, {DropSCL: []int{3}}} {
 		body, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
@@ -718,8 +721,8 @@ func TestMaskHashUnchanged(t *testing.T) {
 			t.Errorf("mask %+v hashes as %s", m, body)
 		}
 	}
-	a, _ := json.Marshal(MaskConfig{})
-	b, _ := json.Marshal(MaskConfig{DropSCL: []int{}})
+	a, _ := json.Marshal(config.MaskConfig{})
+	b, _ := json.Marshal(config.MaskConfig{DropSCL: []int{}})
 	if bytes.Equal(a, b) {
 		t.Error("mask: none hashes as the default")
 	}
@@ -728,11 +731,11 @@ func TestMaskHashUnchanged(t *testing.T) {
 func TestIngestMaskBand(t *testing.T) {
 	scene := makeScene(t, "tiny", synthConfig(t))
 	band := ingestConfig(t, filepath.Join(scene, "catalog.json"))
-	band.Mask = MaskConfig{Band: "scl"} // the asset's key
-	_, byBand := ingest(t, band)
+	band.Mask = config.MaskConfig{Band: "scl"} // the asset's key
+	_, byBand := mustIngest(t, band)
 	classes := ingestConfig(t, filepath.Join(scene, "catalog.json"))
-	classes.Mask = MaskConfig{DropSCL: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}
-	_, bySCL := ingest(t, classes)
+	classes.Mask = config.MaskConfig{DropSCL: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}
+	_, bySCL := mustIngest(t, classes)
 	for _, f := range []string{"stack.tif", "valid_count.tif"} {
 		a, _ := os.ReadFile(filepath.Join(byBand, "31TEJ", f))
 		b, _ := os.ReadFile(filepath.Join(bySCL, "31TEJ", f))
@@ -744,7 +747,7 @@ func TestIngestMaskBand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for yaml, want := range map[string]MaskConfig{
+	for yaml, want := range map[string]config.MaskConfig{
 		"mask: none":               {DropSCL: []int{}},
 		"mask: CLM":                {Band: "CLM"},
 		"mask: {band: CLM}":        {Band: "CLM"},
@@ -753,7 +756,7 @@ func TestIngestMaskBand(t *testing.T) {
 		"mask:\n  drop_scl: [8]\n": {DropSCL: []int{8}},
 	} {
 		text := regexp.MustCompile(`(?m)^mask:\n(  .*\n)+`).ReplaceAllString(string(raw), yaml+"\n")
-		cfg, err := ParseIngestConfig([]byte(text))
+		cfg, err := config.ParseIngestConfig([]byte(text))
 		if err != nil {
 			t.Errorf("%q: %v", yaml, err)
 			continue
@@ -770,7 +773,7 @@ func TestIngestMaskBand(t *testing.T) {
 		"mask: {band: none}":               "lowercase",
 	} {
 		text := regexp.MustCompile(`(?m)^mask:\n(  .*\n)+`).ReplaceAllString(string(raw), yaml+"\n")
-		if _, err := ParseIngestConfig([]byte(text)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := config.ParseIngestConfig([]byte(text)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want an error saying %q", yaml, err, want)
 		}
 	}
@@ -810,8 +813,8 @@ func TestIngestWarnsOfCodesOutsideScheme(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	out := filepath.Join(t.TempDir(), "stack")
-	res, err := Ingest(context.Background(), ingestConfig(t, filepath.Join(edited, "catalog.json")),
-		Options{Out: out, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	res, err := ingest.Ingest(context.Background(), ingestConfig(t, filepath.Join(edited, "catalog.json")),
+		stage.Options{Out: out, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -875,19 +878,19 @@ func TestResolvedIngestConfigRoundTrip(t *testing.T) {
 	raws = append(raws, ungridded+"grid: {resolution: 10, epsg: 32631, bounds: [500000, 5000000, 510000, 5010000]}\n")
 	dir := t.TempDir()
 	for i, raw := range raws {
-		cfg, err := ParseIngestConfig([]byte(raw))
+		cfg, err := config.ParseIngestConfig([]byte(raw))
 		if err != nil {
 			t.Fatalf("config %d: %v\n%s", i, err, raw)
 		}
 		path := filepath.Join(dir, fmt.Sprintf("ingest-%d.yaml", i))
-		if err := writeResolvedConfig(path, cfg.Redacted()); err != nil {
+		if err := stage.WriteResolvedConfig(path, cfg.Redacted()); err != nil {
 			t.Fatal(err)
 		}
 		written, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := ParseIngestConfig(written)
+		back, err := config.ParseIngestConfig(written)
 		if err != nil {
 			t.Errorf("config %d: its resolved config is refused: %v\n%s", i, err, written)
 			continue

@@ -25,6 +25,9 @@ import (
 	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/source/synth"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/ingest"
 )
 
 // vectorScene is the tiny synthetic scene with lulc synth's labelled
@@ -69,36 +72,36 @@ func vectorYAML(t *testing.T, catalog, labels, field, extra string) string {
 	return s
 }
 
-func vectorConfig(t *testing.T, catalog, labels, field, extra string) IngestConfig {
+func vectorConfig(t *testing.T, catalog, labels, field, extra string) config.IngestConfig {
 	t.Helper()
-	cfg, err := ParseIngestConfig([]byte(vectorYAML(t, catalog, labels, field, extra)))
+	cfg, err := config.ParseIngestConfig([]byte(vectorYAML(t, catalog, labels, field, extra)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
 }
 
-func readManifest(t *testing.T, tileDir string) manifest {
+func readManifest(t *testing.T, tileDir string) stage.Manifest {
 	t.Helper()
 	body, err := os.ReadFile(filepath.Join(tileDir, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := parseManifest(body)
+	m, err := stage.ParseManifest(body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-func (m manifest) grid() geo.Grid {
+func gridOf(m stage.Manifest) geo.Grid {
 	return geo.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
 }
 
-func (m manifest) output(file string) (manifestOutput, bool) {
-	i := slices.IndexFunc(m.Outputs, func(o manifestOutput) bool { return o.File == file })
+func outputOf(m stage.Manifest, file string) (stage.ManifestOutput, bool) {
+	i := slices.IndexFunc(m.Outputs, func(o stage.ManifestOutput) bool { return o.File == file })
 	if i < 0 {
-		return manifestOutput{}, false
+		return stage.ManifestOutput{}, false
 	}
 	return m.Outputs[i], true
 }
@@ -190,15 +193,15 @@ func pointPixels(t *testing.T, path, field string, g geo.Grid) (want map[int]uin
 func TestIngestVectorPoints(t *testing.T) {
 	catalog, gpkg, scfg := vectorScene(t)
 	cfg := vectorConfig(t, catalog, gpkg, synth.PointsField, "")
-	_, out := ingest(t, cfg)
+	_, out := mustIngest(t, cfg)
 	tile := filepath.Join(out, "31TEJ")
 	m := readManifest(t, tile)
-	g := m.grid()
+	g := gridOf(m)
 	if g.EPSG != scfg.EPSG {
 		t.Fatalf("grid %+v, the scene is in EPSG:%d", g, scfg.EPSG)
 	}
 	got, _ := readU16(t, filepath.Join(tile, "labels.tif"), 1)
-	groups := readGroups(t, filepath.Join(tile, GroupsFile))
+	groups := readGroups(t, filepath.Join(tile, stage.GroupsFile))
 	want, edge := pointPixels(t, gpkg, synth.PointsField, g)
 	if len(want) < scfg.LabelPoints/2 {
 		t.Fatalf("%d of %d points on the grid", len(want), scfg.LabelPoints)
@@ -214,12 +217,12 @@ func TestIngestVectorPoints(t *testing.T) {
 			t.Fatalf("pixel (%d, %d): label %d, group %d", i%g.Width, i/g.Width, v, groups[i])
 		}
 	}
-	if _, err := os.Stat(filepath.Join(tile, WeightsFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(tile, stage.WeightsFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("weights.tif without label_weight_field: %v", err)
 	}
 
 	// The labels change nothing else.
-	_, plain := ingest(t, ingestConfig(t, catalog))
+	_, plain := mustIngest(t, ingestConfig(t, catalog))
 	for _, f := range []string{"stack.tif", "valid_count.tif"} {
 		sameFile(t, filepath.Join(tile, f), filepath.Join(plain, "31TEJ", f))
 	}
@@ -236,19 +239,19 @@ func TestIngestVectorPoints(t *testing.T) {
 		!strings.HasPrefix(m.LabelGroups, "each feature's FID + 1") || m.LabelWeights != "" || m.LabelScheme != nil {
 		t.Errorf("manifest: label_resampling %q, label_groups %q, label_weights %q, scheme %v", m.LabelResampling, m.LabelGroups, m.LabelWeights, m.LabelScheme)
 	}
-	if _, ok := m.output(GroupsFile); !ok {
-		t.Errorf("manifest outputs %+v lack %s", m.Outputs, GroupsFile)
+	if _, ok := outputOf(m, stage.GroupsFile); !ok {
+		t.Errorf("manifest outputs %+v lack %s", m.Outputs, stage.GroupsFile)
 	}
 	// The resolved config, written beside the tiles, is taken back: its
 	// empty label collection and label resampling are no keys set beside
 	// source.labels.
-	resolved, err := os.ReadFile(filepath.Join(out, IngestConfigFile))
+	resolved, err := os.ReadFile(filepath.Join(out, config.IngestConfigFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := ParseIngestConfig(resolved)
+	back, err := config.ParseIngestConfig(resolved)
 	if err != nil || back.Source.Labels != gpkg || back.Source.LabelField != synth.PointsField {
-		t.Errorf("%s read back: %v, source %+v", IngestConfigFile, err, back.Source)
+		t.Errorf("%s read back: %v, source %+v", config.IngestConfigFile, err, back.Source)
 	}
 }
 
@@ -335,13 +338,13 @@ func TestIngestVectorPolygons(t *testing.T) {
 	catalog, _, scfg := vectorScene(t)
 	layer, rs := polygonLayer(t, scfg, t.TempDir(), [2]int{7, 9})
 	cfg := vectorConfig(t, catalog, layer, "code", "  label_weight_field: w\n")
-	_, out := ingest(t, cfg)
+	_, out := mustIngest(t, cfg)
 	tile := filepath.Join(out, "31TEJ")
 	m := readManifest(t, tile)
-	g := m.grid()
+	g := gridOf(m)
 	labels, _ := readU16(t, filepath.Join(tile, "labels.tif"), 1)
-	groups := readGroups(t, filepath.Join(tile, GroupsFile))
-	weights, _, err := raster.ReadBand[uint8](filepath.Join(tile, WeightsFile), 1)
+	groups := readGroups(t, filepath.Join(tile, stage.GroupsFile))
+	weights, _, err := raster.ReadBand[uint8](filepath.Join(tile, stage.WeightsFile), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,8 +371,8 @@ func TestIngestVectorPolygons(t *testing.T) {
 	if m.LabelWeights != "field w, rounded (0: no feature, or never drawn)" || !strings.Contains(m.LabelResampling, "field code (the pixels whose centre a polygon contains") {
 		t.Errorf("manifest: label_resampling %q, label_weights %q", m.LabelResampling, m.LabelWeights)
 	}
-	for _, f := range []string{GroupsFile, WeightsFile} {
-		if o, ok := m.output(f); !ok {
+	for _, f := range []string{stage.GroupsFile, stage.WeightsFile} {
+		if o, ok := outputOf(m, f); !ok {
 			t.Errorf("manifest outputs lack %s", f)
 		} else if sum, size, _ := digest.File(filepath.Join(tile, f)); o.BLAKE3 != sum || o.Size != size {
 			t.Errorf("manifest output %+v, the file's checksum %s, %d bytes", o, sum, size)
@@ -389,7 +392,7 @@ func TestIngestVectorFileChanges(t *testing.T) {
 	cfg := vectorConfig(t, catalog, layer, "code", "")
 	hash := cfg.Hash()
 	out := filepath.Join(t.TempDir(), "stack")
-	if _, err := Ingest(context.Background(), cfg, Options{Out: out}); err != nil {
+	if _, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: out}); err != nil {
 		t.Fatal(err)
 	}
 	first := filepath.Join(t.TempDir(), "first")
@@ -418,10 +421,10 @@ func TestIngestVectorFileChanges(t *testing.T) {
 	if newSum == oldSum || cfg.Hash() != hash {
 		t.Fatal("the edit changed nothing, or the config hash saw it")
 	}
-	if _, err := Ingest(context.Background(), cfg, Options{Out: out}); err == nil || !strings.Contains(err.Error(), "--force") {
+	if _, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: out}); err == nil || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("rerun over the output without --force: %v", err)
 	}
-	if _, err := Ingest(context.Background(), cfg, Options{Out: out, Force: true}); err != nil {
+	if _, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: out, Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	tile := filepath.Join(out, "31TEJ")
@@ -436,14 +439,14 @@ func TestIngestVectorFileChanges(t *testing.T) {
 	// directory; a tile finished there (from the old layer) is kept.
 	resumed := filepath.Join(t.TempDir(), "stack")
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err := Ingest(ctx, cfg, Options{Out: resumed, NewBar: func(int64, string) progress.Bar { return hookBar{cancel} }})
+	_, err := ingest.Ingest(ctx, cfg, stage.Options{Out: resumed, NewBar: func(int64, string) progress.Bar { return hookBar{cancel} }})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted ingest: %v", err)
 	}
 	if err := os.CopyFS(filepath.Join(atomicfs.StagingDir(resumed), "31TEJ"), os.DirFS(first)); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Ingest(context.Background(), cfg, Options{Out: resumed})
+	res, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: resumed})
 	if err != nil || !res.Resumed || !res.Tiles[0].Skipped {
 		t.Fatalf("resume: %v, %+v", err, res)
 	}
@@ -459,7 +462,7 @@ func TestIngestVectorFileChanges(t *testing.T) {
 // config without it hashes as before the key existed.
 func TestIngestVectorConfigErrors(t *testing.T) {
 	cat := "scene/catalog.json"
-	ok, err := ParseIngestConfig([]byte(vectorYAML(t, cat, "points.gpkg", "class", "")))
+	ok, err := config.ParseIngestConfig([]byte(vectorYAML(t, cat, "points.gpkg", "class", "")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,14 +494,14 @@ func TestIngestVectorConfigErrors(t *testing.T) {
 		{"label_group_field without labels", withSource("  label_group_field: site"), []string{"label_group_field", "source.labels"}},
 		{"label_weight_field without labels", withSource("  label_weight_field: w"), []string{"label_weight_field", "source.labels"}},
 	} {
-		_, err := ParseIngestConfig([]byte(c.yaml))
+		_, err := config.ParseIngestConfig([]byte(c.yaml))
 		for _, w := range c.want {
 			if err == nil || !strings.Contains(err.Error(), w) {
 				t.Errorf("%s: %v (want it to name %s)", c.name, err, w)
 			}
 		}
 	}
-	if _, err := ParseIngestConfig([]byte(rasters)); err != nil {
+	if _, err := config.ParseIngestConfig([]byte(rasters)); err != nil {
 		t.Errorf("raster pairs with label_field: %v", err)
 	}
 
@@ -525,7 +528,7 @@ func TestRunSTACVector(t *testing.T) {
 	catalog, gpkg, _ := vectorScene(t)
 	icfg := vectorConfig(t, catalog, gpkg, synth.PointsField, "")
 	stack := filepath.Join(t.TempDir(), "stack")
-	if _, err := Ingest(context.Background(), icfg, Options{Out: stack}); err != nil {
+	if _, err := ingest.Ingest(context.Background(), icfg, stage.Options{Out: stack}); err != nil {
 		t.Fatal(err)
 	}
 	job := demoJob(t)
@@ -533,25 +536,25 @@ func TestRunSTACVector(t *testing.T) {
 	job.Train.Sampling.MaxPerClass, job.Train.Sampling.MinPerClass, job.Train.Sampling.Buffer = 100000, 1, 0
 	job.Config.Outputs.Stack = true
 	out := filepath.Join(t.TempDir(), "run")
-	res := runJob(t, job, out, Options{})
+	res := runJob(t, job, out, stage.Options{})
 	if len(res.Tiles) != 1 || res.Train == nil || res.Tiles[0].Metrics == nil || res.Train.Samples == 0 {
 		t.Fatalf("result %+v", res)
 	}
-	for _, f := range []string{"stack.tif", "labels.tif", GroupsFile, "manifest.json"} {
+	for _, f := range []string{"stack.tif", "labels.tif", stage.GroupsFile, "manifest.json"} {
 		sameFile(t, filepath.Join(out, "31TEJ", f), filepath.Join(stack, "31TEJ", f))
 	}
 
-	plan, err := MakePlan(context.Background(), icfg, Options{})
+	plan, err := MakePlan(context.Background(), icfg, stage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(plan.Labels) != 0 || len(plan.Tiles) != 1 {
 		t.Fatalf("plan: %d label items, %d tiles", len(plan.Labels), len(plan.Tiles))
 	}
-	job.Plan, job.Train, job.Model = &plan, nil, filepath.Join(out, "model", ModelFile)
+	job.Plan, job.Train, job.Model = &plan, nil, filepath.Join(out, "model", stage.ModelFile)
 	mapped := filepath.Join(t.TempDir(), "mapped")
-	runJob(t, job, mapped, Options{})
-	for _, f := range []string{"labels.tif", ClassFile} {
+	runJob(t, job, mapped, stage.Options{})
+	for _, f := range []string{"labels.tif", stage.ClassFile} {
 		sameFile(t, filepath.Join(mapped, "31TEJ", f), filepath.Join(out, "31TEJ", f))
 	}
 }
@@ -564,7 +567,7 @@ func TestRunSTACVector(t *testing.T) {
 // is written, naming source.labels.
 func TestIngestVectorRemote(t *testing.T) {
 	for _, href := range []string{"/vsicurl/https://example.invalid/survey/points.gpkg", "/vsis3/bucket/lucas.fgb", "https://example.invalid/points.gpkg?sig=x"} {
-		cfg, err := ParseIngestConfig([]byte(vectorYAML(t, "scene/catalog.json", href, "class", "")))
+		cfg, err := config.ParseIngestConfig([]byte(vectorYAML(t, "scene/catalog.json", href, "class", "")))
 		if err != nil {
 			t.Errorf("%s: %v", href, err)
 			continue
@@ -576,7 +579,7 @@ func TestIngestVectorRemote(t *testing.T) {
 			t.Errorf("%s: %v", href, err)
 		}
 	}
-	if got := vectorExtension("/vsicurl/https://example.invalid/a.b/points.gpkg?sig=x.y"); got != ".gpkg" {
+	if got := ingest.VectorExtension("/vsicurl/https://example.invalid/a.b/points.gpkg?sig=x.y"); got != ".gpkg" {
 		t.Errorf("extension %q", got)
 	}
 
@@ -585,9 +588,9 @@ func TestIngestVectorRemote(t *testing.T) {
 	layer, _ := polygonLayer(t, scfg, dir, [2]int{7, 9})
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	defer srv.Close()
-	_, local := ingest(t, vectorConfig(t, catalog, layer, "code", ""))
+	_, local := mustIngest(t, vectorConfig(t, catalog, layer, "code", ""))
 	href := "/vsicurl/" + srv.URL + "/polygons.geojson"
-	_, remote := ingest(t, vectorConfig(t, catalog, href, "code", ""))
+	_, remote := mustIngest(t, vectorConfig(t, catalog, href, "code", ""))
 	sameFile(t, filepath.Join(remote, "31TEJ", "labels.tif"), filepath.Join(local, "31TEJ", "labels.tif"))
 	_, size := sha256Of(t, layer)
 	if a := readManifest(t, filepath.Join(remote, "31TEJ")).Labels[0].Assets["labels"]; a.Href != href || a.Size != size || a.SHA256 != "" {
@@ -595,7 +598,7 @@ func TestIngestVectorRemote(t *testing.T) {
 	}
 
 	out := filepath.Join(t.TempDir(), "missing")
-	_, err := Ingest(context.Background(), vectorConfig(t, catalog, filepath.Join(dir, "nowhere.gpkg"), "code", ""), Options{Out: out})
+	_, err := ingest.Ingest(context.Background(), vectorConfig(t, catalog, filepath.Join(dir, "nowhere.gpkg"), "code", ""), stage.Options{Out: out})
 	if err == nil || !strings.Contains(err.Error(), "source.labels") {
 		t.Errorf("a missing layer: %v", err)
 	}

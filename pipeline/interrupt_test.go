@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/ingest"
 )
 
 // namedTile is a sourceTile that only has a name: eachTile needs no more.
 type namedTile struct {
-	sourceTile
+	ingest.SourceTile
 	n string
 }
 
@@ -19,13 +22,13 @@ func (t namedTile) name() string { return t.n }
 // returns the context's error (a run that returned nil here committed a
 // job with no maps).
 func TestEachTileInterrupted(t *testing.T) {
-	r := &runner{opt: Options{}}
-	tiles := []sourceTile{namedTile{n: "A"}, namedTile{n: "B"}, namedTile{n: "C"}}
+	r := &runner{opt: stage.Options{}}
+	tiles := []ingest.SourceTile{namedTile{n: "A"}, namedTile{n: "B"}, namedTile{n: "C"}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var began []string
-	err := r.eachTile(ctx, tiles, func(ctx context.Context, _ Options, i int) error {
-		began = append(began, tiles[i].name())
+	err := r.eachTile(ctx, tiles, func(ctx context.Context, _ stage.Options, i int) error {
+		began = append(began, tiles[i].Name())
 		cancel() // the interrupt arrives while the tile maps; it finishes anyway
 		return nil
 	})

@@ -11,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/source/catalog"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/ingest"
+	"github.com/lulc/lulc/stage/scenes"
 )
 
 // TestVectorFieldMessages ingests a raster pair whose labels are a points
@@ -41,7 +44,7 @@ func TestVectorFieldMessages(t *testing.T) {
 		cfg.Source.Rasters[0].Tile = "mine"
 		cfg.Source.LabelField, cfg.Source.LabelWeightField, cfg.Source.LabelGroupField = c.label, c.weight, c.group
 		out := filepath.Join(dir, "out-"+c.label+c.weight+c.group)
-		_, err := Ingest(context.Background(), cfg, Options{Out: out})
+		_, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: out})
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Count(err.Error(), "tile mine") > 1 || strings.Contains(err.Error(), "skipping") {
 			t.Errorf("fields %q %q %q: %v, want %q once", c.label, c.weight, c.group, err, c.want)
 		}
@@ -59,7 +62,7 @@ func TestIngestWarnsOfSmallArea(t *testing.T) {
 	scene := makeScene(t, "tiny", synthConfig(t))
 	cfg := ingestConfig(t, filepath.Join(scene, "catalog.json"))
 	var log strings.Builder
-	if _, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "whole"), Log: textLog(&log)}); err != nil {
+	if _, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: filepath.Join(t.TempDir(), "whole"), Log: textLog(&log)}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(log.String(), "of the catalog's scenes") {
@@ -67,18 +70,18 @@ func TestIngestWarnsOfSmallArea(t *testing.T) {
 	}
 	cfg.Area.BBox = []float64{3.01, 45.135, 3.02, 45.14}
 	log.Reset()
-	if _, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "corner"), Log: textLog(&log)}); err != nil {
+	if _, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: filepath.Join(t.TempDir(), "corner"), Log: textLog(&log)}); err != nil {
 		t.Fatal(err)
 	}
 	got := regexp.MustCompile(`area: area.bbox \[3.01, 45.135, 3.02, 45.14\] covers (\d+\.\d) % of the catalog's scenes \(tiles 31TEJ\): only that part is mapped; set area.bbox`).FindStringSubmatch(log.String())
 	if got == nil {
 		t.Fatalf("no warning of the small area:\n%s", log.String())
 	}
-	if share, _ := strconv.ParseFloat(got[1], 64); share <= 0 || share >= AreaWarnPercent {
+	if share, _ := strconv.ParseFloat(got[1], 64); share <= 0 || share >= scenes.AreaWarnPercent {
 		t.Errorf("share %s %%", got[1])
 	}
 	cfg.Source.Catalog = ""
-	if w := areaCoverageWarning(cfg, [4]float64(cfg.Area.BBox), []tileItems{{tile: "31TEJ", items: []catalog.Item{{BBox: [4]float64{2, 45, 4, 46}}}}}); w != "" {
+	if w := scenes.AreaCoverageWarning(cfg, [4]float64(cfg.Area.BBox), []scenes.TileItems{{Tile: "31TEJ", Items: []catalog.Item{{BBox: [4]float64{2, 45, 4, 46}}}}}); w != "" {
 		t.Errorf("a STAC API's scenes are judged: %s", w)
 	}
 }

@@ -11,16 +11,19 @@ import (
 
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/source/catalog"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/scenes"
 )
 
 func TestCheckTileName(t *testing.T) {
 	for _, ok := range []string{"31TEJ", "field-7", "plot.a"} {
-		if err := checkTileName(ok); err != nil {
+		if err := config.CheckTileName(ok); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
 	for _, bad := range []string{"", ".", "..", "../../victim", "a/b", `a\b`, "a\nb", ".spill", ".out.partial", "model", "Model", "shards", "collection", "report.json", "ingest.yaml"} {
-		if err := checkTileName(bad); !errors.Is(err, atomicfs.ErrBadName) {
+		if err := config.CheckTileName(bad); !errors.Is(err, atomicfs.ErrBadName) {
 			t.Errorf("%q: got %v", bad, err)
 		}
 	}
@@ -35,13 +38,13 @@ func TestGroupByTileRefusesBadTileIDs(t *testing.T) {
 		// Without a tile the id names the directory.
 		{ID: "../up", Datetime: day},
 	} {
-		_, err := groupByTile([]catalog.Item{good, it})
+		_, err := scenes.GroupByTile([]catalog.Item{good, it})
 		if err == nil || !strings.Contains(err.Error(), `item "`+it.ID+`"`) || !errors.Is(err, atomicfs.ErrBadName) {
 			t.Errorf("%+v: got %v", it, err)
 		}
 	}
-	g, err := groupByTile([]catalog.Item{good})
-	if err != nil || len(g) != 1 || g[0].tile != "31TEJ" {
+	g, err := scenes.GroupByTile([]catalog.Item{good})
+	if err != nil || len(g) != 1 || g[0].Tile != "31TEJ" {
 		t.Errorf("good item: %v %v", g, err)
 	}
 }
@@ -75,23 +78,23 @@ func TestReadPlanRefusesBadTiles(t *testing.T) {
 
 func TestTileDirStaysInsideTheStage(t *testing.T) {
 	final := filepath.Join(t.TempDir(), "out")
-	stage, err := atomicfs.Begin(context.Background(), final, false, false, "k")
+	staging, err := atomicfs.Begin(context.Background(), final, false, false, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stage.Release()
+	defer staging.Release()
 	outside := t.TempDir()
 	// A resumed stage may hold what an attacker left there.
-	if err := os.Symlink(outside, stage.Path("T1")); err != nil {
+	if err := os.Symlink(outside, staging.Path("T1")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tileDir(stage, "T1"); err == nil || !strings.Contains(err.Error(), "outside the output") {
+	if _, err := stage.TileDir(staging, "T1"); err == nil || !strings.Contains(err.Error(), "outside the output") {
 		t.Errorf("a link out of the stage: %v", err)
 	}
-	if _, err := tileDir(stage, ".."); err == nil {
+	if _, err := stage.TileDir(staging, ".."); err == nil {
 		t.Error(".. accepted")
 	}
-	if d, err := tileDir(stage, "T2"); err != nil || d != stage.Path("T2") {
+	if d, err := stage.TileDir(staging, "T2"); err != nil || d != staging.Path("T2") {
 		t.Errorf("T2: %q %v", d, err)
 	}
 }
@@ -114,7 +117,7 @@ func TestCollectRefusesBadTileNames(t *testing.T) {
 	if err := writeTaskCommit(task, "j"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Collect(context.Background(), out, Options{})
+	_, err := Collect(context.Background(), out, stage.Options{})
 	if err == nil || !strings.Contains(err.Error(), "report.json") || !errors.Is(err, atomicfs.ErrBadName) {
 		t.Fatalf("got %v", err)
 	}

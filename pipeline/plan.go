@@ -12,6 +12,10 @@ import (
 	"slices"
 
 	"github.com/lulc/lulc/source/catalog"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/ingest"
+	"github.com/lulc/lulc/stage/scenes"
 )
 
 // PlanVersion is the plan format lulc writes and reads.
@@ -51,7 +55,7 @@ func (p JobPlan) Scenes() int {
 }
 
 // MakePlan searches the ingest config's source once and returns the plan.
-func MakePlan(ctx context.Context, cfg IngestConfig, opt Options) (JobPlan, error) {
+func MakePlan(ctx context.Context, cfg config.IngestConfig, opt stage.Options) (JobPlan, error) {
 	opt.Fill()
 	if err := cfg.Validate(); err != nil {
 		return JobPlan{}, fmt.Errorf("ingest config: %w", err)
@@ -63,17 +67,17 @@ func MakePlan(ctx context.Context, cfg IngestConfig, opt Options) (JobPlan, erro
 	if err != nil {
 		return JobPlan{}, err
 	}
-	items, labels, err := searchItems(ctx, cfg, opt, area, intersects)
+	items, labels, err := scenes.SearchItems(ctx, cfg, opt, area, intersects)
 	if err != nil {
 		return JobPlan{}, err
 	}
 	p := JobPlan{Version: PlanVersion, IngestConfig: cfg.Hash(), Area: area, Labels: labels}
-	groups, err := groupByTile(items)
+	groups, err := scenes.GroupByTile(items)
 	if err != nil {
 		return JobPlan{}, err
 	}
 	for _, g := range groups {
-		p.Tiles = append(p.Tiles, PlanTile{Tile: g.tile, Items: g.items})
+		p.Tiles = append(p.Tiles, PlanTile{Tile: g.Tile, Items: g.Items})
 	}
 	p.Digest = p.digest()
 	return p, nil
@@ -128,7 +132,7 @@ func (p JobPlan) checkTiles() error {
 	// its tiles name output directories, checked as a catalog's are.
 	seen := map[string]int{}
 	for i, t := range p.Tiles {
-		if err := checkTileName(t.Tile); err != nil {
+		if err := config.CheckTileName(t.Tile); err != nil {
 			return fmt.Errorf("tiles[%d]: %w", i, err)
 		}
 		if j, dup := seen[t.Tile]; dup {
@@ -146,7 +150,7 @@ func (p JobPlan) checkTiles() error {
 // of it would, see sourceClient and find) to every asset of the plan's
 // scenes and label items: a plan is an input an attacker may forge and
 // digest again, and GDAL opens whatever it names.
-func (p JobPlan) checkHrefs(cfg IngestConfig) error {
+func (p JobPlan) checkHrefs(cfg config.IngestConfig) error {
 	policy := catalog.HrefPolicy{Allow: cfg.Source.AllowHrefs}
 	if cfg.Source.Catalog != "" {
 		policy.Root = catalog.CatalogRoot(cfg.Source.Catalog)
@@ -178,17 +182,17 @@ func (p JobPlan) checkHrefs(cfg IngestConfig) error {
 
 // tiles are the plan's tiles to composite, with hrefs signed as the
 // source needs, for an ingest config that must be the plan's.
-func (p JobPlan) tiles(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, error) {
+func (p JobPlan) tiles(ctx context.Context, cfg config.IngestConfig, opt stage.Options) ([]ingest.SourceTile, error) {
 	if p.IngestConfig != cfg.Hash() {
 		return nil, fmt.Errorf("plan %s was made with another ingest config than this run's: make it again with lulc plan", p.Digest[:12])
 	}
 	if err := p.checkHrefs(cfg); err != nil {
 		return nil, err
 	}
-	if err := configureGDAL(cfg); err != nil {
+	if err := ingest.ConfigureGDAL(cfg); err != nil {
 		return nil, err
 	}
-	vec, err := checkVectorLabels(cfg, opt.Log)
+	vec, err := ingest.CheckVectorLabels(cfg, opt.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -198,15 +202,15 @@ func (p JobPlan) tiles(ctx context.Context, cfg IngestConfig, opt Options) ([]so
 	for _, t := range p.Tiles {
 		all = append(all, cloneItems(t.Items)...)
 	}
-	if err := signItems(ctx, cfg, opt, all, labels); err != nil {
+	if err := scenes.SignItems(ctx, cfg, opt, all, labels); err != nil {
 		return nil, err
 	}
-	var out []sourceTile
+	var out []ingest.SourceTile
 	k := 0
 	for _, t := range p.Tiles {
 		items := all[k : k+len(t.Items)]
 		k += len(t.Items)
-		out = append(out, &stacTile{items: tileItems{tile: t.Tile, items: items}, labelItems: labels, area: p.Area, vec: vec})
+		out = append(out, &ingest.StacTile{Items: scenes.TileItems{Tile: t.Tile, Items: items}, LabelItems: labels, Area: p.Area, Vec: vec})
 	}
 	opt.Log.Info("tiles from the plan", "plan", p.Digest[:12], "tiles", len(out), "scenes", p.Scenes())
 	return out, nil

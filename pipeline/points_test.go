@@ -9,6 +9,8 @@ import (
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/source/synth"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
 )
 
 // TestTrainFromSynthPoints trains from the point layer lulc synth writes
@@ -21,7 +23,7 @@ func TestTrainFromSynthPoints(t *testing.T) {
 	cfg := synthConfig(t)
 	cfg.LabelPoints = 3000
 	scene := makeScene(t, "tiny-points", cfg)
-	_, composite := ingest(t, ingestConfig(t, filepath.Join(scene, "catalog.json")))
+	_, composite := mustIngest(t, ingestConfig(t, filepath.Join(scene, "catalog.json")))
 	image := filepath.Join(composite, "31TEJ", "stack.tif")
 	gpkg, _ := filepath.Glob(filepath.Join(scene, "esa-worldcover", "*", "*_points.gpkg"))
 	if len(gpkg) != 1 {
@@ -46,12 +48,12 @@ window: 1024
 output:
   compress: DEFLATE
   blocksize: 512
-`, image, gpkg[0], StackScale, StackOffset, synth.PointsField, synth.PointsLayer)
-	icfg, err := ParseIngestConfig([]byte(raw))
+`, image, gpkg[0], stage.StackScale, stage.StackOffset, synth.PointsField, synth.PointsLayer)
+	icfg, err := config.ParseIngestConfig([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, stack := ingest(t, icfg)
+	_, stack := mustIngest(t, icfg)
 	labels, g := readU16(t, filepath.Join(stack, "points", "labels.tif"), 1)
 	g.EPSG = cfg.EPSG // the grid as read back names no EPSG code
 	want, err := raster.RasterizeLabels(gpkg[0], raster.VectorLabels{Field: synth.PointsField}, g)
@@ -87,8 +89,8 @@ output:
 	tcfg := trainConfig(t, "train-demo.yaml", stack)
 	tcfg.Sampling.MaxPerClass, tcfg.Sampling.MinPerClass = 100000, 1
 	tcfg.Sampling.Buffer = 0 // every labelled point drawn: none dropped by the split's buffer
-	res, out := train(t, tcfg)
-	body, err := os.ReadFile(filepath.Join(out, SamplesFile))
+	res, out := mustTrain(t, tcfg)
+	body, err := os.ReadFile(filepath.Join(out, stage.SamplesFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,12 +18,16 @@ import (
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/pixel/composite"
 	"github.com/lulc/lulc/pixel/features"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/evaluate"
+	"github.com/lulc/lulc/stage/predict"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // demoModel trains a small forest on the tiny stack once.
 func demoModel(t *testing.T) string {
 	t.Helper()
-	if p, ok := scenes["tiny-model"]; ok {
+	if p, ok := demoScenes["tiny-model"]; ok {
 		return p
 	}
 	cfg := trainConfig(t, "train-demo.yaml", demoStack(t))
@@ -32,17 +36,17 @@ func demoModel(t *testing.T) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "run")
-	if _, err := Train(context.Background(), cfg, Options{Out: out}); err != nil {
+	if _, err := train.Train(context.Background(), cfg, stage.Options{Out: out}); err != nil {
 		t.Fatal(err)
 	}
-	scenes["tiny-model"] = filepath.Join(out, ModelFile)
-	return scenes["tiny-model"]
+	demoScenes["tiny-model"] = filepath.Join(out, stage.ModelFile)
+	return demoScenes["tiny-model"]
 }
 
-func predict(t *testing.T, pc PredictConfig) (PredictResult, string) {
+func mustPredict(t *testing.T, pc predict.PredictConfig) (predict.PredictResult, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "pred")
-	res, err := Predict(context.Background(), pc, Options{Out: out, Charts: drawer})
+	res, err := predict.Predict(context.Background(), pc, stage.Options{Out: out, Charts: drawer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,11 +57,11 @@ func predict(t *testing.T, pc PredictConfig) (PredictResult, string) {
 // with the forest applied directly to the same features.
 func TestPredictMatchesForest(t *testing.T) {
 	stack, modelPath := demoStack(t), demoModel(t)
-	res, out := predict(t, PredictConfig{Model: modelPath, Input: stack, Confidence: true, Window: 512})
+	res, out := mustPredict(t, predict.PredictConfig{Model: modelPath, Input: stack, Confidence: true, Window: 512})
 	if len(res.Tiles) != 1 {
 		t.Fatalf("tiles %+v", res.Tiles)
 	}
-	m, _, err := LoadModel(modelPath)
+	m, _, err := predict.LoadModel(modelPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +108,8 @@ func TestPredictMatchesForest(t *testing.T) {
 	}
 	xb, _ := m.Bins.Bin(x, len(feats))
 	cls, prob, _ := m.Forest.Classify(xb)
-	got, _, _ := raster.ReadBand[uint8](filepath.Join(out, "31TEJ", ClassFile), 1)
-	conf, _, _ := raster.ReadBand[uint8](filepath.Join(out, "31TEJ", ConfidenceFile), 1)
+	got, _, _ := raster.ReadBand[uint8](filepath.Join(out, "31TEJ", stage.ClassFile), 1)
+	conf, _, _ := raster.ReadBand[uint8](filepath.Join(out, "31TEJ", stage.ConfidenceFile), 1)
 	nodata := 0
 	for i := range n {
 		want := m.Classes[cls[i]].Code
@@ -127,7 +131,7 @@ func TestPredictMatchesForest(t *testing.T) {
 	}
 
 	// Class COG: layout, palette, names; the item validates.
-	ci, err := raster.Inspect(filepath.Join(out, "31TEJ", ClassFile))
+	ci, err := raster.Inspect(filepath.Join(out, "31TEJ", stage.ClassFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,23 +142,23 @@ func TestPredictMatchesForest(t *testing.T) {
 	if e := ci.ColorTable[80]; e != [4]int16{int16(water.Color.R), int16(water.Color.G), int16(water.Color.B), 255} {
 		t.Errorf("palette entry 80 = %v", e)
 	}
-	if names, _ := raster.Categories(filepath.Join(out, "31TEJ", ClassFile)); len(names) < 81 || names[80] != water.Name {
+	if names, _ := raster.Categories(filepath.Join(out, "31TEJ", stage.ClassFile)); len(names) < 81 || names[80] != water.Name {
 		t.Errorf("category names %q", names)
 	}
 	// The output is a collection of one item; the stack it was predicted
 	// from is one too.
-	if items := checkCatalog(t, filepath.Join(out, CollectionFile)); len(items) != 1 || filepath.Base(items[0]) != ItemFile {
+	if items := checkCatalog(t, filepath.Join(out, stage.CollectionFile)); len(items) != 1 || filepath.Base(items[0]) != stage.ItemFile {
 		t.Errorf("prediction items %v", items)
 	}
-	if items := checkCatalog(t, filepath.Join(stack, CollectionFile)); len(items) != 1 || filepath.Base(items[0]) != StackItemFile {
+	if items := checkCatalog(t, filepath.Join(stack, stage.CollectionFile)); len(items) != 1 || filepath.Base(items[0]) != stage.StackItemFile {
 		t.Errorf("stack items %v", items)
 	}
-	if fi, err := os.Stat(filepath.Join(out, "31TEJ", QuicklookFile)); err != nil || fi.Size() < 1000 {
+	if fi, err := os.Stat(filepath.Join(out, "31TEJ", stage.QuicklookFile)); err != nil || fi.Size() < 1000 {
 		t.Errorf("quicklook: %v", err)
 	}
 
 	// Evaluate against the stack's labels: the forest was trained on them.
-	ev, err := Evaluate(context.Background(), filepath.Join(out, "31TEJ", ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), DefaultEvaluateConfig(), Options{Out: filepath.Join(t.TempDir(), "ev")})
+	ev, err := evaluate.Evaluate(context.Background(), filepath.Join(out, "31TEJ", stage.ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), evaluate.DefaultEvaluateConfig(), stage.Options{Out: filepath.Join(t.TempDir(), "ev")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,10 +174,10 @@ func TestPredictOverviewsAndResume(t *testing.T) {
 	scene := makeScene(t, "mid", scfg)
 	icfg := ingestConfig(t, filepath.Join(scene, "catalog.json"))
 	icfg.Area.BBox = []float64{2.9, 45.0, 3.2, 45.2}
-	_, stack := ingest(t, icfg)
-	pc := PredictConfig{Model: demoModel(t), Input: stack, Window: 512}
-	_, want := predict(t, pc)
-	ci, _ := raster.Inspect(filepath.Join(want, "31TEJ", ClassFile))
+	_, stack := mustIngest(t, icfg)
+	pc := predict.PredictConfig{Model: demoModel(t), Input: stack, Window: 512}
+	_, want := mustPredict(t, pc)
+	ci, _ := raster.Inspect(filepath.Join(want, "31TEJ", stage.ClassFile))
 	if ci.Overviews < 1 || ci.Layout != "COG" {
 		t.Errorf("class COG of %d×%d: %d overviews, layout %q", ci.Width, ci.Height, ci.Overviews, ci.Layout)
 	}
@@ -182,7 +186,7 @@ func TestPredictOverviewsAndResume(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "pred")
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	_, err := Predict(ctx, pc, Options{Out: out, Charts: drawer, NewBar: func(int64, string) progress.Bar {
+	_, err := predict.Predict(ctx, pc, stage.Options{Out: out, Charts: drawer, NewBar: func(int64, string) progress.Bar {
 		return hookBar{func() {
 			if n++; n == 2 {
 				cancel()
@@ -196,10 +200,10 @@ func TestPredictOverviewsAndResume(t *testing.T) {
 		t.Fatal("interrupted prediction left its output")
 	}
 	pc.Resume = true
-	if _, err := Predict(context.Background(), pc, Options{Out: out, Charts: drawer}); err != nil {
+	if _, err := predict.Predict(context.Background(), pc, stage.Options{Out: out, Charts: drawer}); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{ClassFile, ItemFile, QuicklookFile, filepath.Join("..", CollectionFile)} {
+	for _, f := range []string{stage.ClassFile, stage.ItemFile, stage.QuicklookFile, filepath.Join("..", stage.CollectionFile)} {
 		a, _ := os.ReadFile(filepath.Join(want, "31TEJ", f))
 		b, _ := os.ReadFile(filepath.Join(out, "31TEJ", f))
 		if len(a) == 0 || !bytes.Equal(a, b) {
@@ -233,25 +237,25 @@ func TestPredictBadInput(t *testing.T) {
 	os.WriteFile(file, nil, 0o644)
 	for _, c := range []struct {
 		name      string
-		pc        PredictConfig
+		pc        predict.PredictConfig
 		out, want string
 	}{
-		{"corrupt model", PredictConfig{Model: corrupt, Input: stack}, "", "corrupt or truncated"},
-		{"bands differ", PredictConfig{Model: otherPath, Input: stack}, "", "bands: model [B01, B03"},
-		{"unusable CRS", PredictConfig{Model: modelPath, Input: badCRS}, "", "EPSG:999999"},
-		{"not a stack", PredictConfig{Model: modelPath, Input: dir}, "", "no tile manifests"},
-		{"unwritable output", PredictConfig{Model: modelPath, Input: stack}, filepath.Join(file, "out"), "not writable"},
+		{"corrupt model", predict.PredictConfig{Model: corrupt, Input: stack}, "", "corrupt or truncated"},
+		{"bands differ", predict.PredictConfig{Model: otherPath, Input: stack}, "", "bands: model [B01, B03"},
+		{"unusable CRS", predict.PredictConfig{Model: modelPath, Input: badCRS}, "", "EPSG:999999"},
+		{"not a stack", predict.PredictConfig{Model: modelPath, Input: dir}, "", "no tile manifests"},
+		{"unwritable output", predict.PredictConfig{Model: modelPath, Input: stack}, filepath.Join(file, "out"), "not writable"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := c.out
 			if out == "" {
 				out = filepath.Join(t.TempDir(), "pred")
 			}
-			_, err := Predict(context.Background(), c.pc, Options{Out: out})
+			_, err := predict.Predict(context.Background(), c.pc, stage.Options{Out: out})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want %q", err, c.want)
 			}
-			if _, err := os.Stat(filepath.Join(out, "31TEJ", ClassFile)); err == nil {
+			if _, err := os.Stat(filepath.Join(out, "31TEJ", stage.ClassFile)); err == nil {
 				t.Error("failed prediction left a class map")
 			}
 		})
@@ -270,7 +274,7 @@ func TestPredictRealTerraMind(t *testing.T) {
 		cfg.Input.Rasters[i].Image = "../" + cfg.Input.Rasters[i].Image
 		cfg.Input.Rasters[i].Labels = "../" + cfg.Input.Rasters[i].Labels
 	}
-	_, run := train(t, cfg)
+	_, run := mustTrain(t, cfg)
 	// Turn each patch into a one-tile "stack" on the model's scaling.
 	stack := t.TempDir()
 	for _, r := range cfg.Input.Rasters {
@@ -285,7 +289,7 @@ func TestPredictRealTerraMind(t *testing.T) {
 		for range cfg.Input.Bands {
 			bands = append(bands, raster.BandInfo{Scale: 0.0001})
 		}
-		w, err := raster.NewWriter(filepath.Join(tile, "stack.tif"), info.Grid, "uint16", bands, raster.COGOptions{NoData: ptr(0.0)})
+		w, err := raster.NewWriter(filepath.Join(tile, "stack.tif"), info.Grid, "uint16", bands, raster.COGOptions{NoData: stage.Ptr(0.0)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -308,14 +312,14 @@ func TestPredictRealTerraMind(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		m := manifest{Tile: name, Bands: cfg.Input.Bands, Scale: 0.0001, Offset: 0,
-			Grid: manifestGrid{EPSG: info.EPSG, Transform: info.Transform, Width: info.Width, Height: info.Height}}
+		m := stage.Manifest{Tile: name, Bands: cfg.Input.Bands, Scale: 0.0001, Offset: 0,
+			Grid: stage.ManifestGrid{EPSG: info.EPSG, Transform: info.Transform, Width: info.Width, Height: info.Height}}
 		b, _ := json.Marshal(m)
 		os.WriteFile(filepath.Join(tile, "manifest.json"), b, 0o644)
 	}
-	res, out := predict(t, PredictConfig{Model: filepath.Join(run, ModelFile), Input: stack})
+	res, out := mustPredict(t, predict.PredictConfig{Model: filepath.Join(run, stage.ModelFile), Input: stack})
 	for i, tile := range res.Tiles {
-		ev, err := Evaluate(context.Background(), filepath.Join(out, tile.Tile, ClassFile), cfg.Input.Rasters[i].Labels, EvaluateConfig{Resampling: "nearest", SamplePerClass: 1000, Seed: 1}, Options{Out: filepath.Join(t.TempDir(), "ev")})
+		ev, err := evaluate.Evaluate(context.Background(), filepath.Join(out, tile.Tile, stage.ClassFile), cfg.Input.Rasters[i].Labels, evaluate.EvaluateConfig{Resampling: "nearest", SamplePerClass: 1000, Seed: 1}, stage.Options{Out: filepath.Join(t.TempDir(), "ev")})
 		if err != nil {
 			t.Fatal(err)
 		}

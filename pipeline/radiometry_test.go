@@ -10,6 +10,11 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/evaluate"
+	"github.com/lulc/lulc/stage/predict"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // shiftedCopy writes image's 12 bands with the +1000 DN offset of
@@ -57,15 +62,15 @@ func TestRadiometryOffsetNoticed(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ train, apply int }{{0, 0}, {1, 1}, {0, 1}, {1, 0}} {
 		trainCfg, applyPair := cfg, cfg.Source.Rasters[c.apply]
-		trainCfg.Source.Rasters = []RasterPair{cfg.Source.Rasters[c.train]}
-		_, stack := ingest(t, trainCfg)
+		trainCfg.Source.Rasters = []config.RasterPair{cfg.Source.Rasters[c.train]}
+		_, stack := mustIngest(t, trainCfg)
 		tc := trainConfig(t, "train-real-sample.yaml", stack)
 		// Per-pixel features, as the figures in docs/ingest.md were
 		// measured: the effect of an offset on a pixel's own values.
 		tc.Features = slices.DeleteFunc(tc.Features, func(f string) bool { return strings.Contains(f, "(") })
 		tc.Sampling.Buffer = 0
 		model := filepath.Join(t.TempDir(), "model")
-		if _, err := Train(context.Background(), tc, Options{Out: model}); err != nil {
+		if _, err := train.Train(context.Background(), tc, stage.Options{Out: model}); err != nil {
 			t.Fatal(err)
 		}
 		shifted := filepath.Join(dir, applyPair.Tile+"-offset.tif")
@@ -82,28 +87,28 @@ func TestRadiometryOffsetNoticed(t *testing.T) {
 			ac := cfg
 			pair := applyPair
 			pair.Image = way.image
-			ac.Source.Rasters = []RasterPair{pair}
-			ac.Source.Offset = Offset{Value: way.offset, Auto: way.auto, set: true}
-			_, st := ingest(t, ac)
+			ac.Source.Rasters = []config.RasterPair{pair}
+			ac.Source.Offset = config.Offset{Value: way.offset, Auto: way.auto, Set: true}
+			_, st := mustIngest(t, ac)
 			body, err := os.ReadFile(filepath.Join(st, applyPair.Tile, "manifest.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := parseManifest(body)
+			m, err := stage.ParseManifest(body)
 			if err != nil {
 				t.Fatal(err)
 			}
 			out := filepath.Join(t.TempDir(), "pred")
-			pr, err := Predict(context.Background(), PredictConfig{Model: filepath.Join(model, ModelFile), Input: st, Window: 512}, Options{Out: out})
+			pr, err := predict.Predict(context.Background(), predict.PredictConfig{Model: filepath.Join(model, stage.ModelFile), Input: st, Window: 512}, stage.Options{Out: out})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ev, err := Evaluate(context.Background(), filepath.Join(out, applyPair.Tile, ClassFile), applyPair.Labels, EvaluateConfig{Resampling: "nearest", Seed: 1}, Options{Out: filepath.Join(t.TempDir(), "ev")})
+			ev, err := evaluate.Evaluate(context.Background(), filepath.Join(out, applyPair.Tile, stage.ClassFile), applyPair.Labels, evaluate.EvaluateConfig{Resampling: "nearest", Seed: 1}, stage.Options{Out: filepath.Join(t.TempDir(), "ev")})
 			if err != nil {
 				t.Fatal(err)
 			}
 			oa[way.name] = ev.Metrics.Accuracy
-			maps[way.name], _ = os.ReadFile(filepath.Join(out, applyPair.Tile, ClassFile))
+			maps[way.name], _ = os.ReadFile(filepath.Join(out, applyPair.Tile, stage.ClassFile))
 			offsetLeft := way.name == "offset, declared 0"
 			if got := m.RadiometryWarning != ""; got != offsetLeft || offsetLeft && !strings.Contains(m.RadiometryWarning, "offset: -0.1") {
 				t.Errorf("%s → %s (%s): ingest warning %q", trainCfg.Source.Rasters[0].Tile, applyPair.Tile, way.name, m.RadiometryWarning)

@@ -12,6 +12,8 @@ import (
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/source/catalog"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/ingest"
 )
 
 const esDir = "../../shared/data/earthsearch-s2-l2a-29RKH-2020-02-19"
@@ -45,7 +47,7 @@ func TestIngestRealEarthSearchItem(t *testing.T) {
 	}
 	lg := geo.Grid{EPSG: 4326, Width: 1500, Height: 1500, Transform: [6]float64{-12.1, 0.001, 0, 25.4, 0, -0.001}}
 	os.MkdirAll(filepath.Join(dir, "wc"), 0o755)
-	if err := raster.WriteCOG(filepath.Join(dir, "wc", "map.tif"), lg, labels, raster.COGOptions{NoData: ptr(0.0)}); err != nil {
+	if err := raster.WriteCOG(filepath.Join(dir, "wc", "map.tif"), lg, labels, raster.COGOptions{NoData: stage.Ptr(0.0)}); err != nil {
 		t.Fatal(err)
 	}
 	writeJSON(t, filepath.Join(dir, "wc", "item.json"), map[string]any{
@@ -73,11 +75,11 @@ func TestIngestRealEarthSearchItem(t *testing.T) {
 	cfg.Grid.Resolution = 100 // the decimated files' finest resolution
 	// The item's hrefs point into the shared data, outside the catalog's
 	// directory: the policy must be widened to read them.
-	if _, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "refused")}); !errors.Is(err, catalog.ErrHrefRefused) {
+	if _, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: filepath.Join(t.TempDir(), "refused")}); !errors.Is(err, catalog.ErrHrefRefused) {
 		t.Fatalf("hrefs outside the catalog were read: %v", err)
 	}
 	cfg.Source.AllowHrefs = []string{abs}
-	res, out := ingest(t, cfg)
+	res, out := mustIngest(t, cfg)
 	if len(res.Tiles) != 1 || res.Tiles[0].Tile != "29RKH" {
 		t.Fatalf("tiles %+v", res.Tiles)
 	}

@@ -28,6 +28,11 @@ import (
 	"github.com/lulc/lulc/pixel/radiometry"
 	"github.com/lulc/lulc/pixel/stack"
 	"github.com/lulc/lulc/scale/shard"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/ingest"
+	"github.com/lulc/lulc/stage/predict"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // RunConfig describes a one-pass job (lulc run): where the tiles come from
@@ -41,7 +46,7 @@ type RunConfig struct {
 		Confidence bool   `yaml:"confidence"` // also write confidence.tif
 		Compress   string `yaml:"compress"`   // DEFLATE (default) or ZSTD
 		// AOA: aoa.tif when the model has an area of applicability.
-		AOA AOAOptions `yaml:"aoa"`
+		AOA stage.AOAOptions `yaml:"aoa"`
 	} `yaml:"predict"`
 	Outputs struct {
 		// Stack also writes each tile's analysis-ready stack (stack.tif,
@@ -121,9 +126,9 @@ func (c *RunConfig) fillDefaults() {
 // and either the train config or a model file.
 type Job struct {
 	Config RunConfig
-	Ingest IngestConfig
-	Train  *TrainConfig // nil when Model is set
-	Model  string       // a model file: the job maps tiles without training
+	Ingest config.IngestConfig
+	Train  *config.TrainConfig // nil when Model is set
+	Model  string              // a model file: the job maps tiles without training
 	// ModelHref, where Model is a local copy of an object (lulc run
 	// --model s3://…), is the object's URL: report.json and the tiles'
 	// items name it instead of the copy.
@@ -168,7 +173,7 @@ func (j Job) hash(modelBody []byte) string {
 		h.Write([]byte(j.Train.Hash()))
 	}
 	if modelBody != nil {
-		h.Write(sha(modelBody))
+		h.Write(stage.Sha(modelBody))
 	}
 	// The task count, not the index: every task of a job has one hash,
 	// which lulc collect checks.
@@ -196,19 +201,19 @@ func (j Job) collectionID(modelBody []byte) string {
 		key += " train " + j.Train.Hash()
 	}
 	if modelBody != nil {
-		key += fmt.Sprintf(" model %x", sha(modelBody))
+		key += fmt.Sprintf(" model %x", stage.Sha(modelBody))
 	}
 	b, _ := json.Marshal(struct {
 		Predict, Outputs any
 	}{j.Config.Predict, j.Config.Outputs})
-	return collectionID("lulc-", key+" "+string(b))
+	return stage.CollectionID("lulc-", key+" "+string(b))
 }
 
 // RunResult summarises a run.
 type RunResult struct {
 	Dir     string
-	Model   string       // the model that mapped the tiles
-	Train   *TrainResult // when the job trained
+	Model   string             // the model that mapped the tiles
+	Train   *train.TrainResult // when the job trained
 	Tiles   []RunTile
 	Elapsed time.Duration
 	// DeviceBusy is the time the GPUs' goroutines computed (composite,
@@ -239,13 +244,13 @@ type RunTile struct {
 	Dates   int    `json:"dates"`
 	Pixels  int64  `json:"pixels"`
 	// Device mapped the tile: "cpu" or "gpu:N".
-	Device string     `json:"device,omitempty"`
-	Ingest StageTimes `json:"-"`
+	Device string            `json:"device,omitempty"`
+	Ingest ingest.StageTimes `json:"-"`
 	// Composite is the wall time of reading and compositing the tile.
-	Composite time.Duration   `json:"-"`
-	Predict   PredictTile     `json:"-"`
-	Sample    time.Duration   `json:"-"`
-	Metrics   *forest.Metrics `json:"metrics,omitempty"` // the map against the tile's labels
+	Composite time.Duration       `json:"-"`
+	Predict   predict.PredictTile `json:"-"`
+	Sample    time.Duration       `json:"-"`
+	Metrics   *forest.Metrics     `json:"metrics,omitempty"` // the map against the tile's labels
 	// Radiometry warns when the tile's dark levels differ from the
 	// model's training data's (package radiometry).
 	Radiometry string `json:"radiometry_warning,omitempty"`
@@ -271,7 +276,7 @@ type RunTile struct {
 // them, metrics.json from the labels, and with outputs.stack the stack as
 // lulc ingest writes it. The stages are the ones the separate commands run,
 // so the maps equal theirs.
-func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
+func Run(ctx context.Context, job Job, opt stage.Options) (RunResult, error) {
 	opt.Fill()
 	start := time.Now()
 	if err := job.validate(); err != nil {
@@ -285,16 +290,16 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	var modelBody []byte
 	if job.Model != "" {
 		var err error
-		if model, modelBody, err = LoadModel(job.Model); err != nil {
+		if model, modelBody, err = predict.LoadModel(job.Model); err != nil {
 			return RunResult{}, err
 		}
 	}
-	var tiles []sourceTile
+	var tiles []ingest.SourceTile
 	var err error
 	if job.Plan != nil {
 		tiles, err = job.Plan.tiles(ctx, job.Ingest, opt)
 	} else {
-		tiles, err = locate(ctx, job.Ingest, opt)
+		tiles, err = ingest.Locate(ctx, job.Ingest, opt)
 	}
 	if err != nil {
 		return RunResult{}, err
@@ -304,10 +309,10 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 		// text classes'.
 		schemes := make([]*landcover.Scheme, len(tiles))
 		for i, t := range tiles {
-			schemes[i] = t.labelScheme(job.Ingest)
+			schemes[i] = t.LabelScheme(job.Ingest)
 		}
 		tc := *job.Train
-		if err := tc.resolveLabels(schemes); err != nil {
+		if err := tc.ResolveLabels(schemes); err != nil {
 			return RunResult{}, err
 		}
 		job.Train = &tc
@@ -330,13 +335,13 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 			opt.Force = atomicfs.Exists(opt.Out)
 		}
 	}
-	stage, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "run "+hash)
+	staging, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "run "+hash)
 	if err != nil {
 		return RunResult{}, err
 	}
-	defer stage.Release()
-	r := &runner{start: start, job: job, hash: hash, collectionID: job.collectionID(modelBody), opt: opt, stage: stage, model: model, held: map[string]*stack.Tile{}, manifests: map[string]manifest{}, steps: map[string]*sync.Mutex{}}
-	res := RunResult{Dir: stage.Final, Model: job.modelHref(), GPU: len(opt.GPUs) > 0}
+	defer staging.Release()
+	r := &runner{start: start, job: job, hash: hash, collectionID: job.collectionID(modelBody), opt: opt, stage: staging, model: model, held: map[string]*stack.Tile{}, manifests: map[string]stage.Manifest{}, steps: map[string]*sync.Mutex{}}
+	res := RunResult{Dir: staging.Final, Model: job.modelHref(), GPU: len(opt.GPUs) > 0}
 	busy0 := make([]time.Duration, len(opt.GPUs))
 	for i, d := range opt.GPUs {
 		busy0[i] = d.Busy()
@@ -374,7 +379,7 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 	if err := r.writeJob(res); err != nil {
 		return res, err
 	}
-	if err := stage.Commit(); err != nil {
+	if err := staging.Commit(); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -388,7 +393,7 @@ func Run(ctx context.Context, job Job, opt Options) (RunResult, error) {
 // an error when the directory holds another job's output. A sample
 // phase's task is done when its draw is intact and drew exactly
 // its tiles (mine, of the job's all).
-func completedTask(dir, hash, phase string, all, tiles []sourceTile, opt Options) (RunResult, bool, error) {
+func completedTask(dir, hash, phase string, all, tiles []ingest.SourceTile, opt stage.Options) (RunResult, bool, error) {
 	if !atomicfs.Exists(dir) {
 		return RunResult{}, false, nil
 	}
@@ -413,7 +418,7 @@ func completedTask(dir, hash, phase string, all, tiles []sourceTile, opt Options
 	}
 	res := RunResult{Dir: dir, Model: rep.Model, GPU: rep.GPU}
 	if phase == PhaseSample {
-		d, err := readDraw(filepath.Join(dir, DrawFile))
+		d, err := train.ReadDraw(filepath.Join(dir, stage.DrawFile))
 		if err == nil {
 			err = drewTiles(d, all, tiles)
 		}
@@ -426,8 +431,8 @@ func completedTask(dir, hash, phase string, all, tiles []sourceTile, opt Options
 		if phase == PhaseSample {
 			break
 		}
-		if !c.lists(t.name()+"/"+TileRecordFile) || !c.lists(t.name()+"/"+ClassFile) {
-			opt.Log.Warn("a tile of the finished task is missing from its commit record: mapping the task again", "tile", t.name())
+		if !c.lists(t.Name()+"/"+TileRecordFile) || !c.lists(t.Name()+"/"+stage.ClassFile) {
+			opt.Log.Warn("a tile of the finished task is missing from its commit record: mapping the task again", "tile", t.Name())
 			return RunResult{}, false, nil
 		}
 	}
@@ -441,15 +446,15 @@ func completedTask(dir, hash, phase string, all, tiles []sourceTile, opt Options
 
 // drewTiles checks that a draw is of the tiles mine of the job's all: the
 // same inputs, numbered by their places among all.
-func drewTiles(d *sampleset.Set, all, mine []sourceTile) error {
+func drewTiles(d *sampleset.Set, all, mine []ingest.SourceTile) error {
 	if d.Draw.Total != len(all) {
 		return fmt.Errorf("a draw of a job of %d tiles, this one has %d", d.Draw.Total, len(all))
 	}
 	var want []int
 	var names []string
 	for i, t := range all {
-		if slices.ContainsFunc(mine, func(m sourceTile) bool { return m.name() == t.name() }) {
-			want, names = append(want, i), append(names, t.name())
+		if slices.ContainsFunc(mine, func(m ingest.SourceTile) bool { return m.Name() == t.Name() }) {
+			want, names = append(want, i), append(names, t.Name())
 		}
 	}
 	if !slices.Equal(d.Draw.Inputs, want) || !slices.Equal(d.Sources, names) {
@@ -473,15 +478,15 @@ func readRunReport(dir string) (runReport, error) {
 }
 
 // shardTiles keeps the tiles that the job's shard maps.
-func (j Job) shardTiles(tiles []sourceTile, opt Options) []sourceTile {
+func (j Job) shardTiles(tiles []ingest.SourceTile, opt stage.Options) []ingest.SourceTile {
 	all := make([]shard.Tile, len(tiles))
 	for i, t := range tiles {
-		all[i] = shard.Tile{Name: t.name(), Scenes: t.dates()}
+		all[i] = shard.Tile{Name: t.Name(), Scenes: t.Dates()}
 	}
 	mine := shard.Assign(all, j.Shard.Count)[j.Shard.Index]
-	var out []sourceTile
+	var out []ingest.SourceTile
 	for _, t := range tiles {
-		if slices.Contains(mine, t.name()) {
+		if slices.Contains(mine, t.Name()) {
 			out = append(out, t)
 		}
 	}
@@ -506,7 +511,7 @@ func (j Job) validate() error {
 		return fmt.Errorf("shard %s: a sharded run maps with a model (--model), or draws samples (--phase sample) for lulc train to merge", j.Shard)
 	}
 	if j.Train != nil {
-		if err := j.Train.validateTraining(); err != nil {
+		if err := j.Train.ValidateTraining(); err != nil {
 			return fmt.Errorf("train config: %w", err)
 		}
 		if j.Train.Engine != "lulc" {
@@ -531,7 +536,7 @@ type runner struct {
 	// collectionID is the id of the job's STAC collection, also recorded
 	// in report.json for lulc collect.
 	collectionID string
-	opt          Options
+	opt          stage.Options
 	stage        *atomicfs.Stage
 	fitWall      time.Duration
 	start        time.Time     // the run's start, for the timeline's debug lines
@@ -542,7 +547,7 @@ type runner struct {
 	held      map[string]*stack.Tile // composites kept for the map phase
 	heldBytes int64
 	spilled   []string
-	manifests map[string]manifest
+	manifests map[string]stage.Manifest
 	steps     map[string]*sync.Mutex // per engine and step of mapping a tile
 
 	bg     sync.WaitGroup
@@ -551,10 +556,10 @@ type runner struct {
 }
 
 // run trains if the job has no model, then maps every tile.
-func (r *runner) run(ctx context.Context, tiles []sourceTile, res *RunResult) error {
+func (r *runner) run(ctx context.Context, tiles []ingest.SourceTile, res *RunResult) error {
 	res.Tiles = make([]RunTile, len(tiles))
 	for i, t := range tiles {
-		res.Tiles[i] = RunTile{Tile: t.name(), Dates: t.dates(), Seconds: map[string]float64{}}
+		res.Tiles[i] = RunTile{Tile: t.Name(), Dates: t.Dates(), Seconds: map[string]float64{}}
 	}
 	modelFile, model := r.job.Model, r.model
 	if model == nil {
@@ -562,16 +567,16 @@ func (r *runner) run(ctx context.Context, tiles []sourceTile, res *RunResult) er
 		if res.Train, model, err = r.train(ctx, tiles, res.Tiles); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
-		res.Model = filepath.Join(r.stage.Final, "model", ModelFile)
+		res.Model = filepath.Join(r.stage.Final, "model", stage.ModelFile)
 		modelFile = res.Model
 	}
 	if err := model.Check(model.Features, r.job.Ingest.StackPlanes()); err != nil {
 		return fmt.Errorf("model %s: %w", modelFile, err)
 	}
-	if model.Scale != StackScale || model.Offset != StackOffset {
-		return fmt.Errorf("model %s: trained on reflectance = DN × %g + %g, the run's stacks are × %g + %g", modelFile, model.Scale, model.Offset, StackScale, StackOffset)
+	if model.Scale != stage.StackScale || model.Offset != stage.StackOffset {
+		return fmt.Errorf("model %s: trained on reflectance = DN × %g + %g, the run's stacks are × %g + %g", modelFile, model.Scale, model.Offset, stage.StackScale, stage.StackOffset)
 	}
-	scheme, err := modelScheme(model)
+	scheme, err := predict.ModelScheme(model)
 	if err != nil {
 		return err
 	}
@@ -579,9 +584,9 @@ func (r *runner) run(ctx context.Context, tiles []sourceTile, res *RunResult) er
 	// run's own model where the output will be), so that the tree can move.
 	modelPath := r.job.modelHref()
 	if modelPath == "" {
-		modelPath = filepath.Join(r.stage.Final, "model", ModelFile)
+		modelPath = filepath.Join(r.stage.Final, "model", stage.ModelFile)
 	}
-	return r.eachTile(ctx, tiles, func(ctx context.Context, lane Options, i int) error {
+	return r.eachTile(ctx, tiles, func(ctx context.Context, lane stage.Options, i int) error {
 		return r.mapTile(ctx, lane, tiles[i], model, modelPath, scheme, &res.Tiles[i])
 	})
 }
@@ -593,8 +598,8 @@ func (r *runner) run(ctx context.Context, tiles []sourceTile, res *RunResult) er
 // the lanes' concurrency without a GPU).
 // Progress bars are left out when several lanes would draw over each
 // other.
-func (r *runner) lanes() []Options {
-	var out []Options
+func (r *runner) lanes() []stage.Options {
+	var out []stage.Options
 	for range max(1, r.job.Config.TilesPerGPU) {
 		for _, d := range r.opt.GPUs {
 			o := r.opt
@@ -603,7 +608,7 @@ func (r *runner) lanes() []Options {
 		}
 	}
 	if len(out) == 0 {
-		for range max(1, r.opt.hooks.cpuLanes) {
+		for range max(1, r.opt.Hooks.CpuLanes) {
 			out = append(out, r.opt)
 		}
 	}
@@ -618,7 +623,7 @@ func (r *runner) lanes() []Options {
 
 // step takes the lane's engine's turn at a step of mapping a tile (one
 // lane of an engine at a time per step), returning its release.
-func (r *runner) step(lane Options, name string) func() {
+func (r *runner) step(lane stage.Options, name string) func() {
 	key := laneName(lane) + " " + name
 	r.mu.Lock()
 	m, ok := r.steps[key]
@@ -632,22 +637,22 @@ func (r *runner) step(lane Options, name string) func() {
 }
 
 // laneName names a lane's engine in the report: "cpu" or "gpu:N".
-func laneName(o Options) string {
-	return o.engine().name()
+func laneName(o stage.Options) string {
+	return o.Engine().Name()
 }
 
 // eachTile calls f on every tile index, as many at once as there are
 // lanes, each call with a lane to itself. The first error stops the
 // tiles not yet begun and is returned, naming its tile.
-func (r *runner) eachTile(ctx context.Context, tiles []sourceTile, f func(ctx context.Context, lane Options, i int) error) error {
+func (r *runner) eachTile(ctx context.Context, tiles []ingest.SourceTile, f func(ctx context.Context, lane stage.Options, i int) error) error {
 	lanes := r.lanes()
-	free := make(chan Options, len(lanes))
+	free := make(chan stage.Options, len(lanes))
 	for _, l := range lanes {
 		free <- l
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for i, t := range tiles {
-		var lane Options
+		var lane stage.Options
 		select {
 		case lane = <-free:
 		case <-gctx.Done():
@@ -665,7 +670,7 @@ func (r *runner) eachTile(ctx context.Context, tiles []sourceTile, f func(ctx co
 		g.Go(func() error {
 			defer func() { free <- lane }()
 			if err := f(gctx, lane, i); err != nil {
-				return fmt.Errorf("tile %s: %w", t.name(), err)
+				return fmt.Errorf("tile %s: %w", t.Name(), err)
 			}
 			return nil
 		})
@@ -679,7 +684,7 @@ func (r *runner) eachTile(ctx context.Context, tiles []sourceTile, f func(ctx co
 // composite reads and composites a tile once into memory, writing its
 // stack COGs beside it when the job asks for them (encoded in the
 // background, so that compute goes on).
-func (r *runner) composite(ctx context.Context, opt Options, t sourceTile, rt *RunTile) (*stack.Tile, error) {
+func (r *runner) composite(ctx context.Context, opt stage.Options, t ingest.SourceTile, rt *RunTile) (*stack.Tile, error) {
 	mem, _, err := r.compositeMirrored(ctx, opt, t, rt, false)
 	return mem, err
 }
@@ -687,21 +692,21 @@ func (r *runner) composite(ctx context.Context, opt Options, t sourceTile, rt *R
 // compositeMirrored is composite that, with mirror and a device, keeps the
 // composite in the device's memory too (a cuda.Mirror, for the draw of
 // the tile's samples on the device; the caller closes it).
-func (r *runner) compositeMirrored(ctx context.Context, opt Options, t sourceTile, rt *RunTile, mirror bool) (mem *stack.Tile, dm *cuda.Mirror, err error) {
+func (r *runner) compositeMirrored(ctx context.Context, opt stage.Options, t ingest.SourceTile, rt *RunTile, mirror bool) (mem *stack.Tile, dm *cuda.Mirror, err error) {
 	cfg := r.job.Ingest
-	grid, err := t.plan(cfg)
+	grid, err := t.Plan(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	mem = stack.New(t.name(), grid, cfg.StackPlanes(), StackScale, StackOffset)
-	hist := radiometry.NewHistogram(len(cfg.Bands), StackScale, StackOffset)
-	sinks := []tileSink{mem, hist}
+	mem = stack.New(t.Name(), grid, cfg.StackPlanes(), stage.StackScale, stage.StackOffset)
+	hist := radiometry.NewHistogram(len(cfg.Bands), stage.StackScale, stage.StackOffset)
+	sinks := []ingest.TileSink{mem, hist}
 	if mirror {
-		if dm, err = opt.engine().mirror(grid, len(cfg.StackPlanes())); err != nil {
+		if dm, err = opt.Engine().Mirror(grid, len(cfg.StackPlanes())); err != nil {
 			return nil, nil, err
 		}
 		if m := dm; m != nil {
-			sinks = append(sinks, mirrorSink{m})
+			sinks = append(sinks, stage.MirrorSink{Mirror: m})
 			defer func() {
 				if err != nil {
 					m.Close()
@@ -709,45 +714,45 @@ func (r *runner) compositeMirrored(ctx context.Context, opt Options, t sourceTil
 			}()
 		}
 	}
-	dir, err := tileDir(r.stage, t.name())
+	dir, err := stage.TileDir(r.stage, t.Name())
 	if err != nil {
 		return nil, nil, err
 	}
-	var tw *tileWriters
+	var tw *ingest.TileWriters
 	if r.job.Config.Outputs.Stack && !atomicfs.Exists(filepath.Join(dir, "manifest.json")) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, err
 		}
-		if tw, err = newTileWriters(dir, grid, cfg, t.labelScheme(cfg), false, opt.Compare.GDALCOG); err != nil {
+		if tw, err = ingest.NewTileWriters(dir, grid, cfg, t.LabelScheme(cfg), false, opt.Compare.GDALCOG); err != nil {
 			return nil, nil, err
 		}
 		sinks = append(sinks, tw)
 	}
 	t0 := time.Now()
-	stats, err := t.composite(ctx, cfg, opt, sinks...)
-	rt.Ingest, rt.Pixels, rt.Composite = stats.timings, int64(stats.pixels), rt.Composite+time.Since(t0)
-	r.mark("composited", t.name())
+	stats, err := t.Composite(ctx, cfg, opt, sinks...)
+	rt.Ingest, rt.Pixels, rt.Composite = stats.Timings, int64(stats.Pixels), rt.Composite+time.Since(t0)
+	r.mark("composited", t.Name())
 	if err != nil {
 		if tw != nil {
-			tw.abort()
+			tw.Abort()
 		}
 		return nil, nil, err
 	}
-	m, err := t.manifest(ctx, cfg, opt, stats.noValid)
+	m, err := t.Manifest(ctx, cfg, opt, stats.NoValid)
 	if err != nil {
 		return nil, nil, err
 	}
-	m.setDark(cfg.Bands, hist.Dark(), opt)
-	m.LabelScheme = recordScheme(t.labelScheme(cfg))
+	m.SetDark(cfg.Bands, hist.Dark(), opt)
+	m.LabelScheme = stage.RecordScheme(t.LabelScheme(cfg))
 	r.mu.Lock()
-	r.manifests[t.name()] = m
+	r.manifests[t.Name()] = m
 	r.mu.Unlock()
 	if tw != nil {
 		r.background(func() error {
-			if err := tw.close(); err != nil {
+			if err := tw.Close(); err != nil {
 				return err
 			}
-			return writeTileManifest(dir, m, nil)
+			return ingest.WriteTileManifest(dir, m, nil)
 		})
 	}
 	return mem, dm, nil
@@ -779,19 +784,19 @@ func (r *runner) wait() error {
 // train composites and samples every tile, holding the composites for the
 // map phase, and fits the model into OUT/model. A model left complete by
 // an interrupted run of the same job is kept.
-func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (*TrainResult, *forest.Model, error) {
+func (r *runner) train(ctx context.Context, tiles []ingest.SourceTile, rts []RunTile) (*train.TrainResult, *forest.Model, error) {
 	cfg := r.job.trainConfig()
 	dir := r.stage.Path("model")
 	if atomicfs.Exists(filepath.Join(dir, "run.json")) {
 		r.opt.Log.Info("model already trained by an interrupted run", "dir", dir)
-		model, _, err := LoadModel(filepath.Join(dir, ModelFile))
+		model, _, err := predict.LoadModel(filepath.Join(dir, stage.ModelFile))
 		return nil, model, err
 	}
 	if r.job.Train.Input.Stack != "" || len(r.job.Train.Input.Rasters) > 0 {
 		r.opt.Log.Info("the train config's input is not used: lulc run trains on its own tiles")
 	}
 	scheme, _ := cfg.Scheme()
-	sp := sampling.New(cfg.SamplingConfig(), cfg.Features, scheme, r.opt.engine().features)
+	sp := sampling.New(cfg.SamplingConfig(), cfg.Features, scheme, r.opt.Engine().Features)
 	t0 := time.Now()
 	index := make([]int, len(tiles))
 	for i := range index {
@@ -806,14 +811,14 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 		return nil, nil, err
 	}
 	r.mark("samples drawn, features computed", "")
-	set.Config = cfg.sampleKey()
+	set.Config = cfg.SampleKey()
 	census := sp.Census()
-	res := &TrainResult{Dir: filepath.Join(r.stage.Final, "model"), Engine: cfg.Engine, Sample: time.Since(t0), Warnings: sp.Warnings(), census: &census}
+	res := &train.TrainResult{Dir: filepath.Join(r.stage.Final, "model"), Engine: cfg.Engine, Sample: time.Since(t0), Warnings: sp.Warnings(), Census: &census}
 	for _, c := range scheme.Classes {
 		res.ClassNames = append(res.ClassNames, c.Name)
 	}
 	t1 := time.Now()
-	model, err := fitAndMeasure(ctx, cfg, scheme, set, ins, r.opt, res)
+	model, err := train.FitAndMeasure(ctx, cfg, scheme, set, ins, r.opt, res)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -835,10 +840,10 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 		if err != nil {
 			return err
 		}
-		if err := atomicfs.WriteFile(filepath.Join(tmp, SamplesFile), body); err != nil {
+		if err := atomicfs.WriteFile(filepath.Join(tmp, stage.SamplesFile), body); err != nil {
 			return err
 		}
-		if err := writeTrainOutputs(cfg, set, ins, model, r.opt, tmp, *res); err != nil {
+		if err := train.WriteTrainOutputs(cfg, set, ins, model, r.opt, tmp, *res); err != nil {
 			return err
 		}
 		return os.Rename(tmp, dir)
@@ -850,8 +855,8 @@ func (r *runner) train(ctx context.Context, tiles []sourceTile, rts []RunTile) (
 // and adds each to sp as the job's input index[i], in the tiles' order
 // (which fixes the sample set whatever the lanes). With hold the
 // composites are kept for the map phase.
-func (r *runner) sampleTiles(ctx context.Context, tiles []sourceTile, rts []RunTile, index []int, sp *sampling.Sampler, hold bool) ([]trainInput, error) {
-	var ins []trainInput
+func (r *runner) sampleTiles(ctx context.Context, tiles []ingest.SourceTile, rts []RunTile, index []int, sp *sampling.Sampler, hold bool) ([]train.TrainInput, error) {
+	var ins []train.TrainInput
 	nl := len(r.lanes())
 	for g0 := 0; g0 < len(tiles); g0 += nl {
 		group := tiles[g0:min(g0+nl, len(tiles))]
@@ -865,7 +870,7 @@ func (r *runner) sampleTiles(ctx context.Context, tiles []sourceTile, rts []RunT
 				}
 			}
 		}
-		err := r.eachTile(ctx, group, func(ctx context.Context, lane Options, k int) error {
+		err := r.eachTile(ctx, group, func(ctx context.Context, lane stage.Options, k int) error {
 			var err error
 			mems[k], mirrors[k], err = r.compositeMirrored(ctx, lane, group[k], &rts[g0+k], true)
 			return err
@@ -877,7 +882,7 @@ func (r *runner) sampleTiles(ctx context.Context, tiles []sourceTile, rts []RunT
 		// The group's tiles are drawn at once, each on its lane's device
 		// (or all cores): the sampler merges them in whatever order they
 		// finish, with the same result.
-		drawn := make([]trainInput, len(group))
+		drawn := make([]train.TrainInput, len(group))
 		errs := make([]error, len(group))
 		var wg sync.WaitGroup
 		for k, mem := range mems {
@@ -898,7 +903,7 @@ func (r *runner) sampleTiles(ctx context.Context, tiles []sourceTile, rts []RunT
 			}
 			if err != nil {
 				release()
-				return nil, fmt.Errorf("tile %s: %w", group[k].name(), err)
+				return nil, fmt.Errorf("tile %s: %w", group[k].Name(), err)
 			}
 			ins = append(ins, drawn[k])
 		}
@@ -912,14 +917,14 @@ func (r *runner) sampleTiles(ctx context.Context, tiles []sourceTile, rts []RunT
 // sampleTile draws a tile's samples from its composite, as the job's
 // input number index: on the device that holds its mirror (when not
 // nil), else on every core.
-func (r *runner) sampleTile(sp *sampling.Sampler, mem *stack.Tile, mirror *cuda.Mirror, index int, rt *RunTile) (trainInput, error) {
+func (r *runner) sampleTile(sp *sampling.Sampler, mem *stack.Tile, mirror *cuda.Mirror, index int, rt *RunTile) (train.TrainInput, error) {
 	zero := 0.0
 	r.mu.Lock()
 	dark := r.manifests[mem.Name].Dark
 	r.mu.Unlock()
-	in := trainInput{image: mem.Name, labels: mem.Name, bands: mem.Bands, scale: mem.Scale, offset: mem.Offset, nodata: &zero, mem: mem, inMemory: true, darks: []radiometry.Levels{dark}}
+	in := train.TrainInput{Image: mem.Name, Labels: mem.Name, Bands: mem.Bands, Scale: mem.Scale, Offset: mem.Offset, Nodata: &zero, Mem: mem, InMemory: true, Darks: []radiometry.Levels{dark}}
 	ts := time.Now()
-	si, err := in.sampleInput()
+	si, err := in.SampleInput()
 	if err != nil {
 		return in, err
 	}
@@ -933,7 +938,7 @@ func (r *runner) sampleTile(sp *sampling.Sampler, mem *stack.Tile, mirror *cuda.
 		// weights is drawn on every core, the same function.
 		r.opt.Log.Debug("draw on the host: the device's passes do not weight pixels", "tile", mem.Name)
 	case mirror != nil:
-		si.Passes = devicePasses{mirror}
+		si.Passes = stage.DevicePasses{Mirror: mirror}
 	}
 	if err := sp.AddAt(si, index); err != nil {
 		return in, err
@@ -943,7 +948,7 @@ func (r *runner) sampleTile(sp *sampling.Sampler, mem *stack.Tile, mirror *cuda.
 	r.mark("candidates drawn", mem.Name)
 	// The samples are drawn: fitting needs none of the pixels, and a
 	// spilled tile must not stay referenced.
-	in.mem = nil
+	in.Mem = nil
 	return in, nil
 }
 
@@ -951,31 +956,31 @@ func (r *runner) sampleTile(sp *sampling.Sampler, mem *stack.Tile, mirror *cuda.
 // (mine, of the job's all) and writes their draw into DrawFile, each tile
 // numbered by its place among all, for lulc train to merge with the
 // other tasks' draws.
-func (r *runner) draw(ctx context.Context, all, mine []sourceTile, res *RunResult) error {
+func (r *runner) draw(ctx context.Context, all, mine []ingest.SourceTile, res *RunResult) error {
 	res.Tiles = make([]RunTile, len(mine))
 	index := make([]int, len(mine))
 	for i, t := range mine {
-		res.Tiles[i] = RunTile{Tile: t.name(), Dates: t.dates(), Seconds: map[string]float64{}}
-		index[i] = slices.IndexFunc(all, func(a sourceTile) bool { return a.name() == t.name() })
+		res.Tiles[i] = RunTile{Tile: t.Name(), Dates: t.Dates(), Seconds: map[string]float64{}}
+		index[i] = slices.IndexFunc(all, func(a ingest.SourceTile) bool { return a.Name() == t.Name() })
 	}
 	cfg := r.job.trainConfig()
 	scheme, _ := cfg.Scheme()
-	sp := sampling.New(cfg.SamplingConfig(), cfg.Features, scheme, r.opt.engine().features)
+	sp := sampling.New(cfg.SamplingConfig(), cfg.Features, scheme, r.opt.Engine().Features)
 	ins, err := r.sampleTiles(ctx, mine, res.Tiles, index, sp, false)
 	if err != nil {
 		return fmt.Errorf("sample: %w", err)
 	}
 	zero := 0.0
-	d, err := sp.Draw(len(all), StackScale, StackOffset, &zero)
+	d, err := sp.Draw(len(all), stage.StackScale, stage.StackOffset, &zero)
 	if err != nil {
 		return fmt.Errorf("sample: %w", err)
 	}
-	d.Config = cfg.sampleKey()
+	d.Config = cfg.SampleKey()
 	r.job.markDraw(d.Draw, all)
 	// The tiles' dark levels, for the model's record (as Sources).
 	dark := map[string]radiometry.Levels{}
 	for _, in := range ins {
-		dark[in.image] = in.darks[0]
+		dark[in.Image] = in.Darks[0]
 	}
 	for _, name := range d.Sources {
 		d.Draw.Dark = append(d.Draw.Dark, dark[name])
@@ -987,16 +992,16 @@ func (r *runner) draw(ctx context.Context, all, mine []sourceTile, res *RunResul
 	for _, w := range sp.Warnings() {
 		r.opt.Log.Warn(w)
 	}
-	return atomicfs.WriteFile(r.stage.Path(DrawFile), body)
+	return atomicfs.WriteFile(r.stage.Path(stage.DrawFile), body)
 }
 
 // trainConfig is the job's train config as the run trains with it: its
 // input section cleared (the run trains on its own tiles, with the
 // stack's bands and scaling), so that the model is the same whichever
 // tasks drew the samples.
-func (j Job) trainConfig() TrainConfig {
+func (j Job) trainConfig() config.TrainConfig {
 	cfg := *j.Train
-	cfg.Input = TrainConfig{}.Input
+	cfg.Input = config.TrainConfig{}.Input
 	return cfg
 }
 
@@ -1045,26 +1050,26 @@ func (r *runner) dropSpills() {
 // mapTile predicts a tile from its composite, counts the map against the
 // labels as it is made, and leaves the outputs' encoding to the
 // background.
-func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *forest.Model, modelPath string, scheme landcover.Scheme, rt *RunTile) error {
-	dir, err := tileDir(r.stage, t.name())
+func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.SourceTile, model *forest.Model, modelPath string, scheme landcover.Scheme, rt *RunTile) error {
+	dir, err := stage.TileDir(r.stage, t.Name())
 	if err != nil {
 		return err
 	}
 	// A tile an interrupted run finished is kept, with what that run
 	// knew of it (metrics, area of applicability, device), when its files
 	// match its record.
-	if kept, err := keptTile(dir, t.name()); err == nil && (!r.job.Config.Outputs.Stack || stackKept(dir)) {
+	if kept, err := keptTile(dir, t.Name()); err == nil && (!r.job.Config.Outputs.Stack || stackKept(dir)) {
 		*rt = kept
 		rt.Skipped = true
-		opt.Log.Info("tile already mapped and verified", "tile", t.name())
+		opt.Log.Info("tile already mapped and verified", "tile", t.Name())
 		return nil
 	} else if atomicfs.Exists(filepath.Join(dir, TileRecordFile)) {
-		opt.Log.Warn("a tile an interrupted run mapped does not match its record: mapping it again", "tile", t.name(), "why", err)
+		opt.Log.Warn("a tile an interrupted run mapped does not match its record: mapping it again", "tile", t.Name(), "why", err)
 	}
 	// A GPU's lanes take turns at each step, so that with two tiles per
 	// GPU one is read and composited while the other is predicted.
 	unlock := r.step(opt, "composite")
-	mem, err := r.take(t.name())
+	mem, err := r.take(t.Name())
 	if err == nil && mem == nil {
 		mem, err = r.composite(ctx, opt, t, rt)
 	}
@@ -1075,43 +1080,43 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 	// Every composite this process holds, in memory or spilled, was made
 	// by r.composite, which recorded its manifest.
 	r.mu.Lock()
-	m := r.manifests[t.name()]
+	m := r.manifests[t.Name()]
 	r.mu.Unlock()
 	rt.Device = laneName(opt)
-	pc := PredictConfig{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress, AOA: r.job.Config.Predict.AOA}
-	r.mark("composite taken", t.name())
+	pc := predict.PredictConfig{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress, AOA: r.job.Config.Predict.AOA}
+	r.mark("composite taken", t.Name())
 	unlock = r.step(opt, "predict")
-	out, err := r.tileOut(t.name())
+	out, err := r.tileOut(t.Name())
 	if err != nil {
 		return err
 	}
-	p, err := streamTile(ctx, pc, opt, out, mapModel{model, modelPath, scheme}, m, predictInput{mem: mem})
+	p, err := predict.StreamTile(ctx, pc, opt, out, predict.MapModel{Model: model, Path: modelPath, Scheme: scheme}, m, predict.PredictInput{Mem: mem})
 	unlock()
 	if err != nil {
 		return err
 	}
-	rt.Predict, rt.Radiometry = p.pt, p.pt.Radiometry
-	if p.pt.AOAOutside != nil {
-		rt.AOAOutside = ptr(math.Round(*p.pt.AOAOutside*100) / 100)
+	rt.Predict, rt.Radiometry = p.Pt, p.Pt.Radiometry
+	if p.Pt.AOAOutside != nil {
+		rt.AOAOutside = stage.Ptr(math.Round(*p.Pt.AOAOutside*100) / 100)
 	}
-	rt.AOAWarning = p.pt.AOAWarning
-	r.mark("predicted", t.name())
+	rt.AOAWarning = p.Pt.AOAWarning
+	r.mark("predicted", t.Name())
 	if rt.Pixels == 0 {
-		rt.Pixels = p.pt.Pixels
+		rt.Pixels = p.Pt.Pixels
 	}
-	metrics, err := forest.FromConfusion(p.confusion, scheme.Codes())
+	metrics, err := forest.FromConfusion(p.Confusion, scheme.Codes())
 	if err == nil {
 		rt.Metrics = &metrics
-		if err := writeRunMetrics(filepath.Join(dir, RunMetricsFile), metrics, scheme); err != nil {
+		if err := writeRunMetrics(filepath.Join(dir, stage.RunMetricsFile), metrics, scheme); err != nil {
 			return err
 		}
 	} else {
-		opt.Log.Warn("tile has no labelled pixel with a prediction: no metrics", "tile", t.name())
+		opt.Log.Warn("tile has no labelled pixel with a prediction: no metrics", "tile", t.Name())
 	}
 	r.background(func() error {
-		err := p.finish(opt)
-		rt.Predict.Encode = p.pt.Encode
-		r.mark("outputs written", t.name())
+		err := p.Finish(opt)
+		rt.Predict.Encode = p.Pt.Encode
+		r.mark("outputs written", t.Name())
 		if err != nil {
 			return err
 		}
@@ -1122,17 +1127,17 @@ func (r *runner) mapTile(ctx context.Context, opt Options, t sourceTile, model *
 
 // collection is the collection the run's items belong to: the run's own,
 // or for an array task the job's, which lulc collect writes.
-func (r *runner) collection() collectionRef {
-	c := ownCollection(r.collectionID)
+func (r *runner) collection() stage.CollectionRef {
+	c := stage.OwnCollection(r.collectionID)
 	if r.job.Shard.Count > 0 {
-		c.Href = shardCollectionHref
+		c.Href = stage.ShardCollectionHref
 	}
 	return c
 }
 
 // tileOut is where a tile of the run writes its outputs.
-func (r *runner) tileOut(tile string) (tileOut, error) {
-	return newTileOut(r.stage, tile, r.collection())
+func (r *runner) tileOut(tile string) (stage.TileOut, error) {
+	return stage.NewTileOut(r.stage, tile, r.collection())
 }
 
 // writeCatalog writes each tile's stack item, when the run writes stacks,
@@ -1148,7 +1153,7 @@ func (r *runner) writeCatalog(tiles []RunTile) error {
 			if err != nil {
 				return err
 			}
-			if err := writeStackItem(out); err != nil {
+			if err := stage.WriteStackItem(out); err != nil {
 				return err
 			}
 		}
@@ -1157,7 +1162,7 @@ func (r *runner) writeCatalog(tiles []RunTile) error {
 		return nil
 	}
 	desc := fmt.Sprintf("Land-cover maps of %d tile(s) by lulc run.", len(names))
-	return writeCollection(r.stage.Dir, r.collectionID, "lulc land-cover maps", desc, outputItems(r.stage.Dir, names))
+	return stage.WriteCollection(r.stage.Dir, r.collectionID, "lulc land-cover maps", desc, stage.OutputItems(r.stage.Dir, names))
 }
 
 // writeRunMetrics writes a tile's evaluation as lulc evaluate does.
@@ -1176,10 +1181,10 @@ func writeRunMetrics(path string, m forest.Metrics, scheme landcover.Scheme) err
 // writeJob writes the resolved configs, the job report and, last, the
 // commit record of every file the run wrote.
 func (r *runner) writeJob(res RunResult) error {
-	if err := writeResolvedConfig(r.stage.Path("run.yaml"), r.job.Config); err != nil {
+	if err := stage.WriteResolvedConfig(r.stage.Path("run.yaml"), r.job.Config); err != nil {
 		return err
 	}
-	if err := writeResolvedConfig(r.stage.Path(IngestConfigFile), r.job.Ingest.Redacted()); err != nil {
+	if err := stage.WriteResolvedConfig(r.stage.Path(config.IngestConfigFile), r.job.Ingest.Redacted()); err != nil {
 		return err
 	}
 	rep := runReport{Job: r.hash, Collection: r.collectionID, Shard: r.job.Shard.Count > 0, Model: res.Model, GPU: res.GPU, Seconds: res.Elapsed.Seconds(), DeviceBusy: res.DeviceBusy.Seconds(), PeakRSS: res.PeakRSS}
@@ -1256,10 +1261,10 @@ func (t RunTile) stageSeconds() map[string]float64 {
 // markDraw records in a sample phase's draw what must be the same for
 // draws to merge into the one-process run's samples: the ingest config,
 // the job's tiles (all, in order), its plan and its task count.
-func (j Job) markDraw(d *sampleset.Draw, all []sourceTile) {
+func (j Job) markDraw(d *sampleset.Draw, all []ingest.SourceTile) {
 	names := make([]string, len(all))
 	for i, t := range all {
-		names[i] = t.name()
+		names[i] = t.Name()
 	}
 	d.Ingest, d.Tiles, d.Tasks = j.Ingest.Hash(), tileListHash(names), j.Shard.Count
 	if j.Plan != nil {

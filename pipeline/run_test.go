@@ -14,6 +14,11 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/evaluate"
+	"github.com/lulc/lulc/stage/predict"
+	"github.com/lulc/lulc/stage/train"
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/internal/progress"
@@ -38,7 +43,7 @@ func demoJob(t *testing.T) Job {
 	return Job{Config: rc, Ingest: ingestConfig(t, filepath.Join(scene, "catalog.json")), Train: &tc}
 }
 
-func runJob(t *testing.T, job Job, out string, opt Options) RunResult {
+func runJob(t *testing.T, job Job, out string, opt stage.Options) RunResult {
 	t.Helper()
 	opt.Out = out
 	res, err := Run(context.Background(), job, opt)
@@ -84,7 +89,7 @@ func TestRunMatchesSeparateStages(t *testing.T) {
 	job := demoJob(t)
 	job.Config.Outputs.Stack = true
 	out := filepath.Join(t.TempDir(), "run")
-	res := runJob(t, job, out, Options{Charts: drawer})
+	res := runJob(t, job, out, stage.Options{Charts: drawer})
 	if len(res.Tiles) != 1 || res.Train == nil || res.Tiles[0].Metrics == nil {
 		t.Fatalf("result %+v", res)
 	}
@@ -94,12 +99,12 @@ func TestRunMatchesSeparateStages(t *testing.T) {
 	}
 
 	// The forest equals the one lulc train fits on the stack.
-	trained, trainDir := train(t, trainConfig(t, "train-demo.yaml", stack))
-	a, _, err := LoadModel(filepath.Join(out, "model", ModelFile))
+	trained, trainDir := mustTrain(t, trainConfig(t, "train-demo.yaml", stack))
+	a, _, err := predict.LoadModel(filepath.Join(out, "model", stage.ModelFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := LoadModel(filepath.Join(trainDir, ModelFile))
+	b, _, err := predict.LoadModel(filepath.Join(trainDir, stage.ModelFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,34 +117,34 @@ func TestRunMatchesSeparateStages(t *testing.T) {
 
 	// The maps equal lulc predict's with the run's model, and the metrics
 	// lulc evaluate's against the stack's labels.
-	_, pred := predict(t, PredictConfig{Model: filepath.Join(out, "model", ModelFile), Input: stack, Confidence: true})
-	for _, f := range []string{ClassFile, ConfidenceFile, QuicklookFile, AOAFile} {
+	_, pred := mustPredict(t, predict.PredictConfig{Model: filepath.Join(out, "model", stage.ModelFile), Input: stack, Confidence: true})
+	for _, f := range []string{stage.ClassFile, stage.ConfidenceFile, stage.QuicklookFile, stage.AOAFile} {
 		sameFile(t, filepath.Join(out, "31TEJ", f), filepath.Join(pred, "31TEJ", f))
 	}
-	ev, err := Evaluate(context.Background(), filepath.Join(pred, "31TEJ", ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), DefaultEvaluateConfig(), Options{Out: filepath.Join(t.TempDir(), "eval")})
+	ev, err := evaluate.Evaluate(context.Background(), filepath.Join(pred, "31TEJ", stage.ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), evaluate.DefaultEvaluateConfig(), stage.Options{Out: filepath.Join(t.TempDir(), "eval")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := confusionOf(t, filepath.Join(out, "31TEJ", RunMetricsFile)); !reflect.DeepEqual(got, ev.Metrics.Confusion) {
+	if got := confusionOf(t, filepath.Join(out, "31TEJ", stage.RunMetricsFile)); !reflect.DeepEqual(got, ev.Metrics.Confusion) {
 		t.Errorf("run metrics %v, evaluate's %v", got, ev.Metrics.Confusion)
 	}
 	if body, err := os.ReadFile(filepath.Join(out, "report.json")); err != nil || !strings.Contains(string(body), `"aoa_outside_percent"`) {
 		t.Errorf("report.json without the share outside the area of applicability: %v", err)
 	}
 	// The run is a collection of the map's and the stack's items.
-	if items := checkCatalog(t, filepath.Join(out, CollectionFile)); len(items) != 2 {
+	if items := checkCatalog(t, filepath.Join(out, stage.CollectionFile)); len(items) != 2 {
 		t.Errorf("run items %v", items)
 	}
 
 	// With the model given, the run only maps: the same class map.
 	mapped := filepath.Join(t.TempDir(), "mapped")
-	job.Train, job.Model, job.Config.Outputs.Stack = nil, filepath.Join(out, "model", ModelFile), false
-	res = runJob(t, job, mapped, Options{})
+	job.Train, job.Model, job.Config.Outputs.Stack = nil, filepath.Join(out, "model", stage.ModelFile), false
+	res = runJob(t, job, mapped, stage.Options{})
 	if res.Train != nil || atomicExists(filepath.Join(mapped, "model")) || atomicExists(filepath.Join(mapped, "31TEJ", "stack.tif")) {
 		t.Errorf("a run with a model trained or wrote a stack: %+v", res)
 	}
-	sameFile(t, filepath.Join(mapped, "31TEJ", ClassFile), filepath.Join(out, "31TEJ", ClassFile))
-	items := checkCatalog(t, filepath.Join(mapped, CollectionFile))
+	sameFile(t, filepath.Join(mapped, "31TEJ", stage.ClassFile), filepath.Join(out, "31TEJ", stage.ClassFile))
+	items := checkCatalog(t, filepath.Join(mapped, stage.CollectionFile))
 	rel := must(filepath.Rel(filepath.Join(mapped, "31TEJ"), job.Model))
 	if len(items) != 1 || !strings.Contains(string(must(os.ReadFile(items[0]))), `"href": "`+filepath.ToSlash(rel)+`"`) {
 		t.Errorf("the mapped run's items %v do not link the given model by a relative path", items)
@@ -170,13 +175,13 @@ func (b cancelBar) Add(n int) error { b.f(); return b.Bar.Add(n) }
 func TestRunSpillsAndResumes(t *testing.T) {
 	job := demoJob(t)
 	want := filepath.Join(t.TempDir(), "want")
-	runJob(t, job, want, Options{})
+	runJob(t, job, want, stage.Options{})
 
 	job.Config.MemoryGB = 1e-9
 	out := filepath.Join(t.TempDir(), "run")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	opt := Options{Out: out, NewBar: func(total int64, desc string) progress.Bar {
+	opt := stage.Options{Out: out, NewBar: func(total int64, desc string) progress.Bar {
 		bar := progress.OrNop(nil)(total, desc)
 		if strings.HasPrefix(desc, "predict") {
 			return cancelBar{bar, cancel}
@@ -186,10 +191,10 @@ func TestRunSpillsAndResumes(t *testing.T) {
 	if _, err := Run(ctx, job, opt); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: %v", err)
 	}
-	if !atomicExists(filepath.Join(filepath.Dir(out), ".run.partial", "model", ModelFile)) {
+	if !atomicExists(filepath.Join(filepath.Dir(out), ".run.partial", "model", stage.ModelFile)) {
 		t.Fatal("the interrupted run left no model to resume from")
 	}
-	res := runJob(t, job, out, Options{})
+	res := runJob(t, job, out, stage.Options{})
 	if res.Train != nil {
 		t.Error("the resumed run trained again")
 	}
@@ -208,12 +213,12 @@ func TestRunSpillsAndResumes(t *testing.T) {
 func TestRunBadInput(t *testing.T) {
 	job := demoJob(t)
 	job.Train = nil
-	if _, err := Run(context.Background(), job, Options{Out: filepath.Join(t.TempDir(), "x")}); err == nil || !strings.Contains(err.Error(), "--model") {
+	if _, err := Run(context.Background(), job, stage.Options{Out: filepath.Join(t.TempDir(), "x")}); err == nil || !strings.Contains(err.Error(), "--model") {
 		t.Errorf("no train config and no model: %v", err)
 	}
 	job = demoJob(t)
 	into := filepath.Join(filepath.Dir(job.Ingest.Source.Catalog), "maps")
-	if _, err := Run(context.Background(), job, Options{Out: into}); err == nil || !strings.Contains(err.Error(), "lies inside the input") {
+	if _, err := Run(context.Background(), job, stage.Options{Out: into}); err == nil || !strings.Contains(err.Error(), "lies inside the input") {
 		t.Errorf("--out inside the scene: %v", err)
 	}
 	if atomicExists(into) {
@@ -234,10 +239,10 @@ func TestRunLanes(t *testing.T) {
 	tc := trainConfig(t, "train-real-sample.yaml", "")
 	job := Job{Config: rc, Ingest: ic, Train: &tc}
 	one := filepath.Join(t.TempDir(), "one")
-	a := runJob(t, job, one, Options{})
+	a := runJob(t, job, one, stage.Options{})
 
 	two := filepath.Join(t.TempDir(), "two")
-	b := runJob(t, job, two, Options{hooks: hooks{cpuLanes: 2}})
+	b := runJob(t, job, two, stage.Options{Hooks: stage.Hooks{CpuLanes: 2}})
 	if len(b.Tiles) != 3 || b.Tiles[2].Tile != "again" {
 		t.Fatalf("tiles %+v", b.Tiles)
 	}
@@ -253,13 +258,13 @@ func TestRunLanes(t *testing.T) {
 	}
 
 	// With a model, two lanes map the tiles from scratch alike.
-	job.Train, job.Model = nil, filepath.Join(one, "model", ModelFile)
+	job.Train, job.Model = nil, filepath.Join(one, "model", stage.ModelFile)
 	mapped := filepath.Join(t.TempDir(), "mapped")
-	runJob(t, job, mapped, Options{})
+	runJob(t, job, mapped, stage.Options{})
 	for _, tile := range []string{"282D_485L_3_3", "637U_59R_1_3", "again"} {
-		sameFile(t, filepath.Join(mapped, tile, ClassFile), filepath.Join(one, tile, ClassFile))
+		sameFile(t, filepath.Join(mapped, tile, stage.ClassFile), filepath.Join(one, tile, stage.ClassFile))
 	}
-	sameFile(t, filepath.Join(mapped, "again", ClassFile), filepath.Join(mapped, "282D_485L_3_3", ClassFile))
+	sameFile(t, filepath.Join(mapped, "again", stage.ClassFile), filepath.Join(mapped, "282D_485L_3_3", stage.ClassFile))
 }
 
 func TestRunConfigTilesPerGPU(t *testing.T) {
@@ -293,13 +298,13 @@ func TestRunShards(t *testing.T) {
 	job := Job{Config: DefaultRunConfig(), Ingest: ic, Train: &tc}
 	job.Config.Predict.Confidence = true
 	one := filepath.Join(t.TempDir(), "one")
-	runJob(t, job, one, Options{})
+	runJob(t, job, one, stage.Options{})
 
 	// The maps of one unsharded task with the model are what the shards
 	// must give (the items link the given model, not the run's own).
-	job.Train, job.Model = nil, filepath.Join(one, "model", ModelFile)
+	job.Train, job.Model = nil, filepath.Join(one, "model", stage.ModelFile)
 	one = filepath.Join(t.TempDir(), "mapped")
-	runJob(t, job, one, Options{})
+	runJob(t, job, one, stage.Options{})
 	seen := map[string]bool{}
 	outs := make([]string, 2)
 	root := filepath.Join(t.TempDir(), "job")
@@ -307,7 +312,7 @@ func TestRunShards(t *testing.T) {
 		job.Shard = shard.Spec{Index: i, Count: 2}
 		out := filepath.Join(root, "shards", fmt.Sprintf("%d-of-2", i))
 		outs[i] = out
-		res := runJob(t, job, out, Options{})
+		res := runJob(t, job, out, stage.Options{})
 		if len(res.Tiles) == 0 {
 			t.Errorf("task %d of 2 mapped no tile", i)
 		}
@@ -317,11 +322,11 @@ func TestRunShards(t *testing.T) {
 			}
 			seen[rt.Tile] = true
 			for _, rel := range diffTrees(t, filepath.Join(one, rt.Tile), filepath.Join(out, rt.Tile)) {
-				if rel != ItemFile && rel != TileRecordFile {
+				if rel != stage.ItemFile && rel != TileRecordFile {
 					t.Errorf("task %d: %s/%s differs from the single run's", i, rt.Tile, rel)
 				}
 			}
-			sameItem(t, filepath.Join(one, rt.Tile, ItemFile), filepath.Join(out, rt.Tile, ItemFile))
+			sameItem(t, filepath.Join(one, rt.Tile, stage.ItemFile), filepath.Join(out, rt.Tile, stage.ItemFile))
 			sameTileRecord(t, filepath.Join(one, rt.Tile), filepath.Join(out, rt.Tile))
 		}
 	}
@@ -329,7 +334,7 @@ func TestRunShards(t *testing.T) {
 		t.Errorf("the tasks mapped %d of 3 tiles", len(seen))
 	}
 
-	col, err := Collect(context.Background(), root, Options{})
+	col, err := Collect(context.Background(), root, stage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,10 +354,10 @@ func TestRunShards(t *testing.T) {
 	}
 	// The tasks' items are one collection, the one collect writes, with
 	// the id of the single run's.
-	if items := checkCatalog(t, filepath.Join(col.Dir, CollectionFile)); len(items) != 3 {
+	if items := checkCatalog(t, filepath.Join(col.Dir, stage.CollectionFile)); len(items) != 3 {
 		t.Errorf("collection links %d items", len(items))
 	}
-	if a, b := readDoc(t, filepath.Join(col.Dir, CollectionFile)), readDoc(t, filepath.Join(one, CollectionFile)); a.ID != b.ID {
+	if a, b := readDoc(t, filepath.Join(col.Dir, stage.CollectionFile)), readDoc(t, filepath.Join(one, stage.CollectionFile)); a.ID != b.ID {
 		t.Errorf("the job's collection %q, the single run's %q", a.ID, b.ID)
 	}
 
@@ -360,7 +365,7 @@ func TestRunShards(t *testing.T) {
 	// a damaged tile maps again to the same bytes; another job's output
 	// is refused.
 	job.Shard = shard.Spec{Index: 0, Count: 2}
-	res := runJob(t, job, outs[0], Options{})
+	res := runJob(t, job, outs[0], stage.Options{})
 	if len(res.Tiles) == 0 {
 		t.Fatal("the rerun of a finished task lists no tile")
 	}
@@ -370,35 +375,35 @@ func TestRunShards(t *testing.T) {
 		}
 	}
 	tile := res.Tiles[0].Tile
-	if err := os.WriteFile(filepath.Join(outs[0], tile, ClassFile), []byte("damaged"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(outs[0], tile, stage.ClassFile), []byte("damaged"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res = runJob(t, job, outs[0], Options{})
+	res = runJob(t, job, outs[0], stage.Options{})
 	if res.Tiles[0].Skipped {
 		t.Error("a damaged task was kept")
 	}
 	for _, rel := range diffTrees(t, filepath.Join(one, tile), filepath.Join(outs[0], tile)) {
-		if rel != ItemFile && rel != TileRecordFile {
+		if rel != stage.ItemFile && rel != TileRecordFile {
 			t.Errorf("remapped %s/%s differs from the single run's", tile, rel)
 		}
 	}
-	sameItem(t, filepath.Join(one, tile, ItemFile), filepath.Join(outs[0], tile, ItemFile))
+	sameItem(t, filepath.Join(one, tile, stage.ItemFile), filepath.Join(outs[0], tile, stage.ItemFile))
 	sameTileRecord(t, filepath.Join(one, tile), filepath.Join(outs[0], tile))
 	// Without a task's output, collect names it and how to redo it.
 	if err := os.Rename(outs[1], filepath.Join(root, "gone")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Collect(context.Background(), root, Options{}); err == nil || !strings.Contains(err.Error(), "task 1 of 2: no output") || !strings.Contains(err.Error(), "--shard 1/2") {
+	if _, err := Collect(context.Background(), root, stage.Options{}); err == nil || !strings.Contains(err.Error(), "task 1 of 2: no output") || !strings.Contains(err.Error(), "--shard 1/2") {
 		t.Errorf("collect without task 1: %v", err)
 	}
 	other := job
 	other.Config.Predict.Confidence = !other.Config.Predict.Confidence
-	if _, err := Run(context.Background(), other, Options{Out: outs[0]}); err == nil || !strings.Contains(err.Error(), "another job") {
+	if _, err := Run(context.Background(), other, stage.Options{Out: outs[0]}); err == nil || !strings.Contains(err.Error(), "another job") {
 		t.Errorf("another job into a finished task's output: %v", err)
 	}
 
 	job.Train, job.Model = &tc, ""
-	if _, err := Run(context.Background(), job, Options{Out: filepath.Join(t.TempDir(), "x")}); err == nil || !strings.Contains(err.Error(), "--model") {
+	if _, err := Run(context.Background(), job, stage.Options{Out: filepath.Join(t.TempDir(), "x")}); err == nil || !strings.Contains(err.Error(), "--model") {
 		t.Errorf("a sharded run that trains: %v", err)
 	}
 }
@@ -408,7 +413,7 @@ func TestRunShards(t *testing.T) {
 // edited by hand or made for another ingest config are refused.
 func TestRunPlan(t *testing.T) {
 	job := demoJob(t)
-	p, err := MakePlan(context.Background(), job.Ingest, Options{})
+	p, err := MakePlan(context.Background(), job.Ingest, stage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +425,7 @@ func TestRunPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	searched := filepath.Join(t.TempDir(), "searched")
-	runJob(t, job, searched, Options{})
+	runJob(t, job, searched, stage.Options{})
 
 	read, err := ReadPlan(path)
 	if err != nil {
@@ -434,7 +439,7 @@ func TestRunPlan(t *testing.T) {
 	defer os.Rename(catalog+".gone", catalog)
 	job.Plan = &read
 	planned := filepath.Join(t.TempDir(), "planned")
-	runJob(t, job, planned, Options{})
+	runJob(t, job, planned, stage.Options{})
 	for _, rel := range diffTrees(t, searched, planned) {
 		if rel != "report.json" && rel != TaskCommitFile && rel != filepath.Join("model", "run.json") {
 			t.Errorf("%s differs between the searched and the planned run", rel)
@@ -449,7 +454,7 @@ func TestRunPlan(t *testing.T) {
 	}
 	other := job
 	other.Ingest.Window = 512
-	if _, err := Run(context.Background(), other, Options{Out: filepath.Join(t.TempDir(), "x")}); err == nil || !strings.Contains(err.Error(), "another ingest config") {
+	if _, err := Run(context.Background(), other, stage.Options{Out: filepath.Join(t.TempDir(), "x")}); err == nil || !strings.Contains(err.Error(), "another ingest config") {
 		t.Errorf("a plan for another ingest config: %v", err)
 	}
 }
@@ -472,7 +477,7 @@ func TestRunSamplePhase(t *testing.T) {
 	tc.Input.Stack, tc.Input.Bands, tc.Input.Scale = "", []string{"B02", "B03"}, 1e-4
 	job := Job{Config: DefaultRunConfig(), Ingest: ic, Train: &tc}
 	one := filepath.Join(t.TempDir(), "one")
-	runJob(t, job, one, Options{})
+	runJob(t, job, one, stage.Options{})
 
 	// Four tasks for three tiles: one task draws nothing, and says so
 	// with an empty draw.
@@ -483,9 +488,9 @@ func TestRunSamplePhase(t *testing.T) {
 	for i := range 4 {
 		job.Shard = shard.Spec{Index: i, Count: 4}
 		out := filepath.Join(root, "draws", fmt.Sprintf("%d-of-4", i))
-		res := runJob(t, job, out, Options{})
+		res := runJob(t, job, out, stage.Options{})
 		drawn += len(res.Tiles)
-		draws = append(draws, filepath.Join(out, DrawFile))
+		draws = append(draws, filepath.Join(out, stage.DrawFile))
 	}
 	if drawn != 3 {
 		t.Errorf("four tasks drew %d tiles, the job has 3", drawn)
@@ -496,18 +501,18 @@ func TestRunSamplePhase(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := os.ReadFile(draws[0])
-	if err := os.WriteFile(filepath.Join(stale, DrawFile), body, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(stale, stage.DrawFile), body, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var merged TrainConfig
+	var merged config.TrainConfig
 	merged = tc
-	merged.Input = TrainConfig{}.Input
+	merged.Input = config.TrainConfig{}.Input
 	merged.Input.Samples = []string{filepath.Join(root, "draws")}
 	trained := filepath.Join(root, "model")
-	if _, err := Train(context.Background(), merged, Options{Out: trained}); err != nil {
+	if _, err := train.Train(context.Background(), merged, stage.Options{Out: trained}); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{ModelFile, SamplesFile} {
+	for _, f := range []string{stage.ModelFile, stage.SamplesFile} {
 		sameFile(t, filepath.Join(one, "model", f), filepath.Join(trained, f))
 	}
 
@@ -515,7 +520,7 @@ func TestRunSamplePhase(t *testing.T) {
 	// gone wrong) is drawn again.
 	var empty, full string
 	for _, d := range draws {
-		if s, err := readDraw(d); err != nil {
+		if s, err := train.ReadDraw(d); err != nil {
 			t.Fatal(err)
 		} else if len(s.Draw.Inputs) == 0 {
 			empty = d
@@ -532,7 +537,7 @@ func TestRunSamplePhase(t *testing.T) {
 		t.Fatal(err)
 	}
 	job.Shard = shard.Spec{Index: slices.Index(draws, empty), Count: 4}
-	runJob(t, job, filepath.Dir(empty), Options{})
+	runJob(t, job, filepath.Dir(empty), stage.Options{})
 	if got, _ := os.ReadFile(empty); !bytes.Equal(got, want) {
 		t.Error("a task's directory with another task's draw was not drawn again")
 	}
@@ -542,21 +547,21 @@ func TestRunSamplePhase(t *testing.T) {
 	// draws again, the same bytes.
 	job.Shard = shard.Spec{Index: slices.Index(draws, full), Count: 4}
 	out := filepath.Dir(full)
-	if res := runJob(t, job, out, Options{}); len(res.Tiles) != 1 || !res.Tiles[0].Skipped {
+	if res := runJob(t, job, out, stage.Options{}); len(res.Tiles) != 1 || !res.Tiles[0].Skipped {
 		t.Errorf("a finished sample task was not kept: %+v", res.Tiles)
 	}
 	want, _ = os.ReadFile(full)
 	if err := os.WriteFile(full, want[:len(want)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runJob(t, job, out, Options{})
+	runJob(t, job, out, stage.Options{})
 	if got, _ := os.ReadFile(full); !bytes.Equal(got, want) {
 		t.Error("the damaged draw was not drawn again as before")
 	}
 
 	// Two draws of three are not a job's samples.
 	merged.Input.Samples = draws[:2]
-	_, err := Train(context.Background(), merged, Options{Out: filepath.Join(root, "partial")})
+	_, err := train.Train(context.Background(), merged, stage.Options{Out: filepath.Join(root, "partial")})
 	if err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("training on two draws of three gave %v", err)
 	}
@@ -594,7 +599,7 @@ func sameTileRecord(t *testing.T, a, b string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec.Files = slices.DeleteFunc(rec.Files, func(f FileSum) bool { return f.Path == ItemFile })
+		rec.Files = slices.DeleteFunc(rec.Files, func(f FileSum) bool { return f.Path == stage.ItemFile })
 		return rec
 	}
 	ra, rb := read(a), read(b)

@@ -13,6 +13,9 @@ import (
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/learn/sampling"
 	"github.com/lulc/lulc/pixel/stack"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // benchTile is a synthetic tile in memory, built once per process: its
@@ -34,7 +37,7 @@ var benchTile = sync.OnceValue(func() *stack.Tile {
 func syntheticTile(w, h int, seed uint64) *stack.Tile {
 	bands := []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
 	t := stack.New("bench", geo.Grid{EPSG: 32631, Width: w, Height: h,
-		Transform: [6]float64{600000, 10, 0, 5000000, 0, -10}}, bands, StackScale, StackOffset)
+		Transform: [6]float64{600000, 10, 0, 5000000, 0, -10}}, bands, stage.StackScale, stage.StackOffset)
 	codes := []uint8{10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 100}
 	// Patches: the class of a cell of a coarse grid whose cell size varies
 	// by region, so that classes have very different pixel counts.
@@ -82,13 +85,13 @@ var classPerMille = []int{300, 500, 650, 770, 850, 910, 950, 975, 990, 998, 1000
 
 // benchTrainConfig is configs/train-full.yaml's sampling: what lulc run
 // with configs/run-full-tile.yaml draws.
-func benchTrainConfig(b *testing.B) TrainConfig {
+func benchTrainConfig(b *testing.B) config.TrainConfig {
 	b.Helper()
 	raw, err := configs.Read("train-full.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg, err := ParseTrainConfig(raw)
+	cfg, err := config.ParseTrainConfig(raw)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,9 +107,9 @@ func BenchmarkSampleTile(b *testing.B) {
 	cfg := benchTrainConfig(b)
 	scheme, _ := cfg.Scheme()
 	zero := 0.0
-	in := trainInput{image: tile.Name, labels: tile.Name, bands: tile.Bands, scale: tile.Scale, offset: tile.Offset,
-		nodata: &zero, mem: tile, inMemory: true}
-	si, err := in.sampleInput()
+	in := train.TrainInput{Image: tile.Name, Labels: tile.Name, Bands: tile.Bands, Scale: tile.Scale, Offset: tile.Offset,
+		Nodata: &zero, Mem: tile, InMemory: true}
+	si, err := in.SampleInput()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -116,7 +119,7 @@ func BenchmarkSampleTile(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		t0, c0 := time.Now(), cpuTime()
-		sp := sampling.New(cfg.Sampling, cfg.Features, scheme, cpuEngine{}.features)
+		sp := sampling.New(cfg.Sampling, cfg.Features, scheme, stage.CpuEngine{}.Features)
 		if err := sp.Add(si); err != nil {
 			b.Fatal(err)
 		}

@@ -8,6 +8,9 @@ import (
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/learn/sampleset"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // TestSampleFilesMatchMemory checks that drawing from a tile's files (the
@@ -17,11 +20,11 @@ import (
 // differing.
 func TestSampleFilesMatchMemory(t *testing.T) {
 	tile := syntheticTile(300, 260, 7)
-	var cfg TrainConfig
+	var cfg config.TrainConfig
 	cfg.Features = []string{"B02", "B04", "B08", "B11", "ndvi", "ndwi", "nbr"}
-	cfg.Sampling = SamplingConfig{MaxPerClass: 400, BlockSize: 16, ValidationFraction: 0.3, Seed: 11}
+	cfg.Sampling = config.SamplingConfig{MaxPerClass: 400, BlockSize: 16, ValidationFraction: 0.3, Seed: 11}
 	zero := 0.0
-	mem := trainInput{image: tile.Name, labels: tile.Name, bands: tile.Bands, scale: tile.Scale, offset: tile.Offset, nodata: &zero, mem: tile, inMemory: true}
+	mem := train.TrainInput{Image: tile.Name, Labels: tile.Name, Bands: tile.Bands, Scale: tile.Scale, Offset: tile.Offset, Nodata: &zero, Mem: tile, InMemory: true}
 
 	dir := t.TempDir()
 	img, lab := filepath.Join(dir, "stack.tif"), filepath.Join(dir, "labels.tif")
@@ -41,11 +44,11 @@ func TestSampleFilesMatchMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := mem
-	file.image, file.labels, file.mem, file.inMemory = img, lab, nil, false
+	file.Image, file.Labels, file.Mem, file.InMemory = img, lab, nil, false
 
-	draw := func(in trainInput) *sampleset.Set {
+	draw := func(in train.TrainInput) *sampleset.Set {
 		t.Helper()
-		set, _, err := sample(cfg, []trainInput{in}, landcover.WorldCover, cpuEngine{})
+		set, _, err := train.Sample(cfg, []train.TrainInput{in}, landcover.WorldCover, stage.CpuEngine{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,8 +67,8 @@ func TestSampleFilesMatchMemory(t *testing.T) {
 
 	// A stack whose band count is not the input's is refused, naming it.
 	short := file
-	short.bands = tile.Bands[:4]
-	if _, _, err := sample(cfg, []trainInput{short}, landcover.WorldCover, cpuEngine{}); err == nil {
+	short.Bands = tile.Bands[:4]
+	if _, _, err := train.Sample(cfg, []train.TrainInput{short}, landcover.WorldCover, stage.CpuEngine{}); err == nil {
 		t.Error("a stack with more bands than listed was accepted")
 	}
 }

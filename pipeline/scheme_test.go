@@ -14,6 +14,11 @@ import (
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/learn/sampleset"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/ingest"
+	"github.com/lulc/lulc/stage/predict"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // relabelledScene copies the tiny synthetic scene with its label items'
@@ -56,7 +61,7 @@ func TestLabelSchemeFromItems(t *testing.T) {
 	scene := relabelledScene(t)
 	ic := ingestConfig(t, filepath.Join(scene, "catalog.json"))
 	stack := filepath.Join(t.TempDir(), "stack")
-	if _, err := Ingest(context.Background(), ic, Options{Out: stack}); err != nil {
+	if _, err := ingest.Ingest(context.Background(), ic, stage.Options{Out: stack}); err != nil {
 		t.Fatal(err)
 	}
 	tiles, _ := filepath.Glob(filepath.Join(stack, "*", "manifest.json"))
@@ -64,11 +69,11 @@ func TestLabelSchemeFromItems(t *testing.T) {
 		t.Fatal("no tile ingested")
 	}
 	body, _ := os.ReadFile(tiles[0])
-	m, err := parseManifest(body)
+	m, err := stage.ParseManifest(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := m.LabelScheme.scheme()
+	s, err := m.LabelScheme.Scheme()
 	if err != nil || s == nil || s.Classes[0].Name != "Forest" {
 		t.Fatalf("recorded label scheme %+v (%v)", s, err)
 	}
@@ -80,14 +85,14 @@ func TestLabelSchemeFromItems(t *testing.T) {
 	tc := trainConfig(t, "train-demo.yaml", stack)
 	tc.Classes.Scheme = "labels"
 	model := filepath.Join(t.TempDir(), "model")
-	if _, err := Train(context.Background(), tc, Options{Out: model}); err != nil {
+	if _, err := train.Train(context.Background(), tc, stage.Options{Out: model}); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "pred")
-	if _, err := Predict(context.Background(), PredictConfig{Model: filepath.Join(model, ModelFile), Input: stack, Window: 512}, Options{Out: out}); err != nil {
+	if _, err := predict.Predict(context.Background(), predict.PredictConfig{Model: filepath.Join(model, stage.ModelFile), Input: stack, Window: 512}, stage.Options{Out: out}); err != nil {
 		t.Fatal(err)
 	}
-	names, err = raster.Categories(filepath.Join(out, m.Tile, ClassFile))
+	names, err = raster.Categories(filepath.Join(out, m.Tile, stage.ClassFile))
 	if err != nil || !slices.Contains(names, "Forest") {
 		t.Errorf("class map categories %q (%v)", names, err)
 	}
@@ -98,15 +103,15 @@ func TestLabelSchemeFromItems(t *testing.T) {
 	jt := *job.Train
 	jt.Classes.Scheme = "labels"
 	job.Train = &jt
-	res := runJob(t, job, filepath.Join(t.TempDir(), "run"), Options{})
-	names, err = raster.Categories(filepath.Join(res.Dir, m.Tile, ClassFile))
+	res := runJob(t, job, filepath.Join(t.TempDir(), "run"), stage.Options{})
+	names, err = raster.Categories(filepath.Join(res.Dir, m.Tile, stage.ClassFile))
 	if err != nil || !slices.Contains(names, "Forest") {
 		t.Errorf("run's class map categories %q (%v)", names, err)
 	}
 
 	// Esri/IO's codes are not the labels': no class has training samples.
 	tc.Classes.Scheme = "esri-io"
-	if _, err := Train(context.Background(), tc, Options{Out: filepath.Join(t.TempDir(), "io")}); err == nil {
+	if _, err := train.Train(context.Background(), tc, stage.Options{Out: filepath.Join(t.TempDir(), "io")}); err == nil {
 		t.Error("training WorldCover-coded labels as esri-io succeeded")
 	}
 }
@@ -138,12 +143,12 @@ func TestClassRemap(t *testing.T) {
 	tc.Classes.Scheme, tc.Classes.Name = "custom", "no shrubland"
 	for _, c := range []uint8{10, 30, 40, 50, 60, 80, 90} {
 		cl, _ := landcover.WorldCover.Class(c)
-		tc.Classes.List = append(tc.Classes.List, ClassConfig{Code: int(c), Name: cl.Name, Color: fmt.Sprintf("#%02x%02x%02x", cl.Color.R, cl.Color.G, cl.Color.B)})
+		tc.Classes.List = append(tc.Classes.List, config.ClassConfig{Code: int(c), Name: cl.Name, Color: fmt.Sprintf("#%02x%02x%02x", cl.Color.R, cl.Color.G, cl.Color.B)})
 	}
 	plain := tc
 	tc.Classes.Remap = map[int]int{20: 30}
 	out := filepath.Join(t.TempDir(), "model")
-	res, err := Train(context.Background(), tc, Options{Out: out})
+	res, err := train.Train(context.Background(), tc, stage.Options{Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +157,11 @@ func TestClassRemap(t *testing.T) {
 			t.Errorf("remapped code 20 still reported outside the scheme: %s", w)
 		}
 	}
-	model, _, err := LoadModel(filepath.Join(out, ModelFile))
+	model, _, err := predict.LoadModel(filepath.Join(out, stage.ModelFile))
 	if err != nil || model.Remap[20] != 30 {
 		t.Fatalf("model remap %v (%v)", model.Remap, err)
 	}
-	pres, err := Train(context.Background(), plain, Options{Out: filepath.Join(t.TempDir(), "plain")})
+	pres, err := train.Train(context.Background(), plain, stage.Options{Out: filepath.Join(t.TempDir(), "plain")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,10 +179,10 @@ func TestRunCountsLabelsOutsideScheme(t *testing.T) {
 	tc.Classes.Scheme, tc.Classes.Name = "custom", "no shrubland"
 	for _, c := range []uint8{10, 30, 40, 50, 60, 80, 90} {
 		cl, _ := landcover.WorldCover.Class(c)
-		tc.Classes.List = append(tc.Classes.List, ClassConfig{Code: int(c), Name: cl.Name, Color: fmt.Sprintf("#%02x%02x%02x", cl.Color.R, cl.Color.G, cl.Color.B)})
+		tc.Classes.List = append(tc.Classes.List, config.ClassConfig{Code: int(c), Name: cl.Name, Color: fmt.Sprintf("#%02x%02x%02x", cl.Color.R, cl.Color.G, cl.Color.B)})
 	}
 	job.Train = &tc
-	res := runJob(t, job, filepath.Join(t.TempDir(), "run"), Options{})
+	res := runJob(t, job, filepath.Join(t.TempDir(), "run"), stage.Options{})
 	labels, _, err := raster.ReadBand[uint8](filepath.Join(demoStack(t), res.Tiles[0].Tile, "labels.tif"), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +202,7 @@ func TestRunCountsLabelsOutsideScheme(t *testing.T) {
 		remapped.Classes.Remap[int(code)] = 30
 	}
 	job.Train = &remapped
-	res = runJob(t, job, filepath.Join(t.TempDir(), "remapped"), Options{})
+	res = runJob(t, job, filepath.Join(t.TempDir(), "remapped"), stage.Options{})
 	if got := res.Tiles[0].Outside; len(got) != 0 {
 		t.Errorf("remapped codes reported outside the scheme: %v", got)
 	}
@@ -211,14 +216,14 @@ func TestRemapSchemeCode(t *testing.T) {
 	stack := demoStack(t)
 	tc := trainConfig(t, "train-demo.yaml", stack)
 	var plainLog strings.Builder
-	plain, err := Train(context.Background(), tc, Options{Out: filepath.Join(t.TempDir(), "plain"), Log: textLog(&plainLog)})
+	plain, err := train.Train(context.Background(), tc, stage.Options{Out: filepath.Join(t.TempDir(), "plain"), Log: textLog(&plainLog)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tc.Classes.Remap = map[int]int{20: 30}
 	out := filepath.Join(t.TempDir(), "model")
 	var log strings.Builder
-	res, err := Train(context.Background(), tc, Options{Out: out, Log: textLog(&log)})
+	res, err := train.Train(context.Background(), tc, stage.Options{Out: out, Log: textLog(&log)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +232,7 @@ func TestRemapSchemeCode(t *testing.T) {
 			t.Errorf("shrubland, remapped onto grassland, is reported: %s", w)
 		}
 	}
-	body, err := os.ReadFile(filepath.Join(out, SamplesFile))
+	body, err := os.ReadFile(filepath.Join(out, stage.SamplesFile))
 	if err != nil {
 		t.Fatal(err)
 	}

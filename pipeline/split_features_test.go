@@ -12,6 +12,8 @@ import (
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/learn/sampleset"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
 )
 
 const sloveniaDir = "../../shared/data/eolearn-slovenia-testpatch"
@@ -21,7 +23,7 @@ const sloveniaDir = "../../shared/data/eolearn-slovenia-testpatch"
 // the patch has no spectral bands, so the image's ten "bands" are ten of
 // its NDVI dates as DNs (NDVI × 5000 + 5000): enough to fit on, not a
 // Sentinel-2 stack; the point is the labels and their groups.
-func sloveniaStack(t *testing.T) (stack string, g geo.Grid, cfg IngestConfig) {
+func sloveniaStack(t *testing.T) (stack string, g geo.Grid, cfg config.IngestConfig) {
 	t.Helper()
 	gpkg := filepath.Join(sloveniaDir, "LULC.gpkg")
 	if _, err := os.Stat(gpkg); err != nil {
@@ -70,16 +72,16 @@ output:
   compress: DEFLATE
   blocksize: 512
 `, image, gpkg, strings.Join(bands, ", "), strings.Join(bands, ", "))
-	cfg, err = ParseIngestConfig([]byte(raw))
+	cfg, err = config.ParseIngestConfig([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, stack = ingest(t, cfg)
+	_, stack = mustIngest(t, cfg)
 	return stack, g, cfg
 }
 
 // sloveniaTrainConfig trains on the Slovenian stack's land-use classes.
-func sloveniaTrainConfig(t *testing.T, stack, split string) TrainConfig {
+func sloveniaTrainConfig(t *testing.T, stack, split string) config.TrainConfig {
 	t.Helper()
 	raw := fmt.Sprintf(`input:
   stack: %s
@@ -111,7 +113,7 @@ forest:
   bootstrap: true
   seed: 1
 `, stack, split)
-	cfg, err := ParseTrainConfig([]byte(raw))
+	cfg, err := config.ParseTrainConfig([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +132,7 @@ func TestSplitByFeaturesSlovenia(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := raster.Open(filepath.Join(stack, "slovenia", GroupsFile))
+	src, err := raster.Open(filepath.Join(stack, "slovenia", stage.GroupsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,15 +155,15 @@ func TestSplitByFeaturesSlovenia(t *testing.T) {
 		classOf[id] = labels[i]
 	}
 	manifest, _ := os.ReadFile(filepath.Join(stack, "slovenia", "manifest.json"))
-	if !strings.Contains(string(manifest), `"file": "`+GroupsFile+`"`) || !strings.Contains(string(manifest), `"label_groups": "each feature's FID + 1`) {
+	if !strings.Contains(string(manifest), `"file": "`+stage.GroupsFile+`"`) || !strings.Contains(string(manifest), `"label_groups": "each feature's FID + 1`) {
 		t.Error("the manifest does not list groups.tif or say what it holds")
 	}
 
 	accuracy := map[string]float64{}
 	sides := func(split string) (map[uint32][2]int, *sampleset.Set) {
-		res, out := train(t, sloveniaTrainConfig(t, stack, split))
+		res, out := mustTrain(t, sloveniaTrainConfig(t, stack, split))
 		accuracy[split] = res.Metrics.Accuracy
-		body, err := os.ReadFile(filepath.Join(out, SamplesFile))
+		body, err := os.ReadFile(filepath.Join(out, stage.SamplesFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,8 +194,8 @@ func TestSplitByFeaturesSlovenia(t *testing.T) {
 	tc := sloveniaTrainConfig(t, stack, "features")
 	tc.Input.Stack = ""
 	out := filepath.Join(t.TempDir(), "run")
-	runJob(t, Job{Config: rc, Ingest: icfg, Train: &tc}, out, Options{})
-	body, err := os.ReadFile(filepath.Join(out, "model", SamplesFile))
+	runJob(t, Job{Config: rc, Ingest: icfg, Train: &tc}, out, stage.Options{})
+	body, err := os.ReadFile(filepath.Join(out, "model", stage.SamplesFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/stactest"
+	"github.com/lulc/lulc/stage"
 )
 
 // stacDoc is what the catalog checks read of an item or a collection.
@@ -83,7 +84,7 @@ func checkCatalog(t *testing.T, collection string) []string {
 		p := resolve(t, collection, l.Href)
 		switch l.Rel {
 		case "self", "root":
-			if l.Href != "./"+CollectionFile {
+			if l.Href != "./"+stage.CollectionFile {
 				t.Errorf("%s: %s link %q", collection, l.Rel, l.Href)
 			}
 		case "item":
@@ -123,7 +124,7 @@ func checkCatalog(t *testing.T, collection string) []string {
 				t.Errorf("%s: %d %s links", item, rels[rel], rel)
 			}
 		}
-		if filepath.Base(item) == ItemFile && !model {
+		if filepath.Base(item) == stage.ItemFile && !model {
 			t.Errorf("%s links no model", item)
 		}
 		if rels["derived_from"] == 0 {
@@ -162,7 +163,7 @@ func TestLocalHref(t *testing.T) {
 		{"out/T1", "m/model.lulcrf", "../../m/model.lulcrf"},
 	}
 	for _, c := range cases {
-		if got := localHref(c.dir, c.href); got != c.want {
+		if got := stage.LocalHref(c.dir, c.href); got != c.want {
 			t.Errorf("localHref(%q, %q) = %q, want %q", c.dir, c.href, got, c.want)
 		}
 	}

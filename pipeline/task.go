@@ -11,6 +11,9 @@ import (
 
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/scale/exchange"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // Task is what one lulc run process does: its job, where the output goes
@@ -51,7 +54,7 @@ func (j Job) TaskDir() string {
 // workspace removed. On failure the workspace is kept for a rerun on the
 // same machine, and the error names the output's URL rather than its
 // local stand-in. opt.Out is ignored: the output is t.Out's.
-func RunTask(ctx context.Context, t Task, opt Options) (RunResult, error) {
+func RunTask(ctx context.Context, t Task, opt stage.Options) (RunResult, error) {
 	job, out, plan := t.Job, t.Out, t.Plan
 	task := job.TaskDir()
 	var ws *exchange.Workspace
@@ -117,10 +120,10 @@ func RunTask(ctx context.Context, t Task, opt Options) (RunResult, error) {
 // publish uploads and commits a finished output dir to outURL and returns
 // the URL; without an output URL it removes the workspace of inputs, if
 // any, and returns dir. A failed upload keeps the workspace for a rerun.
-func publish(ctx context.Context, ws *exchange.Workspace, dir, outURL, stage string) (string, error) {
+func publish(ctx context.Context, ws *exchange.Workspace, dir, outURL, staging string) (string, error) {
 	if outURL != "" {
 		if err := ws.Push(ctx, dir, outURL); err != nil {
-			return dir, ws.Named(fmt.Errorf("%s: %w", stage, err))
+			return dir, ws.Named(fmt.Errorf("%s: %w", staging, err))
 		}
 		return outURL, nil
 	}
@@ -138,10 +141,10 @@ func publish(ctx context.Context, ws *exchange.Workspace, dir, outURL, stage str
 // Finish, when set, adds to the run directory before it is uploaded (lulc
 // train --compare sklearn writes its comparison there).
 type TrainTask struct {
-	Config TrainConfig
+	Config config.TrainConfig
 	Out    string
 	Work   string
-	Finish func(ctx context.Context, res TrainResult) error
+	Finish func(ctx context.Context, res train.TrainResult) error
 }
 
 // RunTrain trains a task's config (Train) into its output. With objects
@@ -153,7 +156,7 @@ type TrainTask struct {
 // is made again (the same bytes) and uploaded. On failure the workspace
 // is kept, and the error names the output's URL rather than its local
 // stand-in. opt.Out is ignored: the output is t.Out's.
-func RunTrain(ctx context.Context, t TrainTask, opt Options) (TrainResult, error) {
+func RunTrain(ctx context.Context, t TrainTask, opt stage.Options) (train.TrainResult, error) {
 	cfg, out := t.Config, t.Out
 	var ws *exchange.Workspace
 	outURL := ""
@@ -163,7 +166,7 @@ func RunTrain(ctx context.Context, t TrainTask, opt Options) (TrainResult, error
 		}
 		var err error
 		if ws, err = exchange.NewWorkspace(t.Work, outURL, opt.Log); err != nil {
-			return TrainResult{}, err
+			return train.TrainResult{}, err
 		}
 		if outURL != "" {
 			out = ws.Out()
@@ -176,14 +179,14 @@ func RunTrain(ctx context.Context, t TrainTask, opt Options) (TrainResult, error
 		for i, s := range samples {
 			if exchange.IsURL(s) {
 				if samples[i], err = ws.PullDraws(s, filepath.Join(ws.Dir(), "in", fmt.Sprint(i))); err != nil {
-					return TrainResult{}, err
+					return train.TrainResult{}, err
 				}
 			}
 		}
 		cfg.Input.Samples = samples
 	}
 	opt.Out = out
-	res, err := Train(ctx, cfg, opt)
+	res, err := train.Train(ctx, cfg, opt)
 	if err != nil {
 		return res, ws.Named(fmt.Errorf("train: %w", err))
 	}
@@ -215,7 +218,7 @@ type CollectTask struct {
 // removed. On failure the workspace is kept, and the error names the
 // output's URL rather than its local stand-in. opt.Out is ignored: the
 // output is t.Out's.
-func RunCollect(ctx context.Context, t CollectTask, opt Options) (CollectResult, error) {
+func RunCollect(ctx context.Context, t CollectTask, opt stage.Options) (CollectResult, error) {
 	opt.Fill()
 	out := t.Out
 	var ws *exchange.Workspace
@@ -223,7 +226,7 @@ func RunCollect(ctx context.Context, t CollectTask, opt Options) (CollectResult,
 	if exchange.IsURL(out) {
 		var err error
 		url = out
-		if ws, err = exchange.NewWorkspace(t.Work, exchange.Join(url, CollectDir), opt.Log); err != nil {
+		if ws, err = exchange.NewWorkspace(t.Work, exchange.Join(url, stage.CollectDir), opt.Log); err != nil {
 			return CollectResult{}, err
 		}
 		ws.SetURL(url)
@@ -237,10 +240,10 @@ func RunCollect(ctx context.Context, t CollectTask, opt Options) (CollectResult,
 		return res, ws.Named(err)
 	}
 	if url != "" {
-		if err := ws.Push(ctx, res.Dir, exchange.Join(url, CollectDir)); err != nil {
+		if err := ws.Push(ctx, res.Dir, exchange.Join(url, stage.CollectDir)); err != nil {
 			return res, ws.Named(err)
 		}
-		res.Dir = exchange.Join(url, CollectDir)
+		res.Dir = exchange.Join(url, stage.CollectDir)
 	}
 	return res, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/digest"
+	"github.com/lulc/lulc/stage"
 )
 
 // TaskCommitFile is a run's commit record, written last into its output
@@ -217,7 +218,7 @@ func (c taskCommit) lists(path string) bool {
 // the map wrote into dir.
 func writeTileRecord(dir string, rt RunTile) error {
 	var names []string
-	for _, f := range []string{ClassFile, ConfidenceFile, AOAFile, QuicklookFile, ItemFile, RunMetricsFile} {
+	for _, f := range []string{stage.ClassFile, stage.ConfidenceFile, stage.AOAFile, stage.QuicklookFile, stage.ItemFile, stage.RunMetricsFile} {
 		if atomicfs.Exists(filepath.Join(dir, f)) {
 			names = append(names, f)
 		}
@@ -250,7 +251,7 @@ func keptTile(dir, tile string) (RunTile, error) {
 	if err := checkSums(rec.Files); err != nil {
 		return RunTile{}, fmt.Errorf("%s: %w", TileRecordFile, err)
 	}
-	for _, f := range []string{ClassFile, ItemFile} {
+	for _, f := range []string{stage.ClassFile, stage.ItemFile} {
 		if !slices.ContainsFunc(rec.Files, func(s FileSum) bool { return s.Path == f }) {
 			return RunTile{}, fmt.Errorf("%s lists no %s", TileRecordFile, f)
 		}
@@ -270,13 +271,13 @@ func stackKept(dir string) bool {
 		return false
 	}
 	var m struct {
-		Outputs []manifestOutput `json:"outputs"`
+		Outputs []stage.ManifestOutput `json:"outputs"`
 	}
 	if json.Unmarshal(body, &m) != nil || len(m.Outputs) == 0 {
 		return false
 	}
 	for _, o := range m.Outputs {
-		if !filepath.IsLocal(o.File) || !checksumMatches(filepath.Join(dir, o.File), o.multihash()) {
+		if !filepath.IsLocal(o.File) || !stage.ChecksumMatches(filepath.Join(dir, o.File), o.Multihash()) {
 			return false
 		}
 	}

@@ -9,15 +9,20 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/ingest"
+	"github.com/lulc/lulc/stage/predict"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // temporalIngest is the tiny scene's ingest with temporal planes: NDVI's
 // and B08's 10th and 90th percentiles and their spring and summer medians.
-func temporalIngest(t *testing.T) IngestConfig {
+func temporalIngest(t *testing.T) config.IngestConfig {
 	t.Helper()
 	cfg := ingestConfig(t, filepath.Join(makeScene(t, "tiny", synthConfig(t)), "catalog.json"))
-	cfg.Temporal = &TemporalConfig{Of: []string{"ndvi", "B08"}, Percentiles: []int{10, 90},
-		Seasons: []SeasonConfig{{"spring", "03-01", "05-31"}, {"summer", "06-01", "08-31"}}}
+	cfg.Temporal = &config.TemporalConfig{Of: []string{"ndvi", "B08"}, Percentiles: []int{10, 90},
+		Seasons: []config.SeasonConfig{{Name: "spring", From: "03-01", To: "05-31"}, {Name: "summer", From: "06-01", To: "08-31"}}}
 	return cfg
 }
 
@@ -31,9 +36,9 @@ var temporalPlanes = []string{"p10(ndvi)", "p90(ndvi)", "season(ndvi,spring)", "
 // without them.
 func TestTemporalStack(t *testing.T) {
 	cfg := temporalIngest(t)
-	_, out := ingest(t, cfg)
+	_, out := mustIngest(t, cfg)
 	dir := filepath.Join(out, "31TEJ")
-	var m manifest
+	var m stage.Manifest
 	if err := json.Unmarshal(must(os.ReadFile(filepath.Join(dir, "manifest.json"))), &m); err != nil {
 		t.Fatal(err)
 	}
@@ -100,18 +105,18 @@ func TestTemporalStack(t *testing.T) {
 	// A model with temporal features trains and maps the stack.
 	tc := trainConfig(t, "train-demo.yaml", out)
 	tc.Features = append(tc.Features[:20:20], "p10(ndvi)", "p90(ndvi)", "season(ndvi,summer)", "p90(B08)", "mean(p10(ndvi),7)")
-	_, trained := train(t, tc)
-	model := filepath.Join(trained, ModelFile)
-	predict(t, PredictConfig{Model: model, Input: out})
+	_, trained := mustTrain(t, tc)
+	model := filepath.Join(trained, stage.ModelFile)
+	mustPredict(t, predict.PredictConfig{Model: model, Input: out})
 	// The demo stack has no temporal planes: predict says so.
-	_, err = Predict(t.Context(), PredictConfig{Model: model, Input: demoStack(t)}, Options{Out: filepath.Join(t.TempDir(), "p")})
+	_, err = predict.Predict(t.Context(), predict.PredictConfig{Model: model, Input: demoStack(t)}, stage.Options{Out: filepath.Join(t.TempDir(), "p")})
 	if err == nil || !strings.Contains(err.Error(), "p10(ndvi)") {
 		t.Errorf("a model with temporal features on a stack without them: %v", err)
 	}
 	// And training asks for the planes by name.
 	tc = trainConfig(t, "train-demo.yaml", demoStack(t))
 	tc.Features = append(tc.Features[:20:20], "p10(ndvi)")
-	if _, err := Train(t.Context(), tc, Options{Out: filepath.Join(t.TempDir(), "t")}); err == nil || !strings.Contains(err.Error(), "temporal plane p10(ndvi)") {
+	if _, err := train.Train(t.Context(), tc, stage.Options{Out: filepath.Join(t.TempDir(), "t")}); err == nil || !strings.Contains(err.Error(), "temporal plane p10(ndvi)") {
 		t.Errorf("training temporal features on a stack without them: %v", err)
 	}
 }
@@ -124,9 +129,9 @@ func TestTemporalRunMatchesIngest(t *testing.T) {
 	job.Config.Outputs.Stack = true
 	job.Train.Features = append(job.Train.Features[:20:20], "p10(ndvi)", "season(ndvi,summer)")
 	out := filepath.Join(t.TempDir(), "run")
-	runJob(t, job, out, Options{})
+	runJob(t, job, out, stage.Options{})
 	stack := filepath.Join(t.TempDir(), "stack")
-	if _, err := Ingest(t.Context(), job.Ingest, Options{Out: stack}); err != nil {
+	if _, err := ingest.Ingest(t.Context(), job.Ingest, stage.Options{Out: stack}); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"stack.tif", "manifest.json"} {
@@ -137,14 +142,14 @@ func TestTemporalRunMatchesIngest(t *testing.T) {
 
 func TestTemporalConfigErrors(t *testing.T) {
 	for _, c := range []struct {
-		tc   TemporalConfig
+		tc   config.TemporalConfig
 		want string
 	}{
-		{TemporalConfig{Of: []string{"ndvi"}}, "temporal: set percentiles, seasons or both"},
-		{TemporalConfig{Of: []string{"ndvi"}, Percentiles: []int{120}}, "temporal.percentiles: 120 is outside 1–99"},
-		{TemporalConfig{Of: []string{"B01"}, Percentiles: []int{10}}, "needs band B01"},
-		{TemporalConfig{Of: []string{"ndvi"}, Seasons: []SeasonConfig{{"summer", "06-01", "31-08"}}}, "temporal.seasons[0].to"},
-		{TemporalConfig{Of: []string{"ndvi"}, Seasons: []SeasonConfig{{"", "06-01", "08-31"}}}, "a season needs a name"},
+		{config.TemporalConfig{Of: []string{"ndvi"}}, "temporal: set percentiles, seasons or both"},
+		{config.TemporalConfig{Of: []string{"ndvi"}, Percentiles: []int{120}}, "temporal.percentiles: 120 is outside 1–99"},
+		{config.TemporalConfig{Of: []string{"B01"}, Percentiles: []int{10}}, "needs band B01"},
+		{config.TemporalConfig{Of: []string{"ndvi"}, Seasons: []config.SeasonConfig{{Name: "summer", From: "06-01", To: "31-08"}}}, "temporal.seasons[0].to"},
+		{config.TemporalConfig{Of: []string{"ndvi"}, Seasons: []config.SeasonConfig{{Name: "", From: "06-01", To: "08-31"}}}, "a season needs a name"},
 	} {
 		cfg := temporalIngest(t)
 		cfg.Temporal = &c.tc

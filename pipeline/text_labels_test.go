@@ -12,6 +12,9 @@ import (
 
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/ingest"
 )
 
 // textPair writes a synthetic pair (rasterPair) on a small grid and a
@@ -38,9 +41,9 @@ func textPair(t *testing.T, classes ...string) (image, labels string, g geo.Grid
 
 // textConfig is a short ingest config of one pair with vector labels in
 // field class, plus extra YAML under source.
-func textConfig(t *testing.T, image, labels, extra string) IngestConfig {
+func textConfig(t *testing.T, image, labels, extra string) config.IngestConfig {
 	t.Helper()
-	cfg, err := ParseIngestConfig([]byte(`
+	cfg, err := config.ParseIngestConfig([]byte(`
 source:
   rasters:
     - {image: ` + image + `, labels: ` + labels + `, tile: T1}
@@ -98,7 +101,7 @@ func TestIngestTextLabels(t *testing.T) {
 			cfg := textConfig(t, image, labels, c.extra)
 			var log bytes.Buffer
 			out := filepath.Join(t.TempDir(), "stack")
-			if _, err := Ingest(context.Background(), cfg, Options{Out: out, Version: "test", Log: slog.New(slog.NewTextHandler(&log, nil))}); err != nil {
+			if _, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: out, Version: "test", Log: slog.New(slog.NewTextHandler(&log, nil))}); err != nil {
 				t.Fatal(err)
 			}
 			if got := columnCodes(t, out, len(c.want)); !bytes.Equal(got, c.want) {
@@ -128,7 +131,7 @@ func TestIngestTextLabels(t *testing.T) {
 		t.Parallel()
 		image, labels, _ := textPair(t, `"paddy"`, `"paddy"`, "null")
 		cfg := textConfig(t, image, labels, "  label_codes: {forest: 10}\n")
-		_, err := Ingest(context.Background(), cfg, Options{Out: filepath.Join(t.TempDir(), "stack")})
+		_, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: filepath.Join(t.TempDir(), "stack")})
 		if err == nil || !strings.Contains(err.Error(), "field class holds no class code") || !strings.Contains(err.Error(), `"paddy" ×2 (text the label codes do not map)`) {
 			t.Errorf("got %v", err)
 		}
@@ -139,7 +142,7 @@ func TestIngestTextLabels(t *testing.T) {
 			"  label_codes: {forest: 300}\n":          `source.label_codes: "forest": 300: class codes are 1–255`,
 			"  label_codes: {forest: 1, Forest: 2}\n": `"Forest" and "forest" are the same value`,
 		} {
-			_, err := ParseIngestConfig([]byte("source:\n  rasters:\n    - {image: a.tif, labels: b.gpkg, tile: T1}\n  bands: [B02]\n  scale: 0.0001\n  label_field: class\n" + extra))
+			_, err := config.ParseIngestConfig([]byte("source:\n  rasters:\n    - {image: a.tif, labels: b.gpkg, tile: T1}\n  bands: [B02]\n  scale: 0.0001\n  label_field: class\n" + extra))
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("%q: got %v, want %q", extra, err, want)
 			}
@@ -152,7 +155,7 @@ func TestIngestTextLabels(t *testing.T) {
 func TestIngestSkipsLayers(t *testing.T) {
 	t.Parallel()
 	image, labels, _ := textPair(t, "3", "4")
-	cfg, err := ParseIngestConfig([]byte(`
+	cfg, err := config.ParseIngestConfig([]byte(`
 source:
   rasters:
     - {image: ` + image + `, labels: ` + labels + `, tile: T1}
@@ -168,7 +171,7 @@ source:
 	}
 	var log bytes.Buffer
 	out := filepath.Join(t.TempDir(), "stack")
-	if _, err := Ingest(context.Background(), cfg, Options{Out: out, Log: slog.New(slog.NewTextHandler(&log, nil))}); err != nil {
+	if _, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: out, Log: slog.New(slog.NewTextHandler(&log, nil))}); err != nil {
 		t.Fatal(err)
 	}
 	if m := readManifest(t, filepath.Join(out, "T1")); fmt.Sprint(m.Bands) != "[B02 B03 B08]" {
@@ -191,7 +194,7 @@ source:
 			t.Errorf("B08 at pixel %d: %d, want %d", i, v[i], want)
 		}
 	}
-	_, err = ParseIngestConfig([]byte("source:\n  rasters:\n    - {image: a.tif, labels: b.tif, tile: T1}\n  bands: [dem, ndvi]\n  scale: 1\n"))
+	_, err = config.ParseIngestConfig([]byte("source:\n  rasters:\n    - {image: a.tif, labels: b.tif, tile: T1}\n  bands: [dem, ndvi]\n  scale: 1\n"))
 	if err == nil || !strings.Contains(err.Error(), "names no Sentinel-2 reflectance band") {
 		t.Errorf("no reflectance band: %v", err)
 	}

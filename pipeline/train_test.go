@@ -17,12 +17,16 @@ import (
 	"github.com/lulc/lulc/learn/baseline"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/sampleset"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/ingest"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // demoStack ingests the tiny scene once for the training tests.
 func demoStack(t *testing.T) string {
 	t.Helper()
-	if dir, ok := scenes["tiny-stack"]; ok {
+	if dir, ok := demoScenes["tiny-stack"]; ok {
 		return dir
 	}
 	scene := makeScene(t, "tiny", synthConfig(t))
@@ -31,20 +35,20 @@ func demoStack(t *testing.T) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "stack")
-	if _, err := Ingest(context.Background(), ingestConfig(t, filepath.Join(scene, "catalog.json")), Options{Out: out}); err != nil {
+	if _, err := ingest.Ingest(context.Background(), ingestConfig(t, filepath.Join(scene, "catalog.json")), stage.Options{Out: out}); err != nil {
 		t.Fatal(err)
 	}
-	scenes["tiny-stack"] = out
+	demoScenes["tiny-stack"] = out
 	return out
 }
 
-func trainConfig(t *testing.T, name, stack string) TrainConfig {
+func trainConfig(t *testing.T, name, stack string) config.TrainConfig {
 	t.Helper()
 	raw, err := configs.Read(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ParseTrainConfig(raw)
+	cfg, err := config.ParseTrainConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,10 +59,10 @@ func trainConfig(t *testing.T, name, stack string) TrainConfig {
 	return cfg
 }
 
-func train(t *testing.T, cfg TrainConfig) (TrainResult, string) {
+func mustTrain(t *testing.T, cfg config.TrainConfig) (train.TrainResult, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "run")
-	res, err := Train(context.Background(), cfg, Options{Out: out, Version: "test", Charts: drawer})
+	res, err := train.Train(context.Background(), cfg, stage.Options{Out: out, Version: "test", Charts: drawer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,29 +71,29 @@ func train(t *testing.T, cfg TrainConfig) (TrainResult, string) {
 
 func TestTrainDemo(t *testing.T) {
 	cfg := trainConfig(t, "train-demo.yaml", demoStack(t))
-	res, out := train(t, cfg)
+	res, out := mustTrain(t, cfg)
 	// A realistic, not perfect, accuracy on the synthetic scene.
 	if a := res.Metrics.Accuracy; a < 0.75 || a > 0.97 {
 		t.Errorf("validation accuracy %.3f", a)
 	}
-	for _, f := range []string{ModelFile, SamplesFile, MetricsFile, "confusion.png", "importance.png", "train.yaml", "run.json"} {
+	for _, f := range []string{stage.ModelFile, stage.SamplesFile, stage.MetricsFile, "confusion.png", "importance.png", "train.yaml", "run.json"} {
 		fi, err := os.Stat(filepath.Join(out, f))
 		if err != nil || fi.Size() < 100 {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
-	body, _ := os.ReadFile(filepath.Join(out, ModelFile))
+	body, _ := os.ReadFile(filepath.Join(out, stage.ModelFile))
 	m, err := forest.Decode(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Check(cfg.Features, []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}); err != nil || m.Scale != StackScale {
+	if err := m.Check(cfg.Features, []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}); err != nil || m.Scale != stage.StackScale {
 		t.Errorf("model inputs: %v, scale %g", err, m.Scale)
 	}
 
 	// Samples: at most max_per_class per class and split; no block on both
 	// sides of the split.
-	sb, _ := os.ReadFile(filepath.Join(out, SamplesFile))
+	sb, _ := os.ReadFile(filepath.Join(out, stage.SamplesFile))
 	set, err := sampleset.Decode(sb)
 	if err != nil {
 		t.Fatal(err)
@@ -120,8 +124,8 @@ func TestTrainDemo(t *testing.T) {
 	}
 
 	// Same config: byte-identical model and samples.
-	_, again := train(t, cfg)
-	for _, f := range []string{ModelFile, SamplesFile, MetricsFile} {
+	_, again := mustTrain(t, cfg)
+	for _, f := range []string{stage.ModelFile, stage.SamplesFile, stage.MetricsFile} {
 		a, _ := os.ReadFile(filepath.Join(out, f))
 		b, _ := os.ReadFile(filepath.Join(again, f))
 		if !bytes.Equal(a, b) {
@@ -130,9 +134,9 @@ func TestTrainDemo(t *testing.T) {
 	}
 	// Another sampling seed: other samples.
 	cfg.Sampling.Seed++
-	_, other := train(t, cfg)
-	a, _ := os.ReadFile(filepath.Join(out, SamplesFile))
-	b, _ := os.ReadFile(filepath.Join(other, SamplesFile))
+	_, other := mustTrain(t, cfg)
+	a, _ := os.ReadFile(filepath.Join(out, stage.SamplesFile))
+	b, _ := os.ReadFile(filepath.Join(other, stage.SamplesFile))
 	if bytes.Equal(a, b) {
 		t.Error("a different seed gave the same samples")
 	}
@@ -141,8 +145,8 @@ func TestTrainDemo(t *testing.T) {
 func TestTrainBalance(t *testing.T) {
 	cfg := trainConfig(t, "train-demo.yaml", demoStack(t))
 	cfg.Sampling.Balance = true
-	_, out := train(t, cfg)
-	sb, _ := os.ReadFile(filepath.Join(out, SamplesFile))
+	_, out := mustTrain(t, cfg)
+	sb, _ := os.ReadFile(filepath.Join(out, stage.SamplesFile))
 	set, _ := sampleset.Decode(sb)
 	counts := map[[2]uint8]int{}
 	for i := range set.N() {
@@ -159,7 +163,7 @@ func TestTrainBalance(t *testing.T) {
 
 // golearnFit is package baseline's forest as Options.Golearn takes it
 // (bench.Golearn, which this package's tests cannot import).
-func golearnFit(x []float32, nf int, y []uint8, classes, trees, featuresPerTree int, seed int64) (GolearnForest, error) {
+func golearnFit(x []float32, nf int, y []uint8, classes, trees, featuresPerTree int, seed int64) (stage.GolearnForest, error) {
 	f, err := baseline.Train(x, nf, y, classes, trees, featuresPerTree, seed)
 	if err != nil {
 		return nil, err
@@ -172,17 +176,17 @@ func TestTrainGolearn(t *testing.T) {
 	cfg.Engine = "golearn"
 	cfg.Golearn.MaxSamples = 2000
 	out := filepath.Join(t.TempDir(), "run")
-	if _, err := Train(context.Background(), cfg, Options{Out: out, Version: "test"}); err == nil || !strings.Contains(err.Error(), "golearn is not linked") {
+	if _, err := train.Train(context.Background(), cfg, stage.Options{Out: out, Version: "test"}); err == nil || !strings.Contains(err.Error(), "golearn is not linked") {
 		t.Fatalf("golearn without Options.Golearn: %v", err)
 	}
-	res, err := Train(context.Background(), cfg, Options{Out: out, Version: "test", Golearn: golearnFit})
+	res, err := train.Train(context.Background(), cfg, stage.Options{Out: out, Version: "test", Golearn: golearnFit})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Metrics.Accuracy < 0.3 || len(res.Warnings) == 0 {
 		t.Errorf("golearn accuracy %.3f, warnings %v", res.Metrics.Accuracy, res.Warnings)
 	}
-	if _, err := os.Stat(filepath.Join(out, ModelFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(out, stage.ModelFile)); err == nil {
 		t.Error("golearn run wrote a lulc model file")
 	}
 }
@@ -198,7 +202,7 @@ func TestTrainRealTerraMind(t *testing.T) {
 		cfg.Input.Rasters[i].Image = "../" + cfg.Input.Rasters[i].Image
 		cfg.Input.Rasters[i].Labels = "../" + cfg.Input.Rasters[i].Labels
 	}
-	res, _ := train(t, cfg)
+	res, _ := mustTrain(t, cfg)
 	if res.Samples < 1000 || res.Metrics.Accuracy < 0.5 {
 		t.Errorf("%d samples, accuracy %.3f", res.Samples, res.Metrics.Accuracy)
 	}
@@ -233,17 +237,17 @@ func TestTrainBadInput(t *testing.T) {
 
 	cases := []struct {
 		name string
-		edit func(c *TrainConfig)
+		edit func(c *config.TrainConfig)
 		want string
 	}{
-		{"bands disagree", func(c *TrainConfig) { c.Features = append(c.Features, "nd(B01,B09)") }, "needs band B01"},
-		{"unknown index", func(c *TrainConfig) { c.Features = []string{"ndvi", "ndzi"} }, "unknown feature \"ndzi\""},
-		{"too few samples", func(c *TrainConfig) { c.Sampling.BlockSize = 100000 }, "too few samples"},
-		{"below min_per_class", func(c *TrainConfig) { c.Sampling.MinPerClass = 2001 }, "below sampling.min_per_class 2001"},
-		{"negative buffer", func(c *TrainConfig) { c.Sampling.Buffer = -1 }, "sampling.buffer: -1 is outside [0, block_size 32)"},
-		{"buffer of a block", func(c *TrainConfig) { c.Sampling.Buffer = 32 }, "sampling.buffer: 32 is outside [0, block_size 32)"},
-		{"not a stack", func(c *TrainConfig) { c.Input.Stack = t.TempDir() }, "no tile manifests"},
-		{"all-NaN feature", func(c *TrainConfig) {
+		{"bands disagree", func(c *config.TrainConfig) { c.Features = append(c.Features, "nd(B01,B09)") }, "needs band B01"},
+		{"unknown index", func(c *config.TrainConfig) { c.Features = []string{"ndvi", "ndzi"} }, "unknown feature \"ndzi\""},
+		{"too few samples", func(c *config.TrainConfig) { c.Sampling.BlockSize = 100000 }, "too few samples"},
+		{"below min_per_class", func(c *config.TrainConfig) { c.Sampling.MinPerClass = 2001 }, "below sampling.min_per_class 2001"},
+		{"negative buffer", func(c *config.TrainConfig) { c.Sampling.Buffer = -1 }, "sampling.buffer: -1 is outside [0, block_size 32)"},
+		{"buffer of a block", func(c *config.TrainConfig) { c.Sampling.Buffer = 32 }, "sampling.buffer: 32 is outside [0, block_size 32)"},
+		{"not a stack", func(c *config.TrainConfig) { c.Input.Stack = t.TempDir() }, "no tile manifests"},
+		{"all-NaN feature", func(c *config.TrainConfig) {
 			c.Input.Stack = ""
 			c.Input.Rasters = append(c.Input.Rasters, struct {
 				Image  string `yaml:"image"`
@@ -259,11 +263,11 @@ func TestTrainBadInput(t *testing.T) {
 			cfg := trainConfig(t, "train-demo.yaml", stack)
 			c.edit(&cfg)
 			out := filepath.Join(t.TempDir(), "run")
-			_, err := Train(context.Background(), cfg, Options{Out: out})
+			_, err := train.Train(context.Background(), cfg, stage.Options{Out: out})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want %q", err, c.want)
 			}
-			if _, err := os.Stat(filepath.Join(out, ModelFile)); err == nil {
+			if _, err := os.Stat(filepath.Join(out, stage.ModelFile)); err == nil {
 				t.Error("failed training left a model file")
 			}
 			if _, err := os.Stat(filepath.Dir(out)); err == nil {
@@ -276,7 +280,7 @@ func TestTrainBadInput(t *testing.T) {
 
 	// A class of the scheme absent from the labels is a warning, not an
 	// error: WorldCover's mangroves are not in the demo scene.
-	res, _ := train(t, trainConfig(t, "train-demo.yaml", stack))
+	res, _ := mustTrain(t, trainConfig(t, "train-demo.yaml", stack))
 	found := false
 	for _, w := range res.Warnings {
 		found = found || strings.Contains(w, "have no labelled pixel, so the model will never predict them") && strings.Contains(w, "95 (Mangroves)")
@@ -289,13 +293,13 @@ func TestTrainBadInput(t *testing.T) {
 func TestTrainConfigsParse(t *testing.T) {
 	for _, name := range []string{"train-demo.yaml", "train-real.yaml", "train-full.yaml"} {
 		raw, _ := configs.Read(name)
-		if _, err := ParseTrainConfig(raw); err != nil {
+		if _, err := config.ParseTrainConfig(raw); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 	raw, _ := configs.Read("train-real.yaml")
 	bad := strings.Replace(string(raw), `color: "#419bdf"`, `color: "blue"`, 1)
-	if _, err := ParseTrainConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), "colour") {
+	if _, err := config.ParseTrainConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), "colour") {
 		t.Errorf("bad colour: %v", err)
 	}
 }
@@ -343,7 +347,7 @@ func TestTrainWarnsOfUnknownCodes(t *testing.T) {
 	cfg.Input.Bands, cfg.Input.Scale = []string{"B04", "B08"}, 0.0001
 	cfg.Features = []string{"B04", "B08", "ndvi"}
 	cfg.Sampling.BlockSize, cfg.Sampling.MinPerClass = 10, 1
-	res, _ := train(t, cfg)
+	res, _ := mustTrain(t, cfg)
 	want := "labels: 15.0 % of the labelled pixels (1500 of 10000) have codes outside the scheme"
 	for _, w := range res.Warnings {
 		if strings.Contains(w, want) && strings.Contains(w, "77 (1500)") {
@@ -365,7 +369,7 @@ func TestTrainRejectsUnknownBands(t *testing.T) {
 	if bad == string(raw) {
 		t.Fatal("train-demo.yaml has no input.stack line")
 	}
-	if _, err := ParseTrainConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), `"FOO"`) || !strings.Contains(err.Error(), "input.bands") {
+	if _, err := config.ParseTrainConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), `"FOO"`) || !strings.Contains(err.Error(), "input.bands") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -379,11 +383,11 @@ func TestTrainBuffer(t *testing.T) {
 	cfg := trainConfig(t, "train-demo.yaml", demoStack(t))
 	cfg.Sampling.MaxPerClass = 100000 // every candidate: the drop shows in the counts
 	cfg.Sampling.Buffer = 0           // not the context features' default
-	_, plainOut := train(t, cfg)
+	_, plainOut := mustTrain(t, cfg)
 	cfg.Sampling.Buffer = 6
-	res, out := train(t, cfg)
+	res, out := mustTrain(t, cfg)
 	read := func(dir string) *sampleset.Set {
-		b, err := os.ReadFile(filepath.Join(dir, SamplesFile))
+		b, err := os.ReadFile(filepath.Join(dir, stage.SamplesFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -419,7 +423,7 @@ func TestTrainBuffer(t *testing.T) {
 		t.Errorf("buffered %d (result %d): %d training and %d validation samples, unbuffered %d and %d",
 			set.Buffered, res.Buffered, res.Samples, res.Validation, len(plainTrain), len(plainVal))
 	}
-	for _, f := range []string{MetricsFile, "run.json"} {
+	for _, f := range []string{stage.MetricsFile, "run.json"} {
 		b, _ := os.ReadFile(filepath.Join(out, f))
 		if want := fmt.Sprintf(`"buffered_training_pixels": %d`, set.Buffered); !strings.Contains(string(b), want) {
 			t.Errorf("%s does not say %s", f, want)
@@ -437,12 +441,12 @@ func TestTrainBuffer(t *testing.T) {
 // split's block size, which stays for a draw of too few.
 func TestNoSamplesSaysWhy(t *testing.T) {
 	why := "features: none of the 4000 labelled pixels of the scheme's classes has every band and temporal plane present"
-	res := TrainResult{Warnings: []string{why}}
-	_, err := checkSamples(TrainConfig{}, landcover.WorldCover, &sampleset.Set{}, nil, nil, nil, &res)
+	res := train.TrainResult{Warnings: []string{why}}
+	_, err := train.CheckSamples(config.TrainConfig{}, landcover.WorldCover, &sampleset.Set{}, nil, nil, nil, &res)
 	if err == nil || !strings.Contains(err.Error(), "no samples: "+why) || strings.Contains(err.Error(), "block_size") {
 		t.Fatalf("no samples, with the draw's warning: %v", err)
 	}
-	_, err = checkSamples(TrainConfig{}, landcover.WorldCover, &sampleset.Set{}, nil, nil, nil, &TrainResult{})
+	_, err = train.CheckSamples(config.TrainConfig{}, landcover.WorldCover, &sampleset.Set{}, nil, nil, nil, &train.TrainResult{})
 	if err == nil || !strings.Contains(err.Error(), "too few samples") {
 		t.Fatalf("no samples, no warning: %v", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/learn/sampleset"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
 )
 
 // weightedScene writes a 120 × 120 image of ten bands (class 1 bright,
@@ -21,7 +23,7 @@ import (
 // left, never drawn) and 2.4 (bottom right). It returns the ingest config
 // with source.label_weight_field set to weights (weights in the layer's
 // w field).
-func weightedScene(t *testing.T, weights [4]string) (IngestConfig, geo.Grid) {
+func weightedScene(t *testing.T, weights [4]string) (config.IngestConfig, geo.Grid) {
 	t.Helper()
 	dir := t.TempDir()
 	g := geo.Grid{EPSG: 32631, Width: 120, Height: 120, Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}
@@ -80,7 +82,7 @@ output:
   compress: DEFLATE
   blocksize: 512
 `, image, layer, strings.Join(bands, ", "), strings.Join(bands, ", "))
-	cfg, err := ParseIngestConfig([]byte(raw))
+	cfg, err := config.ParseIngestConfig([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ output:
 
 // weightedTrainConfig trains on the weighted scene's two classes with a
 // cap that bites.
-func weightedTrainConfig(t *testing.T, stack string) TrainConfig {
+func weightedTrainConfig(t *testing.T, stack string) config.TrainConfig {
 	t.Helper()
 	raw := fmt.Sprintf(`input:
   stack: %s
@@ -117,7 +119,7 @@ forest:
   bootstrap: true
   seed: 1
 `, stack)
-	cfg, err := ParseTrainConfig([]byte(raw))
+	cfg, err := config.ParseTrainConfig([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +137,8 @@ forest:
 // raster labels.
 func TestTrainWeightedVectorLabels(t *testing.T) {
 	icfg, g := weightedScene(t, [4]string{"1", "4", "0", "2.4"})
-	_, stack := ingest(t, icfg)
-	weights, _, err := raster.ReadBand[uint8](filepath.Join(stack, "fields", WeightsFile), 1)
+	_, stack := mustIngest(t, icfg)
+	weights, _, err := raster.ReadBand[uint8](filepath.Join(stack, "fields", stage.WeightsFile), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,13 +149,13 @@ func TestTrainWeightedVectorLabels(t *testing.T) {
 		}
 	}
 	manifest, _ := os.ReadFile(filepath.Join(stack, "fields", "manifest.json"))
-	if !strings.Contains(string(manifest), `"file": "`+WeightsFile+`"`) || !strings.Contains(string(manifest), `"label_weights": "field w, rounded`) {
+	if !strings.Contains(string(manifest), `"file": "`+stage.WeightsFile+`"`) || !strings.Contains(string(manifest), `"label_weights": "field w, rounded`) {
 		t.Error("the manifest does not list weights.tif or say what it holds")
 	}
 
 	tc := weightedTrainConfig(t, stack)
-	_, out := train(t, tc)
-	body, err := os.ReadFile(filepath.Join(out, SamplesFile))
+	_, out := mustTrain(t, tc)
+	body, err := os.ReadFile(filepath.Join(out, stage.SamplesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,8 +186,8 @@ func TestTrainWeightedVectorLabels(t *testing.T) {
 	}
 	tc.Input.Stack = ""
 	runOut := filepath.Join(t.TempDir(), "run")
-	runJob(t, Job{Config: rc, Ingest: icfg, Train: &tc}, runOut, Options{})
-	body, err = os.ReadFile(filepath.Join(runOut, "model", SamplesFile))
+	runJob(t, Job{Config: rc, Ingest: icfg, Train: &tc}, runOut, stage.Options{})
+	body, err = os.ReadFile(filepath.Join(runOut, "model", stage.SamplesFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,8 @@ import (
 	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/redact"
-	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
 )
 
 const defaultBenchConfig = "bench-demo.yaml"
@@ -48,7 +49,7 @@ whether repeats and CPU/GPU outputs are byte-identical, the hardware and cost.`,
 				cfg.Repeat = repeat
 			}
 			raw := redact.String(fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " ")))
-			rep, err := bench.Run(cmd.Context(), cfg, raw, pipeline.Options{Compare: a.compare, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
+			rep, err := bench.Run(cmd.Context(), cfg, raw, stage.Options{Compare: a.compare, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
 			if err != nil {
 				return fmt.Errorf("bench: %w", err)
 			}
@@ -200,7 +201,7 @@ report.md: fit times, validation accuracy, speed-ups and whether GPU and CPU tre
 			if err != nil {
 				return fmt.Errorf("train config %s: %w", cfg.Train, err)
 			}
-			tcfg, err := pipeline.ParseTrainConfig(traw)
+			tcfg, err := config.ParseTrainConfig(traw)
 			if err != nil {
 				return fmt.Errorf("train config %s: %w", cfg.Train, err)
 			}
@@ -213,7 +214,7 @@ report.md: fit times, validation accuracy, speed-ups and whether GPU and CPU tre
 			}
 			defer devs.Close()
 			cmdline := redact.String(fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " ")))
-			rep, err := bench.Forest(cmd.Context(), cfg, tcfg, cmdline, pipeline.Options{Compare: a.compare, GPUs: devs, Out: out, Inputs: []string{cfgPath, cfg.Train}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
+			rep, err := bench.Forest(cmd.Context(), cfg, tcfg, cmdline, stage.Options{Compare: a.compare, GPUs: devs, Out: out, Inputs: []string{cfgPath, cfg.Train}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
 			if err != nil {
 				return fmt.Errorf("bench forest: %w", err)
 			}
@@ -267,7 +268,7 @@ and per-class F1 per set and engine, mean and spread over the seeds.`,
 			if data == "" {
 				return usagef("--data: no folder given (../shared/data/eolearn-slovenia-testpatch)")
 			}
-			tcfg, err := loadConfig(trainCfg, defaultTemporalRealTrain, pipeline.ParseTrainConfig)
+			tcfg, err := loadConfig(trainCfg, defaultTemporalRealTrain, config.ParseTrainConfig)
 			if err != nil {
 				return err
 			}
@@ -290,7 +291,7 @@ and per-class F1 per set and engine, mean and spread over the seeds.`,
 				return usageError{err}
 			}
 			cmdline := redact.String(fmt.Sprintf("lulc %s", strings.Join(os.Args[1:], " ")))
-			rep, err := bench.TemporalReal(cmd.Context(), cfg, cmdline, pipeline.Options{Compare: a.compare, Out: out, Inputs: []string{trainCfg}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
+			rep, err := bench.TemporalReal(cmd.Context(), cfg, cmdline, stage.Options{Compare: a.compare, Out: out, Inputs: []string{trainCfg}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion()})
 			if err != nil {
 				return fmt.Errorf("bench temporal-real: %w", err)
 			}

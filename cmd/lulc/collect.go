@@ -7,6 +7,7 @@ import (
 
 	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/scale/exchange"
+	"github.com/lulc/lulc/stage"
 )
 
 func newCollectCmd(a *app) *cobra.Command {
@@ -33,12 +34,12 @@ redoes it.`,
 			// (pipeline.RunCollect): the collection's prefix must be a
 			// valid one, and the store's credentials stay out of logs.
 			if exchange.IsURL(out) {
-				if err := checkObjects(exchange.Join(out, pipeline.CollectDir)); err != nil {
+				if err := checkObjects(exchange.Join(out, stage.CollectDir)); err != nil {
 					return err
 				}
 			}
 			res, err := pipeline.RunCollect(cmd.Context(), pipeline.CollectTask{Out: out, Work: work},
-				pipeline.Options{Compare: a.compare, Log: a.log, BreakLock: a.breakLock})
+				stage.Options{Compare: a.compare, Log: a.log, BreakLock: a.breakLock})
 			if err != nil {
 				return err
 			}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/stage"
 )
 
 // compareFromEnv reads the developer's switches for comparing lulc's way
@@ -20,8 +20,8 @@ import (
 //	LULC_PTX=FILE            load these kernels instead of the embedded ones
 //
 // Any other value of a switch is an error that names it.
-func compareFromEnv(getenv func(string) string) (pipeline.Compare, error) {
-	var c pipeline.Compare
+func compareFromEnv(getenv func(string) string) (stage.Compare, error) {
+	var c stage.Compare
 	var errs []error
 	flag := func(name, on string, dst *bool) {
 		switch v := getenv(name); v {

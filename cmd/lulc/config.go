@@ -11,6 +11,7 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/stage/config"
 )
 
 // newConfigCmd lists and prints the configs embedded in the binary, which
@@ -102,13 +103,13 @@ func showDefaults(w io.Writer, name string) error {
 	var err error
 	switch {
 	case top["source"] != nil:
-		var c pipeline.IngestConfig
-		c, err = pipeline.ParseIngestConfig(raw)
+		var c config.IngestConfig
+		c, err = config.ParseIngestConfig(raw)
 		cfg = c.Redacted()
 	case top["ingest"] != nil:
 		cfg, err = pipeline.ParseRunConfig(raw)
 	case top["features"] != nil || top["input"] != nil || top["classes"] != nil || top["sampling"] != nil || top["forest"] != nil:
-		cfg, err = pipeline.ParseTrainConfig(raw)
+		cfg, err = config.ParseTrainConfig(raw)
 	default:
 		return usagef("config %s: not an ingest (source:), run (ingest:) or train (features:, input:) config: --defaults knows those", name)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/configs"
-	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/stage/config"
 )
 
 // TestConfigCommand checks lulc config: list names every embedded config
@@ -52,8 +52,8 @@ func TestConfigShowDefaults(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("show --defaults train: exit %d: %s", code, errs)
 	}
-	back, err := pipeline.ParseTrainConfig([]byte(out))
-	if err != nil || back.Hash() != pipeline.DefaultTrainConfig().Hash() {
+	back, err := config.ParseTrainConfig([]byte(out))
+	if err != nil || back.Hash() != config.DefaultTrainConfig().Hash() {
 		t.Errorf("the printed defaults read back as another config (%v):\n%s", err, out)
 	}
 	for _, w := range []string{"scheme: auto", "trees: 100", "max_per_class: 2000", "block_size: 32", "bootstrap: true", "- range(ndbi,15)"} {
@@ -62,14 +62,14 @@ func TestConfigShowDefaults(t *testing.T) {
 		}
 	}
 	raw, _ := configs.Read("train-real-sample.yaml")
-	orig, err := pipeline.ParseTrainConfig(raw)
+	orig, err := config.ParseTrainConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if code, out, errs = lulc(t, "config", "show", "--defaults", "train-real-sample.yaml"); code != 0 {
 		t.Fatalf("show --defaults train-real-sample.yaml: exit %d: %s", code, errs)
 	}
-	if back, err := pipeline.ParseTrainConfig([]byte(out)); err != nil || back.Hash() != orig.Hash() {
+	if back, err := config.ParseTrainConfig([]byte(out)); err != nil || back.Hash() != orig.Hash() {
 		t.Errorf("train-real-sample.yaml as printed reads back as another config: %v", err)
 	}
 

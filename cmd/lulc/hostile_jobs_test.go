@@ -13,6 +13,7 @@ import (
 	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/stage"
 )
 
 // jobsWorld is what the jobs' hostile cases read: two tiny tiles, their
@@ -97,7 +98,7 @@ func jobsCopy(c *hcase, w jobsWorld) string {
 // copy, relative to the task.
 func jobsTile(c *hcase, task string) string {
 	c.t.Helper()
-	m, _ := filepath.Glob(filepath.Join(task, "*", pipeline.ClassFile))
+	m, _ := filepath.Glob(filepath.Join(task, "*", stage.ClassFile))
 	if len(m) == 0 {
 		c.t.Fatalf("task %s mapped no tile", task)
 	}
@@ -282,23 +283,23 @@ func TestHostileJobs(t *testing.T) {
 		// Tampered task outputs: collect verifies every file against the
 		// task's commit record, names the task and the file.
 		tamper("metrics-edited", func(c *hcase, job string) {
-			jobsEdit(c, tileFile(c, job, pipeline.RunMetricsFile), jobsReplace(c, `"overall_accuracy": `, `"overall_accuracy": 0.9999, "was": `))
-		}, "task 0 of 2", pipeline.RunMetricsFile, "edited or damaged"),
+			jobsEdit(c, tileFile(c, job, stage.RunMetricsFile), jobsReplace(c, `"overall_accuracy": `, `"overall_accuracy": 0.9999, "was": `))
+		}, "task 0 of 2", stage.RunMetricsFile, "edited or damaged"),
 		tamper("metrics-edited-same-size", func(c *hcase, job string) {
-			jobsEdit(c, tileFile(c, job, pipeline.RunMetricsFile), jobsReplace(c, `"overall_accuracy": 0.`, `"overall_accuracy": 1.`))
-		}, "task 0 of 2", pipeline.RunMetricsFile, "does not match its recorded checksum"),
+			jobsEdit(c, tileFile(c, job, stage.RunMetricsFile), jobsReplace(c, `"overall_accuracy": 0.`, `"overall_accuracy": 1.`))
+		}, "task 0 of 2", stage.RunMetricsFile, "does not match its recorded checksum"),
 		tamper("class-map-flipped", func(c *hcase, job string) {
-			jobsEdit(c, tileFile(c, job, pipeline.ClassFile), func(b []byte) []byte { b[len(b)-1] ^= 1; return b })
-		}, "task 0 of 2", pipeline.ClassFile),
+			jobsEdit(c, tileFile(c, job, stage.ClassFile), func(b []byte) []byte { b[len(b)-1] ^= 1; return b })
+		}, "task 0 of 2", stage.ClassFile),
 		tamper("class-map-truncated", func(c *hcase, job string) {
-			jobsEdit(c, tileFile(c, job, pipeline.ClassFile), func(b []byte) []byte { return b[:len(b)/2] })
-		}, "task 0 of 2", pipeline.ClassFile, "bytes"),
+			jobsEdit(c, tileFile(c, job, stage.ClassFile), func(b []byte) []byte { return b[:len(b)/2] })
+		}, "task 0 of 2", stage.ClassFile, "bytes"),
 		tamper("confidence-removed", func(c *hcase, job string) {
-			os.Remove(tileFile(c, job, pipeline.ConfidenceFile))
-		}, "task 0 of 2", pipeline.ConfidenceFile, "missing"),
+			os.Remove(tileFile(c, job, stage.ConfidenceFile))
+		}, "task 0 of 2", stage.ConfidenceFile, "missing"),
 		tamper("item-edited", func(c *hcase, job string) {
-			jobsEdit(c, tileFile(c, job, pipeline.ItemFile), jobsReplace(c, `"id": "`, `"id": "forged-`))
-		}, "task 0 of 2", pipeline.ItemFile),
+			jobsEdit(c, tileFile(c, job, stage.ItemFile), jobsReplace(c, `"id": "`, `"id": "forged-`))
+		}, "task 0 of 2", stage.ItemFile),
 		tamper("tile-record-edited", func(c *hcase, job string) {
 			jobsEdit(c, tileFile(c, job, pipeline.TileRecordFile), jobsReplace(c, `"device": "cpu"`, `"device": "gpu:7"`))
 		}, "task 0 of 2", pipeline.TileRecordFile),
@@ -322,11 +323,11 @@ func TestHostileJobs(t *testing.T) {
 			jobsEdit(c, filepath.Join(job, t0, pipeline.TaskCommitFile), jobsReplace(c, `"job": "`, `"job": "0`))
 		}, "task 0 of 2", "swapped in"),
 		tamper("file-planted", func(c *hcase, job string) {
-			writeFile(c.t, filepath.Join(filepath.Dir(tileFile(c, job, pipeline.ClassFile)), "evil.tif"), "not written by the task")
+			writeFile(c.t, filepath.Join(filepath.Dir(tileFile(c, job, stage.ClassFile)), "evil.tif"), "not written by the task")
 		}, "task 0 of 2", "evil.tif", "not in the commit record"),
 		tamper("tile-planted", func(c *hcase, job string) {
 			dst := filepath.Join(job, t1, "99ZZZ")
-			os.CopyFS(dst, os.DirFS(filepath.Dir(tileFile(c, job, pipeline.ClassFile))))
+			os.CopyFS(dst, os.DirFS(filepath.Dir(tileFile(c, job, stage.ClassFile))))
 		}, "task 1 of 2", "99ZZZ/", "not in the commit record"),
 		tamper("symlink-planted", func(c *hcase, job string) {
 			if err := os.Symlink("/etc/passwd", filepath.Join(job, t0, "passwd")); err != nil {
@@ -384,12 +385,12 @@ func TestHostileJobs(t *testing.T) {
 		}, "task counts differ", "2 and 3"),
 		trainOn("other-tile-list", func(c *hcase) []string {
 			d := jobsDraw(c, draw1, "1-of-2")
-			jobsRewriteDraw(c, filepath.Join(d, pipeline.DrawFile), func(s *sampleset.Set) { s.Draw.Tiles = strings.Repeat("f", 64) })
+			jobsRewriteDraw(c, filepath.Join(d, stage.DrawFile), func(s *sampleset.Set) { s.Draw.Tiles = strings.Repeat("f", 64) })
 			return []string{jobsDraw(c, draw0, "0-of-2"), d}
 		}, "tile lists differ"),
 		trainOn("older-lulc", func(c *hcase) []string {
 			d := jobsDraw(c, draw0, "0-of-2")
-			jobsRewriteDraw(c, filepath.Join(d, pipeline.DrawFile), func(s *sampleset.Set) { s.Draw.Ingest = "" })
+			jobsRewriteDraw(c, filepath.Join(d, stage.DrawFile), func(s *sampleset.Set) { s.Draw.Ingest = "" })
 			return []string{d, jobsDraw(c, draw1, "1-of-2")}
 		}, "records no ingest config", "draw it again"),
 		trainOn("doubled", func(c *hcase) []string {
@@ -400,11 +401,11 @@ func TestHostileJobs(t *testing.T) {
 		}, "missing: no draw or input covers it"),
 		trainOn("damaged", func(c *hcase) []string {
 			d := jobsDraw(c, draw1, "1-of-2")
-			jobsEdit(c, filepath.Join(d, pipeline.DrawFile), func(b []byte) []byte { b[len(b)/2] ^= 0xff; return b })
+			jobsEdit(c, filepath.Join(d, stage.DrawFile), func(b []byte) []byte { b[len(b)/2] ^= 0xff; return b })
 			return []string{jobsDraw(c, draw0, "0-of-2"), d}
 		}, "corrupt"),
 		trainOn("a-training-set", func(c *hcase) []string {
-			return []string{c.file("samples/draw.lulcd", mustRead(c, filepath.Join(w.job, "model", pipeline.SamplesFile)))}
+			return []string{c.file("samples/draw.lulcd", mustRead(c, filepath.Join(w.job, "model", stage.SamplesFile)))}
 		}, "a training set, not a sample phase's draw"),
 
 		// A task run into an output that holds another job's task.

@@ -6,7 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/ingest"
 )
 
 const defaultIngestConfig = "ingest-tiny.yaml"
@@ -39,7 +41,7 @@ Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 			if out == "" {
 				return usagef("--out: no output directory given")
 			}
-			cfg, err := loadConfig(cfgPath, defaultIngestConfig, pipeline.ParseIngestConfig)
+			cfg, err := loadConfig(cfgPath, defaultIngestConfig, config.ParseIngestConfig)
 			if err != nil {
 				return err
 			}
@@ -51,7 +53,7 @@ Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 				return err
 			}
 			defer devs.Close()
-			res, err := pipeline.Ingest(cmd.Context(), cfg, pipeline.Options{Compare: a.compare, GPUs: devs,
+			res, err := ingest.Ingest(cmd.Context(), cfg, stage.Options{Compare: a.compare, GPUs: devs,
 				Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(),
 				NewBar: a.newBar,
 			})

@@ -12,8 +12,11 @@ import (
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/sampleset"
-	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/report/interop"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/chips"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/predict"
 )
 
 func newExportCmd(a *app) *cobra.Command {
@@ -56,7 +59,7 @@ func newExportModelCmd(a *app) *cobra.Command {
 			if err := checkFileOut(out, force, model); err != nil {
 				return err
 			}
-			m, _, err := pipeline.LoadModel(model)
+			m, _, err := predict.LoadModel(model)
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
@@ -106,7 +109,7 @@ func newExportSamplesCmd(a *app) *cobra.Command {
 			}
 			var m *forest.Model
 			if model != "" {
-				if m, _, err = pipeline.LoadModel(model); err != nil {
+				if m, _, err = predict.LoadModel(model); err != nil {
 					return fmt.Errorf("export: %w", err)
 				}
 			}
@@ -155,15 +158,15 @@ U-Net in unet/ trains on them; lulc import classes brings its maps back.`,
 			if size < 8 || stride < 1 || stride > size {
 				return usagef("--size %d and --stride %d: the size is at least 8 pixels, the stride 1 to the size", size, stride)
 			}
-			cfg, err := loadConfig(cfgPath, defaultTrainConfig, pipeline.ParseTrainConfig)
+			cfg, err := loadConfig(cfgPath, defaultTrainConfig, config.ParseTrainConfig)
 			if err != nil {
 				return err
 			}
 			if stack != "" {
 				cfg.Input.Stack = stack
 			}
-			res, err := pipeline.ExportChips(cmd.Context(), pipeline.ChipsConfig{Train: cfg, Size: size, Stride: stride},
-				pipeline.Options{Out: out, Force: force, BreakLock: a.breakLock, Log: a.log, Inputs: []string{cfgPath}})
+			res, err := chips.ExportChips(cmd.Context(), chips.ChipsConfig{Train: cfg, Size: size, Stride: stride},
+				stage.Options{Out: out, Force: force, BreakLock: a.breakLock, Log: a.log, Inputs: []string{cfgPath}})
 			if err != nil {
 				return err
 			}
@@ -194,22 +197,22 @@ func newImportCmd(a *app) *cobra.Command {
 		Short: "Bring another model's map back as a class COG (lulc import classes)",
 		Args:  noArgs,
 	}
-	var chips, tile, array, out string
+	var chipsDir, tile, array, out string
 	var force bool
 	classes := &cobra.Command{
 		Use:   "classes --chips DIR --tile NAME --array PRED.npy --out class.tif [--force]",
 		Short: "Turn a model's class indices for a tile of a chips export into a class COG that lulc evaluate scores",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if chips == "" || tile == "" || array == "" || out == "" {
+			if chipsDir == "" || tile == "" || array == "" || out == "" {
 				return usagef("--chips, --tile, --array and --out are required")
 			}
 			// The class COG is a file output like export's: never over an
 			// input, an existing file without --force, or a device.
-			if err := checkFileOut(out, force, chips, array); err != nil {
+			if err := checkFileOut(out, force, chipsDir, array); err != nil {
 				return err
 			}
-			if err := pipeline.ImportClasses(chips, tile, array, out, pipeline.Options{Log: a.log}); err != nil {
+			if err := chips.ImportClasses(chipsDir, tile, array, out, stage.Options{Log: a.log}); err != nil {
 				return err
 			}
 			if a.summary(map[string]any{"class": out, "tile": tile}) {
@@ -218,7 +221,7 @@ func newImportCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
-	classes.Flags().StringVar(&chips, "chips", "", "the chips export the model was trained on (lulc export chips)")
+	classes.Flags().StringVar(&chipsDir, "chips", "", "the chips export the model was trained on (lulc export chips)")
 	classes.Flags().StringVar(&tile, "tile", "", "the tile the array maps")
 	classes.Flags().StringVar(&array, "array", "", "the class indices: a uint8 .npy of the tile's rows × columns (0: no class)")
 	classes.Flags().StringVarP(&out, "out", "o", "", "the class COG to write")

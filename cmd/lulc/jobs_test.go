@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/stage"
 )
 
 // TestJobTaskKilledAndTampered kills a map task after its first tile,
@@ -36,7 +37,7 @@ func TestJobTaskKilledAndTampered(t *testing.T) {
 	var rep struct {
 		Tiles []pipeline.CollectTile `json:"tiles"`
 	}
-	body, err := os.ReadFile(filepath.Join(job, pipeline.CollectDir, "report.json"))
+	body, err := os.ReadFile(filepath.Join(job, stage.CollectDir, "report.json"))
 	if err == nil {
 		err = json.Unmarshal(body, &rep)
 	}
@@ -48,14 +49,14 @@ func TestJobTaskKilledAndTampered(t *testing.T) {
 			t.Errorf("tile %s lost what its task knew: metrics %v, outside AOA %v, device %q", tl.Tile, tl.Metrics, tl.AOAOutside, tl.Device)
 		}
 	}
-	md, _ := os.ReadFile(filepath.Join(job, pipeline.CollectDir, "report.md"))
+	md, _ := os.ReadFile(filepath.Join(job, stage.CollectDir, "report.md"))
 	if strings.Contains(string(md), "–") {
 		t.Errorf("report.md leaves a tile's accuracy or AOA out:\n%s", md)
 	}
 
 	// An edited metrics.json is refused by collect and mapped again by
 	// the task's rerun.
-	metrics := filepath.Join(task, "31TEJ", pipeline.RunMetricsFile)
+	metrics := filepath.Join(task, "31TEJ", stage.RunMetricsFile)
 	orig, err := os.ReadFile(metrics)
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,12 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/internal/atomicfs"
-	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/report/charts"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/evaluate"
+	"github.com/lulc/lulc/stage/ingest"
+	"github.com/lulc/lulc/stage/predict"
 )
 
 // predictFile is the YAML form of a prediction job.
@@ -22,12 +26,12 @@ type predictFile struct {
 	Confidence bool   `yaml:"confidence"`
 	Compress   string `yaml:"compress"`
 	// AOA: aoa.tif when the model has an area of applicability.
-	AOA pipeline.AOAOptions `yaml:"aoa"`
+	AOA stage.AOAOptions `yaml:"aoa"`
 }
 
 func newPredictCmd(a *app) *cobra.Command {
 	var cfgPath, out, ingestCfg, catalogOverride string
-	var pc pipeline.PredictConfig
+	var pc predict.PredictConfig
 	var force bool
 	var device string
 	var noAOA bool
@@ -83,7 +87,7 @@ ingest into OUT.stack and predicts from that stack.`,
 				if pc.Input != "" {
 					return usagef("--input and --ingest-config/--catalog are alternatives")
 				}
-				icfg, err := loadConfig(ingestCfg, defaultIngestConfig, pipeline.ParseIngestConfig)
+				icfg, err := loadConfig(ingestCfg, defaultIngestConfig, config.ParseIngestConfig)
 				if err != nil {
 					return err
 				}
@@ -99,7 +103,7 @@ ingest into OUT.stack and predicts from that stack.`,
 						return err
 					}
 				}
-				if _, err := pipeline.Ingest(cmd.Context(), icfg, pipeline.Options{Compare: a.compare, GPUs: devs, Out: pc.Input, Force: true, BreakLock: a.breakLock, Inputs: []string{cfgPath, ingestCfg, pc.Model}, Log: a.log, Version: lulcVersion(), NewBar: a.newBar}); err != nil {
+				if _, err := ingest.Ingest(cmd.Context(), icfg, stage.Options{Compare: a.compare, GPUs: devs, Out: pc.Input, Force: true, BreakLock: a.breakLock, Inputs: []string{cfgPath, ingestCfg, pc.Model}, Log: a.log, Version: lulcVersion(), NewBar: a.newBar}); err != nil {
 					return fmt.Errorf("predict: ingest: %w", err)
 				}
 				a.log.Info("stack ingested for prediction", "stack", pc.Input)
@@ -108,7 +112,7 @@ ingest into OUT.stack and predicts from that stack.`,
 			if pc.Model == "" || pc.Input == "" {
 				return usagef("--model and --input (or a --config naming them, or --ingest-config/--catalog) are required")
 			}
-			res, err := pipeline.Predict(cmd.Context(), pc, pipeline.Options{Compare: a.compare, GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar, Charts: charts.Drawer{}})
+			res, err := predict.Predict(cmd.Context(), pc, stage.Options{Compare: a.compare, GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar, Charts: charts.Drawer{}})
 			if err != nil {
 				return fmt.Errorf("predict: %w", err)
 			}
@@ -148,7 +152,7 @@ ingest into OUT.stack and predicts from that stack.`,
 func newEvaluateCmd(a *app) *cobra.Command {
 	var prediction, labels, alg, out string
 	var force bool
-	ec := pipeline.DefaultEvaluateConfig()
+	ec := evaluate.DefaultEvaluateConfig()
 	cmd := &cobra.Command{
 		Use:   "evaluate --prediction class.tif --labels labels.tif --out DIR",
 		Short: "Compare a class map with reference labels (warping them if needed)",
@@ -171,7 +175,7 @@ figures a map's users can cite. metrics.json holds both; confusion.png the matri
 				return usagef("--sample-per-class: %d is negative", ec.SamplePerClass)
 			}
 			ec.Resampling = alg
-			res, err := pipeline.Evaluate(cmd.Context(), prediction, labels, ec, pipeline.Options{Compare: a.compare, Out: out, Force: force, BreakLock: a.breakLock, Log: a.log, Charts: charts.Drawer{}})
+			res, err := evaluate.Evaluate(cmd.Context(), prediction, labels, ec, stage.Options{Compare: a.compare, Out: out, Force: force, BreakLock: a.breakLock, Log: a.log, Charts: charts.Drawer{}})
 			if err != nil {
 				return fmt.Errorf("evaluate: %w", err)
 			}

@@ -21,7 +21,7 @@ import (
 	"github.com/lulc/lulc/internal/netwait"
 	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/internal/redact"
-	"github.com/lulc/lulc/pipeline"
+	"github.com/lulc/lulc/stage"
 )
 
 // app holds what every command shares: output streams, the logger and the
@@ -37,7 +37,7 @@ type app struct {
 	stall, heartbeat time.Duration
 	// compare holds the LULC_* switches for comparing ways of working
 	// (compareFromEnv), passed to every stage.
-	compare pipeline.Compare
+	compare stage.Compare
 }
 
 // summary prints a command's result as JSON on stdout with --json, and

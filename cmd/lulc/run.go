@@ -14,6 +14,8 @@ import (
 	"github.com/lulc/lulc/report/charts"
 	"github.com/lulc/lulc/scale/exchange"
 	"github.com/lulc/lulc/scale/shard"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
 )
 
 const defaultRunConfig = "run-demo.yaml"
@@ -80,7 +82,7 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 				debug.SetMemoryLimit(rc.HeapLimit(len(devs)))
 			}
 			res, err := pipeline.RunTask(cmd.Context(), pipeline.Task{Job: job, Out: out, Plan: planPath, Work: work},
-				pipeline.Options{Compare: a.compare, GPUs: devs, Force: force, BreakLock: a.breakLock, Inputs: append([]string{cfgPath}, inputs...),
+				stage.Options{Compare: a.compare, GPUs: devs, Force: force, BreakLock: a.breakLock, Inputs: append([]string{cfgPath}, inputs...),
 					Log: a.log, Version: lulcVersion(), NewBar: a.newBar, Charts: charts.Drawer{}})
 			if err != nil {
 				return err
@@ -108,12 +110,12 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 
 // runIngestConfig reads the ingest config a run config names, with the
 // catalog given on the command line, if any, in place of its source.
-func runIngestConfig(rc pipeline.RunConfig, catalogOverride string) (pipeline.IngestConfig, error) {
+func runIngestConfig(rc pipeline.RunConfig, catalogOverride string) (config.IngestConfig, error) {
 	raw, err := configs.Find(rc.Ingest)
 	if err != nil {
-		return pipeline.IngestConfig{}, fmt.Errorf("ingest config %s: %w", rc.Ingest, err)
+		return config.IngestConfig{}, fmt.Errorf("ingest config %s: %w", rc.Ingest, err)
 	}
-	cfg, err := pipeline.ParseIngestConfig(raw)
+	cfg, err := config.ParseIngestConfig(raw)
 	if err != nil {
 		return cfg, fmt.Errorf("ingest config %s: %w", rc.Ingest, err)
 	}
@@ -137,14 +139,14 @@ func runJob(rc pipeline.RunConfig, model, phase, catalogOverride string) (pipeli
 	if model == "" && rc.Train == "" {
 		// Without a train config, the defaults train (lulc config show
 		// --defaults train prints them).
-		tc := pipeline.DefaultTrainConfig()
+		tc := config.DefaultTrainConfig()
 		job.Train = &tc
 	} else if model == "" {
 		raw, err := configs.Find(rc.Train)
 		if err != nil {
 			return job, nil, fmt.Errorf("train config %s: %w", rc.Train, err)
 		}
-		tc, err := pipeline.ParseTrainConfig(raw)
+		tc, err := config.ParseTrainConfig(raw)
 		if err != nil {
 			return job, nil, fmt.Errorf("train config %s: %w", rc.Train, err)
 		}
@@ -158,7 +160,7 @@ func runJob(rc pipeline.RunConfig, model, phase, catalogOverride string) (pipeli
 // model, the devices' busy time; or, for a sample phase, its draw.
 func printRun(a *app, res pipeline.RunResult, phase string) {
 	if phase == pipeline.PhaseSample {
-		fmt.Fprintf(a.stdout, "drew %d tile(s) into %s/%s in %s\n", len(res.Tiles), res.Dir, pipeline.DrawFile, res.Elapsed.Round(time.Millisecond))
+		fmt.Fprintf(a.stdout, "drew %d tile(s) into %s/%s in %s\n", len(res.Tiles), res.Dir, stage.DrawFile, res.Elapsed.Round(time.Millisecond))
 		return
 	}
 	fmt.Fprintf(a.stdout, "mapped %d tile(s) into %s in %s with %s\n", len(res.Tiles), res.Dir, res.Elapsed.Round(time.Millisecond), res.Model)
@@ -217,7 +219,7 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			if err := checkFileOut(out, force, append([]string{cfgPath, rc.Ingest}, icfg.Inputs()...)...); err != nil {
 				return err
 			}
-			p, err := pipeline.MakePlan(cmd.Context(), icfg, pipeline.Options{Compare: a.compare, Log: a.log})
+			p, err := pipeline.MakePlan(cmd.Context(), icfg, stage.Options{Compare: a.compare, Log: a.log})
 			if err != nil {
 				return fmt.Errorf("plan: %w", err)
 			}

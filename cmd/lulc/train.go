@@ -9,6 +9,9 @@ import (
 	"github.com/lulc/lulc/bench"
 	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/report/charts"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/train"
 )
 
 const defaultTrainConfig = "train-demo.yaml"
@@ -42,7 +45,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 			if out == "" {
 				return usagef("--out: no output directory given")
 			}
-			cfg, err := loadConfig(cfgPath, defaultTrainConfig, pipeline.ParseTrainConfig)
+			cfg, err := loadConfig(cfgPath, defaultTrainConfig, config.ParseTrainConfig)
 			if err != nil {
 				return err
 			}
@@ -56,7 +59,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 				// The draws replace the config's input: its stack or
 				// rasters, and their bands and scaling, are what the
 				// sample phase read.
-				cfg.Input = pipeline.TrainConfig{}.Input
+				cfg.Input = config.TrainConfig{}.Input
 				cfg.Input.Samples = draws
 				if stack != "" {
 					return usagef("--stack and --samples: give one input")
@@ -79,13 +82,13 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 			var cmp *bench.Comparison
 			task := pipeline.TrainTask{Config: cfg, Out: out, Work: work}
 			if compare != "" {
-				task.Finish = func(ctx context.Context, res pipeline.TrainResult) error {
+				task.Finish = func(ctx context.Context, res train.TrainResult) error {
 					c, err := bench.CompareSklearn(ctx, res.Dir, cfg.Forest, res.Metrics.Accuracy, "")
 					cmp = &c
 					return err
 				}
 			}
-			res, err := pipeline.RunTrain(cmd.Context(), task, pipeline.Options{Compare: a.compare, GPUs: devs, Inputs: []string{cfgPath}, Force: force,
+			res, err := pipeline.RunTrain(cmd.Context(), task, stage.Options{Compare: a.compare, GPUs: devs, Inputs: []string{cfgPath}, Force: force,
 				BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar, Golearn: bench.Golearn, Charts: charts.Drawer{}})
 			if err != nil {
 				return err

@@ -15,6 +15,9 @@ import (
 	"github.com/lulc/lulc/source/catalog"
 	"github.com/lulc/lulc/source/scene"
 	"github.com/lulc/lulc/source/synth"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/ingest"
 )
 
 // world is a bbox that every item intersects.
@@ -68,7 +71,7 @@ func TestMatchesSingleDateIngest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pipeline.ParseIngestConfig(raw)
+	cfg, err := config.ParseIngestConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +79,7 @@ func TestMatchesSingleDateIngest(t *testing.T) {
 	cfg.Source.Catalog, cfg.Dates.Start, cfg.Dates.End = root, day, day
 	cfg.Bands = []string{"B04", "B11"}
 	out := filepath.Join(t.TempDir(), "stack")
-	if _, err := pipeline.Ingest(context.Background(), cfg, pipeline.Options{Out: out, Version: "test"}); err != nil {
+	if _, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: out, Version: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	stackPath := filepath.Join(out, it.Tile, "stack.tif")
@@ -119,7 +122,7 @@ func TestMatchesSingleDateIngest(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := make([]uint16, len(want))
-		composite.Quantise(got, bands[i], pipeline.StackScale, pipeline.StackOffset)
+		composite.Quantise(got, bands[i], stage.StackScale, stage.StackOffset)
 		for p := range got {
 			if got[p] != want[p] {
 				t.Fatalf("%s pixel %d: %d, ingest stacked %d", cfg.Bands[i], p, got[p], want[p])

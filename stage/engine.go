@@ -1,4 +1,4 @@
-package pipeline
+package stage
 
 import (
 	"context"
@@ -15,72 +15,72 @@ import (
 	"github.com/lulc/lulc/pixel/features"
 )
 
-// engine computes the stages' pixel work: cpuEngine on the host's cores,
+// Engine computes the stages' pixel work: cpuEngine on the host's cores,
 // gpuEngine on CUDA devices. Options.engine is the one place that chooses
 // it, from the devices cmd opened for --device; stages call its methods
 // and never ask which one runs them. Every method computes the same bits
 // on both (the cuda package's tests compare the twins).
-type engine interface {
-	// name names the engine in reports: "cpu" or "gpu:N".
-	name() string
+type Engine interface {
+	// Name names the engine in reports: "cpu" or "gpu:N".
+	Name() string
 
-	// rawBands says whether bands go to the composite still compressed
+	// RawBands says whether bands go to the composite still compressed
 	// (the engine decodes them itself).
-	rawBands() bool
-	// decodeAhead decodes a batch of tiles read ahead and keeps them for
+	RawBands() bool
+	// DecodeAhead decodes a batch of tiles read ahead and keeps them for
 	// the windows; releaseAhead frees them once no window needs them.
-	decodeAhead(b *cuda.AheadBatch) error
-	releaseAhead(b *cuda.AheadBatch)
-	// holdsAheadFormat says whether decodeAhead keeps tiles of format f,
+	DecodeAhead(b *cuda.AheadBatch) error
+	ReleaseAhead(b *cuda.AheadBatch)
+	// HoldsAheadFormat says whether decodeAhead keeps tiles of format f,
 	// so that rectangles pass cuda.Held for them.
-	holdsAheadFormat(f decode.Format) bool
-	// aheadDeviceBudget bounds the compressed tiles kept by decodeAhead.
-	aheadDeviceBudget() int64
+	HoldsAheadFormat(f decode.Format) bool
+	// AheadDeviceBudget bounds the compressed tiles kept by decodeAhead.
+	AheadDeviceBudget() int64
 
-	// composite resamples a window's coarse bands, masks and composites
+	// Composite resamples a window's coarse bands, masks and composites
 	// them as s says (temporal planes after the bands'), and says how
 	// long the host spent resampling. into (when not nil) is where the
 	// window goes in its tile's mirror.
-	composite(dates []composite.Date, s composite.Spec, out [][]uint16, count []uint8, into *cuda.MirrorWindow) (time.Duration, error)
-	// mirror keeps a tile's composite where the engine draws its samples
+	Composite(dates []composite.Date, s composite.Spec, out [][]uint16, count []uint8, into *cuda.MirrorWindow) (time.Duration, error)
+	// Mirror keeps a tile's composite where the engine draws its samples
 	// from (nil: the host's copy); mirrors says whether the composite
 	// writes its windows there itself.
-	mirror(grid geo.Grid, bands int) (*cuda.Mirror, error)
-	mirrors() bool
+	Mirror(grid geo.Grid, bands int) (*cuda.Mirror, error)
+	Mirrors() bool
 
-	// features returns the features computer and its close.
-	features(set *features.Set) (features.Computer, func(), error)
-	// predictor returns the features computer and predictor for
+	// Features returns the features computer and its close.
+	Features(set *features.Set) (features.Computer, func(), error)
+	// Predictor returns the features computer and predictor for
 	// streaming a model over windows, and their close.
-	predictor(set *features.Set, model *forest.Model) (features.Computer, inference.Predictor, func(), error)
+	Predictor(set *features.Set, model *forest.Model) (features.Computer, inference.Predictor, func(), error)
 	// di returns the computer of a tile's dissimilarity index and its
 	// close.
 	di(set *features.Set, ref *aoa.Reference) (diComputer, func(), error)
-	// fit grows the forest on binned samples; an interrupt (ctx done)
+	// Fit grows the forest on binned samples; an interrupt (ctx done)
 	// stops it within a tree level.
-	fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, logf func(string, ...any)) (*forest.Forest, error)
+	Fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, logf func(string, ...any)) (*forest.Forest, error)
 	// classify gives the class index of each of the n rows of planes, as
 	// the forest's own Classify does.
 	classify(ctx context.Context, model *forest.Model, planes [][]float32, n int) ([]uint8, error)
 
-	// busy is the devices' busy time so far, summed (0 on the CPU):
+	// Busy is the devices' busy time so far, summed (0 on the CPU):
 	// differences of it say how much of a stage kept the devices busy.
-	busy() time.Duration
+	Busy() time.Duration
 }
 
-// engine returns the options' engine: the devices' when cmd opened any,
+// Engine returns the options' engine: the devices' when cmd opened any,
 // else the CPU's.
-func (o Options) engine() engine {
+func (o Options) Engine() Engine {
 	if len(o.GPUs) == 0 {
-		return cpuEngine{workers: o.Workers, raw: o.hooks.rawOnCPU}
+		return CpuEngine{workers: o.Workers, raw: o.Hooks.RawOnCPU}
 	}
 	return gpuEngine{gpu: o.GPUs[0], gpus: o.GPUs, hostDecode: o.Compare.HostDecode, hostDraw: o.Compare.HostDraw}
 }
 
-// decodes says whether e decodes tiles of format f itself, and why not.
-func decodes(e engine, f decode.Format) (bool, string) {
+// Decodes says whether e decodes tiles of format f itself, and why not.
+func Decodes(e Engine, f decode.Format) (bool, string) {
 	switch {
-	case !e.rawBands():
+	case !e.RawBands():
 		return false, "decoded on the host"
 	case !cuda.Decodable(f):
 		return false, fmt.Sprintf("%s tiles with predictor %d are not decoded on the device", f.Compression, f.Predictor)
@@ -88,22 +88,22 @@ func decodes(e engine, f decode.Format) (bool, string) {
 	return true, ""
 }
 
-// classify predicts the class index of every row of x (nf features a
+// Classify predicts the class index of every row of x (nf features a
 // row) on e: both engines bin with the model's edges and give the
 // classes the forest's own Classify gives.
-func classify(ctx context.Context, e engine, model *forest.Model, x []float32, nf int) ([]uint8, error) {
+func Classify(ctx context.Context, e Engine, model *forest.Model, x []float32, nf int) ([]uint8, error) {
 	return e.classify(ctx, model, features.Columns(x, nf), len(x)/nf)
 }
 
 // Fit grows a forest on binned samples on the options' engine (over
 // every GPU of GPUs, else on Workers cores), as lulc train does.
 func (o Options) Fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, logf func(string, ...any)) (*forest.Forest, error) {
-	return o.engine().fit(ctx, xb, y, classes, p, logf)
+	return o.Engine().Fit(ctx, xb, y, classes, p, logf)
 }
 
 // Classify predicts the class index of every row of x (nf features a
 // row) on the options' engine (the first GPU, else Workers cores), as
 // lulc train's validation does.
 func (o Options) Classify(ctx context.Context, model *forest.Model, x []float32, nf int) ([]uint8, error) {
-	return classify(ctx, o.engine(), model, x, nf)
+	return Classify(ctx, o.Engine(), model, x, nf)
 }

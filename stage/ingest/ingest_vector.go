@@ -1,4 +1,4 @@
-package pipeline
+package ingest
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
 )
 
 // vectorLabels are a tile's labels as a vector layer: its href, the codes
@@ -44,7 +46,7 @@ func (v *vectorLabels) labelScheme() *landcover.Scheme {
 
 // vectorRule is how the config burns a vector layer: its class field,
 // layer, all-touched rule and the codes of text classes.
-func vectorRule(cfg IngestConfig, codes *labelCodes) raster.VectorLabels {
+func vectorRule(cfg config.IngestConfig, codes *labelCodes) raster.VectorLabels {
 	s := cfg.Source
 	v := raster.VectorLabels{Field: s.LabelField, Layer: s.LabelLayer, AllTouched: s.LabelsAllTouched}
 	if codes != nil {
@@ -54,7 +56,7 @@ func vectorRule(cfg IngestConfig, codes *labelCodes) raster.VectorLabels {
 }
 
 // configCodes is source.label_codes keyed as text classes are compared.
-func configCodes(cfg IngestConfig) map[string]uint8 {
+func configCodes(cfg config.IngestConfig) map[string]uint8 {
 	if len(cfg.Source.LabelCodes) == 0 {
 		return nil
 	}
@@ -69,7 +71,7 @@ func configCodes(cfg IngestConfig) map[string]uint8 {
 // are their config keys, for messages), decides the codes of text classes
 // (decideCodes) and checks that each layer yields labels, before anything
 // is written.
-func resolveVectorLabels(cfg IngestConfig, hrefs, keys []string, log *slog.Logger) ([]*vectorLabels, error) {
+func resolveVectorLabels(cfg config.IngestConfig, hrefs, keys []string, log *slog.Logger) ([]*vectorLabels, error) {
 	out := make([]*vectorLabels, len(hrefs))
 	var text []raster.LabelValue
 	given := configCodes(cfg)
@@ -120,7 +122,7 @@ func resolveVectorLabels(cfg IngestConfig, hrefs, keys []string, log *slog.Logge
 // class name of one built-in scheme, that scheme's codes; else the values
 // numbered 1, 2, … in sorted order, as a scheme named after the field. It
 // returns nil when no layer holds text and no codes are given.
-func decideCodes(cfg IngestConfig, text []raster.LabelValue) *labelCodes {
+func decideCodes(cfg config.IngestConfig, text []raster.LabelValue) *labelCodes {
 	if given := configCodes(cfg); given != nil {
 		return &labelCodes{codes: given, from: "source.label_codes", scheme: givenScheme(cfg)}
 	}
@@ -160,7 +162,7 @@ func decideCodes(cfg IngestConfig, text []raster.LabelValue) *labelCodes {
 // givenScheme is the scheme of source.label_codes: the built-in scheme
 // whose codes they all are, else one class per code, named by the first
 // of its values in sorted order, named after the field.
-func givenScheme(cfg IngestConfig) *landcover.Scheme {
+func givenScheme(cfg config.IngestConfig) *landcover.Scheme {
 	given := cfg.Source.LabelCodes
 	for _, b := range []landcover.Scheme{landcover.WorldCover, landcover.EsriIO} {
 		if !slices.ContainsFunc(slices.Collect(maps.Values(given)), func(c int) bool { return !b.Has(uint8(c)) }) {
@@ -200,7 +202,7 @@ func (lc *labelCodes) describe() string {
 // feature lies, for the tile's windows to copy from. The sinks that keep
 // them (groupSink, weightSink) get the features' group ids, and with
 // source.label_weight_field their weights, burned by the same rule.
-func burnVectorLabels(cfg IngestConfig, vec *vectorLabels, g geo.Grid, sinks []tileSink) ([]uint8, error) {
+func burnVectorLabels(cfg config.IngestConfig, vec *vectorLabels, g geo.Grid, sinks []TileSink) ([]uint8, error) {
 	src, rule, href := cfg.Source, vectorRule(cfg, vec.codes), vec.href
 	// GDAL opens URLs through its virtual file systems (/vsicurl/, /vsis3/).
 	layer := raster.GDALPath(href)
@@ -250,7 +252,7 @@ func burnVectorLabels(cfg IngestConfig, vec *vectorLabels, g geo.Grid, sinks []t
 // a vector layer, how its text classes were coded, which values burned
 // no label, and what its groups.tif and weights.tif hold, the same for
 // raster pairs and STAC tiles.
-func describeVectorLabels(m *manifest, cfg IngestConfig, vec *vectorLabels) {
+func describeVectorLabels(m *stage.Manifest, cfg config.IngestConfig, vec *vectorLabels) {
 	src := cfg.Source
 	rule := "the pixels whose centre a polygon contains"
 	if src.LabelsAllTouched {
@@ -265,18 +267,18 @@ func describeVectorLabels(m *manifest, cfg IngestConfig, vec *vectorLabels) {
 		m.LabelWeights = "field " + src.LabelWeightField + ", rounded (0: no feature, or never drawn)"
 	}
 	if vec.codes != nil {
-		m.LabelCodes = &manifestCodes{From: vec.codes.from, Codes: vec.codes.codes}
+		m.LabelCodes = &stage.ManifestCodes{From: vec.codes.from, Codes: vec.codes.codes}
 	}
 	for _, u := range vec.census.Unusable {
-		m.LabelsUnused = append(m.LabelsUnused, manifestValue{Value: u.Value, Why: u.Why, Features: u.Count})
+		m.LabelsUnused = append(m.LabelsUnused, stage.ManifestValue{Value: u.Value, Why: u.Why, Features: u.Count})
 	}
 }
 
-// checkVectorLabels fails, before anything is written, when source.labels
+// CheckVectorLabels fails, before anything is written, when source.labels
 // is set and GDAL opens no vector layer there (a missing file, a raster, a
 // URL that does not answer), or one that yields no labels; it returns the
 // layer's labels (nil without source.labels).
-func checkVectorLabels(cfg IngestConfig, log *slog.Logger) (*vectorLabels, error) {
+func CheckVectorLabels(cfg config.IngestConfig, log *slog.Logger) (*vectorLabels, error) {
 	href := cfg.Source.Labels
 	if href == "" {
 		return nil, nil
@@ -301,7 +303,7 @@ const maxValuesShown = 8
 // field and the values; a layer with no usable value at all (or no
 // feature) is an error naming the layer, the field and the values it
 // holds.
-func judgeCensus(cfg IngestConfig, v *vectorLabels, key string, log *slog.Logger) error {
+func judgeCensus(cfg config.IngestConfig, v *vectorLabels, key string, log *slog.Logger) error {
 	c, href, field := v.census, v.href, cfg.Source.LabelField
 	switch {
 	case c.Features == 0:
@@ -316,9 +318,9 @@ func judgeCensus(cfg IngestConfig, v *vectorLabels, key string, log *slog.Logger
 	return nil
 }
 
-// vectorExtension is the file extension of a vector layer's href (query
+// VectorExtension is the file extension of a vector layer's href (query
 // left out), or "" when it has none.
-func vectorExtension(href string) string {
+func VectorExtension(href string) string {
 	href, _, _ = strings.Cut(href, "?")
 	return path.Ext(href)
 }
@@ -326,12 +328,12 @@ func vectorExtension(href string) string {
 // vectorManifest fills a STAC tile's manifest with its vector labels: how
 // they were burned, and the layer's href, size and SHA-256 (for a local
 // file) as its label source.
-func vectorManifest(ctx context.Context, m *manifest, cfg IngestConfig, vec *vectorLabels, opt Options) error {
+func vectorManifest(ctx context.Context, m *stage.Manifest, cfg config.IngestConfig, vec *vectorLabels, opt stage.Options) error {
 	describeVectorLabels(m, cfg, vec)
 	layer, err := DescribeRasterFile(ctx, opt, cfg.Source.Labels)
 	if err != nil {
 		return fmt.Errorf("source.labels: %w", err)
 	}
-	m.Labels = []manifestItem{{ID: m.Tile, Assets: map[string]ManifestAsset{"labels": layer}}}
+	m.Labels = []stage.ManifestItem{{ID: m.Tile, Assets: map[string]stage.ManifestAsset{"labels": layer}}}
 	return nil
 }

@@ -1,4 +1,4 @@
-package pipeline
+package train
 
 import (
 	"context"
@@ -18,52 +18,54 @@ import (
 	"github.com/lulc/lulc/pixel/features"
 	"github.com/lulc/lulc/pixel/radiometry"
 	"github.com/lulc/lulc/pixel/stack"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
 )
 
-// trainInput is one labelled image: the stack (or raster) and its labels.
-type trainInput struct {
-	image, labels string
+// TrainInput is one labelled image: the stack (or raster) and its labels.
+type TrainInput struct {
+	Image, Labels string
 	// groups is the labels' group ids (groups.tif), read for a split by
 	// features; "" otherwise.
 	groups string
 	// weights is the pixels' weights (weights.tif), read when ingest
 	// burned them; "" otherwise (every pixel weighs 1).
 	weights       string
-	bands         []string
-	scale, offset float64
-	nodata        *float64
+	Bands         []string
+	Scale, Offset float64
+	Nodata        *float64
 	// mem, when set, is the input in memory (lulc run): strips come from
 	// it rather than from image and labels, which only name it.
-	mem *stack.Tile
-	// inMemory says the input was sampled from memory, with no files to
+	Mem *stack.Tile
+	// InMemory says the input was sampled from memory, with no files to
 	// checksum (mem is dropped once the samples are drawn).
-	inMemory bool
+	InMemory bool
 	// draw, when set, is a sample phase's draw (image and labels both name
 	// its file), merged rather than sampled.
 	draw *sampleset.Set
-	// darks are the dark levels (package radiometry) of the tiles behind
+	// Darks are the dark levels (package radiometry) of the tiles behind
 	// the input, when known: a stack's manifest, the run's composite, a
 	// draw's tiles.
-	darks []radiometry.Levels
-	// labelScheme is the class scheme the input's labels carry, when
+	Darks []radiometry.Levels
+	// LabelScheme is the class scheme the input's labels carry, when
 	// recorded (a stack's manifest).
-	labelScheme *landcover.Scheme
+	LabelScheme *landcover.Scheme
 }
 
-// inputsOf resolves the config's input section into images with their band
+// InputsOf resolves the config's input section into images with their band
 // order and scaling.
-func inputsOf(c TrainConfig) ([]trainInput, error) {
+func InputsOf(c config.TrainConfig) ([]TrainInput, error) {
 	if len(c.Input.Samples) > 0 {
 		return drawInputsOf(c)
 	}
 	if c.Input.Stack == "" {
 		if c.Sampling.Split == sampling.SplitFeatures {
-			return nil, fmt.Errorf("sampling.split: %s needs the group ids that ingest burns from vector labels (%s in a stack); input.rasters have none", sampling.SplitFeatures, GroupsFile)
+			return nil, fmt.Errorf("sampling.split: %s needs the group ids that ingest burns from vector labels (%s in a stack); input.rasters have none", sampling.SplitFeatures, stage.GroupsFile)
 		}
-		var out []trainInput
+		var out []TrainInput
 		for _, r := range c.Input.Rasters {
-			out = append(out, trainInput{image: r.Image, labels: r.Labels, bands: c.Input.Bands,
-				scale: c.Input.Scale, offset: c.Input.Offset, nodata: c.Input.NoData})
+			out = append(out, TrainInput{Image: r.Image, Labels: r.Labels, Bands: c.Input.Bands,
+				Scale: c.Input.Scale, Offset: c.Input.Offset, Nodata: c.Input.NoData})
 		}
 		return out, nil
 	}
@@ -72,32 +74,32 @@ func inputsOf(c TrainConfig) ([]trainInput, error) {
 		return nil, fmt.Errorf("input.stack: %s holds no tile manifests (*/manifest.json): is it a lulc ingest output?", c.Input.Stack)
 	}
 	slices.Sort(manifests)
-	var out []trainInput
+	var out []TrainInput
 	for _, p := range manifests {
 		body, err := os.ReadFile(p)
 		if err != nil {
 			return nil, fmt.Errorf("input.stack: %w", err)
 		}
-		m, err := parseManifest(body)
+		m, err := stage.ParseManifest(body)
 		if err != nil {
 			return nil, fmt.Errorf("input.stack: %s: %w", p, err)
 		}
 		dir := filepath.Dir(p)
 		nd := m.NoData
-		ls, err := m.LabelScheme.scheme()
+		ls, err := m.LabelScheme.Scheme()
 		if err != nil {
 			return nil, fmt.Errorf("input.stack: %s: %w", p, err)
 		}
-		in := trainInput{image: filepath.Join(dir, "stack.tif"), labels: filepath.Join(dir, "labels.tif"),
-			bands: m.Bands, scale: m.Scale, offset: m.Offset, nodata: &nd, darks: []radiometry.Levels{m.Dark}, labelScheme: ls}
+		in := TrainInput{Image: filepath.Join(dir, "stack.tif"), Labels: filepath.Join(dir, "labels.tif"),
+			Bands: m.Bands, Scale: m.Scale, Offset: m.Offset, Nodata: &nd, Darks: []radiometry.Levels{m.Dark}, LabelScheme: ls}
 		if c.Sampling.Split == sampling.SplitFeatures {
-			in.groups = filepath.Join(dir, GroupsFile)
+			in.groups = filepath.Join(dir, stage.GroupsFile)
 			if !atomicfs.Exists(in.groups) {
-				return nil, fmt.Errorf("input.stack: tile %s has no %s: sampling.split %s needs labels ingested from a vector layer (source.label_field)", m.Tile, GroupsFile, sampling.SplitFeatures)
+				return nil, fmt.Errorf("input.stack: tile %s has no %s: sampling.split %s needs labels ingested from a vector layer (source.label_field)", m.Tile, stage.GroupsFile, sampling.SplitFeatures)
 			}
 		}
 		// Pixel weights, when ingest burned them, always key the draw.
-		if w := filepath.Join(dir, WeightsFile); atomicfs.Exists(w) {
+		if w := filepath.Join(dir, stage.WeightsFile); atomicfs.Exists(w) {
 			in.weights = w
 		}
 		out = append(out, in)
@@ -107,7 +109,7 @@ func inputsOf(c TrainConfig) ([]trainInput, error) {
 
 // drawInputsOf finds the draws that input.samples names (draw files, or
 // directories searched for them), in path order, and reads them.
-func drawInputsOf(c TrainConfig) ([]trainInput, error) {
+func drawInputsOf(c config.TrainConfig) ([]TrainInput, error) {
 	var paths []string
 	for _, p := range c.Input.Samples {
 		info, err := os.Stat(p)
@@ -125,7 +127,7 @@ func drawInputsOf(c TrainConfig) ([]trainInput, error) {
 			if err == nil && d.IsDir() && path != p && strings.HasPrefix(d.Name(), ".") {
 				return filepath.SkipDir
 			}
-			if err == nil && !d.IsDir() && d.Name() == DrawFile {
+			if err == nil && !d.IsDir() && d.Name() == stage.DrawFile {
 				paths = append(paths, path)
 			}
 			return err
@@ -134,48 +136,48 @@ func drawInputsOf(c TrainConfig) ([]trainInput, error) {
 			return nil, fmt.Errorf("input.samples: %w", err)
 		}
 		if len(paths) == n {
-			return nil, fmt.Errorf("input.samples: %s holds no %s: is it the output of lulc run --phase sample?", p, DrawFile)
+			return nil, fmt.Errorf("input.samples: %s holds no %s: is it the output of lulc run --phase sample?", p, stage.DrawFile)
 		}
 	}
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
-	var out []trainInput
+	var out []TrainInput
 	for _, p := range paths {
-		d, err := readDraw(p)
+		d, err := ReadDraw(p)
 		if err != nil {
 			return nil, fmt.Errorf("input.samples: %w", err)
 		}
 		// A draw's values are its bands, then any context features.
 		bands, _ := features.SplitValues(d.Features)
-		in := trainInput{image: p, labels: p, bands: bands, scale: d.Draw.Scale, offset: d.Draw.Offset, nodata: d.Draw.NoData, draw: d}
+		in := TrainInput{Image: p, Labels: p, Bands: bands, Scale: d.Draw.Scale, Offset: d.Draw.Offset, Nodata: d.Draw.NoData, draw: d}
 		for _, l := range d.Draw.Dark {
-			in.darks = append(in.darks, l)
+			in.Darks = append(in.Darks, l)
 		}
 		out = append(out, in)
 	}
 	return out, nil
 }
 
-// sample draws stratified samples from every input (see sampling.Sampler)
+// Sample draws stratified samples from every input (see sampling.Sampler)
 // and returns what the draw has to say about the labels. Draws (a job's
 // sample phase) are merged, after checking that they were drawn for this
 // config.
-func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, e engine) (*sampleset.Set, drawNotes, error) {
+func Sample(cfg config.TrainConfig, ins []TrainInput, scheme landcover.Scheme, e stage.Engine) (*sampleset.Set, drawNotes, error) {
 	if err := drawsAgree(ins); err != nil {
 		return nil, drawNotes{}, err
 	}
-	sp := sampling.New(cfg.SamplingConfig(), cfg.Features, scheme, e.features)
+	sp := sampling.New(cfg.SamplingConfig(), cfg.Features, scheme, e.Features)
 	for _, in := range ins {
 		if in.draw != nil {
-			if in.draw.Config != cfg.sampleKey() {
-				return nil, drawNotes{}, fmt.Errorf("%s: drawn for another train config (features, classes, sampling or input scaling differ)", in.image)
+			if in.draw.Config != cfg.SampleKey() {
+				return nil, drawNotes{}, fmt.Errorf("%s: drawn for another train config (features, classes, sampling or input scaling differ)", in.Image)
 			}
 			if err := sp.Merge(in.draw); err != nil {
-				return nil, drawNotes{}, fmt.Errorf("%s: %w", in.image, err)
+				return nil, drawNotes{}, fmt.Errorf("%s: %w", in.Image, err)
 			}
 			continue
 		}
-		si, err := in.sampleInput()
+		si, err := in.SampleInput()
 		if err != nil {
 			return nil, drawNotes{}, err
 		}
@@ -188,27 +190,27 @@ func sample(cfg TrainConfig, ins []trainInput, scheme landcover.Scheme, e engine
 	return set, drawNotes{warnings: sp.Warnings(), census: &census}, err
 }
 
-// sampleInput is the input as the draw takes it: the tile in memory, or
+// SampleInput is the input as the draw takes it: the tile in memory, or
 // the files' strips, once the files are checked (labels on the image's
 // grid, the band count).
-func (in trainInput) sampleInput() (sampling.Input, error) {
-	si := sampling.Input{Name: in.image, Bands: in.bands, Scale: in.scale, Offset: in.offset, NoData: in.nodata, Tile: in.mem}
-	if in.mem != nil {
-		si.Groups, si.Weights = in.mem.Groups, in.mem.Weights
+func (in TrainInput) SampleInput() (sampling.Input, error) {
+	si := sampling.Input{Name: in.Image, Bands: in.Bands, Scale: in.Scale, Offset: in.Offset, NoData: in.Nodata, Tile: in.Mem}
+	if in.Mem != nil {
+		si.Groups, si.Weights = in.Mem.Groups, in.Mem.Weights
 		return si, nil
 	}
-	img, err := raster.Open(in.image)
+	img, err := raster.Open(in.Image)
 	if err != nil {
 		return si, err
 	}
 	defer img.Close()
-	lab, err := raster.Open(in.labels)
+	lab, err := raster.Open(in.Labels)
 	if err != nil {
 		return si, err
 	}
 	defer lab.Close()
 	if img.Width != lab.Width || img.Height != lab.Height || img.Transform != lab.Transform {
-		return si, fmt.Errorf("%s: labels %s are not on the image's grid", in.image, in.labels)
+		return si, fmt.Errorf("%s: labels %s are not on the image's grid", in.Image, in.Labels)
 	}
 	for _, plane := range []struct{ path, what string }{{in.groups, "group ids"}, {in.weights, "pixel weights"}} {
 		if plane.path == "" {
@@ -221,18 +223,18 @@ func (in trainInput) sampleInput() (sampling.Input, error) {
 		same := img.Width == src.Width && img.Height == src.Height && img.Transform == src.Transform
 		src.Close()
 		if !same {
-			return si, fmt.Errorf("%s: %s %s are not on the image's grid", in.image, plane.what, plane.path)
+			return si, fmt.Errorf("%s: %s %s are not on the image's grid", in.Image, plane.what, plane.path)
 		}
 	}
-	if got, nb := bandCount(in.image), len(in.bands); got != nb {
-		return si, fmt.Errorf("%s has %d bands, the config or manifest lists %d (%s)", in.image, got, nb, strings.Join(in.bands, ", "))
+	if got, nb := bandCount(in.Image), len(in.Bands); got != nb {
+		return si, fmt.Errorf("%s has %d bands, the config or manifest lists %d (%s)", in.Image, got, nb, strings.Join(in.Bands, ", "))
 	}
 	open := func() (func(int, int) sampling.Strip, func(), error) {
-		wimg, err := raster.Open(in.image)
+		wimg, err := raster.Open(in.Image)
 		if err != nil {
 			return nil, nil, err
 		}
-		wlab, err := raster.Open(in.labels)
+		wlab, err := raster.Open(in.Labels)
 		if err != nil {
 			wimg.Close()
 			return nil, nil, err
@@ -266,19 +268,19 @@ func (in trainInput) sampleInput() (sampling.Input, error) {
 
 // PixelScan reads every labelled pixel of a train config's inputs.
 type PixelScan struct {
-	cfg TrainConfig
-	ins []trainInput
+	cfg config.TrainConfig
+	ins []TrainInput
 }
 
 // NewPixelScan resolves the inputs of cfg, which must be valid (the
 // stack's tile manifests, or its raster pairs), so that a missing input
 // fails before any output is prepared.
-func NewPixelScan(cfg TrainConfig) (*PixelScan, error) {
-	ins, err := inputsOf(cfg)
+func NewPixelScan(cfg config.TrainConfig) (*PixelScan, error) {
+	ins, err := InputsOf(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.resolveLabels(inputSchemes(ins)); err != nil {
+	if err := cfg.ResolveLabels(inputSchemes(ins)); err != nil {
 		return nil, err
 	}
 	return &PixelScan{cfg: cfg, ins: ins}, nil
@@ -286,10 +288,10 @@ func NewPixelScan(cfg TrainConfig) (*PixelScan, error) {
 
 // inputSchemes are the class schemes of the inputs' labels, nil where one
 // has none on record.
-func inputSchemes(ins []trainInput) []*landcover.Scheme {
+func inputSchemes(ins []TrainInput) []*landcover.Scheme {
 	out := make([]*landcover.Scheme, len(ins))
 	for i, in := range ins {
-		out[i] = in.labelScheme
+		out[i] = in.LabelScheme
 	}
 	return out
 }
@@ -298,22 +300,22 @@ func inputSchemes(ins []trainInput) []*landcover.Scheme {
 // label is in the scheme and whose bands are all present, with the config's
 // features (computed by the options' engine) and its split by the config's
 // sampling seed, block size and validation fraction.
-func (s *PixelScan) Run(ctx context.Context, opt Options, visit func(sampling.Pixel)) error {
+func (s *PixelScan) Run(ctx context.Context, opt stage.Options, visit func(sampling.Pixel)) error {
 	cfg := s.cfg
 	scheme, err := cfg.Scheme()
 	if err != nil {
 		return err
 	}
 	for ii, in := range s.ins {
-		set, err := features.NewSet(cfg.Features, in.bands)
+		set, err := features.NewSet(cfg.Features, in.Bands)
 		if err != nil {
-			return fmt.Errorf("%s: %w", in.image, err)
+			return fmt.Errorf("%s: %w", in.Image, err)
 		}
-		comp, closeComp, err := opt.engine().features(set)
+		comp, closeComp, err := opt.Engine().Features(set)
 		if err != nil {
 			return err
 		}
-		si, err := in.sampleInput()
+		si, err := in.SampleInput()
 		if err == nil {
 			err = sampling.Scan(uint64(ii), si, set, comp, scheme, cfg.Sampling, visit)
 		}
@@ -374,8 +376,8 @@ func bandCount(path string) int {
 // merge would not be the samples one process draws), or by a lulc that
 // did not record these (which cannot be told apart). It names both draws
 // and what differs.
-func drawsAgree(ins []trainInput) error {
-	var first *trainInput
+func drawsAgree(ins []TrainInput) error {
+	var first *TrainInput
 	for i := range ins {
 		in := &ins[i]
 		if in.draw == nil {
@@ -383,7 +385,7 @@ func drawsAgree(ins []trainInput) error {
 		}
 		d := in.draw.Draw
 		if d.Ingest == "" || d.Tiles == "" {
-			return fmt.Errorf("%s: the draw records no ingest config or tile list (drawn by an older lulc), so it cannot be told to be of this job's: draw it again with lulc run --phase sample", in.image)
+			return fmt.Errorf("%s: the draw records no ingest config or tile list (drawn by an older lulc), so it cannot be told to be of this job's: draw it again with lulc run --phase sample", in.Image)
 		}
 		if first == nil {
 			first = in
@@ -391,7 +393,7 @@ func drawsAgree(ins []trainInput) error {
 		}
 		f := first.draw.Draw
 		differ := func(what, a, b string) error {
-			return fmt.Errorf("draws %s and %s are not of one job: their %s differ (%s and %s); merge only the draws of one lulc run --phase sample job", first.image, in.image, what, a, b)
+			return fmt.Errorf("draws %s and %s are not of one job: their %s differ (%s and %s); merge only the draws of one lulc run --phase sample job", first.Image, in.Image, what, a, b)
 		}
 		switch {
 		case d.Ingest != f.Ingest:
@@ -417,9 +419,9 @@ func orNone(s string) string {
 	return s
 }
 
-// readDraw reads a sample phase's draw, refusing a damaged file or a
+// ReadDraw reads a sample phase's draw, refusing a damaged file or a
 // training set.
-func readDraw(path string) (*sampleset.Set, error) {
+func ReadDraw(path string) (*sampleset.Set, error) {
 	body, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package pipeline
+package predict
 
 import (
 	"context"
@@ -27,6 +27,7 @@ import (
 	"github.com/lulc/lulc/pixel/radiometry"
 	"github.com/lulc/lulc/pixel/stack"
 	"github.com/lulc/lulc/source/stacext"
+	"github.com/lulc/lulc/stage"
 )
 
 // PredictConfig says what to predict with which model, and how to write it.
@@ -39,7 +40,7 @@ type PredictConfig struct {
 	Resume     bool   // keep finished, verified tiles of an interrupted run
 	// AOA says whether and on which grid aoa.tif is written, when the
 	// model has an area of applicability.
-	AOA AOAOptions
+	AOA stage.AOAOptions
 }
 
 // PredictResult summarises a prediction.
@@ -88,21 +89,21 @@ func LoadModel(path string) (*forest.Model, []byte, error) {
 }
 
 // Scheme rebuilds the model's class scheme.
-func modelScheme(m *forest.Model) (landcover.Scheme, error) {
+func ModelScheme(m *forest.Model) (landcover.Scheme, error) {
 	s := landcover.Scheme{Name: "model"}
 	for _, c := range m.Classes {
 		var r, g, b uint8
 		if _, err := fmt.Sscanf(c.Color, "#%02x%02x%02x", &r, &g, &b); err != nil {
 			return s, fmt.Errorf("model class %d colour %q: %w", c.Code, c.Color, err)
 		}
-		s.Classes = append(s.Classes, landcover.Class{Code: c.Code, Name: c.Name, Color: rgba(r, g, b)})
+		s.Classes = append(s.Classes, landcover.Class{Code: c.Code, Name: c.Name, Color: stage.Rgba(r, g, b)})
 	}
 	return s, s.Validate()
 }
 
 // Predict classifies every tile of an ingest output with a model and writes,
 // per tile, class.tif (and confidence.tif), a STAC item and a quicklook.
-func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult, error) {
+func Predict(ctx context.Context, pc PredictConfig, opt stage.Options) (PredictResult, error) {
 	opt.Fill()
 	start := time.Now()
 	if err := atomicfs.CheckInputs(opt.Out, append([]string{pc.Model, pc.Input}, opt.Inputs...)...); err != nil {
@@ -127,7 +128,7 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 	if err != nil {
 		return PredictResult{}, err
 	}
-	scheme, err := modelScheme(model)
+	scheme, err := ModelScheme(model)
 	if err != nil {
 		return PredictResult{}, err
 	}
@@ -136,8 +137,8 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 		return PredictResult{}, fmt.Errorf("input %s holds no tile manifests (*/manifest.json): is it a lulc ingest output?", pc.Input)
 	}
 	slices.Sort(tiles)
-	manifests := make([]manifest, len(tiles))
-	key := fmt.Sprintf("predict %x %s %t %d", sha(body), pc.Compress, pc.Confidence, pc.Window)
+	manifests := make([]stage.Manifest, len(tiles))
+	key := fmt.Sprintf("predict %x %s %t %d", stage.Sha(body), pc.Compress, pc.Confidence, pc.Window)
 	if model.AOA != nil {
 		key += fmt.Sprintf(" aoa %t %d", pc.AOA.Off, pc.AOA.GridStep())
 	}
@@ -146,7 +147,7 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 		if err != nil {
 			return PredictResult{}, fmt.Errorf("input: %w", err)
 		}
-		if manifests[i], err = parseManifest(raw); err != nil {
+		if manifests[i], err = stage.ParseManifest(raw); err != nil {
 			return PredictResult{}, fmt.Errorf("input %s: %w", p, err)
 		}
 		// The model must fit every tile before any pixel is predicted.
@@ -156,29 +157,29 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 		if manifests[i].Scale != model.Scale || manifests[i].Offset != model.Offset {
 			return PredictResult{}, fmt.Errorf("tile %s: stack scaling %g/%g differs from the model's %g/%g", manifests[i].Tile, manifests[i].Scale, manifests[i].Offset, model.Scale, model.Offset)
 		}
-		key += fmt.Sprintf(" %x", sha(raw))
+		key += fmt.Sprintf(" %x", stage.Sha(raw))
 	}
-	stage, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, key)
+	staging, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, key)
 	if err != nil {
 		return PredictResult{}, err
 	}
-	defer stage.Release()
-	if stage.Resumed && !pc.Resume {
+	defer staging.Release()
+	if staging.Resumed && !pc.Resume {
 		// Without --resume an interrupted run's staging is discarded (under
 		// the lock: never another writer's).
-		if err := stage.Restart(); err != nil {
+		if err := staging.Restart(); err != nil {
 			return PredictResult{}, err
 		}
 	}
-	res := PredictResult{Dir: stage.Final}
-	col := ownCollection(collectionID("lulc-", key))
+	res := PredictResult{Dir: staging.Final}
+	col := stage.OwnCollection(stage.CollectionID("lulc-", key))
 	names := make([]string, len(manifests))
 	for i, m := range manifests {
-		out, err := newTileOut(stage, m.Tile, col)
+		out, err := stage.NewTileOut(staging, m.Tile, col)
 		if err != nil {
 			return res, err
 		}
-		pt, err := predictTile(ctx, pc, opt, out, mapModel{model, pc.Model, scheme}, m, predictInput{stackFile: filepath.Join(filepath.Dir(tiles[i]), "stack.tif")})
+		pt, err := predictTile(ctx, pc, opt, out, MapModel{model, pc.Model, scheme}, m, PredictInput{stackFile: filepath.Join(filepath.Dir(tiles[i]), "stack.tif")})
 		if err != nil {
 			return res, fmt.Errorf("tile %s: %w", m.Tile, err)
 		}
@@ -186,82 +187,82 @@ func Predict(ctx context.Context, pc PredictConfig, opt Options) (PredictResult,
 		names[i] = m.Tile
 	}
 	desc := fmt.Sprintf("Land-cover maps of %d tile(s) predicted by lulc with the model %s.", len(names), filepath.Base(pc.Model))
-	if err := writeCollection(stage.Dir, col.ID, "lulc land-cover maps", desc, outputItems(stage.Dir, names)); err != nil {
+	if err := stage.WriteCollection(staging.Dir, col.ID, "lulc land-cover maps", desc, stage.OutputItems(staging.Dir, names)); err != nil {
 		return res, err
 	}
-	if err := stage.Commit(); err != nil {
+	if err := staging.Commit(); err != nil {
 		return res, err
 	}
 	for i := range res.Tiles {
 		t := &res.Tiles[i]
-		t.Class = strings.Replace(t.Class, stage.Dir, stage.Final, 1)
-		t.Quicklook = strings.Replace(t.Quicklook, stage.Dir, stage.Final, 1)
-		t.Item = strings.Replace(t.Item, stage.Dir, stage.Final, 1)
-		t.AOA = strings.Replace(t.AOA, stage.Dir, stage.Final, 1)
+		t.Class = strings.Replace(t.Class, staging.Dir, staging.Final, 1)
+		t.Quicklook = strings.Replace(t.Quicklook, staging.Dir, staging.Final, 1)
+		t.Item = strings.Replace(t.Item, staging.Dir, staging.Final, 1)
+		t.AOA = strings.Replace(t.AOA, staging.Dir, staging.Final, 1)
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
 
-// predictInput is where a tile's stack comes from: the stack COG of an
+// PredictInput is where a tile's stack comes from: the stack COG of an
 // ingest output, or a tile in memory (lulc run), whose labels are then
 // compared with the predictions as they are made.
-type predictInput struct {
+type PredictInput struct {
 	stackFile string
-	mem       *stack.Tile
+	Mem       *stack.Tile
 }
 
-// mapModel is what a tile is mapped with: the model, the path (or URL)
+// MapModel is what a tile is mapped with: the model, the path (or URL)
 // the outputs name it by, and its class scheme.
-type mapModel struct {
-	model  *forest.Model
-	path   string
-	scheme landcover.Scheme
+type MapModel struct {
+	Model  *forest.Model
+	Path   string
+	Scheme landcover.Scheme
 }
 
 // predictTile classifies one tile into dir and finishes its outputs.
-func predictTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut, mm mapModel, m manifest, in predictInput) (PredictTile, error) {
-	p, err := streamTile(ctx, pc, opt, out, mm, m, in)
+func predictTile(ctx context.Context, pc PredictConfig, opt stage.Options, out stage.TileOut, mm MapModel, m stage.Manifest, in PredictInput) (PredictTile, error) {
+	p, err := StreamTile(ctx, pc, opt, out, mm, m, in)
 	if err != nil {
-		return p.pt, err
+		return p.Pt, err
 	}
-	err = p.finish(opt)
-	return p.pt, err
+	err = p.Finish(opt)
+	return p.Pt, err
 }
 
 // predicted is a tile whose predictions are made and whose outputs are
 // still to encode and describe.
 type predicted struct {
-	pt            PredictTile
-	out           tileOut
+	Pt            PredictTile
+	out           stage.TileOut
 	modelPath     string
 	classW, confW *lraster.Writer
 	classes       []uint8
 	grid          geo.Grid
 	scheme        landcover.Scheme
-	m             manifest
+	m             stage.Manifest
 	confidence    bool
-	confusion     [][]int64 // with a tile in memory: labels × predictions
-	aoa           *aoaSink  // nil: no aoa.tif
+	Confusion     [][]int64      // with a tile in memory: labels × predictions
+	aoa           *stage.AoaSink // nil: no aoa.tif
 	compress      string
-	gdalCOG       bool   // COGs through GDAL's driver (Compare.GDALCOG)
-	charts        Charts // draws the quicklook (nil: none)
+	gdalCOG       bool         // COGs through GDAL's driver (Compare.GDALCOG)
+	charts        stage.Charts // draws the quicklook (nil: none)
 	finished      bool
 }
 
-// streamTile runs a tile through read → features → predict → write into
+// StreamTile runs a tile through read → features → predict → write into
 // the class (and confidence) writers. A tile an earlier run finished and
 // verified comes back marked Skipped, with nothing left to finish.
-func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut, mm mapModel, m manifest, in predictInput) (*predicted, error) {
-	model, modelPath, scheme := mm.model, mm.path, mm.scheme
-	dir := out.dir
+func StreamTile(ctx context.Context, pc PredictConfig, opt stage.Options, out stage.TileOut, mm MapModel, m stage.Manifest, in PredictInput) (*predicted, error) {
+	model, modelPath, scheme := mm.Model, mm.Path, mm.Scheme
+	dir := out.Dir
 	p := &predicted{out: out, modelPath: modelPath, scheme: scheme, m: m, confidence: pc.Confidence, compress: pc.Compress, charts: opt.Charts,
-		pt: PredictTile{Tile: m.Tile, Class: filepath.Join(dir, ClassFile), Item: filepath.Join(dir, ItemFile)}}
+		Pt: PredictTile{Tile: m.Tile, Class: filepath.Join(dir, stage.ClassFile), Item: filepath.Join(dir, stage.ItemFile)}}
 	if opt.Charts != nil {
-		p.pt.Quicklook = filepath.Join(dir, QuicklookFile)
+		p.Pt.Quicklook = filepath.Join(dir, stage.QuicklookFile)
 	}
-	if verified(dir) {
-		p.pt.Skipped, p.finished = true, true
+	if Verified(dir) {
+		p.Pt.Skipped, p.finished = true, true
 		opt.Log.Info("tile already predicted and verified", "tile", m.Tile)
 		return p, nil
 	}
@@ -270,9 +271,9 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 	}
 	// A tile on another radiometric convention than the training data
 	// maps without error and wrongly: say so, with the numbers.
-	p.pt.Radiometry = radiometry.Compare(model.Bands, m.Dark.Aligned(model.Bands), radiometry.Levels(model.Dark).Aligned(model.Bands))
-	if p.pt.Radiometry != "" {
-		opt.Log.Warn("tile "+m.Tile+": "+p.pt.Radiometry, "tile", m.Tile)
+	p.Pt.Radiometry = radiometry.Compare(model.Bands, m.Dark.Aligned(model.Bands), radiometry.Levels(model.Dark).Aligned(model.Bands))
+	if p.Pt.Radiometry != "" {
+		opt.Log.Warn("tile "+m.Tile+": "+p.Pt.Radiometry, "tile", m.Tile)
 	}
 	setupStart := time.Now()
 	p.grid = geo.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
@@ -286,16 +287,16 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 	if err := p.openWriters(pc, opt.Compare.GDALCOG); err != nil {
 		return p, err
 	}
-	comp, pred, closePred, err := opt.engine().predictor(set, model)
+	comp, pred, closePred, err := opt.Engine().Predictor(set, model)
 	if err != nil {
 		p.abort()
 		return p, err
 	}
 	defer closePred()
-	tile := inference.Tile{Memory: in.mem, Grid: p.grid, Scale: m.Scale, Offset: m.Offset,
+	tile := inference.Tile{Memory: in.Mem, Grid: p.grid, Scale: m.Scale, Offset: m.Offset,
 		Window: pc.Window, Workers: opt.Workers, Class: p.classW, Codes: scheme.Codes(), Features: comp,
 		Remap: model.Remap}
-	if in.mem == nil {
+	if in.Mem == nil {
 		tile.Open = openStack(in.stackFile)
 	}
 	if p.confW != nil {
@@ -305,16 +306,16 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 		p.classes = make([]uint8, p.grid.Width*p.grid.Height)
 		tile.Classes = p.classes
 	}
-	if in.mem != nil {
-		tile.Reference, tile.Confusion = in.mem.Labels, make([][]int64, len(scheme.Classes))
+	if in.Mem != nil {
+		tile.Reference, tile.Confusion = in.Mem.Labels, make([][]int64, len(scheme.Classes))
 		for i := range tile.Confusion {
 			tile.Confusion[i] = make([]int64, len(scheme.Classes))
 		}
-		p.confusion = tile.Confusion
+		p.Confusion = tile.Confusion
 	}
 	if model.AOA != nil && !pc.AOA.Off {
 		grid := aoa.Grid{Width: p.grid.Width, Height: p.grid.Height, Step: pc.AOA.GridStep()}
-		sink, closeSink, err := newAOASink(opt.engine(), set, model.AOA, grid)
+		sink, closeSink, err := stage.NewAOASink(opt.Engine(), set, model.AOA, grid)
 		if err != nil {
 			p.abort()
 			return p, err
@@ -322,46 +323,46 @@ func streamTile(ctx context.Context, pc PredictConfig, opt Options, out tileOut,
 		defer closeSink()
 		tile.Sink, p.aoa = sink, sink
 	}
-	busy0 := opt.engine().busy()
+	busy0 := opt.Engine().Busy()
 	runStart := time.Now()
 	opt.Log.Debug("predict: writers and predictor ready", "tile", m.Tile, "s", runStart.Sub(setupStart).Seconds())
 	windows := (p.grid.Width + pc.Window - 1) / pc.Window * ((p.grid.Height + pc.Window - 1) / pc.Window)
 	bar := opt.NewBar(int64(windows), "predict "+m.Tile)
-	p.pt.Timings, err = inference.Run(ctx, tile, set, pred, bar)
+	p.Pt.Timings, err = inference.Run(ctx, tile, set, pred, bar)
 	bar.Finish()
 	if err != nil {
 		p.abort()
 		return p, err
 	}
-	p.pt.Pixels = p.pt.Timings.Pixels
-	p.pt.Stream = time.Since(runStart)
+	p.Pt.Pixels = p.Pt.Timings.Pixels
+	p.Pt.Stream = time.Since(runStart)
 	if p.aoa != nil {
-		p.pt.AOA = filepath.Join(dir, AOAFile)
-		if v := p.aoa.outsidePercent(); !math.IsNaN(v) {
-			p.pt.AOAOutside = &v
-			if v > AOAWarnPercent {
-				p.pt.AOAWarning = fmt.Sprintf("%.1f %% of the tile lies outside the model's area of applicability (DI above %.3g): its map there is an extrapolation", v, p.aoa.ref.Threshold)
-				opt.Log.Warn("tile "+m.Tile+": "+p.pt.AOAWarning, "tile", m.Tile)
+		p.Pt.AOA = filepath.Join(dir, stage.AOAFile)
+		if v := p.aoa.OutsidePercent(); !math.IsNaN(v) {
+			p.Pt.AOAOutside = &v
+			if v > stage.AOAWarnPercent {
+				p.Pt.AOAWarning = fmt.Sprintf("%.1f %% of the tile lies outside the model's area of applicability (DI above %.3g): its map there is an extrapolation", v, p.aoa.Ref.Threshold)
+				opt.Log.Warn("tile "+m.Tile+": "+p.Pt.AOAWarning, "tile", m.Tile)
 			}
 		}
 	}
 	// How much of the streaming the device was kept busy.
-	p.pt.DeviceBusy = opt.engine().busy() - busy0
+	p.Pt.DeviceBusy = opt.Engine().Busy() - busy0
 	return p, nil
 }
 
 // openWriters starts the class and, if asked, the confidence COG.
 func (p *predicted) openWriters(pc PredictConfig, gdalCOG bool) error {
 	p.gdalCOG = gdalCOG
-	cog := lraster.COGOptions{BlockSize: 512, Compress: pc.Compress, NoData: ptr(0.0), OverviewResampling: "MODE", Classes: &p.scheme, GDALDriver: gdalCOG}
+	cog := lraster.COGOptions{BlockSize: 512, Compress: pc.Compress, NoData: stage.Ptr(0.0), OverviewResampling: "MODE", Classes: &p.scheme, GDALDriver: gdalCOG}
 	var err error
-	if p.classW, err = lraster.NewWriter(p.pt.Class, p.grid, "uint8", []lraster.BandInfo{{Description: "land cover class"}}, cog); err != nil {
+	if p.classW, err = lraster.NewWriter(p.Pt.Class, p.grid, "uint8", []lraster.BandInfo{{Description: "land cover class"}}, cog); err != nil {
 		return err
 	}
 	if pc.Confidence {
 		cc := cog
 		cc.Classes, cc.OverviewResampling = nil, "AVERAGE"
-		if p.confW, err = lraster.NewWriter(filepath.Join(p.out.dir, ConfidenceFile), p.grid, "uint8", []lraster.BandInfo{{Description: "top class probability (%)"}}, cc); err != nil {
+		if p.confW, err = lraster.NewWriter(filepath.Join(p.out.Dir, stage.ConfidenceFile), p.grid, "uint8", []lraster.BandInfo{{Description: "top class probability (%)"}}, cc); err != nil {
 			p.classW.Abort()
 			return err
 		}
@@ -378,10 +379,10 @@ func (p *predicted) abort() {
 	}
 }
 
-// finish encodes the COGs, draws the quicklook (with Options.Charts) from
+// Finish encodes the COGs, draws the quicklook (with Options.Charts) from
 // the predictions kept in memory and writes the STAC item last: its presence, with matching
 // checksums, marks the tile finished.
-func (p *predicted) finish(opt Options) error {
+func (p *predicted) Finish(opt stage.Options) error {
 	if p.finished {
 		return nil
 	}
@@ -397,18 +398,18 @@ func (p *predicted) finish(opt Options) error {
 		})
 	}
 	if p.aoa != nil {
-		wg.Go(func() { aoaErr = p.aoa.write(p.out.dir, p.grid, p.compress, p.gdalCOG) })
+		wg.Go(func() { aoaErr = p.aoa.Write(p.out.Dir, p.grid, p.compress, p.gdalCOG) })
 	}
 	if p.charts != nil {
 		wg.Go(func() {
-			lookErr = p.charts.Quicklook(p.pt.Quicklook, p.classes, p.grid.Width, p.grid.Height, 1024, p.scheme)
+			lookErr = p.charts.Quicklook(p.Pt.Quicklook, p.classes, p.grid.Width, p.grid.Height, 1024, p.scheme)
 			lookTime = time.Since(t0)
 		})
 	}
 	classErr := p.classW.Close()
-	p.pt.Encode = time.Since(t0)
+	p.Pt.Encode = time.Since(t0)
 	wg.Wait()
-	p.pt.Encode = max(p.pt.Encode, confTime)
+	p.Pt.Encode = max(p.Pt.Encode, confTime)
 	if err := errors.Join(classErr, confErr, aoaErr); err != nil {
 		p.abort()
 		return err
@@ -418,45 +419,45 @@ func (p *predicted) finish(opt Options) error {
 	}
 	p.classes = nil
 	t1 := time.Now()
-	item, err := predictionItem(p.m, p.grid, p.scheme, p.out, p.modelPath, p.confidence, p.pt.Quicklook != "")
+	item, err := predictionItem(p.m, p.grid, p.scheme, p.out, p.modelPath, p.confidence, p.Pt.Quicklook != "")
 	if err != nil {
 		return err
 	}
-	if p.pt.Radiometry != "" {
-		item.Properties["lulc:radiometry_warning"] = p.pt.Radiometry
+	if p.Pt.Radiometry != "" {
+		item.Properties["lulc:radiometry_warning"] = p.Pt.Radiometry
 	}
 	if p.aoa != nil {
-		if item.Assets["aoa"], err = aoaAsset(p.out.dir, p.aoa.grid(p.grid)); err != nil {
+		if item.Assets["aoa"], err = stage.AoaAsset(p.out.Dir, p.aoa.Grid(p.grid)); err != nil {
 			return err
 		}
-		item.Properties["lulc:aoa_threshold"] = p.aoa.ref.Threshold
-		item.Properties["lulc:aoa_step"] = p.aoa.m.Grid.Step
-		if p.pt.AOAOutside != nil {
-			item.Properties["lulc:aoa_outside_percent"] = math.Round(*p.pt.AOAOutside*100) / 100
+		item.Properties["lulc:aoa_threshold"] = p.aoa.Ref.Threshold
+		item.Properties["lulc:aoa_step"] = p.aoa.M.Grid.Step
+		if p.Pt.AOAOutside != nil {
+			item.Properties["lulc:aoa_outside_percent"] = math.Round(*p.Pt.AOAOutside*100) / 100
 		}
-		if p.pt.AOAWarning != "" {
-			item.Properties["lulc:aoa_warning"] = p.pt.AOAWarning
+		if p.Pt.AOAWarning != "" {
+			item.Properties["lulc:aoa_warning"] = p.Pt.AOAWarning
 		}
 	}
-	if err := writeItem(p.pt.Item, item); err != nil {
+	if err := stage.WriteItem(p.Pt.Item, item); err != nil {
 		return err
 	}
-	opt.Log.Debug("predict: outputs finished", "tile", p.m.Tile, "encode_s", p.pt.Encode.Seconds(), "quicklook_s", lookTime.Seconds(), "item_s", time.Since(t1).Seconds())
+	opt.Log.Debug("predict: outputs finished", "tile", p.m.Tile, "encode_s", p.Pt.Encode.Seconds(), "quicklook_s", lookTime.Seconds(), "item_s", time.Since(t1).Seconds())
 	p.finished = true
-	tm := p.pt.Timings
-	opt.Log.Info("tile predicted", "tile", p.m.Tile, "pixels", p.pt.Pixels, "read_worker_s", tm.Read.Seconds(), "features_worker_s", tm.Features.Seconds(),
-		"predict_worker_s", tm.Predict.Seconds(), "write_s", tm.Write.Seconds(), "encode_s", p.pt.Encode.Seconds())
-	if p.pt.DeviceBusy > 0 { // only devices are busy
-		opt.Log.Info("device use", "tile", p.m.Tile, "streaming_s", p.pt.Stream.Seconds(), "device_busy_s", p.pt.DeviceBusy.Seconds(),
-			"busy_percent", math.Round(100*p.pt.DeviceBusy.Seconds()/p.pt.Stream.Seconds()))
+	tm := p.Pt.Timings
+	opt.Log.Info("tile predicted", "tile", p.m.Tile, "pixels", p.Pt.Pixels, "read_worker_s", tm.Read.Seconds(), "features_worker_s", tm.Features.Seconds(),
+		"predict_worker_s", tm.Predict.Seconds(), "write_s", tm.Write.Seconds(), "encode_s", p.Pt.Encode.Seconds())
+	if p.Pt.DeviceBusy > 0 { // only devices are busy
+		opt.Log.Info("device use", "tile", p.m.Tile, "streaming_s", p.Pt.Stream.Seconds(), "device_busy_s", p.Pt.DeviceBusy.Seconds(),
+			"busy_percent", math.Round(100*p.Pt.DeviceBusy.Seconds()/p.Pt.Stream.Seconds()))
 	}
 	return nil
 }
 
-// verified reports whether a tile directory holds a finished prediction:
+// Verified reports whether a tile directory holds a finished prediction:
 // its item exists and every asset's file:checksum matches the file.
-func verified(dir string) bool {
-	body, err := os.ReadFile(filepath.Join(dir, ItemFile))
+func Verified(dir string) bool {
+	body, err := os.ReadFile(filepath.Join(dir, stage.ItemFile))
 	if err != nil {
 		return false
 	}
@@ -473,7 +474,7 @@ func verified(dir string) bool {
 		if a.Checksum == "" {
 			continue
 		}
-		if !checksumMatches(filepath.Join(dir, strings.TrimPrefix(a.Href, "./")), a.Checksum) {
+		if !stage.ChecksumMatches(filepath.Join(dir, strings.TrimPrefix(a.Href, "./")), a.Checksum) {
 			return false
 		}
 	}
@@ -483,44 +484,44 @@ func verified(dir string) bool {
 // predictionItem builds the STAC item of a tile's prediction, whose
 // files are in out.dir: the class map, the confidence and the quicklook
 // when written.
-func predictionItem(m manifest, grid geo.Grid, scheme landcover.Scheme, out tileOut, modelPath string, confidence, quicklook bool) (*stac.Item, error) {
-	geom, bbox, err := footprint(grid)
+func predictionItem(m stage.Manifest, grid geo.Grid, scheme landcover.Scheme, out stage.TileOut, modelPath string, confidence, quicklook bool) (*stac.Item, error) {
+	geom, bbox, err := stage.Footprint(grid)
 	if err != nil {
 		return nil, err
 	}
-	res := ptr(grid.Transform[1])
-	cf, err := fileOf(out.dir, ClassFile)
+	res := stage.Ptr(grid.Transform[1])
+	cf, err := stage.FileOf(out.Dir, stage.ClassFile)
 	if err != nil {
 		return nil, err
 	}
 	assets := map[string]*stac.Asset{
-		"classification": {Href: "./" + ClassFile, Type: cogType, Title: "Land cover class", Roles: []string{"data"},
-			Extensions: []stac.Extension{gridProjection(grid), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", SpatialResolution: res}}},
-				&stacext.ClassificationAsset{Classes: classesOf(scheme)}, cf}},
+		"classification": {Href: "./" + stage.ClassFile, Type: stage.CogType, Title: "Land cover class", Roles: []string{"data"},
+			Extensions: []stac.Extension{stage.GridProjection(grid), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", SpatialResolution: res}}},
+				&stacext.ClassificationAsset{Classes: stage.ClassesOf(scheme)}, cf}},
 	}
 	if quicklook {
-		qf, err := fileOf(out.dir, QuicklookFile)
+		qf, err := stage.FileOf(out.Dir, stage.QuicklookFile)
 		if err != nil {
 			return nil, err
 		}
-		assets["quicklook"] = &stac.Asset{Href: "./" + QuicklookFile, Type: "image/png", Title: "Quicklook with legend", Roles: []string{"overview"},
+		assets["quicklook"] = &stac.Asset{Href: "./" + stage.QuicklookFile, Type: "image/png", Title: "Quicklook with legend", Roles: []string{"overview"},
 			Extensions: []stac.Extension{qf}}
 	}
 	if confidence {
-		f, err := fileOf(out.dir, ConfidenceFile)
+		f, err := stage.FileOf(out.Dir, stage.ConfidenceFile)
 		if err != nil {
 			return nil, err
 		}
-		assets["confidence"] = &stac.Asset{Href: "./" + ConfidenceFile, Type: cogType, Title: "Top class probability (%)", Roles: []string{"data"},
-			Extensions: []stac.Extension{gridProjection(grid), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", Unit: "percent", SpatialResolution: res}}}, f}}
+		assets["confidence"] = &stac.Asset{Href: "./" + stage.ConfidenceFile, Type: stage.CogType, Title: "Top class probability (%)", Roles: []string{"data"},
+			Extensions: []stac.Extension{stage.GridProjection(grid), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", Unit: "percent", SpatialResolution: res}}}, f}}
 	}
-	links := itemLinks(ItemFile, out.collection)
-	links = append(links, &stac.Link{Rel: "derived_from", Href: localHref(out.final, modelPath), Type: "application/octet-stream", Title: "model"})
-	links = append(links, sourceLinks(out.final, "source item", m.Sources)...)
-	props := timeProperties(m.Sources)
+	links := stage.ItemLinks(stage.ItemFile, out.Collection)
+	links = append(links, &stac.Link{Rel: "derived_from", Href: stage.LocalHref(out.Final, modelPath), Type: "application/octet-stream", Title: "model"})
+	links = append(links, stage.SourceLinks(out.Final, "source item", m.Sources)...)
+	props := stage.TimeProperties(m.Sources)
 	props["lulc:tile"], props["lulc:model"] = m.Tile, filepath.Base(modelPath)
 	return &stac.Item{
-		Version: stacVersion, Id: "lulc-" + m.Tile + "-landcover", Collection: out.collection.ID,
+		Version: stage.StacVersion, Id: "lulc-" + m.Tile + "-landcover", Collection: out.Collection.ID,
 		Geometry: geom, Bbox: bbox, Properties: props, Assets: assets, Links: links,
 		Extensions: []stac.Extension{&stacext.ProjectionItem{EPSG: grid.EPSG}},
 	}, nil

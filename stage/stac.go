@@ -1,4 +1,4 @@
-package pipeline
+package stage
 
 // The STAC documents of lulc's outputs. Every output of ingest, predict
 // and run is a static STAC collection: collection.json at its root links
@@ -43,8 +43,8 @@ const (
 	StackItemFile = "stack-item.json"
 )
 
-// stacVersion is the STAC version of lulc's documents.
-const stacVersion = "1.0.0"
+// StacVersion is the STAC version of lulc's documents.
+const StacVersion = "1.0.0"
 
 // geoJSONType and jsonType are the media types of items and collections.
 const (
@@ -52,34 +52,34 @@ const (
 	jsonType    = "application/json"
 )
 
-// shardCollectionHref is, from a tile directory of an array task
+// ShardCollectionHref is, from a tile directory of an array task
 // (OUT/shards/i-of-n/TILE), the collection lulc collect writes for the
 // whole job (OUT/collection/collection.json).
-var shardCollectionHref = "../../../" + CollectDir + "/" + CollectionFile
+var ShardCollectionHref = "../../../" + CollectDir + "/" + CollectionFile
 
-// collectionRef places an item in its collection.
-type collectionRef struct {
+// CollectionRef places an item in its collection.
+type CollectionRef struct {
 	ID   string // the collection's id, the items' "collection"
 	Href string // the collection document, relative to the item's directory
 }
 
-// ownCollection is the collection at the root of an output, seen from a
+// OwnCollection is the collection at the root of an output, seen from a
 // tile directory.
-func ownCollection(id string) collectionRef {
-	return collectionRef{ID: id, Href: "../" + CollectionFile}
+func OwnCollection(id string) CollectionRef {
+	return CollectionRef{ID: id, Href: "../" + CollectionFile}
 }
 
-// tileOut is where a tile's outputs go: the staging directory they are
+// TileOut is where a tile's outputs go: the staging directory they are
 // written into, the directory it becomes when the output is committed
 // (local hrefs in the items are relative to that), and the collection its
 // items belong to.
-type tileOut struct {
-	dir, final string
-	collection collectionRef
+type TileOut struct {
+	Dir, Final string
+	Collection CollectionRef
 }
 
-// itemLinks are an item's links to itself and its collection.
-func itemLinks(file string, c collectionRef) []*stac.Link {
+// ItemLinks are an item's links to itself and its collection.
+func ItemLinks(file string, c CollectionRef) []*stac.Link {
 	return []*stac.Link{
 		{Rel: "self", Href: "./" + file, Type: geoJSONType},
 		{Rel: "root", Href: c.Href, Type: jsonType},
@@ -88,10 +88,10 @@ func itemLinks(file string, c collectionRef) []*stac.Link {
 	}
 }
 
-// localHref is an href to an input as an item in dir links it: a local
+// LocalHref is an href to an input as an item in dir links it: a local
 // path relative to dir, with forward slashes; a URL or one of GDAL's
 // virtual paths as it is.
-func localHref(dir, href string) string {
+func LocalHref(dir, href string) string {
 	if href == "" || strings.Contains(href, "://") || strings.HasPrefix(href, "/vsi") {
 		return href
 	}
@@ -114,10 +114,10 @@ func localHref(dir, href string) string {
 	return rel
 }
 
-// sourceLinks are derived_from links to the items a tile was made from,
+// SourceLinks are derived_from links to the items a tile was made from,
 // sorted by title: each item's document, else one of its assets (the same
 // one every run), relative to dir where local.
-func sourceLinks(dir, what string, items []manifestItem) []*stac.Link {
+func SourceLinks(dir, what string, items []ManifestItem) []*stac.Link {
 	var links []*stac.Link
 	for _, s := range items {
 		href := s.Href
@@ -127,7 +127,7 @@ func sourceLinks(dir, what string, items []manifestItem) []*stac.Link {
 		if href == "" {
 			continue
 		}
-		l := &stac.Link{Rel: "derived_from", Href: localHref(dir, href), Title: what + " " + s.ID}
+		l := &stac.Link{Rel: "derived_from", Href: LocalHref(dir, href), Title: what + " " + s.ID}
 		if strings.HasSuffix(s.Href, ".json") {
 			l.Type = geoJSONType
 		}
@@ -137,9 +137,9 @@ func sourceLinks(dir, what string, items []manifestItem) []*stac.Link {
 	return links
 }
 
-// footprint is a grid's outline in longitude and latitude, as an item's
+// Footprint is a grid's outline in longitude and latitude, as an item's
 // polygon and bbox.
-func footprint(grid geo.Grid) (map[string]any, []float64, error) {
+func Footprint(grid geo.Grid) (map[string]any, []float64, error) {
 	tr, err := lraster.NewTransformer(grid.EPSG, 4326)
 	if err != nil {
 		return nil, nil, err
@@ -165,10 +165,10 @@ func footprint(grid geo.Grid) (map[string]any, []float64, error) {
 	return map[string]any{"type": "Polygon", "coordinates": [][][]float64{ring}}, bbox, nil
 }
 
-// timeProperties are an item's datetime fields from its sources' dates:
+// TimeProperties are an item's datetime fields from its sources' dates:
 // their range, or the epoch when they have none (an item must have a
 // datetime, and lulc writes no clock time).
-func timeProperties(sources []manifestItem) map[string]any {
+func TimeProperties(sources []ManifestItem) map[string]any {
 	var start, end string
 	for _, s := range sources {
 		if s.Datetime != "" && (start == "" || s.Datetime < start) {
@@ -184,16 +184,16 @@ func timeProperties(sources []manifestItem) map[string]any {
 	return map[string]any{"datetime": nil, "start_datetime": start, "end_datetime": end}
 }
 
-// gridProjection is an asset's grid in the projection extension: shape is
+// GridProjection is an asset's grid in the projection extension: shape is
 // [rows, cols], transform the first six affine coefficients as in
 // rasterio.
-func gridProjection(grid geo.Grid) *stacext.ProjectionAsset {
+func GridProjection(grid geo.Grid) *stacext.ProjectionAsset {
 	t := grid.Transform
 	return &stacext.ProjectionAsset{Shape: []int{grid.Height, grid.Width}, Transform: []float64{t[1], t[2], t[0], t[4], t[5], t[3]}}
 }
 
-// fileOf is the file extension's fields for a file in dir.
-func fileOf(dir, name string) (*stacext.File, error) {
+// FileOf is the file extension's fields for a file in dir.
+func FileOf(dir, name string) (*stacext.File, error) {
 	sum, size, err := digest.File(filepath.Join(dir, name))
 	if err != nil {
 		return nil, err
@@ -201,8 +201,8 @@ func fileOf(dir, name string) (*stacext.File, error) {
 	return &stacext.File{Checksum: digest.Multihash(sum), Size: size}, nil
 }
 
-// classesOf lists a scheme's classes for the classification extension.
-func classesOf(scheme landcover.Scheme) []stacext.Class {
+// ClassesOf lists a scheme's classes for the classification extension.
+func ClassesOf(scheme landcover.Scheme) []stacext.Class {
 	var classes []stacext.Class
 	for _, c := range scheme.Classes {
 		classes = append(classes, stacext.Class{Value: int(c.Code), Description: c.Name, ColorHint: fmt.Sprintf("%02X%02X%02X", c.Color.R, c.Color.G, c.Color.B)})
@@ -214,88 +214,88 @@ func classesOf(scheme landcover.Scheme) []stacext.Class {
 // alone (the outputs' checksums are the manifest's), so that a rerun or a
 // resumed run writes it again to the same bytes. labels is the scheme
 // the labels COG carries, nil when its codes are the user's.
-func stackItem(m manifest, manifestFile *stacext.File, out tileOut, labels *landcover.Scheme) (*stac.Item, error) {
+func stackItem(m Manifest, manifestFile *stacext.File, out TileOut, labels *landcover.Scheme) (*stac.Item, error) {
 	grid := geo.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
-	geom, bbox, err := footprint(grid)
+	geom, bbox, err := Footprint(grid)
 	if err != nil {
 		return nil, err
 	}
 	files := map[string]*stacext.File{}
 	for _, o := range m.Outputs {
-		files[o.File] = &stacext.File{Checksum: o.multihash(), Size: o.Size}
+		files[o.File] = &stacext.File{Checksum: o.Multihash(), Size: o.Size}
 	}
 	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif"} {
 		if files[f] == nil {
 			return nil, fmt.Errorf("manifest of tile %s lists no checksum of %s", m.Tile, f)
 		}
 	}
-	res := ptr(grid.Transform[1])
+	res := Ptr(grid.Transform[1])
 	var rbands []*raster.Band
 	var ebands []*eo.Band
 	for _, name := range m.Bands {
-		rbands = append(rbands, &raster.Band{NoData: m.NoData, DataType: m.DataType, SpatialResolution: res, Scale: ptr(m.Scale), Offset: ptr(m.Offset)})
+		rbands = append(rbands, &raster.Band{NoData: m.NoData, DataType: m.DataType, SpatialResolution: res, Scale: Ptr(m.Scale), Offset: Ptr(m.Offset)})
 		eb := &eo.Band{Name: name}
 		if b, err := features.LookupBand(name); err == nil {
-			eb.CommonName, eb.CenterWavelength, eb.FullWidthHalfMax = b.CommonName, ptr(b.Wavelength), ptr(b.FWHM)
+			eb.CommonName, eb.CenterWavelength, eb.FullWidthHalfMax = b.CommonName, Ptr(b.Wavelength), Ptr(b.FWHM)
 		} else if f, err := features.ParseFeature(name); err == nil && f.Kind == "temporal" {
 			eb.Description = temporalDescription(f)
 		}
 		ebands = append(ebands, eb)
 	}
-	labelExt := []stac.Extension{gridProjection(grid), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", SpatialResolution: res}}}, files["labels.tif"]}
+	labelExt := []stac.Extension{GridProjection(grid), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", SpatialResolution: res}}}, files["labels.tif"]}
 	if labels != nil {
-		labelExt = append(labelExt, &stacext.ClassificationAsset{Classes: classesOf(*labels)})
+		labelExt = append(labelExt, &stacext.ClassificationAsset{Classes: ClassesOf(*labels)})
 	}
 	assets := map[string]*stac.Asset{
-		"stack": {Href: "./stack.tif", Type: cogType, Title: "Median composite (reflectance = DN × scale + offset)", Roles: []string{"data", "reflectance"},
-			Extensions: []stac.Extension{gridProjection(grid), &raster.Asset{Bands: rbands}, &eo.Asset{Bands: ebands}, files["stack.tif"]}},
-		"labels": {Href: "./labels.tif", Type: cogType, Title: "Reference labels on the stack's grid", Roles: []string{"data", "labels"},
+		"stack": {Href: "./stack.tif", Type: CogType, Title: "Median composite (reflectance = DN × scale + offset)", Roles: []string{"data", "reflectance"},
+			Extensions: []stac.Extension{GridProjection(grid), &raster.Asset{Bands: rbands}, &eo.Asset{Bands: ebands}, files["stack.tif"]}},
+		"labels": {Href: "./labels.tif", Type: CogType, Title: "Reference labels on the stack's grid", Roles: []string{"data", "labels"},
 			Extensions: labelExt},
-		"valid_count": {Href: "./valid_count.tif", Type: cogType, Title: "Valid observations per pixel", Roles: []string{"data"},
-			Extensions: []stac.Extension{gridProjection(grid), &raster.Asset{Bands: []*raster.Band{{DataType: "uint8", SpatialResolution: res}}}, files["valid_count.tif"]}},
+		"valid_count": {Href: "./valid_count.tif", Type: CogType, Title: "Valid observations per pixel", Roles: []string{"data"},
+			Extensions: []stac.Extension{GridProjection(grid), &raster.Asset{Bands: []*raster.Band{{DataType: "uint8", SpatialResolution: res}}}, files["valid_count.tif"]}},
 		"manifest": {Href: "./manifest.json", Type: jsonType, Title: "lulc's manifest: sources, grid, encoding", Roles: []string{"metadata"},
 			Extensions: []stac.Extension{manifestFile}},
 	}
-	links := itemLinks(StackItemFile, out.collection)
-	links = append(links, sourceLinks(out.final, "source item", m.Sources)...)
-	links = append(links, sourceLinks(out.final, "label item", m.Labels)...)
-	props := timeProperties(m.Sources)
+	links := ItemLinks(StackItemFile, out.Collection)
+	links = append(links, SourceLinks(out.Final, "source item", m.Sources)...)
+	links = append(links, SourceLinks(out.Final, "label item", m.Labels)...)
+	props := TimeProperties(m.Sources)
 	props["lulc:tile"] = m.Tile
 	return &stac.Item{
-		Version: stacVersion, Id: "lulc-" + m.Tile + "-stack", Collection: out.collection.ID,
+		Version: StacVersion, Id: "lulc-" + m.Tile + "-stack", Collection: out.Collection.ID,
 		Geometry: geom, Bbox: bbox, Properties: props, Assets: assets, Links: links,
 		Extensions: []stac.Extension{&stacext.ProjectionItem{EPSG: grid.EPSG}},
 	}, nil
 }
 
-// writeStackItem writes the item of the stack in out.dir from its
+// WriteStackItem writes the item of the stack in out.dir from its
 // manifest.json.
-func writeStackItem(out tileOut) error {
-	raw, err := os.ReadFile(filepath.Join(out.dir, "manifest.json"))
+func WriteStackItem(out TileOut) error {
+	raw, err := os.ReadFile(filepath.Join(out.Dir, "manifest.json"))
 	if err != nil {
 		return fmt.Errorf("stack item: %w", err)
 	}
-	m, err := parseManifest(raw)
+	m, err := ParseManifest(raw)
 	if err != nil {
-		return fmt.Errorf("stack item of %s: %w", out.dir, err)
+		return fmt.Errorf("stack item of %s: %w", out.Dir, err)
 	}
-	mf, err := fileOf(out.dir, "manifest.json")
+	mf, err := FileOf(out.Dir, "manifest.json")
 	if err != nil {
 		return err
 	}
-	labels, err := m.LabelScheme.scheme()
+	labels, err := m.LabelScheme.Scheme()
 	if err != nil {
-		return fmt.Errorf("stack item of %s: %w", out.dir, err)
+		return fmt.Errorf("stack item of %s: %w", out.Dir, err)
 	}
 	item, err := stackItem(m, mf, out, labels)
 	if err != nil {
 		return err
 	}
-	return writeItem(filepath.Join(out.dir, StackItemFile), item)
+	return WriteItem(filepath.Join(out.Dir, StackItemFile), item)
 }
 
-// writeItem writes an item as indented JSON (go-stac sorts its keys).
-func writeItem(path string, item *stac.Item) error {
+// WriteItem writes an item as indented JSON (go-stac sorts its keys).
+func WriteItem(path string, item *stac.Item) error {
 	body, err := json.MarshalIndent(item, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
@@ -303,15 +303,15 @@ func writeItem(path string, item *stac.Item) error {
 	return atomicfs.WriteFile(path, append(body, '\n'))
 }
 
-// collectionID names an output's collection after what keys it.
-func collectionID(prefix, key string) string {
-	return prefix + hex.EncodeToString(sha([]byte(key)))[:12]
+// CollectionID names an output's collection after what keys it.
+func CollectionID(prefix, key string) string {
+	return prefix + hex.EncodeToString(Sha([]byte(key)))[:12]
 }
 
-// writeCollection writes dir/collection.json: a STAC collection linking
+// WriteCollection writes dir/collection.json: a STAC collection linking
 // the items at the given hrefs (relative to dir, where they must be
 // readable), with the union of their bboxes and time ranges as its extent.
-func writeCollection(dir, id, title, description string, items []string) error {
+func WriteCollection(dir, id, title, description string, items []string) error {
 	bbox := []float64{180, 90, -180, -90}
 	var start, end time.Time
 	links := []*stac.Link{
@@ -359,7 +359,7 @@ func writeCollection(dir, id, title, description string, items []string) error {
 	if !start.IsZero() {
 		interval = []any{start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339)}
 	}
-	c := &stac.Collection{Version: stacVersion, Id: id, Title: title, Description: description, License: "proprietary",
+	c := &stac.Collection{Version: StacVersion, Id: id, Title: title, Description: description, License: "proprietary",
 		Extent: &stac.Extent{Spatial: &stac.SpatialExtent{Bbox: [][]float64{bbox}}, Temporal: &stac.TemporalExtent{Interval: [][]any{interval}}},
 		Links:  links}
 	body, err := json.MarshalIndent(c, "", "  ")
@@ -369,9 +369,9 @@ func writeCollection(dir, id, title, description string, items []string) error {
 	return atomicfs.WriteFile(filepath.Join(dir, CollectionFile), append(body, '\n'))
 }
 
-// outputItems lists, relative to an output's root, the items of its tiles
+// OutputItems lists, relative to an output's root, the items of its tiles
 // that exist in dir: each tile's map item and stack item.
-func outputItems(dir string, tiles []string) []string {
+func OutputItems(dir string, tiles []string) []string {
 	var items []string
 	for _, t := range tiles {
 		for _, f := range []string{ItemFile, StackItemFile} {

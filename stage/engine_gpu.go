@@ -1,4 +1,4 @@
-package pipeline
+package stage
 
 import (
 	"context"
@@ -30,21 +30,21 @@ type gpuEngine struct {
 	hostDraw bool
 }
 
-func (e gpuEngine) name() string   { return fmt.Sprintf("gpu:%d", e.gpu.Index) }
-func (e gpuEngine) rawBands() bool { return !e.hostDecode }
-func (gpuEngine) mirrors() bool    { return true }
+func (e gpuEngine) Name() string   { return fmt.Sprintf("gpu:%d", e.gpu.Index) }
+func (e gpuEngine) RawBands() bool { return !e.hostDecode }
+func (gpuEngine) Mirrors() bool    { return true }
 
-func (e gpuEngine) decodeAhead(b *cuda.AheadBatch) error { return cuda.DecodeAhead(e.gpu, b) }
-func (e gpuEngine) releaseAhead(b *cuda.AheadBatch)      { cuda.ReleaseAhead(e.gpu, b) }
-func (gpuEngine) holdsAheadFormat(f decode.Format) bool  { return cuda.HoldsAhead(f) }
+func (e gpuEngine) DecodeAhead(b *cuda.AheadBatch) error { return cuda.DecodeAhead(e.gpu, b) }
+func (e gpuEngine) ReleaseAhead(b *cuda.AheadBatch)      { cuda.ReleaseAhead(e.gpu, b) }
+func (gpuEngine) HoldsAheadFormat(f decode.Format) bool  { return cuda.HoldsAhead(f) }
 
-// aheadDeviceBudget is three eighths of the device's memory. The windows
+// AheadDeviceBudget is three eighths of the device's memory. The windows
 // in flight span about two rows (16 workers, 11 windows a row of a full
 // tile), a row is kept until the next is done (its halo), and a 48-date
 // row takes 7 GB: at a quarter of an H100's memory the reader kept only
 // one row ahead and the windows waited for it (docs/benchmarks.md, "A
 // year of dates").
-func (e gpuEngine) aheadDeviceBudget() int64 {
+func (e gpuEngine) AheadDeviceBudget() int64 {
 	_, total, err := e.gpu.MemInfo()
 	if err != nil {
 		return 1 << 30
@@ -52,21 +52,21 @@ func (e gpuEngine) aheadDeviceBudget() int64 {
 	return int64(total / 8 * 3)
 }
 
-// composite is cuda.CompositeMirrored: the device resamples too, so no
+// Composite is cuda.CompositeMirrored: the device resamples too, so no
 // host time is spent resampling.
-func (e gpuEngine) composite(dates []composite.Date, s composite.Spec, out [][]uint16, count []uint8, into *cuda.MirrorWindow) (time.Duration, error) {
+func (e gpuEngine) Composite(dates []composite.Date, s composite.Spec, out [][]uint16, count []uint8, into *cuda.MirrorWindow) (time.Duration, error) {
 	return 0, cuda.CompositeMirrored(e.gpu, dates, s, out, count, into)
 }
 
-// mirror is nil when the draw stays on the host (hostDraw).
-func (e gpuEngine) mirror(grid geo.Grid, bands int) (*cuda.Mirror, error) {
+// Mirror is nil when the draw stays on the host (hostDraw).
+func (e gpuEngine) Mirror(grid geo.Grid, bands int) (*cuda.Mirror, error) {
 	if e.hostDraw {
 		return nil, nil
 	}
 	return cuda.NewMirror(e.gpu, grid.Width, grid.Height, bands)
 }
 
-func (e gpuEngine) features(set *features.Set) (features.Computer, func(), error) {
+func (e gpuEngine) Features(set *features.Set) (features.Computer, func(), error) {
 	g, err := classifier.NewFeatures(e.gpu, set)
 	if err != nil {
 		return nil, nil, err
@@ -74,9 +74,9 @@ func (e gpuEngine) features(set *features.Set) (features.Computer, func(), error
 	return g, g.Close, nil
 }
 
-// predictor keeps the features on the device: the predictor computes
+// Predictor keeps the features on the device: the predictor computes
 // them from the bands in the same pass.
-func (e gpuEngine) predictor(set *features.Set, model *forest.Model) (features.Computer, inference.Predictor, func(), error) {
+func (e gpuEngine) Predictor(set *features.Set, model *forest.Model) (features.Computer, inference.Predictor, func(), error) {
 	comp, err := classifier.NewFeatures(e.gpu, set)
 	if err != nil {
 		return nil, nil, nil, err
@@ -102,7 +102,7 @@ func (e gpuEngine) di(set *features.Set, ref *aoa.Reference) (diComputer, func()
 	return g, g.close, nil
 }
 
-func (e gpuEngine) fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, logf func(string, ...any)) (*forest.Forest, error) {
+func (e gpuEngine) Fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, logf func(string, ...any)) (*forest.Forest, error) {
 	return classifier.Train(ctx, e.gpus, xb, y, classes, p, logf)
 }
 
@@ -116,7 +116,7 @@ func (e gpuEngine) classify(ctx context.Context, model *forest.Model, planes [][
 	return cls, g.Predict(ctx, planes, allValid(n), cls, make([]float32, n))
 }
 
-func (e gpuEngine) busy() time.Duration {
+func (e gpuEngine) Busy() time.Duration {
 	var b time.Duration
 	for _, d := range e.gpus {
 		b += d.Busy()
@@ -124,33 +124,33 @@ func (e gpuEngine) busy() time.Duration {
 	return b
 }
 
-// mirrorSink is a tile's device mirror as a sink of its composite: a
+// MirrorSink is a tile's device mirror as a sink of its composite: a
 // window composited on the host goes up to it; the device composite
 // places its own windows (windowJob.window) and skips it.
-type mirrorSink struct{ m *cuda.Mirror }
+type MirrorSink struct{ Mirror *cuda.Mirror }
 
 // Write implements tileSink.
-func (s mirrorSink) Write(x, y, w, h int, stack [][]uint16, _, labels []uint8) error {
-	return s.m.Write(x, y, w, h, stack, labels)
+func (s MirrorSink) Write(x, y, w, h int, stack [][]uint16, _, labels []uint8) error {
+	return s.Mirror.Write(x, y, w, h, stack, labels)
 }
 
-// devicePasses run a draw's passes on the device over a tile's mirror.
-type devicePasses struct{ m *cuda.Mirror }
+// DevicePasses run a draw's passes on the device over a tile's mirror.
+type DevicePasses struct{ Mirror *cuda.Mirror }
 
 // Count implements sampling.Passes.
-func (p devicePasses) Count(r *sampling.DeviceRule, nres int, hist []uint32, off *[256]int64, buffered *int64) error {
-	return p.m.DrawCount(r, nres, hist, off, buffered)
+func (p DevicePasses) Count(r *sampling.DeviceRule, nres int, hist []uint32, off *[256]int64, buffered *int64) error {
+	return p.Mirror.DrawCount(r, nres, hist, off, buffered)
 }
 
 // Collect implements sampling.Passes.
-func (p devicePasses) Collect(r *sampling.DeviceRule, bound []uint64, count []int) (sampling.Collected, error) {
-	return p.m.DrawCollect(r, bound, count)
+func (p DevicePasses) Collect(r *sampling.DeviceRule, bound []uint64, count []int) (sampling.Collected, error) {
+	return p.Mirror.DrawCollect(r, bound, count)
 }
 
 // Context implements sampling.ContextPasses: the candidates' context
 // features from the mirror.
-func (p devicePasses) Context(set *features.Set, refl *[65536]float32, xs, ys []int, dst []float32) error {
-	return p.m.Context(set, refl, xs, ys, dst)
+func (p DevicePasses) Context(set *features.Set, refl *[65536]float32, xs, ys []int, dst []float32) error {
+	return p.Mirror.Context(set, refl, xs, ys, dst)
 }
 
 // gpuPredictor is an inference.Predictor that bins features and walks

@@ -1,4 +1,4 @@
-package pipeline
+package scenes
 
 import (
 	"context"
@@ -11,16 +11,18 @@ import (
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/source/catalog"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
 )
 
 // MaxDates is the most dates a tile's composite takes: its count of valid
 // observations is a byte (valid_count.tif) on the CPU and the GPU alike.
 const MaxDates = 255
 
-// searchItems finds the scene and label items over the area, unsigned;
+// SearchItems finds the scene and label items over the area, unsigned;
 // with source.labels there is no label collection to search.
-func searchItems(ctx context.Context, cfg IngestConfig, opt Options, area [4]float64, intersects json.RawMessage) (items, labelItems []catalog.Item, err error) {
-	startT, endT, _ := cfg.dateRange()
+func SearchItems(ctx context.Context, cfg config.IngestConfig, opt stage.Options, area [4]float64, intersects json.RawMessage) (items, labelItems []catalog.Item, err error) {
+	startT, endT, _ := cfg.DateRange()
 	client := sourceClient(cfg, opt)
 	q := catalog.Query{
 		Collections: []string{cfg.Source.Collection}, BBox: area, Intersects: intersects,
@@ -53,7 +55,7 @@ func searchItems(ctx context.Context, cfg IngestConfig, opt Options, area [4]flo
 
 // sourceClient is the STAC client for the config's source: its href
 // policy, paging limits and timeouts.
-func sourceClient(cfg IngestConfig, opt Options) *catalog.Client {
+func sourceClient(cfg config.IngestConfig, opt stage.Options) *catalog.Client {
 	s := cfg.Source
 	client := catalog.NewClient(opt.Log)
 	client.HTTP = opt.HTTP
@@ -65,9 +67,9 @@ func sourceClient(cfg IngestConfig, opt Options) *catalog.Client {
 	return client
 }
 
-// signItems signs the items' hrefs where the source needs it (Planetary
+// SignItems signs the items' hrefs where the source needs it (Planetary
 // Computer's SAS tokens), in place.
-func signItems(ctx context.Context, cfg IngestConfig, opt Options, items, labelItems []catalog.Item) error {
+func SignItems(ctx context.Context, cfg config.IngestConfig, opt stage.Options, items, labelItems []catalog.Item) error {
 	signer := &catalog.Signer{Token: cfg.Source.SASToken, TokenURL: cfg.Source.SASTokenURL, Client: sourceClient(cfg, opt)}
 	if err := signer.Sign(ctx, items); err != nil {
 		return err
@@ -76,56 +78,56 @@ func signItems(ctx context.Context, cfg IngestConfig, opt Options, items, labelI
 }
 
 // find runs the query against the configured static catalog or API.
-func find(ctx context.Context, client *catalog.Client, cfg IngestConfig, q catalog.Query) ([]catalog.Item, error) {
+func find(ctx context.Context, client *catalog.Client, cfg config.IngestConfig, q catalog.Query) ([]catalog.Item, error) {
 	if cfg.Source.Catalog != "" {
 		return catalog.CrawlTimeout(ctx, cfg.Source.Catalog, q, catalog.HrefPolicy{Allow: cfg.Source.AllowHrefs}, client.Timeout)
 	}
 	return client.Search(ctx, cfg.Source.API, q)
 }
 
-type tileItems struct {
-	tile  string
-	items []catalog.Item // one per acquisition day, by date
+type TileItems struct {
+	Tile  string
+	Items []catalog.Item // one per acquisition day, by date
 }
 
-// groupByTile groups items by MGRS tile and keeps one item per tile and
+// GroupByTile groups items by MGRS tile and keeps one item per tile and
 // day (the first by id), so that reprocessed duplicates count once. The
 // tile (or, without one, the item's id) names the tile's output directory:
 // an item whose tile cannot (checkTileName) is an error naming the item,
 // not a tile silently lost or written elsewhere.
-func groupByTile(items []catalog.Item) ([]tileItems, error) {
-	byTile := map[string]*tileItems{}
+func GroupByTile(items []catalog.Item) ([]TileItems, error) {
+	byTile := map[string]*TileItems{}
 	var order []string
 	for _, it := range items {
 		key := it.Tile
 		if key == "" {
 			key = it.ID
 		}
-		if err := checkTileName(key); err != nil {
+		if err := config.CheckTileName(key); err != nil {
 			return nil, fmt.Errorf("item %q (%s): its tile id: %w", it.ID, it.Location, err)
 		}
 		t, ok := byTile[key]
 		if !ok {
-			t = &tileItems{tile: key}
+			t = &TileItems{Tile: key}
 			byTile[key] = t
 			order = append(order, key)
 		}
-		if n := len(t.items); n > 0 && t.items[n-1].Day() == it.Day() {
+		if n := len(t.Items); n > 0 && t.Items[n-1].Day() == it.Day() {
 			continue
 		}
-		t.items = append(t.items, it)
+		t.Items = append(t.Items, it)
 	}
 	slices.Sort(order)
-	out := make([]tileItems, len(order))
+	out := make([]TileItems, len(order))
 	for i, k := range order {
 		out[i] = *byTile[k]
 	}
 	return out, nil
 }
 
-// outputGrid returns the stack's grid and the tile's own grid at the
+// OutputGrid returns the stack's grid and the tile's own grid at the
 // output resolution (whose origin the windows align to).
-func outputGrid(cfg IngestConfig, bands []catalog.Asset, area [4]float64) (geo.Grid, geo.Grid, error) {
+func OutputGrid(cfg config.IngestConfig, bands []catalog.Asset, area [4]float64) (geo.Grid, geo.Grid, error) {
 	// The finest band defines the tile grid; its file, not the item's
 	// proj:* fields, is the truth (catalogs and files can disagree).
 	var ref *raster.Source
@@ -219,22 +221,22 @@ func checkTileResolution(src geo.Grid, res float64) error {
 // ingest warns that the configured area maps only part of them.
 const AreaWarnPercent = 10.0
 
-// areaCoverageWarning says, for a local catalog (the user's own scenes,
+// AreaCoverageWarning says, for a local catalog (the user's own scenes,
 // source.catalog or --catalog), when the configured area covers less than
 // AreaWarnPercent of the scenes' footprint (their tiles' lon/lat bboxes):
 // an embedded config's area, kept with another scene, maps a corner of it
 // without a word otherwise. It names the area, the share and the key to
 // change; "" when the area covers enough, or the scenes come from a STAC
 // API, where an area smaller than a tile is the usual case.
-func areaCoverageWarning(cfg IngestConfig, area [4]float64, groups []tileItems) string {
+func AreaCoverageWarning(cfg config.IngestConfig, area [4]float64, groups []TileItems) string {
 	if cfg.Source.Catalog == "" || len(groups) == 0 {
 		return ""
 	}
 	var covered, total float64
 	var tiles []string
 	for _, g := range groups {
-		fp := g.items[0].BBox
-		for _, it := range g.items[1:] {
+		fp := g.Items[0].BBox
+		for _, it := range g.Items[1:] {
 			fp = [4]float64{min(fp[0], it.BBox[0]), min(fp[1], it.BBox[1]), max(fp[2], it.BBox[2]), max(fp[3], it.BBox[3])}
 		}
 		// Degrees of longitude shrink with latitude; the share within a
@@ -242,7 +244,7 @@ func areaCoverageWarning(cfg IngestConfig, area [4]float64, groups []tileItems) 
 		k := math.Cos((fp[1] + fp[3]) / 2 * math.Pi / 180)
 		total += k * bboxArea(fp)
 		covered += k * bboxArea([4]float64{max(fp[0], area[0]), max(fp[1], area[1]), min(fp[2], area[2]), min(fp[3], area[3])})
-		tiles = append(tiles, g.tile)
+		tiles = append(tiles, g.Tile)
 	}
 	if total <= 0 {
 		return ""
@@ -268,9 +270,9 @@ func bboxArea(b [4]float64) float64 {
 // or any disk space is asked for: a resolution in the wrong unit, most
 // often.
 func checkGridSize(g geo.Grid, res float64) error {
-	if px := float64(g.Width) * float64(g.Height); px > maxGridPixels || g.Width <= 0 || g.Height <= 0 {
+	if px := float64(g.Width) * float64(g.Height); px > stage.MaxGridPixels || g.Width <= 0 || g.Height <= 0 {
 		return fmt.Errorf("grid.resolution: %g gives a %d×%d grid (%.3g pixels; at most %d): is it in the grid's units (metres for UTM tiles)?",
-			res, g.Width, g.Height, px, maxGridPixels)
+			res, g.Width, g.Height, px, stage.MaxGridPixels)
 	}
 	return nil
 }

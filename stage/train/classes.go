@@ -1,4 +1,4 @@
-package pipeline
+package train
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/learn/sampling"
+	"github.com/lulc/lulc/stage/config"
 )
 
 // drawNotes is what a draw has to say besides its samples: warnings about
@@ -64,14 +65,14 @@ const schemeFitMargin = 5.0
 // schemeFitWarning says, when the labels' codes fit a built-in scheme
 // better than the chosen one, which, by how much, and the key to change;
 // "" when the chosen one fits best, or nothing was counted.
-func schemeFitWarning(cfg TrainConfig, scheme landcover.Scheme, c *sampling.Census) string {
+func schemeFitWarning(cfg config.TrainConfig, scheme landcover.Scheme, c *sampling.Census) string {
 	if c == nil || c.Partial || c.Total() == 0 {
 		return ""
 	}
 	total := c.Total()
 	codes := len(c.Codes())
 	share := func(n int64) float64 { return 100 * float64(n) / float64(total) }
-	chosen, chosenCodes := c.Covered(scheme, cfg.remap())
+	chosen, chosenCodes := c.Covered(scheme, cfg.Remap())
 	best, bestCodes, bestName := chosen, 0, ""
 	for _, name := range []string{landcover.WorldCover.Name, landcover.EsriIO.Name} {
 		s, _ := landcover.Builtin(name)
@@ -96,7 +97,7 @@ func schemeFitWarning(cfg TrainConfig, scheme landcover.Scheme, c *sampling.Cens
 // counts and the settings that would keep some. Without a census (merged
 // draws record none) every such class is reported alike. present is the
 // number of classes the labels hold (-1 without a census).
-func classWarnings(cfg TrainConfig, scheme landcover.Scheme, c *sampling.Census, counts []int) (warnings []string, present int) {
+func classWarnings(cfg config.TrainConfig, scheme landcover.Scheme, c *sampling.Census, counts []int) (warnings []string, present int) {
 	if c == nil || c.Partial {
 		for k, n := range counts {
 			if n == 0 {
@@ -105,7 +106,7 @@ func classWarnings(cfg TrainConfig, scheme landcover.Scheme, c *sampling.Census,
 		}
 		return warnings, -1
 	}
-	remap := cfg.remap()
+	remap := cfg.Remap()
 	fates := classFates(c, scheme, remap)
 	var absent []string
 	for k, f := range fates {
@@ -134,7 +135,7 @@ func classWarnings(cfg TrainConfig, scheme landcover.Scheme, c *sampling.Census,
 // lostClassWarning says how a class with labelled pixels came to have no
 // training sample: how many went to validation, how many the buffer
 // dropped, how many lacked data; and which setting to change.
-func lostClassWarning(cfg TrainConfig, cl landcover.Class, f classFate) string {
+func lostClassWarning(cfg config.TrainConfig, cl landcover.Class, f classFate) string {
 	s := cfg.Sampling
 	var parts, fixes []string
 	if f.validation > 0 {

@@ -1,4 +1,4 @@
-package pipeline
+package ingest
 
 import (
 	"context"
@@ -16,11 +16,13 @@ import (
 	"github.com/lulc/lulc/pixel/composite"
 	"github.com/lulc/lulc/pixel/radiometry"
 	"github.com/lulc/lulc/source/catalog"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
 )
 
 // rasterTile is one source.rasters pair, opened and checked.
 type rasterTile struct {
-	pair     RasterPair
+	pair     config.RasterPair
 	index    int // in source.rasters
 	grid     geo.Grid
 	bands    []int // 1-based image band of each stack band
@@ -32,7 +34,7 @@ type rasterTile struct {
 	// offset is the image's offset, source.offset's or decided for auto
 	// (decideOffset), with the decision's record.
 	offset     float64
-	offsetNote *manifestOffset
+	offsetNote *stage.ManifestOffset
 }
 
 // bytesPerSample are the stored sizes of the image types lulc reads.
@@ -43,7 +45,7 @@ var bytesPerSample = map[string]int{"Byte": 1, "Int8": 1, "UInt16": 2, "Int16": 
 // read as declared with no offset, show the +1000 DN offset left in
 // (radiometry.LooksOffset), else 0. The decision and its evidence go
 // into the manifest.
-func (t *rasterTile) decideOffset(cfg IngestConfig, log *slog.Logger) error {
+func (t *rasterTile) decideOffset(cfg config.IngestConfig, log *slog.Logger) error {
 	o := cfg.Source.Offset
 	if !o.Auto {
 		t.offset = o.Value
@@ -53,7 +55,7 @@ func (t *rasterTile) decideOffset(cfg IngestConfig, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("source.rasters[%d].image: offset auto: %w", t.index, err)
 	}
-	note := &manifestOffset{Setting: "auto", DarkWithout: radiometry.ByName(cfg.Bands, dark)}
+	note := &stage.ManifestOffset{Setting: "auto", DarkWithout: radiometry.ByName(cfg.Bands, dark)}
 	if radiometry.LooksOffset(dark) {
 		t.offset = baseline04Offset
 		note.Reason = fmt.Sprintf("every band's darkest 1 %% of pixels is above %.2f reflectance with no offset: the +1000 DN offset of processing baseline 04.00 is left in, and is removed", radiometry.OffsetLeftIn)
@@ -62,7 +64,7 @@ func (t *rasterTile) decideOffset(cfg IngestConfig, log *slog.Logger) error {
 	}
 	note.Applied = t.offset
 	t.offsetNote = note
-	log.Info(fmt.Sprintf("tile %s: offset auto: %g (%s)", t.name(), t.offset, note.Reason), "tile", t.name())
+	log.Info(fmt.Sprintf("tile %s: offset auto: %g (%s)", t.Name(), t.offset, note.Reason), "tile", t.Name())
 	return nil
 }
 
@@ -72,14 +74,14 @@ const baseline04Offset = -0.1
 
 // darkLevels are the dark levels of the image's stack bands, read as
 // declared with no offset, on every radiometry.Stride-th row and column.
-func (t *rasterTile) darkLevels(cfg IngestConfig) ([]float64, error) {
+func (t *rasterTile) darkLevels(cfg config.IngestConfig) ([]float64, error) {
 	img, err := raster.Open(t.pair.Image)
 	if err != nil {
 		return nil, err
 	}
 	defer img.Close()
 	w := t.grid.Width
-	hist := radiometry.NewHistogram(len(t.bands), StackScale, StackOffset)
+	hist := radiometry.NewHistogram(len(t.bands), stage.StackScale, stage.StackOffset)
 	row := make([]float32, w)
 	dn := make([][]uint16, len(t.bands))
 	for y := 0; y < t.grid.Height; y += radiometry.Stride {
@@ -91,7 +93,7 @@ func (t *rasterTile) darkLevels(cfg IngestConfig) ([]float64, error) {
 			if dn[bi] == nil {
 				dn[bi] = make([]uint16, w)
 			}
-			composite.Quantise(dn[bi], row, StackScale, StackOffset)
+			composite.Quantise(dn[bi], row, stage.StackScale, stage.StackOffset)
 		}
 		if err := hist.Write(0, y, w, 1, dn, nil, nil); err != nil {
 			return nil, err
@@ -102,7 +104,7 @@ func (t *rasterTile) darkLevels(cfg IngestConfig) ([]float64, error) {
 
 // checkRasterPair opens a pair and checks it against the config: the
 // image's band count and type, its grid, and the labels' grid and type.
-func checkRasterPair(cfg IngestConfig, i int, p RasterPair) (rasterTile, error) {
+func checkRasterPair(cfg config.IngestConfig, i int, p config.RasterPair) (rasterTile, error) {
 	key := fmt.Sprintf("source.rasters[%d]", i)
 	t := rasterTile{pair: p, index: i}
 	img, err := raster.Open(p.Image)
@@ -185,24 +187,24 @@ func describeGrid(g geo.Grid) string {
 	return fmt.Sprintf("EPSG:%d, %d×%d px of %g×%g from (%.3f, %.3f)", g.EPSG, g.Width, g.Height, g.Transform[1], -g.Transform[5], g.Transform[0], g.Transform[3])
 }
 
-// name is the pair's tile name.
-func (t *rasterTile) name() string { return t.pair.TileName() }
+// Name is the pair's tile name.
+func (t *rasterTile) Name() string { return t.pair.TileName() }
 
-// plan returns the image's grid (checkRasterPair already opened it).
-func (t *rasterTile) plan(IngestConfig) (geo.Grid, error) { return t.grid, nil }
+// Plan returns the image's grid (checkRasterPair already opened it).
+func (t *rasterTile) Plan(config.IngestConfig) (geo.Grid, error) { return t.grid, nil }
 
-// labelScheme is the scheme the text classes of vector labels name; none
+// LabelScheme is the scheme the text classes of vector labels name; none
 // for numeric codes, which are the user's own.
-func (t *rasterTile) labelScheme(IngestConfig) *landcover.Scheme { return t.vec.labelScheme() }
+func (t *rasterTile) LabelScheme(config.IngestConfig) *landcover.Scheme { return t.vec.labelScheme() }
 
-// dates is always one: the image is the composite.
-func (t *rasterTile) dates() int { return 1 }
+// Dates is always one: the image is the composite.
+func (t *rasterTile) Dates() int { return 1 }
 
-// composite converts every window of the pair on opt.Workers workers and
+// Composite converts every window of the pair on opt.Workers workers and
 // hands each to the sinks.
-func (t *rasterTile) composite(ctx context.Context, cfg IngestConfig, opt Options, sinks ...tileSink) (tileStats, error) {
+func (t *rasterTile) Composite(ctx context.Context, cfg config.IngestConfig, opt stage.Options, sinks ...TileSink) (tileStats, error) {
 	windows := tileWindows(t.grid, t.grid, cfg.Window)
-	opt.Log.Info("ingesting raster pair", "tile", t.name(), "image", t.pair.Image, "grid", fmt.Sprintf("%d×%d EPSG:%d", t.grid.Width, t.grid.Height, t.grid.EPSG), "windows", len(windows))
+	opt.Log.Info("ingesting raster pair", "tile", t.Name(), "image", t.pair.Image, "grid", fmt.Sprintf("%d×%d EPSG:%d", t.grid.Width, t.grid.Height, t.grid.EPSG), "windows", len(windows))
 	job := &rasterJob{cfg: cfg, tile: *t, grid: t.grid, sinks: sinks}
 	if t.vector {
 		// Vector labels are burned onto the image's grid once, for every
@@ -212,7 +214,7 @@ func (t *rasterTile) composite(ctx context.Context, cfg IngestConfig, opt Option
 			return tileStats{}, err // the callers name the tile
 		}
 	}
-	bar := opt.NewBar(int64(len(windows)), "ingest "+t.name()+" windows")
+	bar := opt.NewBar(int64(len(windows)), "ingest "+t.Name()+" windows")
 	err := eachWindow(ctx, windows, opt.Workers, func() (func(geo.Grid) error, func(), error) {
 		img, err := raster.Open(t.pair.Image)
 		if err != nil {
@@ -232,29 +234,29 @@ func (t *rasterTile) composite(ctx context.Context, cfg IngestConfig, opt Option
 	bar.Finish()
 	pixels := t.grid.Width * t.grid.Height
 	return tileStats{
-		timings: StageTimes{Read: time.Duration(job.readNs.Load()), Composite: time.Duration(job.convertNs.Load()),
+		Timings: StageTimes{Read: time.Duration(job.readNs.Load()), Composite: time.Duration(job.convertNs.Load()),
 			Write: time.Duration(job.writeNs.Load()), Workers: min(opt.Workers, len(windows))},
-		decoded: job.decoded.Load(), pixels: pixels, noValid: float64(job.empty.Load()) / float64(pixels),
+		decoded: job.decoded.Load(), Pixels: pixels, NoValid: float64(job.empty.Load()) / float64(pixels),
 	}, err
 }
 
-// manifest describes the pair's stack: the image re-encoded, no mask
+// Manifest describes the pair's stack: the image re-encoded, no mask
 // beyond its nodata, no resampling.
-func (t *rasterTile) manifest(ctx context.Context, cfg IngestConfig, opt Options, noValid float64) (manifest, error) {
-	name, grid, src := t.name(), t.grid, cfg.Source
-	m := manifest{
+func (t *rasterTile) Manifest(ctx context.Context, cfg config.IngestConfig, opt stage.Options, noValid float64) (stage.Manifest, error) {
+	name, grid, src := t.Name(), t.grid, cfg.Source
+	m := stage.Manifest{
 		Version: opt.Version, ConfigHash: cfg.Hash(), Tile: name,
-		Grid:  manifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
-		Bands: cfg.Bands, DataType: "uint16", Scale: StackScale, Offset: StackOffset, NoData: 0,
+		Grid:  stage.ManifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
+		Bands: cfg.Bands, DataType: "uint16", Scale: stage.StackScale, Offset: stage.StackOffset, NoData: 0,
 		Composite:       "none: one analysis-ready image, its reflectance re-encoded",
-		Mask:            manifestMask{DropSCL: []int{}, NoData: "any band at the image's nodata (no SCL, so no cloud mask)"},
+		Mask:            stage.ManifestMask{DropSCL: []int{}, NoData: "any band at the image's nodata (no SCL, so no cloud mask)"},
 		Resampling:      "none (the image's own grid)",
 		LabelResampling: "none (the image's grid)",
 		NoValidFraction: noValid,
 	}
-	item := manifestItem{ID: name, Assets: map[string]ManifestAsset{}}
+	item := stage.ManifestItem{ID: name, Assets: map[string]stage.ManifestAsset{}}
 	if t.pair.Datetime != "" {
-		dt, _ := parseDatetime(t.pair.Datetime)
+		dt, _ := config.ParseDatetime(t.pair.Datetime)
 		item.Datetime = dt.Format(time.RFC3339Nano)
 	}
 	img, err := DescribeRasterFile(ctx, opt, t.pair.Image)
@@ -266,13 +268,13 @@ func (t *rasterTile) manifest(ctx context.Context, cfg IngestConfig, opt Options
 		a.Band, a.Scale, a.Offset = t.bands[bi], src.Scale, t.offset
 		item.Assets[b] = a
 	}
-	m.Sources = []manifestItem{item}
+	m.Sources = []stage.ManifestItem{item}
 	m.RadiometryOffset = t.offsetNote
 	lab, err := DescribeRasterFile(ctx, opt, t.pair.Labels)
 	if err != nil {
 		return m, err
 	}
-	m.Labels = []manifestItem{{ID: name, Assets: map[string]ManifestAsset{"labels": lab}}}
+	m.Labels = []stage.ManifestItem{{ID: name, Assets: map[string]stage.ManifestAsset{"labels": lab}}}
 	if t.vector {
 		describeVectorLabels(&m, cfg, t.vec)
 	}
@@ -283,19 +285,19 @@ func (t *rasterTile) manifest(ctx context.Context, cfg IngestConfig, opt Options
 // vector layer of labels) as ingest writes it into the manifest: href and
 // size, and for a local file its SHA-256 (for a remote one, the ETag of a
 // HEAD request with opt.HTTP, also through GDAL's /vsicurl/ prefix).
-func DescribeRasterFile(ctx context.Context, opt Options, href string) (ManifestAsset, error) {
+func DescribeRasterFile(ctx context.Context, opt stage.Options, href string) (stage.ManifestAsset, error) {
 	opt.Fill() // callers outside the stages may leave opt.HTTP unset
-	a := describeAsset(ctx, opt.HTTP, catalog.Asset{Href: href}, 0, 0)
+	a := stage.DescribeAsset(ctx, opt.HTTP, catalog.Asset{Href: href}, 0, 0)
 	if u, ok := strings.CutPrefix(href, "/vsicurl/"); ok {
 		// The URL behind the prefix answers the HEAD; the href stays as
 		// the config gives it.
-		remote := describeAsset(ctx, opt.HTTP, catalog.Asset{Href: u}, 0, 0)
+		remote := stage.DescribeAsset(ctx, opt.HTTP, catalog.Asset{Href: u}, 0, 0)
 		a.Size, a.ETag = remote.Size, remote.ETag
 	}
 	if strings.Contains(href, "://") || strings.HasPrefix(href, "/vsi") {
 		return a, nil
 	}
-	sum, _, err := fileSHA256(href)
+	sum, _, err := stage.FileSHA256(href)
 	if err != nil {
 		return a, err
 	}
@@ -306,10 +308,10 @@ func DescribeRasterFile(ctx context.Context, opt Options, href string) (Manifest
 // rasterJob is the per-window work of one raster pair, shared by its
 // workers.
 type rasterJob struct {
-	cfg   IngestConfig
+	cfg   config.IngestConfig
 	tile  rasterTile
 	grid  geo.Grid
-	sinks []tileSink
+	sinks []TileSink
 
 	// labels are vector labels burned onto the grid (nil: read from the
 	// label raster).
@@ -359,7 +361,7 @@ func (j *rasterJob) window(win geo.Grid, img, lab *raster.Source) error {
 	stack := make([][]uint16, len(values))
 	for bi, v := range values {
 		stack[bi] = make([]uint16, n)
-		composite.Quantise(stack[bi], v, StackScale, StackOffset)
+		composite.Quantise(stack[bi], v, stage.StackScale, stage.StackOffset)
 	}
 	count := make([]uint8, n)
 	if err := composite.Count(count, [][]bool{valid}); err != nil {

@@ -1,4 +1,4 @@
-package pipeline
+package ingest
 
 import (
 	"cmp"
@@ -32,6 +32,9 @@ import (
 	"github.com/lulc/lulc/pixel/composite"
 	"github.com/lulc/lulc/pixel/radiometry"
 	"github.com/lulc/lulc/source/catalog"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/scenes"
 )
 
 // IngestResult summarises an ingest.
@@ -82,7 +85,7 @@ type TileResult struct {
 // labels.tif, valid_count.tif and manifest.json. With source.rasters it
 // stacks the given image/label pairs instead, one tile each, in the same
 // format.
-func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, error) {
+func Ingest(ctx context.Context, cfg config.IngestConfig, opt stage.Options) (IngestResult, error) {
 	opt.Fill()
 	start := time.Now()
 	// mark logs, at debug level, a step of the ingest's timeline.
@@ -95,71 +98,71 @@ func Ingest(ctx context.Context, cfg IngestConfig, opt Options) (IngestResult, e
 	if err := atomicfs.CheckInputs(opt.Out, append(cfg.Inputs(), opt.Inputs...)...); err != nil {
 		return IngestResult{}, err
 	}
-	tiles, err := locate(ctx, cfg, opt)
+	tiles, err := Locate(ctx, cfg, opt)
 	if err != nil {
 		return IngestResult{}, err
 	}
-	stage, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "ingest "+cfg.Hash())
+	staging, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "ingest "+cfg.Hash())
 	if err != nil {
 		return IngestResult{}, err
 	}
-	defer stage.Release()
+	defer staging.Release()
 	mark("located", "")
-	res := IngestResult{Dir: stage.Final, Resumed: stage.Resumed}
-	busy := opt.engine().busy()
+	res := IngestResult{Dir: staging.Final, Resumed: staging.Resumed}
+	busy := opt.Engine().Busy()
 	mark("engine ready", "")
 	for _, t := range tiles {
-		tr, decoded, err := ingestOne(ctx, cfg, opt, stage, t, mark)
+		tr, decoded, err := ingestOne(ctx, cfg, opt, staging, t, mark)
 		res.DecodedBytes += decoded
 		if err != nil {
-			return res, fmt.Errorf("tile %s: %w", t.name(), err)
+			return res, fmt.Errorf("tile %s: %w", t.Name(), err)
 		}
 		res.Tiles = append(res.Tiles, tr)
 	}
-	if err := writeStackCatalog(stage, cfg, res.Tiles); err != nil {
+	if err := writeStackCatalog(staging, cfg, res.Tiles); err != nil {
 		return res, err
 	}
-	if err := writeResolvedConfig(stage.Path(IngestConfigFile), cfg.Redacted()); err != nil {
+	if err := stage.WriteResolvedConfig(staging.Path(config.IngestConfigFile), cfg.Redacted()); err != nil {
 		return res, err
 	}
-	if err := stage.Commit(); err != nil {
+	if err := staging.Commit(); err != nil {
 		return res, err
 	}
 	mark("committed", "")
 	res.Elapsed = time.Since(start)
-	res.DeviceBusy = opt.engine().busy() - busy
+	res.DeviceBusy = opt.Engine().Busy() - busy
 	return res, nil
 }
 
 // writeStackCatalog writes an item beside each tile's stack and the
 // output's collection linking them. Both are made from the manifests, so
 // that a resumed ingest writes them again to the same bytes.
-func writeStackCatalog(stage *atomicfs.Stage, cfg IngestConfig, tiles []TileResult) error {
-	col := ownCollection(collectionID("lulc-stack-", "ingest "+cfg.Hash()))
+func writeStackCatalog(staging *atomicfs.Stage, cfg config.IngestConfig, tiles []TileResult) error {
+	col := stage.OwnCollection(stage.CollectionID("lulc-stack-", "ingest "+cfg.Hash()))
 	names := make([]string, len(tiles))
 	for i, t := range tiles {
 		names[i] = t.Tile
-		out, err := newTileOut(stage, t.Tile, col)
+		out, err := stage.NewTileOut(staging, t.Tile, col)
 		if err != nil {
 			return err
 		}
-		if err := writeStackItem(out); err != nil {
+		if err := stage.WriteStackItem(out); err != nil {
 			return fmt.Errorf("tile %s: %w", t.Tile, err)
 		}
 	}
 	desc := fmt.Sprintf("Analysis-ready Sentinel-2 stacks of %d tile(s) by lulc ingest: per-pixel median composites, reference labels and valid-observation counts.", len(names))
-	return writeCollection(stage.Dir, col.ID, "lulc analysis-ready stacks", desc, outputItems(stage.Dir, names))
+	return stage.WriteCollection(staging.Dir, col.ID, "lulc analysis-ready stacks", desc, stage.OutputItems(staging.Dir, names))
 }
 
-// locate configures GDAL for the sources and finds the tiles to ingest,
+// Locate configures GDAL for the sources and finds the tiles to ingest,
 // in order: the raster pairs, each checked, or the STAC items grouped by
 // tile with the label items over the area (none with source.labels, whose
 // layer is checked instead).
-func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, error) {
-	if err := configureGDAL(cfg); err != nil {
+func Locate(ctx context.Context, cfg config.IngestConfig, opt stage.Options) ([]SourceTile, error) {
+	if err := ConfigureGDAL(cfg); err != nil {
 		return nil, err
 	}
-	var tiles []sourceTile
+	var tiles []SourceTile
 	if len(cfg.Source.Rasters) > 0 {
 		// Every pair is checked before anything is written, so that a bad
 		// input fails at once and leaves no output.
@@ -174,7 +177,7 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 				return nil, err
 			}
 			if p.Datetime == "" {
-				opt.Log.Warn(fmt.Sprintf("source.rasters[%d].datetime: not given: tile %s's STAC item carries 1970-01-01T00:00:00Z, as STAC needs a time; set the acquisition time for a date readers can trust", i, t.name()))
+				opt.Log.Warn(fmt.Sprintf("source.rasters[%d].datetime: not given: tile %s's STAC item carries 1970-01-01T00:00:00Z, as STAC needs a time; set the acquisition time for a date readers can trust", i, t.Name()))
 			}
 			if t.vector {
 				vecs, hrefs, keys = append(vecs, &t), append(hrefs, p.Labels), append(keys, fmt.Sprintf("source.rasters[%d].labels", i))
@@ -191,12 +194,12 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 			t.vec = labels[i]
 		}
 		opt.Log.Info("analysis-ready rasters", "pairs", len(tiles))
-		if skip := cfg.skippedLayers(); len(skip) > 0 {
+		if skip := cfg.SkippedLayers(); len(skip) > 0 {
 			opt.Log.Info(fmt.Sprintf("source.bands: %s left out of the stack: not Sentinel-2 reflectance bands", strings.Join(skip, ", ")), "layers", len(skip))
 		}
 		return tiles, nil
 	}
-	vec, err := checkVectorLabels(cfg, opt.Log)
+	vec, err := CheckVectorLabels(cfg, opt.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -204,27 +207,27 @@ func locate(ctx context.Context, cfg IngestConfig, opt Options) ([]sourceTile, e
 	if err != nil {
 		return nil, err
 	}
-	items, labelItems, err := searchItems(ctx, cfg, opt, area, intersects)
+	items, labelItems, err := scenes.SearchItems(ctx, cfg, opt, area, intersects)
 	if err != nil {
 		return nil, err
 	}
-	if err := signItems(ctx, cfg, opt, items, labelItems); err != nil {
+	if err := scenes.SignItems(ctx, cfg, opt, items, labelItems); err != nil {
 		return nil, err
 	}
-	groups, err := groupByTile(items)
+	groups, err := scenes.GroupByTile(items)
 	if err != nil {
 		return nil, err
 	}
 	opt.Log.Info("scenes found", "items", len(items), "tiles", len(groups), "label_items", len(labelItems))
-	if w := areaCoverageWarning(cfg, area, groups); w != "" {
+	if w := scenes.AreaCoverageWarning(cfg, area, groups); w != "" {
 		opt.Log.Warn(w)
 	}
 	for _, g := range groups {
-		if len(g.items) > MaxDates {
+		if len(g.Items) > scenes.MaxDates {
 			return nil, fmt.Errorf("tile %s: %d dates (%s to %s), more than the %d a composite takes (its valid count is a byte on both engines): narrow dates or lower max_cloud_cover",
-				g.tile, len(g.items), g.items[0].Datetime.Format(time.DateOnly), g.items[len(g.items)-1].Datetime.Format(time.DateOnly), MaxDates)
+				g.Tile, len(g.Items), g.Items[0].Datetime.Format(time.DateOnly), g.Items[len(g.Items)-1].Datetime.Format(time.DateOnly), scenes.MaxDates)
 		}
-		tiles = append(tiles, &stacTile{items: g, labelItems: labelItems, area: area, vec: vec})
+		tiles = append(tiles, &StacTile{Items: g, LabelItems: labelItems, Area: area, Vec: vec})
 	}
 	return tiles, nil
 }
@@ -256,9 +259,9 @@ type planDate struct {
 // label rasters that miss the grid fail before any pixel is read. With
 // source.labels there are no label items: the layer is burned onto the
 // grid when the tile is composited.
-func planTile(cfg IngestConfig, t tileItems, labelItems []catalog.Item, area [4]float64) (*tilePlan, error) {
-	p := &tilePlan{tile: t.tile, bandNames: cfg.Bands, dates: make([]planDate, len(t.items))}
-	for i, it := range t.items {
+func planTile(cfg config.IngestConfig, t scenes.TileItems, labelItems []catalog.Item, area [4]float64) (*tilePlan, error) {
+	p := &tilePlan{tile: t.Tile, bandNames: cfg.Bands, dates: make([]planDate, len(t.Items))}
+	for i, it := range t.Items {
 		d := planDate{item: it}
 		for _, b := range cfg.Bands {
 			a, err := it.Asset(b, cfg.Source.Assets)
@@ -294,7 +297,7 @@ func planTile(cfg IngestConfig, t tileItems, labelItems []catalog.Item, area [4]
 		}
 		p.labels = append(p.labels, a)
 	}
-	grid, tileGrid, err := outputGrid(cfg, p.dates[0].bands, area)
+	grid, tileGrid, err := scenes.OutputGrid(cfg, p.dates[0].bands, area)
 	if err != nil {
 		return nil, err
 	}
@@ -307,41 +310,41 @@ func planTile(cfg IngestConfig, t tileItems, labelItems []catalog.Item, area [4]
 	return p, nil
 }
 
-// sourceTile is one tile of an ingest, made from STAC items (stacTile) or
+// SourceTile is one tile of an ingest, made from STAC items (stacTile) or
 // from an analysis-ready raster pair (rasterTile).
-type sourceTile interface {
-	name() string
-	dates() int
-	// plan resolves the tile's inputs and returns its grid, before any
+type SourceTile interface {
+	Name() string
+	Dates() int
+	// Plan resolves the tile's inputs and returns its grid, before any
 	// pixel is read.
-	plan(cfg IngestConfig) (geo.Grid, error)
-	// composite makes every window of the tile and hands it to the sinks.
-	composite(ctx context.Context, cfg IngestConfig, opt Options, sinks ...tileSink) (tileStats, error)
-	// manifest describes the tile's stack and its sources.
-	manifest(ctx context.Context, cfg IngestConfig, opt Options, noValid float64) (manifest, error)
-	// labelScheme is the class scheme of the tile's labels, whose palette
+	Plan(cfg config.IngestConfig) (geo.Grid, error)
+	// Composite makes every window of the tile and hands it to the sinks.
+	Composite(ctx context.Context, cfg config.IngestConfig, opt stage.Options, sinks ...TileSink) (tileStats, error)
+	// Manifest describes the tile's stack and its sources.
+	Manifest(ctx context.Context, cfg config.IngestConfig, opt stage.Options, noValid float64) (stage.Manifest, error)
+	// LabelScheme is the class scheme of the tile's labels, whose palette
 	// and names the labels COG carries (after plan); nil when the labels'
 	// codes are the user's own.
-	labelScheme(cfg IngestConfig) *landcover.Scheme
+	LabelScheme(cfg config.IngestConfig) *landcover.Scheme
 }
 
 // tileStats is what compositing a tile measured.
 type tileStats struct {
-	timings StageTimes
+	Timings StageTimes
 	decoded int64 // source bytes read
-	pixels  int
-	noValid float64 // share of pixels without a valid observation
+	Pixels  int
+	NoValid float64 // share of pixels without a valid observation
 }
 
 // ingestOne writes one tile's stack COGs and manifest into the stage. It
 // returns the bytes decoded.
-func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomicfs.Stage, st sourceTile, mark func(step, tile string)) (TileResult, int64, error) {
-	name := st.name()
-	dir, err := tileDir(stage, name)
+func ingestOne(ctx context.Context, cfg config.IngestConfig, opt stage.Options, staging *atomicfs.Stage, st SourceTile, mark func(step, tile string)) (TileResult, int64, error) {
+	name := st.Name()
+	dir, err := stage.TileDir(staging, name)
 	if err != nil {
 		return TileResult{}, 0, err
 	}
-	tr := TileResult{Tile: name, Dir: filepath.Join(stage.Final, name), Dates: st.dates()}
+	tr := TileResult{Tile: name, Dir: filepath.Join(staging.Final, name), Dates: st.Dates()}
 	if atomicfs.Exists(filepath.Join(dir, "manifest.json")) {
 		tr.Skipped = true
 		opt.Log.Info("tile already ingested", "tile", name)
@@ -350,31 +353,31 @@ func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomic
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return tr, 0, err
 	}
-	grid, err := st.plan(cfg)
+	grid, err := st.Plan(cfg)
 	if err != nil {
 		return tr, 0, err
 	}
-	tw, err := newTileWriters(dir, grid, cfg, st.labelScheme(cfg), true, opt.Compare.GDALCOG)
+	tw, err := NewTileWriters(dir, grid, cfg, st.LabelScheme(cfg), true, opt.Compare.GDALCOG)
 	if err != nil {
 		return tr, 0, err
 	}
 	mark("planned", name)
-	hist := radiometry.NewHistogram(len(cfg.Bands), StackScale, StackOffset)
-	sinks := []tileSink{tw, hist}
+	hist := radiometry.NewHistogram(len(cfg.Bands), stage.StackScale, stage.StackOffset)
+	sinks := []TileSink{tw, hist}
 	var outside *outsideCounter
-	if s := st.labelScheme(cfg); s != nil {
+	if s := st.LabelScheme(cfg); s != nil {
 		outside = newOutsideCounter(*s)
 		sinks = append(sinks, outside)
 	}
-	stats, err := st.composite(ctx, cfg, opt, sinks...)
-	tr.Pixels, tr.Timings, tr.NoValidFrac = stats.pixels, stats.timings, stats.noValid
+	stats, err := st.Composite(ctx, cfg, opt, sinks...)
+	tr.Pixels, tr.Timings, tr.NoValidFrac = stats.Pixels, stats.Timings, stats.NoValid
 	if err != nil {
-		tw.abort()
+		tw.Abort()
 		return tr, stats.decoded, err
 	}
 	mark("composited", name)
 	encodeStart := time.Now()
-	if err := tw.close(); err != nil {
+	if err := tw.Close(); err != nil {
 		return tr, stats.decoded, err
 	}
 	tr.Timings.Encode = time.Since(encodeStart)
@@ -386,28 +389,28 @@ func ingestOne(ctx context.Context, cfg IngestConfig, opt Options, stage *atomic
 			opt.Log.Warn(w)
 		}
 	}
-	m, err := st.manifest(ctx, cfg, opt, tr.NoValidFrac)
+	m, err := st.Manifest(ctx, cfg, opt, tr.NoValidFrac)
 	if err == nil {
 		m.LabelsOutsideScheme = tr.Outside
-		m.setDark(cfg.Bands, hist.Dark(), opt)
-		m.LabelScheme = recordScheme(st.labelScheme(cfg))
-		err = writeTileManifest(dir, m, tw.sums())
+		m.SetDark(cfg.Bands, hist.Dark(), opt)
+		m.LabelScheme = stage.RecordScheme(st.LabelScheme(cfg))
+		err = WriteTileManifest(dir, m, tw.sums())
 	}
 	mark("manifest", name)
 	return tr, stats.decoded, err
 }
 
-// labelScheme is the scheme of STAC labels: the label items'
+// LabelScheme is the scheme of STAC labels: the label items'
 // classification:classes when one declares them (the first by id), else
 // the built-in Esri/IO scheme for Impact Observatory's io-lulc
 // collections, else ESA WorldCover's. Vector labels (source.labels) have
 // the scheme their text classes name, if any: numeric codes are the
 // user's own, as raster pairs' are.
-func (t *stacTile) labelScheme(cfg IngestConfig) *landcover.Scheme {
+func (t *StacTile) LabelScheme(cfg config.IngestConfig) *landcover.Scheme {
 	if cfg.Source.Labels != "" {
-		return t.vec.labelScheme()
+		return t.Vec.labelScheme()
 	}
-	items := slices.Clone(t.labelItems)
+	items := slices.Clone(t.LabelItems)
 	slices.SortFunc(items, func(a, b catalog.Item) int { return strings.Compare(a.ID, b.ID) })
 	for _, li := range items {
 		a, err := li.Asset("labels", cfg.Source.Assets)
@@ -433,20 +436,20 @@ func (t *stacTile) labelScheme(cfg IngestConfig) *landcover.Scheme {
 	return &landcover.WorldCover
 }
 
-// stacTile is a tile of STAC items with the label items over the area.
-type stacTile struct {
-	items      tileItems
-	labelItems []catalog.Item
-	area       [4]float64
+// StacTile is a tile of STAC items with the label items over the area.
+type StacTile struct {
+	Items      scenes.TileItems
+	LabelItems []catalog.Item
+	Area       [4]float64
 	p          *tilePlan
-	vec        *vectorLabels // source.labels, when set
+	Vec        *vectorLabels // source.labels, when set
 }
 
-func (t *stacTile) name() string { return t.items.tile }
-func (t *stacTile) dates() int   { return len(t.items.items) }
+func (t *StacTile) Name() string { return t.Items.Tile }
+func (t *StacTile) Dates() int   { return len(t.Items.Items) }
 
-func (t *stacTile) plan(cfg IngestConfig) (geo.Grid, error) {
-	p, err := planTile(cfg, t.items, t.labelItems, t.area)
+func (t *StacTile) Plan(cfg config.IngestConfig) (geo.Grid, error) {
+	p, err := planTile(cfg, t.Items, t.LabelItems, t.Area)
 	if err != nil {
 		return geo.Grid{}, err
 	}
@@ -454,19 +457,19 @@ func (t *stacTile) plan(cfg IngestConfig) (geo.Grid, error) {
 	return p.grid, nil
 }
 
-// composite makes the tile's windows. With source.labels the layer is
+// Composite makes the tile's windows. With source.labels the layer is
 // burned onto the tile's grid first, once, for every window to copy from.
-func (t *stacTile) composite(ctx context.Context, cfg IngestConfig, opt Options, sinks ...tileSink) (tileStats, error) {
+func (t *StacTile) Composite(ctx context.Context, cfg config.IngestConfig, opt stage.Options, sinks ...TileSink) (tileStats, error) {
 	var burned time.Duration
 	if cfg.Source.Labels != "" {
 		t0 := time.Now()
-		labels, err := burnVectorLabels(cfg, t.vec, t.p.grid, sinks)
+		labels, err := burnVectorLabels(cfg, t.Vec, t.p.grid, sinks)
 		if err != nil {
 			return tileStats{}, err
 		}
 		if !slices.ContainsFunc(labels, func(c uint8) bool { return c != 0 }) {
 			// Not an error: a layer may label some tiles of an area only.
-			opt.Log.Warn(fmt.Sprintf("tile %s: no feature of source.labels %s lies on the tile's grid: its labels are empty", t.name(), cfg.Source.Labels))
+			opt.Log.Warn(fmt.Sprintf("tile %s: no feature of source.labels %s lies on the tile's grid: its labels are empty", t.Name(), cfg.Source.Labels))
 		}
 		t.p.burned, burned = labels, time.Since(t0)
 	}
@@ -477,13 +480,13 @@ func (t *stacTile) composite(ctx context.Context, cfg IngestConfig, opt Options,
 	timings := job.timings(opt.Workers)
 	// Burning is reading labels, once for the tile.
 	timings.Read, timings.Labels = timings.Read+burned, timings.Labels+burned
-	return tileStats{timings: timings, decoded: job.decoded.Load(), pixels: job.pixels(), noValid: job.noValidFrac()}, err
+	return tileStats{Timings: timings, decoded: job.decoded.Load(), Pixels: job.pixels(), NoValid: job.noValidFrac()}, err
 }
 
-func (t *stacTile) manifest(ctx context.Context, cfg IngestConfig, opt Options, noValid float64) (manifest, error) {
-	m := t.p.manifest(ctx, cfg, opt, noValid, t.labelItems)
+func (t *StacTile) Manifest(ctx context.Context, cfg config.IngestConfig, opt stage.Options, noValid float64) (stage.Manifest, error) {
+	m := t.p.manifest(ctx, cfg, opt, noValid, t.LabelItems)
 	if cfg.Source.Labels != "" {
-		if err := vectorManifest(ctx, &m, cfg, t.vec, opt); err != nil {
+		if err := vectorManifest(ctx, &m, cfg, t.Vec, opt); err != nil {
 			return m, err
 		}
 	}
@@ -514,7 +517,7 @@ func warnEmptySeasons(log *slog.Logger, tile string, tp *composite.Temporal, dat
 
 // compositeTile reads, masks and composites every window of a plan on
 // opt.Workers workers and hands each finished window to the sinks.
-func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *tilePlan, sinks ...tileSink) (*windowJob, error) {
+func compositeTile(ctx context.Context, cfg config.IngestConfig, opt stage.Options, plan *tilePlan, sinks ...TileSink) (*windowJob, error) {
 	opt.Log.Info("ingesting tile", "tile", plan.tile, "dates", len(plan.dates), "grid",
 		fmt.Sprintf("%d×%d EPSG:%d", plan.grid.Width, plan.grid.Height, plan.grid.EPSG), "windows", len(plan.windows))
 	if short, err := plan.shortBands(); err != nil {
@@ -540,13 +543,13 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 		return nil, err
 	}
 	job := &windowJob{cfg: cfg, grid: plan.grid, dates: make([]windowDate, len(plan.dates)), drop: drop, temporal: tp,
-		labels: plan.labels, burned: plan.burned, sinks: sinks, windows: len(plan.windows), engine: opt.engine(), hooks: opt.hooks, log: opt.Log,
+		labels: plan.labels, burned: plan.burned, sinks: sinks, windows: len(plan.windows), engine: opt.Engine(), hooks: opt.Hooks, log: opt.Log,
 		cache: raster.NewBlockCache(blockCacheBudget(plan))}
 	for _, s := range sinks {
-		if m, ok := s.(mirrorSink); ok && job.engine.mirrors() {
+		if m, ok := s.(stage.MirrorSink); ok && job.engine.Mirrors() {
 			// The device composites the windows: it places them in the
 			// mirror from its own memory.
-			job.mirror = m.m
+			job.mirror = m.Mirror
 		}
 	}
 	for i, d := range plan.dates {
@@ -555,16 +558,16 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 	warnEmptySeasons(opt.Log, plan.tile, tp, job.dates)
 	bar := opt.NewBar(int64(len(plan.windows)), "ingest "+plan.tile+" windows")
 	defer bar.Finish()
-	if job.engine.rawBands() {
+	if job.engine.RawBands() {
 		job.ahead = newDecodeAhead(job, plan.windows)
 		defer func() { job.readNs.Add(int64(job.ahead.close())) }()
 	}
 	tileStart := time.Now()
 	var done atomic.Int64
 	workers := opt.Workers
-	if !job.engine.rawBands() && len(plan.windows) > 0 {
+	if !job.engine.RawBands() && len(plan.windows) > 0 {
 		w := plan.windows[0]
-		workers = windowWorkers(opt.Workers, int64(w.Width)*int64(w.Height)*int64(len(plan.dates))*int64(2*len(cfg.Bands)+1), heapBudget(), opt.Log)
+		workers = WindowWorkers(opt.Workers, int64(w.Width)*int64(w.Height)*int64(len(plan.dates))*int64(2*len(cfg.Bands)+1), heapBudget(), opt.Log)
 	}
 	return job, eachWindow(ctx, plan.windows, workers, func() (func(geo.Grid) error, func(), error) {
 		// Each worker keeps its own GDAL handles, opened on first use; the
@@ -595,7 +598,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 	})
 }
 
-// windowWorkers bounds the windows composited at once where each holds
+// WindowWorkers bounds the windows composited at once where each holds
 // every date's bands on the host (the CPU engine, or a device fed decoded
 // planes): a window holds perWindow bytes (its dates' bands and masks: a
 // gigabyte at 48 dates of 10 bands in 1024² windows), so that with every
@@ -603,7 +606,7 @@ func compositeTile(ctx context.Context, cfg IngestConfig, opt Options, plan *til
 // GB of RSS at 48 dates on 16 cores, docs/benchmarks.md, "A year of
 // dates"). They take at most half of budget, and the log says when that
 // holds workers back.
-func windowWorkers(workers int, perWindow, budget int64, log *slog.Logger) int {
+func WindowWorkers(workers int, perWindow, budget int64, log *slog.Logger) int {
 	if perWindow <= 0 || budget <= 0 {
 		return workers
 	}
@@ -638,7 +641,7 @@ func heapLimit() int64 {
 
 // logTileStages logs where a tile's ingest time went and warns when many
 // pixels have no valid observation.
-func logTileStages(ctx context.Context, opt Options, tile string, tr TileResult) {
+func logTileStages(ctx context.Context, opt stage.Options, tile string, tr TileResult) {
 	opt.Log.Info("tile stages", "tile", tile, "read_worker_s", tr.Timings.Read.Seconds(),
 		"resample_worker_s", tr.Timings.Resample.Seconds(), "labels_worker_s", tr.Timings.Labels.Seconds(), "composite_worker_s", tr.Timings.Composite.Seconds(),
 		"write_worker_s", tr.Timings.Write.Seconds(), "encode_s", tr.Timings.Encode.Seconds(), "workers", tr.Timings.Workers,
@@ -654,48 +657,48 @@ func logTileStages(ctx context.Context, opt Options, tile string, tr TileResult)
 
 // manifest describes the tile's stack: grid, encoding, mask and every
 // source asset.
-func (p *tilePlan) manifest(ctx context.Context, cfg IngestConfig, opt Options, noValid float64, labelItems []catalog.Item) manifest {
+func (p *tilePlan) manifest(ctx context.Context, cfg config.IngestConfig, opt stage.Options, noValid float64, labelItems []catalog.Item) stage.Manifest {
 	grid := p.grid
-	m := manifest{
+	m := stage.Manifest{
 		Version: opt.Version, ConfigHash: cfg.Hash(), Tile: p.tile,
-		Grid:  manifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
-		Bands: cfg.StackPlanes(), DataType: "uint16", Scale: StackScale, Offset: StackOffset, NoData: 0,
+		Grid:  stage.ManifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
+		Bands: cfg.StackPlanes(), DataType: "uint16", Scale: stage.StackScale, Offset: stage.StackOffset, NoData: 0,
 		Composite:  "per-pixel temporal median of valid observations (composite package rules)",
 		Temporal:   cfg.Temporal,
-		Mask:       manifestMask{DropSCL: cfg.Mask.DropSCL, Band: cfg.Mask.Band, NoData: "any band at its nodata value"},
+		Mask:       stage.ManifestMask{DropSCL: cfg.Mask.DropSCL, Band: cfg.Mask.Band, NoData: "any band at its nodata value"},
 		Resampling: cfg.Resampling.Reflectance, LabelResampling: cfg.Resampling.Labels,
 		NoValidFraction: noValid,
 	}
 	for _, d := range p.dates {
-		src := manifestItem{ID: d.item.ID, Collection: d.item.Collection, Datetime: d.item.Datetime.Format(time.RFC3339Nano), Assets: map[string]ManifestAsset{}}
+		src := stage.ManifestItem{ID: d.item.ID, Collection: d.item.Collection, Datetime: d.item.Datetime.Format(time.RFC3339Nano), Assets: map[string]stage.ManifestAsset{}}
 		// Items from static catalogs have their own document; API results
 		// are located by the search that returned them.
 		if strings.HasSuffix(d.item.Location, ".json") {
 			src.Href = redact.URL(d.item.Location)
 		}
 		for bi, a := range d.bands {
-			src.Assets[cfg.Bands[bi]] = describeAsset(ctx, opt.HTTP, a, d.scale[bi], d.offset[bi])
+			src.Assets[cfg.Bands[bi]] = stage.DescribeAsset(ctx, opt.HTTP, a, d.scale[bi], d.offset[bi])
 		}
 		if d.scl.Href != "" {
 			name := "SCL"
 			if cfg.Mask.Band != "" {
 				name = cfg.Mask.Band
 			}
-			src.Assets[name] = describeAsset(ctx, opt.HTTP, d.scl, 0, 0)
+			src.Assets[name] = stage.DescribeAsset(ctx, opt.HTTP, d.scl, 0, 0)
 		}
 		m.Sources = append(m.Sources, src)
 	}
 	for i, li := range labelItems {
-		m.Labels = append(m.Labels, manifestItem{ID: li.ID, Collection: li.Collection,
-			Assets: map[string]ManifestAsset{"labels": describeAsset(ctx, opt.HTTP, p.labels[i], 0, 0)}})
+		m.Labels = append(m.Labels, stage.ManifestItem{ID: li.ID, Collection: li.Collection,
+			Assets: map[string]stage.ManifestAsset{"labels": stage.DescribeAsset(ctx, opt.HTTP, p.labels[i], 0, 0)}})
 	}
 	return m
 }
 
-// tileSink receives a tile's finished windows: every stack band's DNs, the
+// TileSink receives a tile's finished windows: every stack band's DNs, the
 // valid counts and the labels, w×h and row-major, at (x, y). The COG
 // writers and an in-memory stack.Tile are sinks.
-type tileSink interface {
+type TileSink interface {
 	Write(x, y, w, h int, stack [][]uint16, count, labels []uint8) error
 }
 
@@ -782,10 +785,10 @@ type weightSink interface {
 	WriteWeights(w []uint8) error
 }
 
-// tileWriters are the three rasters of a tile: the stack (UInt16 in lulc's
+// TileWriters are the three rasters of a tile: the stack (UInt16 in lulc's
 // encoding, band descriptions from the config's bands), the labels (UInt8,
 // with the scheme's palette and names when given) and the valid counts.
-type tileWriters struct {
+type TileWriters struct {
 	stack, label, count *raster.Writer
 	dir                 string
 	grid                geo.Grid
@@ -793,25 +796,25 @@ type tileWriters struct {
 }
 
 // WriteGroups writes the tile's group ids as groups.tif.
-func (w *tileWriters) WriteGroups(ids []uint32) error {
-	return raster.WriteGroups(filepath.Join(w.dir, GroupsFile), w.grid, ids, w.cog)
+func (w *TileWriters) WriteGroups(ids []uint32) error {
+	return raster.WriteGroups(filepath.Join(w.dir, stage.GroupsFile), w.grid, ids, w.cog)
 }
 
 // WriteWeights writes the tile's pixel weights as weights.tif.
-func (w *tileWriters) WriteWeights(weights []uint8) error {
-	return raster.WriteWeights(filepath.Join(w.dir, WeightsFile), w.grid, weights, w.cog)
+func (w *TileWriters) WriteWeights(weights []uint8) error {
+	return raster.WriteWeights(filepath.Join(w.dir, stage.WeightsFile), w.grid, weights, w.cog)
 }
 
-// newTileWriters starts a tile's three rasters in dir. With early, their
+// NewTileWriters starts a tile's three rasters in dir. With early, their
 // full-resolution tiles are compressed as the windows complete them, and
 // the files are hashed as they are written (raster.COGOptions.EncodeEarly):
 // the compressed tiles are then held in memory until close.
-func newTileWriters(dir string, grid geo.Grid, cfg IngestConfig, classes *landcover.Scheme, early, gdalCOG bool) (*tileWriters, error) {
-	cog := raster.COGOptions{BlockSize: cfg.Output.BlockSize, Compress: cfg.Output.Compress, NoData: ptr(0.0), EncodeEarly: early, GDALDriver: gdalCOG}
+func NewTileWriters(dir string, grid geo.Grid, cfg config.IngestConfig, classes *landcover.Scheme, early, gdalCOG bool) (*TileWriters, error) {
+	cog := raster.COGOptions{BlockSize: cfg.Output.BlockSize, Compress: cfg.Output.Compress, NoData: stage.Ptr(0.0), EncodeEarly: early, GDALDriver: gdalCOG}
 	planes := cfg.StackPlanes()
 	bandInfo := make([]raster.BandInfo, len(planes))
 	for i, b := range planes {
-		bandInfo[i] = raster.BandInfo{Description: b, Scale: StackScale, Offset: StackOffset}
+		bandInfo[i] = raster.BandInfo{Description: b, Scale: stage.StackScale, Offset: stage.StackOffset}
 	}
 	stackW, err := raster.NewWriter(filepath.Join(dir, "stack.tif"), grid, "uint16", bandInfo, cog)
 	if err != nil {
@@ -836,23 +839,23 @@ func newTileWriters(dir string, grid geo.Grid, cfg IngestConfig, classes *landco
 	}
 	// Groups and weights are written whole, once: nothing to gain early.
 	cog.EncodeEarly = false
-	return &tileWriters{stack: stackW, label: labelW, count: countW, dir: dir, grid: grid, cog: cog}, nil
+	return &TileWriters{stack: stackW, label: labelW, count: countW, dir: dir, grid: grid, cog: cog}, nil
 }
 
 // sums returns the checksums and sizes the writers took as they wrote,
 // by file name, after close.
-func (w *tileWriters) sums() map[string]manifestOutput {
-	known := map[string]manifestOutput{}
+func (w *TileWriters) sums() map[string]stage.ManifestOutput {
+	known := map[string]stage.ManifestOutput{}
 	for name, r := range map[string]*raster.Writer{"stack.tif": w.stack, "labels.tif": w.label, "valid_count.tif": w.count} {
 		if sum, size, ok := r.Sum(); ok {
-			known[name] = manifestOutput{File: name, BLAKE3: sum, Size: size}
+			known[name] = stage.ManifestOutput{File: name, BLAKE3: sum, Size: size}
 		}
 	}
 	return known
 }
 
 // Write stores a window of every stack band, the count and the labels.
-func (w *tileWriters) Write(x, y, width, height int, stack [][]uint16, count, labels []uint8) error {
+func (w *TileWriters) Write(x, y, width, height int, stack [][]uint16, count, labels []uint8) error {
 	for bi, b := range stack {
 		if err := w.stack.Write(bi, x, y, width, height, b); err != nil {
 			return err
@@ -864,17 +867,17 @@ func (w *tileWriters) Write(x, y, width, height int, stack [][]uint16, count, la
 	return w.label.Write(0, x, y, width, height, labels)
 }
 
-func (w *tileWriters) abort() {
+func (w *TileWriters) Abort() {
 	w.stack.Abort()
 	w.label.Abort()
 	w.count.Abort()
-	os.Remove(filepath.Join(w.dir, GroupsFile))
-	os.Remove(filepath.Join(w.dir, WeightsFile))
+	os.Remove(filepath.Join(w.dir, stage.GroupsFile))
+	os.Remove(filepath.Join(w.dir, stage.WeightsFile))
 }
 
-// close encodes the three COGs at once (the labels and counts beside the
+// Close encodes the three COGs at once (the labels and counts beside the
 // stack, which takes longest); on failure it discards them all.
-func (w *tileWriters) close() error {
+func (w *TileWriters) Close() error {
 	writers := []*raster.Writer{w.stack, w.label, w.count}
 	errs := make([]error, len(writers))
 	var wg sync.WaitGroup
@@ -883,24 +886,24 @@ func (w *tileWriters) close() error {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		w.abort()
+		w.Abort()
 		return err
 	}
 	return nil
 }
 
-// writeTileManifest adds the outputs' checksums to m and writes the
+// WriteTileManifest adds the outputs' checksums to m and writes the
 // tile's manifest.json, which marks the tile finished. Files in known were
 // hashed as they were written; the others are read back.
-func writeTileManifest(dir string, m manifest, known map[string]manifestOutput) error {
+func WriteTileManifest(dir string, m stage.Manifest, known map[string]stage.ManifestOutput) error {
 	// The files are hashed at once.
 	files := []string{"stack.tif", "labels.tif", "valid_count.tif"}
-	for _, f := range []string{GroupsFile, WeightsFile} {
+	for _, f := range []string{stage.GroupsFile, stage.WeightsFile} {
 		if atomicfs.Exists(filepath.Join(dir, f)) {
 			files = append(files, f)
 		}
 	}
-	outs, errs := make([]manifestOutput, len(files)), make([]error, len(files))
+	outs, errs := make([]stage.ManifestOutput, len(files)), make([]error, len(files))
 	var wg sync.WaitGroup
 	for i, f := range files {
 		if k, ok := known[f]; ok {
@@ -909,7 +912,7 @@ func writeTileManifest(dir string, m manifest, known map[string]manifestOutput) 
 		}
 		wg.Go(func() {
 			sum, size, err := digest.File(filepath.Join(dir, f))
-			outs[i], errs[i] = manifestOutput{File: f, BLAKE3: sum, Size: size}, err
+			outs[i], errs[i] = stage.ManifestOutput{File: f, BLAKE3: sum, Size: size}, err
 		})
 	}
 	wg.Wait()
@@ -945,7 +948,7 @@ func blockCacheBudget(p *tilePlan) int64 {
 
 // windowJob is the per-window work of one tile, shared by its workers.
 type windowJob struct {
-	cfg    IngestConfig
+	cfg    config.IngestConfig
 	grid   geo.Grid
 	dates  []windowDate
 	drop   []uint8
@@ -953,10 +956,10 @@ type windowJob struct {
 	// burned are the tile's vector labels, read in place of labels' assets
 	// (nil: none).
 	burned  []uint8
-	sinks   []tileSink
+	sinks   []TileSink
 	windows int
-	engine  engine
-	hooks   hooks
+	engine  stage.Engine
+	hooks   stage.Hooks
 	cache   *raster.BlockCache
 	crs     sync.Map // href → EPSG code, read by the first worker to open it
 	layouts sync.Map // href → *raster.TileLayout of bands the engine decodes (nil: it does not)
@@ -966,7 +969,7 @@ type windowJob struct {
 	// temporal describes the stack's temporal planes, after the bands'
 	// medians (nil: none).
 	temporal *composite.Temporal
-	ahead    *decodeAhead // with a device that decodes: the compressed tiles, read and decoded ahead
+	ahead    *DecodeAhead // with a device that decodes: the compressed tiles, read and decoded ahead
 	// mirror is the tile's composite in device memory, which the device
 	// composite fills (nil: none, or filled through its sink).
 	mirror *cuda.Mirror
@@ -1037,8 +1040,8 @@ func (j *windowJob) window(w geo.Grid, open func(string) (*raster.Source, error)
 	if j.mirror != nil {
 		into = &cuda.MirrorWindow{Mirror: j.mirror, X: x, Y: y, Width: w.Width, Labels: labels}
 	}
-	spec := composite.Spec{Drop: j.drop, Temporal: j.temporal, Scale: StackScale, Offset: StackOffset}
-	resampled, err := j.engine.composite(cdates, spec, meds, count, into)
+	spec := composite.Spec{Drop: j.drop, Temporal: j.temporal, Scale: stage.StackScale, Offset: stage.StackOffset}
+	resampled, err := j.engine.Composite(cdates, spec, meds, count, into)
 	if err != nil {
 		return err
 	}
@@ -1054,7 +1057,7 @@ func (j *windowJob) window(w geo.Grid, open func(string) (*raster.Source, error)
 	j.resampleNs.Add(int64(resampled))
 
 	for _, sink := range j.sinks {
-		if m, ok := sink.(mirrorSink); ok && m.m == j.mirror {
+		if m, ok := sink.(stage.MirrorSink); ok && m.Mirror == j.mirror {
 			continue // the device composite placed the window itself
 		}
 		if err := sink.Write(x, y, w.Width, w.Height, meds, count, labels); err != nil {
@@ -1202,7 +1205,7 @@ func (r *windowReader) band(href string) (*raster.Source, []uint16, *resample.Co
 // tiles the engine decodes (with the plane's geometry for a coarse band);
 // nil for any other band.
 func (r *windowReader) rawBand(href string) (*raster.Source, *resample.Coarse, *decode.Rect, error) {
-	if !r.job.engine.rawBands() {
+	if !r.job.engine.RawBands() {
 		return nil, nil, nil, nil
 	}
 	if a := r.job.ahead; a != nil {
@@ -1251,7 +1254,7 @@ func (j *windowJob) layout(s *raster.Source) *raster.TileLayout {
 	why := ""
 	if got, err := s.Layout(); err != nil {
 		why = err.Error()
-	} else if ok, w := decodes(j.engine, got.Format()); !ok {
+	} else if ok, w := stage.Decodes(j.engine, got.Format()); !ok {
 		why = w
 	} else {
 		l = &got
@@ -1450,9 +1453,9 @@ feed:
 	return firstErr
 }
 
-// configureGDAL sets GDAL's options for reading the sources: lulc's
+// ConfigureGDAL sets GDAL's options for reading the sources: lulc's
 // defaults, then the config's source.gdal.
-func configureGDAL(cfg IngestConfig) error {
+func ConfigureGDAL(cfg config.IngestConfig) error {
 	gdalOpts := map[string]string{
 		"GDAL_DISABLE_READDIR_ON_OPEN":     "EMPTY_DIR",
 		"GDAL_HTTP_MAX_RETRY":              "4",
@@ -1467,7 +1470,7 @@ func configureGDAL(cfg IngestConfig) error {
 	}
 	// GDAL reads only the listed extensions over HTTP: a remote vector
 	// layer's own must be among them.
-	if ext := vectorExtension(cfg.Source.Labels); ext != "" {
+	if ext := VectorExtension(cfg.Source.Labels); ext != "" {
 		gdalOpts["CPL_VSIL_CURL_ALLOWED_EXTENSIONS"] += "," + ext
 	}
 	for k, v := range cfg.Source.GDAL {

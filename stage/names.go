@@ -1,4 +1,4 @@
-package pipeline
+package stage
 
 import (
 	"crypto/sha256"
@@ -6,29 +6,30 @@ import (
 	"path/filepath"
 
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/stage/config"
 )
 
-// tileDir is the directory of a tile in a stage, checked: the name with
+// TileDir is the directory of a tile in a stage, checked: the name with
 // checkTileName, the path to lie inside the stage (atomicfs.Entry).
-func tileDir(stage *atomicfs.Stage, name string) (string, error) {
-	if err := checkTileName(name); err != nil {
+func TileDir(staging *atomicfs.Stage, name string) (string, error) {
+	if err := config.CheckTileName(name); err != nil {
 		return "", fmt.Errorf("tile: %w", err)
 	}
-	dir, err := atomicfs.Entry(stage.Dir, name)
+	dir, err := atomicfs.Entry(staging.Dir, name)
 	if err != nil {
 		return "", fmt.Errorf("tile %s: %w", name, err)
 	}
 	return dir, nil
 }
 
-// newTileOut is where a tile of an output writes its files, checked as
+// NewTileOut is where a tile of an output writes its files, checked as
 // tileDir checks them.
-func newTileOut(stage *atomicfs.Stage, name string, c collectionRef) (tileOut, error) {
-	dir, err := tileDir(stage, name)
+func NewTileOut(staging *atomicfs.Stage, name string, c CollectionRef) (TileOut, error) {
+	dir, err := TileDir(staging, name)
 	if err != nil {
-		return tileOut{}, err
+		return TileOut{}, err
 	}
-	return tileOut{dir: dir, final: filepath.Join(stage.Final, name), collection: c}, nil
+	return TileOut{Dir: dir, Final: filepath.Join(staging.Final, name), Collection: c}, nil
 }
 
 // Output files per tile.
@@ -39,7 +40,7 @@ const (
 	ItemFile       = "item.json"
 )
 
-func sha(b []byte) []byte {
+func Sha(b []byte) []byte {
 	s := sha256.Sum256(b)
 	return s[:]
 }

@@ -1,4 +1,4 @@
-package pipeline
+package stage
 
 import (
 	"context"
@@ -16,19 +16,20 @@ import (
 
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/pixel/radiometry"
+	"github.com/lulc/lulc/stage/config"
 
 	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/internal/redact"
 	"github.com/lulc/lulc/source/catalog"
 )
 
-// manifest records what a tile's stack was made from and how, so that
+// Manifest records what a tile's stack was made from and how, so that
 // reruns and later stages can reproduce it and skip finished work.
-type manifest struct {
+type Manifest struct {
 	Version    string       `json:"lulc_version"`
 	ConfigHash string       `json:"config_sha256"`
 	Tile       string       `json:"tile"`
-	Grid       manifestGrid `json:"grid"`
+	Grid       ManifestGrid `json:"grid"`
 	Bands      []string     `json:"bands"`
 	DataType   string       `json:"data_type"`
 	Scale      float64      `json:"scale"`
@@ -37,11 +38,11 @@ type manifest struct {
 	Composite  string       `json:"composite"`
 	// Temporal is the config of the stack's temporal planes, which
 	// follow the bands' medians in Bands.
-	Temporal        *TemporalConfig `json:"temporal,omitempty"`
-	Mask            manifestMask    `json:"mask"`
-	Resampling      string          `json:"resampling"`
-	LabelResampling string          `json:"label_resampling"`
-	NoValidFraction float64         `json:"no_valid_fraction"`
+	Temporal        *config.TemporalConfig `json:"temporal,omitempty"`
+	Mask            ManifestMask           `json:"mask"`
+	Resampling      string                 `json:"resampling"`
+	LabelResampling string                 `json:"label_resampling"`
+	NoValidFraction float64                `json:"no_valid_fraction"`
 	// Dark is each band's dark level (package radiometry), and
 	// RadiometryWarning what it suggests about the sources' declared
 	// scaling, if anything.
@@ -54,63 +55,63 @@ type manifest struct {
 	LabelsOutsideScheme map[uint8]int64 `json:"labels_outside_scheme,omitempty"`
 	// RadiometryOffset records how offset: auto decided a raster pair's
 	// offset.
-	RadiometryOffset *manifestOffset `json:"radiometry_offset,omitempty"`
+	RadiometryOffset *ManifestOffset `json:"radiometry_offset,omitempty"`
 	// LabelCodes says how vector labels' text classes became codes.
-	LabelCodes *manifestCodes `json:"label_codes,omitempty"`
+	LabelCodes *ManifestCodes `json:"label_codes,omitempty"`
 	// LabelsUnused are the class field's values that burned no label,
 	// with why and how many features hold each.
-	LabelsUnused []manifestValue `json:"labels_unused,omitempty"`
+	LabelsUnused []ManifestValue `json:"labels_unused,omitempty"`
 	// LabelGroups says what groups.tif holds, for vector labels.
 	LabelGroups string `json:"label_groups,omitempty"`
 	// LabelWeights says what weights.tif holds, for vector labels with a
 	// weight field.
 	LabelWeights      string           `json:"label_weights,omitempty"`
 	RadiometryWarning string           `json:"radiometry_warning,omitempty"`
-	Sources           []manifestItem   `json:"sources"`
-	Labels            []manifestItem   `json:"labels"`
-	Outputs           []manifestOutput `json:"outputs"`
+	Sources           []ManifestItem   `json:"sources"`
+	Labels            []ManifestItem   `json:"labels"`
+	Outputs           []ManifestOutput `json:"outputs"`
 }
 
-// parseManifest reads a tile's manifest.json and checks what later stages
+// ParseManifest reads a tile's manifest.json and checks what later stages
 // rely on: a tile name that is a directory name, a grid of a sane size,
 // bands lulc knows, a usable scaling. A damaged or hostile manifest is an
 // error here, not a crash or a huge allocation later.
-func parseManifest(raw []byte) (manifest, error) {
-	var m manifest
+func ParseManifest(raw []byte) (Manifest, error) {
+	var m Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return m, fmt.Errorf("not a lulc manifest: %w", err)
 	}
 	g := m.Grid
 	switch {
-	case checkTileName(m.Tile) != nil:
-		return m, fmt.Errorf("manifest tile: %w", checkTileName(m.Tile))
-	case g.Width <= 0 || g.Height <= 0 || float64(g.Width)*float64(g.Height) > maxGridPixels:
+	case config.CheckTileName(m.Tile) != nil:
+		return m, fmt.Errorf("manifest tile: %w", config.CheckTileName(m.Tile))
+	case g.Width <= 0 || g.Height <= 0 || float64(g.Width)*float64(g.Height) > MaxGridPixels:
 		return m, fmt.Errorf("manifest of tile %s: grid %d×%d is empty or too large", m.Tile, g.Width, g.Height)
 	case g.Transform[1] <= 0 || g.Transform[5] >= 0 || math.IsNaN(g.Transform[0]+g.Transform[1]+g.Transform[3]+g.Transform[5]) || math.IsInf(g.Transform[0]+g.Transform[1]+g.Transform[3]+g.Transform[5], 0):
 		return m, fmt.Errorf("manifest of tile %s: geotransform %v is not a north-up grid", m.Tile, g.Transform)
 	case m.Scale == 0 || math.IsNaN(m.Scale) || math.IsInf(m.Scale, 0) || math.IsNaN(m.Offset) || math.IsInf(m.Offset, 0):
 		return m, fmt.Errorf("manifest of tile %s: scale %g and offset %g are not a scaling", m.Tile, m.Scale, m.Offset)
 	}
-	if err := checkStackPlanes("manifest bands", m.Bands); err != nil || len(m.Bands) == 0 {
+	if err := config.CheckStackPlanes("manifest bands", m.Bands); err != nil || len(m.Bands) == 0 {
 		return m, fmt.Errorf("manifest of tile %s: bands %v: %v", m.Tile, m.Bands, err)
 	}
 	return m, nil
 }
 
-type manifestGrid struct {
+type ManifestGrid struct {
 	EPSG      int        `json:"epsg"`
 	Transform [6]float64 `json:"geotransform"`
 	Width     int        `json:"width"`
 	Height    int        `json:"height"`
 }
 
-type manifestMask struct {
+type ManifestMask struct {
 	DropSCL []int  `json:"drop_scl"`
 	Band    string `json:"band,omitempty"` // a mask band whose nonzero pixels are dropped
 	NoData  string `json:"nodata"`
 }
 
-type manifestItem struct {
+type ManifestItem struct {
 	ID         string                   `json:"id"`
 	Href       string                   `json:"href,omitempty"` // the item document, when it has its own
 	Collection string                   `json:"collection,omitempty"`
@@ -131,7 +132,7 @@ type ManifestAsset struct {
 	Offset float64 `json:"offset,omitempty"`
 }
 
-type manifestOutput struct {
+type ManifestOutput struct {
 	File string `json:"file"`
 	// BLAKE3 is the file's checksum (package digest).
 	BLAKE3 string `json:"blake3,omitempty"`
@@ -141,18 +142,18 @@ type manifestOutput struct {
 	Size   int64  `json:"size"`
 }
 
-// multihash is the output's checksum as STAC's file:checksum records it.
-func (o manifestOutput) multihash() string {
+// Multihash is the output's checksum as STAC's file:checksum records it.
+func (o ManifestOutput) Multihash() string {
 	if o.BLAKE3 == "" && o.SHA256 != "" {
 		return "1220" + o.SHA256
 	}
 	return digest.Multihash(o.BLAKE3)
 }
 
-// checksumMatches says whether the file at path has the checksum a
+// ChecksumMatches says whether the file at path has the checksum a
 // multihash records: BLAKE3, which lulc writes, or SHA-256, which it wrote
 // before.
-func checksumMatches(path, multihash string) bool {
+func ChecksumMatches(path, multihash string) bool {
 	var sum string
 	var err error
 	switch {
@@ -160,7 +161,7 @@ func checksumMatches(path, multihash string) bool {
 		sum, _, err = digest.File(path)
 		sum = digest.Multihash(sum)
 	case strings.HasPrefix(multihash, "1220"):
-		sum, _, err = fileSHA256(path)
+		sum, _, err = FileSHA256(path)
 		sum = "1220" + sum
 	default:
 		return false
@@ -168,10 +169,10 @@ func checksumMatches(path, multihash string) bool {
 	return err == nil && sum == multihash
 }
 
-// describeAsset records an input's identity: size for local files, size
+// DescribeAsset records an input's identity: size for local files, size
 // and ETag from a HEAD request for HTTP ones. A failed HEAD leaves them
 // empty rather than failing an ingest that already read the file.
-func describeAsset(ctx context.Context, client *http.Client, a catalog.Asset, scale, offset float64) ManifestAsset {
+func DescribeAsset(ctx context.Context, client *http.Client, a catalog.Asset, scale, offset float64) ManifestAsset {
 	m := ManifestAsset{Href: redact.URL(a.Href), Scale: scale, Offset: offset}
 	switch {
 	case strings.HasPrefix(a.Href, "http://"), strings.HasPrefix(a.Href, "https://"):
@@ -198,7 +199,7 @@ func describeAsset(ctx context.Context, client *http.Client, a catalog.Asset, sc
 	return m
 }
 
-func fileSHA256(path string) (string, int64, error) {
+func FileSHA256(path string) (string, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", 0, fmt.Errorf("checksum %s: %w", path, err)
@@ -212,9 +213,9 @@ func fileSHA256(path string) (string, int64, error) {
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
-// setDark records the tile's dark levels (aligned with bands) and warns
+// SetDark records the tile's dark levels (aligned with bands) and warns
 // when they suggest the sources' scaling is declared wrong.
-func (m *manifest) setDark(bands []string, dark []float64, opt Options) {
+func (m *Manifest) SetDark(bands []string, dark []float64, opt Options) {
 	m.Dark = radiometry.ByName(bands, dark)
 	m.RadiometryWarning = radiometry.Suspect(bands, dark)
 	if m.RadiometryWarning != "" {
@@ -222,24 +223,24 @@ func (m *manifest) setDark(bands []string, dark []float64, opt Options) {
 	}
 }
 
-// manifestOffset is offset auto's decision: the offset applied, the
+// ManifestOffset is offset auto's decision: the offset applied, the
 // image's dark levels without one, and why.
-type manifestOffset struct {
+type ManifestOffset struct {
 	Setting     string            `json:"setting"`
 	Applied     float64           `json:"applied"`
 	DarkWithout radiometry.Levels `json:"dark_reflectance_p1_without_offset"`
 	Reason      string            `json:"reason"`
 }
 
-// manifestCodes are the codes of text classes: how they were decided, and
+// ManifestCodes are the codes of text classes: how they were decided, and
 // each class value (lower case) with its code.
-type manifestCodes struct {
+type ManifestCodes struct {
 	From  string           `json:"from"`
 	Codes map[string]uint8 `json:"codes"`
 }
 
-// manifestValue is a class value that burned no label.
-type manifestValue struct {
+// ManifestValue is a class value that burned no label.
+type ManifestValue struct {
 	Value    string `json:"value"`
 	Why      string `json:"why"`
 	Features int    `json:"features"`
@@ -258,8 +259,8 @@ type manifestClass struct {
 	Color string `json:"color"`
 }
 
-// recordScheme is a scheme as a manifest records it; nil for none.
-func recordScheme(s *landcover.Scheme) *manifestScheme {
+// RecordScheme is a scheme as a manifest records it; nil for none.
+func RecordScheme(s *landcover.Scheme) *manifestScheme {
 	if s == nil {
 		return nil
 	}
@@ -270,8 +271,8 @@ func recordScheme(s *landcover.Scheme) *manifestScheme {
 	return ms
 }
 
-// scheme is the recorded scheme, validated; nil for none.
-func (ms *manifestScheme) scheme() (*landcover.Scheme, error) {
+// Scheme is the recorded scheme, validated; nil for none.
+func (ms *manifestScheme) Scheme() (*landcover.Scheme, error) {
 	if ms == nil {
 		return nil, nil
 	}
@@ -286,6 +287,6 @@ func (ms *manifestScheme) scheme() (*landcover.Scheme, error) {
 	return &s, s.Validate()
 }
 
-// maxGridPixels bounds an output grid: 2³¹ pixels, a 46,000-pixel square
+// MaxGridPixels bounds an output grid: 2³¹ pixels, a 46,000-pixel square
 // (a Sentinel-2 tile at 10 m is 10,980²).
-const maxGridPixels = 1 << 31
+const MaxGridPixels = 1 << 31

@@ -1,4 +1,4 @@
-package pipeline
+package chips
 
 import (
 	"bufio"
@@ -23,6 +23,9 @@ import (
 	"github.com/lulc/lulc/internal/npy"
 	"github.com/lulc/lulc/learn/sampling"
 	"github.com/lulc/lulc/pixel/features"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
+	"github.com/lulc/lulc/stage/train"
 )
 
 // ChipsFile is the description of an export of chips (docs/chips.md).
@@ -32,7 +35,7 @@ const ChipsFile = "chips.json"
 // features, classes and split the chips carry (its input names the
 // stack), and the chips' side and step in pixels.
 type ChipsConfig struct {
-	Train  TrainConfig
+	Train  config.TrainConfig
 	Size   int
 	Stride int
 }
@@ -46,8 +49,8 @@ type ChipsResult struct {
 	Elapsed time.Duration
 }
 
-// chipsIndex is chips.json.
-type chipsIndex struct {
+// ChipsIndex is chips.json.
+type ChipsIndex struct {
 	Format   string              `json:"format"`
 	Planes   []string            `json:"planes"`
 	Scheme   string              `json:"scheme"`
@@ -94,7 +97,7 @@ type chipFile struct {
 
 // chipSource is one tile of the stack, with the chips cut from it.
 type chipSource struct {
-	in     trainInput
+	in     train.TrainInput
 	name   string
 	grid   geo.Grid
 	index  []uint8 // class index per pixel, 0 none
@@ -107,7 +110,7 @@ type chipSource struct {
 // features, with class indices and the forest's split pixel for pixel
 // (sampling.SplitPlane), and writes them with each tile's whole planes as
 // .npy files and chips.json (docs/chips.md) into opt.Out, staged.
-func ExportChips(ctx context.Context, cc ChipsConfig, opt Options) (ChipsResult, error) {
+func ExportChips(ctx context.Context, cc ChipsConfig, opt stage.Options) (ChipsResult, error) {
 	opt.Fill()
 	start := time.Now()
 	cfg := cc.Train
@@ -123,22 +126,22 @@ func ExportChips(ctx context.Context, cc ChipsConfig, opt Options) (ChipsResult,
 	if err := atomicfs.CheckInputs(opt.Out, append(cfg.Inputs(), opt.Inputs...)...); err != nil {
 		return ChipsResult{}, err
 	}
-	inputs, err := inputsOf(cfg)
+	inputs, err := train.InputsOf(cfg)
 	if err != nil {
 		return ChipsResult{}, err
 	}
 	var schemes []*landcover.Scheme
 	for _, in := range inputs {
-		schemes = append(schemes, in.labelScheme)
+		schemes = append(schemes, in.LabelScheme)
 	}
-	if err := cfg.resolveLabels(schemes); err != nil {
+	if err := cfg.ResolveLabels(schemes); err != nil {
 		return ChipsResult{}, err
 	}
 	scheme, err := cfg.Scheme()
 	if err != nil {
 		return ChipsResult{}, err
 	}
-	set, err := features.NewSet(cfg.Features, inputs[0].bands)
+	set, err := features.NewSet(cfg.Features, inputs[0].Bands)
 	if err != nil {
 		return ChipsResult{}, fmt.Errorf("features: %w", err)
 	}
@@ -146,25 +149,25 @@ func ExportChips(ctx context.Context, cc ChipsConfig, opt Options) (ChipsResult,
 	if err != nil {
 		return ChipsResult{}, err
 	}
-	stage, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "chips "+cfg.Hash()+fmt.Sprintf(" %d %d", cc.Size, cc.Stride))
+	staging, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "chips "+cfg.Hash()+fmt.Sprintf(" %d %d", cc.Size, cc.Stride))
 	if err != nil {
 		return ChipsResult{}, err
 	}
-	defer stage.Release()
+	defer staging.Release()
 	idx := newChipsIndex(cfg, cc, set, scheme)
-	if err := writeChips(ctx, stage, idx, srcs, set); err != nil {
+	if err := writeChips(ctx, staging, idx, srcs, set); err != nil {
 		return ChipsResult{}, err
 	}
-	res := ChipsResult{Dir: stage.Final, Chips: len(idx.Chips), Planes: len(idx.Planes), Dropped: idx.Dropped}
+	res := ChipsResult{Dir: staging.Final, Chips: len(idx.Chips), Planes: len(idx.Planes), Dropped: idx.Dropped}
 	warnAbsent(idx, srcs, scheme, opt)
 	body, err := json.MarshalIndent(idx, "", "  ")
 	if err != nil {
 		return res, err
 	}
-	if err := atomicfs.WriteFile(stage.Path(ChipsFile), append(body, '\n')); err != nil {
+	if err := atomicfs.WriteFile(staging.Path(ChipsFile), append(body, '\n')); err != nil {
 		return res, err
 	}
-	if err := stage.Commit(); err != nil {
+	if err := staging.Commit(); err != nil {
 		return res, err
 	}
 	res.Elapsed = time.Since(start)
@@ -173,33 +176,33 @@ func ExportChips(ctx context.Context, cc ChipsConfig, opt Options) (ChipsResult,
 
 // chipSources reads each tile's labels into class indices and its split,
 // and lays its chips, keeping those with a labelled pixel.
-func chipSources(cfg TrainConfig, cc ChipsConfig, inputs []trainInput, scheme landcover.Scheme) ([]*chipSource, error) {
+func chipSources(cfg config.TrainConfig, cc ChipsConfig, inputs []train.TrainInput, scheme landcover.Scheme) ([]*chipSource, error) {
 	index := map[uint8]uint8{}
 	for i, c := range scheme.Classes {
 		index[c.Code] = uint8(i + 1)
 	}
-	remap := cfg.remap()
+	remap := cfg.Remap()
 	var out []*chipSource
 	for i, in := range inputs {
-		labels, grid, err := raster.ReadBand[uint8](in.labels, 1)
+		labels, grid, err := raster.ReadBand[uint8](in.Labels, 1)
 		if err != nil {
 			return nil, fmt.Errorf("input.stack: %w", err)
 		}
 		// ReadBand gives no CRS: the source's is read from its SRS.
-		lab, err := raster.Open(in.labels)
+		lab, err := raster.Open(in.Labels)
 		if err != nil {
 			return nil, fmt.Errorf("input.stack: %w", err)
 		}
 		grid.EPSG = lab.EPSG
 		lab.Close()
 		if cc.Size > grid.Width || cc.Size > grid.Height {
-			return nil, fmt.Errorf("chips: size %d is larger than tile %s (%d×%d pixels)", cc.Size, filepath.Base(filepath.Dir(in.labels)), grid.Width, grid.Height)
+			return nil, fmt.Errorf("chips: size %d is larger than tile %s (%d×%d pixels)", cc.Size, filepath.Base(filepath.Dir(in.Labels)), grid.Width, grid.Height)
 		}
 		split, err := sampling.SplitPlane(cfg.SamplingConfig(), i, labels, grid.Width, grid.Height)
 		if err != nil {
 			return nil, err
 		}
-		s := &chipSource{in: in, name: filepath.Base(filepath.Dir(in.labels)), grid: grid, split: split, sample: i, index: make([]uint8, len(labels))}
+		s := &chipSource{in: in, name: filepath.Base(filepath.Dir(in.Labels)), grid: grid, split: split, sample: i, index: make([]uint8, len(labels))}
 		for p, code := range labels {
 			if to, ok := remap[code]; ok {
 				code = to
@@ -244,8 +247,8 @@ func (s *chipSource) labelled(x, y, size int) bool {
 }
 
 // newChipsIndex starts chips.json with what the config decides.
-func newChipsIndex(cfg TrainConfig, cc ChipsConfig, set *features.Set, scheme landcover.Scheme) *chipsIndex {
-	idx := &chipsIndex{Format: "lulc-chips/1", Planes: set.Names(), Scheme: scheme.Name, Size: cc.Size, Stride: cc.Stride,
+func newChipsIndex(cfg config.TrainConfig, cc ChipsConfig, set *features.Set, scheme landcover.Scheme) *ChipsIndex {
+	idx := &ChipsIndex{Format: "lulc-chips/1", Planes: set.Names(), Scheme: scheme.Name, Size: cc.Size, Stride: cc.Stride,
 		Split:    map[string]int{"none": sampling.PlaneNone, "train": sampling.PlaneTrain, "validation": sampling.PlaneValidation, "buffer": sampling.PlaneBuffer},
 		Sampling: cfg.SamplingConfig(), Dropped: map[string]int{}, Files: map[string]chipFile{}}
 	for i, c := range scheme.Classes {
@@ -256,23 +259,23 @@ func newChipsIndex(cfg TrainConfig, cc ChipsConfig, set *features.Set, scheme la
 
 // writeChips computes each tile's feature planes in turn and writes them
 // whole and as chips, with the labels and splits, recording each file.
-func writeChips(ctx context.Context, stage *atomicfs.Stage, idx *chipsIndex, srcs []*chipSource, set *features.Set) error {
+func writeChips(ctx context.Context, staging *atomicfs.Stage, idx *ChipsIndex, srcs []*chipSource, set *features.Set) error {
 	n, c, s := 0, len(idx.Planes), idx.Size
 	for _, src := range srcs {
 		n += len(src.chips)
 	}
-	if err := os.MkdirAll(stage.Path("tiles"), 0o755); err != nil {
+	if err := os.MkdirAll(staging.Path("tiles"), 0o755); err != nil {
 		return err
 	}
-	x, err := newNpyFile(stage, "x.npy", "<f4", []int{n, c, s, s})
+	x, err := newNpyFile(staging, "x.npy", "<f4", []int{n, c, s, s})
 	if err != nil {
 		return err
 	}
-	y, err := newNpyFile(stage, "y.npy", "|u1", []int{n, s, s})
+	y, err := newNpyFile(staging, "y.npy", "|u1", []int{n, s, s})
 	if err != nil {
 		return err
 	}
-	sp, err := newNpyFile(stage, "split.npy", "|u1", []int{n, s, s})
+	sp, err := newNpyFile(staging, "split.npy", "|u1", []int{n, s, s})
 	if err != nil {
 		return err
 	}
@@ -284,7 +287,7 @@ func writeChips(ctx context.Context, stage *atomicfs.Stage, idx *chipsIndex, src
 		if err != nil {
 			return err
 		}
-		if err := writeTileArrays(stage, idx, src, planes); err != nil {
+		if err := writeTileArrays(staging, idx, src, planes); err != nil {
 			return err
 		}
 		for _, at := range src.chips {
@@ -316,11 +319,11 @@ func tilePlanes(src *chipSource, set *features.Set) ([][]float32, error) {
 	for v := range table {
 		table[v] = float32(v)
 	}
-	sampling.Input{Scale: in.scale, Offset: in.offset, NoData: in.nodata}.Reflectance(table[:])
+	sampling.Input{Scale: in.Scale, Offset: in.Offset, NoData: in.Nodata}.Reflectance(table[:])
 	bands := make([][]float32, len(set.Bands))
 	for b, name := range set.Bands {
-		pos := slices.Index(in.bands, name)
-		dn, _, err := raster.ReadBand[uint16](in.image, pos+1)
+		pos := slices.Index(in.Bands, name)
+		dn, _, err := raster.ReadBand[uint16](in.Image, pos+1)
 		if err != nil {
 			return nil, fmt.Errorf("input.stack: %w", err)
 		}
@@ -349,11 +352,11 @@ func tilePlanes(src *chipSource, set *features.Set) ([][]float32, error) {
 }
 
 // writeTileArrays writes a tile's whole planes, class indices and split.
-func writeTileArrays(stage *atomicfs.Stage, idx *chipsIndex, src *chipSource, planes [][]float32) error {
+func writeTileArrays(staging *atomicfs.Stage, idx *ChipsIndex, src *chipSource, planes [][]float32) error {
 	g := src.grid
 	t := chipTile{Name: src.name, EPSG: g.EPSG, Transform: g.Transform, Width: g.Width, Height: g.Height,
 		Planes: "tiles/" + src.name + ".npy", Labels: "tiles/" + src.name + "_y.npy", Split: "tiles/" + src.name + "_split.npy"}
-	f, err := newNpyFile(stage, t.Planes, "<f4", []int{len(planes), g.Height, g.Width})
+	f, err := newNpyFile(staging, t.Planes, "<f4", []int{len(planes), g.Height, g.Width})
 	if err != nil {
 		return err
 	}
@@ -367,7 +370,7 @@ func writeTileArrays(stage *atomicfs.Stage, idx *chipsIndex, src *chipSource, pl
 		name string
 		data []uint8
 	}{{t.Labels, src.index}, {t.Split, src.split}} {
-		f, err := newNpyFile(stage, a.name, "|u1", []int{g.Height, g.Width})
+		f, err := newNpyFile(staging, a.name, "|u1", []int{g.Height, g.Width})
 		if err != nil {
 			return err
 		}
@@ -381,7 +384,7 @@ func writeTileArrays(stage *atomicfs.Stage, idx *chipsIndex, src *chipSource, pl
 }
 
 // warnAbsent names the scheme's classes that no chip holds.
-func warnAbsent(idx *chipsIndex, srcs []*chipSource, scheme landcover.Scheme, opt Options) {
+func warnAbsent(idx *ChipsIndex, srcs []*chipSource, scheme landcover.Scheme, opt stage.Options) {
 	seen := make([]bool, len(scheme.Classes)+1)
 	for _, src := range srcs {
 		w := src.grid.Width
@@ -416,8 +419,8 @@ type npyFile struct {
 	buf   []byte
 }
 
-func newNpyFile(stage *atomicfs.Stage, name, descr string, shape []int) (*npyFile, error) {
-	f, err := os.Create(stage.Path(name))
+func newNpyFile(staging *atomicfs.Stage, name, descr string, shape []int) (*npyFile, error) {
+	f, err := os.Create(staging.Path(name))
 	if err != nil {
 		return nil, err
 	}
@@ -459,7 +462,7 @@ func (f *npyFile) bytes(v []uint8) {
 }
 
 // close flushes and closes the file and records it in the index.
-func (f *npyFile) close(idx *chipsIndex) error {
+func (f *npyFile) close(idx *ChipsIndex) error {
 	if f.err == nil {
 		f.err = f.w.Flush()
 	}
@@ -478,7 +481,7 @@ func (f *npyFile) close(idx *chipsIndex) error {
 // export (a uint8 [height, width] .npy on the tile's grid, index 0 for no
 // class) into a class COG at out, with the scheme's codes, names and
 // colours as chips.json records them, as lulc predict writes its maps.
-func ImportClasses(chipsDir, tile, array, out string, opt Options) error {
+func ImportClasses(chipsDir, tile, array, out string, opt stage.Options) error {
 	opt.Fill()
 	if err := atomicfs.CheckInputs(out, chipsDir, array); err != nil {
 		return err
@@ -487,7 +490,7 @@ func ImportClasses(chipsDir, tile, array, out string, opt Options) error {
 	if err != nil {
 		return fmt.Errorf("import: --chips: %w", err)
 	}
-	var idx chipsIndex
+	var idx ChipsIndex
 	if err := json.Unmarshal(body, &idx); err != nil || idx.Format != "lulc-chips/1" {
 		return fmt.Errorf("import: %s is not a lulc-chips/1 description (%v)", filepath.Join(chipsDir, ChipsFile), err)
 	}
@@ -529,7 +532,7 @@ func ImportClasses(chipsDir, tile, array, out string, opt Options) error {
 		return fmt.Errorf("import: %w", err)
 	}
 	g := geo.Grid{EPSG: t.EPSG, Transform: t.Transform, Width: t.Width, Height: t.Height}
-	cog := raster.COGOptions{BlockSize: 512, Compress: "DEFLATE", NoData: ptr(0.0), OverviewResampling: "MODE", Classes: &scheme}
+	cog := raster.COGOptions{BlockSize: 512, Compress: "DEFLATE", NoData: stage.Ptr(0.0), OverviewResampling: "MODE", Classes: &scheme}
 	if err := raster.WriteCOG(out, g, data, cog); err != nil {
 		return fmt.Errorf("import: %w", err)
 	}

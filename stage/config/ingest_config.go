@@ -12,7 +12,7 @@
 // it draw: the stages write their PNGs (confusion matrices, feature
 // importance, quicklooks) only through Options.Charts, which the commands
 // and the bench set to report/charts' Drawer.
-package pipeline
+package config
 
 import (
 	"crypto/sha256"
@@ -215,7 +215,7 @@ func (c IngestConfig) StackPlanes() []string {
 type Offset struct {
 	Value float64
 	Auto  bool
-	set   bool // the config gave it
+	Set   bool // the config gave it
 }
 
 // IsZero reports an offset of 0 that is not auto.
@@ -231,7 +231,7 @@ func (o Offset) String() string {
 
 // UnmarshalYAML reads a number or auto.
 func (o *Offset) UnmarshalYAML(n *yaml.Node) error {
-	o.set = true
+	o.Set = true
 	if n.Kind == yaml.ScalarNode && n.Value == "auto" {
 		o.Auto = true
 		return nil
@@ -261,7 +261,7 @@ func (o Offset) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (o *Offset) UnmarshalJSON(b []byte) error {
-	o.set = true
+	o.Set = true
 	if string(b) == `"auto"` {
 		o.Auto = true
 		return nil
@@ -355,8 +355,8 @@ func (c *IngestConfig) defaults() {
 	if len(c.Source.Rasters) > 0 {
 		// Analysis-ready rasters: no search, mask or resampling defaults;
 		// their offset is decided from their pixels unless given.
-		if !c.Source.Offset.set {
-			c.Source.Offset = Offset{Auto: true, set: true}
+		if !c.Source.Offset.Set {
+			c.Source.Offset = Offset{Auto: true, Set: true}
 		}
 		c.sharedDefaults()
 		return
@@ -474,7 +474,7 @@ func (c IngestConfig) Validate() error {
 			return fmt.Errorf("area.bbox: %v is not [west, south, east, north] in degrees", b)
 		}
 	}
-	if _, _, err := c.dateRange(); err != nil {
+	if _, _, err := c.DateRange(); err != nil {
 		return err
 	}
 	if c.MaxCloudCover <= 0 || c.MaxCloudCover > 100 {
@@ -614,9 +614,9 @@ func isReflectanceBand(name string) bool {
 	return ok && name != "SCL" && name != "labels"
 }
 
-// skippedLayers are the names of source.bands that are not Sentinel-2
+// SkippedLayers are the names of source.bands that are not Sentinel-2
 // reflectance bands: image layers left out of the stack.
-func (c IngestConfig) skippedLayers() []string {
+func (c IngestConfig) SkippedLayers() []string {
 	var out []string
 	for _, b := range c.Source.Bands {
 		if !isReflectanceBand(b) {
@@ -626,9 +626,9 @@ func (c IngestConfig) skippedLayers() []string {
 	return out
 }
 
-// checkStackPlanes accepts a stack's planes: Sentinel-2 bands, then
+// CheckStackPlanes accepts a stack's planes: Sentinel-2 bands, then
 // temporal planes by their canonical feature names (p10(ndvi)).
-func checkStackPlanes(key string, planes []string) error {
+func CheckStackPlanes(key string, planes []string) error {
 	nb := 0
 	for nb < len(planes) {
 		if _, ok := catalog.DefaultAssetKeys[planes[nb]]; !ok {
@@ -716,7 +716,7 @@ func (c IngestConfig) validateRasters() error {
 			return fmt.Errorf("source.rasters[%d]: image and labels are both required", i)
 		}
 		name := p.TileName()
-		if err := checkTileName(name); err != nil {
+		if err := CheckTileName(name); err != nil {
 			return fmt.Errorf("source.rasters[%d].tile: %w", i, err)
 		}
 		if j, ok := tiles[name]; ok {
@@ -726,23 +726,23 @@ func (c IngestConfig) validateRasters() error {
 		if p.Datetime == "" {
 			continue // locate warns: the items will carry the epoch
 		}
-		if _, err := parseDatetime(p.Datetime); err != nil {
+		if _, err := ParseDatetime(p.Datetime); err != nil {
 			return fmt.Errorf("source.rasters[%d].datetime: %q is not RFC 3339 or YYYY-MM-DD", i, p.Datetime)
 		}
 	}
 	return c.validateOutput()
 }
 
-// parseDatetime reads an RFC 3339 time or a date (midnight UTC).
-func parseDatetime(s string) (time.Time, error) {
+// ParseDatetime reads an RFC 3339 time or a date (midnight UTC).
+func ParseDatetime(s string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t.UTC(), nil
 	}
 	return time.Parse(time.DateOnly, s)
 }
 
-// dateRange parses the dates; the end day is included whole.
-func (c IngestConfig) dateRange() (start, end time.Time, err error) {
+// DateRange parses the dates; the end day is included whole.
+func (c IngestConfig) DateRange() (start, end time.Time, err error) {
 	if c.Dates.Start == "" || c.Dates.End == "" {
 		return start, end, errors.New("dates: start and end are required (YYYY-MM-DD)")
 	}
@@ -939,12 +939,12 @@ func geometryOf(body []byte) (json.RawMessage, [4]float64, error) {
 	return body, b, nil
 }
 
-// checkTileName refuses a tile name from data (an item's s2:mgrs_tile or
+// CheckTileName refuses a tile name from data (an item's s2:mgrs_tile or
 // grid:code, its id, a plan's tile, a raster pair's tile, a manifest's
 // tile) that cannot be a directory of its own in an output: what
 // atomicfs.CheckName refuses, a hidden name (lulc's staging and spill
 // entries start with a dot) and the names of lulc's own entries.
-func checkTileName(name string) error {
+func CheckTileName(name string) error {
 	if err := atomicfs.CheckName(name); err != nil {
 		return err
 	}
@@ -963,8 +963,10 @@ func checkTileName(name string) error {
 // reservedNames are the entries lulc writes at the root of an ingest,
 // predict or run output (and of a job directory), which a tile's
 // directory must not take: a tile named "model" would write into the
-// run's model, one named "shards" among the tasks of an array job.
+// run's model, one named "shards" among the tasks of an array job. The
+// names are spelled here because the packages that write them import
+// this one (pipeline's names test holds them to stage's constants).
 var reservedNames = []string{
-	"model", "shards", "draws", CollectDir, CollectionFile, IngestConfigFile,
-	"run.yaml", "report.json", "report.md", DrawFile, RunMetricsFile,
+	"model", "shards", "draws", "collection", "collection.json", IngestConfigFile,
+	"run.yaml", "report.json", "report.md", "draw.lulcd", "metrics.json",
 }

@@ -1,4 +1,4 @@
-package pipeline
+package ingest
 
 import (
 	"fmt"
@@ -33,7 +33,7 @@ const aheadReaders = 8
 // device's copies, engine.aheadDeviceBudget.
 const aheadRows = 4
 
-// aheadBudget is how many bytes of compressed tiles the rows in progress
+// AheadBudget is how many bytes of compressed tiles the rows in progress
 // may hold on the host before the reader waits for them to be handed to
 // the device or for their windows (it always reads one row when none is
 // in progress): a quarter of the memory available, at
@@ -43,7 +43,7 @@ const aheadRows = 4
 // beyond the heap's limit, rows of a 24-date tile kept the collector
 // running without pause (measured: docs/benchmarks.md, "A year of
 // dates").
-func aheadBudget(set int64) int64 {
+func AheadBudget(set int64) int64 {
 	if set > 0 {
 		return set
 	}
@@ -57,7 +57,7 @@ func aheadBudget(set int64) int64 {
 	return budget
 }
 
-// decodeAhead reads the compressed tiles of a tile's windows a row of
+// DecodeAhead reads the compressed tiles of a tile's windows a row of
 // windows at a time, ahead of the windows, and has the device decode each
 // row's tiles in one batch (cuda.DecodeAhead), which keeps them for the
 // windows: one warp decodes one tile at a few MB/s, so the device is fast
@@ -65,17 +65,17 @@ func aheadBudget(set int64) int64 {
 // The windows take their rectangles from it (take) and find the decoded
 // tiles on the device. It runs at most aheadRows rows ahead of the oldest
 // row with windows still in progress, bounding the compressed bytes held.
-type decodeAhead struct {
+type DecodeAhead struct {
 	job    *windowJob
-	rows   [][]geo.Grid
+	Rows   [][]geo.Grid
 	row    map[[2]float64]int // window origin → row
 	ready  []chan struct{}    // closed when the row's tiles are decoded (or failed)
-	left   []int              // windows of the row not yet finished
+	Left   []int              // windows of the row not yet finished
 	stop   chan struct{}
 	exited chan struct{} // closed when run returns
 
-	mu       sync.Mutex
-	finished *sync.Cond
+	Mu       sync.Mutex
+	Finished *sync.Cond
 	rects    map[aheadKey]aheadRect
 	err      error // the first failure: windows then read for themselves
 	srcs     map[string]*raster.Source
@@ -100,10 +100,10 @@ type decodeAhead struct {
 	// its tiles (itself, and those reaching back into it, up to lastUse)
 	// is done; planned counts the rows laid out so far.
 	handed   []bool
-	batches  []*cuda.AheadBatch
-	lastUse  []int
-	released []bool
-	planned  int
+	Batches  []*cuda.AheadBatch
+	LastUse  []int
+	Released []bool
+	Planned  int
 	spare    map[decode.Format][]byte // a handed-over row's buffer, for the next (buffer)
 	maxRows  int                      // the most rows in progress at once, row i counted as it is read
 	narrow   bool                     // logged that rows are too large to read ahead
@@ -128,28 +128,28 @@ type aheadRect struct {
 
 // newDecodeAhead starts reading ahead over windows (in the order the
 // workers take them); close must be called when the windows are done.
-func newDecodeAhead(j *windowJob, windows []geo.Grid) *decodeAhead {
-	a := &decodeAhead{job: j, row: map[[2]float64]int{}, stop: make(chan struct{}),
+func newDecodeAhead(j *windowJob, windows []geo.Grid) *DecodeAhead {
+	a := &DecodeAhead{job: j, row: map[[2]float64]int{}, stop: make(chan struct{}),
 		rects: map[aheadKey]aheadRect{}, srcs: map[string]*raster.Source{}, prevBytes: map[string]rowTile{}, rowBytes: map[string]rowTile{}, spare: map[decode.Format][]byte{}, exited: make(chan struct{})}
-	a.finished = sync.NewCond(&a.mu)
+	a.Finished = sync.NewCond(&a.Mu)
 	for _, w := range windows {
 		o := origin(w)
-		if n := len(a.rows); n == 0 || w.Transform[3] != a.rows[n-1][0].Transform[3] {
-			a.rows = append(a.rows, nil)
+		if n := len(a.Rows); n == 0 || w.Transform[3] != a.Rows[n-1][0].Transform[3] {
+			a.Rows = append(a.Rows, nil)
 		}
-		a.rows[len(a.rows)-1] = append(a.rows[len(a.rows)-1], w)
-		a.row[o] = len(a.rows) - 1
+		a.Rows[len(a.Rows)-1] = append(a.Rows[len(a.Rows)-1], w)
+		a.row[o] = len(a.Rows) - 1
 	}
-	a.ready = make([]chan struct{}, len(a.rows))
-	a.left = make([]int, len(a.rows))
-	a.fetched = make([]int64, len(a.rows))
-	a.handed, a.released = make([]bool, len(a.rows)), make([]bool, len(a.rows))
-	a.batches, a.lastUse = make([]*cuda.AheadBatch, len(a.rows)), make([]int, len(a.rows))
-	a.budget, a.deviceBudget = aheadBudget(j.hooks.aheadBudget), j.engine.aheadDeviceBudget()
-	for i, r := range a.rows {
+	a.ready = make([]chan struct{}, len(a.Rows))
+	a.Left = make([]int, len(a.Rows))
+	a.fetched = make([]int64, len(a.Rows))
+	a.handed, a.Released = make([]bool, len(a.Rows)), make([]bool, len(a.Rows))
+	a.Batches, a.LastUse = make([]*cuda.AheadBatch, len(a.Rows)), make([]int, len(a.Rows))
+	a.budget, a.deviceBudget = AheadBudget(j.hooks.AheadBudget), j.engine.AheadDeviceBudget()
+	for i, r := range a.Rows {
 		a.ready[i] = make(chan struct{})
-		a.left[i] = len(r)
-		a.lastUse[i] = i
+		a.Left[i] = len(r)
+		a.LastUse[i] = i
 	}
 	go a.run()
 	return a
@@ -163,23 +163,23 @@ func origin(w geo.Grid) [2]float64 { return [2]float64{w.Transform[0], w.Transfo
 // next row is planned), and this one has the device decode them and
 // releases their windows, in order. Stopped, it releases the windows
 // still waiting (they then read for themselves).
-func (a *decodeAhead) run() {
+func (a *DecodeAhead) run() {
 	defer close(a.exited)
 	planned := make(chan *fetchedRow, 1)
 	var planner sync.WaitGroup
 	planner.Go(func() {
 		defer close(planned)
-		for i := range a.rows {
+		for i := range a.Rows {
 			t := time.Now()
 			if i >= aheadRows && !a.waitRow(i-aheadRows) || !a.waitBytes(i) {
 				return
 			}
-			a.mu.Lock()
+			a.Mu.Lock()
 			a.heldNs += int64(time.Since(t))
-			a.mu.Unlock()
+			a.Mu.Unlock()
 			f := &fetchedRow{i: i}
 			if a.failed() == nil {
-				f.err = a.planRow(f, a.rows[i])
+				f.err = a.planRow(f, a.Rows[i])
 			}
 			select {
 			case planned <- f:
@@ -210,10 +210,10 @@ func (a *decodeAhead) run() {
 		// for themselves.
 		if f.err == nil && f.batch != nil && a.failed() == nil {
 			t := time.Now()
-			f.err = a.job.engine.decodeAhead(f.batch)
-			a.mu.Lock()
+			f.err = a.job.engine.DecodeAhead(f.batch)
+			a.Mu.Lock()
 			a.decodeNs += int64(time.Since(t))
-			a.mu.Unlock()
+			a.Mu.Unlock()
 		}
 		if f.err != nil {
 			a.fail(f.err)
@@ -230,7 +230,7 @@ func (a *decodeAhead) run() {
 		close(a.ready[f.i])
 		next = f.i + 1
 	}
-	for ; next < len(a.rows); next++ {
+	for ; next < len(a.Rows); next++ {
 		close(a.ready[next])
 	}
 	// The planner may still be planning a row (opening sources) after a
@@ -259,16 +259,16 @@ type aheadJob struct {
 
 // waitRow waits until every window of row i has finished, or the reader
 // is stopped (false).
-func (a *decodeAhead) waitRow(i int) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for a.left[i] > 0 {
+func (a *DecodeAhead) waitRow(i int) bool {
+	a.Mu.Lock()
+	defer a.Mu.Unlock()
+	for a.Left[i] > 0 {
 		select {
 		case <-a.stop:
 			return false
 		default:
 		}
-		a.finished.Wait()
+		a.Finished.Wait()
 	}
 	return true
 }
@@ -279,20 +279,20 @@ func (a *decodeAhead) waitRow(i int) bool {
 // on the CPU, their windows not all done) and on the device (rows handed
 // over, not yet released); or until none is in progress. False when the
 // reader is stopped.
-func (a *decodeAhead) waitBytes(i int) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+func (a *DecodeAhead) waitBytes(i int) bool {
+	a.Mu.Lock()
+	defer a.Mu.Unlock()
 	for {
 		var host, device, next int64
 		busy := 0
 		for j := range i {
-			if a.left[j] > 0 {
+			if a.Left[j] > 0 {
 				busy++
 			}
 			switch {
-			case a.handed[j] && !a.released[j]:
+			case a.handed[j] && !a.Released[j]:
 				device += a.fetched[j]
-			case !a.handed[j] && a.left[j] > 0:
+			case !a.handed[j] && a.Left[j] > 0:
 				host += a.fetched[j]
 			}
 		}
@@ -319,7 +319,7 @@ func (a *decodeAhead) waitBytes(i int) bool {
 			return false
 		default:
 		}
-		a.finished.Wait()
+		a.Finished.Wait()
 	}
 }
 
@@ -327,13 +327,13 @@ func (a *decodeAhead) waitBytes(i int) bool {
 // row's windows and lays out each tile not read for the row before (the
 // halo of coarse bands reaches into the previous row's tiles) once, in one
 // buffer per tile format laid out for the device, for readRow.
-func (a *decodeAhead) planRow(f *fetchedRow, row []geo.Grid) error {
+func (a *DecodeAhead) planRow(f *fetchedRow, row []geo.Grid) error {
 	start := time.Now()
 	defer func() {
-		a.mu.Lock()
+		a.Mu.Lock()
 		a.fetchNs += int64(time.Since(start))
 		a.planNs += int64(time.Since(start))
-		a.mu.Unlock()
+		a.Mu.Unlock()
 	}()
 	for _, w := range row {
 		for _, d := range a.job.dates {
@@ -365,23 +365,23 @@ func (a *decodeAhead) planRow(f *fetchedRow, row []geo.Grid) error {
 		return err
 	}
 	f.bufs = bufs
-	a.mu.Lock()
+	a.Mu.Lock()
 	a.fetched[f.i] = batch.Bytes()
-	a.mu.Unlock()
+	a.Mu.Unlock()
 	f.reads, f.batch = reads, batch
 	return nil
 }
 
 // readRow reads a planned row's tiles into their places.
-func (a *decodeAhead) readRow(f *fetchedRow) error {
-	if f.i == a.job.hooks.aheadFail-1 {
+func (a *DecodeAhead) readRow(f *fetchedRow) error {
+	if f.i == a.job.hooks.AheadFail-1 {
 		return fmt.Errorf("row %d: a read failed (test)", f.i)
 	}
 	start := time.Now()
 	defer func() {
-		a.mu.Lock()
+		a.Mu.Lock()
 		a.fetchNs += int64(time.Since(start))
-		a.mu.Unlock()
+		a.Mu.Unlock()
 	}()
 	var g errgroup.Group
 	g.SetLimit(aheadReaders)
@@ -389,9 +389,9 @@ func (a *decodeAhead) readRow(f *fetchedRow) error {
 		g.Go(func() error {
 			t := time.Now()
 			err := raster.ReadRangesInto(rd.path, rd.offs, rd.sizes, rd.dst)
-			a.mu.Lock()
+			a.Mu.Lock()
 			a.readNs += int64(time.Since(t))
-			a.mu.Unlock()
+			a.Mu.Unlock()
 			return err
 		})
 	}
@@ -405,11 +405,11 @@ func (a *decodeAhead) readRow(f *fetchedRow) error {
 // the planner's time over a 48-date tile's rows of 7 GB (docs/benchmarks.md,
 // "A year of dates"). The bytes between tiles are not zeroed: the decoder
 // reads none past a tile's size.
-func (a *decodeAhead) buffer(f decode.Format, n uint64) []byte {
-	a.mu.Lock()
+func (a *DecodeAhead) buffer(f decode.Format, n uint64) []byte {
+	a.Mu.Lock()
 	b := a.spare[f]
 	delete(a.spare, f)
-	a.mu.Unlock()
+	a.Mu.Unlock()
 	if uint64(cap(b)) >= n {
 		return b[:n]
 	}
@@ -419,9 +419,9 @@ func (a *decodeAhead) buffer(f decode.Format, n uint64) []byte {
 
 // recycle keeps a handed-over row's buffers for the next rows: one a
 // format, the largest.
-func (a *decodeAhead) recycle(bufs map[decode.Format][]byte) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+func (a *DecodeAhead) recycle(bufs map[decode.Format][]byte) {
+	a.Mu.Lock()
+	defer a.Mu.Unlock()
 	for f, b := range bufs {
 		if cap(b) > cap(a.spare[f]) {
 			a.spare[f] = b
@@ -431,12 +431,12 @@ func (a *decodeAhead) recycle(bufs map[decode.Format][]byte) {
 
 // store makes a decoded row's rectangles available to its windows, and
 // keeps its batch for release when the device holds its tiles.
-func (a *decodeAhead) store(f *fetchedRow) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.batches[f.i] = f.batch
+func (a *DecodeAhead) store(f *fetchedRow) {
+	a.Mu.Lock()
+	defer a.Mu.Unlock()
+	a.Batches[f.i] = f.batch
 	a.handed[f.i] = f.batch.Held()
-	a.finished.Broadcast() // the host's budget has room again
+	a.Finished.Broadcast() // the host's budget has room again
 	for i, jb := range f.jobs {
 		if f.got[i].raw != nil {
 			a.rects[aheadKey{origin(jb.w), jb.href}] = f.got[i]
@@ -455,7 +455,7 @@ type fileReads struct {
 // previous row again, the others a place in this row's buffer of their
 // format (each once), listed by file for the readers; and the batch of the
 // new ones for the device.
-func (a *decodeAhead) layOut(row int, rects []aheadRect, layouts []*raster.TileLayout) ([]*fileReads, *cuda.AheadBatch, map[decode.Format][]byte, error) {
+func (a *DecodeAhead) layOut(row int, rects []aheadRect, layouts []*raster.TileLayout) ([]*fileReads, *cuda.AheadBatch, map[decode.Format][]byte, error) {
 	var uses []int // the earlier rows whose tiles this one takes
 	// A tile's place in its format's buffer, and the reader that fills it.
 	type place struct {
@@ -529,7 +529,7 @@ func (a *decodeAhead) layOut(row int, rects []aheadRect, layouts []*raster.TileL
 	for key, p := range places {
 		b := bufs[p.f][p.at : p.at+uint64(p.size) : p.at+uint64(p.size)]
 		p.fr.dst[p.k] = b
-		if a.job.engine.holdsAheadFormat(p.f) {
+		if a.job.engine.HoldsAheadFormat(p.f) {
 			// The device will hold the tile: the rectangles (and the next
 			// row's) never point into the host's buffer, which goes once
 			// the row is handed over.
@@ -540,15 +540,15 @@ func (a *decodeAhead) layOut(row int, rects []aheadRect, layouts []*raster.TileL
 	for _, ref := range refs {
 		ref.r.Tiles[ref.i] = a.rowBytes[ref.key].b
 	}
-	a.mu.Lock()
+	a.Mu.Lock()
 	for _, u := range uses {
-		a.lastUse[u] = max(a.lastUse[u], row)
+		a.LastUse[u] = max(a.LastUse[u], row)
 	}
-	a.planned = row + 1
-	free := a.releasable(false)
-	a.mu.Unlock()
+	a.Planned = row + 1
+	free := a.Releasable(false)
+	a.Mu.Unlock()
 	for _, b := range free {
-		a.job.engine.releaseAhead(b)
+		a.job.engine.ReleaseAhead(b)
 	}
 	batch := cuda.NewAheadBatch()
 	for _, f := range formats {
@@ -564,23 +564,23 @@ func (a *decodeAhead) layOut(row int, rects []aheadRect, layouts []*raster.TileL
 // source returns the band's source (its geometry only: safe to share
 // between readers, which read bytes through the layout) and its layout,
 // nil when the engine does not decode it.
-func (a *decodeAhead) source(href string) (*raster.Source, *raster.TileLayout, error) {
-	a.mu.Lock()
+func (a *DecodeAhead) source(href string) (*raster.Source, *raster.TileLayout, error) {
+	a.Mu.Lock()
 	s, ok := a.srcs[href]
-	a.mu.Unlock()
+	a.Mu.Unlock()
 	if !ok {
 		var err error
 		if s, err = a.job.openSource(href); err != nil {
 			return nil, nil, err
 		}
-		a.mu.Lock()
+		a.Mu.Lock()
 		if old, ok := a.srcs[href]; ok {
 			s.Close()
 			s = old
 		} else {
 			a.srcs[href] = s
 		}
-		a.mu.Unlock()
+		a.Mu.Unlock()
 	}
 	return s, a.job.layout(s), nil
 }
@@ -588,7 +588,7 @@ func (a *decodeAhead) source(href string) (*raster.Source, *raster.TileLayout, e
 // take returns window w's rectangle of href, read and decoded ahead, and
 // the band's source (for its geometry and nodata), waiting for its row; ok
 // is false when the window must read it itself.
-func (a *decodeAhead) take(w geo.Grid, href string) (*raster.Source, *decode.Rect, *resample.Coarse, bool) {
+func (a *DecodeAhead) take(w geo.Grid, href string) (*raster.Source, *decode.Rect, *resample.Coarse, bool) {
 	o := origin(w)
 	i, ok := a.row[o]
 	if !ok {
@@ -596,8 +596,8 @@ func (a *decodeAhead) take(w geo.Grid, href string) (*raster.Source, *decode.Rec
 	}
 	t := time.Now()
 	<-a.ready[i]
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.Mu.Lock()
+	defer a.Mu.Unlock()
 	a.waitNs += int64(time.Since(t))
 	k := aheadKey{o, href}
 	r, ok := a.rects[k]
@@ -607,82 +607,82 @@ func (a *decodeAhead) take(w geo.Grid, href string) (*raster.Source, *decode.Rec
 
 // done records that window w has finished, and has the device free the
 // tiles no window will need any more.
-func (a *decodeAhead) done(w geo.Grid) {
-	a.mu.Lock()
+func (a *DecodeAhead) done(w geo.Grid) {
+	a.Mu.Lock()
 	if i, ok := a.row[origin(w)]; ok {
-		a.left[i]--
-		a.finished.Broadcast()
+		a.Left[i]--
+		a.Finished.Broadcast()
 	}
-	free := a.releasable(false)
-	a.mu.Unlock()
+	free := a.Releasable(false)
+	a.Mu.Unlock()
 	for _, b := range free {
-		a.job.engine.releaseAhead(b)
+		a.job.engine.ReleaseAhead(b)
 	}
 }
 
-// releasable returns the batches the device may free (all of them once
+// Releasable returns the batches the device may free (all of them once
 // the reader has stopped), marking them released; under a.mu. A batch
 // goes once the rows that take its tiles are done and the row after the
 // last of them has been laid out without them (a row takes tiles only
 // from the row before it, so no later row will).
-func (a *decodeAhead) releasable(all bool) []*cuda.AheadBatch {
+func (a *DecodeAhead) Releasable(all bool) []*cuda.AheadBatch {
 	var free []*cuda.AheadBatch
-	for k, b := range a.batches {
-		if b == nil || a.released[k] {
+	for k, b := range a.Batches {
+		if b == nil || a.Released[k] {
 			continue
 		}
-		last := a.lastUse[k]
-		ok := all || a.planned > last+1 || last == len(a.rows)-1
+		last := a.LastUse[k]
+		ok := all || a.Planned > last+1 || last == len(a.Rows)-1
 		for j := k; ok && !all && j <= last; j++ {
-			ok = a.left[j] == 0
+			ok = a.Left[j] == 0
 		}
 		if ok {
-			a.released[k] = true
+			a.Released[k] = true
 			free = append(free, b)
 		}
 	}
 	if len(free) > 0 {
-		a.finished.Broadcast() // the device's budget has room again
+		a.Finished.Broadcast() // the device's budget has room again
 	}
 	return free
 }
 
-func (a *decodeAhead) fail(err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+func (a *DecodeAhead) fail(err error) {
+	a.Mu.Lock()
+	defer a.Mu.Unlock()
 	if a.err == nil {
 		a.err = err
 		a.job.log.Warn("reading tiles ahead failed; windows read their own", "err", err)
 	}
 }
 
-func (a *decodeAhead) failed() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+func (a *DecodeAhead) failed() error {
+	a.Mu.Lock()
+	defer a.Mu.Unlock()
 	return a.err
 }
 
 // close stops the reader and releases its sources; it returns how long
 // the readers spent reading.
-func (a *decodeAhead) close() time.Duration {
+func (a *DecodeAhead) close() time.Duration {
 	close(a.stop)
-	a.mu.Lock()
-	a.finished.Broadcast()
-	a.mu.Unlock()
+	a.Mu.Lock()
+	a.Finished.Broadcast()
+	a.Mu.Unlock()
 	<-a.exited // the sources may be in use until then
-	a.mu.Lock()
-	free := a.releasable(true)
-	a.mu.Unlock()
+	a.Mu.Lock()
+	free := a.Releasable(true)
+	a.Mu.Unlock()
 	for _, b := range free {
-		a.job.engine.releaseAhead(b)
+		a.job.engine.ReleaseAhead(b)
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.Mu.Lock()
+	defer a.Mu.Unlock()
 	for _, s := range a.srcs {
 		s.Close()
 	}
 	sec := func(ns int64) float64 { return time.Duration(ns).Seconds() }
-	a.job.log.Info("read ahead", "rows", len(a.rows), "fetch_s", sec(a.fetchNs), "plan_s", sec(a.planNs),
+	a.job.log.Info("read ahead", "rows", len(a.Rows), "fetch_s", sec(a.fetchNs), "plan_s", sec(a.planNs),
 		"read_worker_s", sec(a.readNs), "device_decode_s", sec(a.decodeNs), "held_s", sec(a.heldNs), "windows_waiting_worker_s", sec(a.waitNs),
 		"rows_in_progress_max", a.maxRows, "budget_bytes", a.budget)
 	return time.Duration(a.readNs)

@@ -1,4 +1,4 @@
-package pipeline
+package stage
 
 import (
 	"errors"
@@ -60,11 +60,11 @@ func (o AOAOptions) GridStep() int {
 	return DefaultAOAStep
 }
 
-// aoaSink fills a tile's DI map from the windows inference streams, its
+// AoaSink fills a tile's DI map from the windows inference streams, its
 // DI computed by the engine's diComputer.
-type aoaSink struct {
-	ref *aoa.Reference
-	m   *aoa.Map
+type AoaSink struct {
+	Ref *aoa.Reference
+	M   *aoa.Map
 	di  diComputer
 }
 
@@ -76,16 +76,16 @@ type diComputer interface {
 	dn(m *aoa.Map, x, y, w, h int, dn features.DN) error
 }
 
-// newAOASink checks a tile's DI grid against the model and starts its
+// NewAOASink checks a tile's DI grid against the model and starts its
 // map, its DI computed on e; done frees what the computer holds.
-func newAOASink(e engine, set *features.Set, ref *aoa.Reference, grid aoa.Grid) (sink *aoaSink, done func(), err error) {
+func NewAOASink(e Engine, set *features.Set, ref *aoa.Reference, grid aoa.Grid) (sink *AoaSink, done func(), err error) {
 	if err := grid.Check(); err != nil {
 		return nil, nil, err
 	}
 	if ref.Features() != len(set.Features) {
 		return nil, nil, fmt.Errorf("area of applicability of %d features for %d", ref.Features(), len(set.Features))
 	}
-	sink = &aoaSink{ref: ref, m: aoa.NewMap(grid)}
+	sink = &AoaSink{Ref: ref, M: aoa.NewMap(grid)}
 	if sink.di, done, err = e.di(set, ref); err != nil {
 		return nil, nil, err
 	}
@@ -93,13 +93,13 @@ func newAOASink(e engine, set *features.Set, ref *aoa.Reference, grid aoa.Grid) 
 }
 
 // Features implements inference.WindowSink.
-func (s *aoaSink) Features(x, y, w, h int, feats [][]float32) error {
-	return s.di.features(s.m, s.ref, x, y, w, h, feats)
+func (s *AoaSink) Features(x, y, w, h int, feats [][]float32) error {
+	return s.di.features(s.M, s.Ref, x, y, w, h, feats)
 }
 
 // DN implements inference.WindowSink.
-func (s *aoaSink) DN(x, y, w, h int, dn features.DN) error {
-	return s.di.dn(s.m, x, y, w, h, dn)
+func (s *AoaSink) DN(x, y, w, h int, dn features.DN) error {
+	return s.di.dn(s.M, x, y, w, h, dn)
 }
 
 // cpuDI is the CPU's diComputer: the reference's index over feature
@@ -162,11 +162,11 @@ func (g gpuDI) close() {
 	g.a.Close()
 }
 
-// grid is the tile grid of aoa.tif: one pixel per cell.
-func (s *aoaSink) grid(tile geo.Grid) geo.Grid {
-	cw, ch := s.m.Grid.Cells()
+// Grid is the tile grid of aoa.tif: one pixel per cell.
+func (s *AoaSink) Grid(tile geo.Grid) geo.Grid {
+	cw, ch := s.M.Grid.Cells()
 	g := geo.Grid{EPSG: tile.EPSG, Width: cw, Height: ch, Transform: tile.Transform}
-	step := float64(s.m.Grid.Step)
+	step := float64(s.M.Grid.Step)
 	g.Transform[1] *= step
 	g.Transform[2] *= step
 	g.Transform[4] *= step
@@ -174,47 +174,47 @@ func (s *aoaSink) grid(tile geo.Grid) geo.Grid {
 	return g
 }
 
-// outsidePercent is the share of the tile's cells with data that lie
+// OutsidePercent is the share of the tile's cells with data that lie
 // outside the area of applicability (NaN when none has data).
-func (s *aoaSink) outsidePercent() float64 {
-	valid, outside := s.m.Summary(s.ref)
+func (s *AoaSink) OutsidePercent() float64 {
+	valid, outside := s.M.Summary(s.Ref)
 	if valid == 0 {
 		return math.NaN()
 	}
 	return 100 * float64(outside) / float64(valid)
 }
 
-// write encodes aoa.tif into dir.
-func (s *aoaSink) write(dir string, tile geo.Grid, compress string, gdalCOG bool) error {
-	g := s.grid(tile)
+// Write encodes aoa.tif into dir.
+func (s *AoaSink) Write(dir string, tile geo.Grid, compress string, gdalCOG bool) error {
+	g := s.Grid(tile)
 	nan := math.NaN()
 	w, err := lraster.NewWriter(filepath.Join(dir, AOAFile), g, "float32",
 		[]lraster.BandInfo{{Description: "dissimilarity index"}, {Description: "inside the area of applicability (1) or outside (0)"}},
 		lraster.COGOptions{BlockSize: 512, Compress: compress, NoData: &nan, OverviewResampling: "AVERAGE", GDALDriver: gdalCOG,
-			Metadata: map[string]string{"LULC_AOA_THRESHOLD": fmt.Sprint(s.ref.Threshold), "LULC_AOA_STEP": fmt.Sprint(s.m.Grid.Step)}})
+			Metadata: map[string]string{"LULC_AOA_THRESHOLD": fmt.Sprint(s.Ref.Threshold), "LULC_AOA_STEP": fmt.Sprint(s.M.Grid.Step)}})
 	if err != nil {
 		return err
 	}
-	if err := w.Write(0, 0, 0, g.Width, g.Height, s.m.DI); err != nil {
+	if err := w.Write(0, 0, 0, g.Width, g.Height, s.M.DI); err != nil {
 		w.Abort()
 		return err
 	}
-	if err := w.Write(1, 0, 0, g.Width, g.Height, s.m.Mask(s.ref)); err != nil {
+	if err := w.Write(1, 0, 0, g.Width, g.Height, s.M.Mask(s.Ref)); err != nil {
 		w.Abort()
 		return err
 	}
 	return w.Close()
 }
 
-// aoaAsset describes aoa.tif in a tile's item.
-func aoaAsset(dir string, g geo.Grid) (*stac.Asset, error) {
-	f, err := fileOf(dir, AOAFile)
+// AoaAsset describes aoa.tif in a tile's item.
+func AoaAsset(dir string, g geo.Grid) (*stac.Asset, error) {
+	f, err := FileOf(dir, AOAFile)
 	if err != nil {
 		return nil, err
 	}
-	res := ptr(g.Transform[1])
-	return &stac.Asset{Href: "./" + AOAFile, Type: cogType, Title: "Area of applicability: dissimilarity index and mask", Roles: []string{"data", "quality"},
-		Extensions: []stac.Extension{gridProjection(g), &raster.Asset{Bands: []*raster.Band{
+	res := Ptr(g.Transform[1])
+	return &stac.Asset{Href: "./" + AOAFile, Type: CogType, Title: "Area of applicability: dissimilarity index and mask", Roles: []string{"data", "quality"},
+		Extensions: []stac.Extension{GridProjection(g), &raster.Asset{Bands: []*raster.Band{
 			{NoData: "nan", DataType: "float32", SpatialResolution: res},
 			{NoData: "nan", DataType: "float32", SpatialResolution: res},
 		}}, f}}, nil

@@ -1,4 +1,4 @@
-package pipeline
+package stage
 
 import (
 	"log/slog"
@@ -39,8 +39,8 @@ type Options struct {
 	// Charts draws the stages' PNGs: confusion matrices, feature
 	// importance and quicklooks (nil: none are written).
 	Charts Charts
-	// hooks are set by this package's tests only.
-	hooks hooks
+	// Hooks are set by this package's tests only.
+	Hooks Hooks
 }
 
 // Compare holds switches that make lulc work another way than its own,
@@ -80,7 +80,7 @@ const (
 	StackOffset = -0.1
 )
 
-func ptr[T any](v T) *T { return &v }
+func Ptr[T any](v T) *T { return &v }
 
 // Golearn fits golearn's random forest (train config engine: golearn, the
 // CPU baseline the workflow compares with): trees of featuresPerTree
@@ -95,18 +95,18 @@ type GolearnForest interface {
 	Predict(x []float32, nf int) ([]uint8, error)
 }
 
-// hooks let this package's tests take paths that runs take only on other
+// Hooks let this package's tests take paths that runs take only on other
 // machines or when something fails, through Options rather than package
 // variables, so that tests may run in parallel.
-type hooks struct {
-	// rawOnCPU makes the CPU engine take bands compressed too, decoded by
+type Hooks struct {
+	// RawOnCPU makes the CPU engine take bands compressed too, decoded by
 	// package decode in composite.Resample: the path of a device that
 	// decodes (reading ahead included), without one.
-	rawOnCPU bool
-	// aheadBudget replaces the read-ahead's budget when positive.
-	aheadBudget int64
-	// aheadFail makes reading row aheadFail − 1 ahead fail (0: none).
-	aheadFail int
-	// cpuLanes is how many tiles the CPU computes at once (0: one).
-	cpuLanes int
+	RawOnCPU bool
+	// AheadBudget replaces the read-ahead's budget when positive.
+	AheadBudget int64
+	// AheadFail makes reading row aheadFail − 1 ahead fail (0: none).
+	AheadFail int
+	// CpuLanes is how many tiles the CPU computes at once (0: one).
+	CpuLanes int
 }

@@ -1,4 +1,4 @@
-package pipeline
+package config
 
 import (
 	"crypto/sha256"
@@ -220,7 +220,7 @@ func ParseTrainConfig(raw []byte) (TrainConfig, error) {
 	// validation pixel through its window.
 	// A split by features takes no buffer (sampling.Config.Check).
 	if _, set := keys.Sampling["buffer"]; !set && c.Sampling.Split != sampling.SplitFeatures {
-		c.Sampling.Buffer = contextRadius(c.Features)
+		c.Sampling.Buffer = ContextRadius(c.Features)
 		if r := c.Sampling.Buffer; r > 0 && r >= c.Sampling.BlockSize && c.Sampling.BlockSize > 0 {
 			return c, fmt.Errorf("sampling.block_size: %d is too small for the context features' window radius %d, the split's buffer by default: use blocks above %d pixels, or set sampling.buffer", c.Sampling.BlockSize, r, r)
 		}
@@ -228,7 +228,7 @@ func ParseTrainConfig(raw []byte) (TrainConfig, error) {
 	if c.noInput() {
 		// A config without input (features: default) is for lulc run,
 		// or for lulc train --stack: Train checks it once given.
-		return c, c.validateTraining()
+		return c, c.ValidateTraining()
 	}
 	return c, c.Validate()
 }
@@ -251,10 +251,10 @@ func (c TrainConfig) noInput() bool {
 		in.Scale == 0 && in.Offset == 0 && in.NoData == nil
 }
 
-// contextRadius is the largest window radius among the named features
+// ContextRadius is the largest window radius among the named features
 // (0 without context features, or for names that do not parse, which
 // Validate reports).
-func contextRadius(names []string) int {
+func ContextRadius(names []string) int {
 	r := 0
 	for _, n := range names {
 		if f, err := features.ParseFeature(n); err == nil && f.Kind == "context" {
@@ -332,12 +332,12 @@ func (c TrainConfig) Scheme() (landcover.Scheme, error) {
 // SamplingConfig is the sampling section with the classes' remap.
 func (c TrainConfig) SamplingConfig() sampling.Config {
 	s := c.Sampling
-	s.Remap = c.remap()
+	s.Remap = c.Remap()
 	return s
 }
 
-// remap is classes.remap as codes (nil when empty; Validate checked it).
-func (c TrainConfig) remap() map[uint8]uint8 {
+// Remap is classes.remap as codes (nil when empty; Validate checked it).
+func (c TrainConfig) Remap() map[uint8]uint8 {
 	if len(c.Classes.Remap) == 0 {
 		return nil
 	}
@@ -363,10 +363,10 @@ func (c TrainConfig) checkRemap(s landcover.Scheme) error {
 	return nil
 }
 
-// resolveLabels gives classes.scheme labels the scheme of the inputs'
+// ResolveLabels gives classes.scheme labels the scheme of the inputs'
 // labels (nil where one has none): they must all carry the same one.
 // Other schemes are left as they are.
-func (c *TrainConfig) resolveLabels(schemes []*landcover.Scheme) error {
+func (c *TrainConfig) ResolveLabels(schemes []*landcover.Scheme) error {
 	if c.Classes.Scheme == "auto" {
 		// The labels' scheme when every input carries the same one, else
 		// WorldCover's.
@@ -405,7 +405,7 @@ func (c TrainConfig) Validate() error {
 	if err := c.validateInput(); err != nil {
 		return err
 	}
-	return c.validateTraining()
+	return c.ValidateTraining()
 }
 
 // validateInput checks the input section, which lulc run does without: it
@@ -441,9 +441,9 @@ func (c TrainConfig) validateInput() error {
 	return nil
 }
 
-// validateTraining checks everything but the input: features, classes,
+// ValidateTraining checks everything but the input: features, classes,
 // sampling and the engine's parameters.
-func (c TrainConfig) validateTraining() error {
+func (c TrainConfig) ValidateTraining() error {
 	if len(c.Features) == 0 {
 		return errors.New("features: none configured")
 	}
@@ -512,9 +512,9 @@ func (c TrainConfig) Hash() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// sampleKey identifies what the samples depend on (not the forest), so
+// SampleKey identifies what the samples depend on (not the forest), so
 // that retraining with other forest parameters can reuse them.
-func (c TrainConfig) sampleKey() string {
+func (c TrainConfig) SampleKey() string {
 	b, _ := json.Marshal(struct {
 		Input    any
 		Features []string

@@ -1,4 +1,4 @@
-package pipeline
+package train
 
 import (
 	"context"
@@ -20,6 +20,8 @@ import (
 	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/learn/sampling"
 	"github.com/lulc/lulc/pixel/radiometry"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
 )
 
 // TrainResult summarises a training run.
@@ -37,9 +39,9 @@ type TrainResult struct {
 	Fit        time.Duration
 	Warnings   []string
 	Reused     bool // samples came from an earlier, interrupted run
-	// census counts the labelled pixels by code and what the split made
+	// Census counts the labelled pixels by code and what the split made
 	// of them; nil when the samples were reused.
-	census *sampling.Census
+	Census *sampling.Census
 }
 
 // runInfo is written to run.json: what ran, on what, from which inputs.
@@ -63,7 +65,7 @@ type runInfo struct {
 // directory: train.yaml, run.json, samples, model (lulc engine), metrics
 // and, with opt.Charts, charts (confusion.png; importance.png with a
 // model).
-func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, err error) {
+func Train(ctx context.Context, cfg config.TrainConfig, opt stage.Options) (res TrainResult, err error) {
 	opt.Fill()
 	if err := cfg.Validate(); err != nil {
 		return TrainResult{}, err
@@ -71,11 +73,11 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 	if err := atomicfs.CheckInputs(opt.Out, append(cfg.Inputs(), opt.Inputs...)...); err != nil {
 		return TrainResult{}, err
 	}
-	ins, err := inputsOf(cfg)
+	ins, err := InputsOf(cfg)
 	if err != nil {
 		return TrainResult{}, err
 	}
-	if err := cfg.resolveLabels(inputSchemes(ins)); err != nil {
+	if err := cfg.ResolveLabels(inputSchemes(ins)); err != nil {
 		return TrainResult{}, err
 	}
 	scheme, _ := cfg.Scheme()
@@ -84,21 +86,21 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 	// (see Job.trainConfig).
 	fitCfg := cfg
 	if len(cfg.Input.Samples) > 0 {
-		fitCfg.Input = TrainConfig{}.Input
+		fitCfg.Input = config.TrainConfig{}.Input
 	}
-	stage, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "train "+cfg.Hash())
+	staging, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "train "+cfg.Hash())
 	if err != nil {
 		return TrainResult{}, err
 	}
-	defer stage.Release()
+	defer staging.Release()
 	// A training that fails leaves nothing behind; one that is interrupted
 	// keeps its samples for the rerun.
 	defer func() {
 		if err != nil && ctx.Err() == nil {
-			os.RemoveAll(stage.Dir)
+			os.RemoveAll(staging.Dir)
 		}
 	}()
-	res = TrainResult{Dir: stage.Final, Engine: cfg.Engine}
+	res = TrainResult{Dir: staging.Final, Engine: cfg.Engine}
 	for _, c := range scheme.Classes {
 		res.ClassNames = append(res.ClassNames, c.Name)
 	}
@@ -106,32 +108,32 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 	// Samples: reused from an interrupted run of the same config, else drawn.
 	t0 := time.Now()
 	var set *sampleset.Set
-	if body, err := os.ReadFile(stage.Path(SamplesFile)); err == nil && stage.Resumed {
-		notes, nerr := readDrawNotes(stage.Path(drawNotesFile))
-		if set, err = sampleset.Decode(body); err == nil && nerr == nil && set.Config == fitCfg.sampleKey() {
+	if body, err := os.ReadFile(staging.Path(stage.SamplesFile)); err == nil && staging.Resumed {
+		notes, nerr := readDrawNotes(staging.Path(drawNotesFile))
+		if set, err = sampleset.Decode(body); err == nil && nerr == nil && set.Config == fitCfg.SampleKey() {
 			res.Reused = true
-			res.Warnings, res.census = append(res.Warnings, notes.Warnings...), notes.Census
+			res.Warnings, res.Census = append(res.Warnings, notes.Warnings...), notes.Census
 		} else {
 			set = nil
 		}
 	}
 	if set == nil {
 		var notes drawNotes
-		set, notes, err = sample(fitCfg, ins, scheme, opt.engine())
+		set, notes, err = Sample(fitCfg, ins, scheme, opt.Engine())
 		if err != nil {
 			return res, err
 		}
-		res.Warnings, res.census = append(res.Warnings, notes.warnings...), notes.census
-		set.Config = fitCfg.sampleKey()
+		res.Warnings, res.Census = append(res.Warnings, notes.warnings...), notes.census
+		set.Config = fitCfg.SampleKey()
 		body, err := set.Encode()
 		if err != nil {
 			return res, err
 		}
 		// The notes first: samples without them are drawn again.
-		if err := writeDrawNotes(stage.Path(drawNotesFile), notes); err != nil {
+		if err := writeDrawNotes(staging.Path(drawNotesFile), notes); err != nil {
 			return res, err
 		}
-		if err := atomicfs.WriteFile(stage.Path(SamplesFile), body); err != nil {
+		if err := atomicfs.WriteFile(staging.Path(stage.SamplesFile), body); err != nil {
 			return res, err
 		}
 	}
@@ -143,25 +145,25 @@ func Train(ctx context.Context, cfg TrainConfig, opt Options) (res TrainResult, 
 	// The model is measured on the validation split, then the run
 	// directory's files are written: model, metrics, charts, resolved
 	// config and run info.
-	model, err := fitAndMeasure(ctx, fitCfg, scheme, set, ins, opt, &res)
+	model, err := FitAndMeasure(ctx, fitCfg, scheme, set, ins, opt, &res)
 	if err != nil {
 		return res, err
 	}
-	if err := writeTrainOutputs(fitCfg, set, ins, model, opt, stage.Dir, res); err != nil {
+	if err := WriteTrainOutputs(fitCfg, set, ins, model, opt, staging.Dir, res); err != nil {
 		return res, err
 	}
-	if err := os.Remove(stage.Path(drawNotesFile)); err != nil {
+	if err := os.Remove(staging.Path(drawNotesFile)); err != nil {
 		return res, err
 	}
-	if err := stage.Commit(); err != nil {
+	if err := staging.Commit(); err != nil {
 		return res, err
 	}
 	return res, nil
 }
 
-// fitAndMeasure checks the samples, fits the configured engine on their
+// FitAndMeasure checks the samples, fits the configured engine on their
 // training split and measures it on the validation split into res.
-func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *sampleset.Set, ins []trainInput, opt Options, res *TrainResult) (*forest.Model, error) {
+func FitAndMeasure(ctx context.Context, cfg config.TrainConfig, scheme landcover.Scheme, set *sampleset.Set, ins []TrainInput, opt stage.Options, res *TrainResult) (*forest.Model, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -170,11 +172,11 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 	res.Samples, res.Validation, res.Buffered = len(yt), len(yv), set.Buffered
 	// Said first, before the samples are checked and the forest fitted: a
 	// scheme the labels do not fit explains what fails after it.
-	fitWarning := schemeFitWarning(cfg, scheme, res.census)
+	fitWarning := schemeFitWarning(cfg, scheme, res.Census)
 	if fitWarning != "" {
 		opt.Log.Warn(fitWarning)
 	}
-	present, err := checkSamples(cfg, scheme, set, yt, yv, xt, res)
+	present, err := CheckSamples(cfg, scheme, set, yt, yv, xt, res)
 	if err != nil {
 		return nil, err
 	}
@@ -187,12 +189,12 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 	// The classes the labels hold, not the scheme's size; from the
 	// samples when merged draws left no census.
 	opt.Log.Info("samples", "training", len(yt), "validation", len(yv), "features", len(set.Features), "classes", present, "scheme_classes", len(scheme.Classes))
-	logSplit(cfg, set, opt)
+	LogSplit(cfg, set, opt)
 	logged := len(res.Warnings)
 	// The model takes its bands and scaling from the inputs, which share
 	// them; an empty shard's draw names none.
 	in := ins[0]
-	if i := slices.IndexFunc(ins, func(in trainInput) bool { return len(in.bands) > 0 }); i >= 0 {
+	if i := slices.IndexFunc(ins, func(in TrainInput) bool { return len(in.Bands) > 0 }); i >= 0 {
 		in = ins[i]
 	}
 	model, pred, err := fit(ctx, cfg, scheme, set, in, opt, res)
@@ -203,7 +205,7 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 		opt.Log.Warn(w)
 	}
 	if model != nil { // golearn's forests are not lulc models
-		model.Dark, model.Remap = trainingDark(ins, model.Bands), cfg.remap()
+		model.Dark, model.Remap = trainingDark(ins, model.Bands), cfg.Remap()
 		if !cfg.AOA.Off {
 			// A model is useful without its area of applicability: where the
 			// samples cannot give one (all in one block), training says so
@@ -227,7 +229,7 @@ func fitAndMeasure(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme
 // fit trains the configured engine and classifies the validation rows. The
 // model is nil for golearn, whose forests lulc cannot save. An interrupt
 // (ctx done) stops the fit promptly and returns ctx's error.
-func fit(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *sampleset.Set, in trainInput, opt Options, res *TrainResult) (*forest.Model, []uint8, error) {
+func fit(ctx context.Context, cfg config.TrainConfig, scheme landcover.Scheme, set *sampleset.Set, in TrainInput, opt stage.Options, res *TrainResult) (*forest.Model, []uint8, error) {
 	if cfg.Engine == "golearn" {
 		pred, err := fitGolearn(ctx, cfg, len(scheme.Classes), set, opt.Golearn, res)
 		return nil, pred, err
@@ -245,33 +247,33 @@ func fit(ctx context.Context, cfg TrainConfig, scheme landcover.Scheme, set *sam
 		return nil, nil, err
 	}
 	opt.Log.Debug("fit: features binned", "s", time.Since(t1).Seconds())
-	f, err := opt.engine().fit(ctx, xb, yt, len(scheme.Classes), cfg.Forest, func(format string, args ...any) {
+	f, err := opt.Engine().Fit(ctx, xb, yt, len(scheme.Classes), cfg.Forest, func(format string, args ...any) {
 		opt.Log.Info(fmt.Sprintf(format, args...))
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	res.Fit = time.Since(t1)
-	model := &forest.Model{Features: set.Features, Bands: in.bands, Scale: in.scale, Offset: in.offset,
+	model := &forest.Model{Features: set.Features, Bands: in.Bands, Scale: in.Scale, Offset: in.Offset,
 		Params: cfg.Forest, ConfigHash: cfg.Hash(), Samples: len(yt), Bins: bins, Forest: f}
 	for _, c := range scheme.Classes {
 		model.Classes = append(model.Classes, forest.Class{Code: c.Code, Name: c.Name, Color: fmt.Sprintf("#%02x%02x%02x", c.Color.R, c.Color.G, c.Color.B)})
 	}
 	t2 := time.Now()
-	pred, err := classify(ctx, opt.engine(), model, xv, nf)
+	pred, err := stage.Classify(ctx, opt.Engine(), model, xv, nf)
 	opt.Log.Debug("fit: validation rows classified", "rows", len(xv)/max(1, nf), "s", time.Since(t2).Seconds())
 	return model, pred, err
 }
 
-// writeTrainOutputs writes a training run's files into dir.
-func writeTrainOutputs(cfg TrainConfig, set *sampleset.Set, ins []trainInput, model *forest.Model, opt Options, dir string, res TrainResult) error {
+// WriteTrainOutputs writes a training run's files into dir.
+func WriteTrainOutputs(cfg config.TrainConfig, set *sampleset.Set, ins []TrainInput, model *forest.Model, opt stage.Options, dir string, res TrainResult) error {
 	path := func(name string) string { return filepath.Join(dir, name) }
 	if model != nil {
 		body, err := model.Encode()
 		if err != nil {
 			return err
 		}
-		if err := atomicfs.WriteFile(path(ModelFile), body); err != nil {
+		if err := atomicfs.WriteFile(path(stage.ModelFile), body); err != nil {
 			return err
 		}
 		if opt.Charts != nil {
@@ -287,7 +289,7 @@ func writeTrainOutputs(cfg TrainConfig, set *sampleset.Set, ins []trainInput, mo
 		Buffered int64    `json:"buffered_training_pixels,omitempty"`
 		Warnings []string `json:"warnings,omitempty"`
 	}{res.Metrics, res.ClassNames, cfg.Engine, res.Buffered, res.Warnings}, "", "  ")
-	if err := atomicfs.WriteFile(path(MetricsFile), append(mj, '\n')); err != nil {
+	if err := atomicfs.WriteFile(path(stage.MetricsFile), append(mj, '\n')); err != nil {
 		return err
 	}
 	if opt.Charts != nil {
@@ -296,18 +298,18 @@ func writeTrainOutputs(cfg TrainConfig, set *sampleset.Set, ins []trainInput, mo
 			return err
 		}
 	}
-	if err := writeResolvedConfig(path("train.yaml"), cfg); err != nil {
+	if err := stage.WriteResolvedConfig(path("train.yaml"), cfg); err != nil {
 		return err
 	}
 	info := runInfo{Lulc: opt.Version, Go: runtime.Version(), GDAL: raster.GDALVersion(), ConfigHash: cfg.Hash(),
 		Inputs: map[string]string{}, Engine: cfg.Engine, SampleTime: res.Sample.Seconds(), FitTime: res.Fit.Seconds(),
 		TrainRows: res.Samples, ValRows: res.Validation, Buffered: res.Buffered, Warnings: res.Warnings}
 	for _, in := range ins {
-		if in.inMemory {
+		if in.InMemory {
 			continue // no file to checksum
 		}
-		for _, p := range []string{in.image, in.labels} {
-			sum, _, err := fileSHA256(p)
+		for _, p := range []string{in.Image, in.Labels} {
+			sum, _, err := stage.FileSHA256(p)
 			if err != nil {
 				return err
 			}
@@ -319,10 +321,10 @@ func writeTrainOutputs(cfg TrainConfig, set *sampleset.Set, ins []trainInput, mo
 	return atomicfs.WriteFile(path("run.json"), append(ib, '\n'))
 }
 
-// checkSamples refuses samples training cannot use and records warnings
+// CheckSamples refuses samples training cannot use and records warnings
 // for those it can. It returns how many classes the labels hold (with a
 // census; else how many the samples hold).
-func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *sampleset.Set, yt, yv []uint8, xt []float32, res *TrainResult) (int, error) {
+func CheckSamples(cfg config.TrainConfig, scheme landcover.Scheme, set *sampleset.Set, yt, yv []uint8, xt []float32, res *TrainResult) (int, error) {
 	if len(yt)+len(yv) == 0 && len(res.Warnings) > 0 {
 		// The draw's warnings say why none was drawn (labels outside the
 		// scheme, planes without data); the split is not the cause.
@@ -336,7 +338,7 @@ func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *sampleset.Set, 
 	for _, y := range yt {
 		counts[y]++
 	}
-	warnings, present := classWarnings(cfg, scheme, res.census, counts)
+	warnings, present := classWarnings(cfg, scheme, res.Census, counts)
 	res.Warnings = append(res.Warnings, warnings...)
 	trained := 0
 	for c, n := range counts {
@@ -384,14 +386,14 @@ func checkSamples(cfg TrainConfig, scheme landcover.Scheme, set *sampleset.Set, 
 	return present, nil
 }
 
-// logSplit says what the split's buffer did, and that a split by features
+// LogSplit says what the split's buffer did, and that a split by features
 // has none: the buffer a blocked split takes by default (the context
 // features' radius) would otherwise vanish without a word.
-func logSplit(cfg TrainConfig, set *sampleset.Set, opt Options) {
+func LogSplit(cfg config.TrainConfig, set *sampleset.Set, opt stage.Options) {
 	switch {
 	case cfg.Sampling.Split == sampling.SplitFeatures:
 		msg := "sampling.split features: no buffer (sampling.buffer works with split blocks only): each feature's pixels go whole to one side"
-		if r := contextRadius(cfg.Features); r > 0 {
+		if r := config.ContextRadius(cfg.Features); r > 0 {
 			msg += fmt.Sprintf("; split blocks would drop the training pixels within the context features' radius %d of validation blocks", r)
 		}
 		opt.Log.Info(msg)
@@ -406,7 +408,7 @@ func logSplit(cfg TrainConfig, set *sampleset.Set, opt Options) {
 // sample's DI is taken to the nearest training sample in another block.
 // The cap keeps the samples with the smallest keys seeded by
 // sampling.seed and the pixel.
-func trainAOA(ctx context.Context, cfg TrainConfig, set *sampleset.Set, importance []float64) (*aoa.Reference, error) {
+func trainAOA(ctx context.Context, cfg config.TrainConfig, set *sampleset.Set, importance []float64) (*aoa.Reference, error) {
 	nf, bs := len(set.Features), uint64(cfg.Sampling.BlockSize)
 	var s []aoa.Sample
 	for i, sp := range set.Split {
@@ -429,10 +431,10 @@ func trainAOA(ctx context.Context, cfg TrainConfig, set *sampleset.Set, importan
 // over the inputs that know theirs (a stack's manifest, a run's
 // composite); nil when none does (rasters read directly, sample phases'
 // draws).
-func trainingDark(ins []trainInput, bands []string) map[string]float64 {
+func trainingDark(ins []TrainInput, bands []string) map[string]float64 {
 	var levels [][]float64
 	for _, in := range ins {
-		for _, d := range in.darks {
+		for _, d := range in.Darks {
 			if l := d.Aligned(bands); l != nil {
 				levels = append(levels, l)
 			}

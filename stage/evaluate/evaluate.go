@@ -1,4 +1,4 @@
-package pipeline
+package evaluate
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/sampling"
+	"github.com/lulc/lulc/stage"
 )
 
 // EvaluateResult is the comparison of a class map with reference labels.
@@ -58,7 +59,7 @@ func DefaultEvaluateConfig() EvaluateConfig {
 // names), else WorldCover's. Pixels where either side is 0 or a code
 // outside the classes are left out. It writes metrics.json and, with
 // opt.Charts, confusion.png into opt.Out.
-func Evaluate(ctx context.Context, prediction, labels string, ec EvaluateConfig, opt Options) (EvaluateResult, error) {
+func Evaluate(ctx context.Context, prediction, labels string, ec EvaluateConfig, opt stage.Options) (EvaluateResult, error) {
 	opt.Fill()
 	alg := ec.Resampling
 	if err := atomicfs.CheckInputs(opt.Out, append([]string{prediction, labels, ec.Split}, opt.Inputs...)...); err != nil {
@@ -118,7 +119,7 @@ func Evaluate(ctx context.Context, prediction, labels string, ec EvaluateConfig,
 		return EvaluateResult{}, err
 	}
 	res := EvaluateResult{Dir: opt.Out, Metrics: m, Pixels: len(ref)}
-	area, err := areaEstimate(p, l, index, pred.Width, len(scheme.Classes), ec)
+	area, err := AreaEstimate(p, l, index, pred.Width, len(scheme.Classes), ec)
 	if err != nil {
 		res.AreaSkipped = err.Error()
 		opt.Log.Warn("no area-adjusted estimate", "why", err)
@@ -128,11 +129,11 @@ func Evaluate(ctx context.Context, prediction, labels string, ec EvaluateConfig,
 	for _, c := range scheme.Classes {
 		res.Names = append(res.Names, c.Name)
 	}
-	stage, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, fmt.Sprintf("evaluate %s %s %s", prediction, labels, alg))
+	staging, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, fmt.Sprintf("evaluate %s %s %s", prediction, labels, alg))
 	if err != nil {
 		return res, err
 	}
-	defer stage.Release()
+	defer staging.Release()
 	body, err := json.MarshalIndent(struct {
 		forest.Metrics
 		Names       []string             `json:"class_names"`
@@ -147,19 +148,19 @@ func Evaluate(ctx context.Context, prediction, labels string, ec EvaluateConfig,
 	if err != nil {
 		return res, err
 	}
-	if err := atomicfs.WriteFile(stage.Path(MetricsFile), append(body, '\n')); err != nil {
+	if err := atomicfs.WriteFile(staging.Path(stage.MetricsFile), append(body, '\n')); err != nil {
 		return res, err
 	}
 	if opt.Charts != nil {
-		if err := opt.Charts.Confusion(stage.Path("confusion.png"), m.Confusion, res.Names,
+		if err := opt.Charts.Confusion(staging.Path("confusion.png"), m.Confusion, res.Names,
 			fmt.Sprintf("Prediction vs labels: OA %.3f, κ %.3f", m.Accuracy, m.Kappa), ec.Counts); err != nil {
 			return res, err
 		}
 	}
-	return res, stage.Commit()
+	return res, staging.Commit()
 }
 
-// areaEstimate draws the stratified sample of EvaluateConfig from the
+// AreaEstimate draws the stratified sample of EvaluateConfig from the
 // pixels both the map (pred) and the labels (lab) give a known class
 // (index maps codes to class indices), counts every mapped pixel per
 // class, and estimates accuracy and areas from them. The sample is, per
@@ -168,13 +169,13 @@ func Evaluate(ctx context.Context, prediction, labels string, ec EvaluateConfig,
 // the same whatever order the pixels are visited in. Each stratum keeps
 // only its sample_per_class smallest so far (a bounded max-heap), so
 // memory does not grow with the map.
-func areaEstimate(pred, lab []uint8, index map[uint8]uint8, width, k int, ec EvaluateConfig) (forest.AreaEstimate, error) {
+func AreaEstimate(pred, lab []uint8, index map[uint8]uint8, width, k int, ec EvaluateConfig) (forest.AreaEstimate, error) {
 	mapped := make([]int64, k)
 	sample := make([][]int64, k)
 	for j := range sample {
 		sample[j] = make([]int64, k)
 	}
-	strata := make([]stratumSample, k)
+	strata := make([]StratumSample, k)
 	for i, p := range pred {
 		pi, ok := index[p]
 		if !ok {
@@ -191,36 +192,36 @@ func areaEstimate(pred, lab []uint8, index map[uint8]uint8, width, k int, ec Eva
 			continue
 		}
 		key := rng.Hash(ec.Seed, 0xa4ea, uint64(i/width), uint64(i%width))
-		strata[pi].offer(areaCand{key, i, ri}, ec.SamplePerClass)
+		strata[pi].Offer(AreaCand{key, i, ri}, ec.SamplePerClass)
 	}
 	for pi, st := range strata {
 		for _, c := range st {
-			sample[c.ref][pi]++
+			sample[c.Ref][pi]++
 		}
 	}
 	return forest.EstimateAreas(sample, mapped)
 }
 
-// areaCand is a pixel that may be in the area estimate's sample: its key,
+// AreaCand is a pixel that may be in the area estimate's sample: its key,
 // its place in the map (ties), and its reference class.
-type areaCand struct {
-	key uint64
-	pos int
-	ref uint8
+type AreaCand struct {
+	Key uint64
+	Pos int
+	Ref uint8
 }
 
 // less orders candidates by (key, pos).
-func (a areaCand) less(b areaCand) bool {
-	return a.key < b.key || a.key == b.key && a.pos < b.pos
+func (a AreaCand) less(b AreaCand) bool {
+	return a.Key < b.Key || a.Key == b.Key && a.Pos < b.Pos
 }
 
-// stratumSample holds a stratum's smallest candidates so far, at most a
+// StratumSample holds a stratum's smallest candidates so far, at most a
 // cap, as a max-heap: the largest at [0].
-type stratumSample []areaCand
+type StratumSample []AreaCand
 
-// offer adds c when the stratum has fewer than max candidates or c is
+// Offer adds c when the stratum has fewer than max candidates or c is
 // smaller than its largest, which then goes.
-func (h *stratumSample) offer(c areaCand, max int) {
+func (h *StratumSample) Offer(c AreaCand, max int) {
 	s := *h
 	if len(s) < max {
 		s = append(s, c)

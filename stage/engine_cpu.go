@@ -1,4 +1,4 @@
-package pipeline
+package stage
 
 import (
 	"context"
@@ -16,10 +16,10 @@ import (
 	"github.com/lulc/lulc/pixel/features"
 )
 
-// cpuEngine computes on the host's cores: GDAL decodes bands as they are
+// CpuEngine computes on the host's cores: GDAL decodes bands as they are
 // read, windows composite and sample from the host's copy, the forest
 // grows on workers goroutines.
-type cpuEngine struct {
+type CpuEngine struct {
 	workers int
 	// raw makes the CPU take bands compressed too, decoded by package
 	// decode in composite.Resample: the path of a device that decodes
@@ -27,17 +27,17 @@ type cpuEngine struct {
 	raw bool
 }
 
-func (cpuEngine) name() string                               { return "cpu" }
-func (e cpuEngine) rawBands() bool                           { return e.raw }
-func (cpuEngine) decodeAhead(*cuda.AheadBatch) error         { return nil } // each window decodes its own
-func (cpuEngine) releaseAhead(*cuda.AheadBatch)              {}
-func (cpuEngine) holdsAheadFormat(decode.Format) bool        { return false }
-func (cpuEngine) aheadDeviceBudget() int64                   { return 0 }
-func (cpuEngine) mirror(geo.Grid, int) (*cuda.Mirror, error) { return nil, nil }
-func (cpuEngine) mirrors() bool                              { return false }
-func (cpuEngine) busy() time.Duration                        { return 0 }
+func (CpuEngine) Name() string                               { return "cpu" }
+func (e CpuEngine) RawBands() bool                           { return e.raw }
+func (CpuEngine) DecodeAhead(*cuda.AheadBatch) error         { return nil } // each window decodes its own
+func (CpuEngine) ReleaseAhead(*cuda.AheadBatch)              {}
+func (CpuEngine) HoldsAheadFormat(decode.Format) bool        { return false }
+func (CpuEngine) AheadDeviceBudget() int64                   { return 0 }
+func (CpuEngine) Mirror(geo.Grid, int) (*cuda.Mirror, error) { return nil, nil }
+func (CpuEngine) Mirrors() bool                              { return false }
+func (CpuEngine) Busy() time.Duration                        { return 0 }
 
-func (cpuEngine) composite(dates []composite.Date, s composite.Spec, out [][]uint16, count []uint8, into *cuda.MirrorWindow) (time.Duration, error) {
+func (CpuEngine) Composite(dates []composite.Date, s composite.Spec, out [][]uint16, count []uint8, into *cuda.MirrorWindow) (time.Duration, error) {
 	if into != nil {
 		return 0, errors.New("composite: a device mirror on the CPU")
 	}
@@ -49,24 +49,24 @@ func (cpuEngine) composite(dates []composite.Date, s composite.Spec, out [][]uin
 	return resample, composite.WindowTemporal(dates, s, out, count)
 }
 
-func (cpuEngine) features(set *features.Set) (features.Computer, func(), error) {
+func (CpuEngine) Features(set *features.Set) (features.Computer, func(), error) {
 	return features.CPU{Set: set}, func() {}, nil
 }
 
-func (e cpuEngine) predictor(set *features.Set, model *forest.Model) (features.Computer, inference.Predictor, func(), error) {
+func (e CpuEngine) Predictor(set *features.Set, model *forest.Model) (features.Computer, inference.Predictor, func(), error) {
 	return features.CPU{Set: set}, inference.NewCPU(model), func() {}, nil
 }
 
-func (cpuEngine) di(_ *features.Set, ref *aoa.Reference) (diComputer, func(), error) {
+func (CpuEngine) di(_ *features.Set, ref *aoa.Reference) (diComputer, func(), error) {
 	return cpuDI{aoa.NewIndex(ref)}, func() {}, nil
 }
 
-func (e cpuEngine) fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, _ func(string, ...any)) (*forest.Forest, error) {
+func (e CpuEngine) Fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, _ func(string, ...any)) (*forest.Forest, error) {
 	return forest.Train(ctx, xb, y, classes, p, e.workers)
 }
 
 // classify splits the rows over the workers, at least 4096 rows each.
-func (e cpuEngine) classify(ctx context.Context, model *forest.Model, planes [][]float32, n int) ([]uint8, error) {
+func (e CpuEngine) classify(ctx context.Context, model *forest.Model, planes [][]float32, n int) ([]uint8, error) {
 	cls, conf, valid := make([]uint8, n), make([]float32, n), allValid(n)
 	cpu := inference.NewCPU(model)
 	parts := max(1, min(e.workers, n/4096))

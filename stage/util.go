@@ -1,4 +1,4 @@
-package pipeline
+package stage
 
 import (
 	"fmt"
@@ -10,17 +10,17 @@ import (
 	"github.com/lulc/lulc/internal/atomicfs"
 )
 
-func rgba(r, g, b uint8) color.RGBA { return color.RGBA{r, g, b, 0xff} }
+func Rgba(r, g, b uint8) color.RGBA { return color.RGBA{r, g, b, 0xff} }
 
-// cogType is the media type of Cloud-Optimized GeoTIFF assets.
-const cogType = "image/tiff; application=geotiff; profile=cloud-optimized"
+// CogType is the media type of Cloud-Optimized GeoTIFF assets.
+const CogType = "image/tiff; application=geotiff; profile=cloud-optimized"
 
 // round9 keeps coordinates at 1e-9° so JSON stays stable and readable.
 func round9(x float64) float64 { return math.Round(x*1e9) / 1e9 }
 
-// writeResolvedConfig writes a config as YAML with its own key names, so
+// WriteResolvedConfig writes a config as YAML with its own key names, so
 // that the file can be given back to the command that wrote it.
-func writeResolvedConfig(path string, cfg any) error {
+func WriteResolvedConfig(path string, cfg any) error {
 	body, err := yaml.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)

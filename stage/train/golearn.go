@@ -1,4 +1,4 @@
-package pipeline
+package train
 
 import (
 	"cmp"
@@ -9,13 +9,15 @@ import (
 
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/learn/sampleset"
+	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
 )
 
 // fitGolearn trains golearn's forest (train config engine: golearn, the
 // CPU baseline the workflow compares with) on at most golearn.max_samples
 // of set's training rows, and classifies its validation rows. golearn's
 // forests are not lulc models: nothing is saved.
-func fitGolearn(ctx context.Context, cfg TrainConfig, classes int, set *sampleset.Set, fit Golearn, res *TrainResult) ([]uint8, error) {
+func fitGolearn(ctx context.Context, cfg config.TrainConfig, classes int, set *sampleset.Set, fit stage.Golearn, res *TrainResult) ([]uint8, error) {
 	if fit == nil {
 		return nil, fmt.Errorf("engine: golearn is not linked into this program (pipeline.Options.Golearn)")
 	}
@@ -28,7 +30,7 @@ func fitGolearn(ctx context.Context, cfg TrainConfig, classes int, set *samplese
 	if len(ys) < len(yt) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("golearn trained on a seeded subset of %d of %d training samples (golearn.max_samples)", len(ys), len(yt)))
 	}
-	f, err := interruptible(ctx, func() (GolearnForest, error) {
+	f, err := interruptible(ctx, func() (stage.GolearnForest, error) {
 		return fit(xs, nf, ys, classes, g.Trees, g.FeaturesPerTree, int64(cfg.Sampling.Seed))
 	})
 	if err != nil {
