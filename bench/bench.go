@@ -516,7 +516,7 @@ func runOnce(ctx context.Context, j engineJob, dir string, er *EngineReport) ([]
 		o.GPUs = []*cuda.Device{gpu}
 	}
 	t0 = time.Now()
-	pr, err := predict.Predict(ctx, predict.PredictConfig{Model: model, Input: stack}, o)
+	pr, err := predict.Predict(ctx, predict.Config{Model: model, Input: stack}, o)
 	if err != nil {
 		return nil, err
 	}
@@ -529,7 +529,7 @@ func runOnce(ctx context.Context, j engineJob, dir string, er *EngineReport) ([]
 	t0 = time.Now()
 	var oa float64
 	for _, t := range pr.Tiles {
-		ev, err := evaluate.Evaluate(ctx, t.Class, filepath.Join(stack, t.Tile, "labels.tif"), evaluate.DefaultEvaluateConfig(), sub(dir+"/evaluate-"+t.Tile))
+		ev, err := evaluate.Evaluate(ctx, t.Class, filepath.Join(stack, t.Tile, "labels.tif"), evaluate.DefaultConfig(), sub(dir+"/evaluate-"+t.Tile))
 		if err != nil {
 			return nil, err
 		}

@@ -88,7 +88,7 @@ func TestAOAFlagsSnow(t *testing.T) {
 		return 100 * float64(out) / float64(in+out), in + out
 	}
 	for _, step := range []int{1, 4} {
-		res, dir := mustPredict(t, predict.PredictConfig{Model: modelPath, Input: snowStack(t), Window: 512, AOA: stage.AOAOptions{Step: step}})
+		res, dir := mustPredict(t, predict.Config{Model: modelPath, Input: snowStack(t), Window: 512, AOA: stage.AOAOptions{Step: step}})
 		tile := res.Tiles[0]
 		path := filepath.Join(dir, tile.Tile, stage.AOAFile)
 		if tile.AOA != path {
@@ -124,7 +124,7 @@ func TestAOAFlagsSnow(t *testing.T) {
 		}
 		checkCatalog(t, filepath.Join(dir, stage.CollectionFile))
 		// A rerun writes the same bytes.
-		res2, _ := mustPredict(t, predict.PredictConfig{Model: modelPath, Input: snowStack(t), Window: 1024, AOA: stage.AOAOptions{Step: step}})
+		res2, _ := mustPredict(t, predict.Config{Model: modelPath, Input: snowStack(t), Window: 1024, AOA: stage.AOAOptions{Step: step}})
 		a, _ := os.ReadFile(path)
 		b, _ := os.ReadFile(res2.Tiles[0].AOA)
 		if len(a) == 0 || !bytes.Equal(a, b) {
@@ -132,7 +132,7 @@ func TestAOAFlagsSnow(t *testing.T) {
 		}
 	}
 	// The training scene itself lies mostly inside.
-	res, _ := mustPredict(t, predict.PredictConfig{Model: modelPath, Input: demoStack(t), Window: 512})
+	res, _ := mustPredict(t, predict.Config{Model: modelPath, Input: demoStack(t), Window: 512})
 	_, mask, _ := readAOA(t, res.Tiles[0].AOA)
 	pct, _ := outside(mask)
 	t.Logf("training scene: %.2f %% outside", pct)
@@ -140,7 +140,7 @@ func TestAOAFlagsSnow(t *testing.T) {
 		t.Errorf("%.1f %% of the training scene outside the area of applicability (%q)", pct, res.Tiles[0].AOAWarning)
 	}
 	// Off: no aoa.tif, no asset.
-	res, dir := mustPredict(t, predict.PredictConfig{Model: modelPath, Input: demoStack(t), Window: 512, AOA: stage.AOAOptions{Off: true}})
+	res, dir := mustPredict(t, predict.Config{Model: modelPath, Input: demoStack(t), Window: 512, AOA: stage.AOAOptions{Off: true}})
 	if res.Tiles[0].AOA != "" {
 		t.Error("aoa.off wrote an area of applicability")
 	}

@@ -29,7 +29,7 @@ func TestNoChartsNoPNGs(t *testing.T) {
 		}
 	}
 	out := filepath.Join(t.TempDir(), "pred")
-	res, err := predict.Predict(context.Background(), predict.PredictConfig{Model: model, Input: demoStack(t), Window: 1024}, stage.Options{Out: out})
+	res, err := predict.Predict(context.Background(), predict.Config{Model: model, Input: demoStack(t), Window: 1024}, stage.Options{Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestNoChartsNoPNGs(t *testing.T) {
 		t.Error("the tile without a quicklook does not verify")
 	}
 	ev := filepath.Join(t.TempDir(), "ev")
-	if _, err := evaluate.Evaluate(context.Background(), res.Tiles[0].Class, filepath.Join(demoStack(t), res.Tiles[0].Tile, "labels.tif"), evaluate.DefaultEvaluateConfig(), stage.Options{Out: ev}); err != nil {
+	if _, err := evaluate.Evaluate(context.Background(), res.Tiles[0].Class, filepath.Join(demoStack(t), res.Tiles[0].Tile, "labels.tif"), evaluate.DefaultConfig(), stage.Options{Out: ev}); err != nil {
 		t.Fatal(err)
 	}
 	if atomicfs.Exists(filepath.Join(ev, "confusion.png")) || !atomicfs.Exists(filepath.Join(ev, stage.MetricsFile)) {

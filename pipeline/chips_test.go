@@ -41,11 +41,11 @@ func TestExportChips(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "chips")
-	res, err := chips.ExportChips(context.Background(), chips.ChipsConfig{Train: tc, Size: 32, Stride: 24}, stage.Options{Out: out})
+	res, err := chips.ExportChips(context.Background(), chips.Config{Train: tc, Size: 32, Stride: 24}, stage.Options{Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var idx chips.ChipsIndex
+	var idx chips.Index
 	body, _ := os.ReadFile(filepath.Join(out, chips.ChipsFile))
 	if err := json.Unmarshal(body, &idx); err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestExportChips(t *testing.T) {
 		}
 	}
 	ev, err := evaluate.Evaluate(context.Background(), class, filepath.Join(stack, "T1", "labels.tif"),
-		evaluate.EvaluateConfig{Resampling: "nearest", Seed: 1, Split: filepath.Join(out, "tiles", "T1_split.npy")}, stage.Options{Out: filepath.Join(t.TempDir(), "ev")})
+		evaluate.Config{Resampling: "nearest", Seed: 1, Split: filepath.Join(out, "tiles", "T1_split.npy")}, stage.Options{Out: filepath.Join(t.TempDir(), "ev")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,11 +134,11 @@ func TestExportChips(t *testing.T) {
 	}
 
 	for _, c := range []struct {
-		cc   chips.ChipsConfig
+		cc   chips.Config
 		want string
 	}{
-		{chips.ChipsConfig{Train: tc, Size: 512, Stride: 256}, "larger than tile T1"},
-		{chips.ChipsConfig{Train: tc, Size: 32, Stride: 0}, "stride 0"},
+		{chips.Config{Train: tc, Size: 512, Stride: 256}, "larger than tile T1"},
+		{chips.Config{Train: tc, Size: 32, Stride: 0}, "stride 0"},
 	} {
 		if _, err := chips.ExportChips(context.Background(), c.cc, stage.Options{Out: filepath.Join(t.TempDir(), "x")}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("size %d stride %d: %v", c.cc.Size, c.cc.Stride, err)

@@ -14,8 +14,6 @@ import (
 
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/geo/raster"
-	"github.com/lulc/lulc/learn/sampleset"
-	"github.com/lulc/lulc/learn/sampling"
 	"github.com/lulc/lulc/stage"
 	"github.com/lulc/lulc/stage/config"
 	"github.com/lulc/lulc/stage/train"
@@ -139,24 +137,6 @@ func TestClassLostToSplit(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "lost every training pixel") {
 		t.Errorf("the warning is not logged:\n%s", log.String())
-	}
-}
-
-// TestLogSplitFeatures: a split by features says that it has no buffer,
-// and which the context features would have given a blocked split.
-func TestLogSplitFeatures(t *testing.T) {
-	var log strings.Builder
-	cfg := config.TrainConfig{Features: []string{"B04", "mean(B08,15)"}}
-	cfg.Sampling.Split = sampling.SplitFeatures
-	train.LogSplit(cfg, &sampleset.Set{}, stage.Options{Log: textLog(&log)})
-	if want := "sampling.split features: no buffer (sampling.buffer works with split blocks only)"; !strings.Contains(log.String(), want) || !strings.Contains(log.String(), "radius 7") {
-		t.Errorf("log %q lacks %q and the radius 7", log.String(), want)
-	}
-	log.Reset()
-	cfg.Sampling.Split = sampling.SplitBlocks
-	train.LogSplit(cfg, &sampleset.Set{}, stage.Options{Log: textLog(&log)})
-	if log.Len() != 0 {
-		t.Errorf("a blocked split without a buffer logs %q", log.String())
 	}
 }
 

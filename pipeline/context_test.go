@@ -51,7 +51,7 @@ func TestRunContextFeatures(t *testing.T) {
 	if !reflect.DeepEqual(res.Train.Metrics.Confusion, trained.Metrics.Confusion) {
 		t.Errorf("validation confusion %v, train's %v", res.Train.Metrics.Confusion, trained.Metrics.Confusion)
 	}
-	_, pred := mustPredict(t, predict.PredictConfig{Model: filepath.Join(out, "model", stage.ModelFile), Input: stack, Confidence: true})
+	_, pred := mustPredict(t, predict.Config{Model: filepath.Join(out, "model", stage.ModelFile), Input: stack, Confidence: true})
 	for _, f := range []string{stage.ClassFile, stage.ConfidenceFile} {
 		sameFile(t, filepath.Join(out, "31TEJ", f), filepath.Join(pred, "31TEJ", f))
 	}

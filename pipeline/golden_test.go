@@ -41,7 +41,7 @@ func TestGoldenFormats(t *testing.T) {
 	if _, err := train.Train(ctx, tc, opt("model")); err != nil {
 		t.Fatal(err)
 	}
-	pc := predict.PredictConfig{Model: filepath.Join(out, "model", stage.ModelFile), Input: filepath.Join(out, "stack"), Window: 1024, Compress: "DEFLATE", Confidence: true}
+	pc := predict.Config{Model: filepath.Join(out, "model", stage.ModelFile), Input: filepath.Join(out, "stack"), Window: 1024, Compress: "DEFLATE", Confidence: true}
 	if _, err := predict.Predict(ctx, pc, opt("map")); err != nil {
 		t.Fatal(err)
 	}

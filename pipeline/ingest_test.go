@@ -88,7 +88,7 @@ func ingestConfig(t *testing.T, catalogPath string) config.IngestConfig {
 	return cfg
 }
 
-func mustIngest(t *testing.T, cfg config.IngestConfig) (ingest.IngestResult, string) {
+func mustIngest(t *testing.T, cfg config.IngestConfig) (ingest.Result, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "stack")
 	res, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: out, Version: "test"})

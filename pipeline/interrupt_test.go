@@ -9,13 +9,13 @@ import (
 	"github.com/lulc/lulc/stage/ingest"
 )
 
-// namedTile is a sourceTile that only has a name: eachTile needs no more.
+// namedTile is a SourceTile that only has a name: eachTile needs no more.
 type namedTile struct {
 	ingest.SourceTile
 	n string
 }
 
-func (t namedTile) name() string { return t.n }
+func (t namedTile) Name() string { return t.n }
 
 // TestEachTileInterrupted interrupts a run while its first tile maps, with
 // one lane: the tiles not yet begun must not pass for mapped, so eachTile

@@ -43,7 +43,7 @@ func demoModel(t *testing.T) string {
 	return demoScenes["tiny-model"]
 }
 
-func mustPredict(t *testing.T, pc predict.PredictConfig) (predict.PredictResult, string) {
+func mustPredict(t *testing.T, pc predict.Config) (predict.Result, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "pred")
 	res, err := predict.Predict(context.Background(), pc, stage.Options{Out: out, Charts: drawer})
@@ -57,7 +57,7 @@ func mustPredict(t *testing.T, pc predict.PredictConfig) (predict.PredictResult,
 // with the forest applied directly to the same features.
 func TestPredictMatchesForest(t *testing.T) {
 	stack, modelPath := demoStack(t), demoModel(t)
-	res, out := mustPredict(t, predict.PredictConfig{Model: modelPath, Input: stack, Confidence: true, Window: 512})
+	res, out := mustPredict(t, predict.Config{Model: modelPath, Input: stack, Confidence: true, Window: 512})
 	if len(res.Tiles) != 1 {
 		t.Fatalf("tiles %+v", res.Tiles)
 	}
@@ -158,7 +158,7 @@ func TestPredictMatchesForest(t *testing.T) {
 	}
 
 	// Evaluate against the stack's labels: the forest was trained on them.
-	ev, err := evaluate.Evaluate(context.Background(), filepath.Join(out, "31TEJ", stage.ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), evaluate.DefaultEvaluateConfig(), stage.Options{Out: filepath.Join(t.TempDir(), "ev")})
+	ev, err := evaluate.Evaluate(context.Background(), filepath.Join(out, "31TEJ", stage.ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), evaluate.DefaultConfig(), stage.Options{Out: filepath.Join(t.TempDir(), "ev")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestPredictOverviewsAndResume(t *testing.T) {
 	icfg := ingestConfig(t, filepath.Join(scene, "catalog.json"))
 	icfg.Area.BBox = []float64{2.9, 45.0, 3.2, 45.2}
 	_, stack := mustIngest(t, icfg)
-	pc := predict.PredictConfig{Model: demoModel(t), Input: stack, Window: 512}
+	pc := predict.Config{Model: demoModel(t), Input: stack, Window: 512}
 	_, want := mustPredict(t, pc)
 	ci, _ := raster.Inspect(filepath.Join(want, "31TEJ", stage.ClassFile))
 	if ci.Overviews < 1 || ci.Layout != "COG" {
@@ -237,14 +237,14 @@ func TestPredictBadInput(t *testing.T) {
 	os.WriteFile(file, nil, 0o644)
 	for _, c := range []struct {
 		name      string
-		pc        predict.PredictConfig
+		pc        predict.Config
 		out, want string
 	}{
-		{"corrupt model", predict.PredictConfig{Model: corrupt, Input: stack}, "", "corrupt or truncated"},
-		{"bands differ", predict.PredictConfig{Model: otherPath, Input: stack}, "", "bands: model [B01, B03"},
-		{"unusable CRS", predict.PredictConfig{Model: modelPath, Input: badCRS}, "", "EPSG:999999"},
-		{"not a stack", predict.PredictConfig{Model: modelPath, Input: dir}, "", "no tile manifests"},
-		{"unwritable output", predict.PredictConfig{Model: modelPath, Input: stack}, filepath.Join(file, "out"), "not writable"},
+		{"corrupt model", predict.Config{Model: corrupt, Input: stack}, "", "corrupt or truncated"},
+		{"bands differ", predict.Config{Model: otherPath, Input: stack}, "", "bands: model [B01, B03"},
+		{"unusable CRS", predict.Config{Model: modelPath, Input: badCRS}, "", "EPSG:999999"},
+		{"not a stack", predict.Config{Model: modelPath, Input: dir}, "", "no tile manifests"},
+		{"unwritable output", predict.Config{Model: modelPath, Input: stack}, filepath.Join(file, "out"), "not writable"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := c.out
@@ -317,9 +317,9 @@ func TestPredictRealTerraMind(t *testing.T) {
 		b, _ := json.Marshal(m)
 		os.WriteFile(filepath.Join(tile, "manifest.json"), b, 0o644)
 	}
-	res, out := mustPredict(t, predict.PredictConfig{Model: filepath.Join(run, stage.ModelFile), Input: stack})
+	res, out := mustPredict(t, predict.Config{Model: filepath.Join(run, stage.ModelFile), Input: stack})
 	for i, tile := range res.Tiles {
-		ev, err := evaluate.Evaluate(context.Background(), filepath.Join(out, tile.Tile, stage.ClassFile), cfg.Input.Rasters[i].Labels, evaluate.EvaluateConfig{Resampling: "nearest", SamplePerClass: 1000, Seed: 1}, stage.Options{Out: filepath.Join(t.TempDir(), "ev")})
+		ev, err := evaluate.Evaluate(context.Background(), filepath.Join(out, tile.Tile, stage.ClassFile), cfg.Input.Rasters[i].Labels, evaluate.Config{Resampling: "nearest", SamplePerClass: 1000, Seed: 1}, stage.Options{Out: filepath.Join(t.TempDir(), "ev")})
 		if err != nil {
 			t.Fatal(err)
 		}

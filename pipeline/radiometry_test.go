@@ -99,11 +99,11 @@ func TestRadiometryOffsetNoticed(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := filepath.Join(t.TempDir(), "pred")
-			pr, err := predict.Predict(context.Background(), predict.PredictConfig{Model: filepath.Join(model, stage.ModelFile), Input: st, Window: 512}, stage.Options{Out: out})
+			pr, err := predict.Predict(context.Background(), predict.Config{Model: filepath.Join(model, stage.ModelFile), Input: st, Window: 512}, stage.Options{Out: out})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ev, err := evaluate.Evaluate(context.Background(), filepath.Join(out, applyPair.Tile, stage.ClassFile), applyPair.Labels, evaluate.EvaluateConfig{Resampling: "nearest", Seed: 1}, stage.Options{Out: filepath.Join(t.TempDir(), "ev")})
+			ev, err := evaluate.Evaluate(context.Background(), filepath.Join(out, applyPair.Tile, stage.ClassFile), applyPair.Labels, evaluate.Config{Resampling: "nearest", Seed: 1}, stage.Options{Out: filepath.Join(t.TempDir(), "ev")})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -212,8 +212,8 @@ func (j Job) collectionID(modelBody []byte) string {
 // RunResult summarises a run.
 type RunResult struct {
 	Dir     string
-	Model   string             // the model that mapped the tiles
-	Train   *train.TrainResult // when the job trained
+	Model   string        // the model that mapped the tiles
+	Train   *train.Result // when the job trained
 	Tiles   []RunTile
 	Elapsed time.Duration
 	// DeviceBusy is the time the GPUs' goroutines computed (composite,
@@ -247,10 +247,10 @@ type RunTile struct {
 	Device string            `json:"device,omitempty"`
 	Ingest ingest.StageTimes `json:"-"`
 	// Composite is the wall time of reading and compositing the tile.
-	Composite time.Duration       `json:"-"`
-	Predict   predict.PredictTile `json:"-"`
-	Sample    time.Duration       `json:"-"`
-	Metrics   *forest.Metrics     `json:"metrics,omitempty"` // the map against the tile's labels
+	Composite time.Duration   `json:"-"`
+	Predict   predict.Tile    `json:"-"`
+	Sample    time.Duration   `json:"-"`
+	Metrics   *forest.Metrics `json:"metrics,omitempty"` // the map against the tile's labels
 	// Radiometry warns when the tile's dark levels differ from the
 	// model's training data's (package radiometry).
 	Radiometry string `json:"radiometry_warning,omitempty"`
@@ -784,7 +784,7 @@ func (r *runner) wait() error {
 // train composites and samples every tile, holding the composites for the
 // map phase, and fits the model into OUT/model. A model left complete by
 // an interrupted run of the same job is kept.
-func (r *runner) train(ctx context.Context, tiles []ingest.SourceTile, rts []RunTile) (*train.TrainResult, *forest.Model, error) {
+func (r *runner) train(ctx context.Context, tiles []ingest.SourceTile, rts []RunTile) (*train.Result, *forest.Model, error) {
 	cfg := r.job.trainConfig()
 	dir := r.stage.Path("model")
 	if atomicfs.Exists(filepath.Join(dir, "run.json")) {
@@ -813,7 +813,7 @@ func (r *runner) train(ctx context.Context, tiles []ingest.SourceTile, rts []Run
 	r.mark("samples drawn, features computed", "")
 	set.Config = cfg.SampleKey()
 	census := sp.Census()
-	res := &train.TrainResult{Dir: filepath.Join(r.stage.Final, "model"), Engine: cfg.Engine, Sample: time.Since(t0), Warnings: sp.Warnings(), Census: &census}
+	res := &train.Result{Dir: filepath.Join(r.stage.Final, "model"), Engine: cfg.Engine, Sample: time.Since(t0), Warnings: sp.Warnings(), Census: &census}
 	for _, c := range scheme.Classes {
 		res.ClassNames = append(res.ClassNames, c.Name)
 	}
@@ -855,8 +855,8 @@ func (r *runner) train(ctx context.Context, tiles []ingest.SourceTile, rts []Run
 // and adds each to sp as the job's input index[i], in the tiles' order
 // (which fixes the sample set whatever the lanes). With hold the
 // composites are kept for the map phase.
-func (r *runner) sampleTiles(ctx context.Context, tiles []ingest.SourceTile, rts []RunTile, index []int, sp *sampling.Sampler, hold bool) ([]train.TrainInput, error) {
-	var ins []train.TrainInput
+func (r *runner) sampleTiles(ctx context.Context, tiles []ingest.SourceTile, rts []RunTile, index []int, sp *sampling.Sampler, hold bool) ([]train.Input, error) {
+	var ins []train.Input
 	nl := len(r.lanes())
 	for g0 := 0; g0 < len(tiles); g0 += nl {
 		group := tiles[g0:min(g0+nl, len(tiles))]
@@ -882,7 +882,7 @@ func (r *runner) sampleTiles(ctx context.Context, tiles []ingest.SourceTile, rts
 		// The group's tiles are drawn at once, each on its lane's device
 		// (or all cores): the sampler merges them in whatever order they
 		// finish, with the same result.
-		drawn := make([]train.TrainInput, len(group))
+		drawn := make([]train.Input, len(group))
 		errs := make([]error, len(group))
 		var wg sync.WaitGroup
 		for k, mem := range mems {
@@ -917,12 +917,12 @@ func (r *runner) sampleTiles(ctx context.Context, tiles []ingest.SourceTile, rts
 // sampleTile draws a tile's samples from its composite, as the job's
 // input number index: on the device that holds its mirror (when not
 // nil), else on every core.
-func (r *runner) sampleTile(sp *sampling.Sampler, mem *stack.Tile, mirror *cuda.Mirror, index int, rt *RunTile) (train.TrainInput, error) {
+func (r *runner) sampleTile(sp *sampling.Sampler, mem *stack.Tile, mirror *cuda.Mirror, index int, rt *RunTile) (train.Input, error) {
 	zero := 0.0
 	r.mu.Lock()
 	dark := r.manifests[mem.Name].Dark
 	r.mu.Unlock()
-	in := train.TrainInput{Image: mem.Name, Labels: mem.Name, Bands: mem.Bands, Scale: mem.Scale, Offset: mem.Offset, Nodata: &zero, Mem: mem, InMemory: true, Darks: []radiometry.Levels{dark}}
+	in := train.Input{Image: mem.Name, Labels: mem.Name, Bands: mem.Bands, Scale: mem.Scale, Offset: mem.Offset, Nodata: &zero, Mem: mem, InMemory: true, Darks: []radiometry.Levels{dark}}
 	ts := time.Now()
 	si, err := in.SampleInput()
 	if err != nil {
@@ -1083,26 +1083,26 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 	m := r.manifests[t.Name()]
 	r.mu.Unlock()
 	rt.Device = laneName(opt)
-	pc := predict.PredictConfig{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress, AOA: r.job.Config.Predict.AOA}
+	pc := predict.Config{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress, AOA: r.job.Config.Predict.AOA}
 	r.mark("composite taken", t.Name())
 	unlock = r.step(opt, "predict")
 	out, err := r.tileOut(t.Name())
 	if err != nil {
 		return err
 	}
-	p, err := predict.StreamTile(ctx, pc, opt, out, predict.MapModel{Model: model, Path: modelPath, Scheme: scheme}, m, predict.PredictInput{Mem: mem})
+	p, err := predict.StreamTile(ctx, pc, opt, out, predict.MapModel{Model: model, Path: modelPath, Scheme: scheme}, m, predict.Input{Mem: mem})
 	unlock()
 	if err != nil {
 		return err
 	}
-	rt.Predict, rt.Radiometry = p.Pt, p.Pt.Radiometry
-	if p.Pt.AOAOutside != nil {
-		rt.AOAOutside = stage.Ptr(math.Round(*p.Pt.AOAOutside*100) / 100)
+	rt.Predict, rt.Radiometry = p.Tile, p.Tile.Radiometry
+	if p.Tile.AOAOutside != nil {
+		rt.AOAOutside = stage.Ptr(math.Round(*p.Tile.AOAOutside*100) / 100)
 	}
-	rt.AOAWarning = p.Pt.AOAWarning
+	rt.AOAWarning = p.Tile.AOAWarning
 	r.mark("predicted", t.Name())
 	if rt.Pixels == 0 {
-		rt.Pixels = p.Pt.Pixels
+		rt.Pixels = p.Tile.Pixels
 	}
 	metrics, err := forest.FromConfusion(p.Confusion, scheme.Codes())
 	if err == nil {
@@ -1115,7 +1115,7 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 	}
 	r.background(func() error {
 		err := p.Finish(opt)
-		rt.Predict.Encode = p.Pt.Encode
+		rt.Predict.Encode = p.Tile.Encode
 		r.mark("outputs written", t.Name())
 		if err != nil {
 			return err

@@ -117,11 +117,11 @@ func TestRunMatchesSeparateStages(t *testing.T) {
 
 	// The maps equal lulc predict's with the run's model, and the metrics
 	// lulc evaluate's against the stack's labels.
-	_, pred := mustPredict(t, predict.PredictConfig{Model: filepath.Join(out, "model", stage.ModelFile), Input: stack, Confidence: true})
+	_, pred := mustPredict(t, predict.Config{Model: filepath.Join(out, "model", stage.ModelFile), Input: stack, Confidence: true})
 	for _, f := range []string{stage.ClassFile, stage.ConfidenceFile, stage.QuicklookFile, stage.AOAFile} {
 		sameFile(t, filepath.Join(out, "31TEJ", f), filepath.Join(pred, "31TEJ", f))
 	}
-	ev, err := evaluate.Evaluate(context.Background(), filepath.Join(pred, "31TEJ", stage.ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), evaluate.DefaultEvaluateConfig(), stage.Options{Out: filepath.Join(t.TempDir(), "eval")})
+	ev, err := evaluate.Evaluate(context.Background(), filepath.Join(pred, "31TEJ", stage.ClassFile), filepath.Join(stack, "31TEJ", "labels.tif"), evaluate.DefaultConfig(), stage.Options{Out: filepath.Join(t.TempDir(), "eval")})
 	if err != nil {
 		t.Fatal(err)
 	}

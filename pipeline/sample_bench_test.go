@@ -107,7 +107,7 @@ func BenchmarkSampleTile(b *testing.B) {
 	cfg := benchTrainConfig(b)
 	scheme, _ := cfg.Scheme()
 	zero := 0.0
-	in := train.TrainInput{Image: tile.Name, Labels: tile.Name, Bands: tile.Bands, Scale: tile.Scale, Offset: tile.Offset,
+	in := train.Input{Image: tile.Name, Labels: tile.Name, Bands: tile.Bands, Scale: tile.Scale, Offset: tile.Offset,
 		Nodata: &zero, Mem: tile, InMemory: true}
 	si, err := in.SampleInput()
 	if err != nil {
@@ -119,7 +119,7 @@ func BenchmarkSampleTile(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		t0, c0 := time.Now(), cpuTime()
-		sp := sampling.New(cfg.Sampling, cfg.Features, scheme, stage.CpuEngine{}.Features)
+		sp := sampling.New(cfg.Sampling, cfg.Features, scheme, stage.Options{}.Engine().Features)
 		if err := sp.Add(si); err != nil {
 			b.Fatal(err)
 		}

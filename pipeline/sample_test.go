@@ -24,7 +24,7 @@ func TestSampleFilesMatchMemory(t *testing.T) {
 	cfg.Features = []string{"B02", "B04", "B08", "B11", "ndvi", "ndwi", "nbr"}
 	cfg.Sampling = config.SamplingConfig{MaxPerClass: 400, BlockSize: 16, ValidationFraction: 0.3, Seed: 11}
 	zero := 0.0
-	mem := train.TrainInput{Image: tile.Name, Labels: tile.Name, Bands: tile.Bands, Scale: tile.Scale, Offset: tile.Offset, Nodata: &zero, Mem: tile, InMemory: true}
+	mem := train.Input{Image: tile.Name, Labels: tile.Name, Bands: tile.Bands, Scale: tile.Scale, Offset: tile.Offset, Nodata: &zero, Mem: tile, InMemory: true}
 
 	dir := t.TempDir()
 	img, lab := filepath.Join(dir, "stack.tif"), filepath.Join(dir, "labels.tif")
@@ -46,9 +46,9 @@ func TestSampleFilesMatchMemory(t *testing.T) {
 	file := mem
 	file.Image, file.Labels, file.Mem, file.InMemory = img, lab, nil, false
 
-	draw := func(in train.TrainInput) *sampleset.Set {
+	draw := func(in train.Input) *sampleset.Set {
 		t.Helper()
-		set, _, err := train.Sample(cfg, []train.TrainInput{in}, landcover.WorldCover, stage.CpuEngine{})
+		set, _, err := train.Sample(cfg, []train.Input{in}, landcover.WorldCover, stage.Options{}.Engine())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func TestSampleFilesMatchMemory(t *testing.T) {
 	// A stack whose band count is not the input's is refused, naming it.
 	short := file
 	short.Bands = tile.Bands[:4]
-	if _, _, err := train.Sample(cfg, []train.TrainInput{short}, landcover.WorldCover, stage.CpuEngine{}); err == nil {
+	if _, _, err := train.Sample(cfg, []train.Input{short}, landcover.WorldCover, stage.Options{}.Engine()); err == nil {
 		t.Error("a stack with more bands than listed was accepted")
 	}
 }

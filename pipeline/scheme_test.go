@@ -89,7 +89,7 @@ func TestLabelSchemeFromItems(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "pred")
-	if _, err := predict.Predict(context.Background(), predict.PredictConfig{Model: filepath.Join(model, stage.ModelFile), Input: stack, Window: 512}, stage.Options{Out: out}); err != nil {
+	if _, err := predict.Predict(context.Background(), predict.Config{Model: filepath.Join(model, stage.ModelFile), Input: stack, Window: 512}, stage.Options{Out: out}); err != nil {
 		t.Fatal(err)
 	}
 	names, err = raster.Categories(filepath.Join(out, m.Tile, stage.ClassFile))

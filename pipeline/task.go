@@ -144,7 +144,7 @@ type TrainTask struct {
 	Config config.TrainConfig
 	Out    string
 	Work   string
-	Finish func(ctx context.Context, res train.TrainResult) error
+	Finish func(ctx context.Context, res train.Result) error
 }
 
 // RunTrain trains a task's config (Train) into its output. With objects
@@ -156,7 +156,7 @@ type TrainTask struct {
 // is made again (the same bytes) and uploaded. On failure the workspace
 // is kept, and the error names the output's URL rather than its local
 // stand-in. opt.Out is ignored: the output is t.Out's.
-func RunTrain(ctx context.Context, t TrainTask, opt stage.Options) (train.TrainResult, error) {
+func RunTrain(ctx context.Context, t TrainTask, opt stage.Options) (train.Result, error) {
 	cfg, out := t.Config, t.Out
 	var ws *exchange.Workspace
 	outURL := ""
@@ -166,7 +166,7 @@ func RunTrain(ctx context.Context, t TrainTask, opt stage.Options) (train.TrainR
 		}
 		var err error
 		if ws, err = exchange.NewWorkspace(t.Work, outURL, opt.Log); err != nil {
-			return train.TrainResult{}, err
+			return train.Result{}, err
 		}
 		if outURL != "" {
 			out = ws.Out()
@@ -179,7 +179,7 @@ func RunTrain(ctx context.Context, t TrainTask, opt stage.Options) (train.TrainR
 		for i, s := range samples {
 			if exchange.IsURL(s) {
 				if samples[i], err = ws.PullDraws(s, filepath.Join(ws.Dir(), "in", fmt.Sprint(i))); err != nil {
-					return train.TrainResult{}, err
+					return train.Result{}, err
 				}
 			}
 		}

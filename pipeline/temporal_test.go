@@ -107,9 +107,9 @@ func TestTemporalStack(t *testing.T) {
 	tc.Features = append(tc.Features[:20:20], "p10(ndvi)", "p90(ndvi)", "season(ndvi,summer)", "p90(B08)", "mean(p10(ndvi),7)")
 	_, trained := mustTrain(t, tc)
 	model := filepath.Join(trained, stage.ModelFile)
-	mustPredict(t, predict.PredictConfig{Model: model, Input: out})
+	mustPredict(t, predict.Config{Model: model, Input: out})
 	// The demo stack has no temporal planes: predict says so.
-	_, err = predict.Predict(t.Context(), predict.PredictConfig{Model: model, Input: demoStack(t)}, stage.Options{Out: filepath.Join(t.TempDir(), "p")})
+	_, err = predict.Predict(t.Context(), predict.Config{Model: model, Input: demoStack(t)}, stage.Options{Out: filepath.Join(t.TempDir(), "p")})
 	if err == nil || !strings.Contains(err.Error(), "p10(ndvi)") {
 		t.Errorf("a model with temporal features on a stack without them: %v", err)
 	}

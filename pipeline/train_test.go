@@ -11,7 +11,6 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/geo"
-	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/learn/baseline"
@@ -59,7 +58,7 @@ func trainConfig(t *testing.T, name, stack string) config.TrainConfig {
 	return cfg
 }
 
-func mustTrain(t *testing.T, cfg config.TrainConfig) (train.TrainResult, string) {
+func mustTrain(t *testing.T, cfg config.TrainConfig) (train.Result, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "run")
 	res, err := train.Train(context.Background(), cfg, stage.Options{Out: out, Version: "test", Charts: drawer})
@@ -432,22 +431,5 @@ func TestTrainBuffer(t *testing.T) {
 		if strings.Contains(string(b), "buffered") {
 			t.Errorf("%s of an unbuffered split mentions a buffer", f)
 		}
-	}
-}
-
-// TestNoSamplesSaysWhy: when the draw gave no sample and its warnings
-// say why (every labelled pixel lacks a plane, or has a code outside the
-// scheme), training's error is those warnings, not advice about the
-// split's block size, which stays for a draw of too few.
-func TestNoSamplesSaysWhy(t *testing.T) {
-	why := "features: none of the 4000 labelled pixels of the scheme's classes has every band and temporal plane present"
-	res := train.TrainResult{Warnings: []string{why}}
-	_, err := train.CheckSamples(config.TrainConfig{}, landcover.WorldCover, &sampleset.Set{}, nil, nil, nil, &res)
-	if err == nil || !strings.Contains(err.Error(), "no samples: "+why) || strings.Contains(err.Error(), "block_size") {
-		t.Fatalf("no samples, with the draw's warning: %v", err)
-	}
-	_, err = train.CheckSamples(config.TrainConfig{}, landcover.WorldCover, &sampleset.Set{}, nil, nil, nil, &train.TrainResult{})
-	if err == nil || !strings.Contains(err.Error(), "too few samples") {
-		t.Fatalf("no samples, no warning: %v", err)
 	}
 }

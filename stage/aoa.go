@@ -60,11 +60,11 @@ func (o AOAOptions) GridStep() int {
 	return DefaultAOAStep
 }
 
-// AoaSink fills a tile's DI map from the windows inference streams, its
+// AOASink fills a tile's DI map from the windows inference streams, its
 // DI computed by the engine's diComputer.
-type AoaSink struct {
+type AOASink struct {
 	Ref *aoa.Reference
-	M   *aoa.Map
+	Map *aoa.Map
 	di  diComputer
 }
 
@@ -78,14 +78,14 @@ type diComputer interface {
 
 // NewAOASink checks a tile's DI grid against the model and starts its
 // map, its DI computed on e; done frees what the computer holds.
-func NewAOASink(e Engine, set *features.Set, ref *aoa.Reference, grid aoa.Grid) (sink *AoaSink, done func(), err error) {
+func NewAOASink(e Engine, set *features.Set, ref *aoa.Reference, grid aoa.Grid) (sink *AOASink, done func(), err error) {
 	if err := grid.Check(); err != nil {
 		return nil, nil, err
 	}
 	if ref.Features() != len(set.Features) {
 		return nil, nil, fmt.Errorf("area of applicability of %d features for %d", ref.Features(), len(set.Features))
 	}
-	sink = &AoaSink{Ref: ref, M: aoa.NewMap(grid)}
+	sink = &AOASink{Ref: ref, Map: aoa.NewMap(grid)}
 	if sink.di, done, err = e.di(set, ref); err != nil {
 		return nil, nil, err
 	}
@@ -93,13 +93,13 @@ func NewAOASink(e Engine, set *features.Set, ref *aoa.Reference, grid aoa.Grid) 
 }
 
 // Features implements inference.WindowSink.
-func (s *AoaSink) Features(x, y, w, h int, feats [][]float32) error {
-	return s.di.features(s.M, s.Ref, x, y, w, h, feats)
+func (s *AOASink) Features(x, y, w, h int, feats [][]float32) error {
+	return s.di.features(s.Map, s.Ref, x, y, w, h, feats)
 }
 
 // DN implements inference.WindowSink.
-func (s *AoaSink) DN(x, y, w, h int, dn features.DN) error {
-	return s.di.dn(s.M, x, y, w, h, dn)
+func (s *AOASink) DN(x, y, w, h int, dn features.DN) error {
+	return s.di.dn(s.Map, x, y, w, h, dn)
 }
 
 // cpuDI is the CPU's diComputer: the reference's index over feature
@@ -163,10 +163,10 @@ func (g gpuDI) close() {
 }
 
 // Grid is the tile grid of aoa.tif: one pixel per cell.
-func (s *AoaSink) Grid(tile geo.Grid) geo.Grid {
-	cw, ch := s.M.Grid.Cells()
+func (s *AOASink) Grid(tile geo.Grid) geo.Grid {
+	cw, ch := s.Map.Grid.Cells()
 	g := geo.Grid{EPSG: tile.EPSG, Width: cw, Height: ch, Transform: tile.Transform}
-	step := float64(s.M.Grid.Step)
+	step := float64(s.Map.Grid.Step)
 	g.Transform[1] *= step
 	g.Transform[2] *= step
 	g.Transform[4] *= step
@@ -176,8 +176,8 @@ func (s *AoaSink) Grid(tile geo.Grid) geo.Grid {
 
 // OutsidePercent is the share of the tile's cells with data that lie
 // outside the area of applicability (NaN when none has data).
-func (s *AoaSink) OutsidePercent() float64 {
-	valid, outside := s.M.Summary(s.Ref)
+func (s *AOASink) OutsidePercent() float64 {
+	valid, outside := s.Map.Summary(s.Ref)
 	if valid == 0 {
 		return math.NaN()
 	}
@@ -185,21 +185,21 @@ func (s *AoaSink) OutsidePercent() float64 {
 }
 
 // Write encodes aoa.tif into dir.
-func (s *AoaSink) Write(dir string, tile geo.Grid, compress string, gdalCOG bool) error {
+func (s *AOASink) Write(dir string, tile geo.Grid, compress string, gdalCOG bool) error {
 	g := s.Grid(tile)
 	nan := math.NaN()
 	w, err := lraster.NewWriter(filepath.Join(dir, AOAFile), g, "float32",
 		[]lraster.BandInfo{{Description: "dissimilarity index"}, {Description: "inside the area of applicability (1) or outside (0)"}},
 		lraster.COGOptions{BlockSize: 512, Compress: compress, NoData: &nan, OverviewResampling: "AVERAGE", GDALDriver: gdalCOG,
-			Metadata: map[string]string{"LULC_AOA_THRESHOLD": fmt.Sprint(s.Ref.Threshold), "LULC_AOA_STEP": fmt.Sprint(s.M.Grid.Step)}})
+			Metadata: map[string]string{"LULC_AOA_THRESHOLD": fmt.Sprint(s.Ref.Threshold), "LULC_AOA_STEP": fmt.Sprint(s.Map.Grid.Step)}})
 	if err != nil {
 		return err
 	}
-	if err := w.Write(0, 0, 0, g.Width, g.Height, s.M.DI); err != nil {
+	if err := w.Write(0, 0, 0, g.Width, g.Height, s.Map.DI); err != nil {
 		w.Abort()
 		return err
 	}
-	if err := w.Write(1, 0, 0, g.Width, g.Height, s.M.Mask(s.Ref)); err != nil {
+	if err := w.Write(1, 0, 0, g.Width, g.Height, s.Map.Mask(s.Ref)); err != nil {
 		w.Abort()
 		return err
 	}

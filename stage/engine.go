@@ -72,7 +72,7 @@ type Engine interface {
 // else the CPU's.
 func (o Options) Engine() Engine {
 	if len(o.GPUs) == 0 {
-		return CpuEngine{workers: o.Workers, raw: o.Hooks.RawOnCPU}
+		return cpuEngine{workers: o.Workers, raw: o.Hooks.RawOnCPU}
 	}
 	return gpuEngine{gpu: o.GPUs[0], gpus: o.GPUs, hostDecode: o.Compare.HostDecode, hostDraw: o.Compare.HostDraw}
 }

@@ -16,10 +16,10 @@ import (
 	"github.com/lulc/lulc/pixel/features"
 )
 
-// CpuEngine computes on the host's cores: GDAL decodes bands as they are
+// cpuEngine computes on the host's cores: GDAL decodes bands as they are
 // read, windows composite and sample from the host's copy, the forest
 // grows on workers goroutines.
-type CpuEngine struct {
+type cpuEngine struct {
 	workers int
 	// raw makes the CPU take bands compressed too, decoded by package
 	// decode in composite.Resample: the path of a device that decodes
@@ -27,17 +27,17 @@ type CpuEngine struct {
 	raw bool
 }
 
-func (CpuEngine) Name() string                               { return "cpu" }
-func (e CpuEngine) RawBands() bool                           { return e.raw }
-func (CpuEngine) DecodeAhead(*cuda.AheadBatch) error         { return nil } // each window decodes its own
-func (CpuEngine) ReleaseAhead(*cuda.AheadBatch)              {}
-func (CpuEngine) HoldsAheadFormat(decode.Format) bool        { return false }
-func (CpuEngine) AheadDeviceBudget() int64                   { return 0 }
-func (CpuEngine) Mirror(geo.Grid, int) (*cuda.Mirror, error) { return nil, nil }
-func (CpuEngine) Mirrors() bool                              { return false }
-func (CpuEngine) Busy() time.Duration                        { return 0 }
+func (cpuEngine) Name() string                               { return "cpu" }
+func (e cpuEngine) RawBands() bool                           { return e.raw }
+func (cpuEngine) DecodeAhead(*cuda.AheadBatch) error         { return nil } // each window decodes its own
+func (cpuEngine) ReleaseAhead(*cuda.AheadBatch)              {}
+func (cpuEngine) HoldsAheadFormat(decode.Format) bool        { return false }
+func (cpuEngine) AheadDeviceBudget() int64                   { return 0 }
+func (cpuEngine) Mirror(geo.Grid, int) (*cuda.Mirror, error) { return nil, nil }
+func (cpuEngine) Mirrors() bool                              { return false }
+func (cpuEngine) Busy() time.Duration                        { return 0 }
 
-func (CpuEngine) Composite(dates []composite.Date, s composite.Spec, out [][]uint16, count []uint8, into *cuda.MirrorWindow) (time.Duration, error) {
+func (cpuEngine) Composite(dates []composite.Date, s composite.Spec, out [][]uint16, count []uint8, into *cuda.MirrorWindow) (time.Duration, error) {
 	if into != nil {
 		return 0, errors.New("composite: a device mirror on the CPU")
 	}
@@ -49,24 +49,24 @@ func (CpuEngine) Composite(dates []composite.Date, s composite.Spec, out [][]uin
 	return resample, composite.WindowTemporal(dates, s, out, count)
 }
 
-func (CpuEngine) Features(set *features.Set) (features.Computer, func(), error) {
+func (cpuEngine) Features(set *features.Set) (features.Computer, func(), error) {
 	return features.CPU{Set: set}, func() {}, nil
 }
 
-func (e CpuEngine) Predictor(set *features.Set, model *forest.Model) (features.Computer, inference.Predictor, func(), error) {
+func (e cpuEngine) Predictor(set *features.Set, model *forest.Model) (features.Computer, inference.Predictor, func(), error) {
 	return features.CPU{Set: set}, inference.NewCPU(model), func() {}, nil
 }
 
-func (CpuEngine) di(_ *features.Set, ref *aoa.Reference) (diComputer, func(), error) {
+func (cpuEngine) di(_ *features.Set, ref *aoa.Reference) (diComputer, func(), error) {
 	return cpuDI{aoa.NewIndex(ref)}, func() {}, nil
 }
 
-func (e CpuEngine) Fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, _ func(string, ...any)) (*forest.Forest, error) {
+func (e cpuEngine) Fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, _ func(string, ...any)) (*forest.Forest, error) {
 	return forest.Train(ctx, xb, y, classes, p, e.workers)
 }
 
 // classify splits the rows over the workers, at least 4096 rows each.
-func (e CpuEngine) classify(ctx context.Context, model *forest.Model, planes [][]float32, n int) ([]uint8, error) {
+func (e cpuEngine) classify(ctx context.Context, model *forest.Model, planes [][]float32, n int) ([]uint8, error) {
 	cls, conf, valid := make([]uint8, n), make([]float32, n), allValid(n)
 	cpu := inference.NewCPU(model)
 	parts := max(1, min(e.workers, n/4096))

@@ -165,7 +165,7 @@ U-Net in unet/ trains on them; lulc import classes brings its maps back.`,
 			if stack != "" {
 				cfg.Input.Stack = stack
 			}
-			res, err := chips.ExportChips(cmd.Context(), chips.ChipsConfig{Train: cfg, Size: size, Stride: stride},
+			res, err := chips.ExportChips(cmd.Context(), chips.Config{Train: cfg, Size: size, Stride: stride},
 				stage.Options{Out: out, Force: force, BreakLock: a.breakLock, Log: a.log, Inputs: []string{cfgPath}})
 			if err != nil {
 				return err

@@ -31,7 +31,7 @@ type predictFile struct {
 
 func newPredictCmd(a *app) *cobra.Command {
 	var cfgPath, out, ingestCfg, catalogOverride string
-	var pc predict.PredictConfig
+	var pc predict.Config
 	var force bool
 	var device string
 	var noAOA bool
@@ -152,7 +152,7 @@ ingest into OUT.stack and predicts from that stack.`,
 func newEvaluateCmd(a *app) *cobra.Command {
 	var prediction, labels, alg, out string
 	var force bool
-	ec := evaluate.DefaultEvaluateConfig()
+	ec := evaluate.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "evaluate --prediction class.tif --labels labels.tif --out DIR",
 		Short: "Compare a class map with reference labels (warping them if needed)",

@@ -82,7 +82,7 @@ Without --config it uses the embedded ` + defaultTrainConfig + `.`,
 			var cmp *bench.Comparison
 			task := pipeline.TrainTask{Config: cfg, Out: out, Work: work}
 			if compare != "" {
-				task.Finish = func(ctx context.Context, res train.TrainResult) error {
+				task.Finish = func(ctx context.Context, res train.Result) error {
 					c, err := bench.CompareSklearn(ctx, res.Dir, cfg.Forest, res.Metrics.Accuracy, "")
 					cmp = &c
 					return err

@@ -31,17 +31,17 @@ import (
 // ChipsFile is the description of an export of chips (docs/chips.md).
 const ChipsFile = "chips.json"
 
-// ChipsConfig says how a stack is cut into chips: the train config whose
+// Config says how a stack is cut into chips: the train config whose
 // features, classes and split the chips carry (its input names the
 // stack), and the chips' side and step in pixels.
-type ChipsConfig struct {
+type Config struct {
 	Train  config.TrainConfig
 	Size   int
 	Stride int
 }
 
-// ChipsResult summarises an export of chips.
-type ChipsResult struct {
+// Result summarises an export of chips.
+type Result struct {
 	Dir     string
 	Chips   int
 	Planes  int
@@ -49,8 +49,8 @@ type ChipsResult struct {
 	Elapsed time.Duration
 }
 
-// ChipsIndex is chips.json.
-type ChipsIndex struct {
+// Index is chips.json.
+type Index struct {
 	Format   string              `json:"format"`
 	Planes   []string            `json:"planes"`
 	Scheme   string              `json:"scheme"`
@@ -97,7 +97,7 @@ type chipFile struct {
 
 // chipSource is one tile of the stack, with the chips cut from it.
 type chipSource struct {
-	in     train.TrainInput
+	in     train.Input
 	name   string
 	grid   geo.Grid
 	index  []uint8 // class index per pixel, 0 none
@@ -110,55 +110,55 @@ type chipSource struct {
 // features, with class indices and the forest's split pixel for pixel
 // (sampling.SplitPlane), and writes them with each tile's whole planes as
 // .npy files and chips.json (docs/chips.md) into opt.Out, staged.
-func ExportChips(ctx context.Context, cc ChipsConfig, opt stage.Options) (ChipsResult, error) {
+func ExportChips(ctx context.Context, cc Config, opt stage.Options) (Result, error) {
 	opt.Fill()
 	start := time.Now()
 	cfg := cc.Train
 	if err := cfg.Validate(); err != nil {
-		return ChipsResult{}, err
+		return Result{}, err
 	}
 	if cfg.Input.Stack == "" {
-		return ChipsResult{}, fmt.Errorf("input.stack: chips are cut from an ingest stack (--stack DIR)")
+		return Result{}, fmt.Errorf("input.stack: chips are cut from an ingest stack (--stack DIR)")
 	}
 	if cc.Size < 8 || cc.Stride < 1 || cc.Stride > cc.Size {
-		return ChipsResult{}, fmt.Errorf("chips: size %d and stride %d: the size is at least 8 pixels and the stride 1 to the size", cc.Size, cc.Stride)
+		return Result{}, fmt.Errorf("chips: size %d and stride %d: the size is at least 8 pixels and the stride 1 to the size", cc.Size, cc.Stride)
 	}
 	if err := atomicfs.CheckInputs(opt.Out, append(cfg.Inputs(), opt.Inputs...)...); err != nil {
-		return ChipsResult{}, err
+		return Result{}, err
 	}
 	inputs, err := train.InputsOf(cfg)
 	if err != nil {
-		return ChipsResult{}, err
+		return Result{}, err
 	}
 	var schemes []*landcover.Scheme
 	for _, in := range inputs {
 		schemes = append(schemes, in.LabelScheme)
 	}
 	if err := cfg.ResolveLabels(schemes); err != nil {
-		return ChipsResult{}, err
+		return Result{}, err
 	}
 	scheme, err := cfg.Scheme()
 	if err != nil {
-		return ChipsResult{}, err
+		return Result{}, err
 	}
 	set, err := features.NewSet(cfg.Features, inputs[0].Bands)
 	if err != nil {
-		return ChipsResult{}, fmt.Errorf("features: %w", err)
+		return Result{}, fmt.Errorf("features: %w", err)
 	}
 	srcs, err := chipSources(cfg, cc, inputs, scheme)
 	if err != nil {
-		return ChipsResult{}, err
+		return Result{}, err
 	}
 	staging, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "chips "+cfg.Hash()+fmt.Sprintf(" %d %d", cc.Size, cc.Stride))
 	if err != nil {
-		return ChipsResult{}, err
+		return Result{}, err
 	}
 	defer staging.Release()
 	idx := newChipsIndex(cfg, cc, set, scheme)
 	if err := writeChips(ctx, staging, idx, srcs, set); err != nil {
-		return ChipsResult{}, err
+		return Result{}, err
 	}
-	res := ChipsResult{Dir: staging.Final, Chips: len(idx.Chips), Planes: len(idx.Planes), Dropped: idx.Dropped}
+	res := Result{Dir: staging.Final, Chips: len(idx.Chips), Planes: len(idx.Planes), Dropped: idx.Dropped}
 	warnAbsent(idx, srcs, scheme, opt)
 	body, err := json.MarshalIndent(idx, "", "  ")
 	if err != nil {
@@ -176,7 +176,7 @@ func ExportChips(ctx context.Context, cc ChipsConfig, opt stage.Options) (ChipsR
 
 // chipSources reads each tile's labels into class indices and its split,
 // and lays its chips, keeping those with a labelled pixel.
-func chipSources(cfg config.TrainConfig, cc ChipsConfig, inputs []train.TrainInput, scheme landcover.Scheme) ([]*chipSource, error) {
+func chipSources(cfg config.TrainConfig, cc Config, inputs []train.Input, scheme landcover.Scheme) ([]*chipSource, error) {
 	index := map[uint8]uint8{}
 	for i, c := range scheme.Classes {
 		index[c.Code] = uint8(i + 1)
@@ -247,8 +247,8 @@ func (s *chipSource) labelled(x, y, size int) bool {
 }
 
 // newChipsIndex starts chips.json with what the config decides.
-func newChipsIndex(cfg config.TrainConfig, cc ChipsConfig, set *features.Set, scheme landcover.Scheme) *ChipsIndex {
-	idx := &ChipsIndex{Format: "lulc-chips/1", Planes: set.Names(), Scheme: scheme.Name, Size: cc.Size, Stride: cc.Stride,
+func newChipsIndex(cfg config.TrainConfig, cc Config, set *features.Set, scheme landcover.Scheme) *Index {
+	idx := &Index{Format: "lulc-chips/1", Planes: set.Names(), Scheme: scheme.Name, Size: cc.Size, Stride: cc.Stride,
 		Split:    map[string]int{"none": sampling.PlaneNone, "train": sampling.PlaneTrain, "validation": sampling.PlaneValidation, "buffer": sampling.PlaneBuffer},
 		Sampling: cfg.SamplingConfig(), Dropped: map[string]int{}, Files: map[string]chipFile{}}
 	for i, c := range scheme.Classes {
@@ -259,7 +259,7 @@ func newChipsIndex(cfg config.TrainConfig, cc ChipsConfig, set *features.Set, sc
 
 // writeChips computes each tile's feature planes in turn and writes them
 // whole and as chips, with the labels and splits, recording each file.
-func writeChips(ctx context.Context, staging *atomicfs.Stage, idx *ChipsIndex, srcs []*chipSource, set *features.Set) error {
+func writeChips(ctx context.Context, staging *atomicfs.Stage, idx *Index, srcs []*chipSource, set *features.Set) error {
 	n, c, s := 0, len(idx.Planes), idx.Size
 	for _, src := range srcs {
 		n += len(src.chips)
@@ -352,7 +352,7 @@ func tilePlanes(src *chipSource, set *features.Set) ([][]float32, error) {
 }
 
 // writeTileArrays writes a tile's whole planes, class indices and split.
-func writeTileArrays(staging *atomicfs.Stage, idx *ChipsIndex, src *chipSource, planes [][]float32) error {
+func writeTileArrays(staging *atomicfs.Stage, idx *Index, src *chipSource, planes [][]float32) error {
 	g := src.grid
 	t := chipTile{Name: src.name, EPSG: g.EPSG, Transform: g.Transform, Width: g.Width, Height: g.Height,
 		Planes: "tiles/" + src.name + ".npy", Labels: "tiles/" + src.name + "_y.npy", Split: "tiles/" + src.name + "_split.npy"}
@@ -384,7 +384,7 @@ func writeTileArrays(staging *atomicfs.Stage, idx *ChipsIndex, src *chipSource, 
 }
 
 // warnAbsent names the scheme's classes that no chip holds.
-func warnAbsent(idx *ChipsIndex, srcs []*chipSource, scheme landcover.Scheme, opt stage.Options) {
+func warnAbsent(idx *Index, srcs []*chipSource, scheme landcover.Scheme, opt stage.Options) {
 	seen := make([]bool, len(scheme.Classes)+1)
 	for _, src := range srcs {
 		w := src.grid.Width
@@ -462,7 +462,7 @@ func (f *npyFile) bytes(v []uint8) {
 }
 
 // close flushes and closes the file and records it in the index.
-func (f *npyFile) close(idx *ChipsIndex) error {
+func (f *npyFile) close(idx *Index) error {
 	if f.err == nil {
 		f.err = f.w.Flush()
 	}
@@ -490,7 +490,7 @@ func ImportClasses(chipsDir, tile, array, out string, opt stage.Options) error {
 	if err != nil {
 		return fmt.Errorf("import: --chips: %w", err)
 	}
-	var idx ChipsIndex
+	var idx Index
 	if err := json.Unmarshal(body, &idx); err != nil || idx.Format != "lulc-chips/1" {
 		return fmt.Errorf("import: %s is not a lulc-chips/1 description (%v)", filepath.Join(chipsDir, ChipsFile), err)
 	}

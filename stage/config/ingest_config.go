@@ -1,17 +1,3 @@
-// Package pipeline runs lulc's stages from their configs: Ingest, Train,
-// Predict and Evaluate, and Run, which composes the same stages in one pass
-// per tile with the composite in memory, on one lane of tiles per GPU. For
-// array jobs, MakePlan resolves a job's tiles once, Run maps one task's
-// share (Job.Shard), RunTask does so with its output and inputs in object
-// storage, and Collect gathers the tasks (RunCollect: from object storage
-// too). It finds inputs, orders the work, owns run directories, manifests
-// and resumption, refuses outputs that would touch an input, and computes
-// no pixels itself (composite, raster, features, sampling, forest,
-// inference and cuda do, each twin chosen by the engine: engine.go).
-// golearn and scikit-learn stay outside: the bench reaches them. Nor does
-// it draw: the stages write their PNGs (confusion matrices, feature
-// importance, quicklooks) only through Options.Charts, which the commands
-// and the bench set to report/charts' Drawer.
 package config
 
 import (

@@ -15,8 +15,8 @@ import (
 	"github.com/lulc/lulc/stage"
 )
 
-// EvaluateResult is the comparison of a class map with reference labels.
-type EvaluateResult struct {
+// Result is the comparison of a class map with reference labels.
+type Result struct {
 	Dir     string
 	Metrics forest.Metrics
 	Names   []string
@@ -29,12 +29,12 @@ type EvaluateResult struct {
 	AreaSkipped string
 }
 
-// EvaluateConfig says how a map is compared with labels: how the labels
+// Config says how a map is compared with labels: how the labels
 // are resampled onto the map's grid (mode or nearest), and the stratified
 // sample the area-adjusted estimates come from: per map class, the
 // SamplePerClass labelled pixels with the smallest hashes seeded by Seed
 // (every labelled pixel when SamplePerClass is 0).
-type EvaluateConfig struct {
+type Config struct {
 	Resampling     string
 	SamplePerClass int
 	Seed           uint64
@@ -47,10 +47,10 @@ type EvaluateConfig struct {
 	Split string
 }
 
-// DefaultEvaluateConfig is lulc evaluate's: mode resampling, 1,000 sample
+// DefaultConfig is lulc evaluate's: mode resampling, 1,000 sample
 // pixels per map class.
-func DefaultEvaluateConfig() EvaluateConfig {
-	return EvaluateConfig{Resampling: "mode", SamplePerClass: 1000, Seed: 1}
+func DefaultConfig() Config {
+	return Config{Resampling: "mode", SamplePerClass: 1000, Seed: 1}
 }
 
 // Evaluate compares a class map with a label raster, warping the labels
@@ -59,34 +59,34 @@ func DefaultEvaluateConfig() EvaluateConfig {
 // names), else WorldCover's. Pixels where either side is 0 or a code
 // outside the classes are left out. It writes metrics.json and, with
 // opt.Charts, confusion.png into opt.Out.
-func Evaluate(ctx context.Context, prediction, labels string, ec EvaluateConfig, opt stage.Options) (EvaluateResult, error) {
+func Evaluate(ctx context.Context, prediction, labels string, ec Config, opt stage.Options) (Result, error) {
 	opt.Fill()
 	alg := ec.Resampling
 	if err := atomicfs.CheckInputs(opt.Out, append([]string{prediction, labels, ec.Split}, opt.Inputs...)...); err != nil {
-		return EvaluateResult{}, err
+		return Result{}, err
 	}
 	pred, err := raster.Open(prediction)
 	if err != nil {
-		return EvaluateResult{}, err
+		return Result{}, err
 	}
 	defer pred.Close()
 	lab, err := raster.Open(labels)
 	if err != nil {
-		return EvaluateResult{}, err
+		return Result{}, err
 	}
 	defer lab.Close()
 	n := pred.Width * pred.Height
 	p := make([]uint8, n)
 	if err := raster.ReadBandWindowInto(pred, 1, 0, 0, pred.Width, pred.Height, p); err != nil {
-		return EvaluateResult{}, err
+		return Result{}, err
 	}
 	l := make([]uint8, n)
 	if err := lab.Read(pred.Grid, alg, l); err != nil {
-		return EvaluateResult{}, err
+		return Result{}, err
 	}
 	if ec.Split != "" {
 		if err := keepValidation(l, ec.Split, pred.Width, pred.Height); err != nil {
-			return EvaluateResult{}, err
+			return Result{}, err
 		}
 	}
 	scheme := landcover.WorldCover
@@ -112,13 +112,13 @@ func Evaluate(ctx context.Context, prediction, labels string, ec EvaluateConfig,
 		}
 	}
 	if len(ref) == 0 {
-		return EvaluateResult{}, fmt.Errorf("no pixel of %s has a known class in both the prediction and the labels (%s)", prediction, labels)
+		return Result{}, fmt.Errorf("no pixel of %s has a known class in both the prediction and the labels (%s)", prediction, labels)
 	}
 	m, err := forest.Evaluate(ref, got, scheme.Codes())
 	if err != nil {
-		return EvaluateResult{}, err
+		return Result{}, err
 	}
-	res := EvaluateResult{Dir: opt.Out, Metrics: m, Pixels: len(ref)}
+	res := Result{Dir: opt.Out, Metrics: m, Pixels: len(ref)}
 	area, err := AreaEstimate(p, l, index, pred.Width, len(scheme.Classes), ec)
 	if err != nil {
 		res.AreaSkipped = err.Error()
@@ -169,13 +169,13 @@ func Evaluate(ctx context.Context, prediction, labels string, ec EvaluateConfig,
 // the same whatever order the pixels are visited in. Each stratum keeps
 // only its sample_per_class smallest so far (a bounded max-heap), so
 // memory does not grow with the map.
-func AreaEstimate(pred, lab []uint8, index map[uint8]uint8, width, k int, ec EvaluateConfig) (forest.AreaEstimate, error) {
+func AreaEstimate(pred, lab []uint8, index map[uint8]uint8, width, k int, ec Config) (forest.AreaEstimate, error) {
 	mapped := make([]int64, k)
 	sample := make([][]int64, k)
 	for j := range sample {
 		sample[j] = make([]int64, k)
 	}
-	strata := make([]StratumSample, k)
+	strata := make([]stratumSample, k)
 	for i, p := range pred {
 		pi, ok := index[p]
 		if !ok {
@@ -192,36 +192,36 @@ func AreaEstimate(pred, lab []uint8, index map[uint8]uint8, width, k int, ec Eva
 			continue
 		}
 		key := rng.Hash(ec.Seed, 0xa4ea, uint64(i/width), uint64(i%width))
-		strata[pi].Offer(AreaCand{key, i, ri}, ec.SamplePerClass)
+		strata[pi].offer(areaCand{key, i, ri}, ec.SamplePerClass)
 	}
 	for pi, st := range strata {
 		for _, c := range st {
-			sample[c.Ref][pi]++
+			sample[c.ref][pi]++
 		}
 	}
 	return forest.EstimateAreas(sample, mapped)
 }
 
-// AreaCand is a pixel that may be in the area estimate's sample: its key,
+// areaCand is a pixel that may be in the area estimate's sample: its key,
 // its place in the map (ties), and its reference class.
-type AreaCand struct {
+type areaCand struct {
 	Key uint64
-	Pos int
-	Ref uint8
+	pos int
+	ref uint8
 }
 
 // less orders candidates by (key, pos).
-func (a AreaCand) less(b AreaCand) bool {
-	return a.Key < b.Key || a.Key == b.Key && a.Pos < b.Pos
+func (a areaCand) less(b areaCand) bool {
+	return a.Key < b.Key || a.Key == b.Key && a.pos < b.pos
 }
 
-// StratumSample holds a stratum's smallest candidates so far, at most a
+// stratumSample holds a stratum's smallest candidates so far, at most a
 // cap, as a max-heap: the largest at [0].
-type StratumSample []AreaCand
+type stratumSample []areaCand
 
-// Offer adds c when the stratum has fewer than max candidates or c is
+// offer adds c when the stratum has fewer than max candidates or c is
 // smaller than its largest, which then goes.
-func (h *StratumSample) Offer(c AreaCand, max int) {
+func (h *stratumSample) offer(c areaCand, max int) {
 	s := *h
 	if len(s) < max {
 		s = append(s, c)

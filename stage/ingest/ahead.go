@@ -33,7 +33,7 @@ const aheadReaders = 8
 // device's copies, engine.aheadDeviceBudget.
 const aheadRows = 4
 
-// AheadBudget is how many bytes of compressed tiles the rows in progress
+// aheadBudget is how many bytes of compressed tiles the rows in progress
 // may hold on the host before the reader waits for them to be handed to
 // the device or for their windows (it always reads one row when none is
 // in progress): a quarter of the memory available, at
@@ -43,7 +43,7 @@ const aheadRows = 4
 // beyond the heap's limit, rows of a 24-date tile kept the collector
 // running without pause (measured: docs/benchmarks.md, "A year of
 // dates").
-func AheadBudget(set int64) int64 {
+func aheadBudget(set int64) int64 {
 	if set > 0 {
 		return set
 	}
@@ -67,15 +67,15 @@ func AheadBudget(set int64) int64 {
 // row with windows still in progress, bounding the compressed bytes held.
 type DecodeAhead struct {
 	job    *windowJob
-	Rows   [][]geo.Grid
+	rows   [][]geo.Grid
 	row    map[[2]float64]int // window origin → row
 	ready  []chan struct{}    // closed when the row's tiles are decoded (or failed)
 	Left   []int              // windows of the row not yet finished
 	stop   chan struct{}
 	exited chan struct{} // closed when run returns
 
-	Mu       sync.Mutex
-	Finished *sync.Cond
+	mu       sync.Mutex
+	finished *sync.Cond
 	rects    map[aheadKey]aheadRect
 	err      error // the first failure: windows then read for themselves
 	srcs     map[string]*raster.Source
@@ -100,10 +100,10 @@ type DecodeAhead struct {
 	// its tiles (itself, and those reaching back into it, up to lastUse)
 	// is done; planned counts the rows laid out so far.
 	handed   []bool
-	Batches  []*cuda.AheadBatch
-	LastUse  []int
-	Released []bool
-	Planned  int
+	batches  []*cuda.AheadBatch
+	lastUse  []int
+	released []bool
+	planned  int
 	spare    map[decode.Format][]byte // a handed-over row's buffer, for the next (buffer)
 	maxRows  int                      // the most rows in progress at once, row i counted as it is read
 	narrow   bool                     // logged that rows are too large to read ahead
@@ -131,25 +131,25 @@ type aheadRect struct {
 func newDecodeAhead(j *windowJob, windows []geo.Grid) *DecodeAhead {
 	a := &DecodeAhead{job: j, row: map[[2]float64]int{}, stop: make(chan struct{}),
 		rects: map[aheadKey]aheadRect{}, srcs: map[string]*raster.Source{}, prevBytes: map[string]rowTile{}, rowBytes: map[string]rowTile{}, spare: map[decode.Format][]byte{}, exited: make(chan struct{})}
-	a.Finished = sync.NewCond(&a.Mu)
+	a.finished = sync.NewCond(&a.mu)
 	for _, w := range windows {
 		o := origin(w)
-		if n := len(a.Rows); n == 0 || w.Transform[3] != a.Rows[n-1][0].Transform[3] {
-			a.Rows = append(a.Rows, nil)
+		if n := len(a.rows); n == 0 || w.Transform[3] != a.rows[n-1][0].Transform[3] {
+			a.rows = append(a.rows, nil)
 		}
-		a.Rows[len(a.Rows)-1] = append(a.Rows[len(a.Rows)-1], w)
-		a.row[o] = len(a.Rows) - 1
+		a.rows[len(a.rows)-1] = append(a.rows[len(a.rows)-1], w)
+		a.row[o] = len(a.rows) - 1
 	}
-	a.ready = make([]chan struct{}, len(a.Rows))
-	a.Left = make([]int, len(a.Rows))
-	a.fetched = make([]int64, len(a.Rows))
-	a.handed, a.Released = make([]bool, len(a.Rows)), make([]bool, len(a.Rows))
-	a.Batches, a.LastUse = make([]*cuda.AheadBatch, len(a.Rows)), make([]int, len(a.Rows))
-	a.budget, a.deviceBudget = AheadBudget(j.hooks.AheadBudget), j.engine.AheadDeviceBudget()
-	for i, r := range a.Rows {
+	a.ready = make([]chan struct{}, len(a.rows))
+	a.Left = make([]int, len(a.rows))
+	a.fetched = make([]int64, len(a.rows))
+	a.handed, a.released = make([]bool, len(a.rows)), make([]bool, len(a.rows))
+	a.batches, a.lastUse = make([]*cuda.AheadBatch, len(a.rows)), make([]int, len(a.rows))
+	a.budget, a.deviceBudget = aheadBudget(j.hooks.AheadBudget), j.engine.AheadDeviceBudget()
+	for i, r := range a.rows {
 		a.ready[i] = make(chan struct{})
 		a.Left[i] = len(r)
-		a.LastUse[i] = i
+		a.lastUse[i] = i
 	}
 	go a.run()
 	return a
@@ -169,17 +169,17 @@ func (a *DecodeAhead) run() {
 	var planner sync.WaitGroup
 	planner.Go(func() {
 		defer close(planned)
-		for i := range a.Rows {
+		for i := range a.rows {
 			t := time.Now()
 			if i >= aheadRows && !a.waitRow(i-aheadRows) || !a.waitBytes(i) {
 				return
 			}
-			a.Mu.Lock()
+			a.mu.Lock()
 			a.heldNs += int64(time.Since(t))
-			a.Mu.Unlock()
+			a.mu.Unlock()
 			f := &fetchedRow{i: i}
 			if a.failed() == nil {
-				f.err = a.planRow(f, a.Rows[i])
+				f.err = a.planRow(f, a.rows[i])
 			}
 			select {
 			case planned <- f:
@@ -211,9 +211,9 @@ func (a *DecodeAhead) run() {
 		if f.err == nil && f.batch != nil && a.failed() == nil {
 			t := time.Now()
 			f.err = a.job.engine.DecodeAhead(f.batch)
-			a.Mu.Lock()
+			a.mu.Lock()
 			a.decodeNs += int64(time.Since(t))
-			a.Mu.Unlock()
+			a.mu.Unlock()
 		}
 		if f.err != nil {
 			a.fail(f.err)
@@ -230,7 +230,7 @@ func (a *DecodeAhead) run() {
 		close(a.ready[f.i])
 		next = f.i + 1
 	}
-	for ; next < len(a.Rows); next++ {
+	for ; next < len(a.rows); next++ {
 		close(a.ready[next])
 	}
 	// The planner may still be planning a row (opening sources) after a
@@ -260,15 +260,15 @@ type aheadJob struct {
 // waitRow waits until every window of row i has finished, or the reader
 // is stopped (false).
 func (a *DecodeAhead) waitRow(i int) bool {
-	a.Mu.Lock()
-	defer a.Mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for a.Left[i] > 0 {
 		select {
 		case <-a.stop:
 			return false
 		default:
 		}
-		a.Finished.Wait()
+		a.finished.Wait()
 	}
 	return true
 }
@@ -280,8 +280,8 @@ func (a *DecodeAhead) waitRow(i int) bool {
 // over, not yet released); or until none is in progress. False when the
 // reader is stopped.
 func (a *DecodeAhead) waitBytes(i int) bool {
-	a.Mu.Lock()
-	defer a.Mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for {
 		var host, device, next int64
 		busy := 0
@@ -290,7 +290,7 @@ func (a *DecodeAhead) waitBytes(i int) bool {
 				busy++
 			}
 			switch {
-			case a.handed[j] && !a.Released[j]:
+			case a.handed[j] && !a.released[j]:
 				device += a.fetched[j]
 			case !a.handed[j] && a.Left[j] > 0:
 				host += a.fetched[j]
@@ -319,7 +319,7 @@ func (a *DecodeAhead) waitBytes(i int) bool {
 			return false
 		default:
 		}
-		a.Finished.Wait()
+		a.finished.Wait()
 	}
 }
 
@@ -330,10 +330,10 @@ func (a *DecodeAhead) waitBytes(i int) bool {
 func (a *DecodeAhead) planRow(f *fetchedRow, row []geo.Grid) error {
 	start := time.Now()
 	defer func() {
-		a.Mu.Lock()
+		a.mu.Lock()
 		a.fetchNs += int64(time.Since(start))
 		a.planNs += int64(time.Since(start))
-		a.Mu.Unlock()
+		a.mu.Unlock()
 	}()
 	for _, w := range row {
 		for _, d := range a.job.dates {
@@ -365,9 +365,9 @@ func (a *DecodeAhead) planRow(f *fetchedRow, row []geo.Grid) error {
 		return err
 	}
 	f.bufs = bufs
-	a.Mu.Lock()
+	a.mu.Lock()
 	a.fetched[f.i] = batch.Bytes()
-	a.Mu.Unlock()
+	a.mu.Unlock()
 	f.reads, f.batch = reads, batch
 	return nil
 }
@@ -379,9 +379,9 @@ func (a *DecodeAhead) readRow(f *fetchedRow) error {
 	}
 	start := time.Now()
 	defer func() {
-		a.Mu.Lock()
+		a.mu.Lock()
 		a.fetchNs += int64(time.Since(start))
-		a.Mu.Unlock()
+		a.mu.Unlock()
 	}()
 	var g errgroup.Group
 	g.SetLimit(aheadReaders)
@@ -389,9 +389,9 @@ func (a *DecodeAhead) readRow(f *fetchedRow) error {
 		g.Go(func() error {
 			t := time.Now()
 			err := raster.ReadRangesInto(rd.path, rd.offs, rd.sizes, rd.dst)
-			a.Mu.Lock()
+			a.mu.Lock()
 			a.readNs += int64(time.Since(t))
-			a.Mu.Unlock()
+			a.mu.Unlock()
 			return err
 		})
 	}
@@ -406,10 +406,10 @@ func (a *DecodeAhead) readRow(f *fetchedRow) error {
 // "A year of dates"). The bytes between tiles are not zeroed: the decoder
 // reads none past a tile's size.
 func (a *DecodeAhead) buffer(f decode.Format, n uint64) []byte {
-	a.Mu.Lock()
+	a.mu.Lock()
 	b := a.spare[f]
 	delete(a.spare, f)
-	a.Mu.Unlock()
+	a.mu.Unlock()
 	if uint64(cap(b)) >= n {
 		return b[:n]
 	}
@@ -420,8 +420,8 @@ func (a *DecodeAhead) buffer(f decode.Format, n uint64) []byte {
 // recycle keeps a handed-over row's buffers for the next rows: one a
 // format, the largest.
 func (a *DecodeAhead) recycle(bufs map[decode.Format][]byte) {
-	a.Mu.Lock()
-	defer a.Mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for f, b := range bufs {
 		if cap(b) > cap(a.spare[f]) {
 			a.spare[f] = b
@@ -432,11 +432,11 @@ func (a *DecodeAhead) recycle(bufs map[decode.Format][]byte) {
 // store makes a decoded row's rectangles available to its windows, and
 // keeps its batch for release when the device holds its tiles.
 func (a *DecodeAhead) store(f *fetchedRow) {
-	a.Mu.Lock()
-	defer a.Mu.Unlock()
-	a.Batches[f.i] = f.batch
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.batches[f.i] = f.batch
 	a.handed[f.i] = f.batch.Held()
-	a.Finished.Broadcast() // the host's budget has room again
+	a.finished.Broadcast() // the host's budget has room again
 	for i, jb := range f.jobs {
 		if f.got[i].raw != nil {
 			a.rects[aheadKey{origin(jb.w), jb.href}] = f.got[i]
@@ -540,13 +540,13 @@ func (a *DecodeAhead) layOut(row int, rects []aheadRect, layouts []*raster.TileL
 	for _, ref := range refs {
 		ref.r.Tiles[ref.i] = a.rowBytes[ref.key].b
 	}
-	a.Mu.Lock()
+	a.mu.Lock()
 	for _, u := range uses {
-		a.LastUse[u] = max(a.LastUse[u], row)
+		a.lastUse[u] = max(a.lastUse[u], row)
 	}
-	a.Planned = row + 1
-	free := a.Releasable(false)
-	a.Mu.Unlock()
+	a.planned = row + 1
+	free := a.releasable(false)
+	a.mu.Unlock()
 	for _, b := range free {
 		a.job.engine.ReleaseAhead(b)
 	}
@@ -565,22 +565,22 @@ func (a *DecodeAhead) layOut(row int, rects []aheadRect, layouts []*raster.TileL
 // between readers, which read bytes through the layout) and its layout,
 // nil when the engine does not decode it.
 func (a *DecodeAhead) source(href string) (*raster.Source, *raster.TileLayout, error) {
-	a.Mu.Lock()
+	a.mu.Lock()
 	s, ok := a.srcs[href]
-	a.Mu.Unlock()
+	a.mu.Unlock()
 	if !ok {
 		var err error
 		if s, err = a.job.openSource(href); err != nil {
 			return nil, nil, err
 		}
-		a.Mu.Lock()
+		a.mu.Lock()
 		if old, ok := a.srcs[href]; ok {
 			s.Close()
 			s = old
 		} else {
 			a.srcs[href] = s
 		}
-		a.Mu.Unlock()
+		a.mu.Unlock()
 	}
 	return s, a.job.layout(s), nil
 }
@@ -596,8 +596,8 @@ func (a *DecodeAhead) take(w geo.Grid, href string) (*raster.Source, *decode.Rec
 	}
 	t := time.Now()
 	<-a.ready[i]
-	a.Mu.Lock()
-	defer a.Mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.waitNs += int64(time.Since(t))
 	k := aheadKey{o, href}
 	r, ok := a.rects[k]
@@ -608,48 +608,48 @@ func (a *DecodeAhead) take(w geo.Grid, href string) (*raster.Source, *decode.Rec
 // done records that window w has finished, and has the device free the
 // tiles no window will need any more.
 func (a *DecodeAhead) done(w geo.Grid) {
-	a.Mu.Lock()
+	a.mu.Lock()
 	if i, ok := a.row[origin(w)]; ok {
 		a.Left[i]--
-		a.Finished.Broadcast()
+		a.finished.Broadcast()
 	}
-	free := a.Releasable(false)
-	a.Mu.Unlock()
+	free := a.releasable(false)
+	a.mu.Unlock()
 	for _, b := range free {
 		a.job.engine.ReleaseAhead(b)
 	}
 }
 
-// Releasable returns the batches the device may free (all of them once
+// releasable returns the batches the device may free (all of them once
 // the reader has stopped), marking them released; under a.mu. A batch
 // goes once the rows that take its tiles are done and the row after the
 // last of them has been laid out without them (a row takes tiles only
 // from the row before it, so no later row will).
-func (a *DecodeAhead) Releasable(all bool) []*cuda.AheadBatch {
+func (a *DecodeAhead) releasable(all bool) []*cuda.AheadBatch {
 	var free []*cuda.AheadBatch
-	for k, b := range a.Batches {
-		if b == nil || a.Released[k] {
+	for k, b := range a.batches {
+		if b == nil || a.released[k] {
 			continue
 		}
-		last := a.LastUse[k]
-		ok := all || a.Planned > last+1 || last == len(a.Rows)-1
+		last := a.lastUse[k]
+		ok := all || a.planned > last+1 || last == len(a.rows)-1
 		for j := k; ok && !all && j <= last; j++ {
 			ok = a.Left[j] == 0
 		}
 		if ok {
-			a.Released[k] = true
+			a.released[k] = true
 			free = append(free, b)
 		}
 	}
 	if len(free) > 0 {
-		a.Finished.Broadcast() // the device's budget has room again
+		a.finished.Broadcast() // the device's budget has room again
 	}
 	return free
 }
 
 func (a *DecodeAhead) fail(err error) {
-	a.Mu.Lock()
-	defer a.Mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.err == nil {
 		a.err = err
 		a.job.log.Warn("reading tiles ahead failed; windows read their own", "err", err)
@@ -657,8 +657,8 @@ func (a *DecodeAhead) fail(err error) {
 }
 
 func (a *DecodeAhead) failed() error {
-	a.Mu.Lock()
-	defer a.Mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	return a.err
 }
 
@@ -666,23 +666,23 @@ func (a *DecodeAhead) failed() error {
 // the readers spent reading.
 func (a *DecodeAhead) close() time.Duration {
 	close(a.stop)
-	a.Mu.Lock()
-	a.Finished.Broadcast()
-	a.Mu.Unlock()
+	a.mu.Lock()
+	a.finished.Broadcast()
+	a.mu.Unlock()
 	<-a.exited // the sources may be in use until then
-	a.Mu.Lock()
-	free := a.Releasable(true)
-	a.Mu.Unlock()
+	a.mu.Lock()
+	free := a.releasable(true)
+	a.mu.Unlock()
 	for _, b := range free {
 		a.job.engine.ReleaseAhead(b)
 	}
-	a.Mu.Lock()
-	defer a.Mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for _, s := range a.srcs {
 		s.Close()
 	}
 	sec := func(ns int64) float64 { return time.Duration(ns).Seconds() }
-	a.job.log.Info("read ahead", "rows", len(a.Rows), "fetch_s", sec(a.fetchNs), "plan_s", sec(a.planNs),
+	a.job.log.Info("read ahead", "rows", len(a.rows), "fetch_s", sec(a.fetchNs), "plan_s", sec(a.planNs),
 		"read_worker_s", sec(a.readNs), "device_decode_s", sec(a.decodeNs), "held_s", sec(a.heldNs), "windows_waiting_worker_s", sec(a.waitNs),
 		"rows_in_progress_max", a.maxRows, "budget_bytes", a.budget)
 	return time.Duration(a.readNs)

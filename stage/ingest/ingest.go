@@ -37,8 +37,8 @@ import (
 	"github.com/lulc/lulc/stage/scenes"
 )
 
-// IngestResult summarises an ingest.
-type IngestResult struct {
+// Result summarises an ingest.
+type Result struct {
 	Dir          string
 	Tiles        []TileResult
 	DecodedBytes int64 // source pixels read, at their stored size
@@ -85,7 +85,7 @@ type TileResult struct {
 // labels.tif, valid_count.tif and manifest.json. With source.rasters it
 // stacks the given image/label pairs instead, one tile each, in the same
 // format.
-func Ingest(ctx context.Context, cfg config.IngestConfig, opt stage.Options) (IngestResult, error) {
+func Ingest(ctx context.Context, cfg config.IngestConfig, opt stage.Options) (Result, error) {
 	opt.Fill()
 	start := time.Now()
 	// mark logs, at debug level, a step of the ingest's timeline.
@@ -93,22 +93,22 @@ func Ingest(ctx context.Context, cfg config.IngestConfig, opt stage.Options) (In
 		opt.Log.Debug("ingest timeline", "step", step, "tile", tile, "at_s", time.Since(start).Seconds())
 	}
 	if err := cfg.Validate(); err != nil {
-		return IngestResult{}, err
+		return Result{}, err
 	}
 	if err := atomicfs.CheckInputs(opt.Out, append(cfg.Inputs(), opt.Inputs...)...); err != nil {
-		return IngestResult{}, err
+		return Result{}, err
 	}
 	tiles, err := Locate(ctx, cfg, opt)
 	if err != nil {
-		return IngestResult{}, err
+		return Result{}, err
 	}
 	staging, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "ingest "+cfg.Hash())
 	if err != nil {
-		return IngestResult{}, err
+		return Result{}, err
 	}
 	defer staging.Release()
 	mark("located", "")
-	res := IngestResult{Dir: staging.Final, Resumed: staging.Resumed}
+	res := Result{Dir: staging.Final, Resumed: staging.Resumed}
 	busy := opt.Engine().Busy()
 	mark("engine ready", "")
 	for _, t := range tiles {
@@ -567,7 +567,7 @@ func compositeTile(ctx context.Context, cfg config.IngestConfig, opt stage.Optio
 	workers := opt.Workers
 	if !job.engine.RawBands() && len(plan.windows) > 0 {
 		w := plan.windows[0]
-		workers = WindowWorkers(opt.Workers, int64(w.Width)*int64(w.Height)*int64(len(plan.dates))*int64(2*len(cfg.Bands)+1), heapBudget(), opt.Log)
+		workers = windowWorkers(opt.Workers, int64(w.Width)*int64(w.Height)*int64(len(plan.dates))*int64(2*len(cfg.Bands)+1), heapBudget(), opt.Log)
 	}
 	return job, eachWindow(ctx, plan.windows, workers, func() (func(geo.Grid) error, func(), error) {
 		// Each worker keeps its own GDAL handles, opened on first use; the
@@ -606,7 +606,7 @@ func compositeTile(ctx context.Context, cfg config.IngestConfig, opt stage.Optio
 // GB of RSS at 48 dates on 16 cores, docs/benchmarks.md, "A year of
 // dates"). They take at most half of budget, and the log says when that
 // holds workers back.
-func WindowWorkers(workers int, perWindow, budget int64, log *slog.Logger) int {
+func windowWorkers(workers int, perWindow, budget int64, log *slog.Logger) int {
 	if perWindow <= 0 || budget <= 0 {
 		return workers
 	}
@@ -1470,7 +1470,7 @@ func ConfigureGDAL(cfg config.IngestConfig) error {
 	}
 	// GDAL reads only the listed extensions over HTTP: a remote vector
 	// layer's own must be among them.
-	if ext := VectorExtension(cfg.Source.Labels); ext != "" {
+	if ext := vectorExtension(cfg.Source.Labels); ext != "" {
 		gdalOpts["CPL_VSIL_CURL_ALLOWED_EXTENSIONS"] += "," + ext
 	}
 	for k, v := range cfg.Source.GDAL {

@@ -318,9 +318,9 @@ func judgeCensus(cfg config.IngestConfig, v *vectorLabels, key string, log *slog
 	return nil
 }
 
-// VectorExtension is the file extension of a vector layer's href (query
+// vectorExtension is the file extension of a vector layer's href (query
 // left out), or "" when it has none.
-func VectorExtension(href string) string {
+func vectorExtension(href string) string {
 	href, _, _ = strings.Cut(href, "?")
 	return path.Ext(href)
 }

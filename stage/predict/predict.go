@@ -30,8 +30,8 @@ import (
 	"github.com/lulc/lulc/stage"
 )
 
-// PredictConfig says what to predict with which model, and how to write it.
-type PredictConfig struct {
+// Config says what to predict with which model, and how to write it.
+type Config struct {
 	Model      string // model.lulcrf
 	Input      string // an ingest output directory
 	Window     int    // window side in pixels (a multiple of 512)
@@ -43,15 +43,15 @@ type PredictConfig struct {
 	AOA stage.AOAOptions
 }
 
-// PredictResult summarises a prediction.
-type PredictResult struct {
+// Result summarises a prediction.
+type Result struct {
 	Dir     string
-	Tiles   []PredictTile
+	Tiles   []Tile
 	Elapsed time.Duration
 }
 
-// PredictTile is one tile's outputs.
-type PredictTile struct {
+// Tile is one tile's outputs.
+type Tile struct {
 	Tile      string
 	Class     string // path of class.tif
 	Quicklook string // path of quicklook.png ("" when Options.Charts is nil)
@@ -103,38 +103,38 @@ func ModelScheme(m *forest.Model) (landcover.Scheme, error) {
 
 // Predict classifies every tile of an ingest output with a model and writes,
 // per tile, class.tif (and confidence.tif), a STAC item and a quicklook.
-func Predict(ctx context.Context, pc PredictConfig, opt stage.Options) (PredictResult, error) {
+func Predict(ctx context.Context, pc Config, opt stage.Options) (Result, error) {
 	opt.Fill()
 	start := time.Now()
 	if err := atomicfs.CheckInputs(opt.Out, append([]string{pc.Model, pc.Input}, opt.Inputs...)...); err != nil {
-		return PredictResult{}, err
+		return Result{}, err
 	}
 	if pc.Window == 0 {
 		pc.Window = 1024
 	}
 	if pc.Window%512 != 0 || pc.Window < 512 || pc.Window > 8192 {
-		return PredictResult{}, fmt.Errorf("window: %d is not a multiple of 512 between 512 and 8192", pc.Window)
+		return Result{}, fmt.Errorf("window: %d is not a multiple of 512 between 512 and 8192", pc.Window)
 	}
 	if pc.Compress == "" {
 		pc.Compress = "DEFLATE"
 	}
 	if pc.Compress != "DEFLATE" && pc.Compress != "ZSTD" {
-		return PredictResult{}, fmt.Errorf("compress: %q is not DEFLATE or ZSTD", pc.Compress)
+		return Result{}, fmt.Errorf("compress: %q is not DEFLATE or ZSTD", pc.Compress)
 	}
 	if err := pc.AOA.Check(); err != nil {
-		return PredictResult{}, err
+		return Result{}, err
 	}
 	model, body, err := LoadModel(pc.Model)
 	if err != nil {
-		return PredictResult{}, err
+		return Result{}, err
 	}
 	scheme, err := ModelScheme(model)
 	if err != nil {
-		return PredictResult{}, err
+		return Result{}, err
 	}
 	tiles, err := filepath.Glob(filepath.Join(pc.Input, "*", "manifest.json"))
 	if err != nil || len(tiles) == 0 {
-		return PredictResult{}, fmt.Errorf("input %s holds no tile manifests (*/manifest.json): is it a lulc ingest output?", pc.Input)
+		return Result{}, fmt.Errorf("input %s holds no tile manifests (*/manifest.json): is it a lulc ingest output?", pc.Input)
 	}
 	slices.Sort(tiles)
 	manifests := make([]stage.Manifest, len(tiles))
@@ -145,33 +145,33 @@ func Predict(ctx context.Context, pc PredictConfig, opt stage.Options) (PredictR
 	for i, p := range tiles {
 		raw, err := os.ReadFile(p)
 		if err != nil {
-			return PredictResult{}, fmt.Errorf("input: %w", err)
+			return Result{}, fmt.Errorf("input: %w", err)
 		}
 		if manifests[i], err = stage.ParseManifest(raw); err != nil {
-			return PredictResult{}, fmt.Errorf("input %s: %w", p, err)
+			return Result{}, fmt.Errorf("input %s: %w", p, err)
 		}
 		// The model must fit every tile before any pixel is predicted.
 		if err := model.Check(model.Features, manifests[i].Bands); err != nil {
-			return PredictResult{}, fmt.Errorf("tile %s: %w", manifests[i].Tile, err)
+			return Result{}, fmt.Errorf("tile %s: %w", manifests[i].Tile, err)
 		}
 		if manifests[i].Scale != model.Scale || manifests[i].Offset != model.Offset {
-			return PredictResult{}, fmt.Errorf("tile %s: stack scaling %g/%g differs from the model's %g/%g", manifests[i].Tile, manifests[i].Scale, manifests[i].Offset, model.Scale, model.Offset)
+			return Result{}, fmt.Errorf("tile %s: stack scaling %g/%g differs from the model's %g/%g", manifests[i].Tile, manifests[i].Scale, manifests[i].Offset, model.Scale, model.Offset)
 		}
 		key += fmt.Sprintf(" %x", stage.Sha(raw))
 	}
 	staging, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, key)
 	if err != nil {
-		return PredictResult{}, err
+		return Result{}, err
 	}
 	defer staging.Release()
 	if staging.Resumed && !pc.Resume {
 		// Without --resume an interrupted run's staging is discarded (under
 		// the lock: never another writer's).
 		if err := staging.Restart(); err != nil {
-			return PredictResult{}, err
+			return Result{}, err
 		}
 	}
-	res := PredictResult{Dir: staging.Final}
+	res := Result{Dir: staging.Final}
 	col := stage.OwnCollection(stage.CollectionID("lulc-", key))
 	names := make([]string, len(manifests))
 	for i, m := range manifests {
@@ -179,7 +179,7 @@ func Predict(ctx context.Context, pc PredictConfig, opt stage.Options) (PredictR
 		if err != nil {
 			return res, err
 		}
-		pt, err := predictTile(ctx, pc, opt, out, MapModel{model, pc.Model, scheme}, m, PredictInput{stackFile: filepath.Join(filepath.Dir(tiles[i]), "stack.tif")})
+		pt, err := predictTile(ctx, pc, opt, out, MapModel{model, pc.Model, scheme}, m, Input{stackFile: filepath.Join(filepath.Dir(tiles[i]), "stack.tif")})
 		if err != nil {
 			return res, fmt.Errorf("tile %s: %w", m.Tile, err)
 		}
@@ -204,10 +204,10 @@ func Predict(ctx context.Context, pc PredictConfig, opt stage.Options) (PredictR
 	return res, nil
 }
 
-// PredictInput is where a tile's stack comes from: the stack COG of an
+// Input is where a tile's stack comes from: the stack COG of an
 // ingest output, or a tile in memory (lulc run), whose labels are then
 // compared with the predictions as they are made.
-type PredictInput struct {
+type Input struct {
 	stackFile string
 	Mem       *stack.Tile
 }
@@ -221,19 +221,19 @@ type MapModel struct {
 }
 
 // predictTile classifies one tile into dir and finishes its outputs.
-func predictTile(ctx context.Context, pc PredictConfig, opt stage.Options, out stage.TileOut, mm MapModel, m stage.Manifest, in PredictInput) (PredictTile, error) {
+func predictTile(ctx context.Context, pc Config, opt stage.Options, out stage.TileOut, mm MapModel, m stage.Manifest, in Input) (Tile, error) {
 	p, err := StreamTile(ctx, pc, opt, out, mm, m, in)
 	if err != nil {
-		return p.Pt, err
+		return p.Tile, err
 	}
 	err = p.Finish(opt)
-	return p.Pt, err
+	return p.Tile, err
 }
 
-// predicted is a tile whose predictions are made and whose outputs are
+// Predicted is a tile whose predictions are made and whose outputs are
 // still to encode and describe.
-type predicted struct {
-	Pt            PredictTile
+type Predicted struct {
+	Tile          Tile
 	out           stage.TileOut
 	modelPath     string
 	classW, confW *lraster.Writer
@@ -243,7 +243,7 @@ type predicted struct {
 	m             stage.Manifest
 	confidence    bool
 	Confusion     [][]int64      // with a tile in memory: labels × predictions
-	aoa           *stage.AoaSink // nil: no aoa.tif
+	aoa           *stage.AOASink // nil: no aoa.tif
 	compress      string
 	gdalCOG       bool         // COGs through GDAL's driver (Compare.GDALCOG)
 	charts        stage.Charts // draws the quicklook (nil: none)
@@ -253,16 +253,16 @@ type predicted struct {
 // StreamTile runs a tile through read → features → predict → write into
 // the class (and confidence) writers. A tile an earlier run finished and
 // verified comes back marked Skipped, with nothing left to finish.
-func StreamTile(ctx context.Context, pc PredictConfig, opt stage.Options, out stage.TileOut, mm MapModel, m stage.Manifest, in PredictInput) (*predicted, error) {
+func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.TileOut, mm MapModel, m stage.Manifest, in Input) (*Predicted, error) {
 	model, modelPath, scheme := mm.Model, mm.Path, mm.Scheme
 	dir := out.Dir
-	p := &predicted{out: out, modelPath: modelPath, scheme: scheme, m: m, confidence: pc.Confidence, compress: pc.Compress, charts: opt.Charts,
-		Pt: PredictTile{Tile: m.Tile, Class: filepath.Join(dir, stage.ClassFile), Item: filepath.Join(dir, stage.ItemFile)}}
+	p := &Predicted{out: out, modelPath: modelPath, scheme: scheme, m: m, confidence: pc.Confidence, compress: pc.Compress, charts: opt.Charts,
+		Tile: Tile{Tile: m.Tile, Class: filepath.Join(dir, stage.ClassFile), Item: filepath.Join(dir, stage.ItemFile)}}
 	if opt.Charts != nil {
-		p.Pt.Quicklook = filepath.Join(dir, stage.QuicklookFile)
+		p.Tile.Quicklook = filepath.Join(dir, stage.QuicklookFile)
 	}
 	if Verified(dir) {
-		p.Pt.Skipped, p.finished = true, true
+		p.Tile.Skipped, p.finished = true, true
 		opt.Log.Info("tile already predicted and verified", "tile", m.Tile)
 		return p, nil
 	}
@@ -271,9 +271,9 @@ func StreamTile(ctx context.Context, pc PredictConfig, opt stage.Options, out st
 	}
 	// A tile on another radiometric convention than the training data
 	// maps without error and wrongly: say so, with the numbers.
-	p.Pt.Radiometry = radiometry.Compare(model.Bands, m.Dark.Aligned(model.Bands), radiometry.Levels(model.Dark).Aligned(model.Bands))
-	if p.Pt.Radiometry != "" {
-		opt.Log.Warn("tile "+m.Tile+": "+p.Pt.Radiometry, "tile", m.Tile)
+	p.Tile.Radiometry = radiometry.Compare(model.Bands, m.Dark.Aligned(model.Bands), radiometry.Levels(model.Dark).Aligned(model.Bands))
+	if p.Tile.Radiometry != "" {
+		opt.Log.Warn("tile "+m.Tile+": "+p.Tile.Radiometry, "tile", m.Tile)
 	}
 	setupStart := time.Now()
 	p.grid = geo.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
@@ -328,35 +328,35 @@ func StreamTile(ctx context.Context, pc PredictConfig, opt stage.Options, out st
 	opt.Log.Debug("predict: writers and predictor ready", "tile", m.Tile, "s", runStart.Sub(setupStart).Seconds())
 	windows := (p.grid.Width + pc.Window - 1) / pc.Window * ((p.grid.Height + pc.Window - 1) / pc.Window)
 	bar := opt.NewBar(int64(windows), "predict "+m.Tile)
-	p.Pt.Timings, err = inference.Run(ctx, tile, set, pred, bar)
+	p.Tile.Timings, err = inference.Run(ctx, tile, set, pred, bar)
 	bar.Finish()
 	if err != nil {
 		p.abort()
 		return p, err
 	}
-	p.Pt.Pixels = p.Pt.Timings.Pixels
-	p.Pt.Stream = time.Since(runStart)
+	p.Tile.Pixels = p.Tile.Timings.Pixels
+	p.Tile.Stream = time.Since(runStart)
 	if p.aoa != nil {
-		p.Pt.AOA = filepath.Join(dir, stage.AOAFile)
+		p.Tile.AOA = filepath.Join(dir, stage.AOAFile)
 		if v := p.aoa.OutsidePercent(); !math.IsNaN(v) {
-			p.Pt.AOAOutside = &v
+			p.Tile.AOAOutside = &v
 			if v > stage.AOAWarnPercent {
-				p.Pt.AOAWarning = fmt.Sprintf("%.1f %% of the tile lies outside the model's area of applicability (DI above %.3g): its map there is an extrapolation", v, p.aoa.Ref.Threshold)
-				opt.Log.Warn("tile "+m.Tile+": "+p.Pt.AOAWarning, "tile", m.Tile)
+				p.Tile.AOAWarning = fmt.Sprintf("%.1f %% of the tile lies outside the model's area of applicability (DI above %.3g): its map there is an extrapolation", v, p.aoa.Ref.Threshold)
+				opt.Log.Warn("tile "+m.Tile+": "+p.Tile.AOAWarning, "tile", m.Tile)
 			}
 		}
 	}
 	// How much of the streaming the device was kept busy.
-	p.Pt.DeviceBusy = opt.Engine().Busy() - busy0
+	p.Tile.DeviceBusy = opt.Engine().Busy() - busy0
 	return p, nil
 }
 
 // openWriters starts the class and, if asked, the confidence COG.
-func (p *predicted) openWriters(pc PredictConfig, gdalCOG bool) error {
+func (p *Predicted) openWriters(pc Config, gdalCOG bool) error {
 	p.gdalCOG = gdalCOG
 	cog := lraster.COGOptions{BlockSize: 512, Compress: pc.Compress, NoData: stage.Ptr(0.0), OverviewResampling: "MODE", Classes: &p.scheme, GDALDriver: gdalCOG}
 	var err error
-	if p.classW, err = lraster.NewWriter(p.Pt.Class, p.grid, "uint8", []lraster.BandInfo{{Description: "land cover class"}}, cog); err != nil {
+	if p.classW, err = lraster.NewWriter(p.Tile.Class, p.grid, "uint8", []lraster.BandInfo{{Description: "land cover class"}}, cog); err != nil {
 		return err
 	}
 	if pc.Confidence {
@@ -370,7 +370,7 @@ func (p *predicted) openWriters(pc PredictConfig, gdalCOG bool) error {
 	return nil
 }
 
-func (p *predicted) abort() {
+func (p *Predicted) abort() {
 	if p.classW != nil {
 		p.classW.Abort()
 	}
@@ -382,7 +382,7 @@ func (p *predicted) abort() {
 // Finish encodes the COGs, draws the quicklook (with Options.Charts) from
 // the predictions kept in memory and writes the STAC item last: its presence, with matching
 // checksums, marks the tile finished.
-func (p *predicted) Finish(opt stage.Options) error {
+func (p *Predicted) Finish(opt stage.Options) error {
 	if p.finished {
 		return nil
 	}
@@ -402,14 +402,14 @@ func (p *predicted) Finish(opt stage.Options) error {
 	}
 	if p.charts != nil {
 		wg.Go(func() {
-			lookErr = p.charts.Quicklook(p.Pt.Quicklook, p.classes, p.grid.Width, p.grid.Height, 1024, p.scheme)
+			lookErr = p.charts.Quicklook(p.Tile.Quicklook, p.classes, p.grid.Width, p.grid.Height, 1024, p.scheme)
 			lookTime = time.Since(t0)
 		})
 	}
 	classErr := p.classW.Close()
-	p.Pt.Encode = time.Since(t0)
+	p.Tile.Encode = time.Since(t0)
 	wg.Wait()
-	p.Pt.Encode = max(p.Pt.Encode, confTime)
+	p.Tile.Encode = max(p.Tile.Encode, confTime)
 	if err := errors.Join(classErr, confErr, aoaErr); err != nil {
 		p.abort()
 		return err
@@ -419,37 +419,37 @@ func (p *predicted) Finish(opt stage.Options) error {
 	}
 	p.classes = nil
 	t1 := time.Now()
-	item, err := predictionItem(p.m, p.grid, p.scheme, p.out, p.modelPath, p.confidence, p.Pt.Quicklook != "")
+	item, err := predictionItem(p.m, p.grid, p.scheme, p.out, p.modelPath, p.confidence, p.Tile.Quicklook != "")
 	if err != nil {
 		return err
 	}
-	if p.Pt.Radiometry != "" {
-		item.Properties["lulc:radiometry_warning"] = p.Pt.Radiometry
+	if p.Tile.Radiometry != "" {
+		item.Properties["lulc:radiometry_warning"] = p.Tile.Radiometry
 	}
 	if p.aoa != nil {
 		if item.Assets["aoa"], err = stage.AoaAsset(p.out.Dir, p.aoa.Grid(p.grid)); err != nil {
 			return err
 		}
 		item.Properties["lulc:aoa_threshold"] = p.aoa.Ref.Threshold
-		item.Properties["lulc:aoa_step"] = p.aoa.M.Grid.Step
-		if p.Pt.AOAOutside != nil {
-			item.Properties["lulc:aoa_outside_percent"] = math.Round(*p.Pt.AOAOutside*100) / 100
+		item.Properties["lulc:aoa_step"] = p.aoa.Map.Grid.Step
+		if p.Tile.AOAOutside != nil {
+			item.Properties["lulc:aoa_outside_percent"] = math.Round(*p.Tile.AOAOutside*100) / 100
 		}
-		if p.Pt.AOAWarning != "" {
-			item.Properties["lulc:aoa_warning"] = p.Pt.AOAWarning
+		if p.Tile.AOAWarning != "" {
+			item.Properties["lulc:aoa_warning"] = p.Tile.AOAWarning
 		}
 	}
-	if err := stage.WriteItem(p.Pt.Item, item); err != nil {
+	if err := stage.WriteItem(p.Tile.Item, item); err != nil {
 		return err
 	}
-	opt.Log.Debug("predict: outputs finished", "tile", p.m.Tile, "encode_s", p.Pt.Encode.Seconds(), "quicklook_s", lookTime.Seconds(), "item_s", time.Since(t1).Seconds())
+	opt.Log.Debug("predict: outputs finished", "tile", p.m.Tile, "encode_s", p.Tile.Encode.Seconds(), "quicklook_s", lookTime.Seconds(), "item_s", time.Since(t1).Seconds())
 	p.finished = true
-	tm := p.Pt.Timings
-	opt.Log.Info("tile predicted", "tile", p.m.Tile, "pixels", p.Pt.Pixels, "read_worker_s", tm.Read.Seconds(), "features_worker_s", tm.Features.Seconds(),
-		"predict_worker_s", tm.Predict.Seconds(), "write_s", tm.Write.Seconds(), "encode_s", p.Pt.Encode.Seconds())
-	if p.Pt.DeviceBusy > 0 { // only devices are busy
-		opt.Log.Info("device use", "tile", p.m.Tile, "streaming_s", p.Pt.Stream.Seconds(), "device_busy_s", p.Pt.DeviceBusy.Seconds(),
-			"busy_percent", math.Round(100*p.Pt.DeviceBusy.Seconds()/p.Pt.Stream.Seconds()))
+	tm := p.Tile.Timings
+	opt.Log.Info("tile predicted", "tile", p.m.Tile, "pixels", p.Tile.Pixels, "read_worker_s", tm.Read.Seconds(), "features_worker_s", tm.Features.Seconds(),
+		"predict_worker_s", tm.Predict.Seconds(), "write_s", tm.Write.Seconds(), "encode_s", p.Tile.Encode.Seconds())
+	if p.Tile.DeviceBusy > 0 { // only devices are busy
+		opt.Log.Info("device use", "tile", p.m.Tile, "streaming_s", p.Tile.Stream.Seconds(), "device_busy_s", p.Tile.DeviceBusy.Seconds(),
+			"busy_percent", math.Round(100*p.Tile.DeviceBusy.Seconds()/p.Tile.Stream.Seconds()))
 	}
 	return nil
 }

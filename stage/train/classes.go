@@ -12,9 +12,9 @@ import (
 	"github.com/lulc/lulc/stage/config"
 )
 
-// drawNotes is what a draw has to say besides its samples: warnings about
+// DrawNotes is what a draw has to say besides its samples: warnings about
 // the labels, and the census of labelled pixels by code (sampling.Census).
-type drawNotes struct {
+type DrawNotes struct {
 	warnings []string
 	census   *sampling.Census
 }
@@ -163,13 +163,13 @@ func lostClassWarning(cfg config.TrainConfig, cl landcover.Class, f classFate) s
 // uninterrupted one says; it is removed before the commit.
 const drawNotesFile = ".draw-notes.json"
 
-// savedNotes is drawNotes as drawNotesFile holds them.
+// savedNotes is DrawNotes as drawNotesFile holds them.
 type savedNotes struct {
 	Warnings []string         `json:"warnings"`
 	Census   *sampling.Census `json:"census"`
 }
 
-func writeDrawNotes(path string, n drawNotes) error {
+func writeDrawNotes(path string, n DrawNotes) error {
 	body, err := json.Marshal(savedNotes{Warnings: n.warnings, Census: n.census})
 	if err != nil {
 		return err

@@ -17,7 +17,7 @@ import (
 // CPU baseline the workflow compares with) on at most golearn.max_samples
 // of set's training rows, and classifies its validation rows. golearn's
 // forests are not lulc models: nothing is saved.
-func fitGolearn(ctx context.Context, cfg config.TrainConfig, classes int, set *sampleset.Set, fit stage.Golearn, res *TrainResult) ([]uint8, error) {
+func fitGolearn(ctx context.Context, cfg config.TrainConfig, classes int, set *sampleset.Set, fit stage.Golearn, res *Result) ([]uint8, error) {
 	if fit == nil {
 		return nil, fmt.Errorf("engine: golearn is not linked into this program (pipeline.Options.Golearn)")
 	}

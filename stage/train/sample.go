@@ -22,8 +22,8 @@ import (
 	"github.com/lulc/lulc/stage/config"
 )
 
-// TrainInput is one labelled image: the stack (or raster) and its labels.
-type TrainInput struct {
+// Input is one labelled image: the stack (or raster) and its labels.
+type Input struct {
 	Image, Labels string
 	// groups is the labels' group ids (groups.tif), read for a split by
 	// features; "" otherwise.
@@ -54,7 +54,7 @@ type TrainInput struct {
 
 // InputsOf resolves the config's input section into images with their band
 // order and scaling.
-func InputsOf(c config.TrainConfig) ([]TrainInput, error) {
+func InputsOf(c config.TrainConfig) ([]Input, error) {
 	if len(c.Input.Samples) > 0 {
 		return drawInputsOf(c)
 	}
@@ -62,9 +62,9 @@ func InputsOf(c config.TrainConfig) ([]TrainInput, error) {
 		if c.Sampling.Split == sampling.SplitFeatures {
 			return nil, fmt.Errorf("sampling.split: %s needs the group ids that ingest burns from vector labels (%s in a stack); input.rasters have none", sampling.SplitFeatures, stage.GroupsFile)
 		}
-		var out []TrainInput
+		var out []Input
 		for _, r := range c.Input.Rasters {
-			out = append(out, TrainInput{Image: r.Image, Labels: r.Labels, Bands: c.Input.Bands,
+			out = append(out, Input{Image: r.Image, Labels: r.Labels, Bands: c.Input.Bands,
 				Scale: c.Input.Scale, Offset: c.Input.Offset, Nodata: c.Input.NoData})
 		}
 		return out, nil
@@ -74,7 +74,7 @@ func InputsOf(c config.TrainConfig) ([]TrainInput, error) {
 		return nil, fmt.Errorf("input.stack: %s holds no tile manifests (*/manifest.json): is it a lulc ingest output?", c.Input.Stack)
 	}
 	slices.Sort(manifests)
-	var out []TrainInput
+	var out []Input
 	for _, p := range manifests {
 		body, err := os.ReadFile(p)
 		if err != nil {
@@ -90,7 +90,7 @@ func InputsOf(c config.TrainConfig) ([]TrainInput, error) {
 		if err != nil {
 			return nil, fmt.Errorf("input.stack: %s: %w", p, err)
 		}
-		in := TrainInput{Image: filepath.Join(dir, "stack.tif"), Labels: filepath.Join(dir, "labels.tif"),
+		in := Input{Image: filepath.Join(dir, "stack.tif"), Labels: filepath.Join(dir, "labels.tif"),
 			Bands: m.Bands, Scale: m.Scale, Offset: m.Offset, Nodata: &nd, Darks: []radiometry.Levels{m.Dark}, LabelScheme: ls}
 		if c.Sampling.Split == sampling.SplitFeatures {
 			in.groups = filepath.Join(dir, stage.GroupsFile)
@@ -109,7 +109,7 @@ func InputsOf(c config.TrainConfig) ([]TrainInput, error) {
 
 // drawInputsOf finds the draws that input.samples names (draw files, or
 // directories searched for them), in path order, and reads them.
-func drawInputsOf(c config.TrainConfig) ([]TrainInput, error) {
+func drawInputsOf(c config.TrainConfig) ([]Input, error) {
 	var paths []string
 	for _, p := range c.Input.Samples {
 		info, err := os.Stat(p)
@@ -141,7 +141,7 @@ func drawInputsOf(c config.TrainConfig) ([]TrainInput, error) {
 	}
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
-	var out []TrainInput
+	var out []Input
 	for _, p := range paths {
 		d, err := ReadDraw(p)
 		if err != nil {
@@ -149,7 +149,7 @@ func drawInputsOf(c config.TrainConfig) ([]TrainInput, error) {
 		}
 		// A draw's values are its bands, then any context features.
 		bands, _ := features.SplitValues(d.Features)
-		in := TrainInput{Image: p, Labels: p, Bands: bands, Scale: d.Draw.Scale, Offset: d.Draw.Offset, Nodata: d.Draw.NoData, draw: d}
+		in := Input{Image: p, Labels: p, Bands: bands, Scale: d.Draw.Scale, Offset: d.Draw.Offset, Nodata: d.Draw.NoData, draw: d}
 		for _, l := range d.Draw.Dark {
 			in.Darks = append(in.Darks, l)
 		}
@@ -162,38 +162,38 @@ func drawInputsOf(c config.TrainConfig) ([]TrainInput, error) {
 // and returns what the draw has to say about the labels. Draws (a job's
 // sample phase) are merged, after checking that they were drawn for this
 // config.
-func Sample(cfg config.TrainConfig, ins []TrainInput, scheme landcover.Scheme, e stage.Engine) (*sampleset.Set, drawNotes, error) {
+func Sample(cfg config.TrainConfig, ins []Input, scheme landcover.Scheme, e stage.Engine) (*sampleset.Set, DrawNotes, error) {
 	if err := drawsAgree(ins); err != nil {
-		return nil, drawNotes{}, err
+		return nil, DrawNotes{}, err
 	}
 	sp := sampling.New(cfg.SamplingConfig(), cfg.Features, scheme, e.Features)
 	for _, in := range ins {
 		if in.draw != nil {
 			if in.draw.Config != cfg.SampleKey() {
-				return nil, drawNotes{}, fmt.Errorf("%s: drawn for another train config (features, classes, sampling or input scaling differ)", in.Image)
+				return nil, DrawNotes{}, fmt.Errorf("%s: drawn for another train config (features, classes, sampling or input scaling differ)", in.Image)
 			}
 			if err := sp.Merge(in.draw); err != nil {
-				return nil, drawNotes{}, fmt.Errorf("%s: %w", in.Image, err)
+				return nil, DrawNotes{}, fmt.Errorf("%s: %w", in.Image, err)
 			}
 			continue
 		}
 		si, err := in.SampleInput()
 		if err != nil {
-			return nil, drawNotes{}, err
+			return nil, DrawNotes{}, err
 		}
 		if err := sp.Add(si); err != nil {
-			return nil, drawNotes{}, err
+			return nil, DrawNotes{}, err
 		}
 	}
 	set, _, err := sp.Finish()
 	census := sp.Census()
-	return set, drawNotes{warnings: sp.Warnings(), census: &census}, err
+	return set, DrawNotes{warnings: sp.Warnings(), census: &census}, err
 }
 
 // SampleInput is the input as the draw takes it: the tile in memory, or
 // the files' strips, once the files are checked (labels on the image's
 // grid, the band count).
-func (in TrainInput) SampleInput() (sampling.Input, error) {
+func (in Input) SampleInput() (sampling.Input, error) {
 	si := sampling.Input{Name: in.Image, Bands: in.Bands, Scale: in.Scale, Offset: in.Offset, NoData: in.Nodata, Tile: in.Mem}
 	if in.Mem != nil {
 		si.Groups, si.Weights = in.Mem.Groups, in.Mem.Weights
@@ -269,7 +269,7 @@ func (in TrainInput) SampleInput() (sampling.Input, error) {
 // PixelScan reads every labelled pixel of a train config's inputs.
 type PixelScan struct {
 	cfg config.TrainConfig
-	ins []TrainInput
+	ins []Input
 }
 
 // NewPixelScan resolves the inputs of cfg, which must be valid (the
@@ -288,7 +288,7 @@ func NewPixelScan(cfg config.TrainConfig) (*PixelScan, error) {
 
 // inputSchemes are the class schemes of the inputs' labels, nil where one
 // has none on record.
-func inputSchemes(ins []TrainInput) []*landcover.Scheme {
+func inputSchemes(ins []Input) []*landcover.Scheme {
 	out := make([]*landcover.Scheme, len(ins))
 	for i, in := range ins {
 		out[i] = in.LabelScheme
@@ -376,8 +376,8 @@ func bandCount(path string) int {
 // merge would not be the samples one process draws), or by a lulc that
 // did not record these (which cannot be told apart). It names both draws
 // and what differs.
-func drawsAgree(ins []TrainInput) error {
-	var first *TrainInput
+func drawsAgree(ins []Input) error {
+	var first *Input
 	for i := range ins {
 		in := &ins[i]
 		if in.draw == nil {

@@ -24,8 +24,8 @@ import (
 	"github.com/lulc/lulc/stage/config"
 )
 
-// TrainResult summarises a training run.
-type TrainResult struct {
+// Result summarises a training run.
+type Result struct {
 	Dir        string
 	Engine     string
 	Samples    int // training rows
@@ -65,20 +65,20 @@ type runInfo struct {
 // directory: train.yaml, run.json, samples, model (lulc engine), metrics
 // and, with opt.Charts, charts (confusion.png; importance.png with a
 // model).
-func Train(ctx context.Context, cfg config.TrainConfig, opt stage.Options) (res TrainResult, err error) {
+func Train(ctx context.Context, cfg config.TrainConfig, opt stage.Options) (res Result, err error) {
 	opt.Fill()
 	if err := cfg.Validate(); err != nil {
-		return TrainResult{}, err
+		return Result{}, err
 	}
 	if err := atomicfs.CheckInputs(opt.Out, append(cfg.Inputs(), opt.Inputs...)...); err != nil {
-		return TrainResult{}, err
+		return Result{}, err
 	}
 	ins, err := InputsOf(cfg)
 	if err != nil {
-		return TrainResult{}, err
+		return Result{}, err
 	}
 	if err := cfg.ResolveLabels(inputSchemes(ins)); err != nil {
-		return TrainResult{}, err
+		return Result{}, err
 	}
 	scheme, _ := cfg.Scheme()
 	// A job's draws train the model its one-process lulc run would: with
@@ -90,7 +90,7 @@ func Train(ctx context.Context, cfg config.TrainConfig, opt stage.Options) (res 
 	}
 	staging, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, "train "+cfg.Hash())
 	if err != nil {
-		return TrainResult{}, err
+		return Result{}, err
 	}
 	defer staging.Release()
 	// A training that fails leaves nothing behind; one that is interrupted
@@ -100,7 +100,7 @@ func Train(ctx context.Context, cfg config.TrainConfig, opt stage.Options) (res 
 			os.RemoveAll(staging.Dir)
 		}
 	}()
-	res = TrainResult{Dir: staging.Final, Engine: cfg.Engine}
+	res = Result{Dir: staging.Final, Engine: cfg.Engine}
 	for _, c := range scheme.Classes {
 		res.ClassNames = append(res.ClassNames, c.Name)
 	}
@@ -118,7 +118,7 @@ func Train(ctx context.Context, cfg config.TrainConfig, opt stage.Options) (res 
 		}
 	}
 	if set == nil {
-		var notes drawNotes
+		var notes DrawNotes
 		set, notes, err = Sample(fitCfg, ins, scheme, opt.Engine())
 		if err != nil {
 			return res, err
@@ -163,7 +163,7 @@ func Train(ctx context.Context, cfg config.TrainConfig, opt stage.Options) (res 
 
 // FitAndMeasure checks the samples, fits the configured engine on their
 // training split and measures it on the validation split into res.
-func FitAndMeasure(ctx context.Context, cfg config.TrainConfig, scheme landcover.Scheme, set *sampleset.Set, ins []TrainInput, opt stage.Options, res *TrainResult) (*forest.Model, error) {
+func FitAndMeasure(ctx context.Context, cfg config.TrainConfig, scheme landcover.Scheme, set *sampleset.Set, ins []Input, opt stage.Options, res *Result) (*forest.Model, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func FitAndMeasure(ctx context.Context, cfg config.TrainConfig, scheme landcover
 	if fitWarning != "" {
 		opt.Log.Warn(fitWarning)
 	}
-	present, err := CheckSamples(cfg, scheme, set, yt, yv, xt, res)
+	present, err := checkSamples(cfg, scheme, set, yt, yv, xt, res)
 	if err != nil {
 		return nil, err
 	}
@@ -189,12 +189,12 @@ func FitAndMeasure(ctx context.Context, cfg config.TrainConfig, scheme landcover
 	// The classes the labels hold, not the scheme's size; from the
 	// samples when merged draws left no census.
 	opt.Log.Info("samples", "training", len(yt), "validation", len(yv), "features", len(set.Features), "classes", present, "scheme_classes", len(scheme.Classes))
-	LogSplit(cfg, set, opt)
+	logSplit(cfg, set, opt)
 	logged := len(res.Warnings)
 	// The model takes its bands and scaling from the inputs, which share
 	// them; an empty shard's draw names none.
 	in := ins[0]
-	if i := slices.IndexFunc(ins, func(in TrainInput) bool { return len(in.Bands) > 0 }); i >= 0 {
+	if i := slices.IndexFunc(ins, func(in Input) bool { return len(in.Bands) > 0 }); i >= 0 {
 		in = ins[i]
 	}
 	model, pred, err := fit(ctx, cfg, scheme, set, in, opt, res)
@@ -229,7 +229,7 @@ func FitAndMeasure(ctx context.Context, cfg config.TrainConfig, scheme landcover
 // fit trains the configured engine and classifies the validation rows. The
 // model is nil for golearn, whose forests lulc cannot save. An interrupt
 // (ctx done) stops the fit promptly and returns ctx's error.
-func fit(ctx context.Context, cfg config.TrainConfig, scheme landcover.Scheme, set *sampleset.Set, in TrainInput, opt stage.Options, res *TrainResult) (*forest.Model, []uint8, error) {
+func fit(ctx context.Context, cfg config.TrainConfig, scheme landcover.Scheme, set *sampleset.Set, in Input, opt stage.Options, res *Result) (*forest.Model, []uint8, error) {
 	if cfg.Engine == "golearn" {
 		pred, err := fitGolearn(ctx, cfg, len(scheme.Classes), set, opt.Golearn, res)
 		return nil, pred, err
@@ -266,7 +266,7 @@ func fit(ctx context.Context, cfg config.TrainConfig, scheme landcover.Scheme, s
 }
 
 // WriteTrainOutputs writes a training run's files into dir.
-func WriteTrainOutputs(cfg config.TrainConfig, set *sampleset.Set, ins []TrainInput, model *forest.Model, opt stage.Options, dir string, res TrainResult) error {
+func WriteTrainOutputs(cfg config.TrainConfig, set *sampleset.Set, ins []Input, model *forest.Model, opt stage.Options, dir string, res Result) error {
 	path := func(name string) string { return filepath.Join(dir, name) }
 	if model != nil {
 		body, err := model.Encode()
@@ -324,7 +324,7 @@ func WriteTrainOutputs(cfg config.TrainConfig, set *sampleset.Set, ins []TrainIn
 // CheckSamples refuses samples training cannot use and records warnings
 // for those it can. It returns how many classes the labels hold (with a
 // census; else how many the samples hold).
-func CheckSamples(cfg config.TrainConfig, scheme landcover.Scheme, set *sampleset.Set, yt, yv []uint8, xt []float32, res *TrainResult) (int, error) {
+func checkSamples(cfg config.TrainConfig, scheme landcover.Scheme, set *sampleset.Set, yt, yv []uint8, xt []float32, res *Result) (int, error) {
 	if len(yt)+len(yv) == 0 && len(res.Warnings) > 0 {
 		// The draw's warnings say why none was drawn (labels outside the
 		// scheme, planes without data); the split is not the cause.
@@ -386,10 +386,10 @@ func CheckSamples(cfg config.TrainConfig, scheme landcover.Scheme, set *samplese
 	return present, nil
 }
 
-// LogSplit says what the split's buffer did, and that a split by features
+// logSplit says what the split's buffer did, and that a split by features
 // has none: the buffer a blocked split takes by default (the context
 // features' radius) would otherwise vanish without a word.
-func LogSplit(cfg config.TrainConfig, set *sampleset.Set, opt stage.Options) {
+func logSplit(cfg config.TrainConfig, set *sampleset.Set, opt stage.Options) {
 	switch {
 	case cfg.Sampling.Split == sampling.SplitFeatures:
 		msg := "sampling.split features: no buffer (sampling.buffer works with split blocks only): each feature's pixels go whole to one side"
@@ -431,7 +431,7 @@ func trainAOA(ctx context.Context, cfg config.TrainConfig, set *sampleset.Set, i
 // over the inputs that know theirs (a stack's manifest, a run's
 // composite); nil when none does (rasters read directly, sample phases'
 // draws).
-func trainingDark(ins []TrainInput, bands []string) map[string]float64 {
+func trainingDark(ins []Input, bands []string) map[string]float64 {
 	var levels [][]float64
 	for _, in := range ins {
 		for _, d := range in.Darks {

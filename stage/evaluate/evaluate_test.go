@@ -1,4 +1,4 @@
-package pipeline
+package evaluate
 
 import (
 	"cmp"
@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-
-	"github.com/lulc/lulc/stage/evaluate"
 )
 
 // TestAreaEstimateSample checks the stratified sample behind evaluate's
@@ -38,14 +36,14 @@ func TestAreaEstimateSample(t *testing.T) {
 			}
 		}
 	}
-	census, err := evaluate.AreaEstimate(pred, lab, index, w, 3, evaluate.EvaluateConfig{SamplePerClass: 0, Seed: 1})
+	census, err := AreaEstimate(pred, lab, index, w, 3, Config{SamplePerClass: 0, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if math.Abs(census.Accuracy-float64(agree)/float64(known)) > 1e-12 {
 		t.Errorf("census OA %v, plain %v", census.Accuracy, float64(agree)/float64(known))
 	}
-	a, err := evaluate.AreaEstimate(pred, lab, index, w, 3, evaluate.EvaluateConfig{SamplePerClass: 500, Seed: 1})
+	a, err := AreaEstimate(pred, lab, index, w, 3, Config{SamplePerClass: 500, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +55,7 @@ func TestAreaEstimateSample(t *testing.T) {
 	if a.AccuracyCI <= census.AccuracyCI {
 		t.Errorf("a sample of 500 a class has a narrower interval (%v) than the census (%v)", a.AccuracyCI, census.AccuracyCI)
 	}
-	b, _ := evaluate.AreaEstimate(pred, lab, index, w, 3, evaluate.EvaluateConfig{SamplePerClass: 500, Seed: 2})
+	b, _ := AreaEstimate(pred, lab, index, w, 3, Config{SamplePerClass: 500, Seed: 2})
 	if b.Accuracy == a.Accuracy && b.Proportion[0] == a.Proportion[0] {
 		t.Error("seeds 1 and 2 drew the same sample")
 	}
@@ -67,7 +65,7 @@ func TestAreaEstimateSample(t *testing.T) {
 			lab[i] = 0
 		}
 	}
-	c, err := evaluate.AreaEstimate(pred, lab, index, w, 3, evaluate.EvaluateConfig{SamplePerClass: 0, Seed: 1})
+	c, err := AreaEstimate(pred, lab, index, w, 3, Config{SamplePerClass: 0, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,20 +87,20 @@ func TestAreaEstimateSample(t *testing.T) {
 func TestStratumSampleKeepsSmallest(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, capacity := range []int{1, 2, 7, 100, 5000} {
-		all := make([]evaluate.AreaCand, 3000)
-		var h evaluate.StratumSample
+		all := make([]areaCand, 3000)
+		var h stratumSample
 		for i := range all {
 			// Few distinct keys, so that ties are common.
-			all[i] = evaluate.AreaCand{Key: r.Uint64N(500), Pos: i, Ref: uint8(r.IntN(3))}
-			h.Offer(all[i], capacity)
+			all[i] = areaCand{Key: r.Uint64N(500), pos: i, ref: uint8(r.IntN(3))}
+			h.offer(all[i], capacity)
 		}
-		slices.SortFunc(all, func(a, b evaluate.AreaCand) int {
-			return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Pos, b.Pos))
+		slices.SortFunc(all, func(a, b areaCand) int {
+			return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.pos, b.pos))
 		})
 		want := all[:min(capacity, len(all))]
-		got := slices.Clone([]evaluate.AreaCand(h))
-		slices.SortFunc(got, func(a, b evaluate.AreaCand) int {
-			return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Pos, b.Pos))
+		got := slices.Clone([]areaCand(h))
+		slices.SortFunc(got, func(a, b areaCand) int {
+			return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.pos, b.pos))
 		})
 		if !slices.Equal(got, want) {
 			t.Errorf("cap %d: the heap kept %d candidates, not the %d smallest", capacity, len(got), len(want))

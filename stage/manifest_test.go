@@ -1,4 +1,4 @@
-package pipeline
+package stage
 
 import (
 	"crypto/sha256"
@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/internal/digest"
-	"github.com/lulc/lulc/stage"
 )
 
 // Outputs are recorded with BLAKE3; manifests and STAC items written
@@ -23,10 +22,10 @@ func TestOutputChecksums(t *testing.T) {
 	b3 := digest.Bytes(body)
 	s := sha256.Sum256(body)
 	sha := hex.EncodeToString(s[:])
-	if got := (stage.ManifestOutput{BLAKE3: b3}).Multihash(); got != "1e20"+b3 {
+	if got := (ManifestOutput{BLAKE3: b3}).Multihash(); got != "1e20"+b3 {
 		t.Errorf("BLAKE3 output: %s", got)
 	}
-	if got := (stage.ManifestOutput{SHA256: sha}).Multihash(); got != "1220"+sha {
+	if got := (ManifestOutput{SHA256: sha}).Multihash(); got != "1220"+sha {
 		t.Errorf("an old manifest's SHA-256 output: %s", got)
 	}
 	for _, c := range []struct {
@@ -36,11 +35,11 @@ func TestOutputChecksums(t *testing.T) {
 		{"1e20" + b3, true}, {"1220" + sha, true},
 		{"1e20" + sha, false}, {"1220" + b3, false}, {"1b20" + b3, false}, {"", false},
 	} {
-		if got := stage.ChecksumMatches(p, c.sum); got != c.want {
+		if got := ChecksumMatches(p, c.sum); got != c.want {
 			t.Errorf("checksumMatches(%q) = %v", c.sum, got)
 		}
 	}
-	if stage.ChecksumMatches(p+".gone", "1e20"+b3) {
+	if ChecksumMatches(p+".gone", "1e20"+b3) {
 		t.Error("a missing file matches")
 	}
 	// The manifest's JSON keys the checksum by its algorithm.
@@ -49,7 +48,7 @@ func TestOutputChecksums(t *testing.T) {
 	}
 }
 
-func parseOutputs(s string) ([]stage.ManifestOutput, error) {
-	var o []stage.ManifestOutput
+func parseOutputs(s string) ([]ManifestOutput, error) {
+	var o []ManifestOutput
 	return o, json.Unmarshal([]byte(s), &o)
 }

@@ -1,4 +1,4 @@
-package pipeline_test
+package stage_test
 
 import (
 	"context"
@@ -84,7 +84,7 @@ func Example() {
 
 	// Map the tile.
 	mapped := filepath.Join(dir, "map")
-	pr, err := predict.Predict(ctx, predict.PredictConfig{Model: filepath.Join(model, stage.ModelFile), Input: stack, Window: 1024, Compress: "DEFLATE"},
+	pr, err := predict.Predict(ctx, predict.Config{Model: filepath.Join(model, stage.ModelFile), Input: stack, Window: 1024, Compress: "DEFLATE"},
 		stage.Options{Out: mapped, Log: quiet, Version: "example"})
 	if err != nil {
 		log.Fatal(err)

@@ -1,0 +1,9 @@
+// Package ingest turns scenes into analysis-ready stacks: per tile, a
+// plan of windows aligned to its grid, the bands of every date read
+// (decoded by GDAL, or sent compressed to a device that decodes them,
+// rows of windows read ahead), masked and composited on the engine, with
+// the labels (raster classes, or vector layers burned onto the grid, text
+// classes given codes) into the stack's COGs, its manifest and STAC item.
+// Ingest drives it from a config; the job layer (pipeline.Run) drives the
+// same SourceTile into a stack in memory.
+package ingest
