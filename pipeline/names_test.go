@@ -11,6 +11,7 @@ import (
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/source/catalog"
 	"github.com/lulc/lulc/stage"
+	"github.com/lulc/lulc/stage/config"
 )
 
 func TestReadPlanRefusesBadTiles(t *testing.T) {
@@ -61,5 +62,16 @@ func TestCollectRefusesBadTileNames(t *testing.T) {
 	_, err := Collect(context.Background(), out, stage.Options{})
 	if err == nil || !strings.Contains(err.Error(), "report.json") || !errors.Is(err, atomicfs.ErrBadName) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestReservedNamesAreOutputs holds config's reserved tile names to the
+// names of what the stages and the job layer write at an output's root:
+// config spells them out, as the packages that own them import it.
+func TestReservedNamesAreOutputs(t *testing.T) {
+	for _, name := range []string{stage.CollectDir, stage.CollectionFile, stage.DrawFile, stage.RunMetricsFile, config.IngestConfigFile} {
+		if err := config.CheckTileName(name); !errors.Is(err, atomicfs.ErrBadName) {
+			t.Errorf("a tile named %q (an output's own file) is not refused: %v", name, err)
+		}
 	}
 }

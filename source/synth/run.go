@@ -139,32 +139,9 @@ func Run(ctx context.Context, cfg Config, opt Options) (Result, error) {
 	// Encode every raster, largest first, a few at a time: each COG uses
 	// all cores for compression, and overlapping files hides the serial
 	// parts (overview building, the in-memory copy).
-	var jobs []cogJob
-	for _, a := range todo {
-		id := a.date.itemID(cfg.Tile)
-		dir := stage.Path(s2Collection, id)
-		for _, name := range names {
-			band, err := features.LookupBand(name)
-			if err != nil {
-				return res, err
-			}
-			jobs = append(jobs, cogJob{
-				path: filepath.Join(dir, name+".tif"), grid: bandGrid(geo.utm, band.Resolution),
-				u16: a.dns[bandIndexOf(name)], resampling: "AVERAGE", description: name,
-			})
-		}
-		jobs = append(jobs, cogJob{
-			path: filepath.Join(dir, "SCL.tif"), grid: bandGrid(geo.utm, 20),
-			u8: a.scl, resampling: "NEAREST", description: "SCL",
-		})
-	}
-	if needLabels {
-		jobs = append(jobs, cogJob{
-			path: stage.Path(wcCollection, wcID, wcID+"_Map.tif"), grid: geo.label,
-			u8: labels, resampling: "MODE", classes: &landcover.WorldCover,
-			description: "Classification values",
-			metadata:    wcMetadata(cfg, wcID),
-		})
+	jobs, err := cogJobs(stage, cfg, geo, todo, labels, wcID)
+	if err != nil {
+		return res, err
 	}
 	start = time.Now()
 	written, skipped, err := writeCOGs(ctx, cfg, jobs, opt.Writers, opt.GDALCOG, newBar)
@@ -223,6 +200,39 @@ func Run(ctx context.Context, cfg Config, opt Options) (Result, error) {
 	log.Info("scene written", "dir", stage.Final, "files", res.Files, "generate", res.Generate.Round(time.Millisecond),
 		"write", res.Write.Round(time.Millisecond), "out_MB", float64(res.OutBytes)/1e6)
 	return res, nil
+}
+
+// cogJobs lists the rasters of the acquisitions to write and, when labels
+// is not nil, the label map's.
+func cogJobs(stage *atomicfs.Stage, cfg Config, geo *geometry, todo []*acquisition, labels []uint8, wcID string) ([]cogJob, error) {
+	var jobs []cogJob
+	for _, a := range todo {
+		id := a.date.itemID(cfg.Tile)
+		dir := stage.Path(s2Collection, id)
+		for _, name := range cfg.bandNames() {
+			band, err := features.LookupBand(name)
+			if err != nil {
+				return nil, err
+			}
+			jobs = append(jobs, cogJob{
+				path: filepath.Join(dir, name+".tif"), grid: bandGrid(geo.utm, band.Resolution),
+				u16: a.dns[bandIndexOf(name)], resampling: "AVERAGE", description: name,
+			})
+		}
+		jobs = append(jobs, cogJob{
+			path: filepath.Join(dir, "SCL.tif"), grid: bandGrid(geo.utm, 20),
+			u8: a.scl, resampling: "NEAREST", description: "SCL",
+		})
+	}
+	if labels != nil {
+		jobs = append(jobs, cogJob{
+			path: stage.Path(wcCollection, wcID, wcID+"_Map.tif"), grid: geo.label,
+			u8: labels, resampling: "MODE", classes: &landcover.WorldCover,
+			description: "Classification values",
+			metadata:    wcMetadata(cfg, wcID),
+		})
+	}
+	return jobs, nil
 }
 
 func bandIndexOf(name string) int {
