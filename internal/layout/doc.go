@@ -17,3 +17,18 @@ var Apart = map[string][]string{
 	"pipeline": {"report/charts", "learn/baseline", "learn/sklearn"},
 	"stage":    {"report/charts", "learn/baseline", "learn/sklearn"},
 }
+
+// Stages is the rule inside stage/: a stage's package imports the base
+// (stage) and the configs (stage/config), and of the other stages only
+// those listed here; the base imports only the configs, the configs no
+// stage. Data flows one way: scenes into ingest, a training input into
+// chips; the job layer (pipeline) composes the rest.
+var Stages = map[string][]string{
+	"stage":        {"stage/config"},
+	"stage/config": {},
+	"stage/ingest": {"stage", "stage/config", "stage/scenes"},
+	"stage/chips":  {"stage", "stage/config", "stage/train"},
+}
+
+// StageBase is what a stage not listed in Stages may import of stage/.
+var StageBase = []string{"stage", "stage/config"}

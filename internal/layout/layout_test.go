@@ -80,3 +80,49 @@ func top(p string) string {
 	first, _, _ := strings.Cut(p, "/")
 	return first
 }
+
+// TestStagesImportTheirBase checks the rule inside stage/ (Stages): the
+// stages meet only through the base and the configs, but for the arrows
+// Stages lists.
+func TestStagesImportTheirBase(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	pkgs, err := filepath.Glob(filepath.Join(root, "stage", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := append([]string{filepath.Join(root, "stage")}, pkgs...)
+	seen := 0
+	for _, dir := range dirs {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		rel, _ := filepath.Rel(root, dir)
+		from := filepath.ToSlash(rel)
+		allowed, ok := Stages[from]
+		if !ok {
+			allowed = StageBase
+		}
+		for _, file := range files {
+			f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasSuffix(f.Name.Name, "_test") {
+				continue
+			}
+			for _, im := range f.Imports {
+				p, _ := strconv.Unquote(im.Path.Value)
+				to := strings.TrimPrefix(p, module)
+				if to != "stage" && !strings.HasPrefix(to, "stage/") {
+					continue
+				}
+				seen++
+				if to != from && !slices.Contains(allowed, to) && !strings.HasSuffix(file, "_test.go") {
+					t.Errorf("%s imports %s: %s may import only %v of stage/ (layout.Stages)", filepath.Base(file), to, from, allowed)
+				}
+			}
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("only %d imports within stage/ found: not the module's root?", seen)
+	}
+}
