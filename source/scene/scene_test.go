@@ -10,7 +10,6 @@ import (
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/geo/raster"
-	"github.com/lulc/lulc/pipeline"
 	"github.com/lulc/lulc/pixel/composite"
 	"github.com/lulc/lulc/source/catalog"
 	"github.com/lulc/lulc/source/scene"
