@@ -99,3 +99,53 @@ func (e *File) Encode(assetMap map[string]any) error { return stac.EncodeExtende
 func (e *File) Decode(assetMap map[string]any) error {
 	return stac.DecodeExtendedMap(e, assetMap, "file")
 }
+
+// SAR and satellite extensions, at the versions Planetary Computer's
+// sentinel-1-rtc items declare.
+const (
+	SARURI = "https://stac-extensions.github.io/sar/v1.0.0/schema.json"
+	SatURI = "https://stac-extensions.github.io/sat/v1.0.0/schema.json"
+)
+
+// SARItem holds the item-level fields of a radar acquisition that the SAR
+// extension requires, and the product type.
+type SARItem struct {
+	InstrumentMode  string   `json:"sar:instrument_mode"`
+	FrequencyBand   string   `json:"sar:frequency_band"`
+	CenterFrequency float64  `json:"sar:center_frequency,omitempty"`
+	Polarizations   []string `json:"sar:polarizations"`
+	ProductType     string   `json:"sar:product_type"`
+}
+
+// URI implements stac.Extension.
+func (*SARItem) URI() string { return SARURI }
+
+// Encode implements stac.Extension.
+func (e *SARItem) Encode(itemMap map[string]any) error {
+	return stac.EncodeExtendedItemProperties(e, itemMap)
+}
+
+// Decode implements stac.Extension.
+func (e *SARItem) Decode(itemMap map[string]any) error {
+	return stac.DecodeExtendedItemProperties(e, itemMap)
+}
+
+// SatItem holds a satellite acquisition's orbit state (ascending or
+// descending) and relative orbit.
+type SatItem struct {
+	OrbitState    string `json:"sat:orbit_state"`
+	RelativeOrbit int    `json:"sat:relative_orbit,omitempty"`
+}
+
+// URI implements stac.Extension.
+func (*SatItem) URI() string { return SatURI }
+
+// Encode implements stac.Extension.
+func (e *SatItem) Encode(itemMap map[string]any) error {
+	return stac.EncodeExtendedItemProperties(e, itemMap)
+}
+
+// Decode implements stac.Extension.
+func (e *SatItem) Decode(itemMap map[string]any) error {
+	return stac.DecodeExtendedItemProperties(e, itemMap)
+}

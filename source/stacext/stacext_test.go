@@ -80,3 +80,37 @@ func TestProjectionItemProperties(t *testing.T) {
 		t.Fatalf("decoded %+v, %v", p, err)
 	}
 }
+
+// TestRadarItemProperties: a radar acquisition's SAR and satellite fields
+// go into its properties under the names their schemas give, and come
+// back.
+func TestRadarItemProperties(t *testing.T) {
+	t.Parallel()
+	item := map[string]any{"properties": map[string]any{"datetime": "2023-06-14T17:40:00Z"}}
+	sar := &SARItem{InstrumentMode: "IW", FrequencyBand: "C", CenterFrequency: 5.405, Polarizations: []string{"VV", "VH"}, ProductType: "GRD"}
+	sat := &SatItem{OrbitState: "descending", RelativeOrbit: 37}
+	for _, e := range []stac.Extension{sar, sat} {
+		if err := e.Encode(item); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := json.Marshal(item)
+	var back map[string]any
+	json.Unmarshal(b, &back)
+	props := back["properties"].(map[string]any)
+	if props["sar:instrument_mode"] != "IW" || props["sar:frequency_band"] != "C" || props["sat:orbit_state"] != "descending" ||
+		props["sat:relative_orbit"] != float64(37) || !reflect.DeepEqual(props["sar:polarizations"], []any{"VV", "VH"}) {
+		t.Fatalf("item properties %s", b)
+	}
+	var sar2 SARItem
+	var sat2 SatItem
+	if err := sar2.Decode(back); err != nil || !reflect.DeepEqual(&sar2, sar) {
+		t.Fatalf("decoded %+v, %v", sar2, err)
+	}
+	if err := sat2.Decode(back); err != nil || sat2 != *sat {
+		t.Fatalf("decoded %+v, %v", sat2, err)
+	}
+	if sar.URI() != SARURI || sat.URI() != SatURI {
+		t.Errorf("declared %s and %s", sar.URI(), sat.URI())
+	}
+}

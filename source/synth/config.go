@@ -55,6 +55,12 @@ type Config struct {
 	// YourData, when set, also writes the scene as a folder of GeoTIFFs
 	// and a GeoPackage of polygons with text classes (yourdata.go).
 	YourData *YourData `yaml:"your_data,omitempty"`
+	// DEM adds an elevation tile shaped like Copernicus DEM GLO-30's
+	// (collection cop-dem-glo-30, layers.go).
+	DEM bool `yaml:"dem,omitempty"`
+	// Sentinel1 adds radar acquisitions shaped like Sentinel-1 RTC's
+	// (collection sentinel-1-rtc: VV and VH gamma0, layers.go).
+	Sentinel1 []RadarDate `yaml:"sentinel1,omitempty"`
 }
 
 // Date is one acquisition.
@@ -180,7 +186,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("dates[%d]: cloud_cover + cirrus exceed 100 %%", i)
 		}
 	}
-	return nil
+	return c.validateLayers()
 }
 
 // Hash identifies the config's content: the canonical YAML of the decoded
@@ -213,7 +219,14 @@ func (c Config) EstimateMemory() uint64 {
 		perDate += n / 36 * 2 * 2
 	}
 	label := n * 5 / 2 // lon/lat footprint of a UTM square at 1/12000°
-	return perDate*uint64(len(c.Dates)) + label + 4*n*2
+	var layers uint64
+	if len(c.Sentinel1) > 0 {
+		layers += 8 * n // one radar date at a time: VV and VH, Float32
+	}
+	if c.DEM {
+		layers += n // the elevation tile at 30 m, Float32, with the lon/lat slack
+	}
+	return perDate*uint64(len(c.Dates)) + label + 4*n*2 + layers
 }
 
 // bandNames lists the band files of an acquisition in write order.

@@ -28,6 +28,8 @@ const (
 	seedLabel
 	seedDate
 	seedPoints
+	seedDEM
+	seedRadar
 )
 
 // cell is one landscape patch: a jittered Voronoi seed with its class and

@@ -317,7 +317,7 @@ func collection(id, title, desc string, bbox []float64, start, end *time.Time, i
 }
 
 func catalog(cfg Config) *stac.Catalog {
-	return &stac.Catalog{
+	c := &stac.Catalog{
 		Version:     stacVersion,
 		Id:          "lulc-synth-" + cfg.Tile,
 		Title:       "lulc synthetic scene " + cfg.Tile,
@@ -328,4 +328,11 @@ func catalog(cfg Config) *stac.Catalog {
 			{Rel: "child", Href: "./" + wcCollection + "/collection.json", Type: jsonType},
 		},
 	}
+	if cfg.DEM {
+		c.Links = append(c.Links, &stac.Link{Rel: "child", Href: "./" + demCollection + "/collection.json", Type: jsonType})
+	}
+	if len(cfg.Sentinel1) > 0 {
+		c.Links = append(c.Links, &stac.Link{Rel: "child", Href: "./" + s1Collection + "/collection.json", Type: jsonType})
+	}
+	return c
 }
