@@ -370,3 +370,48 @@ func medianOf(v []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// TestFatbinUpToDate: the embedded fatbin was made from the committed PTX
+// (its sidecar records the PTX's SHA-256) and holds machine code for
+// sm_80 and sm_90 with the PTX as the fallback.
+func TestFatbinUpToDate(t *testing.T) {
+	side, err := os.ReadFile("kernels/lulc.fatbin.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(ptx))
+	if !strings.Contains(string(side), "lulc.ptx sha256: "+hex.EncodeToString(sum[:])) {
+		t.Fatal("kernels/lulc.fatbin was not made from the current lulc.ptx: run go generate ./device/cuda/... on a GPU host")
+	}
+	images, err := Images(fatbin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Image{{Arch: 80}, {Arch: 90}, {PTX: true, Arch: 75}}
+	if !slices.Equal(images, want) {
+		t.Fatalf("fatbin images %v, want %v", images, want)
+	}
+	if !strings.Contains(ptx, "\n.target sm_75") {
+		t.Error("the PTX does not target compute_75, which the fatbin says it holds")
+	}
+}
+
+// TestMachineCode: machine code for sm_XY serves X.Y and later minors of
+// major X; other GPUs get the PTX.
+func TestMachineCode(t *testing.T) {
+	images := []Image{{Arch: 80}, {Arch: 90}, {PTX: true, Arch: 75}}
+	for _, tc := range []struct {
+		major, minor int
+		want         string
+	}{{8, 0, "sm_80"}, {8, 6, "sm_80"}, {8, 9, "sm_80"}, {9, 0, "sm_90"}, {7, 5, ""}, {10, 0, ""}, {12, 0, ""}} {
+		im, ok := MachineCode(images, tc.major, tc.minor)
+		if got := map[bool]string{true: im.String(), false: ""}[ok]; got != tc.want {
+			t.Errorf("compute %d.%d: %q, want %q", tc.major, tc.minor, got, tc.want)
+		}
+	}
+	for _, bad := range [][]byte{nil, []byte("not a fatbin at all"), fatbin[:40]} {
+		if _, err := Images(bad); err == nil {
+			t.Errorf("%d bytes read as a fatbin", len(bad))
+		}
+	}
+}

@@ -1,4 +1,5 @@
-// Package cuda runs lulc's CUDA kernels (kernels/lulc.cu, embedded as PTX)
+// Package cuda runs lulc's CUDA kernels (kernels/lulc.cu, embedded as a
+// fatbin of machine code for sm_80 and sm_90 with the PTX for other GPUs)
 // through package driver: a Device is a GPU with lulc's kernels loaded.
 // It holds the GPU twins of the tile's stages, each behind the same
 // interface as its CPU reference and tested against it bit for bit:
@@ -35,21 +36,30 @@ type Device struct {
 	opt   Options
 }
 
-// kernels returns the PTX the device loads.
-func (d *Device) kernels() string {
+// kernels returns the module the device loads: the embedded fatbin, or
+// the PTX of Options.PTX.
+func (d *Device) kernels() []byte {
 	if d.opt.PTX != "" {
-		return d.opt.PTX
+		return []byte(d.opt.PTX)
 	}
-	return ptx
+	return fatbin
+}
+
+// kernelsName describes the module the device loads, for errors.
+func (d *Device) kernelsName() string {
+	if d.opt.PTX != "" {
+		return "PTX " + ptxVersion(d.opt.PTX) + " of LULC_PTX"
+	}
+	return "fatbin"
 }
 
 // Options are a device's settings for comparing ways of working on one
 // machine; the zero value is lulc's way. The command line sets them from
 // the environment (docs/gpu.md); library code never reads it.
 type Options struct {
-	// PTX, when set, is the kernels to load instead of the embedded ones
-	// (freshly compiled kernels tried on a GPU host before they are
-	// committed).
+	// PTX, when set, is the kernels to load instead of the embedded
+	// fatbin (freshly compiled kernels tried on a GPU host before they
+	// are committed; or the committed PTX, to measure the JIT).
 	PTX string
 	// Pageable copies the rows decoded ahead straight from the host's
 	// pageable memory instead of through the pinned staging.
@@ -81,7 +91,7 @@ func Open(index int, opt Options) (*Device, error) {
 	d := &Device{Device: g, opt: opt, held: map[string]heldTile{}, heldBufs: map[*heldBuffer]bool{}}
 	if err := g.LoadModule(d.kernels(), kernelNames, kernelBlocks); err != nil {
 		g.Close()
-		return nil, fmt.Errorf("load lulc kernels (PTX %s): %w", ptxVersion(d.kernels()), err)
+		return nil, fmt.Errorf("load lulc kernels (%s): %w", d.kernelsName(), err)
 	}
 	return d, nil
 }

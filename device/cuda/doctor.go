@@ -22,7 +22,13 @@ func Report() (string, bool) {
 		fmt.Fprintf(&b, "GPU: driver present but not usable: %v\n", err)
 		return b.String(), false
 	}
-	fmt.Fprintf(&b, "driver: CUDA %s\nkernels: PTX ISA %s\n", v, ptxVersion(ptx))
+	images, err := Images(fatbin)
+	if err != nil {
+		fmt.Fprintf(&b, "GPU: not usable: the embedded kernels: %v\n", err)
+		return b.String(), false
+	}
+	fmt.Fprintf(&b, "driver: CUDA %s\nkernels: machine code for %s; PTX ISA %s for other GPUs (JIT-compiled by the driver on first use)\n",
+		v, strings.Join(machineArchs(images), ", "), ptxVersion(ptx))
 	devs, err := driver.Devices()
 	if err != nil {
 		fmt.Fprintf(&b, "GPU: not usable: %v\n", err)
@@ -37,7 +43,11 @@ func Report() (string, bool) {
 		}
 		dev.Close()
 		usable = true
-		fmt.Fprintf(&b, "  kernels load: usable\n")
+		if im, ok := MachineCode(images, d.Major, d.Minor); ok {
+			fmt.Fprintf(&b, "  kernels load: usable (machine code %s)\n", im)
+		} else {
+			fmt.Fprintf(&b, "  kernels load: usable (PTX, JIT-compiled for compute %d.%d)\n", d.Major, d.Minor)
+		}
 	}
 	return b.String(), usable
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -211,13 +212,16 @@ func (d *Device) Close() {
 	}
 }
 
-// LoadModule JIT-compiles a PTX module on the owner goroutine and takes
-// the named kernels from it; blocks gives the threads a block of Launch
-// and LaunchAsync for the kernels that take other than 256. The error of
-// a module that does not compile holds the JIT's log.
-func (d *Device) LoadModule(ptx string, kernels []string, blocks map[string]int64) error {
+// LoadModule loads a module on the owner goroutine, a PTX text (which
+// the driver JIT-compiles) or a fatbin (whose machine code for the device
+// loads as it is, else its PTX is JIT-compiled), and takes the named
+// kernels from it; blocks gives the threads a block of Launch and
+// LaunchAsync for the kernels that take other than 256. The error of a
+// module that does not compile holds the JIT's log.
+func (d *Device) LoadModule(image []byte, kernels []string, blocks map[string]int64) error {
 	return d.Do(func() error {
-		src := append([]byte(ptx), 0)
+		// PTX must end in a NUL; a fatbin carries its size and ignores it.
+		src := append(slices.Clip(image), 0)
 		logBuf := make([]byte, 8192)
 		// CU_JIT_ERROR_LOG_BUFFER (5) and its size (6).
 		opts := []int32{5, 6}
