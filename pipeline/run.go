@@ -173,7 +173,7 @@ func (j Job) hash(modelBody []byte) string {
 		h.Write([]byte(j.Train.Hash()))
 	}
 	if modelBody != nil {
-		h.Write(stage.Sha(modelBody))
+		h.Write(stage.SHA256(modelBody))
 	}
 	// The task count, not the index: every task of a job has one hash,
 	// which lulc collect checks.
@@ -201,7 +201,7 @@ func (j Job) collectionID(modelBody []byte) string {
 		key += " train " + j.Train.Hash()
 	}
 	if modelBody != nil {
-		key += fmt.Sprintf(" model %x", stage.Sha(modelBody))
+		key += fmt.Sprintf(" model %x", stage.SHA256(modelBody))
 	}
 	b, _ := json.Marshal(struct {
 		Predict, Outputs any

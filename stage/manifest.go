@@ -98,6 +98,7 @@ func ParseManifest(raw []byte) (Manifest, error) {
 	return m, nil
 }
 
+// ManifestGrid is a tile's grid as its manifest records it.
 type ManifestGrid struct {
 	EPSG      int        `json:"epsg"`
 	Transform [6]float64 `json:"geotransform"`
@@ -105,12 +106,14 @@ type ManifestGrid struct {
 	Height    int        `json:"height"`
 }
 
+// ManifestMask is the cloud mask a tile's composite applied.
 type ManifestMask struct {
 	DropSCL []int  `json:"drop_scl"`
 	Band    string `json:"band,omitempty"` // a mask band whose nonzero pixels are dropped
 	NoData  string `json:"nodata"`
 }
 
+// ManifestItem is a source item a tile's composite read.
 type ManifestItem struct {
 	ID         string                   `json:"id"`
 	Href       string                   `json:"href,omitempty"` // the item document, when it has its own
@@ -132,6 +135,7 @@ type ManifestAsset struct {
 	Offset float64 `json:"offset,omitempty"`
 }
 
+// ManifestOutput is one file an output holds, with its size and checksum.
 type ManifestOutput struct {
 	File string `json:"file"`
 	// BLAKE3 is the file's checksum (package digest).
@@ -199,6 +203,7 @@ func DescribeAsset(ctx context.Context, client *http.Client, a catalog.Asset, sc
 	return m
 }
 
+// FileSHA256 returns a file's SHA-256 (hex) and size.
 func FileSHA256(path string) (string, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -40,7 +40,8 @@ const (
 	ItemFile       = "item.json"
 )
 
-func Sha(b []byte) []byte {
+// SHA256 is the SHA-256 digest of b.
+func SHA256(b []byte) []byte {
 	s := sha256.Sum256(b)
 	return s[:]
 }

@@ -80,6 +80,7 @@ const (
 	StackOffset = -0.1
 )
 
+// Ptr returns a pointer to a copy of v.
 func Ptr[T any](v T) *T { return &v }
 
 // Golearn fits golearn's random forest (train config engine: golearn, the

@@ -305,7 +305,7 @@ func WriteItem(path string, item *stac.Item) error {
 
 // CollectionID names an output's collection after what keys it.
 func CollectionID(prefix, key string) string {
-	return prefix + hex.EncodeToString(Sha([]byte(key)))[:12]
+	return prefix + hex.EncodeToString(SHA256([]byte(key)))[:12]
 }
 
 // WriteCollection writes dir/collection.json: a STAC collection linking

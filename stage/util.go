@@ -10,7 +10,8 @@ import (
 	"github.com/lulc/lulc/internal/atomicfs"
 )
 
-func Rgba(r, g, b uint8) color.RGBA { return color.RGBA{r, g, b, 0xff} }
+// RGBA is the opaque colour (r, g, b).
+func RGBA(r, g, b uint8) color.RGBA { return color.RGBA{r, g, b, 0xff} }
 
 // CogType is the media type of Cloud-Optimized GeoTIFF assets.
 const CogType = "image/tiff; application=geotiff; profile=cloud-optimized"

@@ -26,6 +26,7 @@ type Image struct {
 	Arch int
 }
 
+// String names the image as nvcc does: sm_90, or compute_75 (PTX).
 func (im Image) String() string {
 	if im.PTX {
 		return fmt.Sprintf("compute_%d (PTX)", im.Arch)

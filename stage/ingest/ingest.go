@@ -445,9 +445,13 @@ type StacTile struct {
 	Vec        *vectorLabels // source.labels, when set
 }
 
+// Name implements SourceTile.
 func (t *StacTile) Name() string { return t.Items.Tile }
-func (t *StacTile) Dates() int   { return len(t.Items.Items) }
 
+// Dates implements SourceTile.
+func (t *StacTile) Dates() int { return len(t.Items.Items) }
+
+// Plan implements SourceTile.
 func (t *StacTile) Plan(cfg config.IngestConfig) (geo.Grid, error) {
 	p, err := planTile(cfg, t.Items, t.LabelItems, t.Area)
 	if err != nil {
@@ -483,6 +487,7 @@ func (t *StacTile) Composite(ctx context.Context, cfg config.IngestConfig, opt s
 	return tileStats{Timings: timings, decoded: job.decoded.Load(), Pixels: job.pixels(), NoValid: job.noValidFrac()}, err
 }
 
+// Manifest implements SourceTile.
 func (t *StacTile) Manifest(ctx context.Context, cfg config.IngestConfig, opt stage.Options, noValid float64) (stage.Manifest, error) {
 	m := t.p.manifest(ctx, cfg, opt, noValid, t.LabelItems)
 	if cfg.Source.Labels != "" {
@@ -867,6 +872,7 @@ func (w *TileWriters) Write(x, y, width, height int, stack [][]uint16, count, la
 	return w.label.Write(0, x, y, width, height, labels)
 }
 
+// Abort removes the writers' staged files.
 func (w *TileWriters) Abort() {
 	w.stack.Abort()
 	w.label.Abort()

@@ -88,7 +88,7 @@ func LoadModel(path string) (*forest.Model, []byte, error) {
 	return m, body, nil
 }
 
-// Scheme rebuilds the model's class scheme.
+// ModelScheme rebuilds the model's class scheme.
 func ModelScheme(m *forest.Model) (landcover.Scheme, error) {
 	s := landcover.Scheme{Name: "model"}
 	for _, c := range m.Classes {
@@ -96,7 +96,7 @@ func ModelScheme(m *forest.Model) (landcover.Scheme, error) {
 		if _, err := fmt.Sscanf(c.Color, "#%02x%02x%02x", &r, &g, &b); err != nil {
 			return s, fmt.Errorf("model class %d colour %q: %w", c.Code, c.Color, err)
 		}
-		s.Classes = append(s.Classes, landcover.Class{Code: c.Code, Name: c.Name, Color: stage.Rgba(r, g, b)})
+		s.Classes = append(s.Classes, landcover.Class{Code: c.Code, Name: c.Name, Color: stage.RGBA(r, g, b)})
 	}
 	return s, s.Validate()
 }
@@ -138,7 +138,7 @@ func Predict(ctx context.Context, pc Config, opt stage.Options) (Result, error) 
 	}
 	slices.Sort(tiles)
 	manifests := make([]stage.Manifest, len(tiles))
-	key := fmt.Sprintf("predict %x %s %t %d", stage.Sha(body), pc.Compress, pc.Confidence, pc.Window)
+	key := fmt.Sprintf("predict %x %s %t %d", stage.SHA256(body), pc.Compress, pc.Confidence, pc.Window)
 	if model.AOA != nil {
 		key += fmt.Sprintf(" aoa %t %d", pc.AOA.Off, pc.AOA.GridStep())
 	}
@@ -157,7 +157,7 @@ func Predict(ctx context.Context, pc Config, opt stage.Options) (Result, error) 
 		if manifests[i].Scale != model.Scale || manifests[i].Offset != model.Offset {
 			return Result{}, fmt.Errorf("tile %s: stack scaling %g/%g differs from the model's %g/%g", manifests[i].Tile, manifests[i].Scale, manifests[i].Offset, model.Scale, model.Offset)
 		}
-		key += fmt.Sprintf(" %x", stage.Sha(raw))
+		key += fmt.Sprintf(" %x", stage.SHA256(raw))
 	}
 	staging, err := atomicfs.Begin(ctx, opt.Out, opt.Force, opt.BreakLock, key)
 	if err != nil {

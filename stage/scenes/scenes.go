@@ -85,6 +85,7 @@ func find(ctx context.Context, client *catalog.Client, cfg config.IngestConfig, 
 	return client.Search(ctx, cfg.Source.API, q)
 }
 
+// TileItems are a tile's scene items, in date order.
 type TileItems struct {
 	Tile  string
 	Items []catalog.Item // one per acquisition day, by date
