@@ -48,16 +48,19 @@ func TestGoldenFormats(t *testing.T) {
 	files := []string{
 		"stack/31TEJ/manifest.json", "stack/31TEJ/stack-item.json", "stack/collection.json",
 		"model/metrics.json",
-		"map/31TEJ/item.json", "map/collection.json",
+		"map/31TEJ/item.json", "map/collection.json", "map/31TEJ/class.qml",
 	}
 	for _, f := range files {
 		got, err := os.ReadFile(filepath.Join(out, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err = normalizeGolden(got, scene, out)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
+		if strings.HasSuffix(f, ".json") {
+			// Paths and hashes of this run are masked; other formats
+			// hold none.
+			if got, err = normalizeGolden(got, scene, out); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
 		}
 		golden := filepath.Join("testdata", "golden", strings.ReplaceAll(f, "/", "_"))
 		if *update {

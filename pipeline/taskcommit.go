@@ -218,7 +218,7 @@ func (c taskCommit) lists(path string) bool {
 // the map wrote into dir.
 func writeTileRecord(dir string, rt RunTile) error {
 	var names []string
-	for _, f := range []string{stage.ClassFile, stage.ConfidenceFile, stage.AOAFile, stage.QuicklookFile, stage.ItemFile, stage.RunMetricsFile} {
+	for _, f := range []string{stage.ClassFile, stage.ClassNamesFile, stage.StyleFile, stage.ConfidenceFile, stage.AOAFile, stage.QuicklookFile, stage.ItemFile, stage.RunMetricsFile} {
 		if atomicfs.Exists(filepath.Join(dir, f)) {
 			names = append(names, f)
 		}

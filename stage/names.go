@@ -38,6 +38,12 @@ const (
 	ConfidenceFile = "confidence.tif"
 	QuicklookFile  = "quicklook.png"
 	ItemFile       = "item.json"
+	// ClassNamesFile holds the class map's category names, where GDAL
+	// reads them (a GeoTIFF has no tag for them).
+	ClassNamesFile = ClassFile + ".aux.xml"
+	// StyleFile is the class map's QGIS style (colours and names), which
+	// QGIS applies when it opens class.tif.
+	StyleFile = "class.qml"
 )
 
 // SHA256 is the SHA-256 digest of b.

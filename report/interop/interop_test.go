@@ -3,6 +3,8 @@ package interop
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
+	"image/color"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/sampleset"
 )
@@ -226,5 +229,43 @@ print("ok")`
 	out, err := exec.Command(py, "-c", script, path, strconv.Itoa(n)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("numpy: %v\n%s", err, out)
+	}
+}
+
+// TestQML: the style holds every class of the scheme as a palette entry
+// of band 1 (code, colour, name, escaped), in a document QGIS's parser
+// and any XML reader take.
+func TestQML(t *testing.T) {
+	t.Parallel()
+	s := landcover.Scheme{Name: "fields", Classes: []landcover.Class{
+		{Code: 1, Name: "Wheat & barley", Color: color.RGBA{0xf0, 0x96, 0xff, 0xff}},
+		{Code: 7, Name: "Лес <ёлки>", Color: color.RGBA{0x00, 0x64, 0x00, 0xff}},
+	}}
+	b, err := QML(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Renderer struct {
+			Type    string `xml:"type,attr"`
+			Band    int    `xml:"band,attr"`
+			Entries []struct {
+				Value int    `xml:"value,attr"`
+				Color string `xml:"color,attr"`
+				Label string `xml:"label,attr"`
+			} `xml:"colorPalette>paletteEntry"`
+		} `xml:"pipe>rasterrenderer"`
+	}
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%v:\n%s", err, b)
+	}
+	r := doc.Renderer
+	if r.Type != "paletted" || r.Band != 1 || len(r.Entries) != 2 ||
+		r.Entries[0].Value != 1 || r.Entries[0].Color != "#f096ff" || r.Entries[0].Label != "Wheat & barley" ||
+		r.Entries[1].Value != 7 || r.Entries[1].Color != "#006400" || r.Entries[1].Label != "Лес <ёлки>" {
+		t.Fatalf("style %+v from:\n%s", r, b)
+	}
+	if _, err := QML(landcover.Scheme{Name: "empty"}); err == nil {
+		t.Error("a scheme without classes gave a style")
 	}
 }

@@ -1,8 +1,9 @@
-// Package interop writes lulc's model and samples in formats the Python
-// geospatial world opens: the forest as an ONNX-ML model
+// Package interop writes lulc's model, samples and class schemes in
+// formats other tools open: the forest as an ONNX-ML model
 // (TreeEnsembleClassifier, ai.onnx.ml opset 3), which onnxruntime runs on
-// raw feature values, and samples as NumPy's .npz. It computes from the
-// model and samples in memory; lulc export reads and writes the files.
+// raw feature values, samples as NumPy's .npz, and a class scheme as a
+// QGIS style. It computes from values in memory; lulc export and the
+// stages read and write the files.
 package interop
 
 import (

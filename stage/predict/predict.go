@@ -26,6 +26,7 @@ import (
 	"github.com/lulc/lulc/pixel/features"
 	"github.com/lulc/lulc/pixel/radiometry"
 	"github.com/lulc/lulc/pixel/stack"
+	"github.com/lulc/lulc/report/interop"
 	"github.com/lulc/lulc/source/stacext"
 	"github.com/lulc/lulc/stage"
 )
@@ -407,6 +408,9 @@ func (p *Predicted) Finish(opt stage.Options) error {
 		})
 	}
 	classErr := p.classW.Close()
+	if classErr == nil {
+		classErr = writeStyle(p.out.Dir, p.scheme)
+	}
 	p.Tile.Encode = time.Since(t0)
 	wg.Wait()
 	p.Tile.Encode = max(p.Tile.Encode, confTime)
@@ -454,6 +458,15 @@ func (p *Predicted) Finish(opt stage.Options) error {
 	return nil
 }
 
+// writeStyle writes the class map's QGIS style beside it.
+func writeStyle(dir string, s landcover.Scheme) error {
+	b, err := interop.QML(s)
+	if err != nil {
+		return err
+	}
+	return atomicfs.WriteFile(filepath.Join(dir, stage.StyleFile), b)
+}
+
 // Verified reports whether a tile directory holds a finished prediction:
 // its item exists and every asset's file:checksum matches the file.
 func Verified(dir string) bool {
@@ -498,6 +511,19 @@ func predictionItem(m stage.Manifest, grid geo.Grid, scheme landcover.Scheme, ou
 		"classification": {Href: "./" + stage.ClassFile, Type: stage.CogType, Title: "Land cover class", Roles: []string{"data"},
 			Extensions: []stac.Extension{stage.GridProjection(grid), &raster.Asset{Bands: []*raster.Band{{NoData: 0, DataType: "uint8", SpatialResolution: res}}},
 				&stacext.ClassificationAsset{Classes: stage.ClassesOf(scheme)}, cf}},
+	}
+	// The class names and colours travel with the map: GDAL's category
+	// names and QGIS's style, each an asset with its checksum.
+	for _, a := range []struct{ key, file, title string }{
+		{"class-names", stage.ClassNamesFile, "GDAL category names of the classes"},
+		{"style", stage.StyleFile, "QGIS style: the classes' colours and names"},
+	} {
+		f, err := stage.FileOf(out.Dir, a.file)
+		if err != nil {
+			return nil, err
+		}
+		assets[a.key] = &stac.Asset{Href: "./" + a.file, Type: "application/xml", Title: a.title, Roles: []string{"metadata"},
+			Extensions: []stac.Extension{f}}
 	}
 	if quicklook {
 		qf, err := stage.FileOf(out.Dir, stage.QuicklookFile)
