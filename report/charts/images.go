@@ -8,7 +8,6 @@ import (
 	"math"
 
 	"golang.org/x/image/font"
-	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
 
 	"github.com/lulc/lulc/geo/landcover"
@@ -137,7 +136,7 @@ func ClassMap(codes []uint8, width, height, maxSide int, scheme landcover.Scheme
 			img.SetRGBA(x, y, palette[codes[(y*step)*width+x*step]])
 		}
 	}
-	d := &font.Drawer{Dst: img, Src: image.NewUniform(color.Black), Face: basicfont.Face7x13}
+	d := &font.Drawer{Dst: img, Src: image.NewUniform(color.Black), Face: legendFace()}
 	for i, c := range shown {
 		top := 6 + i*row
 		draw.Draw(img, image.Rect(w+10, top, w+24, top+14), image.NewUniform(c.Color), image.Point{}, draw.Src)
@@ -148,10 +147,10 @@ func ClassMap(codes []uint8, width, height, maxSide int, scheme landcover.Scheme
 }
 
 // Titled returns img with a one-line caption above it, on white. The
-// caption's font (basicfont's 7×13) has ASCII glyphs only.
+// caption is drawn in legendFace.
 func Titled(title string, img image.Image) *image.RGBA {
 	const capH = 20
-	face := basicfont.Face7x13
+	face := legendFace()
 	b := img.Bounds()
 	textW := font.MeasureString(face, title).Ceil()
 	out := image.NewRGBA(image.Rect(0, 0, max(b.Dx(), textW+4), b.Dy()+capH))

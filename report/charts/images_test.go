@@ -153,3 +153,43 @@ func TestPresentClasses(t *testing.T) {
 		t.Fatalf("a predicted class was dropped: %v", got)
 	}
 }
+
+// TestLegendDrawsOtherScripts: class names in Greek and Cyrillic have a
+// glyph for every letter in the legends' font (the ASCII-only font before
+// drew none), and the quicklook's legend shows them: the name's area is
+// inked as much as a Latin name of as many letters.
+func TestLegendDrawsOtherScripts(t *testing.T) {
+	face := legendFace()
+	for _, name := range []string{"Forêt dense", "Δάσος", "Лес и луг", "Wheat"} {
+		for _, r := range name {
+			if _, ok := face.GlyphAdvance(r); !ok {
+				t.Errorf("%q: no glyph for %q", name, r)
+			}
+		}
+	}
+	ink := func(name string) int {
+		s := landcover.Scheme{Name: "s", Classes: []landcover.Class{{Code: 1, Name: name, Color: color.RGBA{0, 0x64, 0, 0xff}}}}
+		codes := make([]uint8, 40*40)
+		for i := range codes {
+			codes[i] = 1
+		}
+		img, err := ClassMap(codes, 40, 40, 40, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		// The legend's text starts 30 px right of the map.
+		for y := 0; y < 24; y++ {
+			for x := 40 + 30 + 14; x < img.Bounds().Dx(); x++ {
+				if r, _, _, _ := img.At(x, y).RGBA(); r < 0x8000 {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	latin, cyrillic, greek := ink("Forest"), ink("Лесной"), ink("Δάσους")
+	if cyrillic < latin/3 || greek < latin/3 {
+		t.Errorf("ink of the legend's name: Latin %d px, Cyrillic %d, Greek %d: the other scripts are not drawn", latin, cyrillic, greek)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"os"
 
 	"golang.org/x/image/font"
-	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
 
 	"github.com/lulc/lulc/geo/landcover"
@@ -52,7 +51,7 @@ func Quicklook(path string, codes []uint8, width, height, maxSide int, scheme la
 			}
 		}
 	}
-	d := &font.Drawer{Dst: img, Src: image.NewUniform(color.Black), Face: basicfont.Face7x13}
+	d := &font.Drawer{Dst: img, Src: image.NewUniform(color.Black), Face: legendFace()}
 	for i, c := range shown {
 		top := 6 + i*row
 		draw.Draw(img, image.Rect(w+10, top, w+24, top+14), image.NewUniform(c.Color), image.Point{}, draw.Src)
