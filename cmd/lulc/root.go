@@ -103,6 +103,7 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 	root.Version = lulcVersion()
 	root.SetVersionTemplate("lulc {{.Version}}\n")
 	root.AddCommand(newVersionCmd(a), newSynthCmd(a), newIngestCmd(a), newTrainCmd(a), newPredictCmd(a), newEvaluateCmd(a), newPlanCmd(a), newRunCmd(a), newCollectCmd(a), newExportCmd(a), newImportCmd(a), newDoctorCmd(a), newBenchCmd(a), newConfigCmd(a))
+	addHelp(root)
 	return root
 }
 
