@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/internal/digest"
-	"github.com/lulc/lulc/internal/stactest"
+	"github.com/lulc/lulc/source/stacext"
 	"github.com/lulc/lulc/stage"
 )
 
@@ -72,7 +72,7 @@ func resolve(t *testing.T, doc, href string) string {
 // resolve, and the model is linked. It returns the items' paths.
 func checkCatalog(t *testing.T, collection string) []string {
 	t.Helper()
-	if err := stactest.Validate(collection); err != nil {
+	if _, err := stacext.Validate(collection); err != nil {
 		t.Fatalf("%s: %#v", collection, err)
 	}
 	c := readDoc(t, collection)

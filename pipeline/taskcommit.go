@@ -277,7 +277,7 @@ func stackKept(dir string) bool {
 		return false
 	}
 	for _, o := range m.Outputs {
-		if !filepath.IsLocal(o.File) || !stage.ChecksumMatches(filepath.Join(dir, o.File), o.Multihash()) {
+		if !filepath.IsLocal(o.File) || !digest.Matches(filepath.Join(dir, o.File), o.Multihash()) {
 			return false
 		}
 	}

@@ -154,25 +154,6 @@ func (o ManifestOutput) Multihash() string {
 	return digest.Multihash(o.BLAKE3)
 }
 
-// ChecksumMatches says whether the file at path has the checksum a
-// multihash records: BLAKE3, which lulc writes, or SHA-256, which it wrote
-// before.
-func ChecksumMatches(path, multihash string) bool {
-	var sum string
-	var err error
-	switch {
-	case strings.HasPrefix(multihash, "1e20"):
-		sum, _, err = digest.File(path)
-		sum = digest.Multihash(sum)
-	case strings.HasPrefix(multihash, "1220"):
-		sum, _, err = FileSHA256(path)
-		sum = "1220" + sum
-	default:
-		return false
-	}
-	return err == nil && sum == multihash
-}
-
 // DescribeAsset records an input's identity: size for local files, size
 // and ETag from a HEAD request for HTTP ones. A failed HEAD leaves them
 // empty rather than failing an ingest that already read the file.

@@ -35,11 +35,11 @@ func TestOutputChecksums(t *testing.T) {
 		{"1e20" + b3, true}, {"1220" + sha, true},
 		{"1e20" + sha, false}, {"1220" + b3, false}, {"1b20" + b3, false}, {"", false},
 	} {
-		if got := ChecksumMatches(p, c.sum); got != c.want {
-			t.Errorf("checksumMatches(%q) = %v", c.sum, got)
+		if got := digest.Matches(p, c.sum); got != c.want {
+			t.Errorf("digest.Matches(%q) = %v", c.sum, got)
 		}
 	}
-	if ChecksumMatches(p+".gone", "1e20"+b3) {
+	if digest.Matches(p+".gone", "1e20"+b3) {
 		t.Error("a missing file matches")
 	}
 	// The manifest's JSON keys the checksum by its algorithm.

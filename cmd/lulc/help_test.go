@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -91,5 +93,35 @@ func TestCompletesDeviceAndConfig(t *testing.T) {
 	_, out, _ = lulc(t, "__complete", "bench", "forest", "--config", "")
 	if !strings.Contains(out, "bench-forest-demo.yaml") {
 		t.Errorf("bench forest --config completes to\n%s", out)
+	}
+}
+
+// TestValidateCommand: lulc validate passes a synthetic scene's catalog
+// offline, fails (exit 1) on an item the schema refuses, naming it, and
+// refuses (exit 2) a directory with no STAC document.
+func TestValidateCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "scene")
+	if code, _, stderr := lulc(t, "synth", "-q", "--out", dir); code != 0 {
+		t.Fatalf("synth: exit %d: %s", code, stderr)
+	}
+	code, out, stderr := lulc(t, "validate", dir)
+	if code != 0 || !strings.Contains(out, "valid: ") {
+		t.Fatalf("validate: exit %d: %s%s", code, out, stderr)
+	}
+	items, _ := filepath.Glob(filepath.Join(dir, "sentinel-2-l2a", "*", "*.json"))
+	if len(items) == 0 {
+		t.Fatal("no items in the scene")
+	}
+	body, _ := os.ReadFile(items[0])
+	bad := strings.Replace(string(body), `"datetime"`, `"no_datetime"`, 1)
+	if err := os.WriteFile(items[0], []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = lulc(t, "validate", filepath.Join(dir, "catalog.json"))
+	if code != 1 || !strings.Contains(stderr, filepath.Base(items[0])) {
+		t.Errorf("a broken item: exit %d: %s", code, stderr)
+	}
+	if code, _, _ := lulc(t, "validate", t.TempDir()); code != 2 {
+		t.Errorf("a directory without STAC: exit %d", code)
 	}
 }

@@ -10,10 +10,12 @@
 package digest
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 
 	"lukechampine.com/blake3"
@@ -141,4 +143,28 @@ func (w *Writer) Close() (string, int64, error) {
 		return "", 0, err
 	}
 	return hex.EncodeToString(w.h.Sum(nil)), w.n, nil
+}
+
+// Matches reports whether the file at path has the checksum multihash
+// names: BLAKE3-256 (prefix 1e20, what lulc writes) or SHA-256 (1220,
+// what it wrote before and still verifies). A missing file or another
+// hash does not match.
+func Matches(path, multihash string) bool {
+	switch {
+	case strings.HasPrefix(multihash, "1e20"):
+		sum, _, err := File(path)
+		return err == nil && Multihash(sum) == multihash
+	case strings.HasPrefix(multihash, "1220"):
+		f, err := os.Open(path)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return false
+		}
+		return "1220"+hex.EncodeToString(h.Sum(nil)) == multihash
+	}
+	return false
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lulc/lulc/geo/raster"
-	"github.com/lulc/lulc/internal/stactest"
+	"github.com/lulc/lulc/source/stacext"
 )
 
 // layersConfig is the tiny scene with an elevation tile and two radar
@@ -65,7 +65,7 @@ func TestLayersWritten(t *testing.T) {
 		}
 	}
 	dir := dirs[0]
-	if err := stactest.Validate(filepath.Join(dir, "catalog.json")); err != nil {
+	if _, err := stacext.Validate(filepath.Join(dir, "catalog.json")); err != nil {
 		t.Fatal(err)
 	}
 	geo, err := newGeometry(cfg)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/geo/raster"
-	"github.com/lulc/lulc/internal/stactest"
+	"github.com/lulc/lulc/source/stacext"
 )
 
 // TestLabelPoints checks the point layer written with label_points: as
@@ -74,7 +74,7 @@ func TestLabelPoints(t *testing.T) {
 	if !strings.Contains(string(body), `"href": "./`+filepath.Base(gpkg)+`"`) {
 		t.Errorf("the label item does not list %s", filepath.Base(gpkg))
 	}
-	if err := stactest.Validate(filepath.Join(dir, "catalog.json")); err != nil {
+	if _, err := stacext.Validate(filepath.Join(dir, "catalog.json")); err != nil {
 		t.Fatalf("%#v", err)
 	}
 	again := filepath.Join(t.TempDir(), "again")

@@ -16,7 +16,7 @@ import (
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/progress"
-	"github.com/lulc/lulc/internal/stactest"
+	"github.com/lulc/lulc/source/stacext"
 )
 
 func tinyConfig(t testing.TB) Config {
@@ -219,7 +219,7 @@ func TestTinySceneLabels(t *testing.T) {
 
 func TestCatalogValidates(t *testing.T) {
 	dir := genScene(t, "tiny", tinyConfig(t))
-	if err := stactest.Validate(filepath.Join(dir, "catalog.json")); err != nil {
+	if _, err := stacext.Validate(filepath.Join(dir, "catalog.json")); err != nil {
 		t.Fatalf("%#v", err)
 	}
 	// The validator must reject a broken item, or the check above proves
@@ -232,7 +232,7 @@ func TestCatalogValidates(t *testing.T) {
 	body, _ := os.ReadFile(items[0])
 	body = []byte(strings.Replace(string(body), `"proj:shape": [`, `"proj:shape": ["x", `, 1))
 	os.WriteFile(items[0], body, 0o644)
-	if err := stactest.Validate(filepath.Join(broken, "catalog.json")); err == nil {
+	if _, err := stacext.Validate(filepath.Join(broken, "catalog.json")); err == nil {
 		t.Fatal("a catalog with a malformed proj:shape validated")
 	}
 }

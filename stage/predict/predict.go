@@ -20,6 +20,7 @@ import (
 	"github.com/lulc/lulc/geo/landcover"
 	lraster "github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/digest"
 	"github.com/lulc/lulc/learn/aoa"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/inference"
@@ -487,7 +488,7 @@ func Verified(dir string) bool {
 		if a.Checksum == "" {
 			continue
 		}
-		if !stage.ChecksumMatches(filepath.Join(dir, strings.TrimPrefix(a.Href, "./")), a.Checksum) {
+		if !digest.Matches(filepath.Join(dir, strings.TrimPrefix(a.Href, "./")), a.Checksum) {
 			return false
 		}
 	}
