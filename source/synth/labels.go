@@ -107,15 +107,9 @@ func newGeometry(cfg Config) (*geometry, error) {
 
 // labelUVAt maps the centre of label pixel (row, col) to scene coordinates.
 func (g *geometry) labelUVAt(row, col int) (u, v float64) {
-	j, ty := row/g.nodeStep, float64(row%g.nodeStep)/float64(g.nodeStep)
-	i, tx := col/g.nodeStep, float64(col%g.nodeStep)/float64(g.nodeStep)
-	k := j*g.nodesX + i
-	lerp := func(a []float64) float64 {
-		top := a[k] + tx*(a[k+1]-a[k])
-		bot := a[k+g.nodesX] + tx*(a[k+g.nodesX+1]-a[k+g.nodesX])
-		return top + ty*(bot-top)
-	}
-	return lerp(g.nodeU), lerp(g.nodeV)
+	// Exact for whole pixels: nodeStep is a power of two, so uvAt's
+	// fractions are the integer remainders' own.
+	return g.uvAt(float64(row), float64(col))
 }
 
 // labels renders the WorldCover-like map: the true class at each label

@@ -145,11 +145,7 @@ func s2Item(cfg Config, a *acquisition, geo *geometry, footprint [][2]float64, n
 		Bbox:       bboxOf(footprint),
 		Properties: props,
 		Assets:     assets,
-		Links: []*stac.Link{
-			{Rel: "root", Href: "../../catalog.json", Type: jsonType},
-			{Rel: "parent", Href: "../collection.json", Type: jsonType},
-			{Rel: "collection", Href: "../collection.json", Type: jsonType},
-		},
+		Links:      itemLinks(),
 		Extensions: []stac.Extension{
 			&eo.Item{CloudCover: ptr(stats.cloudCover)},
 			&stacext.ProjectionItem{EPSG: cfg.EPSG},
@@ -267,11 +263,7 @@ func wcItem(cfg Config, geo *geometry) *stac.Item {
 				&stacext.ClassificationAsset{Classes: classes},
 			},
 		}},
-		Links: []*stac.Link{
-			{Rel: "root", Href: "../../catalog.json", Type: jsonType},
-			{Rel: "parent", Href: "../collection.json", Type: jsonType},
-			{Rel: "collection", Href: "../collection.json", Type: jsonType},
-		},
+		Links:      itemLinks(),
 		Extensions: []stac.Extension{&stacext.ProjectionItem{EPSG: wcEPSG}},
 	}
 	if cfg.LabelPoints > 0 {
