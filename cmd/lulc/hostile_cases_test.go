@@ -52,6 +52,10 @@ func TestHostileConfigs(t *testing.T) {
 		{"platform: sentinel-2a, cloud_cover: 12", "platform: landsat-9, cloud_cover: 12", "platform"},
 		{"nodata: 18}", "nodata: 120}", "nodata"},
 		{"bands_60m: true", "bands_60m: maybe", "bands_60m"},
+		{"bands_60m: true", "bands_60m: true\ndem: maybe", "dem"},
+		{"bands_60m: true", "bands_60m: true\nsentinel1: [{datetime: 2024-04-20T17:40:12Z, platform: sentinel-1a, orbit_state: polar}]", "orbit_state"},
+		{"bands_60m: true", "bands_60m: true\nsentinel1: [{datetime: 2024-04-20T17:40:12Z, platform: sentinel-2a, orbit_state: ascending}]", "sentinel1[0]: platform"},
+		{"bands_60m: true", "bands_60m: true\nsentinel1: [{platform: sentinel-1a, orbit_state: ascending}]", "sentinel1[0]: datetime"},
 	})...)
 	cases = append(cases, configCases("ingest", "ingest-tiny.yaml", func(c *hcase, cfg string) []string {
 		return []string{"ingest", "-c", cfg, "--catalog", c.w.catalog, "--out", c.out()}

@@ -253,6 +253,32 @@ func TestHostileOutputsAndCLI(t *testing.T) {
 			c.file(".out.lock", []byte(`{"host":"`+host+`","pid":1,"command":"init"}`))
 			return []string{"synth", "--out", c.out()}
 		}},
+		{name: "validate-missing", code: usage, want: []string{"no such file"}, setup: func(c *hcase) []string {
+			return []string{"validate", c.path("nothing.json")}
+		}},
+		{name: "validate-no-stac-in-dir", code: usage, want: []string{"no collection.json or catalog.json"}, setup: func(c *hcase) []string {
+			return []string{"validate", c.dir}
+		}},
+		{name: "validate-not-stac", code: fail, want: []string{"not a STAC document"}, setup: func(c *hcase) []string {
+			return []string{"validate", c.file("other.json", []byte(`{"type": "FeatureCollection", "features": []}`))}
+		}},
+		{name: "validate-not-json", code: fail, want: []string{"not JSON"}, setup: func(c *hcase) []string {
+			return []string{"validate", c.file("catalog.json", []byte("{ not json"))}
+		}},
+		{name: "validate-tampered-asset", code: fail, want: []string{"labels.tif", "file:"}, setup: func(c *hcase) []string {
+			stack := c.stackCopy()
+			labels, _ := filepath.Glob(filepath.Join(stack, "*", "labels.tif"))
+			if len(labels) == 0 {
+				c.t.Fatal("no labels.tif in the stack")
+			}
+			f, err := os.OpenFile(labels[0], os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			f.Write([]byte("x"))
+			f.Close()
+			return []string{"validate", stack}
+		}},
 		{name: "out-read-only", code: fail, want: []string{"not writable"}, setup: func(c *hcase) []string {
 			if os.Geteuid() == 0 {
 				c.t.Skip("running as root, which writes into read-only directories")
