@@ -359,7 +359,7 @@ func (fr *forestRun) ours(ctx context.Context, e string, bins *forest.Bins, binn
 	return f, nil
 }
 
-// Golearn is package baseline's golearn forest as pipeline.Options.Golearn
+// Golearn is package baseline's golearn forest as stage.Options.Golearn
 // takes it (train configs whose engine is golearn).
 func Golearn(x []float32, nf int, y []uint8, classes, trees, featuresPerTree int, seed int64) (stage.GolearnForest, error) {
 	f, err := baseline.Train(x, nf, y, classes, trees, featuresPerTree, seed)

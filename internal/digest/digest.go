@@ -1,5 +1,7 @@
 // Package digest is the checksum lulc records for the files it writes:
-// BLAKE3 with a 256-bit output, in hex, as `b3sum` prints it.
+// BLAKE3 with a 256-bit output, in hex, as `b3sum` prints it; Matches
+// checks a file against a multihash of it (BLAKE3, or the SHA-256 older
+// outputs record).
 //
 // BLAKE3 hashes a file as a tree of 1 KiB chunks, so one file is hashed on
 // every core; SHA-256 is a chain that one core must walk from the first

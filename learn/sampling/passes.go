@@ -8,7 +8,7 @@ import (
 )
 
 // Passes are the draw's two passes over a whole tile in memory, run by a
-// device that holds the tile (a cuda.Mirror, through pipeline's engine):
+// device that holds the tile (a cuda.Mirror, through stage's engine):
 // the twins of drawCount and drawCollect, which find the same
 // candidates. The rest of the draw (bounds, selection, merging) stays on
 // the host, so the samples are the CPU's, bit for bit.

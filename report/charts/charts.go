@@ -3,7 +3,7 @@
 // bars of stage times; by hand, images of bands (RGB, gradients, masks
 // highlighted), class maps in the scheme's colours and the quicklook, and
 // their titled rows. Drawer hands the stages' drawings (confusion matrix,
-// feature importance, quicklook) to pipeline.Options.Charts: the commands
+// feature importance, quicklook) to stage.Options.Charts: the commands
 // and the bench set it, and the stages import nothing of this package.
 package charts
 

@@ -3,7 +3,7 @@ package charts
 import "github.com/lulc/lulc/geo/landcover"
 
 // Drawer draws the stages' pictures with this package's functions: it is
-// what the commands and the bench set pipeline.Options.Charts to.
+// what the commands and the bench set stage.Options.Charts to.
 type Drawer struct{}
 
 // Confusion draws a confusion matrix (Confusion).

@@ -1,7 +1,10 @@
 // Package stacext adds to github.com/planetlabs/go-stac the STAC extensions
-// lulc writes and go-stac has no types for (projection and
-// classification), and the extension URIs lulc declares. The view
-// extension is go-stac's own (extensions/view/v1).
+// lulc writes and go-stac has no types for (projection, classification,
+// file, SAR, satellite), and the extension URIs lulc declares. The view
+// extension is go-stac's own (extensions/view/v1). It also carries the
+// official JSON schemas of STAC and of those extensions, embedded, and
+// Validate, which checks documents against them and their assets against
+// their checksums, without a network.
 package stacext
 
 import (

@@ -11,8 +11,10 @@
 // leaf out and shed, water and built-up stay flat), with patch,
 // texture and pixel variation, mixed pixels at boundaries, and an atmosphere
 // per date (clouds, their shadows, cirrus, haze, swath edges). Labels carry a
-// configurable fraction of plausible errors. Everything is a counter-based
-// function of the seed, so the same config gives the same bytes.
+// configurable fraction of plausible errors. On request it adds elevation
+// shaped like Copernicus DEM GLO-30 and Sentinel-1 RTC backscatter
+// (layers.go). Everything is a counter-based function of the seed, so the
+// same config gives the same bytes.
 package synth
 
 import (

@@ -19,7 +19,7 @@ import (
 // forests are not lulc models: nothing is saved.
 func fitGolearn(ctx context.Context, cfg config.TrainConfig, classes int, set *sampleset.Set, fit stage.Golearn, res *Result) ([]uint8, error) {
 	if fit == nil {
-		return nil, fmt.Errorf("engine: golearn is not linked into this program (pipeline.Options.Golearn)")
+		return nil, fmt.Errorf("engine: golearn is not linked into this program (stage.Options.Golearn)")
 	}
 	t0 := time.Now()
 	xt, yt := set.Subset(0)
