@@ -1,6 +1,6 @@
 // Package bench times lulc's jobs and writes their reports. Run times the
 // whole job (ingest, sample, train, predict, evaluate) per engine on
-// identical inputs, composing package pipeline's stages, and reports stage
+// identical inputs, composing the stage packages (and pipeline's one-pass Run), and reports stage
 // times, throughput, accuracy, reproducibility and cost (report.json,
 // report.md, report.html, stages.png). Forest times forest training alone
 // per engine (lulc's GPU and CPU forests, golearn, scikit-learn) at several

@@ -2,7 +2,7 @@
 // grid of the caller's choosing: a Sentinel-2 item's bands as reflectance,
 // its scene classification (SCL) and a label item's classes. It is for
 // looking at a scene before stacking it (the notebooks use it); ingest
-// (package pipeline) reads the same way, window by window, over every date
+// (package stage/ingest) reads the same way, window by window, over every date
 // of a tile.
 //
 // Reflectance follows ingest's rules: digital numbers become DN × scale +
