@@ -920,9 +920,9 @@ func (r *runner) sampleTiles(ctx context.Context, tiles []ingest.SourceTile, rts
 func (r *runner) sampleTile(sp *sampling.Sampler, mem *stack.Tile, mirror *cuda.Mirror, index int, rt *RunTile) (train.Input, error) {
 	zero := 0.0
 	r.mu.Lock()
-	dark := r.manifests[mem.Name].Dark
+	dark, layers := r.manifests[mem.Name].Dark, r.manifests[mem.Name].FeatureLayers()
 	r.mu.Unlock()
-	in := train.Input{Image: mem.Name, Labels: mem.Name, Bands: mem.Bands, Scale: mem.Scale, Offset: mem.Offset, Nodata: &zero, Mem: mem, InMemory: true, Darks: []radiometry.Levels{dark}}
+	in := train.Input{Image: mem.Name, Labels: mem.Name, Bands: mem.Bands, Layers: layers, Scale: mem.Scale, Offset: mem.Offset, Nodata: &zero, Mem: mem, InMemory: true, Darks: []radiometry.Levels{dark}}
 	ts := time.Now()
 	si, err := in.SampleInput()
 	if err != nil {
@@ -1242,9 +1242,10 @@ func PeakRSS() int64 {
 // labels_worker the label rasters), resample_worker (upsampling coarse
 // bands on the CPU) and composite_worker, features_worker and predict_worker summed over
 // workers; sample, stream (the prediction) and encode (the map's COGs,
-// beside the compute) as wall time.
+// beside the compute) as wall time; with layers, layers (their planes,
+// made beside the composite, wall).
 func (t RunTile) stageSeconds() map[string]float64 {
-	return map[string]float64{
+	s := map[string]float64{
 		"composite":        t.Composite.Seconds(),
 		"read_worker":      t.Ingest.Read.Seconds(),
 		"resample_worker":  t.Ingest.Resample.Seconds(),
@@ -1256,6 +1257,10 @@ func (t RunTile) stageSeconds() map[string]float64 {
 		"stream":           t.Predict.Stream.Seconds(),
 		"encode":           t.Predict.Encode.Seconds(),
 	}
+	if t.Ingest.Layers > 0 {
+		s["layers"] = t.Ingest.Layers.Seconds()
+	}
+	return s
 }
 
 // markDraw records in a sample phase's draw what must be the same for

@@ -134,6 +134,11 @@ func (s MirrorSink) Write(x, y, w, h int, stack [][]uint16, _, labels []uint8) e
 	return s.Mirror.Write(x, y, w, h, stack, labels)
 }
 
+// WriteLayers places a tile's layer planes, whole, from plane first on.
+func (s MirrorSink) WriteLayers(first int, planes [][]uint16) error {
+	return s.Mirror.WritePlanes(first, planes)
+}
+
 // DevicePasses run a draw's passes on the device over a tile's mirror.
 type DevicePasses struct{ Mirror *cuda.Mirror }
 

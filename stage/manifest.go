@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/lulc/lulc/pixel/features"
 	"image/color"
 	"io"
 	"math"
@@ -65,11 +66,14 @@ type Manifest struct {
 	LabelGroups string `json:"label_groups,omitempty"`
 	// LabelWeights says what weights.tif holds, for vector labels with a
 	// weight field.
-	LabelWeights      string           `json:"label_weights,omitempty"`
-	RadiometryWarning string           `json:"radiometry_warning,omitempty"`
-	Sources           []ManifestItem   `json:"sources"`
-	Labels            []ManifestItem   `json:"labels"`
-	Outputs           []ManifestOutput `json:"outputs"`
+	LabelWeights      string `json:"label_weights,omitempty"`
+	RadiometryWarning string `json:"radiometry_warning,omitempty"`
+	// Layers are the stack's last planes when ingest's layers section
+	// adds them: what each holds and how its plane maps to its units.
+	Layers  []ManifestLayer  `json:"layers,omitempty"`
+	Sources []ManifestItem   `json:"sources"`
+	Labels  []ManifestItem   `json:"labels"`
+	Outputs []ManifestOutput `json:"outputs"`
 }
 
 // ParseManifest reads a tile's manifest.json and checks what later stages
@@ -276,3 +280,41 @@ func (ms *manifestScheme) Scheme() (*landcover.Scheme, error) {
 // MaxGridPixels bounds an output grid: 2³¹ pixels, a 46,000-pixel square
 // (a Sentinel-2 tile at 10 m is 10,980²).
 const MaxGridPixels = 1 << 31
+
+// ManifestLayer describes one layer plane of a stack: its source, how it
+// was resampled and scaled, and the map from its plane's values to its
+// units (features.Layer), with how much of the tile it covers.
+type ManifestLayer struct {
+	Name string `json:"name"`
+	// Kind is elevation, slope, aspect, backscatter or raster.
+	Kind string `json:"kind"`
+	// Source: the rasters read (a file, or the items' assets), or the
+	// layer derived from.
+	Rasters    []string `json:"rasters,omitempty"`
+	Items      []string `json:"items,omitempty"`
+	Derived    string   `json:"derived_from,omitempty"`
+	Band       int      `json:"band,omitempty"`
+	Resampling string   `json:"resampling,omitempty"`
+	// Scale and Offset took the raster's values to the layer's units;
+	// Units says which backscatter ones (db: 10·log10 of the median's
+	// linear power, on the host).
+	Scale  float64 `json:"scale"`
+	Offset float64 `json:"offset"`
+	Units  string  `json:"units,omitempty"`
+	// Range is the span the plane resolves; Map its plane-to-units map.
+	Range [2]float64      `json:"range"`
+	Map   features.Affine `json:"map"`
+	// Valid is the share of the tile's pixels with a value, Clamped the
+	// share whose value lay beyond Range.
+	Valid   float64 `json:"valid_fraction"`
+	Clamped float64 `json:"clamped_fraction"`
+}
+
+// FeatureLayers are the manifest's layers as a feature set takes them.
+func (m Manifest) FeatureLayers() []features.Layer {
+	out := make([]features.Layer, len(m.Layers))
+	for i, l := range m.Layers {
+		out[i] = features.Layer{Name: l.Name, Map: l.Map}
+	}
+	return out
+}

@@ -239,6 +239,9 @@ func stackItem(m Manifest, manifestFile *stacext.File, out TileOut, labels *land
 			eb.CommonName, eb.CenterWavelength, eb.FullWidthHalfMax = b.CommonName, Ptr(b.Wavelength), Ptr(b.FWHM)
 		} else if f, err := features.ParseFeature(name); err == nil && f.Kind == "temporal" {
 			eb.Description = temporalDescription(f)
+		} else if i := slices.IndexFunc(m.Layers, func(l ManifestLayer) bool { return l.Name == name }); i >= 0 {
+			l := m.Layers[i]
+			eb.Description = fmt.Sprintf("layer (%s): its value is float32(float32(plane × %g) + %g), plane = DN × scale + offset", l.Kind, l.Map.Scale, l.Map.Offset)
 		}
 		ebands = append(ebands, eb)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // opCodes are the features kernels' operations (features.Op).
-var opCodes = map[string]int32{"band": 0, "nd": 1, "evi": 2, "savi": 3, "bsi": 4, "context": 5, "shift": 6}
+var opCodes = map[string]int32{"band": 0, "nd": 1, "evi": 2, "savi": 3, "bsi": 4, "context": 5, "shift": 6, "affine": 7}
 
 // FeatureOp returns the code of a feature operation (a features.Op's
 // name) in lulc's kernels.
@@ -211,7 +211,9 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 	if nb < 1 {
 		return fmt.Errorf("cuda composite: %d output planes for %d temporal planes", nplanes, len(tp.Planes()))
 	}
-	if into != nil && into.Mirror.bands != nplanes {
+	// A mirror may hold more planes: a stack's layers, which come whole
+	// (Mirror.WritePlanes).
+	if into != nil && into.Mirror.bands < nplanes {
 		return fmt.Errorf("cuda composite: %d planes into a mirror of %d", nplanes, into.Mirror.bands)
 	}
 	if nd == 0 || nd > 255 {
@@ -240,7 +242,7 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 		tprog, smask = nil, make([]uint32, nd)
 		for si, f := range tp.Sources {
 			op, ok := opCodes[f.Op]
-			if !ok || f.Op == "context" || f.Op == "shift" {
+			if !ok || f.Op == "context" || f.Op == "shift" || f.Op == "affine" {
 				return fmt.Errorf("cuda composite: temporal source %s has no GPU operation %q", f.Name, f.Op)
 			}
 			code := []int32{op, 0, 0, 0, 0}
@@ -319,7 +321,7 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 			return fmt.Errorf("run composite: %w", err)
 		}
 		if into != nil {
-			if err := into.place(pout.Ptr, width, n); err != nil {
+			if err := into.place(pout.Ptr, width, n, nplanes); err != nil {
 				return err
 			}
 		}

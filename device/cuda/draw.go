@@ -62,17 +62,17 @@ type MirrorWindow struct {
 	Labels []uint8
 }
 
-// place copies a window's composite, at device address out (the bands'
-// planes of n pixels one after the other), and its labels into the
-// mirror (owner goroutine).
-func (w *MirrorWindow) place(out uint64, width, n int) error {
+// place copies a window's composite, at device address out (nplanes
+// planes of n pixels one after the other: the mirror's first), and its
+// labels into the mirror (owner goroutine).
+func (w *MirrorWindow) place(out uint64, width, n, nplanes int) error {
 	m := w.Mirror
 	h := n / width
 	if width <= 0 || n != width*h || w.X < 0 || w.Y < 0 || w.X+width > m.width || w.Y+h > m.height || len(w.Labels) != n {
 		return fmt.Errorf("cuda mirror: a %d × %d window at (%d, %d) with %d labels in a %d × %d tile", width, h, w.X, w.Y, len(w.Labels), m.width, m.height)
 	}
 	plane := int64(m.width) * int64(m.height)
-	if err := m.dev.LaunchAsync(0, "place_u16", int64(n*m.bands), out, int32(width), int32(h), int32(m.bands),
+	if err := m.dev.LaunchAsync(0, "place_u16", int64(n*nplanes), out, int32(width), int32(h), int32(nplanes),
 		m.dn.Ptr, int32(m.width), plane, int32(w.X), int32(w.Y)); err != nil {
 		return err
 	}
@@ -199,14 +199,16 @@ func (m *Mirror) DrawCollect(r *sampling.DeviceRule, bound []uint64, count []int
 
 // Write places a window of a composite made on the host, and its labels,
 // into the mirror: the tile sink of inputs that the device does not
-// composite (CompositeMirrored places its own windows).
+// composite (CompositeMirrored places its own windows). The planes are
+// the mirror's first; any after them (a stack's layers) come whole, by
+// WritePlanes.
 func (m *Mirror) Write(x, y, w, h int, planes [][]uint16, labels []uint8) error {
 	n := w * h
-	if len(planes) != m.bands {
+	if len(planes) > m.bands {
 		return fmt.Errorf("cuda mirror: %d bands into a mirror of %d", len(planes), m.bands)
 	}
 	return m.dev.Do(func() error {
-		buf, err := m.dev.Pool().Get("mirror.window", uint64(2*n*m.bands))
+		buf, err := m.dev.Pool().Get("mirror.window", uint64(2*n*len(planes)))
 		if err != nil {
 			return err
 		}
@@ -219,7 +221,27 @@ func (m *Mirror) Write(x, y, w, h int, planes [][]uint16, labels []uint8) error 
 			}
 		}
 		win := MirrorWindow{Mirror: m, X: x, Y: y, Labels: labels}
-		return win.place(buf.Ptr, w, n)
+		return win.place(buf.Ptr, w, n, len(planes))
+	})
+}
+
+// WritePlanes places whole planes of the tile into the mirror, from plane
+// first on: a stack's layers, made apart from its windows.
+func (m *Mirror) WritePlanes(first int, planes [][]uint16) error {
+	plane := m.width * m.height
+	if first < 0 || first+len(planes) > m.bands {
+		return fmt.Errorf("cuda mirror: planes %d to %d of a mirror of %d", first, first+len(planes), m.bands)
+	}
+	return m.dev.Do(func() error {
+		for k, p := range planes {
+			if len(p) != plane {
+				return fmt.Errorf("cuda mirror: a plane of %d pixels for a %d × %d tile", len(p), m.width, m.height)
+			}
+			if err := driver.PutAt(m.dn.Ptr+uint64(2*(first+k)*plane), p); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -272,6 +294,12 @@ func (m *Mirror) Context(set *features.Set, refl *[65536]float32, xs, ys []int, 
 		if err := m.dev.Launch("context_at", int64(len(dst)), m.dn.Ptr, int32(m.width), int32(m.height), table, dx, dy, int64(len(xs)), dp, int32(len(ctx)), out.Ptr); err != nil {
 			return err
 		}
-		return driver.Download(dst, driver.Buffer{Ptr: out.Ptr, Bytes: uint64(len(dst)) * 4})
+		if err := driver.Download(dst, driver.Buffer{Ptr: out.Ptr, Bytes: uint64(len(dst)) * 4}); err != nil {
+			return err
+		}
+		// A drawn pixel's few values: layers' context features are mapped
+		// to their units on the host, by ContextAt's own code.
+		set.MapContextAt(dst)
+		return nil
 	})
 }

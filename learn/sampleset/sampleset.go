@@ -21,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/lulc/lulc/pixel/features"
 )
 
 // Header describes the samples.
@@ -56,6 +58,8 @@ type Draw struct {
 	Scale  float64  `json:"scale"`
 	Offset float64  `json:"offset"`
 	NoData *float64 `json:"nodata,omitempty"`
+	// Layers are the inputs' layers among the bands, with their maps.
+	Layers []features.Layer `json:"layers,omitempty"`
 	// Dark is each input's dark levels by band (package radiometry), in
 	// the order of Sources, when known: training records their median.
 	Dark []map[string]float64 `json:"dark,omitempty"`

@@ -100,7 +100,7 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 	if err := sp.cfg.Check(); err != nil {
 		return err
 	}
-	fs, err := features.NewSet(sp.names, in.Bands)
+	fs, err := features.NewSet(sp.names, in.Bands, in.Layers...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", in.Name, err)
 	}
@@ -108,6 +108,12 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 	if sp.set != nil && !slices.Equal(sp.set.Bands, fs.Bands) {
 		sp.mu.Unlock()
 		return fmt.Errorf("%s: bands [%s] differ from the first input's [%s]", in.Name, strings.Join(fs.Bands, ", "), strings.Join(sp.set.Bands, ", "))
+	}
+	// Drawn values are plane values, which one map turns into features:
+	// every input's layers must map alike.
+	if sp.set != nil && !slices.Equal(sp.set.Layers, fs.Layers) {
+		sp.mu.Unlock()
+		return fmt.Errorf("%s: its layers map their planes otherwise than the first input's (%v, %v): give each layer the same range (ingest's layers[i].range)", in.Name, fs.Layers, sp.set.Layers)
 	}
 	if err := sp.claim(index, in.Name); err != nil {
 		sp.mu.Unlock()

@@ -118,8 +118,11 @@ type Computers func(set *features.Set) (features.Computer, func(), error)
 // Input is one labelled image to draw from: a tile in memory, or strips
 // from a Source.
 type Input struct {
-	Name          string   // for messages and the samples' sources
-	Bands         []string // the image's bands, in order
+	Name  string   // for messages and the samples' sources
+	Bands []string // the image's bands, in order
+	// Layers are those of Bands that are layers (features.Layer): their
+	// maps to the layers' units.
+	Layers        []features.Layer
 	Scale, Offset float64  // reflectance = value × Scale + Offset
 	NoData        *float64 // the stored value that means no data, if any
 	// Tile, when set, is the input in memory: it is drawn from its DNs.

@@ -43,6 +43,9 @@ func (sp *Sampler) Draw(total int, scale, offset float64, nodata *float64) (*sam
 		return nil, fmt.Errorf("draw: input %d of a job of %d", len(sp.sources)-1, total)
 	}
 	d := &sampleset.Draw{Total: total, Labelled: sp.labelled, Scale: scale, Offset: offset, NoData: nodata}
+	if sp.set != nil {
+		d.Layers = sp.set.Layers
+	}
 	var names []string
 	for i, name := range sp.sources {
 		if name != "" {
@@ -115,7 +118,7 @@ func (sp *Sampler) Merge(d *sampleset.Set) error {
 		return nil
 	}
 	bandNames, context := features.SplitValues(d.Features)
-	fs, err := features.NewSet(sp.names, bandNames)
+	fs, err := features.NewSet(sp.names, bandNames, d.Draw.Layers...)
 	if err != nil {
 		return fmt.Errorf("merge: %w", err)
 	}

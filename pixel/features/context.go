@@ -43,7 +43,7 @@ var contextStats = map[string]bool{"mean": true, "std": true, "range": true}
 
 // parseContext parses "stat(feature, size)"; ok is false when s is not of
 // that form at all.
-func parseContext(s string) (Feature, bool, error) {
+func parseContext(s string, ls *layerSet) (Feature, bool, error) {
 	open := strings.IndexByte(s, '(')
 	if open < 0 || !strings.HasSuffix(s, ")") {
 		return Feature{}, false, nil
@@ -61,7 +61,7 @@ func parseContext(s string) (Feature, bool, error) {
 	if err != nil || size < 3 || size > ContextMaxSize || size%2 == 0 {
 		return Feature{}, true, fmt.Errorf("feature %q: window size %q must be an odd number of pixels from 3 to %d", s, strings.TrimSpace(args[comma+1:]), ContextMaxSize)
 	}
-	base, err := ParseFeature(strings.TrimSpace(args[:comma]))
+	base, err := parse(strings.TrimSpace(args[:comma]), ls)
 	if err != nil {
 		return Feature{}, true, fmt.Errorf("feature %q: %w", s, err)
 	}
@@ -69,10 +69,14 @@ func parseContext(s string) (Feature, bool, error) {
 		return Feature{}, true, fmt.Errorf("feature %q: a context feature summarises a band or an index, not another context feature", s)
 	}
 	b := base
-	return Feature{
+	f := Feature{
 		Name: fmt.Sprintf("%s(%s,%d)", stat, base.Name, size), Kind: "context", Inputs: base.Inputs,
 		Op: "context", Stat: stat, Size: size, Base: &b,
-	}, true, nil
+	}
+	if base.Kind == "layer" {
+		layerContext(&f)
+	}
+	return f, true, nil
 }
 
 // Radius is the largest context window's half side (0 without context
@@ -114,7 +118,7 @@ func (s *Set) Values() []string {
 // features' names.
 func SplitValues(names []string) (bands, context []string) {
 	for i, n := range names {
-		if f, ok, err := parseContext(n); ok && err == nil && f.Kind == "context" {
+		if f, ok, err := parseContext(n, &layerSet{any: true}); ok && err == nil && f.Kind == "context" {
 			return names[:i], names[i:]
 		}
 	}
@@ -230,6 +234,7 @@ func (s *Set) ContextCompute(dst [][]float32, src [][]float32, rect Rect) error 
 			windowRange(g.rangeOut, g.values, rect, g.r)
 		}
 	}
+	s.mapContext(dst)
 	return nil
 }
 
@@ -490,6 +495,7 @@ func (s *Set) ContextAt(dst []float32, xs, ys []int, width, height int, refl fun
 			}
 		}
 	})
+	s.MapContextAt(dst)
 	return nil
 }
 

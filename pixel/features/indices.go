@@ -25,12 +25,13 @@ import (
 // of a per-pixel feature over a window (context.go).
 type Feature struct {
 	Name   string   // as configured: "ndvi", "B04", "nd(B08,B11)", "mean(B08,15)", "p10(ndvi)"
-	Kind   string   // "band", "index", "nd", "context" or "temporal"
+	Kind   string   // "band", "index", "nd", "context", "temporal" or "layer"
 	Index  string   // registry name for Kind "index"
 	Inputs []string // lulc band names it reads, in the order fn takes them
 	// Op names the expression for the GPU twin: band, nd, evi, savi or bsi
 	// (every registry ratio is an nd of its two inputs), context, or shift
-	// (a temporal plane of an index: the plane − TemporalShift).
+	// (a temporal plane of an index: the plane − TemporalShift), or affine
+	// (a layer: its plane mapped by Map).
 	Op string
 	// Stat ("mean", "std" or "range"), Size (the window's odd side) and
 	// Base (the per-pixel feature summarised) describe a context feature.
@@ -43,7 +44,10 @@ type Feature struct {
 	// feature's own name, its one input.
 	Percentile int
 	Season     string
-	fn         func(in []float32) float32
+	// Map, for a layer and a context feature of one, takes the value
+	// computed on the layer's plane to the layer's units (layers.go).
+	Map *Affine
+	fn  func(in []float32) float32
 }
 
 // index is a registry entry: inputs as band names and the expression.
@@ -110,12 +114,16 @@ func Indices() []string {
 // difference "nd(a, b)" of two bands, a context feature "stat(f, size)"
 // with stat mean, std or range, or a temporal feature "pNN(f)" or
 // "season(f, name)" (temporal.go).
-func ParseFeature(name string) (Feature, error) {
+func ParseFeature(name string) (Feature, error) { return parse(name, nil) }
+
+// parse is ParseFeature with the stack's layers (layers.go), which a name
+// may also give when ls is not nil.
+func parse(name string, ls *layerSet) (Feature, error) {
 	s := strings.TrimSpace(name)
-	if f, ok, err := parseContext(s); ok {
+	if f, ok, err := parseContext(s, ls); ok {
 		return f, err
 	}
-	if f, ok, err := parseTemporal(s); ok {
+	if f, ok, err := parseTemporal(s, ls); ok {
 		return f, err
 	}
 	if ix, ok := registry[strings.ToLower(s)]; ok {
@@ -144,12 +152,15 @@ func ParseFeature(name string) (Feature, error) {
 	if b, err := LookupBand(s); err == nil {
 		return Feature{Name: b.Name, Kind: "band", Inputs: []string{b.Name}, Op: "band", fn: func(v []float32) float32 { return v[0] }}, nil
 	}
+	if l, ok := ls.lookup(s); ok {
+		return l.feature(), nil
+	}
 	var names []string
 	for n := range registry {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	return Feature{}, fmt.Errorf("unknown feature %q (indices: %s; or a band such as B04, nd(a, b), mean|std|range(feature, size), pNN(feature) or season(feature, name))", name, strings.Join(names, ", "))
+	return Feature{}, fmt.Errorf("unknown feature %q (indices: %s; or a band such as B04, nd(a, b), mean|std|range(feature, size), pNN(feature) or season(feature, name))%s", name, strings.Join(names, ", "), ls.known())
 }
 
 // Set is an ordered list of features computed from a stack whose bands
@@ -157,6 +168,7 @@ func ParseFeature(name string) (Feature, error) {
 type Set struct {
 	Features []Feature
 	Bands    []string // the stack's band order
+	Layers   []Layer  // the stack's layers, each one of Bands
 	inputs   [][]int  // per feature, positions of its inputs in Bands
 	// contextPlane is, per context feature, its plane among a Computer's
 	// inputs (after the bands).
@@ -167,16 +179,19 @@ type Set struct {
 // a plane per context feature.
 func (s *Set) Planes() int { return len(s.Bands) + len(s.contextPlane) }
 
-// NewSet parses the feature names against the stack's bands, and fails
-// naming any band a feature needs that the stack lacks.
-func NewSet(names, bands []string) (*Set, error) {
+// NewSet parses the feature names against the stack's bands and layers
+// (its planes that are not reflectance: elevation, backscatter, …; each
+// also named in bands), and fails naming any band a feature needs that
+// the stack lacks.
+func NewSet(names, bands []string, layers ...Layer) (*Set, error) {
 	if len(names) == 0 {
 		return nil, fmt.Errorf("no features configured")
 	}
-	s := &Set{Bands: bands}
+	s := &Set{Bands: bands, Layers: layers}
+	ls := &layerSet{list: layers}
 	seen := map[string]bool{}
 	for _, n := range names {
-		f, err := ParseFeature(n)
+		f, err := parse(n, ls)
 		if err != nil {
 			return nil, err
 		}

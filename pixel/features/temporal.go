@@ -33,7 +33,7 @@ var nan32 = math.Float32frombits(0x7fc00000)
 
 // parseTemporal parses "pNN(feature)" or "season(feature, name)"; ok is
 // false when s is not of either form.
-func parseTemporal(s string) (Feature, bool, error) {
+func parseTemporal(s string, ls *layerSet) (Feature, bool, error) {
 	open := strings.IndexByte(s, '(')
 	if open < 0 || !strings.HasSuffix(s, ")") {
 		return Feature{}, false, nil
@@ -54,7 +54,7 @@ func parseTemporal(s string) (Feature, bool, error) {
 		if err := CheckSeasonName(season); err != nil {
 			return Feature{}, true, fmt.Errorf("feature %q: %w", s, err)
 		}
-		b, err := temporalBase(s, strings.TrimSpace(args[:comma]))
+		b, err := temporalBase(s, strings.TrimSpace(args[:comma]), ls)
 		if err != nil {
 			return Feature{}, true, err
 		}
@@ -64,7 +64,7 @@ func parseTemporal(s string) (Feature, bool, error) {
 		if err != nil || p < 1 || p > 99 {
 			return Feature{}, true, fmt.Errorf("feature %q: percentile %s is outside 1–99", s, head[1:])
 		}
-		b, err := temporalBase(s, strings.TrimSpace(args))
+		b, err := temporalBase(s, strings.TrimSpace(args), ls)
 		if err != nil {
 			return Feature{}, true, err
 		}
@@ -82,10 +82,13 @@ func parseTemporal(s string) (Feature, bool, error) {
 }
 
 // temporalBase parses the per-pixel feature a temporal feature summarises.
-func temporalBase(s, arg string) (Feature, error) {
-	b, err := ParseFeature(arg)
+func temporalBase(s, arg string, ls *layerSet) (Feature, error) {
+	b, err := parse(arg, ls)
 	if err != nil {
 		return Feature{}, fmt.Errorf("feature %q: %w", s, err)
+	}
+	if b.Kind == "layer" {
+		return Feature{}, fmt.Errorf("feature %q: layer %s has one value per pixel, not one per date: use %s itself", s, b.Name, b.Name)
 	}
 	if b.Kind == "context" || b.Kind == "temporal" {
 		return Feature{}, fmt.Errorf("feature %q: a temporal feature summarises a band, an index or an nd, not %s", s, b.Name)

@@ -82,10 +82,12 @@ func (t *Tile) Bytes() int64 {
 	return n*2*int64(len(t.DN)) + 2*n
 }
 
-// Write stores a window: every band's DNs, the counts and the labels, each
-// w×h and row-major, with its top-left pixel at (x, y).
+// Write stores a window: the DNs of the tile's first len(dn) planes, the
+// counts and the labels, each w×h and row-major, with its top-left pixel
+// at (x, y). Planes after them (a stack's layers) come whole, by
+// WriteLayers.
 func (t *Tile) Write(x, y, w, h int, dn [][]uint16, count, labels []uint8) error {
-	if len(dn) != len(t.DN) {
+	if len(dn) > len(t.DN) {
 		return fmt.Errorf("tile %s: window of %d bands, the tile has %d", t.Name, len(dn), len(t.DN))
 	}
 	if x < 0 || y < 0 || x+w > t.Grid.Width || y+h > t.Grid.Height {
@@ -96,6 +98,22 @@ func (t *Tile) Write(x, y, w, h int, dn [][]uint16, count, labels []uint8) error
 	}
 	putWindow(t.Count, t.Grid.Width, x, y, w, h, count)
 	putWindow(t.Labels, t.Grid.Width, x, y, w, h, labels)
+	return nil
+}
+
+// WriteLayers stores whole planes from plane first on: a stack's layers,
+// made apart from its windows. The tile keeps the slices.
+func (t *Tile) WriteLayers(first int, planes [][]uint16) error {
+	n := t.Grid.Width * t.Grid.Height
+	if first < 0 || first+len(planes) > len(t.DN) {
+		return fmt.Errorf("tile %s: planes %d to %d of %d", t.Name, first, first+len(planes), len(t.DN))
+	}
+	for k, p := range planes {
+		if len(p) != n {
+			return fmt.Errorf("tile %s: a plane of %d pixels for %d×%d", t.Name, len(p), t.Grid.Width, t.Grid.Height)
+		}
+		t.DN[first+k] = p
+	}
 	return nil
 }
 

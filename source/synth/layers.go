@@ -95,14 +95,15 @@ func (s *scene) elevation(u, v float64) float64 {
 }
 
 // demGrid is the elevation raster's grid: GLO-30's one-arcsecond lattice,
-// its pixels' centres inside the label grid (whose lattice of scene
-// coordinates maps them).
+// covering the label grid (whose lattice of scene coordinates maps its
+// pixels; those beyond it take its edge's), so that the elevation covers
+// every pixel the labels do.
 func demGrid(g *geometry) geo.Grid {
 	b := g.label.Bounds()
-	lon0 := math.Ceil(b[0]/demRes) * demRes
-	lat1 := math.Floor(b[3]/demRes) * demRes
-	w := int(math.Floor((b[2]-lon0)/demRes + 1e-9))
-	h := int(math.Floor((lat1-b[1])/demRes + 1e-9))
+	lon0 := math.Floor(b[0]/demRes+1e-9) * demRes
+	lat1 := math.Ceil(b[3]/demRes-1e-9) * demRes
+	w := int(math.Ceil((b[2]-lon0)/demRes - 1e-9))
+	h := int(math.Ceil((lat1-b[1])/demRes - 1e-9))
 	return geo.Grid{EPSG: wcEPSG, Width: w, Height: h, Transform: [6]float64{lon0, demRes, 0, lat1, 0, -demRes}}
 }
 

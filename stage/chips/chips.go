@@ -141,7 +141,7 @@ func ExportChips(ctx context.Context, cc Config, opt stage.Options) (Result, err
 	if err != nil {
 		return Result{}, err
 	}
-	set, err := features.NewSet(cfg.Features, inputs[0].Bands)
+	set, err := features.NewSet(cfg.Features, inputs[0].Bands, inputs[0].Layers...)
 	if err != nil {
 		return Result{}, fmt.Errorf("features: %w", err)
 	}

@@ -139,8 +139,13 @@ type IngestConfig struct {
 	// tile's dates (composite.Temporal), which models read as features
 	// named like the planes: p10(ndvi), season(ndvi,summer).
 	Temporal *TemporalConfig `yaml:"temporal" json:",omitempty"`
-	Window   int             `yaml:"window"` // window side in output pixels, a multiple of 512
-	Output   struct {
+	// Layers add planes after the temporal ones: elevation, backscatter
+	// or rasters of the user's own, which models read as features by
+	// name (layers_config.go). Left out of the hash when empty, so that
+	// configs written before them keep theirs.
+	Layers []LayerConfig `yaml:"layers" json:",omitempty"`
+	Window int           `yaml:"window"` // window side in output pixels, a multiple of 512
+	Output struct {
 		Compress  string `yaml:"compress"`
 		BlockSize int    `yaml:"blocksize"`
 	} `yaml:"output"`
@@ -188,9 +193,9 @@ func (c IngestConfig) TemporalSpec() (*composite.Temporal, error) {
 func (c IngestConfig) StackPlanes() []string {
 	tp, err := c.TemporalSpec()
 	if err != nil {
-		return c.Bands
+		return append(slices.Clone(c.Bands), c.LayerNames()...)
 	}
-	return append(slices.Clone(c.Bands), tp.Planes()...)
+	return slices.Concat(c.Bands, tp.Planes(), c.LayerNames())
 }
 
 // Offset is source.offset: a number (reflectance = value × scale +
@@ -383,9 +388,12 @@ func (c *IngestConfig) defaults() {
 	}
 }
 
-// sharedDefaults fills the keys every source uses: stack bands, window and
-// output encoding.
+// sharedDefaults fills the keys every source uses: stack bands, layers,
+// window and output encoding.
 func (c *IngestConfig) sharedDefaults() {
+	for i := range c.Layers {
+		c.Layers[i].defaults()
+	}
 	if len(c.Bands) == 0 {
 		c.Bands = []string{"B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12"}
 		if len(c.Source.Rasters) > 0 && len(c.Source.Bands) > 0 {
@@ -416,6 +424,9 @@ func (c IngestConfig) Validate() error {
 	}
 	if set != 1 {
 		return errors.New("source: set exactly one of catalog (a static STAC catalog), api (a STAC API root) and rasters (analysis-ready image/label pairs)")
+	}
+	if err := c.validateLayers(); err != nil {
+		return err
 	}
 	if len(s.Rasters) > 0 {
 		return c.validateRasters()
@@ -601,11 +612,12 @@ func isReflectanceBand(name string) bool {
 }
 
 // SkippedLayers are the names of source.bands that are not Sentinel-2
-// reflectance bands: image layers left out of the stack.
+// reflectance bands and that layers: does not stack: image layers left
+// out of the stack.
 func (c IngestConfig) SkippedLayers() []string {
 	var out []string
 	for _, b := range c.Source.Bands {
-		if !isReflectanceBand(b) {
+		if !isReflectanceBand(b) && !slices.Contains(c.LayerNames(), b) {
 			out = append(out, b)
 		}
 	}
@@ -628,8 +640,8 @@ func CheckStackPlanes(key string, planes []string) error {
 	seen := map[string]bool{}
 	for _, p := range planes[nb:] {
 		f, err := features.ParseFeature(p)
-		if err != nil || f.Kind != "temporal" || f.Name != p {
-			return fmt.Errorf("%s: %q is neither a Sentinel-2 reflectance band (B01…B12, B8A) nor a temporal plane such as p10(ndvi)", key, p)
+		if (err != nil || f.Kind != "temporal" || f.Name != p) && features.CheckLayerName(p) != nil {
+			return fmt.Errorf("%s: %q is neither a Sentinel-2 reflectance band (B01…B12, B8A), a temporal plane such as p10(ndvi) nor a layer's name", key, p)
 		}
 		if seen[p] {
 			return fmt.Errorf("%s: %s listed twice", key, p)

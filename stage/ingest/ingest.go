@@ -57,7 +57,10 @@ type StageTimes struct {
 	// Resample is the CPU's bilinear upsampling of coarse bands, apart from
 	// Composite (on the GPU path it is inside the device's composite).
 	Resample, Labels time.Duration
-	Workers          int
+	// Layers is the time the tile's layer planes took to make (wall,
+	// beside the composite); 0 without layers.
+	Layers  time.Duration
+	Workers int
 	// RawRects counts the band rectangles that went to the composite
 	// still compressed, decoded by the engine (on the device) rather than
 	// by GDAL.
@@ -214,6 +217,10 @@ func Locate(ctx context.Context, cfg config.IngestConfig, opt stage.Options) ([]
 	if err := scenes.SignItems(ctx, cfg, opt, items, labelItems); err != nil {
 		return nil, err
 	}
+	layerItems, err := scenes.SearchLayers(ctx, cfg, opt, area, intersects)
+	if err != nil {
+		return nil, err
+	}
 	groups, err := scenes.GroupByTile(items)
 	if err != nil {
 		return nil, err
@@ -227,7 +234,7 @@ func Locate(ctx context.Context, cfg config.IngestConfig, opt stage.Options) ([]
 			return nil, fmt.Errorf("tile %s: %d dates (%s to %s), more than the %d a composite takes (its valid count is a byte on both engines): narrow dates or lower max_cloud_cover",
 				g.Tile, len(g.Items), g.Items[0].Datetime.Format(time.DateOnly), g.Items[len(g.Items)-1].Datetime.Format(time.DateOnly), scenes.MaxDates)
 		}
-		tiles = append(tiles, &StacTile{Items: g, LabelItems: labelItems, Area: area, Vec: vec})
+		tiles = append(tiles, &StacTile{Items: g, LabelItems: labelItems, Area: area, Vec: vec, LayerItems: layerItems})
 	}
 	return tiles, nil
 }
@@ -443,6 +450,10 @@ type StacTile struct {
 	Area       [4]float64
 	p          *tilePlan
 	Vec        *vectorLabels // source.labels, when set
+	// LayerItems are the items of the layers from STAC collections, by
+	// layer name; layers the tile's, once composited.
+	LayerItems map[string][]catalog.Item
+	layers     *tileLayers
 }
 
 // Name implements SourceTile.
@@ -477,11 +488,20 @@ func (t *StacTile) Composite(ctx context.Context, cfg config.IngestConfig, opt s
 		}
 		t.p.burned, burned = labels, time.Since(t0)
 	}
+	var err error
+	if t.layers, err = makeLayers(ctx, cfg, opt.Log, t.Name(), t.p.grid, layerInputs{items: t.LayerItems}); err != nil {
+		return tileStats{}, err
+	}
 	job, err := compositeTile(ctx, cfg, opt, t.p, sinks...)
+	if err == nil {
+		err = t.layers.writeTo(sinks, len(cfg.StackPlanes())-len(cfg.Layers))
+	}
+	t.layers.release()
 	if job == nil {
 		return tileStats{}, err
 	}
 	timings := job.timings(opt.Workers)
+	timings.Layers = t.layers.took()
 	// Burning is reading labels, once for the tile.
 	timings.Read, timings.Labels = timings.Read+burned, timings.Labels+burned
 	return tileStats{Timings: timings, decoded: job.decoded.Load(), Pixels: job.pixels(), NoValid: job.noValidFrac()}, err
@@ -490,6 +510,7 @@ func (t *StacTile) Composite(ctx context.Context, cfg config.IngestConfig, opt s
 // Manifest implements SourceTile.
 func (t *StacTile) Manifest(ctx context.Context, cfg config.IngestConfig, opt stage.Options, noValid float64) (stage.Manifest, error) {
 	m := t.p.manifest(ctx, cfg, opt, noValid, t.LabelItems)
+	m.Layers = t.layers.manifest()
 	if cfg.Source.Labels != "" {
 		if err := vectorManifest(ctx, &m, cfg, t.Vec, opt); err != nil {
 			return m, err
@@ -650,7 +671,7 @@ func logTileStages(ctx context.Context, opt stage.Options, tile string, tr TileR
 	opt.Log.Info("tile stages", "tile", tile, "read_worker_s", tr.Timings.Read.Seconds(),
 		"resample_worker_s", tr.Timings.Resample.Seconds(), "labels_worker_s", tr.Timings.Labels.Seconds(), "composite_worker_s", tr.Timings.Composite.Seconds(),
 		"write_worker_s", tr.Timings.Write.Seconds(), "encode_s", tr.Timings.Encode.Seconds(), "workers", tr.Timings.Workers,
-		"raw_rects", tr.Timings.RawRects)
+		"raw_rects", tr.Timings.RawRects, "layers_s", tr.Timings.Layers.Seconds())
 	if tr.NoValidFrac > 0 {
 		level := slog.LevelInfo
 		if tr.NoValidFrac > 0.5 {
@@ -870,6 +891,16 @@ func (w *TileWriters) Write(x, y, width, height int, stack [][]uint16, count, la
 		return err
 	}
 	return w.label.Write(0, x, y, width, height, labels)
+}
+
+// WriteLayers writes the stack's layer planes, whole, from band first on.
+func (w *TileWriters) WriteLayers(first int, planes [][]uint16) error {
+	for k, p := range planes {
+		if err := w.stack.Write(first+k, 0, 0, w.grid.Width, w.grid.Height, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Abort removes the writers' staged files.

@@ -35,6 +35,7 @@ type rasterTile struct {
 	// (decideOffset), with the decision's record.
 	offset     float64
 	offsetNote *stage.ManifestOffset
+	layers     *tileLayers // once composited
 }
 
 // bytesPerSample are the stored sizes of the image types lulc reads.
@@ -214,8 +215,13 @@ func (t *rasterTile) Composite(ctx context.Context, cfg config.IngestConfig, opt
 			return tileStats{}, err // the callers name the tile
 		}
 	}
+	var err error
+	if t.layers, err = makeLayers(ctx, cfg, opt.Log, t.Name(), t.grid, layerInputs{image: t.pair.Image}); err != nil {
+		return tileStats{}, err
+	}
+	defer t.layers.release()
 	bar := opt.NewBar(int64(len(windows)), "ingest "+t.Name()+" windows")
-	err := eachWindow(ctx, windows, opt.Workers, func() (func(geo.Grid) error, func(), error) {
+	err = eachWindow(ctx, windows, opt.Workers, func() (func(geo.Grid) error, func(), error) {
 		img, err := raster.Open(t.pair.Image)
 		if err != nil {
 			return nil, nil, err
@@ -232,10 +238,13 @@ func (t *rasterTile) Composite(ctx context.Context, cfg config.IngestConfig, opt
 		return do, func() { img.Close(); lab.Close() }, nil
 	}, func() { bar.Add(1) })
 	bar.Finish()
+	if err == nil {
+		err = t.layers.writeTo(sinks, len(cfg.StackPlanes())-len(cfg.Layers))
+	}
 	pixels := t.grid.Width * t.grid.Height
 	return tileStats{
 		Timings: StageTimes{Read: time.Duration(job.readNs.Load()), Composite: time.Duration(job.convertNs.Load()),
-			Write: time.Duration(job.writeNs.Load()), Workers: min(opt.Workers, len(windows))},
+			Write: time.Duration(job.writeNs.Load()), Workers: min(opt.Workers, len(windows)), Layers: t.layers.took()},
 		decoded: job.decoded.Load(), Pixels: pixels, NoValid: float64(job.empty.Load()) / float64(pixels),
 	}, err
 }
@@ -247,7 +256,7 @@ func (t *rasterTile) Manifest(ctx context.Context, cfg config.IngestConfig, opt 
 	m := stage.Manifest{
 		Version: opt.Version, ConfigHash: cfg.Hash(), Tile: name,
 		Grid:  stage.ManifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
-		Bands: cfg.Bands, DataType: "uint16", Scale: stage.StackScale, Offset: stage.StackOffset, NoData: 0,
+		Bands: cfg.StackPlanes(), DataType: "uint16", Scale: stage.StackScale, Offset: stage.StackOffset, NoData: 0,
 		Composite:       "none: one analysis-ready image, its reflectance re-encoded",
 		Mask:            stage.ManifestMask{DropSCL: []int{}, NoData: "any band at the image's nodata (no SCL, so no cloud mask)"},
 		Resampling:      "none (the image's own grid)",
@@ -270,6 +279,7 @@ func (t *rasterTile) Manifest(ctx context.Context, cfg config.IngestConfig, opt 
 	}
 	m.Sources = []stage.ManifestItem{item}
 	m.RadiometryOffset = t.offsetNote
+	m.Layers = t.layers.manifest()
 	lab, err := DescribeRasterFile(ctx, opt, t.pair.Labels)
 	if err != nil {
 		return m, err

@@ -282,7 +282,7 @@ func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.Til
 	if _, err := lraster.NewTransformer(p.grid.EPSG, 4326); err != nil {
 		return p, fmt.Errorf("grid CRS EPSG:%d is unusable: %w", p.grid.EPSG, err)
 	}
-	set, err := features.NewSet(model.Features, m.Bands)
+	set, err := features.NewSet(model.Features, m.Bands, m.FeatureLayers()...)
 	if err != nil {
 		return p, err
 	}

@@ -277,3 +277,44 @@ func checkGridSize(g geo.Grid, res float64) error {
 	}
 	return nil
 }
+
+// SearchLayers finds, for each layer of the config from a STAC collection,
+// its items over the area: a layer over time (temporal: median) those in
+// the ingest's dates, a static layer (a DEM) all, whatever their dates;
+// signed as the source's items are. A layer without items over the area
+// is an error that names it.
+func SearchLayers(ctx context.Context, cfg config.IngestConfig, opt stage.Options, area [4]float64, intersects json.RawMessage) (map[string][]catalog.Item, error) {
+	out := map[string][]catalog.Item{}
+	client := sourceClient(cfg, opt)
+	signer := &catalog.Signer{Token: cfg.Source.SASToken, TokenURL: cfg.Source.SASTokenURL, Client: client}
+	for i, l := range cfg.Layers {
+		if l.Collection == "" {
+			continue
+		}
+		q := catalog.Query{Collections: []string{l.Collection}, BBox: area, Intersects: intersects, Limit: cfg.Source.Limit, CloudFilter: "none"}
+		if l.Temporal != "" {
+			q.Start, q.End, _ = cfg.DateRange()
+		}
+		items, err := find(ctx, client, cfg, q)
+		if err != nil {
+			return nil, fmt.Errorf("layers[%d] (%s): %w", i, l.Name, err)
+		}
+		// Items whose asset is missing cannot serve the layer.
+		items = slices.DeleteFunc(items, func(it catalog.Item) bool { _, ok := it.Assets[l.Asset]; return !ok })
+		if len(items) == 0 {
+			when := ""
+			if l.Temporal != "" {
+				when = fmt.Sprintf(" between %s and %s", cfg.Dates.Start, cfg.Dates.End)
+			}
+			return nil, fmt.Errorf("layers[%d] (%s): no %s items with asset %q over the area %v%s", i, l.Name, l.Collection, l.Asset, area, when)
+		}
+		if err := signer.Sign(ctx, items); err != nil {
+			return nil, fmt.Errorf("layers[%d] (%s): %w", i, l.Name, err)
+		}
+		// A stable order: the mosaic's and the median's inputs do not
+		// depend on the catalog's.
+		slices.SortFunc(items, func(a, b catalog.Item) int { return strings.Compare(a.ID, b.ID) })
+		out[l.Name] = items
+	}
+	return out, nil
+}

@@ -32,6 +32,7 @@ type Input struct {
 	// burned them; "" otherwise (every pixel weighs 1).
 	weights       string
 	Bands         []string
+	Layers        []features.Layer // the stack's layers (manifest)
 	Scale, Offset float64
 	Nodata        *float64
 	// mem, when set, is the input in memory (lulc run): strips come from
@@ -91,7 +92,7 @@ func InputsOf(c config.TrainConfig) ([]Input, error) {
 			return nil, fmt.Errorf("input.stack: %s: %w", p, err)
 		}
 		in := Input{Image: filepath.Join(dir, "stack.tif"), Labels: filepath.Join(dir, "labels.tif"),
-			Bands: m.Bands, Scale: m.Scale, Offset: m.Offset, Nodata: &nd, Darks: []radiometry.Levels{m.Dark}, LabelScheme: ls}
+			Bands: m.Bands, Layers: m.FeatureLayers(), Scale: m.Scale, Offset: m.Offset, Nodata: &nd, Darks: []radiometry.Levels{m.Dark}, LabelScheme: ls}
 		if c.Sampling.Split == sampling.SplitFeatures {
 			in.groups = filepath.Join(dir, stage.GroupsFile)
 			if !atomicfs.Exists(in.groups) {
@@ -149,7 +150,7 @@ func drawInputsOf(c config.TrainConfig) ([]Input, error) {
 		}
 		// A draw's values are its bands, then any context features.
 		bands, _ := features.SplitValues(d.Features)
-		in := Input{Image: p, Labels: p, Bands: bands, Scale: d.Draw.Scale, Offset: d.Draw.Offset, Nodata: d.Draw.NoData, draw: d}
+		in := Input{Image: p, Labels: p, Bands: bands, Layers: d.Draw.Layers, Scale: d.Draw.Scale, Offset: d.Draw.Offset, Nodata: d.Draw.NoData, draw: d}
 		for _, l := range d.Draw.Dark {
 			in.Darks = append(in.Darks, l)
 		}
@@ -194,7 +195,7 @@ func Sample(cfg config.TrainConfig, ins []Input, scheme landcover.Scheme, e stag
 // the files' strips, once the files are checked (labels on the image's
 // grid, the band count).
 func (in Input) SampleInput() (sampling.Input, error) {
-	si := sampling.Input{Name: in.Image, Bands: in.Bands, Scale: in.Scale, Offset: in.Offset, NoData: in.Nodata, Tile: in.Mem}
+	si := sampling.Input{Name: in.Image, Bands: in.Bands, Layers: in.Layers, Scale: in.Scale, Offset: in.Offset, NoData: in.Nodata, Tile: in.Mem}
 	if in.Mem != nil {
 		si.Groups, si.Weights = in.Mem.Groups, in.Mem.Weights
 		return si, nil
@@ -307,7 +308,7 @@ func (s *PixelScan) Run(ctx context.Context, opt stage.Options, visit func(sampl
 		return err
 	}
 	for ii, in := range s.ins {
-		set, err := features.NewSet(cfg.Features, in.Bands)
+		set, err := features.NewSet(cfg.Features, in.Bands, in.Layers...)
 		if err != nil {
 			return fmt.Errorf("%s: %w", in.Image, err)
 		}

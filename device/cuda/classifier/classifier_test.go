@@ -102,10 +102,16 @@ func TestFeaturesBitExact(t *testing.T) {
 	for _, names := range [][]string{narrow, wide} {
 		featuresBitExact(t, d, bands, names)
 	}
+	// Layers: planes mapped to their units by the affine operation, with
+	// maps whose products and sums round.
+	layers := []features.Layer{{Name: "elevation", Map: features.Affine{Scale: 2375, Offset: -500}},
+		{Name: "VV", Map: features.Affine{Scale: 17.5, Offset: -50.3}}, {Name: "emb", Map: features.Affine{Scale: -0.7, Offset: 1e-3}}}
+	withLayers := append(slices.Clone(bands[:10]), "elevation", "VV", "emb")
+	featuresBitExact(t, d, withLayers, []string{"B04", "elevation", "ndvi", "VV", "emb", "mean(elevation,7)", "std(VV,15)", "range(emb,3)"}, layers...)
 }
 
-func featuresBitExact(t *testing.T, d *cuda.Device, bands, names []string) {
-	set, err := features.NewSet(names, bands)
+func featuresBitExact(t *testing.T, d *cuda.Device, bands, names []string, layers ...features.Layer) {
+	set, err := features.NewSet(names, bands, layers...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -235,9 +235,22 @@ func (fe *Features) contextPass(s uintptr, dn uint64, b features.DN, prog, out u
 		}
 	}
 	gx, gy := uint32((iw+contextTile-1)/contextTile), uint32((ih+contextTile-1)/contextTile)
-	return fe.Dev.LaunchGrid(s, "features_context", [3]uint32{uint32(plan.bases() + 1), gx, gy}, 256, uint32(shared), dn, int32(nb), int32(w), int32(h),
+	if err := fe.Dev.LaunchGrid(s, "features_context", [3]uint32{uint32(plan.bases() + 1), gx, gy}, 256, uint32(shared), dn, int32(nb), int32(w), int32(h),
 		int32(rect.X), int32(rect.Y), int32(iw), int32(ih), int32(nodata), scale, offset, plan.base.Ptr, int32(plan.bases()),
-		plan.baseDev.Ptr, plan.pairDev.Ptr, prog, int32(nf), int32(chunk), out, int64(iw*ih))
+		plan.baseDev.Ptr, plan.pairDev.Ptr, prog, int32(nf), int32(chunk), out, int64(iw*ih)); err != nil {
+		return err
+	}
+	// Context features of layers were computed on the layers' plane
+	// values: map them to the layers' units (features.Affine).
+	n := int64(iw * ih)
+	for _, fi := range fe.Set.ContextFeatures() {
+		if m := fe.Set.Features[fi].Map; m != nil {
+			if err := fe.Dev.LaunchAsync(s, "affine_plane", n, out+uint64(int64(fi)*n*4), n, m.Scale, m.Offset); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // contextTwoPass queues the windows of the bases features_context leaves

@@ -221,17 +221,24 @@ func TestContextPassBitExact(t *testing.T) {
 	}
 	manyBands = append(manyBands, "B04", "B08")
 	many = append(many, "ndvi", "mean(ndvi,7)", "std(B08,15)", "range(p50(B08),3)")
+	layerBands := append(slices.Clone(ten[:5]), "elevation", "VV")
+	layers := []features.Layer{{Name: "elevation", Map: features.Affine{Scale: 2375, Offset: -500}},
+		{Name: "VV", Map: features.Affine{Scale: -17.5, Offset: -50.3}}}
+	layered := []string{"B04", "elevation", "VV", "ndvi", "mean(elevation,7)", "std(elevation,7)", "range(elevation,15)",
+		"mean(VV,5)", "std(VV,31)", "range(VV,31)", "mean(ndvi,7)"}
 	r := rand.New(rand.NewPCG(43, 44))
 	const scale, offset = float32(1e-4), float32(-0.1)
 	for _, c := range []struct {
 		name         string
 		bands, names []string
 		flat, whole  bool
-	}{{"old default", ten, def, false, false}, {"default", ten, ranged, false, false}, {"default, flat patches", ten, ranged, true, false},
-		{"default, whole windows", ten, ranged, false, true}, {"old default, flat patches, whole windows", ten, def, true, true},
-		{"mixed", mixedBands, mixed, false, false}, {"mixed, flat patches", mixedBands, mixed, true, false},
-		{"mixed, whole windows", mixedBands, mixed, false, true}, {"many planes", manyBands, many, false, true}} {
-		set, err := features.NewSet(c.names, c.bands)
+		layers       []features.Layer
+	}{{"layers", layerBands, layered, false, false, layers}, {"layers, whole windows", layerBands, layered, true, true, layers},
+		{"old default", ten, def, false, false, nil}, {"default", ten, ranged, false, false, nil}, {"default, flat patches", ten, ranged, true, false, nil},
+		{"default, whole windows", ten, ranged, false, true, nil}, {"old default, flat patches, whole windows", ten, def, true, true, nil},
+		{"mixed", mixedBands, mixed, false, false, nil}, {"mixed, flat patches", mixedBands, mixed, true, false, nil},
+		{"mixed, whole windows", mixedBands, mixed, false, true, nil}, {"many planes", manyBands, many, false, true, nil}} {
+		set, err := features.NewSet(c.names, c.bands, c.layers...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +303,7 @@ func TestContextPassBitExact(t *testing.T) {
 		if chunk, _ := fe.ctx.chunk(len(fe.used)); c.name == "many planes" && chunk > 256 || c.name != "many planes" && chunk != contextPixels*256 {
 			t.Errorf("%s: %d planes staged %d pixels at a time", c.name, len(fe.used), chunk)
 		}
-		if strings.HasPrefix(c.name, "mixed") != fe.ctx.twoPass {
+		if (strings.HasPrefix(c.name, "mixed") || strings.HasPrefix(c.name, "layers")) != fe.ctx.twoPass {
 			t.Errorf("%s: two-pass kernels %v", c.name, fe.ctx.twoPass)
 		}
 		fe.Close()

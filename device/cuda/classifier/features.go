@@ -85,6 +85,10 @@ func NewFeatures(dev *cuda.Device, set *features.Set) (*Features, error) {
 				p[1+k] = slot[pos]
 			}
 		}
+		if ft.Op == "affine" {
+			// A layer's one input leaves two words for its map.
+			p[2], p[3] = int32(math.Float32bits(ft.Map.Scale)), int32(math.Float32bits(ft.Map.Offset))
+		}
 		f.progCodes = append(f.progCodes, p[:]...)
 	}
 	var err error

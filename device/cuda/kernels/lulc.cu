@@ -19,7 +19,14 @@ __device__ __forceinline__ float nd(float a, float b) {
 // the kernel's to write: its values come from its window's neighbourhood,
 // computed before (context_* kernels or the host), and are put in place
 // after.
-enum { OP_BAND = 0, OP_ND = 1, OP_EVI = 2, OP_SAVI = 3, OP_BSI = 4, OP_CONTEXT = 5, OP_SHIFT = 6 };
+enum { OP_BAND = 0, OP_ND = 1, OP_EVI = 2, OP_SAVI = 3, OP_BSI = 4, OP_CONTEXT = 5, OP_SHIFT = 6, OP_AFFINE = 7 };
+
+// affine is a layer's map from its plane's value p to its units,
+// float32(float32(p x a) + b), every NaN canonical (features.Affine).
+__device__ __forceinline__ float affine(float p, float a, float b) {
+    float r = __fadd_rn(__fmul_rn(p, a), b);
+    return r != r ? NAN_F : r;
+}
 
 // apply_op is feature operation op on its inputs v as features.Feature's
 // expression computes it (its value used only where none is NaN).
@@ -45,7 +52,7 @@ __device__ __forceinline__ float apply_op(int op, const float* v) {
 }
 
 // OP_INPUTS is how many inputs operation op takes.
-#define OP_INPUTS(op) ((op) == OP_BAND || (op) == OP_SHIFT ? 1 : (op) == OP_EVI ? 3 : (op) == OP_BSI ? 4 : 2)
+#define OP_INPUTS(op) ((op) == OP_BAND || (op) == OP_SHIFT || (op) == OP_AFFINE ? 1 : (op) == OP_EVI ? 3 : (op) == OP_BSI ? 4 : 2)
 __device__ __forceinline__ int op_inputs(int op) { return OP_INPUTS(op); }
 
 // op_value is feature operation op on its inputs v, every NaN canonical:
@@ -61,6 +68,8 @@ __device__ __forceinline__ float op_value(int op, const float* v) {
 // v0[j × pstride + position × stride] (p[1..]: the positions), its value
 // goes to o[j × ostride]. The operation picked once per feature, not once
 // per pixel, leaves a pixel only its loads, its arithmetic and its store.
+// OP_AFFINE (a layer) takes its map's a and b from p[2] and p[3], as
+// float bits.
 template <int OP, int P>
 __device__ __forceinline__ void feature_run(const float* v0, long long stride, int pstride, const int* p,
                                             float* __restrict__ o, long long ostride, int npx) {
@@ -74,7 +83,10 @@ __device__ __forceinline__ void feature_run(const float* v0, long long stride, i
             float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
             for (int k = 0; k < NI; k++) v[k] = v0[j * pstride + at[k]];
-            o[j * ostride] = op_value(OP, v);
+            if (OP == OP_AFFINE)
+                o[j * ostride] = affine(v[0], __int_as_float(p[2]), __int_as_float(p[3]));
+            else
+                o[j * ostride] = op_value(OP, v);
         }
     }
 }
@@ -96,6 +108,7 @@ __device__ __forceinline__ void pixel_features(const float* v0, long long stride
         switch (p[0]) {
         case OP_BAND: feature_run<OP_BAND, P>(v0, stride, pstride, p, of, ostride, npx); break;
         case OP_SHIFT: feature_run<OP_SHIFT, P>(v0, stride, pstride, p, of, ostride, npx); break;
+        case OP_AFFINE: feature_run<OP_AFFINE, P>(v0, stride, pstride, p, of, ostride, npx); break;
         case OP_ND: feature_run<OP_ND, P>(v0, stride, pstride, p, of, ostride, npx); break;
         case OP_EVI: feature_run<OP_EVI, P>(v0, stride, pstride, p, of, ostride, npx); break;
         case OP_SAVI: feature_run<OP_SAVI, P>(v0, stride, pstride, p, of, ostride, npx); break;
@@ -897,6 +910,14 @@ extern "C" __global__ void context_at(const unsigned short* __restrict__ dn, int
         }
         context_out(out, 1, p * nctx + k, S, SQ, N, mn, mx, stat == 0 ? 0 : -1, stat == 1 ? 0 : -1, stat == 2 ? 0 : -1);
     }
+}
+
+// affine_plane maps n values of a context feature of a layer, in place,
+// to the layer's units (features.Affine: a and b its map for a mean; |a|
+// and 0 for a spread).
+extern "C" __global__ void affine_plane(float* __restrict__ v, long long n, float a, float b) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) v[i] = affine(v[i], a, b);
 }
 
 // crop copies the inner iw x ih rectangle from (x0, y0) of nplanes planes
