@@ -261,3 +261,79 @@ func TestLayersOfYourOwn(t *testing.T) {
 		t.Errorf("a feature of a missing layer: %v", err)
 	}
 }
+
+// TestLayersOfImages stacks a band of raster pairs' images as a layer
+// (layers: [elevation]): each image's band, one map for all (its type's
+// range), so that a forest trains on both tiles' layers at once.
+func TestLayersOfImages(t *testing.T) {
+	raw, err := configs.Read("synth-your-data.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scfg, err := synth.ParseConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scene := makeScene(t, "your-data", scfg)
+	img := filepath.Join(scene, "your-data", "images")
+	fields := filepath.Join(scene, "your-data", "fields.gpkg")
+	cfg, err := config.ParseIngestConfig([]byte(`source:
+  rasters:
+    - {image: ` + filepath.Join(img, "31tej_west.tif") + `, labels: ` + fields + `}
+    - {image: ` + filepath.Join(img, "31tej_east.tif") + `, labels: ` + fields + `}
+  bands: [B02, B03, B04, B05, B06, B07, B08, B8A, B11, B12, elevation]
+  scale: 0.0001
+  label_field: landcover
+layers: [elevation]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out := mustIngest(t, cfg)
+	for _, tile := range []string{"31tej_west", "31tej_east"} {
+		dir := filepath.Join(out, tile)
+		m := readManifest(t, dir)
+		if len(m.Layers) != 1 || m.Layers[0].Band != 11 || m.Layers[0].Range != [2]float64{0, 65535} || m.Bands[len(m.Bands)-1] != "elevation" {
+			t.Fatalf("%s: bands %v, layers %+v", tile, m.Bands, m.Layers)
+		}
+		want, _ := readU16(t, filepath.Join(img, tile+".tif"), 11)
+		got := layerValues(t, dir, "elevation")
+		for i := range want {
+			// The plane resolves 65535 / 40000 of the band's units.
+			if math.Abs(float64(got[i])-float64(want[i])) > 0.9 {
+				t.Fatalf("%s: elevation at %d: %v, the image's band %d", tile, i, got[i], want[i])
+			}
+		}
+	}
+	tc := trainConfig(t, "train-layers.yaml", out)
+	tc.Features = config.FeatureList{"B04", "B08", "ndvi", "elevation", "mean(elevation,7)"}
+	tc.Classes.Scheme, tc.AOA.MaxPoints = "labels", 2000
+	tc.Sampling.MinPerClass = 5
+	res, err := train.Train(context.Background(), tc, stage.Options{Out: filepath.Join(t.TempDir(), "run"), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, _, err := predict.LoadModel(filepath.Join(res.Dir, stage.ModelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if model.Importance[3]+model.Importance[4] <= 0 {
+		t.Errorf("elevation's importance: %v", model.Importance)
+	}
+}
+
+// TestLayersFromSTACAPI ingests the layers scene from a STAC API over HTTP
+// (search pages, rasters read by range requests): the layers' items are
+// searched and read as the scenes' are, into the static catalog's bytes.
+func TestLayersFromSTACAPI(t *testing.T) {
+	_, local := mustIngest(t, layersIngest(t, ""))
+	srv := newStacServer(t, layersScene(t))
+	cfg := layersIngest(t, "")
+	cfg.Source.Catalog, cfg.Source.API = "", srv.URL
+	_, remote := mustIngest(t, cfg)
+	sameFile(t, filepath.Join(local, "31TEJ", "stack.tif"), filepath.Join(remote, "31TEJ", "stack.tif"))
+	m := readManifest(t, filepath.Join(remote, "31TEJ"))
+	if len(m.Layers) != 5 || !strings.HasPrefix(m.Layers[0].Rasters[0], srv.URL) || !strings.HasPrefix(m.Layers[4].Rasters[0], srv.URL) {
+		t.Errorf("layers read from %+v", m.Layers)
+	}
+}

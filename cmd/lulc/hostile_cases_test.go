@@ -79,6 +79,21 @@ func TestHostileConfigs(t *testing.T) {
 		{"window: 1024", "windw: 1024", "windw"},
 		{"  GDAL_HTTP_MAX_RETRY: \"4\"", "  \"BAD KEY\": \"4\"", "BAD KEY"},
 		{"max_cloud_cover: 60", "max_cloud_cover: 60\n\ttabbed: 1", "line"},
+		// Layers: names, sources and keys that do not fit, and sources the
+		// scene does not have.
+		{"window: 1024", "window: 1024\nlayers: [{name: ndvi, raster: dem.tif}]", "spectral index"},
+		{"window: 1024", "window: 1024\nlayers: [{name: slope, derive: slope, of: elevation}]", "layers[0] (slope).of"},
+		{"window: 1024", "window: 1024\nlayers: [{name: el, raster: dem.tif, collection: cop-dem-glo-30}]", "exclude each other"},
+		{"window: 1024", "window: 1024\nlayers: [{name: el, raster: dem.tif, units: db}]", "layers[0] (el).units"},
+		{"window: 1024", "window: 1024\nlayers: [{name: el, raster: dem.tif, range: [5, 1]}]", "layers[0] (el).range"},
+		{"window: 1024", "window: 1024\nlayers: [{name: el, raster: dem.tif, resampling: mode}]", "layers[0] (el).resampling"},
+		{"window: 1024", "window: 1024\nlayers: [{name: el, raster: dem.tif, scale: .nan}]", "scale and offset must be finite"},
+		{"window: 1024", "window: 1024\nlayers: [{name: el, raster: dem.tif, bogus: 1}]", "bogus"},
+		{"window: 1024", "window: 1024\nlayers: [{name: VV, collection: sentinel-1-rtc, asset: vv, temporal: mean}]", "layers[0] (VV).temporal"},
+		{"window: 1024", "window: 1024\nlayers: [elevation]", "layers[0] (elevation): no source"},
+		{"window: 1024", "window: 1024\nlayers: [{name: el, raster: nonexistent-dem.tif}]", "nonexistent-dem.tif"},
+		{"window: 1024", "window: 1024\nlayers: [{name: el, collection: cop-dem-glo-30}]", "no cop-dem-glo-30 items"},
+		{"window: 1024", "window: 1024\nlayers: [{name: VV, collection: sentinel-1-rtc, asset: vv}]", "no sentinel-1-rtc items"},
 	})...)
 	cases = append(cases, configCases("train", "train-demo.yaml", func(c *hcase, cfg string) []string {
 		return []string{"train", "-c", cfg, "--stack", c.w.stack, "--out", c.out()}
@@ -101,6 +116,8 @@ func TestHostileConfigs(t *testing.T) {
 		{"max_samples: 5000", "max_samples: -1", "max_samples"},
 		{"bootstrap: true", "bootstrp: true", "bootstrp"},
 		{"min_per_class: 50", "min_per_class: 5000", "too few"},
+		{"features: [B02, B03", "features: [elevation, B02, B03", "the stack has no layers"},
+		{"range(ndbi, 15)]", "range(ndbi, 15), mean(slope, 7)]", "the stack has no layers"},
 	})...)
 	cases = append(cases, configCases("run", "run-demo.yaml", func(c *hcase, cfg string) []string {
 		return []string{"run", "-c", cfg, "--catalog", c.w.catalog, "--out", c.out()}

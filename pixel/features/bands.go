@@ -1,6 +1,7 @@
 // Package features computes features from an analysis-ready Sentinel-2
 // stack: per-pixel features (raw bands and spectral indices), temporal
-// features read from the stack's temporal planes (temporal.go), and
+// features read from the stack's temporal planes (temporal.go), the
+// stack's layers in their units (elevation, backscatter: layers.go), and
 // context features, statistics of a per-pixel feature over the window
 // around each pixel (context.go), computed for a block of pixels from its
 // halo or for chosen pixels of a tile.

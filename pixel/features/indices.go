@@ -138,6 +138,11 @@ func parse(name string, ls *layerSet) (Feature, error) {
 		if len(args) != 2 {
 			return Feature{}, fmt.Errorf("feature %q: nd takes two bands, as in nd(nir, swir16)", name)
 		}
+		for _, arg := range args {
+			if l, ok := ls.lookup(strings.TrimSpace(arg)); ok {
+				return Feature{}, fmt.Errorf("feature %q: nd takes two Sentinel-2 bands; %s is a layer, a feature itself, which context functions take: mean(%s, 7)", name, l.Name, l.Name)
+			}
+		}
 		a, err := LookupBand(strings.TrimSpace(args[0]))
 		if err != nil {
 			return Feature{}, fmt.Errorf("feature %q: %w", name, err)

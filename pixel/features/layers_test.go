@@ -136,6 +136,7 @@ func TestLayerNames(t *testing.T) {
 		{[]string{"slope"}, "the stack's layers: elevation"},
 		{[]string{"mean(VH,7)"}, "the stack's layers: elevation"},
 		{[]string{"p50(elevation)"}, "layer elevation has one value per pixel"},
+		{[]string{"nd(elevation,B04)"}, "nd takes two Sentinel-2 bands; elevation is a layer"},
 	} {
 		_, err := NewSet(c.names, bands, layers...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -1,7 +1,9 @@
 // Package stack holds one tile's analysis-ready stack in memory: the median
 // composite as UInt16 digital numbers in lulc's encoding (reflectance =
-// DN × Scale + Offset, DN 0 = no valid observation), the labels and the
-// valid-observation counts, all on the tile's grid.
+// DN × Scale + Offset, DN 0 = no valid observation), then any temporal
+// planes and layers in the same encoding (a layer through its map:
+// features.Layer), the labels and the valid-observation counts, all on the
+// tile's grid.
 //
 // Ingest fills a Tile window by window; sampling, prediction and
 // evaluation read windows of it. A one-pass job (lulc run) thereby never

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/lulc/lulc/pixel/features"
 )
@@ -213,12 +216,42 @@ func (c IngestConfig) validateLayers() error {
 		if !slices.Contains([]string{"bilinear", "cubic", "nearest"}, l.Resampling) {
 			return fmt.Errorf("%s.resampling: %q is not bilinear, cubic or nearest (categorical layers)", key, l.Resampling)
 		}
-		if l.Range != nil && (len(l.Range) != 2 || !(l.Range[0] < l.Range[1]) || math.IsInf(l.Range[0], 0) || math.IsInf(l.Range[1], 0)) {
+		if len(l.Range) > 0 && (len(l.Range) != 2 || !(l.Range[0] < l.Range[1]) || math.IsInf(l.Range[0], 0) || math.IsInf(l.Range[1], 0)) {
 			return fmt.Errorf("%s.range: %v is not [min, max] with min < max", key, l.Range)
 		}
 	}
 	if len(c.Layers) > 0 && len(c.StackPlanes()) > 64 {
 		return errors.New("layers: the stack would hold more than 64 planes")
 	}
+	return nil
+}
+
+// UnmarshalYAML reads a layer's mapping, or its name alone (a band of the
+// raster pairs' images: layers: [elevation]).
+func (l *LayerConfig) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*l = LayerConfig{Name: n.Value}
+		return nil
+	}
+	// The mapping's keys are checked here: a custom decoder's own Decode
+	// does not know the config's strictness.
+	type plain LayerConfig
+	known := map[string]bool{}
+	t := reflect.TypeFor[plain]()
+	for i := range t.NumField() {
+		known[strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]] = true
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i].Value; !known[k] {
+				return fmt.Errorf("line %d: layers: unknown key %q", n.Content[i].Line, k)
+			}
+		}
+	}
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*l = LayerConfig(p)
 	return nil
 }

@@ -3,7 +3,10 @@
 // (decoded by GDAL, or sent compressed to a device that decodes them,
 // rows of windows read ahead), masked and composited on the engine, with
 // the labels (raster classes, or vector layers burned onto the grid, text
-// classes given codes) into the stack's COGs, its manifest and STAC item.
+// classes given codes) into the stack's COGs, its manifest and STAC item;
+// and the stack's layers (elevation, slope, aspect, backscatter, rasters
+// of the user's own: layers.go), made on the host before the windows and
+// handed whole to the sinks.
 // Ingest drives it from a config; the job layer (pipeline.Run) drives the
 // same SourceTile into a stack in memory.
 package ingest

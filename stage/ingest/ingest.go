@@ -198,7 +198,7 @@ func Locate(ctx context.Context, cfg config.IngestConfig, opt stage.Options) ([]
 		}
 		opt.Log.Info("analysis-ready rasters", "pairs", len(tiles))
 		if skip := cfg.SkippedLayers(); len(skip) > 0 {
-			opt.Log.Info(fmt.Sprintf("source.bands: %s left out of the stack: not Sentinel-2 reflectance bands", strings.Join(skip, ", ")), "layers", len(skip))
+			opt.Log.Info(fmt.Sprintf("source.bands: %s left out of the stack: not Sentinel-2 reflectance bands (the config's layers section stacks them as features: layers: [%s])", strings.Join(skip, ", "), strings.Join(skip, ", ")), "layers", len(skip))
 		}
 		return tiles, nil
 	}

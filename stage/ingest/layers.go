@@ -76,13 +76,13 @@ func (tl *tileLayers) build(ctx context.Context, cfg config.IngestConfig, log *s
 		rec := stage.ManifestLayer{Name: l.Name, Kind: l.Kind(), Resampling: l.Resampling, Scale: l.Scale, Offset: l.Offset, Units: l.Units}
 		v, err := layerValues(cfg, l, g, in, values, &rec)
 		if err != nil {
-			return fmt.Errorf("tile %s: layers[%d] (%s): %w", tile, i, l.Name, err)
+			return fmt.Errorf("layers[%d] (%s): %w", i, l.Name, err)
 		}
 		values[l.Name] = v
 		lo, hi, ok := l.LayerRange()
 		if !ok {
 			if lo, hi, err = userRange(cfg, l, in); err != nil {
-				return fmt.Errorf("tile %s: layers[%d] (%s): %w", tile, i, l.Name, err)
+				return fmt.Errorf("layers[%d] (%s): %w", i, l.Name, err)
 			}
 		}
 		rec.Range = [2]float64{lo, hi}
@@ -91,7 +91,7 @@ func (tl *tileLayers) build(ctx context.Context, cfg config.IngestConfig, log *s
 		n := float64(len(v))
 		rec.Valid, rec.Clamped = float64(valid)/n, float64(clamped)/n
 		if valid == 0 {
-			return fmt.Errorf("tile %s: layers[%d] (%s): no pixel of the tile has a value (the rasters hold only nodata there)", tile, i, l.Name)
+			return fmt.Errorf("layers[%d] (%s): no pixel of the tile has a value (the rasters hold only nodata there)", i, l.Name)
 		}
 		// A derived layer is missing where its source is, and aspect where
 		// the ground is flat: only the sources' gaps are news.
