@@ -213,6 +213,7 @@ func (s *Set) ContextCompute(dst [][]float32, src [][]float32, rect Rect) error 
 		}
 	}
 	in := make([]float32, 4)
+	var sc scratch
 	for _, g := range groups {
 		if b, ok := bases[g.base]; ok {
 			g.values, g.quantised = b.values, b.quantised
@@ -228,10 +229,10 @@ func (s *Set) ContextCompute(dst [][]float32, src [][]float32, rect Rect) error 
 			bases[g.base] = g
 		}
 		if g.mean != nil || g.std != nil {
-			windowMoments(g.mean, g.std, g.values, g.quantised, rect, g.r)
+			windowMoments(g.mean, g.std, g.values, g.quantised, rect, g.r, &sc)
 		}
 		if g.rangeOut != nil {
-			windowRange(g.rangeOut, g.values, rect, g.r)
+			windowRange(g.rangeOut, g.values, rect, g.r, &sc)
 		}
 	}
 	s.mapContext(dst)
@@ -276,62 +277,110 @@ func Moments(sum, sumSq int64, n int64, std bool) float32 {
 
 // windowMoments writes the mean and the std (either may be nil) of every
 // inner pixel's window: running sums along rows, then along columns, of
-// the quantised values q of the values v (NaN: not counted).
-func windowMoments(mean, std, v []float32, q []int64, rect Rect, r int) {
+// the quantised values q of the values v (NaN: not counted; its q is 0).
+// Both passes run along rows of memory: the column sums slide down a row
+// of running sums, one per inner column, so that no pass strides across
+// the block.
+func windowMoments(mean, std, v []float32, q []int64, rect Rect, r int, sc *scratch) {
 	w, h := rect.Width, rect.Height
-	iw := rect.InnerW
+	iw, ih := rect.InnerW, rect.InnerH
+	x0, y0 := rect.X, rect.Y
 	// Row sums over each inner column's horizontal span, for every row of
-	// the block.
-	hs, hq, hn := make([]int64, h*iw), make([]int64, h*iw), make([]int64, h*iw)
+	// the block (every element written: scratch need not be cleared).
+	hs, hq, hn := sc.ints(0, h*iw), sc.ints(1, h*iw), sc.ints(2, h*iw)
 	for y := range h {
 		row, qs := v[y*w:(y+1)*w], q[y*w:(y+1)*w]
+		os, oq, on := hs[y*iw:(y+1)*iw], hq[y*iw:(y+1)*iw], hn[y*iw:(y+1)*iw]
 		var s, sq, c int64
-		add := func(x int, sign int64) {
-			if x >= 0 && x < w && row[x] == row[x] {
-				s += sign * qs[x]
-				sq += sign * qs[x] * qs[x]
-				c += sign
+		for x := max(0, x0-r); x <= min(w-1, x0+r); x++ {
+			if row[x] == row[x] {
+				s, sq, c = s+qs[x], sq+qs[x]*qs[x], c+1
 			}
 		}
-		x0 := rect.X
-		for x := x0 - r; x <= x0+r; x++ {
-			add(x, 1)
-		}
-		for j := range iw {
-			if j > 0 {
-				add(x0+j+r, 1)
-				add(x0+j-r-1, -1)
+		os[0], oq[0], on[0] = s, sq, c
+		for j := 1; j < iw; j++ {
+			if x := x0 + j + r; x < w && row[x] == row[x] {
+				s, sq, c = s+qs[x], sq+qs[x]*qs[x], c+1
 			}
-			hs[y*iw+j], hq[y*iw+j], hn[y*iw+j] = s, sq, c
+			if x := x0 + j - r - 1; x >= 0 && row[x] == row[x] {
+				s, sq, c = s-qs[x], sq-qs[x]*qs[x], c-1
+			}
+			os[j], oq[j], on[j] = s, sq, c
 		}
 	}
-	// Column sums of the row sums over each inner row's vertical span.
-	for j := range iw {
-		var s, sq, c int64
-		add := func(y int, sign int64) {
-			if y >= 0 && y < h {
-				s += sign * hs[y*iw+j]
-				sq += sign * hq[y*iw+j]
-				c += sign * hn[y*iw+j]
+	// Column sums of the row sums over each inner row's vertical span,
+	// row by row.
+	cs, cq, cn := make([]int64, iw), make([]int64, iw), make([]int64, iw)
+	for y := max(0, y0-r); y <= min(h-1, y0+r); y++ {
+		addRows(cs, cq, cn, hs[y*iw:(y+1)*iw], hq[y*iw:(y+1)*iw], hn[y*iw:(y+1)*iw])
+	}
+	for i := range ih {
+		if i > 0 {
+			if y := y0 + i + r; y < h {
+				addRows(cs, cq, cn, hs[y*iw:(y+1)*iw], hq[y*iw:(y+1)*iw], hn[y*iw:(y+1)*iw])
+			}
+			if y := y0 + i - r - 1; y >= 0 {
+				subRows(cs, cq, cn, hs[y*iw:(y+1)*iw], hq[y*iw:(y+1)*iw], hn[y*iw:(y+1)*iw])
 			}
 		}
-		y0 := rect.Y
-		for y := y0 - r; y <= y0+r; y++ {
-			add(y, 1)
+		if mean != nil {
+			out := mean[i*iw : (i+1)*iw]
+			for j := range out {
+				out[j] = Moments(cs[j], cq[j], cn[j], false)
+			}
 		}
-		for i := range rect.InnerH {
-			if i > 0 {
-				add(y0+i+r, 1)
-				add(y0+i-r-1, -1)
-			}
-			if mean != nil {
-				mean[i*iw+j] = Moments(s, sq, c, false)
-			}
-			if std != nil {
-				std[i*iw+j] = Moments(s, sq, c, true)
+		if std != nil {
+			out := std[i*iw : (i+1)*iw]
+			for j := range out {
+				out[j] = Moments(cs[j], cq[j], cn[j], true)
 			}
 		}
 	}
+}
+
+// addRows adds a row of row sums to the running column sums; subRows
+// takes one away.
+func addRows(cs, cq, cn, rs, rq, rn []int64) {
+	rs, rq, rn = rs[:len(cs)], rq[:len(cs)], rn[:len(cs)]
+	cq, cn = cq[:len(cs)], cn[:len(cs)]
+	for j := range cs {
+		cs[j] += rs[j]
+		cq[j] += rq[j]
+		cn[j] += rn[j]
+	}
+}
+
+func subRows(cs, cq, cn, rs, rq, rn []int64) {
+	rs, rq, rn = rs[:len(cs)], rq[:len(cs)], rn[:len(cs)]
+	cq, cn = cq[:len(cs)], cn[:len(cs)]
+	for j := range cs {
+		cs[j] -= rs[j]
+		cq[j] -= rq[j]
+		cn[j] -= rn[j]
+	}
+}
+
+// scratch holds a ContextCompute's working planes, reused by its bases
+// and windows (each pass writes every element it reads back).
+type scratch struct {
+	i [3][]int64
+	f [6][]float32
+}
+
+// ints is int64 scratch plane k of n elements.
+func (sc *scratch) ints(k, n int) []int64 {
+	if cap(sc.i[k]) < n {
+		sc.i[k] = make([]int64, n)
+	}
+	return sc.i[k][:n]
+}
+
+// floats is float32 scratch plane k of n elements.
+func (sc *scratch) floats(k, n int) []float32 {
+	if cap(sc.f[k]) < n {
+		sc.f[k] = make([]float32, n)
+	}
+	return sc.f[k][:n]
 }
 
 // windowRange writes max − min of every inner pixel's window: the row
@@ -340,12 +389,12 @@ func windowMoments(mean, std, v []float32, q []int64, rect Rect, r int) {
 // comparisons an output whatever the window). Go's min and max order −0
 // below +0, so the extremes, and their difference, do not depend on the
 // order they are taken in.
-func windowRange(dst, v []float32, rect Rect, r int) {
+func windowRange(dst, v []float32, rect Rect, r int, sc *scratch) {
 	w, h := rect.Width, rect.Height
 	iw, ih := rect.InnerW, rect.InnerH
 	k := 2*r + 1
 	inf := float32(math.Inf(1))
-	rowLo, rowHi := make([]float32, h*iw), make([]float32, h*iw)
+	rowLo, rowHi := sc.floats(0, h*iw), sc.floats(1, h*iw)
 	// A line of values and its window extremes. Positions beyond the
 	// block and NaNs are missing: +inf to a minimum, −inf to a maximum.
 	n := max(iw, ih) + 2*r
@@ -361,20 +410,53 @@ func windowRange(dst, v []float32, rect Rect, r int) {
 		}
 		s.extremes(lo[:iw+2*r], hi[:iw+2*r], k, rowLo[y*iw:(y+1)*iw], rowHi[y*iw:(y+1)*iw])
 	}
-	outLo, outHi := make([]float32, ih), make([]float32, ih)
-	for j := range iw {
-		for i := range ih + 2*r {
-			lo[i], hi[i] = inf, -inf
-			if y := rect.Y - r + i; y >= 0 && y < h {
-				lo[i], hi[i] = rowLo[y*iw+j], rowHi[y*iw+j]
+	// The column extremes of the row extremes, along rows of memory: the
+	// same passes as slider.extremes (blocks of k, running extremes from
+	// each block's start, g, and from its end, s), a whole row of inner
+	// columns at a time. Line t is the block's row rect.Y − r + t.
+	L := ih + 2*r
+	gLo, gHi := sc.floats(2, L*iw), sc.floats(3, L*iw)
+	sLo, sHi := sc.floats(4, L*iw), sc.floats(5, L*iw)
+	line := func(t int, lo, hi []float32) {
+		if y := rect.Y - r + t; y >= 0 && y < h {
+			copy(lo, rowLo[y*iw:(y+1)*iw])
+			copy(hi, rowHi[y*iw:(y+1)*iw])
+			return
+		}
+		for j := range lo {
+			lo[j], hi[j] = inf, -inf
+		}
+	}
+	for t := range L {
+		lo, hi := gLo[t*iw:(t+1)*iw], gHi[t*iw:(t+1)*iw]
+		line(t, lo, hi)
+		if t%k != 0 {
+			plo, phi := gLo[(t-1)*iw:t*iw], gHi[(t-1)*iw:t*iw]
+			for j := range lo {
+				lo[j], hi[j] = min(plo[j], lo[j]), max(phi[j], hi[j])
 			}
 		}
-		s.extremes(lo[:ih+2*r], hi[:ih+2*r], k, outLo, outHi)
-		for i := range ih {
-			if outLo[i] > outHi[i] {
-				dst[i*iw+j] = float32(math.NaN())
+	}
+	for t := L - 1; t >= 0; t-- {
+		lo, hi := sLo[t*iw:(t+1)*iw], sHi[t*iw:(t+1)*iw]
+		line(t, lo, hi)
+		if t != L-1 && t%k != k-1 {
+			nlo, nhi := sLo[(t+1)*iw:(t+2)*iw], sHi[(t+1)*iw:(t+2)*iw]
+			for j := range lo {
+				lo[j], hi[j] = min(nlo[j], lo[j]), max(nhi[j], hi[j])
+			}
+		}
+	}
+	for i := range ih {
+		sl, sh := sLo[i*iw:(i+1)*iw], sHi[i*iw:(i+1)*iw]
+		gl, gh := gLo[(i+k-1)*iw:(i+k)*iw], gHi[(i+k-1)*iw:(i+k)*iw]
+		out := dst[i*iw : (i+1)*iw]
+		for j := range out {
+			lo, hi := min(sl[j], gl[j]), max(sh[j], gh[j])
+			if lo > hi {
+				out[j] = float32(math.NaN())
 			} else {
-				dst[i*iw+j] = outHi[i] - outLo[i]
+				out[j] = hi - lo
 			}
 		}
 	}
@@ -397,17 +479,14 @@ func newSlider(n int) *slider {
 func (sl *slider) extremes(lo, hi []float32, k int, outLo, outHi []float32) {
 	n := len(lo)
 	gLo, gHi, sLo, sHi := sl.gLo[:n], sl.gHi[:n], sl.sLo[:n], sl.sHi[:n]
-	for i := range n {
-		if i%k == 0 {
-			gLo[i], gHi[i] = lo[i], hi[i]
-		} else {
+	for b := 0; b < n; b += k {
+		e := min(n, b+k)
+		gLo[b], gHi[b] = lo[b], hi[b]
+		for i := b + 1; i < e; i++ {
 			gLo[i], gHi[i] = min(gLo[i-1], lo[i]), max(gHi[i-1], hi[i])
 		}
-	}
-	for i := n - 1; i >= 0; i-- {
-		if i == n-1 || i%k == k-1 {
-			sLo[i], sHi[i] = lo[i], hi[i]
-		} else {
+		sLo[e-1], sHi[e-1] = lo[e-1], hi[e-1]
+		for i := e - 2; i >= b; i-- {
 			sLo[i], sHi[i] = min(sLo[i+1], lo[i]), max(sHi[i+1], hi[i])
 		}
 	}
