@@ -74,11 +74,11 @@ func (d *Device) Options() Options { return d.opt }
 
 // kernelNames are the kernels of lulc.cu that the Go side launches.
 var kernelNames = []string{"features", "features_wide", "reflectance", "context_rows", "context_cols", "features_context", "context_at", "crop", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear", "inflate", "tiff_unpack", "gather_tiles",
-	"draw_count", "draw_collect", "place_u16", "place_u8", "aoa_di", "affine_plane"}
+	"draw_count", "draw_collect", "place_u16", "place_u8", "aoa_di", "affine_plane", "forest_walk"}
 
 // kernelBlocks are the threads a block of Launch for the kernels that
 // take other than 256: forest_predict's shared-memory row buffer is sized
-// for 128 threads.
+// for 128 threads (forest_walk's for 256, the default).
 var kernelBlocks = map[string]int64{"forest_predict": 128}
 
 // Open retains device index's primary context on a new owner goroutine

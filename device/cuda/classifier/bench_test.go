@@ -254,6 +254,31 @@ func TestGPUReport(t *testing.T) {
 		if err := driver.Download(wantConf, conf); err != nil {
 			return err
 		}
+		// forest_walk, the trees' top levels in shared memory: what lulc
+		// runs, against forest_predict above, same outputs.
+		wms, err := driver.TimeIt(3, func() error { return gf.launch(0, false, n, cb.Ptr, cls.Ptr, conf.Ptr) })
+		if err != nil {
+			return err
+		}
+		walkCls, walkConf := make([]uint8, n), make([]float32, n)
+		if err := driver.Download(walkCls, cls); err != nil {
+			return err
+		}
+		if err := driver.Download(walkConf, conf); err != nil {
+			return err
+		}
+		sameWalk := true
+		for i := range walkCls {
+			if walkCls[i] != wantCls[i] || math.Float32bits(walkConf[i]) != math.Float32bits(wantConf[i]) {
+				sameWalk = false
+				break
+			}
+		}
+		fmt.Printf("forest walk, top levels in shared memory: GPU %.0f ms = %.0f M rows/s (forest_predict %.0f ms: %.2fx); same outputs %v\n",
+			wms, float64(n)/(wms/1e3)/1e6, ms, ms/wms, sameWalk)
+		if !sameWalk {
+			return fmt.Errorf("forest_walk changed the predictions")
+		}
 		// The same forest interleaved node by node (FIL's other layout):
 		// node k of tree t at k × trees + t, short trees padded.
 		nodes, nodeOff, _, _ := comp.Packed()

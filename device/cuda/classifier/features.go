@@ -409,10 +409,10 @@ func Bin(dev *cuda.Device, b *forest.Bins, planes [][]float32) (*forest.Binned, 
 // and confidences (bits) as forest.Compiled.Classify. The trees stay on the
 // device between calls.
 type Forest struct {
-	Dev                            *cuda.Device
-	c                              *forest.Compiled
-	nodes, nodeOff, probs, probOff driver.Buffer
-	classes, features, trees       int
+	Dev                                     *cuda.Device
+	c                                       *forest.Compiled
+	nodes, nodeOff, nodeLen, probs, probOff driver.Buffer
+	classes, features, trees                int
 }
 
 // NewForest uploads a compiled forest.
@@ -422,12 +422,24 @@ func NewForest(dev *cuda.Device, c *forest.Compiled) (*Forest, error) {
 	}
 	f := &Forest{Dev: dev, c: c, classes: c.Classes(), features: c.Features(), trees: c.Trees()}
 	nodes, nodeOff, probs, probOff := c.Packed()
+	// Each tree's node count, for forest_walk's shared copy of its top.
+	nodeLen := make([]int32, len(nodeOff))
+	for t := range nodeOff {
+		end := int32(len(nodes) / 8)
+		if t+1 < len(nodeOff) {
+			end = nodeOff[t+1]
+		}
+		nodeLen[t] = end - nodeOff[t]
+	}
 	err := dev.Do(func() error {
 		var err error
 		if f.nodes, err = driver.Upload(nodes); err != nil {
 			return err
 		}
 		if f.nodeOff, err = driver.Upload(nodeOff); err != nil {
+			return err
+		}
+		if f.nodeLen, err = driver.Upload(nodeLen); err != nil {
 			return err
 		}
 		if f.probs, err = driver.Upload(probs); err != nil {
@@ -437,6 +449,19 @@ func NewForest(dev *cuda.Device, c *forest.Compiled) (*Forest, error) {
 		return err
 	})
 	return f, err
+}
+
+// launch queues the forest's walk of n rows' codes (column-major, at
+// device address codes) into their classes and confidences, on stream st
+// (async) or synchronously: forest_walk, its trees' top levels in shared
+// memory.
+func (f *Forest) launch(st uintptr, async bool, n int, codes, cls, conf uint64) error {
+	args := []any{codes, int32(f.features), int64(n), f.nodes.Ptr, f.nodeOff.Ptr, f.nodeLen.Ptr,
+		f.probs.Ptr, f.probOff.Ptr, int32(f.trees), int32(f.classes), float32(1 / float32(f.trees)), cls, conf}
+	if async {
+		return f.Dev.LaunchAsync(st, "forest_walk", int64(n), args...)
+	}
+	return f.Dev.Launch("forest_walk", int64(n), args...)
 }
 
 // Classify predicts class indices and confidences for binned rows.
@@ -462,8 +487,7 @@ func (f *Forest) Classify(x *forest.Binned) ([]uint8, []float32, error) {
 			return err
 		}
 		defer p.Free()
-		if err := f.Dev.Launch("forest_predict", int64(x.N), codes.Ptr, int32(x.F), int64(x.N), f.nodes.Ptr, f.nodeOff.Ptr, int32(1),
-			f.probs.Ptr, f.probOff.Ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), c.Ptr, p.Ptr); err != nil {
+		if err := f.launch(0, false, x.N, codes.Ptr, c.Ptr, p.Ptr); err != nil {
 			return err
 		}
 		if err := driver.Download(cls, c); err != nil {
@@ -477,7 +501,7 @@ func (f *Forest) Classify(x *forest.Binned) ([]uint8, []float32, error) {
 // Close frees the forest on the device.
 func (f *Forest) Close() {
 	f.Dev.Do(func() error {
-		for _, b := range []driver.Buffer{f.nodes, f.nodeOff, f.probs, f.probOff} {
+		for _, b := range []driver.Buffer{f.nodes, f.nodeOff, f.nodeLen, f.probs, f.probOff} {
 			if b.Ptr != 0 {
 				b.Free()
 			}

@@ -180,8 +180,7 @@ func (p *Predictor) predictOnce(feats [][]float32, cls []uint8, conf []float32) 
 		if err := p.Dev.LaunchAsync(0, "bin", int64(n), in.Ptr, int32(nf), int64(n), p.edges.Ptr, p.offsets.Ptr, p.lengths.Ptr, codes.Ptr); err != nil {
 			return err
 		}
-		if err := p.Dev.Launch("forest_predict", int64(n), codes.Ptr, int32(nf), int64(n), f.nodes.Ptr, f.nodeOff.Ptr, int32(1),
-			f.probs.Ptr, f.probOff.Ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), dcls.Ptr, dconf.Ptr); err != nil {
+		if err := f.launch(0, false, n, codes.Ptr, dcls.Ptr, dconf.Ptr); err != nil {
 			return err
 		}
 		if err := driver.Download(cls, dcls); err != nil {
@@ -259,8 +258,7 @@ func (p *Predictor) walk(s, m int) error {
 	if err := p.Dev.LaunchAsync(st, "bin", int64(m), p.dIn[s].Ptr, int32(nf), int64(m), p.edges.Ptr, p.offsets.Ptr, p.lengths.Ptr, p.dCodes[s].Ptr); err != nil {
 		return err
 	}
-	if err := p.Dev.LaunchAsync(st, "forest_predict", int64(m), p.dCodes[s].Ptr, int32(nf), int64(m), f.nodes.Ptr, f.nodeOff.Ptr, int32(1),
-		f.probs.Ptr, f.probOff.Ptr, int32(f.trees), int32(f.classes), float32(1/float32(f.trees)), p.dCls[s].Ptr, p.dConf[s].Ptr); err != nil {
+	if err := f.launch(st, true, m, p.dCodes[s].Ptr, p.dCls[s].Ptr, p.dConf[s].Ptr); err != nil {
 		return err
 	}
 	if err := driver.CopyToHostAsync(p.hostCls[s], p.dCls[s].Ptr, uint64(m), st); err != nil {

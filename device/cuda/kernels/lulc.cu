@@ -1067,6 +1067,81 @@ extern "C" __global__ void __launch_bounds__(FOREST_BLOCK) forest_predict(
     }
 }
 
+// forest_walk is forest_predict (tree-major nodes only) with each tree's
+// first WALK_TOP nodes in shared memory: lulc grows trees level by level,
+// so a tree's first nodes are its top levels, which every row walks
+// through, and those steps read shared memory instead of L2. A block's
+// rows take the trees WALK_TREES at a time, their tops loaded together;
+// node_len[t] is tree t's node count. Each row reaches the leaf
+// forest_predict reaches and sums the trees in the same order: the same
+// bits.
+#define WALK_BLOCK 256
+#define WALK_TOP 256
+#define WALK_TREES 8
+extern "C" __global__ void __launch_bounds__(WALK_BLOCK) forest_walk(
+    const unsigned char* __restrict__ codes, int nfeat, long long n,
+    const int2* __restrict__ nodes, const int* __restrict__ node_off, const int* __restrict__ node_len,
+    const float* __restrict__ probs, const int* __restrict__ prob_off,
+    int ntrees, int nclasses, float inv,
+    unsigned char* __restrict__ cls, float* __restrict__ conf) {
+    __shared__ unsigned char row[MAX_FEATURES * WALK_BLOCK];
+    __shared__ int2 top[WALK_TREES * WALK_TOP];
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long base = (long long)blockIdx.x * blockDim.x; base < n; base += stride) {
+        long long i = base + threadIdx.x;
+        bool valid = i < n;
+        // Each thread reads only its own row slot: no barrier needed
+        // before it is refilled.
+        if (valid)
+            for (int f = 0; f < nfeat; f++) row[f * WALK_BLOCK + threadIdx.x] = codes[(long long)f * n + i];
+        float acc[MAX_CLASSES];
+#pragma unroll
+        for (int c = 0; c < MAX_CLASSES; c++) acc[c] = 0.0f;
+        for (int t0 = 0; t0 < ntrees; t0 += WALK_TREES) {
+            __syncthreads(); // the last chunk's walks are done with top
+            for (int k = threadIdx.x; k < WALK_TREES * WALK_TOP; k += blockDim.x) {
+                int t = t0 + k / WALK_TOP, j = k % WALK_TOP;
+                if (t < ntrees && j < node_len[t]) top[k] = nodes[node_off[t] + j];
+            }
+            __syncthreads();
+            if (!valid) continue;
+            int tend = min(ntrees - t0, WALK_TREES);
+            for (int c = 0; c < tend; c++) {
+                int t = t0 + c;
+                const int2* tn = nodes + node_off[t];
+                const int2* tt = top + c * WALK_TOP;
+                int held = min(node_len[t], WALK_TOP);
+                int2 nd = tt[0];
+                while ((short)(nd.x & 0xffff) >= 0) {
+                    int feat = (short)(nd.x & 0xffff);
+                    int bin = (nd.x >> 16) & 0xff;
+                    int next = nd.y + (row[feat * WALK_BLOCK + threadIdx.x] > bin ? 1 : 0);
+                    nd = next < held ? tt[next] : tn[next];
+                }
+                const float* p = probs + prob_off[t] + (long long)nd.y * nclasses;
+#pragma unroll
+                for (int cc = 0; cc < MAX_CLASSES; cc++)
+                    if (cc < nclasses) acc[cc] = __fadd_rn(acc[cc], p[cc]);
+            }
+        }
+        if (!valid) continue;
+        int best = 0;
+        float top1 = 0.0f;
+#pragma unroll
+        for (int c = 0; c < MAX_CLASSES; c++) {
+            if (c < nclasses) {
+                float v = __fmul_rn(acc[c], inv);
+                if (c == 0 || v > top1) {
+                    best = c;
+                    top1 = v;
+                }
+            }
+        }
+        cls[i] = (unsigned char)best;
+        conf[i] = top1;
+    }
+}
+
 // ---- Random forest training: the GPU Engine of forest.Grow ----
 //
 // Rows of a batch of trees live in per-tree row lists (rows[t * n + p]);
