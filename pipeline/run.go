@@ -1243,7 +1243,7 @@ func PeakRSS() int64 {
 // bands on the CPU) and composite_worker, features_worker and predict_worker summed over
 // workers; sample, stream (the prediction) and encode (the map's COGs,
 // beside the compute) as wall time; with layers, layers (their planes,
-// made beside the composite, wall).
+// made before the windows, wall: a part of composite).
 func (t RunTile) stageSeconds() map[string]float64 {
 	s := map[string]float64{
 		"composite":        t.Composite.Seconds(),

@@ -32,7 +32,7 @@ import (
 type LayerConfig struct {
 	Name       string `yaml:"name" json:"name"`
 	Raster     string `yaml:"raster" json:"raster,omitempty"`
-	Band       int    `yaml:"band" json:"band,omitempty"`
+	Band       int    `yaml:"band,omitempty" json:"band,omitempty"`
 	Collection string `yaml:"collection" json:"collection,omitempty"`
 	Asset      string `yaml:"asset" json:"asset,omitempty"`
 	Temporal   string `yaml:"temporal" json:"temporal,omitempty"`

@@ -58,7 +58,7 @@ type StageTimes struct {
 	// Composite (on the GPU path it is inside the device's composite).
 	Resample, Labels time.Duration
 	// Layers is the time the tile's layer planes took to make (wall,
-	// beside the composite); 0 without layers.
+	// before the windows); 0 without layers.
 	Layers  time.Duration
 	Workers int
 	// RawRects counts the band rectangles that went to the composite
