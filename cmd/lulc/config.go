@@ -35,6 +35,18 @@ func newConfigCmd(a *app) *cobra.Command {
 		Short: "List the embedded configs with the first line of each",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.json {
+				type entry struct {
+					Name    string `json:"name"`
+					Summary string `json:"summary"`
+				}
+				var list []entry
+				for _, name := range configs.Names() {
+					list = append(list, entry{name, configs.Summary(name)})
+				}
+				a.summary(list)
+				return nil
+			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			for _, name := range configs.Names() {
 				fmt.Fprintf(w, "%s\t%s\n", name, configs.Summary(name))

@@ -6,14 +6,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/pprof"
 	"runtime/trace"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/lulc/lulc/internal/redact"
 )
@@ -131,8 +136,43 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmdCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	err := root.ExecuteContext(cmdCtx)
+	code := exitCode(ctx, err)
 	if err != nil {
-		fmt.Fprintf(stderr, "lulc: %s\n", redact.String(err.Error()))
+		msg := redact.String(err.Error())
+		fmt.Fprintf(stderr, "lulc: %s\n", msg)
+		if wantsJSON(root, args) {
+			// --json's failure: an object on stdout, beside the text on
+			// stderr, so that a caller reading stdout learns why.
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			enc.Encode(struct {
+				Error    string `json:"error"`
+				ExitCode int    `json:"exit_code"`
+			}{msg, code})
+		}
 	}
-	return exitCode(ctx, err)
+	return code
+}
+
+// wantsJSON says whether the command line or LULC_JSON asked for --json,
+// also when the command failed before its flags or the environment were
+// read (an unknown command: the arguments say it).
+func wantsJSON(root *cobra.Command, args []string) bool {
+	if f := root.PersistentFlags().Lookup("json"); f != nil && f.Value.String() == "true" {
+		return true
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--json="); ok {
+			if b, err := strconv.ParseBool(v); err == nil && b {
+				return true
+			}
+		} else if a == "--json" {
+			return true
+		}
+	}
+	v, err := strconv.ParseBool(os.Getenv("LULC_JSON"))
+	return err == nil && v
 }

@@ -93,7 +93,7 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "log errors only and show no progress bars")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log debug detail")
-	root.PersistentFlags().BoolVar(&a.json, "json", false, "print the command's result as JSON on stdout (durations in nanoseconds) instead of the text summary")
+	root.PersistentFlags().BoolVar(&a.json, "json", false, "print the command's result as JSON on stdout (durations in nanoseconds) instead of the text summary; on failure, {\"error\", \"exit_code\"}")
 	root.PersistentFlags().BoolVar(&a.breakLock, "break-lock", false, "take over the output's lock even if another writer holds it (for one known to be gone, on another host)")
 	root.PersistentFlags().DurationVar(&a.stall, "stall-timeout", defaultStall, "give up a network read or upload (GDAL: COGs, vector labels, s3:// objects) that makes no progress for this long")
 	root.PersistentFlags().DurationVar(&a.heartbeat, "heartbeat", netwait.DefaultInterval, "log a line this often while lulc waits on the network")
@@ -141,10 +141,14 @@ func (a *app) watchNetwork(ctx context.Context) error {
 // config's defaults.
 func flagsFromEnv(cmd *cobra.Command) error {
 	var errs []error
+	// A subcommand's flags include the inherited ones once parsed: each
+	// flag is set, and its error said, once.
+	seen := map[string]bool{}
 	set := func(f *pflag.Flag) {
-		if f.Changed {
+		if f.Changed || seen[f.Name] {
 			return
 		}
+		seen[f.Name] = true
 		name := "LULC_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		if v, ok := os.LookupEnv(name); ok {
 			if err := f.Value.Set(v); err != nil {

@@ -48,6 +48,12 @@ func newVersionCmd(a *app) *cobra.Command {
 		Short: "Print the lulc, Go and GDAL versions",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// --json: the same three versions, by name (quiet or not: the
+			// versions are the command's whole result).
+			if a.json {
+				a.summary(map[string]string{"lulc": lulcVersion(), "go": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH, "gdal": raster.GDALVersion()})
+				return nil
+			}
 			fmt.Fprintf(a.stdout, "lulc %s\ngo   %s %s/%s\ngdal %s\n",
 				lulcVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH, raster.GDALVersion())
 			return nil
