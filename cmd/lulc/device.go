@@ -114,6 +114,17 @@ func newDoctorCmd(a *app) *cobra.Command {
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			report, usable := cuda.Report()
+			if a.json {
+				on := "cpu"
+				if usable {
+					on = "gpu"
+				}
+				a.summary(struct {
+					ComputeOn string   `json:"compute_on"`
+					Report    []string `json:"report"`
+				}{on, strings.Split(strings.TrimSuffix(report, "\n"), "\n")})
+				return nil
+			}
 			fmt.Fprint(a.stdout, report)
 			if usable {
 				fmt.Fprintln(a.stdout, "lulc will compute on the GPU with --device auto or gpu")

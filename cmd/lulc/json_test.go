@@ -51,14 +51,22 @@ func TestJSONFailure(t *testing.T) {
 	}
 }
 
-// TestJSONVersionAndConfigs checks that version and config list answer
-// --json with their results as JSON.
+// TestJSONVersionAndConfigs checks that version, doctor and config list
+// answer --json with their results as JSON.
 func TestJSONVersionAndConfigs(t *testing.T) {
 	t.Setenv("LULC_JSON", "")
 	code, stdout, _ := runCapture("--json", "version")
 	var v map[string]string
 	if err := json.Unmarshal([]byte(stdout), &v); code != 0 || err != nil || v["lulc"] == "" || v["go"] == "" || v["gdal"] == "" || v["platform"] == "" {
 		t.Errorf("version --json: exit %d, %q (%v)", code, stdout, err)
+	}
+	code, stdout, _ = runCapture("--json", "doctor")
+	var d struct {
+		ComputeOn string   `json:"compute_on"`
+		Report    []string `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &d); code != 0 || err != nil || (d.ComputeOn != "cpu" && d.ComputeOn != "gpu") || len(d.Report) == 0 {
+		t.Errorf("doctor --json: exit %d, %q (%v)", code, stdout, err)
 	}
 	code, stdout, _ = runCapture("--json", "config", "list")
 	var list []struct{ Name, Summary string }
