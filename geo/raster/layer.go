@@ -57,12 +57,12 @@ func openLayer(s LayerSource) (*godal.Dataset, string, error) {
 
 // DescribeLayer reads the source's CRS, bounds, type and nodata.
 func DescribeLayer(s LayerSource) (LayerInfo, error) {
-	ds, name, err := openLayer(s)
+	l, err := OpenLayer(s)
 	if err != nil {
 		return LayerInfo{}, err
 	}
-	defer func() { ds.Close(); godal.VSIUnlink(name) }()
-	return describeLayer(ds, s)
+	defer l.Close()
+	return l.Info(), nil
 }
 
 func describeLayer(ds *godal.Dataset, s LayerSource) (LayerInfo, error) {
@@ -91,12 +91,12 @@ func describeLayer(ds *godal.Dataset, s LayerSource) (LayerInfo, error) {
 // LayerStats returns the source's minimum and maximum (GDAL's statistics,
 // approximate where the rasters have overviews).
 func LayerStats(s LayerSource) (lo, hi float64, err error) {
-	ds, name, err := openLayer(s)
+	l, err := OpenLayer(s)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer func() { ds.Close(); godal.VSIUnlink(name) }()
-	st, err := ds.Bands()[0].ComputeStatistics(godal.Approximate())
+	defer l.Close()
+	st, err := l.ds.Bands()[0].ComputeStatistics(godal.Approximate())
 	if err != nil {
 		return 0, 0, fmt.Errorf("statistics of %s: %w", s.Hrefs[0], err)
 	}
@@ -104,8 +104,8 @@ func LayerStats(s LayerSource) (lo, hi float64, err error) {
 }
 
 // Layer is an open LayerSource: one handle, for one goroutine, that reads
-// grids of any size (ReadLayer's strips) without opening the rasters
-// again.
+// grids of any size (ingest's strips of a tile) without opening the
+// rasters again.
 type Layer struct {
 	src  LayerSource
 	ds   *godal.Dataset
@@ -167,11 +167,15 @@ func (l *Layer) Read(dst geo.Grid, alg string, buf []float32) error {
 		return fmt.Errorf("layer: unknown resampling %q", alg)
 	}
 	defer netwait.Track(l.src.Hrefs[0])()
-	if _, _, _, _, ok := l.nested(dst); ok {
+	nested := false
+	if l.one != nil {
+		_, _, _, _, nested = l.one.nested(dst)
+	}
+	if nested {
 		if err := l.one.Read(dst, alg, buf); err != nil {
 			return err
 		}
-	} else if err := l.warp(dst, alg, buf); err != nil {
+	} else if err := warpInto(l.ds, l.src.Hrefs[0], dst, alg, "Float32", "nan", buf); err != nil {
 		return err
 	}
 	// A source's nodata that came through as a value (bilinear weights
@@ -183,37 +187,6 @@ func (l *Layer) Read(dst geo.Grid, alg string, buf []float32) error {
 				buf[i] = float32(math.NaN())
 			}
 		}
-	}
-	return nil
-}
-
-// nested is Source.nested for a layer that is one raster.
-func (l *Layer) nested(dst geo.Grid) (x, y, w, h int, ok bool) {
-	if l.one == nil {
-		return 0, 0, 0, 0, false
-	}
-	return l.one.nested(dst)
-}
-
-// warp resamples the layer onto dst through GDAL's warper.
-func (l *Layer) warp(dst geo.Grid, alg string, buf []float32) error {
-	b := dst.Bounds()
-	sw := []string{
-		"-of", "MEM",
-		"-t_srs", fmt.Sprintf("EPSG:%d", dst.EPSG),
-		"-te", ftoa(b[0]), ftoa(b[1]), ftoa(b[2]), ftoa(b[3]),
-		"-ts", fmt.Sprint(dst.Width), fmt.Sprint(dst.Height),
-		"-r", alg,
-		"-ot", "Float32",
-		"-dstnodata", "nan",
-	}
-	out, err := l.ds.Warp("", sw)
-	if err != nil {
-		return fmt.Errorf("warp %s: %w", l.src.Hrefs[0], err)
-	}
-	defer out.Close()
-	if err := out.Bands()[0].Read(0, 0, buf, dst.Width, dst.Height); err != nil {
-		return fmt.Errorf("warp %s: %w", l.src.Hrefs[0], err)
 	}
 	return nil
 }

@@ -174,12 +174,19 @@ func (s *Source) nested(dst geo.Grid) (x, y, w, h int, ok bool) {
 }
 
 func (s *Source) warp(dst geo.Grid, alg string, buf any) error {
-	b := dst.Bounds()
 	ot := map[string]string{"uint8": "Byte", "uint16": "UInt16", "float32": "Float32"}[bufType(buf)]
 	nodata := 0.0
 	if s.NoData != nil {
 		nodata = *s.NoData
 	}
+	return warpInto(s.ds, s.Href, dst, alg, ot, ftoa(nodata), buf)
+}
+
+// warpInto resamples band 1 of ds (read from href, for errors) onto dst
+// with GDAL's warper, into an in-memory dataset of type ot whose pixels
+// beyond the source are dstNoData, and reads it into buf.
+func warpInto(ds *godal.Dataset, href string, dst geo.Grid, alg, ot, dstNoData string, buf any) error {
+	b := dst.Bounds()
 	sw := []string{
 		"-of", "MEM",
 		"-t_srs", fmt.Sprintf("EPSG:%d", dst.EPSG),
@@ -187,15 +194,15 @@ func (s *Source) warp(dst geo.Grid, alg string, buf any) error {
 		"-ts", fmt.Sprint(dst.Width), fmt.Sprint(dst.Height),
 		"-r", alg,
 		"-ot", ot,
-		"-dstnodata", ftoa(nodata),
+		"-dstnodata", dstNoData,
 	}
-	out, err := s.ds.Warp("", sw)
+	out, err := ds.Warp("", sw)
 	if err != nil {
-		return fmt.Errorf("warp %s: %w", s.Href, err)
+		return fmt.Errorf("warp %s: %w", href, err)
 	}
 	defer out.Close()
 	if err := out.Bands()[0].Read(0, 0, buf, dst.Width, dst.Height); err != nil {
-		return fmt.Errorf("warp %s: %w", s.Href, err)
+		return fmt.Errorf("warp %s: %w", href, err)
 	}
 	return nil
 }

@@ -160,8 +160,8 @@ func Halo(x, y, w, h, width, height, r int) (ox, oy int, rect Rect) {
 // ContextCompute computes the set's context features for rect's inner
 // pixels from the band planes of the whole block (reflectance, NaN where
 // missing): dst gets one plane per context feature, in ContextFeatures'
-// order, of InnerW×InnerH pixels. Features that share a base share its
-// values and sums.
+// order, of InnerW×InnerH pixels, those of layers in the layers' units
+// (layers.go). Features that share a base share its values and sums.
 func (s *Set) ContextCompute(dst [][]float32, src [][]float32, rect Rect) error {
 	ctx := s.ContextFeatures()
 	if len(dst) != len(ctx) || len(src) != len(s.Bands) {
@@ -499,8 +499,9 @@ func (sl *slider) extremes(lo, hi []float32, k int, outLo, outHi []float32) {
 // width×height tile, straight from their windows (the arithmetic of
 // ContextCompute, for a few pixels rather than every one): for pixel p at
 // (xs[p], ys[p]), dst[p*k…] receives its k context features in
-// ContextFeatures' order. refl(b, i) is band b's reflectance at pixel i
-// of the tile (NaN where missing). Pixels run on every core.
+// ContextFeatures' order (those of layers in the layers' units). refl(b,
+// i) is band b's value at pixel i of the tile (NaN where missing). Pixels
+// run on every core.
 func (s *Set) ContextAt(dst []float32, xs, ys []int, width, height int, refl func(b, i int) float32) error {
 	ctx := s.ContextFeatures()
 	if len(xs) != len(ys) || len(dst) != len(xs)*len(ctx) {

@@ -213,7 +213,7 @@ func readLayer(src raster.LayerSource, l config.LayerConfig, g geo.Grid) ([]floa
 			src.Hrefs[0], info.EPSG, info.Bounds[0], info.Bounds[1], info.Bounds[2], info.Bounds[3], g.EPSG, b[0], b[1], b[2], b[3])
 	}
 	if l.Scale != 1 || l.Offset != 0 {
-		parallelRange(len(v), func(lo, hi int) {
+		parallel(len(v), 4096, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				v[i] = float32(float64(v[i])*l.Scale + l.Offset)
 			}
@@ -278,7 +278,7 @@ func tileItems(items []catalog.Item, g geo.Grid) ([]catalog.Item, error) {
 // (10·log10, NaN for a power ≤ 0) when db is set.
 func medianDates(dates [][]float32, n int, db bool) []float32 {
 	out := make([]float32, n)
-	parallelRange(n, func(lo, hi int) {
+	parallel(n, 4096, func(lo, hi int) {
 		vals := make([]float64, 0, len(dates))
 		for i := lo; i < hi; i++ {
 			vals = vals[:0]
@@ -323,7 +323,7 @@ func derive(kind string, z []float32, g geo.Grid) []float32 {
 	w, h := g.Width, g.Height
 	dx, dy := math.Abs(g.Transform[1]), math.Abs(g.Transform[5])
 	out := make([]float32, w*h)
-	parallelRows(h, func(lo, hi int) {
+	parallel(h, 1, func(lo, hi int) {
 		for y := lo; y < hi; y++ {
 			up, mid, down := z[max(0, y-1)*w:][:w], z[y*w:][:w], z[min(h-1, y+1)*w:][:w]
 			for x := range w {
@@ -362,7 +362,7 @@ func encodeLayer(v []float32, lo, hi float64) (plane []uint16, valid, clamped in
 	plane = make([]uint16, len(v))
 	span := (hi - lo) / 4
 	var mu sync.Mutex
-	parallelRange(len(v), func(a, b int) {
+	parallel(len(v), 4096, func(a, b int) {
 		var nv, nc int64
 		for i := a; i < b; i++ {
 			x := float64(v[i])
@@ -384,19 +384,11 @@ func encodeLayer(v []float32, lo, hi float64) (plane []uint16, valid, clamped in
 	return plane, valid, clamped
 }
 
-// parallelRows runs f over rows [0, h) split into a range per core.
-func parallelRows(h int, f func(lo, hi int)) {
-	parts := max(1, min(runtime.GOMAXPROCS(0), h))
-	var wg sync.WaitGroup
-	for k := range parts {
-		wg.Go(func() { f(k*h/parts, (k+1)*h/parts) })
-	}
-	wg.Wait()
-}
-
-// parallelRange runs f over [0, n) split into a range per core.
-func parallelRange(n int, f func(lo, hi int)) {
-	parts := max(1, min(runtime.GOMAXPROCS(0), n/4096))
+// parallel runs f over [0, n) split into a range per core, each of at
+// least least items (rows: 1; pixels: a few thousand, not worth a
+// goroutine below).
+func parallel(n, least int, f func(lo, hi int)) {
+	parts := max(1, min(runtime.GOMAXPROCS(0), n/least))
 	var wg sync.WaitGroup
 	for k := range parts {
 		wg.Go(func() { f(k*n/parts, (k+1)*n/parts) })
