@@ -534,7 +534,7 @@ func TestRunSTACVector(t *testing.T) {
 	job := demoJob(t)
 	job.Ingest = icfg
 	job.Train.Sampling.MaxPerClass, job.Train.Sampling.MinPerClass, job.Train.Sampling.Buffer = 100000, 1, 0
-	job.Config.Outputs.Stack = true
+	job.Config.Outputs.Stack = config.StackFormats{config.StackCOG}
 	out := filepath.Join(t.TempDir(), "run")
 	res := runJob(t, job, out, stage.Options{})
 	if len(res.Tiles) != 1 || res.Train == nil || res.Tiles[0].Metrics == nil || res.Train.Samples == 0 {

@@ -95,7 +95,7 @@ func TestLayersRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc.Outputs.Stack = true
+	rc.Outputs.Stack = config.StackFormats{config.StackCOG}
 	tc := trainConfig(t, "train-layers.yaml", "")
 	icfg := layersIngest(t, "")
 	job := Job{Config: rc, Ingest: icfg, Train: &tc}

@@ -49,10 +49,11 @@ type RunConfig struct {
 		AOA stage.AOAOptions `yaml:"aoa"`
 	} `yaml:"predict"`
 	Outputs struct {
-		// Stack also writes each tile's analysis-ready stack (stack.tif,
-		// labels.tif, valid_count.tif, manifest.json), encoded beside the
-		// compute; nothing in the job reads it back.
-		Stack bool `yaml:"stack"`
+		// Stack also writes each tile's analysis-ready stack, encoded
+		// beside the compute, in the formats given (true or cog:
+		// stack.tif, labels.tif, valid_count.tif; zarr: stack.zarr; or
+		// both), with its manifest.json; nothing in the job reads it back.
+		Stack config.StackFormats `yaml:"stack"`
 	} `yaml:"outputs"`
 	// MemoryGB bounds the composites held in memory while training waits
 	// for every tile's samples (default 4); beyond it tiles are spilled
@@ -718,15 +719,15 @@ func (r *runner) compositeMirrored(ctx context.Context, opt stage.Options, t ing
 	if err != nil {
 		return nil, nil, err
 	}
-	var tw *ingest.TileWriters
-	if r.job.Config.Outputs.Stack && !atomicfs.Exists(filepath.Join(dir, "manifest.json")) {
+	var tw *ingest.StackWriters
+	if r.job.Config.Outputs.Stack.Any() && !atomicfs.Exists(filepath.Join(dir, "manifest.json")) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, err
 		}
-		if tw, err = ingest.NewTileWriters(dir, grid, cfg, t.LabelScheme(cfg), false, opt.Compare.GDALCOG); err != nil {
+		if tw, err = ingest.NewStackWriters(dir, grid, cfg, r.job.Config.Outputs.Stack, t.LabelScheme(cfg), false, opt.Compare.GDALCOG); err != nil {
 			return nil, nil, err
 		}
-		sinks = append(sinks, tw)
+		sinks = append(sinks, tw.Sinks()...)
 	}
 	t0 := time.Now()
 	stats, err := t.Composite(ctx, cfg, opt, sinks...)
@@ -740,6 +741,9 @@ func (r *runner) compositeMirrored(ctx context.Context, opt stage.Options, t ing
 	}
 	m, err := t.Manifest(ctx, cfg, opt, stats.NoValid)
 	if err != nil {
+		if tw != nil {
+			tw.Abort()
+		}
 		return nil, nil, err
 	}
 	m.SetDark(cfg.Bands, hist.Dark(), opt)
@@ -749,10 +753,14 @@ func (r *runner) compositeMirrored(ctx context.Context, opt stage.Options, t ing
 	r.mu.Unlock()
 	if tw != nil {
 		r.background(func() error {
-			if err := tw.Close(); err != nil {
+			if err := tw.CloseCOG(); err != nil {
 				return err
 			}
-			return ingest.WriteTileManifest(dir, m, nil)
+			known, err := tw.Close(m)
+			if err != nil {
+				return err
+			}
+			return ingest.WriteTileManifest(dir, m, known)
 		})
 	}
 	return mem, dm, nil
@@ -1058,7 +1066,7 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 	// A tile an interrupted run finished is kept, with what that run
 	// knew of it (metrics, area of applicability, device), when its files
 	// match its record.
-	if kept, err := keptTile(dir, t.Name()); err == nil && (!r.job.Config.Outputs.Stack || stackKept(dir)) {
+	if kept, err := keptTile(dir, t.Name()); err == nil && (!r.job.Config.Outputs.Stack.Any() || stackKept(dir)) {
 		*rt = kept
 		rt.Skipped = true
 		opt.Log.Info("tile already mapped and verified", "tile", t.Name())
@@ -1148,7 +1156,7 @@ func (r *runner) writeCatalog(tiles []RunTile) error {
 	names := make([]string, len(tiles))
 	for i, t := range tiles {
 		names[i] = t.Tile
-		if r.job.Config.Outputs.Stack {
+		if r.job.Config.Outputs.Stack.Any() {
 			out, err := r.tileOut(t.Tile)
 			if err != nil {
 				return err

@@ -87,7 +87,7 @@ func confusionOf(t *testing.T, path string) [][]int64 {
 // and metrics equal to lulc evaluate's.
 func TestRunMatchesSeparateStages(t *testing.T) {
 	job := demoJob(t)
-	job.Config.Outputs.Stack = true
+	job.Config.Outputs.Stack = config.StackFormats{config.StackCOG}
 	out := filepath.Join(t.TempDir(), "run")
 	res := runJob(t, job, out, stage.Options{Charts: drawer})
 	if len(res.Tiles) != 1 || res.Train == nil || res.Tiles[0].Metrics == nil {
@@ -138,7 +138,7 @@ func TestRunMatchesSeparateStages(t *testing.T) {
 
 	// With the model given, the run only maps: the same class map.
 	mapped := filepath.Join(t.TempDir(), "mapped")
-	job.Train, job.Model, job.Config.Outputs.Stack = nil, filepath.Join(out, "model", stage.ModelFile), false
+	job.Train, job.Model, job.Config.Outputs.Stack = nil, filepath.Join(out, "model", stage.ModelFile), nil
 	res = runJob(t, job, mapped, stage.Options{})
 	if res.Train != nil || atomicExists(filepath.Join(mapped, "model")) || atomicExists(filepath.Join(mapped, "31TEJ", "stack.tif")) {
 		t.Errorf("a run with a model trained or wrote a stack: %+v", res)

@@ -126,7 +126,7 @@ func TestTemporalStack(t *testing.T) {
 func TestTemporalRunMatchesIngest(t *testing.T) {
 	job := demoJob(t)
 	job.Ingest = temporalIngest(t)
-	job.Config.Outputs.Stack = true
+	job.Config.Outputs.Stack = config.StackFormats{config.StackCOG}
 	job.Train.Features = append(job.Train.Features[:20:20], "p10(ndvi)", "season(ndvi,summer)")
 	out := filepath.Join(t.TempDir(), "run")
 	runJob(t, job, out, stage.Options{})

@@ -318,3 +318,22 @@ func (m Manifest) FeatureLayers() []features.Layer {
 	}
 	return out
 }
+
+// HasCOGStack says, for a tile of an ingest output, whether its stack is
+// the COGs that lulc's stages read, with an error that says what to do
+// when the tile has only a Zarr store (output.stack: zarr).
+func HasCOGStack(dir string, m Manifest, stageName string) error {
+	for _, o := range m.Outputs {
+		if o.File == "stack.tif" {
+			return nil
+		}
+	}
+	for _, o := range m.Outputs {
+		if strings.HasPrefix(o.File, "stack.zarr/") {
+			return fmt.Errorf("tile %s (%s) holds its stack as a Zarr store only (stack.zarr), for xarray; lulc %s reads the COG stack: ingest again with output.stack: [cog, zarr]", m.Tile, dir, stageName)
+		}
+	}
+	// Manifests that list no outputs at all are left to the readers,
+	// which name the file they cannot open.
+	return nil
+}

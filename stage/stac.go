@@ -224,8 +224,13 @@ func stackItem(m Manifest, manifestFile *stacext.File, out TileOut, labels *land
 	for _, o := range m.Outputs {
 		files[o.File] = &stacext.File{Checksum: o.Multihash(), Size: o.Size}
 	}
-	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif"} {
-		if files[f] == nil {
+	cogs := files["stack.tif"] != nil
+	zarrStore := slices.ContainsFunc(m.Outputs, func(o ManifestOutput) bool { return strings.HasPrefix(o.File, "stack.zarr/") })
+	if !cogs && !zarrStore {
+		return nil, fmt.Errorf("manifest of tile %s lists neither stack.tif nor a stack.zarr store", m.Tile)
+	}
+	for _, f := range []string{"labels.tif", "valid_count.tif"} {
+		if cogs && files[f] == nil {
 			return nil, fmt.Errorf("manifest of tile %s lists no checksum of %s", m.Tile, f)
 		}
 	}
@@ -250,14 +255,24 @@ func stackItem(m Manifest, manifestFile *stacext.File, out TileOut, labels *land
 		labelExt = append(labelExt, &stacext.ClassificationAsset{Classes: ClassesOf(*labels)})
 	}
 	assets := map[string]*stac.Asset{
-		"stack": {Href: "./stack.tif", Type: CogType, Title: "Median composite (reflectance = DN × scale + offset)", Roles: []string{"data", "reflectance"},
-			Extensions: []stac.Extension{GridProjection(grid), &raster.Asset{Bands: rbands}, &eo.Asset{Bands: ebands}, files["stack.tif"]}},
-		"labels": {Href: "./labels.tif", Type: CogType, Title: "Reference labels on the stack's grid", Roles: []string{"data", "labels"},
-			Extensions: labelExt},
-		"valid_count": {Href: "./valid_count.tif", Type: CogType, Title: "Valid observations per pixel", Roles: []string{"data"},
-			Extensions: []stac.Extension{GridProjection(grid), &raster.Asset{Bands: []*raster.Band{{DataType: "uint8", SpatialResolution: res}}}, files["valid_count.tif"]}},
 		"manifest": {Href: "./manifest.json", Type: jsonType, Title: "lulc's manifest: sources, grid, encoding", Roles: []string{"metadata"},
 			Extensions: []stac.Extension{manifestFile}},
+	}
+	if cogs {
+		assets["stack"] = &stac.Asset{Href: "./stack.tif", Type: CogType, Title: "Median composite (reflectance = DN × scale + offset)", Roles: []string{"data", "reflectance"},
+			Extensions: []stac.Extension{GridProjection(grid), &raster.Asset{Bands: rbands}, &eo.Asset{Bands: ebands}, files["stack.tif"]}}
+		assets["labels"] = &stac.Asset{Href: "./labels.tif", Type: CogType, Title: "Reference labels on the stack's grid", Roles: []string{"data", "labels"},
+			Extensions: labelExt}
+		assets["valid_count"] = &stac.Asset{Href: "./valid_count.tif", Type: CogType, Title: "Valid observations per pixel", Roles: []string{"data"},
+			Extensions: []stac.Extension{GridProjection(grid), &raster.Asset{Bands: []*raster.Band{{DataType: "uint8", SpatialResolution: res}}}, files["valid_count.tif"]}}
+	}
+	if zarrStore {
+		// A store is a directory: its files' checksums are the manifest's.
+		assets["zarr"] = &stac.Asset{Href: "./stack.zarr", Type: ZarrType,
+			Title:       "The stack, labels and counts as a Zarr v3 store (xarray.open_zarr; decoded to reflectance and layer units)",
+			Description: "One array per plane (its name with characters other than letters, digits, _, - and . as _), labels and valid_count, sharded and Zstandard-compressed, with x/y coordinates and a CF grid mapping (spatial_ref).",
+			Roles:       []string{"data", "reflectance", "labels"},
+			Extensions:  []stac.Extension{GridProjection(grid), &eo.Asset{Bands: ebands}}}
 	}
 	links := ItemLinks(StackItemFile, out.Collection)
 	links = append(links, SourceLinks(out.Final, "source item", m.Sources)...)
@@ -270,6 +285,9 @@ func stackItem(m Manifest, manifestFile *stacext.File, out TileOut, labels *land
 		Extensions: []stac.Extension{&stacext.ProjectionItem{EPSG: grid.EPSG}},
 	}, nil
 }
+
+// ZarrType is a Zarr store's media type, as STAC's best practices name it.
+const ZarrType = "application/vnd+zarr"
 
 // WriteStackItem writes the item of the stack in out.dir from its
 // manifest.json.

@@ -56,8 +56,8 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			if err != nil {
 				return err
 			}
-			if writeStack {
-				rc.Outputs.Stack = true
+			if writeStack && !rc.Outputs.Stack.Any() {
+				rc.Outputs.Stack = config.StackFormats{config.StackCOG}
 			}
 			spec, sharded, err := shard.Resolve(shardFlag, shardCount, os.Getenv)
 			if err != nil {

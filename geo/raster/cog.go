@@ -98,3 +98,19 @@ func geoKeysFor(epsg int) (cog.GeoKeys, error) {
 	geoKeyCache.Store(epsg, k)
 	return k, nil
 }
+
+// CRSWKT is EPSG:epsg as OGC WKT (GDAL's export), for formats that carry
+// the CRS as text (the Zarr stack's grid mapping).
+func CRSWKT(epsg int) (string, error) {
+	register()
+	sr, err := godal.NewSpatialRefFromEPSG(epsg)
+	if err != nil {
+		return "", fmt.Errorf("crs EPSG:%d: %w", epsg, err)
+	}
+	defer sr.Close()
+	wkt, err := sr.WKT()
+	if err != nil {
+		return "", fmt.Errorf("crs EPSG:%d as wkt: %w", epsg, err)
+	}
+	return wkt, nil
+}

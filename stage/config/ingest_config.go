@@ -148,6 +148,10 @@ type IngestConfig struct {
 	Output struct {
 		Compress  string `yaml:"compress"`
 		BlockSize int    `yaml:"blocksize"`
+		// Stack: cog (default), zarr, or [cog, zarr] (StackFormats).
+		// Left out of the hash when it is the default, so that configs
+		// written before it keep theirs.
+		Stack StackFormats `yaml:"stack" json:",omitempty"`
 	} `yaml:"output"`
 }
 
@@ -408,6 +412,9 @@ func (c *IngestConfig) sharedDefaults() {
 	if c.Output.Compress == "" {
 		c.Output.Compress = "DEFLATE"
 	}
+	if slices.Equal(c.Output.Stack, StackFormats{StackCOG}) {
+		c.Output.Stack = nil
+	}
 	if c.Output.BlockSize == 0 {
 		c.Output.BlockSize = 512
 	}
@@ -568,6 +575,9 @@ func (c IngestConfig) validateOutput() error {
 	}
 	if c.Output.BlockSize != 512 && c.Output.BlockSize != 1024 {
 		return fmt.Errorf("output.blocksize: %d is not 512 or 1024", c.Output.BlockSize)
+	}
+	if err := CheckZarrNames(c.StackPlanes()); err != nil && c.StackFormats().Zarr() {
+		return fmt.Errorf("output.stack: zarr: %w", err)
 	}
 	return nil
 }

@@ -364,13 +364,13 @@ func ingestOne(ctx context.Context, cfg config.IngestConfig, opt stage.Options, 
 	if err != nil {
 		return tr, 0, err
 	}
-	tw, err := NewTileWriters(dir, grid, cfg, st.LabelScheme(cfg), true, opt.Compare.GDALCOG)
+	sw, err := NewStackWriters(dir, grid, cfg, cfg.StackFormats(), st.LabelScheme(cfg), true, opt.Compare.GDALCOG)
 	if err != nil {
 		return tr, 0, err
 	}
 	mark("planned", name)
 	hist := radiometry.NewHistogram(len(cfg.Bands), stage.StackScale, stage.StackOffset)
-	sinks := []TileSink{tw, hist}
+	sinks := append(sw.Sinks(), hist)
 	var outside *outsideCounter
 	if s := st.LabelScheme(cfg); s != nil {
 		outside = newOutsideCounter(*s)
@@ -379,12 +379,12 @@ func ingestOne(ctx context.Context, cfg config.IngestConfig, opt stage.Options, 
 	stats, err := st.Composite(ctx, cfg, opt, sinks...)
 	tr.Pixels, tr.Timings, tr.NoValidFrac = stats.Pixels, stats.Timings, stats.NoValid
 	if err != nil {
-		tw.Abort()
+		sw.Abort()
 		return tr, stats.decoded, err
 	}
 	mark("composited", name)
 	encodeStart := time.Now()
-	if err := tw.Close(); err != nil {
+	if err := sw.CloseCOG(); err != nil {
 		return tr, stats.decoded, err
 	}
 	tr.Timings.Encode = time.Since(encodeStart)
@@ -401,7 +401,12 @@ func ingestOne(ctx context.Context, cfg config.IngestConfig, opt stage.Options, 
 		m.LabelsOutsideScheme = tr.Outside
 		m.SetDark(cfg.Bands, hist.Dark(), opt)
 		m.LabelScheme = stage.RecordScheme(st.LabelScheme(cfg))
-		err = WriteTileManifest(dir, m, tw.sums())
+		var known map[string]stage.ManifestOutput
+		if known, err = sw.Close(m); err == nil {
+			err = WriteTileManifest(dir, m, known)
+		}
+	} else {
+		sw.Abort()
 	}
 	mark("manifest", name)
 	return tr, stats.decoded, err
@@ -933,8 +938,20 @@ func (w *TileWriters) Close() error {
 // tile's manifest.json, which marks the tile finished. Files in known were
 // hashed as they were written; the others are read back.
 func WriteTileManifest(dir string, m stage.Manifest, known map[string]stage.ManifestOutput) error {
-	// The files are hashed at once.
-	files := []string{"stack.tif", "labels.tif", "valid_count.tif"}
+	// The files are hashed at once: the COGs, when the stack has them,
+	// and the Zarr store's files, which its writer hashed.
+	var files []string
+	if atomicfs.Exists(filepath.Join(dir, "stack.tif")) {
+		files = []string{"stack.tif", "labels.tif", "valid_count.tif"}
+	}
+	for _, f := range slices.Sorted(maps.Keys(known)) {
+		if strings.HasPrefix(f, ZarrStackDir+"/") {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("tile %s: no stack was written (stack.tif or %s)", m.Tile, ZarrStackDir)
+	}
 	for _, f := range []string{stage.GroupsFile, stage.WeightsFile} {
 		if atomicfs.Exists(filepath.Join(dir, f)) {
 			files = append(files, f)

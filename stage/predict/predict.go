@@ -152,6 +152,9 @@ func Predict(ctx context.Context, pc Config, opt stage.Options) (Result, error) 
 		if manifests[i], err = stage.ParseManifest(raw); err != nil {
 			return Result{}, fmt.Errorf("input %s: %w", p, err)
 		}
+		if err := stage.HasCOGStack(filepath.Dir(p), manifests[i], "predict"); err != nil {
+			return Result{}, fmt.Errorf("input: %w", err)
+		}
 		// The model must fit every tile before any pixel is predicted.
 		if err := model.Check(model.Features, manifests[i].Bands); err != nil {
 			return Result{}, fmt.Errorf("tile %s: %w", manifests[i].Tile, err)

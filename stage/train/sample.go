@@ -86,6 +86,9 @@ func InputsOf(c config.TrainConfig) ([]Input, error) {
 			return nil, fmt.Errorf("input.stack: %s: %w", p, err)
 		}
 		dir := filepath.Dir(p)
+		if err := stage.HasCOGStack(dir, m, "train"); err != nil {
+			return nil, fmt.Errorf("input.stack: %w", err)
+		}
 		nd := m.NoData
 		ls, err := m.LabelScheme.Scheme()
 		if err != nil {
