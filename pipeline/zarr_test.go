@@ -16,6 +16,7 @@ import (
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/geo/zarr"
+	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/source/stacext"
 	"github.com/lulc/lulc/stage"
 	"github.com/lulc/lulc/stage/config"
@@ -200,9 +201,23 @@ func TestZarrStack(t *testing.T) {
 	})
 
 	t.Run("zarr only", func(t *testing.T) {
+		// An interrupted ingest's staging: the tile's store renamed into
+		// place, its manifest never written, a half store beside it.
 		zout := filepath.Join(t.TempDir(), "stack")
-		if _, err := ingest.Ingest(ctx, zarrIngest(t, "zarr"), stage.Options{Out: zout, Version: "test"}); err != nil {
-			t.Fatal(err)
+		zcfg := zarrIngest(t, "zarr")
+		staged := filepath.Join(atomicfs.StagingDir(zout), "31TEJ")
+		for _, d := range []string{"stack.zarr/B04/c/0", ".stack.zarr.partial/B02"} {
+			if err := os.MkdirAll(filepath.Join(staged, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		os.WriteFile(filepath.Join(staged, "stack.zarr", "B04", "c", "0", "0"), []byte("torn"), 0o644)
+		os.WriteFile(filepath.Join(atomicfs.StagingDir(zout), ".lulc-stage"), []byte("ingest "+zcfg.Hash()+"\n"), 0o644)
+		if res, err := ingest.Ingest(ctx, zcfg, stage.Options{Out: zout, Version: "test"}); err != nil || !res.Resumed {
+			t.Fatalf("resumed ingest: %v (resumed %v)", err, res.Resumed)
+		}
+		if _, err := os.Stat(filepath.Join(zout, "31TEJ", ".stack.zarr.partial")); !os.IsNotExist(err) {
+			t.Errorf("a half store is left: %v", err)
 		}
 		zt := filepath.Join(zout, "31TEJ")
 		for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif"} {

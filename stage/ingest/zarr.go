@@ -3,6 +3,7 @@ package ingest
 import (
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,6 +44,10 @@ func NewZarrStack(dir string, grid geo.Grid, cfg config.IngestConfig) (*ZarrStac
 	if err != nil {
 		return nil, fmt.Errorf("zarr stack: %w", err)
 	}
+	arrays := make([]string, len(planes))
+	for i, p := range planes {
+		arrays[i] = config.ZarrName(p)
+	}
 	t := grid.Transform
 	attrs := map[string]any{
 		"title":       "lulc analysis-ready stack",
@@ -54,8 +59,16 @@ func NewZarrStack(dir string, grid geo.Grid, cfg config.IngestConfig) (*ZarrStac
 		"spatial:dimensions": []string{"y", "x"},
 		"spatial:shape":      []int{grid.Height, grid.Width},
 		"lulc:planes":        planes,
+		"lulc:arrays":        arrays,
 	}
-	w, err := zarr.Create(filepath.Join(dir, ZarrStackDir), grid.Width, grid.Height, attrs, zarr.Options{})
+	// A store already in a tile's directory is an interrupted run's whose
+	// manifest was never written (callers redo only such tiles): its
+	// files are not the ones the manifest will list, so it goes.
+	path := filepath.Join(dir, ZarrStackDir)
+	if err := os.RemoveAll(path); err != nil {
+		return nil, fmt.Errorf("zarr stack: %w", err)
+	}
+	w, err := zarr.Create(path, grid.Width, grid.Height, attrs, zarr.Options{})
 	if err != nil {
 		return nil, err
 	}
