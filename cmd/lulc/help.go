@@ -43,6 +43,8 @@ var examples = map[string]string{
 	"lulc config list":         `  lulc config list`,
 	"lulc config show": `  lulc config show run-demo.yaml
   lulc config show --defaults train              # every train key with its default`,
+	"lulc view": `  lulc view run                                   # opens a browser on the run's maps
+  lulc view map --no-browser --port 0 --labels stack/31TEJ/labels.tif`,
 }
 
 // environmentHelp is the root help's section on the environment.

@@ -102,7 +102,7 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 	// script; --version prints the version line.
 	root.Version = lulcVersion()
 	root.SetVersionTemplate("lulc {{.Version}}\n")
-	root.AddCommand(newVersionCmd(a), newSynthCmd(a), newIngestCmd(a), newTrainCmd(a), newPredictCmd(a), newEvaluateCmd(a), newPlanCmd(a), newRunCmd(a), newCollectCmd(a), newExportCmd(a), newImportCmd(a), newDoctorCmd(a), newBenchCmd(a), newConfigCmd(a), newValidateCmd(a))
+	root.AddCommand(newVersionCmd(a), newSynthCmd(a), newIngestCmd(a), newTrainCmd(a), newPredictCmd(a), newEvaluateCmd(a), newPlanCmd(a), newRunCmd(a), newCollectCmd(a), newExportCmd(a), newImportCmd(a), newDoctorCmd(a), newBenchCmd(a), newConfigCmd(a), newValidateCmd(a), newViewCmd(a))
 	addHelp(root)
 	return root
 }
