@@ -262,7 +262,7 @@ func TestViewPage(t *testing.T) {
 	defer cancel()
 	// The first action starts the browser, which lives as long as ctx:
 	// no timeout on it, but on the waits.
-	if err := chromedp.Do(ctx, chromedp.Navigate(url+"?beside=1&layers=confidence")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(url+"?beside=1&layers=class,confidence,aoa")); err != nil {
 		t.Fatalf("page: %v (%s)", err, strings.Join(logs, "; "))
 	}
 	wait := chromedp.WithPollingTimeout(90 * time.Second)
@@ -349,6 +349,68 @@ func TestViewPage(t *testing.T) {
 		if err := os.WriteFile(shot, png, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+
+	// Two tiles, one of a run that kept its stack (stack.tif, its item and
+	// labels.tif in the tile's directory): the selector offers both and
+	// all; the stack draws in true colour.
+	two := filepath.Join(t.TempDir(), "two")
+	kept := filepath.Join(two, "31TEJ-kept")
+	for _, f := range []string{"class.tif", "class.tif.aux.xml", "confidence.tif", "aoa.tif", "item.json"} {
+		copyFile(t, filepath.Join(tile, f), filepath.Join(two, "31TEJ", f))
+		copyFile(t, filepath.Join(tile, f), filepath.Join(kept, f))
+	}
+	for _, f := range []string{"stack.tif", "stack-item.json", "labels.tif"} {
+		copyFile(t, filepath.Join(dir, "stack", "31TEJ", f), filepath.Join(kept, f))
+	}
+	url = startView(t, two)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url+"?tile=*&layers=stack,aoa")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!window.lulcView && (window.lulcView.ready || window.lulcView.error !== null)`, wait)); err != nil {
+		t.Fatalf("two tiles: page never ready: %v", err)
+	}
+	state, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
+		Error   *string  `json:"error"`
+		Shown   []string `json:"shown"`
+		Options string   `json:"options"`
+	}](`({error: lulcView.error, shown: lulcView.shown, options: [...document.querySelectorAll('#tile option')].map((o) => o.value).join(' ')})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.Error != nil || fmt.Sprint(state.Shown) != "[31TEJ 31TEJ-kept]" || state.Options != "* 31TEJ 31TEJ-kept" {
+		t.Errorf("two tiles, all shown: %+v", state)
+	}
+	drawn, err = chromedp.Run(ctx, chromedp.Evaluate[map[string]int](`window.lulcView.measure()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := drawn["class"]; ok || drawn["stack"] < 100_000 {
+		t.Errorf("two tiles: drawn %v, want the stack in true colour and not the classes", drawn)
+	}
+	// The stack's own labels, inspected.
+	got, err = chromedp.Run(ctx, chromedp.Evaluate[inspected](fmt.Sprintf(
+		`window.lulcView.pixelOf("31TEJ-kept", %d, %d).then((p) => window.lulcView.inspect(p.coordinate))`, asked.col, asked.row), chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Label != asked.label || got.Class != asked.class {
+		t.Errorf("two tiles: the page reports %+v at column %d, row %d, GDAL reads %+v", got, asked.col, asked.row, asked)
+	}
+}
+
+// copyFile copies a file, making the directories it goes in.
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -17,6 +17,7 @@ import Projection from 'ol/proj/Projection.js';
 import {addProjection, get as getProjection} from 'ol/proj.js';
 import {defaults as defaultControls} from 'ol/control/defaults.js';
 import ScaleLine from 'ol/control/ScaleLine.js';
+import Overlay from 'ol/Overlay.js';
 import {createEmpty, extend, containsCoordinate} from 'ol/extent.js';
 import {fromUrl} from 'geotiff';
 import 'ol/ol.css';
@@ -38,6 +39,8 @@ let run;
 let view;
 let map;
 let labelsMap;
+// markers show the inspected pixel on both maps.
+const markers = [];
 const groups = {};
 const besideGroup = new LayerGroup();
 // pixels counts, per kind, the pixels drawn in the last frame while
@@ -174,7 +177,10 @@ async function valueAt(url, x, y) {
 // inspect reads every layer of the tile under coordinate and shows them.
 async function inspect(coordinate) {
   const [x, y] = coordinate;
-  const tile = report.shown.map((name) => run.tiles.find((t) => t.name === name)).find((t) => containsCoordinate(t.extent, coordinate));
+  // Where tiles overlap, the one drawn on top: the last.
+  const tile = report.shown
+    .map((name) => run.tiles.find((t) => t.name === name))
+    .findLast((t) => containsCoordinate(t.extent, coordinate));
   if (!tile) {
     $('inspector').innerHTML = '<p class="hint">No tile here.</p>';
     report.last = null;
@@ -209,6 +215,13 @@ async function inspect(coordinate) {
     }
   }
   showInspection(out, tile);
+  const img = await image(tile.layers.class);
+  const [ox, oy] = img.getOrigin();
+  const [rx, ry] = img.getResolution();
+  for (const m of markers) {
+    m.getElement().style.width = m.getElement().style.height = `${Math.max(6, rx / view.getResolution())}px`;
+    m.setPosition([ox + (out.col + 0.5) * rx, oy + (out.row + 0.5) * ry]);
+  }
   report.last = out;
   return out;
 }
@@ -304,6 +317,9 @@ async function show(choice) {
   const code = tiles[0].code;
   const shown = tiles.filter((t) => t.code === code);
   report.shown = shown.map((t) => t.name);
+  for (const m of markers) {
+    m.setPosition(undefined);
+  }
   const extent = createEmpty();
   for (const t of shown) {
     extend(extent, t.extent);
@@ -406,6 +422,11 @@ async function main() {
   labelsMap = new OLMap({target: 'labels-map', layers: [besideGroup], controls: defaultControls({attribution: false, zoom: false})});
   for (const m of [map, labelsMap]) {
     m.on('singleclick', (e) => inspect(e.coordinate).catch(fail));
+    const el = document.createElement('div');
+    el.className = 'marker';
+    const marker = new Overlay({element: el, positioning: 'center-center', stopEvent: false});
+    m.addOverlay(marker);
+    markers.push(marker);
   }
 
   const select = $('tile');
@@ -418,10 +439,12 @@ async function main() {
   if (params.get('tile')) {
     select.value = params.get('tile');
   }
-  for (const kind of (params.get('layers') || '').split(',').filter(Boolean)) {
-    const input = document.querySelector(`#toggles input[data-layer="${kind}"]`);
-    if (input) {
-      input.checked = true;
+  if (params.has('layers')) {
+    // ?layers=class,aoa: the layers shown at first, in place of the
+    // checkboxes' defaults.
+    const kinds = params.get('layers').split(',');
+    for (const input of document.querySelectorAll('#toggles input[data-layer]')) {
+      input.checked = kinds.includes(input.dataset.layer);
     }
   }
   $('beside').checked = params.get('beside') === '1';
