@@ -76,6 +76,9 @@ It serves until interrupted (Ctrl-C). docs/view.md says more.`,
 			} else if err != nil {
 				return err
 			}
+			if !srv.Addr().IP.IsLoopback() {
+				a.log.Warn("lulc view answers every machine that reaches this port: the run's maps are open to them", "addr", srv.Addr().String())
+			}
 			url := srv.URL()
 			port := srv.Addr().Port
 			names := make([]string, len(run.Tiles))

@@ -35,6 +35,7 @@ var viewDemo = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	viewDemoDir = dir
 	for _, args := range [][]string{
 		{"synth", "-q", "--out", filepath.Join(dir, "scene")},
 		{"ingest", "-q", "--catalog", filepath.Join(dir, "scene", "catalog.json"), "--out", filepath.Join(dir, "stack")},
@@ -58,10 +59,13 @@ func demoDir(t *testing.T) string {
 	return dir
 }
 
+// viewDemoDir is viewDemo's directory once made, removed by TestMain.
+var viewDemoDir string
+
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if dir, err := viewDemo(); dir != "" && err == nil {
-		os.RemoveAll(dir)
+	if viewDemoDir != "" {
+		os.RemoveAll(viewDemoDir)
 	}
 	os.Exit(code)
 }

@@ -400,3 +400,36 @@ func TestServeStops(t *testing.T) {
 	}
 	ln.Close()
 }
+
+// TestListenEveryInterface: --host 0.0.0.0 answers any Host, and its
+// address for this machine is 127.0.0.1's.
+func TestListenEveryInterface(t *testing.T) {
+	run, err := Discover(fakeRun(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := Listen(run, "0.0.0.0", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	if !srv.Addr().IP.IsUnspecified() || !strings.HasPrefix(srv.URL(), "http://127.0.0.1:") {
+		t.Errorf("bound %v, URL %s", srv.Addr(), srv.URL())
+	}
+	req, _ := http.NewRequest("GET", srv.URL()+"run.json", nil)
+	req.Host = "gpu-host.example:8765"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("Host gpu-host.example: %s", resp.Status)
+	}
+}
