@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -139,8 +140,8 @@ func labelsTile(run *view.Run, path string) (string, error) {
 		grids = append(grids, t.Name+" "+gridString(ci.Grid))
 	}
 	b := first.Bounds()
-	return "", usagef("--labels %s (%s) is on none of the run's grids (%s): lulc view shows labels on a class map's own grid and does not warp them; warp them first, e.g. for tile %s: gdalwarp -t_srs EPSG:%d -te %g %g %g %g -ts %d %d -r near %s labels-on-grid.tif",
-		path, gridString(li.Grid), strings.Join(grids, "; "), run.Tiles[0].Name, first.EPSG, b[0], b[1], b[2], b[3], first.Width, first.Height, path)
+	return "", usagef("--labels %s (%s) is on none of the run's grids (%s): lulc view shows labels on a class map's own grid and does not warp them; warp them first, e.g. for tile %s: gdalwarp -t_srs EPSG:%d -te %s %s %s %s -ts %d %d -r near %s labels-on-grid.tif",
+		path, gridString(li.Grid), strings.Join(grids, "; "), run.Tiles[0].Name, first.EPSG, num(b[0]), num(b[1]), num(b[2]), num(b[3]), first.Width, first.Height, path)
 }
 
 // sameGrid says whether two grids have the same CRS, size and pixels (to
@@ -160,8 +161,11 @@ func sameGrid(a, b geo.Grid) bool {
 
 // gridString describes a grid for an error message.
 func gridString(g geo.Grid) string {
-	return fmt.Sprintf("EPSG:%d, %d×%d px of %g m from (%g, %g)", g.EPSG, g.Width, g.Height, g.Transform[1], g.Transform[0], g.Transform[3])
+	return fmt.Sprintf("EPSG:%d, %d×%d px of %s m from (%s, %s)", g.EPSG, g.Width, g.Height, num(g.Transform[1]), num(g.Transform[0]), num(g.Transform[3]))
 }
+
+// num writes a coordinate in full, without an exponent.
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // openBrowser starts the user's browser on url, without waiting: $BROWSER
 // (the first of its colon-separated commands), else xdg-open where a

@@ -161,7 +161,7 @@ func TestViewBadInput(t *testing.T) {
 		{"bad port", []string{predict, "--port", "70000"}, []string{"--port 70000"}},
 		{"labels missing", []string{predict, "--labels", filepath.Join(dir, "nolabels.tif")}, []string{"--labels", "nolabels.tif"}},
 		{"labels off the grid", []string{predict, "--labels", filepath.Join(predict, "31TEJ", "aoa.tif")},
-			[]string{"aoa.tif", "26×26 px of 100 m", "none of the run's grids", "31TEJ EPSG:32631, 252×252 px of 10 m", "gdalwarp"}},
+			[]string{"aoa.tif", "26×26 px of 100 m", "none of the run's grids", "31TEJ EPSG:32631, 252×252 px of 10 m from (499980, 5000040)", "gdalwarp -t_srs EPSG:32631 -te 499980 4997520 502500 5000040 -ts 252 252"}},
 	} {
 		args := append([]string{"view", "--no-browser"}, c.args...)
 		if c.name != "port in use" && c.name != "bad port" {
