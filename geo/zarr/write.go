@@ -27,6 +27,11 @@ import (
 // speed, which is about zstd's level 3, the level the metadata records.
 type Options struct {
 	Chunk, Shard int
+	// Background, when above 0, is how many goroutines compress the
+	// chunks the windows complete, so that Write only copies pixels (a
+	// caller whose windows are its critical path: lulc run's composite);
+	// at 0 Write compresses them itself (ingest's workers, in parallel).
+	Background int
 }
 
 // Default chunking: 1024² inner chunks (2 MiB of UInt16, about 1 MB
@@ -65,6 +70,17 @@ type Writer struct {
 	order  []string
 	files  []File
 	err    error
+
+	// queue takes complete chunks to the background compressors, if any.
+	queue   chan chunkJob
+	workers sync.WaitGroup
+	stop    sync.Once
+}
+
+// chunkJob is a complete chunk for a background compressor.
+type chunkJob struct {
+	a *array
+	d chunkDone
 }
 
 // array is one array being written.
@@ -129,8 +145,34 @@ func Create(path string, width, height int, attrs map[string]any, opt Options) (
 	if err != nil {
 		return nil, fmt.Errorf("zarr %s: %w", path, err)
 	}
-	return &Writer{final: path, dir: dir, width: width, height: height, chunk: chunk, shard: shard, enc: enc,
-		attrs: attrs, arrays: map[string]*array{}}, nil
+	w := &Writer{final: path, dir: dir, width: width, height: height, chunk: chunk, shard: shard, enc: enc,
+		attrs: attrs, arrays: map[string]*array{}}
+	if opt.Background > 0 {
+		// A few chunks a compressor queued at most: a window that
+		// outruns them waits, holding memory to a bound.
+		w.queue = make(chan chunkJob, 4*opt.Background)
+		for range opt.Background {
+			w.workers.Go(func() {
+				for j := range w.queue {
+					if err := w.finishChunk(j.a, j.d); err != nil {
+						w.fail(err)
+					}
+				}
+			})
+		}
+	}
+	return w, nil
+}
+
+// drain stops the background compressors once they have done every
+// chunk queued.
+func (w *Writer) drain() {
+	w.stop.Do(func() {
+		if w.queue != nil {
+			close(w.queue)
+			w.workers.Wait()
+		}
+	})
 }
 
 // ChunkShape and ShardShape are the sides the store's grid arrays use.
@@ -312,6 +354,10 @@ func (w *Writer) Write(name string, x, y, width, height int, buf any) error {
 	}
 	a.mu.Unlock()
 	for _, d := range complete {
+		if w.queue != nil {
+			w.queue <- chunkJob{a, d}
+			continue
+		}
 		if err := w.finishChunk(a, d); err != nil {
 			w.fail(err)
 			return err
@@ -418,6 +464,7 @@ func (w *Writer) SetAttributes(name string, attrs map[string]any) error {
 // store's files (paths inside it, sorted) with their checksums. On error
 // the staged store is removed.
 func (w *Writer) Close() ([]File, error) {
+	w.drain()
 	defer w.enc.Close()
 	files, err := w.close()
 	if err != nil {
@@ -472,6 +519,7 @@ func (w *Writer) close() ([]File, error) {
 
 // Abort removes the staged store.
 func (w *Writer) Abort() {
+	w.drain()
 	w.enc.Close()
 	os.RemoveAll(w.dir)
 }

@@ -89,6 +89,7 @@ func TestRoundTrip(t *testing.T) {
 		{"edges", 1000, 700, 128, Options{Chunk: 256, Shard: 512}},
 		{"small", 100, 60, 512, Options{}},
 		{"unaligned windows", 777, 513, 200, Options{Chunk: 128, Shard: 384}},
+		{"compressed in the background", 1000, 700, 128, Options{Chunk: 256, Shard: 512, Background: 3}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "stack.zarr")
@@ -152,7 +153,7 @@ func TestRoundTrip(t *testing.T) {
 // orders: the same files, byte for byte.
 func TestReproducible(t *testing.T) {
 	a := writeStore(t, filepath.Join(t.TempDir(), "a.zarr"), 600, 500, 100, Options{Chunk: 128, Shard: 256})
-	b := writeStore(t, filepath.Join(t.TempDir(), "b.zarr"), 600, 500, 300, Options{Chunk: 128, Shard: 256})
+	b := writeStore(t, filepath.Join(t.TempDir(), "b.zarr"), 600, 500, 300, Options{Chunk: 128, Shard: 256, Background: 2})
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	if string(ja) != string(jb) {

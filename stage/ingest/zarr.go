@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -34,8 +35,9 @@ type ZarrStack struct {
 }
 
 // NewZarrStack starts the store of a tile in dir, on grid, for the
-// config's planes.
-func NewZarrStack(dir string, grid geo.Grid, cfg config.IngestConfig) (*ZarrStack, error) {
+// config's planes. With background, its chunks are compressed by
+// goroutines of its own rather than in Write (zarr.Options.Background).
+func NewZarrStack(dir string, grid geo.Grid, cfg config.IngestConfig, background bool) (*ZarrStack, error) {
 	planes := cfg.StackPlanes()
 	if err := config.CheckZarrNames(planes); err != nil {
 		return nil, fmt.Errorf("zarr stack: %w", err)
@@ -68,7 +70,11 @@ func NewZarrStack(dir string, grid geo.Grid, cfg config.IngestConfig) (*ZarrStac
 	if err := os.RemoveAll(path); err != nil {
 		return nil, fmt.Errorf("zarr stack: %w", err)
 	}
-	w, err := zarr.Create(path, grid.Width, grid.Height, attrs, zarr.Options{})
+	opt := zarr.Options{}
+	if background {
+		opt.Background = runtime.GOMAXPROCS(0)
+	}
+	w, err := zarr.Create(path, grid.Width, grid.Height, attrs, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +233,9 @@ type StackWriters struct {
 }
 
 // NewStackWriters starts a tile's stack writers in dir; early and gdalCOG
-// are the COGs' (NewTileWriters).
+// are the COGs' (NewTileWriters). Without early (lulc run, where the
+// windows are the critical path and the COGs are encoded after them), the
+// Zarr store's chunks are compressed in the background too.
 func NewStackWriters(dir string, grid geo.Grid, cfg config.IngestConfig, formats config.StackFormats, classes *landcover.Scheme, early, gdalCOG bool) (*StackWriters, error) {
 	s := &StackWriters{}
 	var err error
@@ -237,7 +245,7 @@ func NewStackWriters(dir string, grid geo.Grid, cfg config.IngestConfig, formats
 		}
 	}
 	if formats.Zarr() {
-		if s.zarr, err = NewZarrStack(dir, grid, cfg); err != nil {
+		if s.zarr, err = NewZarrStack(dir, grid, cfg, !early); err != nil {
 			s.Abort()
 			return nil, err
 		}
