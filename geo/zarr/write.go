@@ -31,7 +31,10 @@ type Options struct {
 	// chunks the windows complete, so that Write only copies pixels (a
 	// caller whose windows are its critical path: lulc run's composite);
 	// at 0 Write compresses them itself (ingest's workers, in parallel).
-	Background int
+	// Queue is how many complete chunks may wait for them (default 4 a
+	// compressor): a Write that finds the queue full waits, so that Queue
+	// bounds the raw pixels held.
+	Background, Queue int
 }
 
 // Default chunking: 1024² inner chunks (2 MiB of UInt16, about 1 MB
@@ -148,9 +151,7 @@ func Create(path string, width, height int, attrs map[string]any, opt Options) (
 	w := &Writer{final: path, dir: dir, width: width, height: height, chunk: chunk, shard: shard, enc: enc,
 		attrs: attrs, arrays: map[string]*array{}}
 	if opt.Background > 0 {
-		// A few chunks a compressor queued at most: a window that
-		// outruns them waits, holding memory to a bound.
-		w.queue = make(chan chunkJob, 4*opt.Background)
+		w.queue = make(chan chunkJob, max(opt.Queue, 4*opt.Background))
 		for range opt.Background {
 			w.workers.Go(func() {
 				for j := range w.queue {
