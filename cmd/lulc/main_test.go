@@ -380,33 +380,6 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	}
 }
 
-// TestJSONSummary: with --json a command prints its result as one JSON
-// document on stdout, which parses and holds what the text summary says.
-func TestJSONSummary(t *testing.T) {
-	w := hostileWorld(t)
-	dir := t.TempDir()
-	for _, c := range []struct {
-		args []string
-		key  string
-	}{
-		{[]string{"synth", "--json", "--out", filepath.Join(dir, "scene")}, "ItemIDs"},
-		{[]string{"predict", "--json", "-q", "--model", w.model, "--input", w.stack, "--out", filepath.Join(dir, "pred")}, "Tiles"},
-		{[]string{"run", "--json", "-q", "-c", "run-demo.yaml", "--catalog", w.catalog, "--out", filepath.Join(dir, "run")}, "Tiles"},
-	} {
-		code, stdout, stderr := lulc(t, c.args...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", c.args, code, stderr)
-		}
-		var v map[string]any
-		if err := json.Unmarshal([]byte(stdout), &v); err != nil {
-			t.Fatalf("%v: stdout is not one JSON document (%v):\n%s", c.args, err, stdout)
-		}
-		if _, ok := v[c.key]; !ok {
-			t.Errorf("%v: no %s in %s", c.args, c.key, stdout[:min(len(stdout), 300)])
-		}
-	}
-}
-
 // TestRunShardFlags: the task comes from --shard or an array job's
 // variables; malformed or conflicting ones are usage errors, and a
 // sharded run needs a model.

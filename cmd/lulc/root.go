@@ -40,16 +40,17 @@ type app struct {
 	compare stage.Compare
 }
 
-// summary prints a command's result as JSON on stdout with --json, and
-// says whether the command should print its text summary instead (not
-// with --quiet or --json). Durations are in nanoseconds.
+// summary prints a command's result as JSON on stdout with --json, in
+// --json's one schema (jsonView: snake_case keys, durations in seconds),
+// and says whether the command should print its text summary instead
+// (not with --quiet or --json).
 func (a *app) summary(result any) bool {
 	if !a.json {
 		return !a.quiet
 	}
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(result); err != nil {
+	if err := enc.Encode(jsonView(result)); err != nil {
 		a.log.Error("summary as JSON", "err", err)
 	}
 	return false
@@ -93,7 +94,7 @@ Each stage is a subcommand driven by a checked-in YAML config.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "log errors only and show no progress bars")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log debug detail")
-	root.PersistentFlags().BoolVar(&a.json, "json", false, "print the command's result as JSON on stdout (durations in nanoseconds) instead of the text summary; on failure, {\"error\", \"exit_code\"}")
+	root.PersistentFlags().BoolVar(&a.json, "json", false, "print the command's result as JSON on stdout (snake_case keys, durations in seconds; docs/json.md) instead of the text summary; on failure, {\"error\", \"exit_code\"}")
 	root.PersistentFlags().BoolVar(&a.breakLock, "break-lock", false, "take over the output's lock even if another writer holds it (for one known to be gone, on another host)")
 	root.PersistentFlags().DurationVar(&a.stall, "stall-timeout", defaultStall, "give up a network read or upload (GDAL: COGs, vector labels, s3:// objects) that makes no progress for this long")
 	root.PersistentFlags().DurationVar(&a.heartbeat, "heartbeat", netwait.DefaultInterval, "log a line this often while lulc waits on the network")

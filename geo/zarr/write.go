@@ -23,8 +23,11 @@ import (
 // Options lay a store's grid arrays out: Chunk is the side of an inner
 // chunk (the unit a reader decompresses; default 1024), Shard the side of
 // a shard (the unit a file holds; default 4096, a multiple of Chunk).
-// Chunks are compressed with klauspost's Zstandard encoder at its default
-// speed, which is about zstd's level 3, the level the metadata records.
+// Chunks are compressed with klauspost's Zstandard encoder at its fastest
+// speed, about zstd's level 1, the level the metadata records: on
+// reflectance planes it compresses 2.2 times as fast as its default (level
+// 3) for 13 % more bytes (measured on the demo's stack, one core), which
+// keeps a full tile's store off lulc run's critical path.
 type Options struct {
 	Chunk, Shard int
 	// Background, when above 0, is how many goroutines compress the
@@ -37,14 +40,14 @@ type Options struct {
 	Background, Queue int
 }
 
-// Default chunking: 1024² inner chunks (2 MiB of UInt16, about 1 MB
-// compressed: what a reader fetches and decompresses for a small window)
+// Default chunking: 1024² inner chunks (2 MiB of UInt16 before
+// compression: what a reader fetches and decompresses for a small window)
 // in 4096² shards (16 chunks a file: a full 10980² tile's plane is 9
 // files instead of 121 objects).
 const (
 	DefaultChunk = 1024
 	DefaultShard = 4096
-	zstdLevel    = 3
+	zstdLevel    = 1
 )
 
 // File is a file the writer wrote: its path inside the store, its BLAKE3
@@ -143,7 +146,7 @@ func Create(path string, width, height int, attrs map[string]any, opt Options) (
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("zarr %s: %w", path, err)
 	}
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(false),
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
 		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)))
 	if err != nil {
 		return nil, fmt.Errorf("zarr %s: %w", path, err)
