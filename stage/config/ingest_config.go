@@ -151,7 +151,7 @@ type IngestConfig struct {
 		// Stack: cog (default), zarr, or [cog, zarr] (StackFormats).
 		// Left out of the hash when it is the default, so that configs
 		// written before it keep theirs.
-		Stack StackFormats `yaml:"stack" json:",omitempty"`
+		Stack StackFormats `yaml:"stack,omitempty" json:",omitempty"`
 	} `yaml:"output"`
 }
 
