@@ -161,7 +161,8 @@ func python(t *testing.T, modules string) string {
 }
 
 // TestONNXChecker has the onnx package (Debian's python3-onnx) check the
-// exported model and read its graph back.
+// exported model and read its graph back, and requires the export to be
+// byte for byte what onnx's own protobuf library writes for that model.
 func TestONNXChecker(t *testing.T) {
 	py := python(t, "onnx")
 	m, _, _ := testModel(t)
@@ -180,6 +181,7 @@ assert (n.op_type, n.domain) == ("TreeEnsembleClassifier", "ai.onnx.ml"), n.op_t
 a = {x.name: x for x in n.attribute}
 assert list(a["classlabels_int64s"].ints) == [10, 20, 30, 40], a["classlabels_int64s"].ints
 assert [i.name for i in m.graph.input] == ["features"] and [o.name for o in m.graph.output] == ["label", "probabilities"]
+assert m.SerializeToString() == open(sys.argv[1], "rb").read(), "onnx writes the model otherwise"
 print(len(a["nodes_nodeids"].ints))`
 	out, err := exec.CommandContext(context.Background(), py, "-c", script, path).CombinedOutput()
 	if err != nil {

@@ -11,22 +11,17 @@ import (
 	"math"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/report/interop/onnxpb"
 )
 
-// ONNX format constants (onnx/onnx.proto, onnx-ml operator set).
+// ONNX format constants (onnx-ml.proto, the ai.onnx.ml operator set).
 const (
 	onnxIRVersion   = 8 // IR of ONNX 1.10+: Debian's onnx 1.12 and onnxruntime 1.30 read it
 	onnxMLOpset     = 3 // ai.onnx.ml, which added *_as_tensor attributes lulc does not need
 	onnxOpset       = 13
-	attrFloats      = 6 // AttributeProto.AttributeType
-	attrInts        = 7
-	attrStrings     = 8
-	attrString      = 3
-	tensorFloat     = 1 // TensorProto.DataType
-	tensorInt64     = 7
 	onnxDomainML    = "ai.onnx.ml"
 	onnxInputName   = "features"
 	onnxLabelName   = "label"
@@ -44,7 +39,9 @@ const (
 // NaN always goes left, as its code 0 does. Leaves weigh each class by
 // its probability over the number of trees, so the summed scores are
 // lulc's mean probabilities (to float32 rounding: sums run in another
-// order) and their first maximum is lulc's class.
+// order) and their first maximum is lulc's class. The model is built
+// from ONNX's schema (package onnxpb) and marshalled deterministically:
+// the same model and version give the same bytes.
 func ONNX(m *forest.Model, version string) ([]byte, error) {
 	if m.Forest == nil || m.Bins == nil {
 		return nil, fmt.Errorf("onnx: the model has no forest")
@@ -58,38 +55,40 @@ func ONNX(m *forest.Model, version string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	node := e.node()
-	var graph []byte
-	graph = protowire.AppendTag(graph, 1, protowire.BytesType) // node
-	graph = protowire.AppendBytes(graph, node)
-	graph = appendString(graph, 2, "lulc_forest")
-	graph = appendString(graph, 10, fmt.Sprintf("lulc random forest: %d trees, features %v", len(f.Trees), m.Features))
-	graph = appendMessage(graph, 11, valueInfo(onnxInputName, tensorFloat, "N", f.Features))
-	graph = appendMessage(graph, 12, valueInfo(onnxLabelName, tensorInt64, "N", -1))
-	graph = appendMessage(graph, 12, valueInfo(onnxProbability, tensorFloat, "N", f.Classes))
-
-	var model []byte
-	model = protowire.AppendTag(model, 1, protowire.VarintType) // ir_version
-	model = protowire.AppendVarint(model, onnxIRVersion)
-	model = appendString(model, 2, "lulc")
-	model = appendString(model, 3, version)
-	model = appendString(model, 4, "org.lulc")
-	model = appendString(model, 6, "Land-cover classes from Sentinel-2 features; inputs are raw feature values (reflectance and indices).")
-	model = appendMessage(model, 7, graph)
-	model = appendMessage(model, 8, opset(onnxDomainML, onnxMLOpset))
-	model = appendMessage(model, 8, opset("", onnxOpset))
+	model := &onnxpb.ModelProto{
+		IrVersion:       proto.Int64(onnxIRVersion),
+		ProducerName:    proto.String("lulc"),
+		ProducerVersion: proto.String(version),
+		Domain:          proto.String("org.lulc"),
+		DocString:       proto.String("Land-cover classes from Sentinel-2 features; inputs are raw feature values (reflectance and indices)."),
+		Graph: &onnxpb.GraphProto{
+			Node:      []*onnxpb.NodeProto{e.node()},
+			Name:      proto.String("lulc_forest"),
+			DocString: proto.String(fmt.Sprintf("lulc random forest: %d trees, features %v", len(f.Trees), m.Features)),
+			Input:     []*onnxpb.ValueInfoProto{valueInfo(onnxInputName, onnxpb.TensorProto_FLOAT, "N", f.Features)},
+			Output: []*onnxpb.ValueInfoProto{
+				valueInfo(onnxLabelName, onnxpb.TensorProto_INT64, "N", -1),
+				valueInfo(onnxProbability, onnxpb.TensorProto_FLOAT, "N", f.Classes),
+			},
+		},
+		OpsetImport: []*onnxpb.OperatorSetIdProto{
+			{Domain: proto.String(onnxDomainML), Version: proto.Int64(onnxMLOpset)},
+			{Domain: proto.String(""), Version: proto.Int64(onnxOpset)},
+		},
+	}
 	for _, kv := range [][2]string{
 		{"features", strings.Join(m.Features, ",")},
 		{"bands", strings.Join(m.Bands, ",")},
 		{"reflectance", fmt.Sprintf("DN × %g + %g", m.Scale, m.Offset)},
 		{"config_sha256", m.ConfigHash},
 	} {
-		var e []byte
-		e = appendString(e, 1, kv[0])
-		e = appendString(e, 2, kv[1])
-		model = appendMessage(model, 14, e) // metadata_props
+		model.MetadataProps = append(model.MetadataProps, &onnxpb.StringStringEntryProto{Key: proto.String(kv[0]), Value: proto.String(kv[1])})
 	}
-	return model, nil
+	body, err := proto.MarshalOptions{Deterministic: true}.Marshal(model)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: encoding the model: %w", err)
+	}
+	return body, nil
 }
 
 // ensemble is a TreeEnsembleClassifier's attributes: one entry per node
@@ -141,26 +140,24 @@ func newEnsemble(m *forest.Model) (*ensemble, error) {
 }
 
 // node is the ensemble as a TreeEnsembleClassifier NodeProto.
-func (e *ensemble) node() []byte {
-	var node []byte
-	node = appendString(node, 1, onnxInputName)
-	node = appendString(node, 2, onnxLabelName)
-	node = appendString(node, 2, onnxProbability)
-	node = appendString(node, 3, "forest")
-	node = appendString(node, 4, "TreeEnsembleClassifier")
-	for _, a := range [][]byte{
-		intsAttr("classlabels_int64s", e.labels),
-		intsAttr("class_treeids", e.classTree), intsAttr("class_nodeids", e.classNode), intsAttr("class_ids", e.classID),
-		floatsAttr("class_weights", e.weights),
-		intsAttr("nodes_treeids", e.treeIDs), intsAttr("nodes_nodeids", e.nodeIDs), intsAttr("nodes_featureids", e.featureIDs),
-		floatsAttr("nodes_values", e.values), stringsAttr("nodes_modes", e.modes),
-		intsAttr("nodes_truenodeids", e.trueIDs), intsAttr("nodes_falsenodeids", e.falseIDs),
-		intsAttr("nodes_missing_value_tracks_true", e.missing),
-		stringAttr("post_transform", "NONE"),
-	} {
-		node = appendMessage(node, 5, a)
+func (e *ensemble) node() *onnxpb.NodeProto {
+	return &onnxpb.NodeProto{
+		Input:  []string{onnxInputName},
+		Output: []string{onnxLabelName, onnxProbability},
+		Name:   proto.String("forest"),
+		OpType: proto.String("TreeEnsembleClassifier"),
+		Domain: proto.String(onnxDomainML),
+		Attribute: []*onnxpb.AttributeProto{
+			intsAttr("classlabels_int64s", e.labels),
+			intsAttr("class_treeids", e.classTree), intsAttr("class_nodeids", e.classNode), intsAttr("class_ids", e.classID),
+			floatsAttr("class_weights", e.weights),
+			intsAttr("nodes_treeids", e.treeIDs), intsAttr("nodes_nodeids", e.nodeIDs), intsAttr("nodes_featureids", e.featureIDs),
+			floatsAttr("nodes_values", e.values), stringsAttr("nodes_modes", e.modes),
+			intsAttr("nodes_truenodeids", e.trueIDs), intsAttr("nodes_falsenodeids", e.falseIDs),
+			intsAttr("nodes_missing_value_tracks_true", e.missing),
+			stringAttr("post_transform", "NONE"),
+		},
 	}
-	return appendString(node, 7, onnxDomainML)
 }
 
 // threshold is the comparison a split on bin code ≤ t makes of the raw
@@ -177,78 +174,40 @@ func threshold(edges []float32, t int) (string, float32) {
 	}
 }
 
-func appendString(b []byte, field protowire.Number, s string) []byte {
-	b = protowire.AppendTag(b, field, protowire.BytesType)
-	return protowire.AppendString(b, s)
-}
-
-func appendMessage(b []byte, field protowire.Number, m []byte) []byte {
-	b = protowire.AppendTag(b, field, protowire.BytesType)
-	return protowire.AppendBytes(b, m)
-}
-
-func opset(domain string, version int64) []byte {
-	var b []byte
-	b = appendString(b, 1, domain)
-	b = protowire.AppendTag(b, 2, protowire.VarintType)
-	return protowire.AppendVarint(b, uint64(version))
-}
-
 // valueInfo is a tensor's ValueInfoProto: elem type, a symbolic first
 // dimension and, when cols ≥ 0, a second.
-func valueInfo(name string, elem int, rows string, cols int) []byte {
-	var dims []byte
-	var d []byte
-	d = appendString(d, 2, rows) // dim_param
-	dims = appendMessage(dims, 1, d)
+func valueInfo(name string, elem onnxpb.TensorProto_DataType, rows string, cols int) *onnxpb.ValueInfoProto {
+	shape := &onnxpb.TensorShapeProto{Dim: []*onnxpb.TensorShapeProto_Dimension{
+		{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: rows}},
+	}}
 	if cols >= 0 {
-		d = protowire.AppendTag(nil, 1, protowire.VarintType) // dim_value
-		d = protowire.AppendVarint(d, uint64(cols))
-		dims = appendMessage(dims, 1, d)
+		shape.Dim = append(shape.Dim, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(cols)}})
 	}
-	var tensor []byte
-	tensor = protowire.AppendTag(tensor, 1, protowire.VarintType) // elem_type
-	tensor = protowire.AppendVarint(tensor, uint64(elem))
-	tensor = appendMessage(tensor, 2, dims) // shape
-	typ := appendMessage(nil, 1, tensor)    // tensor_type
-	var v []byte
-	v = appendString(v, 1, name)
-	return appendMessage(v, 2, typ)
-}
-
-func attrHead(name string, typ int) []byte {
-	b := appendString(nil, 1, name)
-	b = protowire.AppendTag(b, 20, protowire.VarintType) // type
-	return protowire.AppendVarint(b, uint64(typ))
-}
-
-func intsAttr(name string, v []int64) []byte {
-	b := attrHead(name, attrInts)
-	var packed []byte
-	for _, x := range v {
-		packed = protowire.AppendVarint(packed, uint64(x))
+	return &onnxpb.ValueInfoProto{
+		Name: proto.String(name),
+		Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{
+			ElemType: proto.Int32(int32(elem)),
+			Shape:    shape,
+		}}},
 	}
-	return appendMessage(b, 8, packed)
 }
 
-func floatsAttr(name string, v []float32) []byte {
-	b := attrHead(name, attrFloats)
-	var packed []byte
-	for _, x := range v {
-		packed = protowire.AppendFixed32(packed, math.Float32bits(x))
-	}
-	return appendMessage(b, 7, packed)
+func intsAttr(name string, v []int64) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: v}
 }
 
-func stringsAttr(name string, v []string) []byte {
-	b := attrHead(name, attrStrings)
+func floatsAttr(name string, v []float32) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_FLOATS.Enum(), Floats: v}
+}
+
+func stringsAttr(name string, v []string) *onnxpb.AttributeProto {
+	a := &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_STRINGS.Enum()}
 	for _, s := range v {
-		b = appendString(b, 9, s)
+		a.Strings = append(a.Strings, []byte(s))
 	}
-	return b
+	return a
 }
 
-func stringAttr(name, v string) []byte {
-	b := attrHead(name, attrString)
-	return appendString(b, 4, v)
+func stringAttr(name, v string) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte(v)}
 }
