@@ -164,7 +164,7 @@ func Collect(ctx context.Context, out string, opt stage.Options) (CollectResult,
 		collection = "lulc-" + job[:12]
 	}
 	desc := fmt.Sprintf("Land-cover maps of %d tile(s) by lulc run, from an array job of %d tasks.", len(tiles), count)
-	if err := stage.WriteCollection(staging.Dir, collection, "lulc land-cover maps", desc, collectionItems(tiles, commits)); err != nil {
+	if err := stage.WriteCollection(staging.Dir, collection, "lulc land-cover maps", desc, collectionItems(tiles, commits), ""); err != nil {
 		return res, err
 	}
 	body, _ := json.MarshalIndent(struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/learn/sampling"
@@ -554,6 +555,9 @@ type runner struct {
 	bg     sync.WaitGroup
 	bgMu   sync.Mutex
 	bgErrs []error
+
+	// tileCount: the map phase shows a count of tiles, not the tiles' bars.
+	tileCount bool
 }
 
 // run trains if the job has no model, then maps every tile.
@@ -587,9 +591,21 @@ func (r *runner) run(ctx context.Context, tiles []ingest.SourceTile, res *RunRes
 	if modelPath == "" {
 		modelPath = filepath.Join(r.stage.Final, "model", stage.ModelFile)
 	}
-	return r.eachTile(ctx, tiles, func(ctx context.Context, lane stage.Options, i int) error {
-		return r.mapTile(ctx, lane, tiles[i], model, modelPath, scheme, &res.Tiles[i])
+	// Several tiles are counted as they are mapped, with the time left at
+	// that pace, in place of each tile's own bars (which would draw over
+	// the count).
+	bar := progress.Bar(progress.Nop{})
+	if len(tiles) > 1 {
+		bar, r.tileCount = r.opt.NewBar(int64(len(tiles)), "run: tiles mapped"), true
+	}
+	err = r.eachTile(ctx, tiles, func(ctx context.Context, lane stage.Options, i int) error {
+		if err := r.mapTile(ctx, lane, tiles[i], model, modelPath, scheme, &res.Tiles[i]); err != nil {
+			return err
+		}
+		return bar.Add(1)
 	})
+	bar.Finish()
+	return err
 }
 
 // lanes are the options tiles are computed with at once: tiles_per_gpu
@@ -613,7 +629,7 @@ func (r *runner) lanes() []stage.Options {
 			out = append(out, r.opt)
 		}
 	}
-	if len(out) > 1 {
+	if len(out) > 1 || r.tileCount {
 		for i := range out {
 			out[i].NewBar = nil
 			out[i].Fill()
@@ -1137,6 +1153,7 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 // or for an array task the job's, which lulc collect writes.
 func (r *runner) collection() stage.CollectionRef {
 	c := stage.OwnCollection(r.collectionID)
+	c.Base = r.opt.BaseURL
 	if r.job.Shard.Count > 0 {
 		c.Href = stage.ShardCollectionHref
 	}
@@ -1170,7 +1187,7 @@ func (r *runner) writeCatalog(tiles []RunTile) error {
 		return nil
 	}
 	desc := fmt.Sprintf("Land-cover maps of %d tile(s) by lulc run.", len(names))
-	return stage.WriteCollection(r.stage.Dir, r.collectionID, "lulc land-cover maps", desc, stage.OutputItems(r.stage.Dir, names))
+	return stage.WriteCollection(r.stage.Dir, r.collectionID, "lulc land-cover maps", desc, stage.OutputItems(r.stage.Dir, names), r.opt.BaseURL)
 }
 
 // writeRunMetrics writes a tile's evaluation as lulc evaluate does.

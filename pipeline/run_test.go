@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lulc/lulc/geo/raster"
@@ -260,7 +261,19 @@ func TestRunLanes(t *testing.T) {
 	// With a model, two lanes map the tiles from scratch alike.
 	job.Train, job.Model = nil, filepath.Join(one, "model", stage.ModelFile)
 	mapped := filepath.Join(t.TempDir(), "mapped")
-	runJob(t, job, mapped, stage.Options{})
+	// Its progress: one count of the tiles mapped, no tile's own bars.
+	var bars []*countBar
+	runJob(t, job, mapped, stage.Options{NewBar: func(total int64, desc string) progress.Bar {
+		b := &countBar{total: total, desc: desc}
+		bars = append(bars, b)
+		return b
+	}})
+	if len(bars) != 1 || bars[0].desc != "run: tiles mapped" || bars[0].total != 3 || bars[0].n.Load() != 3 || !bars[0].done {
+		for _, b := range bars {
+			t.Logf("bar %q: %d of %d, finished %v", b.desc, b.n.Load(), b.total, b.done)
+		}
+		t.Errorf("progress of a 3-tile run: %d bars", len(bars))
+	}
 	for _, tile := range []string{"282D_485L_3_3", "637U_59R_1_3", "again"} {
 		sameFile(t, filepath.Join(mapped, tile, stage.ClassFile), filepath.Join(one, tile, stage.ClassFile))
 	}
@@ -609,3 +622,15 @@ func sameTileRecord(t *testing.T, a, b string) {
 		t.Errorf("tile records differ:\n%s\n%s", ja, jb)
 	}
 }
+
+// countBar records a bar's progress.
+type countBar struct {
+	desc  string
+	total int64
+	n     atomic.Int64
+	done  bool
+}
+
+func (b *countBar) Add(n int) error { b.n.Add(int64(n)); return nil }
+func (b *countBar) Describe(string) {}
+func (b *countBar) Finish() error   { b.done = true; return nil }

@@ -19,6 +19,10 @@ type Options struct {
 	Log       *slog.Logger
 	NewBar    progress.NewBar
 	Version   string // lulc version, recorded in manifests
+	// BaseURL, when set (--base-url, checked with CheckBaseURL), is where
+	// the output will be published: its STAC documents' links and assets
+	// are absolute URLs under it (CollectionRef.Base).
+	BaseURL string
 	Workers   int    // windows processed at once (0: one per CPU)
 	// HTTP is the client for STAC APIs and asset sizes (nil: default).
 	HTTP *http.Client

@@ -14,7 +14,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,6 +63,10 @@ var ShardCollectionHref = "../../../" + CollectDir + "/" + CollectionFile
 type CollectionRef struct {
 	ID   string // the collection's id, the items' "collection"
 	Href string // the collection document, relative to the item's directory
+	// Base, when set (--base-url), is the URL the output's root is
+	// published at: its documents' links and assets are written as
+	// absolute URLs under it (TileOut.Publish, WriteCollection).
+	Base string
 }
 
 // OwnCollection is the collection at the root of an output, seen from a
@@ -76,6 +82,73 @@ func OwnCollection(id string) CollectionRef {
 type TileOut struct {
 	Dir, Final string
 	Collection CollectionRef
+}
+
+// Publish makes an item's relative hrefs absolute when the output is
+// published at a base URL (Collection.Base; nothing to do otherwise): an
+// href inside the output becomes a URL under the base, one outside it
+// (a model or scenes given from elsewhere) an absolute file:// URL, so
+// that no link leaves the collection relatively. file is the item's name
+// in the tile's directory.
+func (o TileOut) Publish(item *stac.Item, file string) error {
+	if o.Collection.Base == "" {
+		return nil
+	}
+	doc := filepath.Base(o.Final) + "/" + file
+	fix := func(href string) (string, error) {
+		return publishHref(o.Collection.Base, filepath.Dir(o.Final), doc, href)
+	}
+	var err error
+	for _, l := range item.Links {
+		if l.Href, err = fix(l.Href); err != nil {
+			return err
+		}
+	}
+	for _, a := range item.Assets {
+		if a.Href, err = fix(a.Href); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publishHref is href, written in the document at doc (a path relative to
+// the output's root, which lies at root on disk), as published under
+// base: relative hrefs inside the output as URLs under base, those
+// outside it as file:// URLs; absolute ones as they are.
+func publishHref(base, root, doc, href string) (string, error) {
+	if href == "" || strings.Contains(href, "://") || strings.HasPrefix(href, "/") {
+		return href, nil
+	}
+	target := path.Clean(path.Join(path.Dir(doc), href))
+	if target == ".." || strings.HasPrefix(target, "../") {
+		abs, err := filepath.Abs(filepath.Join(root, filepath.FromSlash(target)))
+		if err != nil {
+			return "", fmt.Errorf("publish %s: %w", href, err)
+		}
+		return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String(), nil
+	}
+	u, err := url.JoinPath(base, strings.Split(target, "/")...)
+	if err != nil {
+		return "", fmt.Errorf("publish %s under %s: %w", href, base, err)
+	}
+	return u, nil
+}
+
+// CheckBaseURL checks a --base-url: an absolute http(s), s3 or gs URL
+// without query or fragment, returned without its trailing slash.
+func CheckBaseURL(base string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", fmt.Errorf("--base-url %q: %w", base, err)
+	}
+	if !slices.Contains([]string{"http", "https", "s3", "gs"}, u.Scheme) || u.Host == "" {
+		return "", fmt.Errorf("--base-url %q: not an absolute http, https, s3 or gs URL", base)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("--base-url %q: a query, fragment or credentials have no place in the links of a published collection", base)
+	}
+	return strings.TrimRight(base, "/"), nil
 }
 
 // ItemLinks are an item's links to itself and its collection.
@@ -312,6 +385,9 @@ func WriteStackItem(out TileOut) error {
 	if err != nil {
 		return err
 	}
+	if err := out.Publish(item, StackItemFile); err != nil {
+		return err
+	}
 	return WriteItem(filepath.Join(out.Dir, StackItemFile), item)
 }
 
@@ -332,7 +408,8 @@ func CollectionID(prefix, key string) string {
 // WriteCollection writes dir/collection.json: a STAC collection linking
 // the items at the given hrefs (relative to dir, where they must be
 // readable), with the union of their bboxes and time ranges as its extent.
-func WriteCollection(dir, id, title, description string, items []string) error {
+// With a base URL (--base-url) its links are absolute URLs under it.
+func WriteCollection(dir, id, title, description string, items []string, base string) error {
 	bbox := []float64{180, 90, -180, -90}
 	var start, end time.Time
 	links := []*stac.Link{
@@ -379,6 +456,14 @@ func WriteCollection(dir, id, title, description string, items []string) error {
 	interval := []any{nil, nil}
 	if !start.IsZero() {
 		interval = []any{start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339)}
+	}
+	if base != "" {
+		for _, l := range links {
+			var err error
+			if l.Href, err = publishHref(base, dir, CollectionFile, l.Href); err != nil {
+				return err
+			}
+		}
 	}
 	c := &stac.Collection{Version: StacVersion, Id: id, Title: title, Description: description, License: "proprietary",
 		Extent: &stac.Extent{Spatial: &stac.SpatialExtent{Bbox: [][]float64{bbox}}, Temporal: &stac.TemporalExtent{Interval: [][]any{interval}}},

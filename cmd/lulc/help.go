@@ -33,7 +33,8 @@ var examples = map[string]string{
 	"lulc import classes": `  lulc import classes --chips chips --tile 31TEJ --array pred.npy --out unet/31TEJ/class.tif`,
 	"lulc doctor":         `  lulc doctor`,
 	"lulc validate": `  lulc validate run                              # a run's collection, items and files
-  lulc validate scene/catalog.json`,
+  lulc validate scene/catalog.json
+  lulc validate --base-url https://data.example.org/maps maps   # a run written with that --base-url`,
 	"lulc bench": `  lulc bench --out bench                          # the demo job per engine
   lulc bench -c bench-full-tile.yaml --engines cpu,gpu --out bench`,
 	"lulc bench forest":        `  lulc bench forest --out forest --engines cpu,golearn`,

@@ -14,7 +14,7 @@ import (
 const defaultIngestConfig = "ingest-tiny.yaml"
 
 func newIngestCmd(a *app) *cobra.Command {
-	var cfgPath, out, catalogOverride string
+	var cfgPath, out, catalogOverride, baseURL string
 	var force bool
 	var device string
 	cmd := &cobra.Command{
@@ -41,6 +41,10 @@ Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 			if out == "" {
 				return usagef("--out: no output directory given")
 			}
+			base, err := checkBaseURL(baseURL)
+			if err != nil {
+				return err
+			}
 			cfg, err := loadConfig(cfgPath, defaultIngestConfig, config.ParseIngestConfig)
 			if err != nil {
 				return err
@@ -55,7 +59,7 @@ Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 			defer devs.Close()
 			res, err := ingest.Ingest(cmd.Context(), cfg, stage.Options{Compare: a.compare, GPUs: devs,
 				Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(),
-				NewBar: a.newBar,
+				NewBar: a.newBar, BaseURL: base,
 			})
 			if err != nil {
 				return fmt.Errorf("ingest: %w", err)
@@ -80,5 +84,6 @@ Without --config it uses the embedded ` + defaultIngestConfig + `.`,
 	cmd.Flags().StringVar(&catalogOverride, "catalog", "", "static STAC catalog to read instead of the config's source")
 	addDeviceFlag(cmd, &device)
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")
+	baseURLFlag(cmd, &baseURL)
 	return cmd
 }

@@ -30,7 +30,7 @@ type predictFile struct {
 }
 
 func newPredictCmd(a *app) *cobra.Command {
-	var cfgPath, out, ingestCfg, catalogOverride string
+	var cfgPath, out, ingestCfg, catalogOverride, baseURL string
 	var pc predict.Config
 	var force bool
 	var device string
@@ -112,7 +112,11 @@ ingest into OUT.stack and predicts from that stack.`,
 			if pc.Model == "" || pc.Input == "" {
 				return usagef("--model and --input (or a --config naming them, or --ingest-config/--catalog) are required")
 			}
-			res, err := predict.Predict(cmd.Context(), pc, stage.Options{Compare: a.compare, GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar, Charts: charts.Drawer{}})
+			base, err := checkBaseURL(baseURL)
+			if err != nil {
+				return err
+			}
+			res, err := predict.Predict(cmd.Context(), pc, stage.Options{Compare: a.compare, GPUs: devs, Out: out, Inputs: []string{cfgPath}, Force: force, BreakLock: a.breakLock, Log: a.log, Version: lulcVersion(), NewBar: a.newBar, Charts: charts.Drawer{}, BaseURL: base})
 			if err != nil {
 				return fmt.Errorf("predict: %w", err)
 			}
@@ -144,6 +148,7 @@ ingest into OUT.stack and predicts from that stack.`,
 	cmd.Flags().BoolVar(&noAOA, "no-aoa", false, "write no aoa.tif even when the model has an area of applicability")
 	cmd.Flags().IntVar(&pc.AOA.Step, "aoa-step", 0, "grid step of aoa.tif in pixels (0: 10)")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory")
+	baseURLFlag(cmd, &baseURL)
 	addDeviceFlag(cmd, &device)
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output directory")
 	return cmd

@@ -191,11 +191,17 @@ type bar struct{ *progressbar.ProgressBar }
 
 func (b bar) Add(n int) error { return b.ProgressBar.Add(n) }
 
-// newBar shows progress only on a terminal: redirected to a file or a CI
-// log, carriage-return redraws would bury the log lines.
+// newBar shows a bar on a terminal; redirected to a file or a log (Slurm,
+// Kubernetes), where carriage-return redraws would bury the log lines, a
+// plain line at most every 10 s (logBar); nothing with --quiet, or when
+// stderr is not a file (lulc called in process).
 func (a *app) newBar(total int64, desc string) progress.Bar {
-	if f, ok := a.stderr.(*os.File); a.quiet || !ok || !term.IsTerminal(int(f.Fd())) {
+	f, ok := a.stderr.(*os.File)
+	if a.quiet || !ok {
 		return bar{progressbar.DefaultSilent(total, desc)}
+	}
+	if !term.IsTerminal(int(f.Fd())) {
+		return newLogBar(a.stderr, total, desc, time.Now)
 	}
 	return bar{progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(a.stderr),

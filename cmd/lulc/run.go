@@ -21,7 +21,7 @@ import (
 const defaultRunConfig = "run-demo.yaml"
 
 func newRunCmd(a *app) *cobra.Command {
-	var cfgPath, out, model, catalogOverride, device, shardFlag, planPath, phase, work string
+	var cfgPath, out, model, catalogOverride, device, shardFlag, planPath, phase, work, baseURL string
 	var force, writeStack bool
 	var shardCount int
 	cmd := &cobra.Command{
@@ -70,6 +70,13 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			if sharded {
 				job.Shard = spec
 			}
+			base, err := checkBaseURL(baseURL)
+			if err != nil {
+				return err
+			}
+			if base != "" && (sharded || phase != "") {
+				return usagef("--base-url publishes a one-process run's collection; an array job's is lulc collect's")
+			}
 			if err := checkObjects(out, model, planPath); err != nil {
 				return err
 			}
@@ -83,7 +90,7 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 			}
 			res, err := pipeline.RunTask(cmd.Context(), pipeline.Task{Job: job, Out: out, Plan: planPath, Work: work},
 				stage.Options{Compare: a.compare, GPUs: devs, Force: force, BreakLock: a.breakLock, Inputs: append([]string{cfgPath}, inputs...),
-					Log: a.log, Version: lulcVersion(), NewBar: a.newBar, Charts: charts.Drawer{}})
+					Log: a.log, Version: lulcVersion(), NewBar: a.newBar, Charts: charts.Drawer{}, BaseURL: base})
 			if err != nil {
 				return err
 			}
@@ -98,6 +105,7 @@ Without --config it uses the embedded ` + defaultRunConfig + `.`,
 	cmd.Flags().StringVar(&model, "model", "", "map with this model (model.lulcrf) instead of training one")
 	cmd.Flags().StringVar(&catalogOverride, "catalog", "", "static STAC catalog to read instead of the ingest config's source")
 	cmd.Flags().BoolVar(&writeStack, "stack", false, "also write each tile's analysis-ready stack (outputs.stack)")
+	baseURLFlag(cmd, &baseURL)
 	cmd.Flags().StringVar(&planPath, "plan", "", "take the tiles and their scenes from this plan (lulc plan) instead of searching the source")
 	cmd.Flags().StringVar(&shardFlag, "shard", "", "map only task i of n's tiles (i/n) into OUT/shards/i-of-n; default from the array job's variables (Slurm, Kubernetes, AWS Batch, Coiled)")
 	cmd.Flags().StringVar(&phase, "phase", "", "sample: only draw this task's tiles' samples into OUT/draws/i-of-n (the sample phase of a job trained with lulc train --samples)")

@@ -11,7 +11,8 @@ import (
 )
 
 func newValidateCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var baseURL string
+	cmd := &cobra.Command{
 		Use:   "validate PATH",
 		Short: "Check a STAC catalog, collection or item offline: schemas and checksums",
 		Long: `validate checks the STAC document at PATH (catalog.json, collection.json or an
@@ -26,7 +27,9 @@ catalog, collection and item it links as child or item, without a network:
 
 It checks lulc's outputs (ingest stacks, predict and run maps, collect's collection,
 synth's scenes) and other catalogs that use those versions. A fault names the
-document and what is wrong (exit 1).`,
+document and what is wrong (exit 1). An output written with --base-url is checked
+before it is published with the same --base-url: its links under that URL are read
+from PATH's directory.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
@@ -45,7 +48,11 @@ document and what is wrong (exit 1).`,
 				}
 				path = doc
 			}
-			c, err := stacext.Validate(path)
+			base, err := checkBaseURL(baseURL)
+			if err != nil {
+				return err
+			}
+			c, err := stacext.ValidatePublished(path, base)
 			if err != nil {
 				return err
 			}
@@ -55,4 +62,6 @@ document and what is wrong (exit 1).`,
 			return nil
 		},
 	}
+	baseURLFlag(cmd, &baseURL)
+	return cmd
 }

@@ -44,6 +44,28 @@ type Checked struct {
 // are followed one document at a time, each once. The error names the
 // document and what is wrong with it.
 func Validate(path string) (Checked, error) {
+	return ValidatePublished(path, "")
+}
+
+// ValidatePublished is Validate for a collection written to be published
+// at base (lulc's --base-url): links and assets under base are read from
+// the local copy, base standing for the directory of the document at path.
+func ValidatePublished(path, base string) (Checked, error) {
+	root, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return Checked{}, err
+	}
+	local := func(doc, href string) (string, bool) {
+		if isRelative(href) {
+			return filepath.Join(filepath.Dir(doc), filepath.FromSlash(href)), true
+		}
+		if rest, ok := strings.CutPrefix(href, strings.TrimRight(base, "/")+"/"); base != "" && ok {
+			if rel, err := url.PathUnescape(rest); err == nil && filepath.IsLocal(filepath.FromSlash(rel)) {
+				return filepath.Join(root, filepath.FromSlash(rel)), true
+			}
+		}
+		return "", false
+	}
 	var c Checked
 	seen := map[string]bool{}
 	queue := []string{path}
@@ -64,11 +86,11 @@ func Validate(path string) (Checked, error) {
 		}
 		c.Documents++
 		for _, l := range doc.Links {
-			if (l.Rel == "child" || l.Rel == "item") && isRelative(l.Href) {
-				queue = append(queue, filepath.Join(filepath.Dir(abs), filepath.FromSlash(l.Href)))
+			if p, ok := local(abs, l.Href); ok && (l.Rel == "child" || l.Rel == "item") {
+				queue = append(queue, p)
 			}
 		}
-		n, err := checkAssets(abs, doc.Assets)
+		n, err := checkAssets(abs, doc.Assets, local)
 		c.Assets += n
 		if err != nil {
 			return c, err
@@ -144,13 +166,13 @@ func validateDocument(path string) (document, error) {
 
 // checkAssets verifies the checksum and size of a document's local
 // assets that record them, and says how many it verified.
-func checkAssets(doc string, assets map[string]docAsset) (int, error) {
+func checkAssets(doc string, assets map[string]docAsset, local func(doc, href string) (string, bool)) (int, error) {
 	n := 0
 	for key, a := range assets {
-		if a.Checksum == "" || !isRelative(a.Href) {
+		p, ok := local(doc, a.Href)
+		if a.Checksum == "" || !ok {
 			continue
 		}
-		p := filepath.Join(filepath.Dir(doc), filepath.FromSlash(a.Href))
 		fi, err := os.Stat(p)
 		if err != nil {
 			return n, fmt.Errorf("%s: asset %s: %w", doc, key, err)

@@ -122,7 +122,7 @@ func Ingest(ctx context.Context, cfg config.IngestConfig, opt stage.Options) (Re
 		}
 		res.Tiles = append(res.Tiles, tr)
 	}
-	if err := writeStackCatalog(staging, cfg, res.Tiles); err != nil {
+	if err := writeStackCatalog(staging, cfg, res.Tiles, opt.BaseURL); err != nil {
 		return res, err
 	}
 	if err := stage.WriteResolvedConfig(staging.Path(config.IngestConfigFile), cfg.Redacted()); err != nil {
@@ -140,8 +140,9 @@ func Ingest(ctx context.Context, cfg config.IngestConfig, opt stage.Options) (Re
 // writeStackCatalog writes an item beside each tile's stack and the
 // output's collection linking them. Both are made from the manifests, so
 // that a resumed ingest writes them again to the same bytes.
-func writeStackCatalog(staging *atomicfs.Stage, cfg config.IngestConfig, tiles []TileResult) error {
+func writeStackCatalog(staging *atomicfs.Stage, cfg config.IngestConfig, tiles []TileResult, base string) error {
 	col := stage.OwnCollection(stage.CollectionID("lulc-stack-", "ingest "+cfg.Hash()))
+	col.Base = base
 	names := make([]string, len(tiles))
 	for i, t := range tiles {
 		names[i] = t.Tile
@@ -154,7 +155,7 @@ func writeStackCatalog(staging *atomicfs.Stage, cfg config.IngestConfig, tiles [
 		}
 	}
 	desc := fmt.Sprintf("Analysis-ready Sentinel-2 stacks of %d tile(s) by lulc ingest: per-pixel median composites, reference labels and valid-observation counts.", len(names))
-	return stage.WriteCollection(staging.Dir, col.ID, "lulc analysis-ready stacks", desc, stage.OutputItems(staging.Dir, names))
+	return stage.WriteCollection(staging.Dir, col.ID, "lulc analysis-ready stacks", desc, stage.OutputItems(staging.Dir, names), base)
 }
 
 // Locate configures GDAL for the sources and finds the tiles to ingest,

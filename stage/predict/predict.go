@@ -178,6 +178,7 @@ func Predict(ctx context.Context, pc Config, opt stage.Options) (Result, error) 
 	}
 	res := Result{Dir: staging.Final}
 	col := stage.OwnCollection(stage.CollectionID("lulc-", key))
+	col.Base = opt.BaseURL
 	names := make([]string, len(manifests))
 	for i, m := range manifests {
 		out, err := stage.NewTileOut(staging, m.Tile, col)
@@ -192,7 +193,7 @@ func Predict(ctx context.Context, pc Config, opt stage.Options) (Result, error) 
 		names[i] = m.Tile
 	}
 	desc := fmt.Sprintf("Land-cover maps of %d tile(s) predicted by lulc with the model %s.", len(names), filepath.Base(pc.Model))
-	if err := stage.WriteCollection(staging.Dir, col.ID, "lulc land-cover maps", desc, stage.OutputItems(staging.Dir, names)); err != nil {
+	if err := stage.WriteCollection(staging.Dir, col.ID, "lulc land-cover maps", desc, stage.OutputItems(staging.Dir, names), col.Base); err != nil {
 		return res, err
 	}
 	if err := staging.Commit(); err != nil {
@@ -446,6 +447,9 @@ func (p *Predicted) Finish(opt stage.Options) error {
 		if p.Tile.AOAWarning != "" {
 			item.Properties["lulc:aoa_warning"] = p.Tile.AOAWarning
 		}
+	}
+	if err := p.out.Publish(item, stage.ItemFile); err != nil {
+		return err
 	}
 	if err := stage.WriteItem(p.Tile.Item, item); err != nil {
 		return err
