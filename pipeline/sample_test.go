@@ -7,6 +7,7 @@ import (
 
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/stage"
 	"github.com/lulc/lulc/stage/config"
@@ -48,7 +49,7 @@ func TestSampleFilesMatchMemory(t *testing.T) {
 
 	draw := func(in train.Input) *sampleset.Set {
 		t.Helper()
-		set, _, err := train.Sample(cfg, []train.Input{in}, landcover.WorldCover, stage.Options{}.Engine())
+		set, _, err := train.Sample(cfg, []train.Input{in}, landcover.WorldCover, stage.Options{}.Engine(), progress.Nop{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func TestSampleFilesMatchMemory(t *testing.T) {
 	// A stack whose band count is not the input's is refused, naming it.
 	short := file
 	short.Bands = tile.Bands[:4]
-	if _, _, err := train.Sample(cfg, []train.Input{short}, landcover.WorldCover, stage.Options{}.Engine()); err == nil {
+	if _, _, err := train.Sample(cfg, []train.Input{short}, landcover.WorldCover, stage.Options{}.Engine(), progress.Nop{}); err == nil {
 		t.Error("a stack with more bands than listed was accepted")
 	}
 }

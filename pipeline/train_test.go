@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/learn/baseline"
 	"github.com/lulc/lulc/learn/forest"
@@ -430,6 +432,30 @@ func TestTrainBuffer(t *testing.T) {
 		b, _ = os.ReadFile(filepath.Join(plainOut, f))
 		if strings.Contains(string(b), "buffered") {
 			t.Errorf("%s of an unbuffered split mentions a buffer", f)
+		}
+	}
+}
+
+// TestTrainProgress: training reports its draw, tile by tile and then the
+// kept pixels' features, and its fit, tree by tree, to progress bars.
+func TestTrainProgress(t *testing.T) {
+	cfg := trainConfig(t, "train-demo.yaml", demoStack(t))
+	var mu sync.Mutex
+	bars := map[string]*countBar{}
+	opt := stage.Options{Out: filepath.Join(t.TempDir(), "run"), Version: "test", NewBar: func(total int64, desc string) progress.Bar {
+		mu.Lock()
+		defer mu.Unlock()
+		b := &countBar{total: total, desc: desc}
+		bars[desc] = b
+		return b
+	}}
+	if _, err := train.Train(context.Background(), cfg, opt); err != nil {
+		t.Fatal(err)
+	}
+	for desc, want := range map[string]int64{"train: sampling tiles": 2, "train: trees grown": int64(cfg.Forest.Trees)} {
+		b := bars[desc]
+		if b == nil || b.total != want || b.n.Load() != want || !b.done {
+			t.Errorf("bar %q: %+v, want %d steps of %d, finished", desc, b, want, want)
 		}
 	}
 }

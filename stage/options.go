@@ -23,7 +23,7 @@ type Options struct {
 	// the output will be published: its STAC documents' links and assets
 	// are absolute URLs under it (CollectionRef.Base).
 	BaseURL string
-	Workers   int    // windows processed at once (0: one per CPU)
+	Workers int // windows processed at once (0: one per CPU)
 	// HTTP is the client for STAC APIs and asset sizes (nil: default).
 	HTTP *http.Client
 	// GPUs, when set, run the GPU twins (composite, features, binning,

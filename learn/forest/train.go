@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/internal/rng"
 )
 
@@ -72,6 +73,7 @@ type Forest struct {
 // using up to workers goroutines (0: all CPUs). The result depends only on
 // the data and p, not on workers. Once ctx is done (an interrupt) the
 // workers stop at their next tree level and Train returns ctx's error.
+// Each tree grown is a step reported to ctx's progress (progress.Step).
 func Train(ctx context.Context, x *Binned, y []uint8, classes int, p Params, workers int) (*Forest, error) {
 	if err := CheckData(x, y, classes, p); err != nil {
 		return nil, err
@@ -98,6 +100,7 @@ func Train(ctx context.Context, x *Binned, y []uint8, classes int, p Params, wor
 					continue
 				}
 				trees[t], imp[t] = tr[0], ti[0]
+				progress.Step(ctx, 1)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/learn/sampling"
 	"github.com/lulc/lulc/pixel/features"
@@ -166,7 +167,8 @@ func drawInputsOf(c config.TrainConfig) ([]Input, error) {
 // and returns what the draw has to say about the labels. Draws (a job's
 // sample phase) are merged, after checking that they were drawn for this
 // config.
-func Sample(cfg config.TrainConfig, ins []Input, scheme landcover.Scheme, e stage.Engine) (*sampleset.Set, DrawNotes, error) {
+func Sample(cfg config.TrainConfig, ins []Input, scheme landcover.Scheme, e stage.Engine, bar progress.Bar) (*sampleset.Set, DrawNotes, error) {
+	defer bar.Finish()
 	if err := drawsAgree(ins); err != nil {
 		return nil, DrawNotes{}, err
 	}
@@ -179,6 +181,7 @@ func Sample(cfg config.TrainConfig, ins []Input, scheme landcover.Scheme, e stag
 			if err := sp.Merge(in.draw); err != nil {
 				return nil, DrawNotes{}, fmt.Errorf("%s: %w", in.Image, err)
 			}
+			bar.Add(1)
 			continue
 		}
 		si, err := in.SampleInput()
@@ -188,8 +191,11 @@ func Sample(cfg config.TrainConfig, ins []Input, scheme landcover.Scheme, e stag
 		if err := sp.Add(si); err != nil {
 			return nil, DrawNotes{}, err
 		}
+		bar.Add(1)
 	}
+	// The last step: the kept pixels' features.
 	set, _, err := sp.Finish()
+	bar.Add(1)
 	census := sp.Census()
 	return set, DrawNotes{warnings: sp.Warnings(), census: &census}, err
 }

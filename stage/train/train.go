@@ -14,6 +14,7 @@ import (
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/geo/raster"
 	"github.com/lulc/lulc/internal/atomicfs"
+	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/internal/rng"
 	"github.com/lulc/lulc/learn/aoa"
 	"github.com/lulc/lulc/learn/forest"
@@ -119,7 +120,7 @@ func Train(ctx context.Context, cfg config.TrainConfig, opt stage.Options) (res 
 	}
 	if set == nil {
 		var notes DrawNotes
-		set, notes, err = Sample(fitCfg, ins, scheme, opt.Engine())
+		set, notes, err = Sample(fitCfg, ins, scheme, opt.Engine(), opt.NewBar(int64(len(ins)+1), "train: sampling tiles"))
 		if err != nil {
 			return res, err
 		}
@@ -247,9 +248,13 @@ func fit(ctx context.Context, cfg config.TrainConfig, scheme landcover.Scheme, s
 		return nil, nil, err
 	}
 	opt.Log.Debug("fit: features binned", "s", time.Since(t1).Seconds())
-	f, err := opt.Engine().Fit(ctx, xb, yt, len(scheme.Classes), cfg.Forest, func(format string, args ...any) {
+	// The engines report each tree (or batch of trees) grown through the
+	// context (progress.Step).
+	bar := opt.NewBar(int64(cfg.Forest.Trees), "train: trees grown")
+	f, err := opt.Engine().Fit(progress.WithSteps(ctx, func(n int) { bar.Add(n) }), xb, yt, len(scheme.Classes), cfg.Forest, func(format string, args ...any) {
 		opt.Log.Info(fmt.Sprintf(format, args...))
 	})
+	bar.Finish()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/device/cuda/driver"
+	"github.com/lulc/lulc/internal/progress"
 	"github.com/lulc/lulc/learn/forest"
 )
 
@@ -145,6 +146,7 @@ func trainOn(ctx context.Context, dev *cuda.Device, d trainSet, p forest.Params,
 		}
 		trees, imp = append(trees, tr...), append(imp, ti...)
 		t0 += n
+		progress.Step(ctx, n)
 	}
 	nodes := 0
 	for _, t := range trees {
