@@ -623,10 +623,15 @@ func compositeTile(ctx context.Context, cfg config.IngestConfig, opt stage.Optio
 		}
 		return func(w geo.Grid) error { return job.window(w, open) }, closeAll, nil
 	}, func() {
-		mbps := float64(job.decoded.Load()) / 1e6 / time.Since(tileStart).Seconds()
-		bar.Describe(fmt.Sprintf("ingest %s: %d dates, %.0f MB/s decoded, windows", plan.tile, len(plan.dates), mbps))
+		n := done.Add(1)
+		secs := time.Since(tileStart).Seconds()
+		// The tile's pixels composited so far, by its share of windows
+		// done (edge windows are smaller: a small overestimate early on).
+		mpxs := float64(n) / float64(len(plan.windows)) * float64(job.pixels()) / 1e6 / secs
+		mbps := float64(job.decoded.Load()) / 1e6 / secs
+		bar.Describe(fmt.Sprintf("ingest %s: %d dates, %.1f Mpx/s, %.0f MB/s decoded, windows", plan.tile, len(plan.dates), mpxs, mbps))
 		bar.Add(1)
-		opt.Log.Debug("window composited", "tile", plan.tile, "done", done.Add(1), "of", len(plan.windows))
+		opt.Log.Debug("window composited", "tile", plan.tile, "done", n, "of", len(plan.windows))
 	})
 }
 
