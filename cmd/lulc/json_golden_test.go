@@ -64,7 +64,7 @@ func jsonSchema(doc any) string {
 }
 
 // TestJSONGolden runs every command that finishes on its own with --json
-// on the demo scene and compares the schema of what it prints with its
+// (all but lulc view, which serves until stopped) on the demo scene and compares the schema of what it prints with its
 // golden file (testdata/json/NAME.golden; go test -run TestJSONGolden
 // -update rewrites them): one JSON document on stdout, keys in
 // snake_case, durations in seconds (docs/json.md).
@@ -87,6 +87,9 @@ func TestJSONGolden(t *testing.T) {
 		{"plan", []string{"plan", "-c", "run-demo.yaml", "--catalog", p("scene", "catalog.json"), "--out", p("plan.json")}},
 		{"run", []string{"run", "-c", "run-demo.yaml", "--catalog", p("scene", "catalog.json"), "--out", p("run")}},
 		{"validate", []string{"validate", p("run")}},
+		{"run-shard", []string{"run", "-c", "run-demo.yaml", "--catalog", p("scene", "catalog.json"), "--model", p("train", "model.lulcrf"), "--shard", "0/1", "--out", p("job")}},
+		{"collect", []string{"collect", "--out", p("job")}},
+		{"bench", []string{"bench", "--out", p("bench")}},
 		{"export-model", []string{"export", "model", "--model", p("train", "model.lulcrf"), "--out", p("model.onnx")}},
 		{"export-samples", []string{"export", "samples", "--samples", p("train", "samples.lulcs"), "--model", p("train", "model.lulcrf"), "--out", p("samples.npz")}},
 		{"export-chips", []string{"export", "chips", "-c", "train-demo.yaml", "--size", "128", "--stack", p("stack"), "--out", p("chips")}},
