@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,4 +183,37 @@ func TestJSONView(t *testing.T) {
 func nanValue() float64 {
 	var zero float64
 	return zero / zero
+}
+
+// TestViewJSON: lulc view --json prints where it serves as one JSON object
+// (url, host, port, dir, tiles) once it listens, then serves until
+// interrupted.
+func TestViewJSON(t *testing.T) {
+	dir := demoDir(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	var errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"view", "--json", "--no-browser", "--port", "0", filepath.Join(dir, "predict")}, pw, &errb)
+		pw.Close()
+	}()
+	var got map[string]any
+	err := json.NewDecoder(pr).Decode(&got)
+	go io.Copy(io.Discard, pr)
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("lulc view --json: exit %d after the interrupt: %s", code, errb.String())
+	}
+	if err != nil {
+		t.Fatalf("lulc view --json printed no JSON object: %v (stderr %s)", err, errb.String())
+	}
+	var keys []string
+	for k := range got {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if strings.Join(keys, ",") != "dir,host,port,tiles,url" || !strings.HasPrefix(fmt.Sprint(got["url"]), "http://127.0.0.1:") {
+		t.Errorf("lulc view --json: %v", got)
+	}
 }
