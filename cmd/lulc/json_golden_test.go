@@ -13,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/internal/npy"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite cmd/lulc/testdata/json/*.golden from the commands' output")
@@ -75,29 +78,46 @@ func TestJSONGolden(t *testing.T) {
 	t.Setenv("LULC_JSON", "")
 	dir := t.TempDir()
 	p := func(elem ...string) string { return filepath.Join(append([]string{dir}, elem...)...) }
+	// The class indices another model would give the demo tile (all the
+	// first class), for lulc import classes.
+	writePred := func() {
+		_, g, err := raster.ReadBand[uint8](p("predict", "31TEJ", "class.tif"), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := append(npy.Header("|u1", []int{g.Height, g.Width}), bytes.Repeat([]byte{1}, g.Width*g.Height)...)
+		if err := os.WriteFile(p("pred.npy"), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
-		name string
-		args []string
+		name   string
+		args   []string
+		before func()
 	}{
-		{"version", []string{"version"}},
-		{"doctor", []string{"doctor"}},
-		{"config-list", []string{"config", "list"}},
-		{"synth", []string{"synth", "--out", p("scene")}},
-		{"ingest", []string{"ingest", "--catalog", p("scene", "catalog.json"), "--out", p("stack")}},
-		{"train", []string{"train", "--stack", p("stack"), "--out", p("train")}},
-		{"predict", []string{"predict", "--confidence", "--model", p("train", "model.lulcrf"), "--input", p("stack"), "--out", p("predict")}},
-		{"evaluate", []string{"evaluate", "--prediction", p("predict", "31TEJ", "class.tif"), "--labels", p("stack", "31TEJ", "labels.tif"), "--out", p("evaluate")}},
-		{"plan", []string{"plan", "-c", "run-demo.yaml", "--catalog", p("scene", "catalog.json"), "--out", p("plan.json")}},
-		{"run", []string{"run", "-c", "run-demo.yaml", "--catalog", p("scene", "catalog.json"), "--out", p("run")}},
-		{"validate", []string{"validate", p("run")}},
-		{"run-shard", []string{"run", "-c", "run-demo.yaml", "--catalog", p("scene", "catalog.json"), "--model", p("train", "model.lulcrf"), "--shard", "0/1", "--out", p("job")}},
-		{"collect", []string{"collect", "--out", p("job")}},
-		{"bench", []string{"bench", "--out", p("bench")}},
-		{"export-model", []string{"export", "model", "--model", p("train", "model.lulcrf"), "--out", p("model.onnx")}},
-		{"export-samples", []string{"export", "samples", "--samples", p("train", "samples.lulcs"), "--model", p("train", "model.lulcrf"), "--out", p("samples.npz")}},
-		{"export-chips", []string{"export", "chips", "-c", "train-demo.yaml", "--size", "128", "--stack", p("stack"), "--out", p("chips")}},
+		{"version", []string{"version"}, nil},
+		{"doctor", []string{"doctor"}, nil},
+		{"config-list", []string{"config", "list"}, nil},
+		{"synth", []string{"synth", "--out", p("scene")}, nil},
+		{"ingest", []string{"ingest", "--catalog", p("scene", "catalog.json"), "--out", p("stack")}, nil},
+		{"train", []string{"train", "--stack", p("stack"), "--out", p("train")}, nil},
+		{"predict", []string{"predict", "--confidence", "--model", p("train", "model.lulcrf"), "--input", p("stack"), "--out", p("predict")}, nil},
+		{"evaluate", []string{"evaluate", "--prediction", p("predict", "31TEJ", "class.tif"), "--labels", p("stack", "31TEJ", "labels.tif"), "--out", p("evaluate")}, nil},
+		{"plan", []string{"plan", "-c", "run-demo.yaml", "--catalog", p("scene", "catalog.json"), "--out", p("plan.json")}, nil},
+		{"run", []string{"run", "-c", "run-demo.yaml", "--catalog", p("scene", "catalog.json"), "--out", p("run")}, nil},
+		{"validate", []string{"validate", p("run")}, nil},
+		{"run-shard", []string{"run", "-c", "run-demo.yaml", "--catalog", p("scene", "catalog.json"), "--model", p("train", "model.lulcrf"), "--shard", "0/1", "--out", p("job")}, nil},
+		{"collect", []string{"collect", "--out", p("job")}, nil},
+		{"bench", []string{"bench", "--out", p("bench")}, nil},
+		{"export-model", []string{"export", "model", "--model", p("train", "model.lulcrf"), "--out", p("model.onnx")}, nil},
+		{"export-samples", []string{"export", "samples", "--samples", p("train", "samples.lulcs"), "--model", p("train", "model.lulcrf"), "--out", p("samples.npz")}, nil},
+		{"export-chips", []string{"export", "chips", "-c", "train-demo.yaml", "--size", "128", "--stack", p("stack"), "--out", p("chips")}, nil},
+		{"import-classes", []string{"import", "classes", "--chips", p("chips"), "--tile", "31TEJ", "--array", p("pred.npy"), "--out", p("imported.tif")}, writePred},
 	}
 	for _, c := range cases {
+		if c.before != nil {
+			c.before()
+		}
 		code, stdout, stderr := lulc(t, append(c.args, "--json", "-q")...)
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", c.name, code, stderr)
