@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -71,18 +72,29 @@ are expanded. A train config can be one line:
 			return configs.Names(), cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var text bytes.Buffer
 			if defaults {
-				return showDefaults(cmd.OutOrStdout(), args[0])
+				if err := showDefaults(&text, args[0]); err != nil {
+					return err
+				}
+			} else {
+				name := args[0]
+				if !strings.HasSuffix(name, ".yaml") {
+					name += ".yaml"
+				}
+				raw, err := configs.Read(name)
+				if err != nil {
+					return usagef("%v (lulc config list names them)", err)
+				}
+				text.Write(raw)
 			}
-			name := args[0]
-			if !strings.HasSuffix(name, ".yaml") {
-				name += ".yaml"
+			// With --json the YAML is a string in an object, as every
+			// command's result is JSON then.
+			if a.json {
+				a.summary(map[string]any{"name": args[0], "defaults": defaults, "yaml": text.String()})
+				return nil
 			}
-			raw, err := configs.Read(name)
-			if err != nil {
-				return usagef("%v (lulc config list names them)", err)
-			}
-			_, err = cmd.OutOrStdout().Write(raw)
+			_, err := cmd.OutOrStdout().Write(text.Bytes())
 			return err
 		},
 	}

@@ -98,6 +98,7 @@ func TestJSONGolden(t *testing.T) {
 		{"version", []string{"version"}, nil},
 		{"doctor", []string{"doctor"}, nil},
 		{"config-list", []string{"config", "list"}, nil},
+		{"config-show", []string{"config", "show", "run-demo.yaml"}, nil},
 		{"synth", []string{"synth", "--out", p("scene")}, nil},
 		{"ingest", []string{"ingest", "--catalog", p("scene", "catalog.json"), "--out", p("stack")}, nil},
 		{"train", []string{"train", "--stack", p("stack"), "--out", p("train")}, nil},
