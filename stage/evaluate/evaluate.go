@@ -75,15 +75,20 @@ func Evaluate(ctx context.Context, prediction, labels string, ec Config, opt sta
 		return Result{}, err
 	}
 	defer lab.Close()
+	// Progress by step: the map and the labels are read whole.
+	bar := opt.NewBar(4, "evaluate: map read, labels read, pixels counted, area estimated")
+	defer bar.Finish()
 	n := pred.Width * pred.Height
 	p := make([]uint8, n)
 	if err := raster.ReadBandWindowInto(pred, 1, 0, 0, pred.Width, pred.Height, p); err != nil {
 		return Result{}, err
 	}
+	bar.Add(1)
 	l := make([]uint8, n)
 	if err := lab.Read(pred.Grid, alg, l); err != nil {
 		return Result{}, err
 	}
+	bar.Add(1)
 	if ec.Split != "" {
 		if err := keepValidation(l, ec.Split, pred.Width, pred.Height); err != nil {
 			return Result{}, err
@@ -100,17 +105,23 @@ func Evaluate(ctx context.Context, prediction, labels string, ec Config, opt sta
 		}
 	}
 	index := map[uint8]uint8{}
+	// The same index as a table (-1: not a class), for the pixels' loop.
+	var table [256]int16
+	for i := range table {
+		table[i] = -1
+	}
 	for i, c := range scheme.Classes {
 		index[c.Code] = uint8(i)
+		table[c.Code] = int16(i)
 	}
 	var ref, got []uint8
 	for i := range n {
-		ri, ok1 := index[l[i]]
-		pi, ok2 := index[p[i]]
-		if ok1 && ok2 {
-			ref, got = append(ref, ri), append(got, pi)
+		ri, pi := table[l[i]], table[p[i]]
+		if ri >= 0 && pi >= 0 {
+			ref, got = append(ref, uint8(ri)), append(got, uint8(pi))
 		}
 	}
+	bar.Add(1)
 	if len(ref) == 0 {
 		return Result{}, fmt.Errorf("no pixel of %s has a known class in both the prediction and the labels (%s)", prediction, labels)
 	}
@@ -126,6 +137,7 @@ func Evaluate(ctx context.Context, prediction, labels string, ec Config, opt sta
 	} else {
 		res.Area = &area
 	}
+	bar.Add(1)
 	for _, c := range scheme.Classes {
 		res.Names = append(res.Names, c.Name)
 	}
