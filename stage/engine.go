@@ -56,6 +56,9 @@ type Engine interface {
 	// di returns the computer of a tile's dissimilarity index and its
 	// close.
 	di(set *features.Set, ref *aoa.Reference) (diComputer, func(), error)
+	// AOAPairs measures a model's area-of-applicability training points
+	// among themselves (aoa.Pairs; aoa.CPUPairs is the specification).
+	AOAPairs(ctx context.Context, p []float64, nf int, fold []uint64) (float64, []float64, error)
 	// Fit grows the forest on binned samples; an interrupt (ctx done)
 	// stops it within a tree level.
 	Fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, logf func(string, ...any)) (*forest.Forest, error)
@@ -74,7 +77,7 @@ func (o Options) Engine() Engine {
 	if len(o.GPUs) == 0 {
 		return cpuEngine{workers: o.Workers, raw: o.Hooks.RawOnCPU}
 	}
-	return gpuEngine{gpu: o.GPUs[0], gpus: o.GPUs, hostDecode: o.Compare.HostDecode, hostDraw: o.Compare.HostDraw}
+	return gpuEngine{gpu: o.GPUs[0], gpus: o.GPUs, hostDecode: o.Compare.HostDecode, hostDraw: o.Compare.HostDraw, hostAOA: o.Compare.HostAOA}
 }
 
 // Decodes says whether e decodes tiles of format f itself, and why not.

@@ -61,6 +61,10 @@ func (cpuEngine) di(_ *features.Set, ref *aoa.Reference) (diComputer, func(), er
 	return cpuDI{aoa.NewIndex(ref)}, func() {}, nil
 }
 
+func (cpuEngine) AOAPairs(ctx context.Context, p []float64, nf int, fold []uint64) (float64, []float64, error) {
+	return aoa.CPUPairs(ctx, p, nf, fold)
+}
+
 func (e cpuEngine) Fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, _ func(string, ...any)) (*forest.Forest, error) {
 	return forest.Train(ctx, xb, y, classes, p, e.workers)
 }

@@ -28,6 +28,9 @@ type gpuEngine struct {
 	// hostDraw keeps the draw of samples on the host (Compare.HostDraw),
 	// for the same comparison.
 	hostDraw bool
+	// hostAOA measures the area of applicability's training points on
+	// the host (Compare.HostAOA).
+	hostAOA bool
 }
 
 func (e gpuEngine) Name() string   { return fmt.Sprintf("gpu:%d", e.gpu.Index) }
@@ -100,6 +103,13 @@ func (e gpuEngine) di(set *features.Set, ref *aoa.Reference) (diComputer, func()
 		return nil, nil, err
 	}
 	return g, g.close, nil
+}
+
+func (e gpuEngine) AOAPairs(ctx context.Context, p []float64, nf int, fold []uint64) (float64, []float64, error) {
+	if e.hostAOA {
+		return aoa.CPUPairs(ctx, p, nf, fold)
+	}
+	return classifier.AOAPairs(ctx, e.gpu, p, nf, fold)
 }
 
 func (e gpuEngine) Fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, logf func(string, ...any)) (*forest.Forest, error) {

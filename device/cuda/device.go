@@ -74,7 +74,7 @@ func (d *Device) Options() Options { return d.opt }
 
 // kernelNames are the kernels of lulc.cu that the Go side launches.
 var kernelNames = []string{"features", "features_wide", "reflectance", "context_rows", "context_cols", "features_context", "context_at", "crop", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear", "inflate", "tiff_unpack", "gather_tiles",
-	"draw_count", "draw_collect", "place_u16", "place_u8", "aoa_di", "affine_plane", "forest_walk"}
+	"draw_count", "draw_collect", "place_u16", "place_u8", "aoa_di", "aoa_pairs", "affine_plane", "forest_walk"}
 
 // kernelBlocks are the threads a block of Launch for the kernels that
 // take other than 256: forest_predict's shared-memory row buffer is sized

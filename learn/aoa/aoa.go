@@ -104,10 +104,14 @@ type Sample struct {
 // least two folds) with nf features and the forest's importance per
 // feature. Samples with a missing (NaN) feature are left out; of the
 // rest, the maxPoints with the smallest keys are kept, in their order.
-// folds describes the fold rule for the record. Once ctx is done (an
-// interrupt) the pairwise distances stop at their next row and Build
-// returns ctx's error.
-func Build(ctx context.Context, samples []Sample, nf int, importance []float64, maxPoints int, folds string) (*Reference, error) {
+// folds describes the fold rule for the record. measure measures the
+// points among themselves (nil: CPUPairs, on every core; the GPU's twin
+// gives the same bits). Once ctx is done (an interrupt) the pairwise
+// distances stop at their next row and Build returns ctx's error.
+func Build(ctx context.Context, samples []Sample, nf int, importance []float64, maxPoints int, folds string, measure Pairs) (*Reference, error) {
+	if measure == nil {
+		measure = CPUPairs
+	}
 	if len(importance) != nf {
 		return nil, fmt.Errorf("aoa: %d importances for %d features", len(importance), nf)
 	}
@@ -178,8 +182,8 @@ func Build(ctx context.Context, samples []Sample, nf int, importance []float64, 
 		r.Transform(samples[i].X, r.Points[k*nf:(k+1)*nf])
 		fold[k] = samples[i].Fold
 	}
-	sum, cv := pairs(ctx, r.Points, nf, fold)
-	if err := ctx.Err(); err != nil {
+	sum, cv, err := measure(ctx, r.Points, nf, fold)
+	if err != nil {
 		return nil, fmt.Errorf("aoa: %w", err)
 	}
 	r.MeanDistance = sum / (float64(n) * float64(n-1) / 2)
@@ -197,6 +201,28 @@ func Build(ctx context.Context, samples []Sample, nf int, importance []float64, 
 	}
 	r.Threshold = Threshold(di)
 	return r, nil
+}
+
+// Pairs measures n training points (p: n × nf, row-major, transformed)
+// among themselves: the sum of the distances of every pair, and each
+// point's squared distance to the nearest point of another fold (fold:
+// one per point; +Inf when none). CPUPairs is the specification.
+type Pairs func(ctx context.Context, p []float64, nf int, fold []uint64) (sum float64, cv []float64, err error)
+
+// CPUPairs is Pairs on every core (pairs); its error is ctx's.
+func CPUPairs(ctx context.Context, p []float64, nf int, fold []uint64) (float64, []float64, error) {
+	sum, cv := pairs(ctx, p, nf, fold)
+	return sum, cv, ctx.Err()
+}
+
+// SumRows adds the rows' sums of distances in row order, as pairs does:
+// a twin that measures the rows elsewhere sums them with it.
+func SumRows(rows []float64) float64 {
+	var sum float64
+	for _, s := range rows {
+		sum += s
+	}
+	return sum
 }
 
 // pairs measures every pair of points once, on every core: the sum of
@@ -244,10 +270,7 @@ func pairs(ctx context.Context, p []float64, nf int, fold []uint64) (float64, []
 		})
 	}
 	wg.Wait()
-	var sum float64
-	for _, s := range rows {
-		sum += s
-	}
+	sum := SumRows(rows)
 	for _, m := range mins {
 		for i, v := range m {
 			cv[i] = min(cv[i], v)

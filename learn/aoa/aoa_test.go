@@ -64,7 +64,7 @@ func TestBuildMatchesDefinition(t *testing.T) {
 	t.Parallel()
 	s := randomSamples(300, 5, 6, 1)
 	imp := []float64{0.4, 0.1, 0.3, -0.2, 0.2}
-	r, err := Build(context.Background(), s, 5, imp, 1000, "test folds")
+	r, err := Build(context.Background(), s, 5, imp, 1000, "test folds", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,17 +116,17 @@ func TestThresholdIsRType7Whisker(t *testing.T) {
 func TestBuildRefuses(t *testing.T) {
 	t.Parallel()
 	s := randomSamples(50, 3, 1, 2)
-	if _, err := Build(context.Background(), s, 3, []float64{1, 1, 1}, 100, "one fold"); err == nil {
+	if _, err := Build(context.Background(), s, 3, []float64{1, 1, 1}, 100, "one fold", nil); err == nil {
 		t.Error("one fold: no error")
 	}
 	same := make([]Sample, 10)
 	for i := range same {
 		same[i] = Sample{X: []float32{1, 2}, Fold: uint64(i)}
 	}
-	if _, err := Build(context.Background(), same, 2, []float64{1, 1}, 100, "alike"); err == nil {
+	if _, err := Build(context.Background(), same, 2, []float64{1, 1}, 100, "alike", nil); err == nil {
 		t.Error("identical samples: no error")
 	}
-	if _, err := Build(context.Background(), s, 3, []float64{1, 1}, 100, "x"); err == nil {
+	if _, err := Build(context.Background(), s, 3, []float64{1, 1}, 100, "x", nil); err == nil {
 		t.Error("wrong importance length: no error")
 	}
 }
@@ -135,7 +135,7 @@ func TestCapKeepsSmallestKeysWhateverTheOrder(t *testing.T) {
 	t.Parallel()
 	s := randomSamples(500, 4, 5, 3)
 	s[7].X[2] = float32(math.NaN()) // left out before the cap
-	a, err := Build(context.Background(), s, 4, []float64{1, 2, 3, 4}, 100, "f")
+	a, err := Build(context.Background(), s, 4, []float64{1, 2, 3, 4}, 100, "f", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestCapKeepsSmallestKeysWhateverTheOrder(t *testing.T) {
 	// order, so compared as sets of rows).
 	rev := slices.Clone(s)
 	slices.Reverse(rev)
-	b, err := Build(context.Background(), rev, 4, []float64{1, 2, 3, 4}, 100, "f")
+	b, err := Build(context.Background(), rev, 4, []float64{1, 2, 3, 4}, 100, "f", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestCapKeepsSmallestKeysWhateverTheOrder(t *testing.T) {
 		}
 	}
 	// Reruns give the same bits.
-	c, _ := Build(context.Background(), s, 4, []float64{1, 2, 3, 4}, 100, "f")
+	c, _ := Build(context.Background(), s, 4, []float64{1, 2, 3, 4}, 100, "f", nil)
 	if !slices.Equal(a.Points, c.Points) || a.MeanDistance != c.MeanDistance || a.Threshold != c.Threshold {
 		t.Error("rerun differs")
 	}
@@ -182,7 +182,7 @@ func TestKDTreeEqualsBruteForce(t *testing.T) {
 		if nf > 2 {
 			imp[1] = 0 // a dimension the tree leaves out
 		}
-		r, err := Build(context.Background(), s, nf, imp, 20000, "f")
+		r, err := Build(context.Background(), s, nf, imp, 20000, "f", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func TestKDTreeEqualsBruteForce(t *testing.T) {
 func TestNaNFeatureHasNoDI(t *testing.T) {
 	t.Parallel()
 	s := randomSamples(100, 3, 4, 5)
-	r, err := Build(context.Background(), s, 3, []float64{1, 1, 1}, 100, "f")
+	r, err := Build(context.Background(), s, 3, []float64{1, 1, 1}, 100, "f", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func BenchmarkNearest(b *testing.B) {
 		for f := range imp {
 			imp[f] = 1
 		}
-		r, err := Build(context.Background(), s, nf, imp, 20000, "f")
+		r, err := Build(context.Background(), s, nf, imp, 20000, "f", nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -316,7 +316,7 @@ func BenchmarkBuild20k(b *testing.B) {
 		imp[f] = float64(1 + f%5)
 	}
 	for b.Loop() {
-		if _, err := Build(context.Background(), s, 20, imp, DefaultMaxPoints, "f"); err != nil {
+		if _, err := Build(context.Background(), s, 20, imp, DefaultMaxPoints, "f", nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -333,7 +333,7 @@ func BenchmarkMapWindow(b *testing.B) {
 		for f := range imp {
 			imp[f] = float64(1 + f%5)
 		}
-		r, err := Build(context.Background(), s, nf, imp, DefaultMaxPoints, "f")
+		r, err := Build(context.Background(), s, nf, imp, DefaultMaxPoints, "f", nil)
 		if err != nil {
 			b.Fatal(err)
 		}

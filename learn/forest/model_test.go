@@ -120,7 +120,7 @@ func TestModelAOARoundTrip(t *testing.T) {
 	for i := range 300 {
 		s = append(s, aoa.Sample{X: x[i*3 : (i+1)*3], Fold: uint64(i % 5), Key: uint64(i * 7919 % 300)})
 	}
-	ref, err := aoa.Build(context.Background(), s, 3, m.Forest.Importance, 200, "test")
+	ref, err := aoa.Build(context.Background(), s, 3, m.Forest.Importance, 200, "test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -213,7 +213,7 @@ func FitAndMeasure(ctx context.Context, cfg config.TrainConfig, scheme landcover
 			// and goes on.
 			t0 := time.Now()
 			opt.Log.Debug("area of applicability: measuring the training samples' distances")
-			if model.AOA, err = trainAOA(ctx, cfg, set, model.Forest.Importance); ctx.Err() != nil {
+			if model.AOA, err = trainAOA(ctx, cfg, set, model.Forest.Importance, opt.Engine().AOAPairs); ctx.Err() != nil {
 				return nil, ctx.Err()
 			} else if err != nil {
 				res.Warnings = append(res.Warnings, err.Error())
@@ -413,7 +413,7 @@ func logSplit(cfg config.TrainConfig, set *sampleset.Set, opt stage.Options) {
 // sample's DI is taken to the nearest training sample in another block.
 // The cap keeps the samples with the smallest keys seeded by
 // sampling.seed and the pixel.
-func trainAOA(ctx context.Context, cfg config.TrainConfig, set *sampleset.Set, importance []float64) (*aoa.Reference, error) {
+func trainAOA(ctx context.Context, cfg config.TrainConfig, set *sampleset.Set, importance []float64, measure aoa.Pairs) (*aoa.Reference, error) {
 	nf, bs := len(set.Features), uint64(cfg.Sampling.BlockSize)
 	var s []aoa.Sample
 	for i, sp := range set.Split {
@@ -425,7 +425,7 @@ func trainAOA(ctx context.Context, cfg config.TrainConfig, set *sampleset.Set, i
 		s = append(s, aoa.Sample{X: set.X[i*nf : (i+1)*nf], Fold: src<<40 | (row/bs)<<20 | col/bs,
 			Key: rng.Hash(cfg.Sampling.Seed, 0xa0a, id)})
 	}
-	ref, err := aoa.Build(ctx, s, nf, importance, cfg.AOA.PointCap(), fmt.Sprintf("sampling blocks of %d × %d pixels", bs, bs))
+	ref, err := aoa.Build(ctx, s, nf, importance, cfg.AOA.PointCap(), fmt.Sprintf("sampling blocks of %d × %d pixels", bs, bs), measure)
 	if err != nil {
 		return nil, fmt.Errorf("the model has no area of applicability: %w", err)
 	}

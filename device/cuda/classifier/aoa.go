@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -239,4 +240,62 @@ func (a *AOA) Close() {
 		}
 		return nil
 	})
+}
+
+// AOAPairs is aoa.CPUPairs on the GPU (the aoa_pairs kernel: one point a
+// thread, every other point measured in float64 with each operation
+// rounded on its own): the same sum, row by row in row order, and the
+// same minima, bit for bit. p is n × nf transformed points, fold one per
+// point.
+func AOAPairs(ctx context.Context, dev *cuda.Device, p []float64, nf int, fold []uint64) (float64, []float64, error) {
+	n := len(fold)
+	if nf < 1 || len(p) != n*nf {
+		return 0, nil, fmt.Errorf("cuda aoa pairs: %d values for %d points of %d features", len(p), n, nf)
+	}
+	if n > math.MaxInt32 {
+		return 0, nil, fmt.Errorf("cuda aoa pairs: %d points", n)
+	}
+	rows, cv := make([]float64, n), make([]float64, n)
+	err := dev.Do(func() error {
+		var bufs []driver.Buffer
+		defer func() {
+			for i := range bufs {
+				bufs[i].Free()
+			}
+		}()
+		keep := func(b driver.Buffer, err error) (driver.Buffer, error) {
+			if err == nil {
+				bufs = append(bufs, b)
+			}
+			return b, err
+		}
+		dp, err := keep(driver.Upload(p))
+		if err != nil {
+			return err
+		}
+		df, err := keep(driver.Upload(fold))
+		if err != nil {
+			return err
+		}
+		// The outputs' initial values are overwritten by every thread.
+		dr, err := keep(driver.Alloc(uint64(8 * n)))
+		if err != nil {
+			return err
+		}
+		dc, err := keep(driver.Alloc(uint64(8 * n)))
+		if err != nil {
+			return err
+		}
+		if err := dev.Launch("aoa_pairs", int64(n), dp.Ptr, int32(nf), int32(n), df.Ptr, dr.Ptr, dc.Ptr); err != nil {
+			return err
+		}
+		if err := driver.Download(rows, dr); err != nil {
+			return err
+		}
+		return driver.Download(cv, dc)
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("cuda aoa pairs: %w", err)
+	}
+	return aoa.SumRows(rows), cv, ctx.Err()
 }

@@ -80,7 +80,7 @@ func TestAOABitExact(t *testing.T) {
 		for f := range imp {
 			imp[f] = float64(1 + f%3)
 		}
-		ref, err := aoa.Build(context.Background(), s, nf, imp, 1000, "test")
+		ref, err := aoa.Build(context.Background(), s, nf, imp, 1000, "test", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,5 +151,69 @@ func TestAOABitExact(t *testing.T) {
 		}
 		fe.Close()
 		g.Close()
+	}
+}
+
+// TestAOAPairsBitExact: the GPU's measure of training points among
+// themselves is aoa.CPUPairs's, bit for bit (the sum of distances and
+// each point's nearest distance to another fold), and so is the
+// Reference built with it; points all in one fold have no other-fold
+// neighbour (+Inf).
+func TestAOAPairsBitExact(t *testing.T) {
+	d := gpu(t)
+	defer d.Close()
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, c := range []struct{ n, nf, folds int }{{2, 1, 2}, {257, 5, 3}, {3001, 37, 7}, {500, 64, 1}} {
+		p := make([]float64, c.n*c.nf)
+		for i := range p {
+			p[i] = r.NormFloat64() * float64(1+i%c.nf)
+		}
+		fold := make([]uint64, c.n)
+		for i := range fold {
+			fold[i] = uint64(r.IntN(c.folds)) << 20
+		}
+		ctx := context.Background()
+		wantSum, wantCV, err := aoa.CPUPairs(ctx, p, c.nf, fold)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotSum, gotCV, err := AOAPairs(ctx, d, p, c.nf, fold)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Float64bits(gotSum) != math.Float64bits(wantSum) {
+			t.Errorf("n %d nf %d: sum %v on the GPU, %v on the CPU", c.n, c.nf, gotSum, wantSum)
+		}
+		for i := range wantCV {
+			if math.Float64bits(gotCV[i]) != math.Float64bits(wantCV[i]) {
+				t.Fatalf("n %d nf %d: point %d's nearest other-fold distance %v on the GPU, %v on the CPU", c.n, c.nf, i, gotCV[i], wantCV[i])
+			}
+		}
+		if c.folds == 1 && !math.IsInf(gotCV[0], 1) {
+			t.Errorf("one fold: %v, want +Inf", gotCV[0])
+		}
+	}
+	// A Reference built with either measure is the same.
+	var s []aoa.Sample
+	for i := range 2000 {
+		x := make([]float32, 6)
+		for f := range x {
+			x[f] = float32(r.NormFloat64())
+		}
+		s = append(s, aoa.Sample{X: x, Fold: uint64(i % 5), Key: r.Uint64()})
+	}
+	imp := []float64{1, 2, 3, 0, 5, 1}
+	cpu, err := aoa.Build(context.Background(), s, 6, imp, 1500, "f", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpuRef, err := aoa.Build(context.Background(), s, 6, imp, 1500, "f", func(ctx context.Context, p []float64, nf int, fold []uint64) (float64, []float64, error) {
+		return AOAPairs(ctx, d, p, nf, fold)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Float64bits(cpu.MeanDistance) != math.Float64bits(gpuRef.MeanDistance) || math.Float64bits(cpu.Threshold) != math.Float64bits(gpuRef.Threshold) {
+		t.Errorf("reference: mean distance %v / %v, threshold %v / %v (CPU / GPU)", cpu.MeanDistance, gpuRef.MeanDistance, cpu.Threshold, gpuRef.Threshold)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/lulc/lulc/device/cuda/driver"
+	"github.com/lulc/lulc/learn/aoa"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/pixel/composite"
 	"github.com/lulc/lulc/pixel/features"
@@ -359,3 +360,36 @@ func must(t *testing.T, err error) {
 }
 
 func float32NaN() float32 { return float32(math.NaN()) }
+
+// BenchmarkAOAPairs measures the area of applicability's training points
+// among themselves at the default cap (aoa.DefaultMaxPoints points) and a
+// full feature set (56), on the GPU and with the CPU's specification on
+// every core, side by side.
+func BenchmarkAOAPairs(b *testing.B) {
+	d := gpu(b)
+	defer d.Close()
+	const nf = 56
+	n := aoa.DefaultMaxPoints
+	r := rand.New(rand.NewPCG(3, 4))
+	p := make([]float64, n*nf)
+	for i := range p {
+		p[i] = r.NormFloat64()
+	}
+	fold := make([]uint64, n)
+	for i := range fold {
+		fold[i] = uint64(r.IntN(40))
+	}
+	ctx := context.Background()
+	b.Run("gpu", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := AOAPairs(ctx, d, p, nf, fold); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run(fmt.Sprintf("cpu-%d-cores", runtime.GOMAXPROCS(0)), func(b *testing.B) {
+		for b.Loop() {
+			aoa.CPUPairs(ctx, p, nf, fold)
+		}
+	})
+}

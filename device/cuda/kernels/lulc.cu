@@ -2290,3 +2290,37 @@ extern "C" __global__ void __launch_bounds__(AOA_BLOCK) aoa_di(const float* __re
         if (live) out[i] = nan ? NAN_F : __double2float_rn(__ddiv_rn(__dsqrt_rn(best), md));
     }
 }
+
+// aoa_pairs is aoa's pairs, the measure of a Reference's training points
+// among themselves, one point a thread: point i's distance to every
+// other point (npoints × nf, row-major), the squares of the differences
+// added in feature order from 0, each operation rounded on its own (as
+// aoa's dist2; (a − b)² and (b − a)² are the same bits, so the pair's
+// distance is the same from either end). rows[i] sums sqrt(d²) over the
+// points after i, in their order, as the CPU sums a row; cv[i] is the
+// smallest d² to a point of another fold (+Inf when none), the minimum
+// not depending on the order. The threads of a warp read the same point
+// at once.
+extern "C" __global__ void __launch_bounds__(AOA_BLOCK) aoa_pairs(const double* __restrict__ p, int nf, int npoints,
+                                                                  const unsigned long long* __restrict__ fold,
+                                                                  double* __restrict__ rows, double* __restrict__ cv) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= npoints) return;
+    const double* a = p + (long long)i * nf;
+    unsigned long long fi = fold[i];
+    double sum = 0.0;
+    double best = __longlong_as_double(0x7ff0000000000000LL);
+    for (int j = 0; j < npoints; j++) {
+        if (j == i) continue;
+        const double* b = p + (long long)j * nf;
+        double d2 = 0.0;
+        for (int f = 0; f < nf; f++) {
+            double d = __dsub_rn(a[f], b[f]);
+            d2 = __dadd_rn(d2, __dmul_rn(d, d));
+        }
+        if (j > i) sum = __dadd_rn(sum, __dsqrt_rn(d2));
+        if (fold[j] != fi && d2 < best) best = d2;
+    }
+    rows[i] = sum;
+    cv[i] = best;
+}
