@@ -129,11 +129,7 @@ func Build(ctx context.Context, samples []Sample, nf int, importance []float64, 
 	}
 	training := len(use)
 	if len(use) > maxPoints {
-		// The maxPoints smallest keys, back in the samples' order: the
-		// same points whatever order the samples came in, for equal keys.
-		slices.SortStableFunc(use, func(a, b int) int { return cmp.Compare(samples[a].Key, samples[b].Key) })
-		use = use[:maxPoints]
-		slices.Sort(use)
+		use = smallestKeys(samples, use, maxPoints)
 	}
 	n := len(use)
 	if n < 2 {
@@ -201,6 +197,49 @@ func Build(ctx context.Context, samples []Sample, nf int, importance []float64, 
 	}
 	r.Threshold = Threshold(di)
 	return r, nil
+}
+
+// smallestKeys keeps the k samples of use with the smallest keys (ties:
+// the earlier sample), back in the samples' order: the same points
+// whatever order the samples came in, as a stable sort by key would keep,
+// found with a heap of k (n log k) rather than a sort of all of them.
+func smallestKeys(samples []Sample, use []int, k int) []int {
+	// after says whether sample a comes after b in (key, index) order.
+	after := func(a, b int) bool {
+		if c := cmp.Compare(samples[a].Key, samples[b].Key); c != 0 {
+			return c > 0
+		}
+		return a > b
+	}
+	// h is a max-heap of the k smallest so far: its root the largest.
+	h := slices.Clone(use[:k])
+	down := func(i int) {
+		for {
+			l, big := 2*i+1, i
+			if l < k && after(h[l], h[big]) {
+				big = l
+			}
+			if r := l + 1; r < k && after(h[r], h[big]) {
+				big = r
+			}
+			if big == i {
+				return
+			}
+			h[i], h[big] = h[big], h[i]
+			i = big
+		}
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for _, s := range use[k:] {
+		if after(h[0], s) {
+			h[0] = s
+			down(0)
+		}
+	}
+	slices.Sort(h)
+	return h
 }
 
 // Pairs measures n training points (p: n × nf, row-major, transformed)

@@ -1,6 +1,7 @@
 package aoa
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"math/rand/v2"
@@ -352,5 +353,28 @@ func BenchmarkMapWindow(b *testing.B) {
 				m.Features(idx, r, 0, 0, 1024, 1024, feats)
 			}
 		})
+	}
+}
+
+// TestSmallestKeys: the heap keeps the same points, in the same order, as
+// a stable sort by key would (ties: the earlier sample), with many ties.
+func TestSmallestKeys(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct{ n, k, keys int }{{10, 3, 4}, {1000, 800, 50}, {5000, 700, 1 << 30}, {300, 1, 2}} {
+		s := make([]Sample, c.n)
+		var use []int
+		for i := range s {
+			s[i].Key = uint64(r.IntN(c.keys))
+			if i%7 != 3 {
+				use = append(use, i)
+			}
+		}
+		want := slices.Clone(use)
+		slices.SortStableFunc(want, func(a, b int) int { return cmp.Compare(s[a].Key, s[b].Key) })
+		want = want[:c.k]
+		slices.Sort(want)
+		if got := smallestKeys(s, use, c.k); !slices.Equal(got, want) {
+			t.Errorf("n %d k %d: %v, want %v", c.n, c.k, got[:min(8, len(got))], want[:min(8, len(want))])
+		}
 	}
 }
