@@ -26,8 +26,17 @@ func FuzzParseConfigs(f *testing.F) {
 			}
 		}
 		if c, err := config.ParseTrainConfig(raw); err == nil {
-			if err := c.Validate(); err != nil {
+			// A config without input (features: default; or a document
+			// that sets nothing, such as a bare tag) is for lulc run or
+			// lulc train --stack, which give it one: its training part
+			// must validate, and the whole once it names an input.
+			if err := c.ValidateTraining(); err != nil {
 				t.Fatalf("parsed train config does not validate: %v", err)
+			}
+			if in := c.Input; in.Stack != "" || len(in.Rasters) > 0 || len(in.Samples) > 0 {
+				if err := c.Validate(); err != nil {
+					t.Fatalf("parsed train config with an input does not validate: %v", err)
+				}
 			}
 		}
 		ParseRunConfig(raw)
