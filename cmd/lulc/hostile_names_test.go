@@ -367,6 +367,20 @@ func TestHostileNamesLabelsAndMessages(t *testing.T) {
 		{name: "resolution-too-coarse", code: fail, want: []string{"grid.resolution: 100000", "too coarse", "sensible resolutions"}, setup: func(c *hcase) []string {
 			return []string{"ingest", "-c", c.config("ingest-tiny.yaml", "resolution: 10", "resolution: 100000"), "--catalog", c.w.catalog, "--out", c.out()}
 		}},
+		{name: "stack-format-unknown", code: fail, want: []string{"stack format", `"parquet": not cog or zarr`}, setup: func(c *hcase) []string {
+			return []string{"ingest", "-c", c.config("ingest-tiny.yaml", "blocksize: 512", "blocksize: 512\n  stack: parquet"), "--catalog", c.w.catalog, "--out", c.out()}
+		}},
+		{name: "base-url-with-query", code: usage, want: []string{"--base-url", "query"}, setup: func(c *hcase) []string {
+			return []string{"ingest", "--catalog", c.w.catalog, "--out", c.out(), "--base-url", "https://data.example.org/maps?sig=secret"}
+		}},
+		{name: "train-on-zarr-only-stack", code: fail, want: []string{"Zarr store only", "output.stack: [cog, zarr]"}, setup: func(c *hcase) []string {
+			stack := filepath.Join(c.dir, "zarr-stack")
+			cfg := c.config("ingest-tiny.yaml", "blocksize: 512", "blocksize: 512\n  stack: zarr")
+			if code, _, stderr := lulc(c.t, "ingest", "-q", "-c", cfg, "--catalog", c.w.catalog, "--out", stack); code != 0 {
+				c.t.Fatalf("zarr ingest: %s", stderr)
+			}
+			return []string{"train", "--stack", stack, "--out", c.out()}
+		}},
 		{name: "env-quiet-and-verbose", code: usage, loud: true, want: []string{"LULC_QUIET", "LULC_VERBOSE"}, setup: func(c *hcase) []string {
 			c.t.Setenv("LULC_QUIET", "1")
 			c.t.Setenv("LULC_VERBOSE", "1")

@@ -198,10 +198,15 @@ func (s Scheme) CodeOf(name string) (uint8, bool) {
 func Numbered(name string, names []string) Scheme {
 	s := Scheme{Name: name}
 	for i, n := range names {
-		s.Classes = append(s.Classes, Class{Code: uint8(i + 1), Name: n, Color: hue(float64(i) * 137.50776405)})
+		s.Classes = append(s.Classes, Class{Code: uint8(i + 1), Name: n, Color: Spread(i)})
 	}
 	return s
 }
+
+// Spread is the colour lulc gives the n-th class that has none of its
+// own: hues a golden angle apart, so that neighbours differ however many
+// classes there are.
+func Spread(n int) color.RGBA { return hue(float64(n) * 137.50776405) }
 
 // hue is the colour of hue h (degrees) at saturation 0.6 and value 0.85.
 func hue(h float64) color.RGBA {

@@ -179,12 +179,6 @@ func (w *Writer) drain() {
 	})
 }
 
-// ChunkShape and ShardShape are the sides the store's grid arrays use.
-func (w *Writer) ChunkShape() int { return w.chunk }
-
-// ShardShape is the side of the store's shards.
-func (w *Writer) ShardShape() int { return w.shard }
-
 // checkName refuses names that are not a single portable Zarr node name.
 func checkName(name string) error {
 	if name == "" || name == "." || name == ".." || strings.HasPrefix(name, "__") || name == "zarr.json" {
@@ -527,6 +521,3 @@ func (w *Writer) Abort() {
 	w.enc.Close()
 	os.RemoveAll(w.dir)
 }
-
-// Names are the arrays added, in order.
-func (w *Writer) Names() []string { return slices.Clone(w.order) }

@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/landcover"
 )
 
 // Layer names: the keys of Tile.Layers, as the page knows them.
@@ -375,49 +376,14 @@ func readAuxNames(path string) ([]Class, error) {
 }
 
 // color returns a colour hint as #rrggbb, or, when the hint is not one,
-// a colour of its own for the class code v (hues spread by the golden
-// angle, so that neighbouring codes differ).
+// the colour lulc gives class code v without one (landcover.Spread).
 func color(hint string, v int) string {
 	h := strings.ToLower(strings.TrimPrefix(hint, "#"))
 	if len(h) == 6 && strings.Trim(h, "0123456789abcdef") == "" {
 		return "#" + h
 	}
-	hue := float64(v) * 137.508
-	hue -= 360 * float64(int(hue/360))
-	r, g, b := hsl(hue, 0.65, 0.5)
-	return fmt.Sprintf("#%02x%02x%02x", r, g, b)
-}
-
-// hsl converts a hue in degrees, a saturation and a lightness to RGB.
-func hsl(h, s, l float64) (r, g, b uint8) {
-	c := (1 - abs(2*l-1)) * s
-	hp := h / 60
-	x := c * (1 - abs(hp-2*float64(int(hp/2))-1))
-	var rf, gf, bf float64
-	switch int(hp) {
-	case 0:
-		rf, gf = c, x
-	case 1:
-		rf, gf = x, c
-	case 2:
-		gf, bf = c, x
-	case 3:
-		gf, bf = x, c
-	case 4:
-		rf, bf = x, c
-	default:
-		rf, bf = c, x
-	}
-	m := l - c/2
-	to := func(f float64) uint8 { return uint8(min(255, max(0, (f+m)*255+0.5))) }
-	return to(rf), to(gf), to(bf)
-}
-
-func abs(f float64) float64 {
-	if f < 0 {
-		return -f
-	}
-	return f
+	c := landcover.Spread(v)
+	return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B)
 }
 
 // SetLabels shows the labels raster at path (a file the user named, which
