@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 	"unsafe"
@@ -14,6 +15,7 @@ import (
 	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/learn/aoa"
 	"github.com/lulc/lulc/learn/forest"
+	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/pixel/composite"
 	"github.com/lulc/lulc/pixel/features"
 )
@@ -200,156 +202,184 @@ func TestGPUReport(t *testing.T) {
 			t.Errorf("%s: GPU and CPU differ at %d", names[f], i)
 		}
 	}
-	dstG, dstC, src = nil, nil, nil
+}
 
-	// 6. Forest inference: 100 trees of depth 16 (trained on 200,000 rows
-	// of 20 features, 11 classes) over a full tile of binned pixels, kernel
-	// time with the codes on the device; the CPU walk on every core on 2 %
-	// of the tile for scale.
-	const nf, k = 20, 11
-	xt, yt := gaussianRows(r, 250_000, nf, k)
-	p := forest.Params{Trees: 100, MaxDepth: 16, MinSamplesLeaf: 1, Bins: 128, Bootstrap: true, Seed: 1}
-	bins, _ := forest.QuantileBins(xt[:200_000*nf], nf, p.Bins, 200_000, p.Seed)
-	xb, _ := bins.Bin(xt[:200_000*nf], nf)
-	t0 := time.Now()
-	fo, err := forest.Train(context.Background(), xb, yt[:200_000], k, p, 0)
-	must(t, err)
-	nodes, depth := fo.Nodes()
-	fmt.Printf("forest: trained in %.1f s on %d cores, %d nodes (%d per tree), depth %d\n", time.Since(t0).Seconds(), runtime.NumCPU(), nodes, nodes/p.Trees, depth)
-	comp := fo.Compile()
+// TestGPUForestReport measures the forest's walk over a full tile of
+// binned pixels (120.6 M rows), kernel time with the codes on the device,
+// median of three after a warm-up: forest_predict (a row a thread, every
+// node from L2), forest_walk (the trees' tops in shared memory) and
+// forest_sweep (each tree whole in shared memory over a block's rows) at
+// the share of shared memory lulc picks and at the other one, each
+// checked against forest_predict bit for bit; then the CPU walk on every
+// core on 2 % of the tile for scale. The forest is 100 trees of depth 16
+// trained on 200,000 Gaussian rows of 20 features and 11 classes, over
+// random codes; or, with LULC_WALK_MODEL (a model.lulcrf) and
+// LULC_WALK_SAMPLES (its samples.lulcs), that model over its validation
+// samples' codes repeated to a tile. Run with LULC_GPU_BENCH=1
+// (LULC_WALK_ROWS: fewer rows than a tile's).
+func TestGPUForestReport(t *testing.T) {
+	if os.Getenv("LULC_GPU_BENCH") != "1" {
+		t.Skip("set LULC_GPU_BENCH=1 to measure")
+	}
+	d := gpu(t)
+	defer d.Close()
+	n := 10980 * 10980
+	if v, err := strconv.Atoi(os.Getenv("LULC_WALK_ROWS")); err == nil && v > 0 {
+		n = v // fewer rows, for a profiler's replays
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	var comp *forest.Compiled
+	var codes []uint8
+	var nf int
+	if mp := os.Getenv("LULC_WALK_MODEL"); mp != "" {
+		comp, codes, nf = realWalk(t, mp, os.Getenv("LULC_WALK_SAMPLES"), n, r)
+	} else {
+		const k = 11
+		nf = 20
+		xt, yt := gaussianRows(r, 250_000, nf, k)
+		p := forest.Params{Trees: 100, MaxDepth: 16, MinSamplesLeaf: 1, Bins: 128, Bootstrap: true, Seed: 1}
+		bins, _ := forest.QuantileBins(xt[:200_000*nf], nf, p.Bins, 200_000, p.Seed)
+		xb, _ := bins.Bin(xt[:200_000*nf], nf)
+		fo, err := forest.Train(context.Background(), xb, yt[:200_000], k, p, 0)
+		must(t, err)
+		comp = fo.Compile()
+		codes = make([]uint8, n*nf)
+		for i := range codes {
+			codes[i] = uint8(r.IntN(129))
+		}
+	}
+	nodes, nodeOff, probs, probOff := comp.Packed()
+	s, _ := sweepNodes(nodes, nodeOff, probs, probOff, comp.Classes())
+	fmt.Printf("forest: %d trees, %d classes, %d features, %d nodes (longest tree %d), %d of %d leaves as pairs, %d leaf words\n",
+		comp.Trees(), comp.Classes(), comp.Features(), len(s.words), s.longest, s.pairs, s.leaves, len(s.leafWords))
 	gf, err := NewForest(d, comp)
 	must(t, err)
 	defer gf.Close()
-	codes := make([]uint8, n*nf)
-	for i := range codes {
-		codes[i] = uint8(r.IntN(129))
-	}
+	perBlock, perSM, err := gf.Dev.SharedMemory()
+	must(t, err)
+	fmt.Printf("shared memory: %d B a block, %d B a multiprocessor; forest_sweep holds %d nodes a tree (%s)\n", perBlock, perSM, gf.sweepCap, gf.sweepKernel)
 	must(t, d.Do(func() error {
 		cb, err := driver.Upload(codes)
 		if err != nil {
 			return err
 		}
 		defer cb.Free()
-		cls, err := driver.Alloc(n)
+		cls, err := driver.Alloc(uint64(n))
 		if err != nil {
 			return err
 		}
 		defer cls.Free()
-		conf, err := driver.Alloc(n * 4)
+		conf, err := driver.Alloc(uint64(n) * 4)
 		if err != nil {
 			return err
 		}
 		defer conf.Free()
+		outs := func() ([]uint8, []float32, error) {
+			c, p := make([]uint8, n), make([]float32, n)
+			if err := driver.Download(c, cls); err != nil {
+				return nil, nil, err
+			}
+			return c, p, driver.Download(p, conf)
+		}
 		ms, err := driver.TimeIt(3, func() error {
-			return d.Launch("forest_predict", n, cb.Ptr, int32(nf), int64(n), gf.nodes.Ptr, gf.nodeOff.Ptr, int32(1), gf.probs.Ptr, gf.probOff.Ptr,
-				int32(p.Trees), int32(k), float32(1/float32(p.Trees)), cls.Ptr, conf.Ptr)
-		})
-		fmt.Printf("forest predict, full tile (%d px, %d trees): GPU %.0f ms = %.0f M rows/s\n", n, p.Trees, ms, float64(n)/(ms/1e3)/1e6)
-		if err != nil {
-			return err
-		}
-		wantCls, wantConf := make([]uint8, n), make([]float32, n)
-		if err := driver.Download(wantCls, cls); err != nil {
-			return err
-		}
-		if err := driver.Download(wantConf, conf); err != nil {
-			return err
-		}
-		// forest_walk, the trees' top levels in shared memory: what lulc
-		// runs, against forest_predict above, same outputs.
-		wms, err := driver.TimeIt(3, func() error { return gf.launch(0, false, n, cb.Ptr, cls.Ptr, conf.Ptr) })
-		if err != nil {
-			return err
-		}
-		walkCls, walkConf := make([]uint8, n), make([]float32, n)
-		if err := driver.Download(walkCls, cls); err != nil {
-			return err
-		}
-		if err := driver.Download(walkConf, conf); err != nil {
-			return err
-		}
-		sameWalk := true
-		for i := range walkCls {
-			if walkCls[i] != wantCls[i] || math.Float32bits(walkConf[i]) != math.Float32bits(wantConf[i]) {
-				sameWalk = false
-				break
-			}
-		}
-		fmt.Printf("forest walk, top levels in shared memory: GPU %.0f ms = %.0f M rows/s (forest_predict %.0f ms: %.2fx); same outputs %v\n",
-			wms, float64(n)/(wms/1e3)/1e6, ms, ms/wms, sameWalk)
-		if !sameWalk {
-			return fmt.Errorf("forest_walk changed the predictions")
-		}
-		// The same forest interleaved node by node (FIL's other layout):
-		// node k of tree t at k × trees + t, short trees padded.
-		nodes, nodeOff, _, _ := comp.Packed()
-		trees := p.Trees
-		lens, most := make([]int, trees), 0
-		for t := range trees {
-			end := len(nodes) / 8
-			if t+1 < trees {
-				end = int(nodeOff[t+1])
-			}
-			lens[t] = end - int(nodeOff[t])
-			most = max(most, lens[t])
-		}
-		il := make([]byte, most*trees*8)
-		for t := range trees {
-			for k := range lens[t] {
-				src := (int(nodeOff[t]) + k) * 8
-				copy(il[(k*trees+t)*8:], nodes[src:src+8])
-			}
-		}
-		ilOff := make([]int32, trees)
-		for t := range ilOff {
-			ilOff[t] = int32(t)
-		}
-		ib, err := driver.Upload(il)
-		if err != nil {
-			return err
-		}
-		defer ib.Free()
-		ob, err := driver.Upload(ilOff)
-		if err != nil {
-			return err
-		}
-		defer ob.Free()
-		ims, err := driver.TimeIt(3, func() error {
-			return d.Launch("forest_predict", n, cb.Ptr, int32(nf), int64(n), ib.Ptr, ob.Ptr, int32(trees), gf.probs.Ptr, gf.probOff.Ptr,
-				int32(p.Trees), int32(k), float32(1/float32(p.Trees)), cls.Ptr, conf.Ptr)
+			return d.Launch("forest_predict", int64(n), cb.Ptr, int32(nf), int64(n), gf.nodes.Ptr, gf.nodeOff.Ptr, int32(1), gf.probs.Ptr, gf.probOff.Ptr,
+				int32(gf.trees), int32(gf.classes), float32(1/float32(gf.trees)), cls.Ptr, conf.Ptr)
 		})
 		if err != nil {
 			return err
 		}
-		gotCls, gotConf := make([]uint8, n), make([]float32, n)
-		if err := driver.Download(gotCls, cls); err != nil {
+		wantCls, wantConf, err := outs()
+		if err != nil {
 			return err
 		}
-		if err := driver.Download(gotConf, conf); err != nil {
-			return err
+		fmt.Printf("forest_predict: %.0f ms = %.0f M rows/s\n", ms, float64(n)/(ms/1e3)/1e6)
+		chosen := gf.sweepCap
+		var walkMs float64
+		variants := []struct {
+			name string
+			cap  int
+		}{{"forest_walk", 0}, {"forest_sweep (lulc's share)", chosen}}
+		// The other share: one block a multiprocessor when lulc picked two,
+		// else a share for two.
+		rows := gf.features * sweepStride
+		other := min((s.longest+3)&^3, (min(perBlock, perSM-1024)-rows)/4&^3)
+		if other == chosen {
+			other = min(chosen, max(0, perSM/2-1024-rows)/4&^3)
 		}
-		same := true
-		for i := range gotCls {
-			if gotCls[i] != wantCls[i] || math.Float32bits(gotConf[i]) != math.Float32bits(wantConf[i]) {
-				same = false
-				break
+		if other > 0 && other != chosen {
+			variants = append(variants, struct {
+				name string
+				cap  int
+			}{fmt.Sprintf("forest_sweep (%d nodes)", other), other})
+		}
+		for _, v := range variants {
+			gf.sweepCap = v.cap
+			if v.cap > 0 {
+				if err := gf.Dev.AllowShared(gf.sweepKernel, gf.sweepShared()); err != nil {
+					return err
+				}
+			}
+			vms, err := driver.TimeIt(3, func() error { return gf.launch(0, false, n, cb.Ptr, cls.Ptr, conf.Ptr) })
+			if err != nil {
+				return fmt.Errorf("%s: %w", v.name, err)
+			}
+			if v.cap == 0 {
+				walkMs = vms
+			}
+			gotCls, gotConf, err := outs()
+			if err != nil {
+				return err
+			}
+			same := true
+			for i := range gotCls {
+				if gotCls[i] != wantCls[i] || math.Float32bits(gotConf[i]) != math.Float32bits(wantConf[i]) {
+					same = false
+					break
+				}
+			}
+			fmt.Printf("%s: %.0f ms = %.0f M rows/s, %.2f× forest_walk, %.2f× forest_predict; same outputs %v\n",
+				v.name, vms, float64(n)/(vms/1e3)/1e6, walkMs/vms, ms/vms, same)
+			if !same {
+				return fmt.Errorf("%s changed the predictions", v.name)
 			}
 		}
-		fmt.Printf("forest predict, interleaved layout (%.1f MB padded vs %.1f MB): GPU %.0f ms = %.0f M rows/s (tree-major %.0f ms); same outputs %v\n",
-			float64(len(il))/1e6, float64(len(nodes))/1e6, ims, float64(n)/(ims/1e3)/1e6, ms, same)
-		if !same {
-			return fmt.Errorf("the interleaved layout changed the predictions")
-		}
-		return nil
+		gf.sweepCap = chosen
+		return gf.Dev.AllowShared(gf.sweepKernel, gf.sweepShared())
 	}))
 	sub := &forest.Binned{N: n / 50, F: nf, Codes: make([]uint8, n/50*nf)}
 	for f := range nf {
 		copy(sub.Codes[f*sub.N:(f+1)*sub.N], codes[f*n:f*n+sub.N])
 	}
-	t0 = time.Now()
+	t0 := time.Now()
 	comp.Classify(sub)
 	cs := time.Since(t0).Seconds()
 	fmt.Printf("forest predict on the CPU (%d cores): %.2f M rows/s, a full tile in %.0f s\n", runtime.NumCPU(), float64(sub.N)/cs/1e6, cs*50)
+}
+
+// realWalk loads a model and its samples and repeats the validation
+// samples' codes, shuffled, to n rows.
+func realWalk(t *testing.T, modelPath, samplesPath string, n int, r *rand.Rand) (*forest.Compiled, []uint8, int) {
+	mb, err := os.ReadFile(modelPath)
+	must(t, err)
+	m, err := forest.Decode(mb)
+	must(t, err)
+	sb, err := os.ReadFile(samplesPath)
+	must(t, err)
+	set, err := sampleset.Decode(sb)
+	must(t, err)
+	x, _ := set.Subset(1)
+	nf := len(set.Features)
+	xb, err := m.Bins.Bin(x, nf)
+	must(t, err)
+	perm := r.Perm(xb.N)
+	codes := make([]uint8, n*nf)
+	for f := range nf {
+		col, src := codes[f*n:(f+1)*n], xb.Codes[f*xb.N:(f+1)*xb.N]
+		for i := range col {
+			col[i] = src[perm[i%xb.N]]
+		}
+	}
+	return m.Forest.Compile(), codes, nf
 }
 
 func must(t *testing.T, err error) {

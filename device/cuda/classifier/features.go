@@ -413,7 +413,17 @@ type Forest struct {
 	c                                       *forest.Compiled
 	nodes, nodeOff, nodeLen, probs, probOff driver.Buffer
 	classes, features, trees                int
+	// The trees in forest_sweep's words, when they fit them and a block
+	// can hold at least sweepMinCap of a tree's nodes beside its rows;
+	// sweepCap is the nodes a block holds (forest_walk serves otherwise).
+	sweepWords, sweepOff, sweepLen, sweepLeaves driver.Buffer
+	sweepCap                                    int
+	sweepKernel                                 string
 }
+
+// sweepMinCap is the fewest nodes of a tree forest_sweep must hold in
+// shared memory to be worth its copies: below it, forest_walk serves.
+const sweepMinCap = 2048
 
 // NewForest uploads a compiled forest.
 func NewForest(dev *cuda.Device, c *forest.Compiled) (*Forest, error) {
@@ -445,17 +455,95 @@ func NewForest(dev *cuda.Device, c *forest.Compiled) (*Forest, error) {
 		if f.probs, err = driver.Upload(probs); err != nil {
 			return err
 		}
-		f.probOff, err = driver.Upload(probOff)
-		return err
+		if f.probOff, err = driver.Upload(probOff); err != nil {
+			return err
+		}
+		return f.uploadSweep(nodes, nodeOff, probs, probOff)
 	})
-	return f, err
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
+
+// uploadSweep packs the trees (forest.Compiled.Packed's arrays) for
+// forest_sweep and sizes its share of
+// shared memory: the rows' codes, then as much of a tree as fits, at most
+// the longest tree, aiming at two blocks a multiprocessor so that one
+// block's copy of its next tree overlaps the other's walk; one block
+// with a larger share when two would hold fewer than sweepMinCap nodes
+// each (owner goroutine).
+func (f *Forest) uploadSweep(nodes []byte, nodeOff []int32, probs []float32, probOff []int32) error {
+	if f.Dev.Options().TopsOnly {
+		return nil
+	}
+	s, ok := sweepNodes(nodes, nodeOff, probs, probOff, f.classes)
+	if !ok {
+		return nil
+	}
+	perBlock, perSM, err := f.Dev.SharedMemory()
+	if err != nil {
+		return err
+	}
+	rows := f.features * sweepStride
+	longest := (s.longest + 3) &^ 3
+	// The driver keeps 1 KiB of a multiprocessor's shared memory per block.
+	capFor := func(blocks int) int {
+		share := min(perBlock, perSM/blocks-1024)
+		return min(longest, max(0, share-rows)/4&^3)
+	}
+	f.sweepCap = capFor(2)
+	if f.sweepCap < min(longest, sweepMinCap) {
+		f.sweepCap = capFor(1)
+	}
+	if f.sweepCap < min(longest, sweepMinCap) {
+		f.sweepCap = 0
+		return nil
+	}
+	// The kernel whose class sums fit the forest's classes most closely.
+	for _, k := range []int{8, 12, 16, 32} {
+		if f.classes <= k {
+			f.sweepKernel = fmt.Sprintf("forest_sweep%d", k)
+			break
+		}
+	}
+	if err := f.Dev.AllowShared(f.sweepKernel, f.sweepShared()); err != nil {
+		return err
+	}
+	if f.sweepWords, err = driver.Upload(s.words); err != nil {
+		return err
+	}
+	if f.sweepOff, err = driver.Upload(s.off); err != nil {
+		return err
+	}
+	if f.sweepLen, err = driver.Upload(s.lens); err != nil {
+		return err
+	}
+	// A forest of pairs only has no records; the kernel still takes an
+	// address.
+	f.sweepLeaves, err = driver.Upload(append(s.leafWords, 0))
+	return err
+}
+
+// sweepShared is forest_sweep's dynamic shared memory in bytes.
+func (f *Forest) sweepShared() int { return f.sweepCap*4 + f.features*sweepStride }
 
 // launch queues the forest's walk of n rows' codes (column-major, at
 // device address codes) into their classes and confidences, on stream st
-// (async) or synchronously: forest_walk, its trees' top levels in shared
-// memory.
+// (async) or synchronously: forest_sweep, every tree over a block's rows
+// from shared memory, or forest_walk, its trees' top levels in shared
+// memory, for forests the sweep does not take.
 func (f *Forest) launch(st uintptr, async bool, n int, codes, cls, conf uint64) error {
+	if f.sweepCap > 0 {
+		args := []any{codes, int32(f.features), int64(n), f.sweepWords.Ptr, f.sweepOff.Ptr, f.sweepLen.Ptr, int32(f.sweepCap),
+			f.sweepLeaves.Ptr, int32(f.trees), int32(f.classes), float32(1 / float32(f.trees)), cls, conf}
+		grid := uint32((n + sweepRows - 1) / sweepRows)
+		if err := f.Dev.LaunchGrid(st, f.sweepKernel, [3]uint32{grid, 1, 1}, sweepBlock, uint32(f.sweepShared()), args...); err != nil || async {
+			return err
+		}
+		return driver.Synchronize()
+	}
 	args := []any{codes, int32(f.features), int64(n), f.nodes.Ptr, f.nodeOff.Ptr, f.nodeLen.Ptr,
 		f.probs.Ptr, f.probOff.Ptr, int32(f.trees), int32(f.classes), float32(1 / float32(f.trees)), cls, conf}
 	if async {
@@ -501,7 +589,7 @@ func (f *Forest) Classify(x *forest.Binned) ([]uint8, []float32, error) {
 // Close frees the forest on the device.
 func (f *Forest) Close() {
 	f.Dev.Do(func() error {
-		for _, b := range []driver.Buffer{f.nodes, f.nodeOff, f.nodeLen, f.probs, f.probOff} {
+		for _, b := range []driver.Buffer{f.nodes, f.nodeOff, f.nodeLen, f.probs, f.probOff, f.sweepWords, f.sweepOff, f.sweepLen, f.sweepLeaves} {
 			if b.Ptr != 0 {
 				b.Free()
 			}

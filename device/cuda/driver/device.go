@@ -245,6 +245,36 @@ func (d *Device) LoadModule(image []byte, kernels []string, blocks map[string]in
 	})
 }
 
+// SharedMemory returns the most shared memory a block may ask for (opting
+// in beyond the default 48 KiB) and what one multiprocessor holds, in
+// bytes (owner goroutine).
+func (d *Device) SharedMemory() (perBlock, perSM int, err error) {
+	var cu, b, m int32
+	if err := check(api.deviceGet(&cu, int32(d.Index)), "cuDeviceGet"); err != nil {
+		return 0, 0, err
+	}
+	// CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN (97) and
+	// …_PER_MULTIPROCESSOR (81).
+	if err := check(api.deviceGetAttr(&b, 97, cu), "cuDeviceGetAttribute"); err != nil {
+		return 0, 0, err
+	}
+	if err := check(api.deviceGetAttr(&m, 81, cu), "cuDeviceGetAttribute"); err != nil {
+		return 0, 0, err
+	}
+	return int(b), int(m), nil
+}
+
+// AllowShared lets kernel name launch with up to bytes of dynamic shared
+// memory, beyond the default 48 KiB (owner goroutine).
+func (d *Device) AllowShared(name string, bytes int) error {
+	f, ok := d.funcs[name]
+	if !ok {
+		return fmt.Errorf("no kernel %s", name)
+	}
+	// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (8).
+	return check(api.funcSetAttr(f, 8, int32(bytes)), "cuFuncSetAttribute "+name)
+}
+
 // MemInfo returns the device's free and total memory in bytes.
 func (d *Device) MemInfo() (free, total uint64, err error) {
 	err = d.Do(func() error {

@@ -81,6 +81,7 @@ var api struct {
 	ctxSynchronize   func() int32
 	moduleLoadDataEx func(m *uintptr, image unsafe.Pointer, n uint32, opts *int32, vals *uintptr) int32
 	moduleGetFunc    func(f *uintptr, m uintptr, name *byte) int32
+	funcSetAttr      func(f uintptr, attr int32, v int32) int32
 	memAlloc         func(p *uint64, bytes uint64) int32
 	memFree          func(p uint64) int32
 	memAllocHost     func(p *unsafe.Pointer, bytes uint64) int32
@@ -142,6 +143,7 @@ func load() error {
 		{&api.deviceGetAttr, "cuDeviceGetAttribute"}, {&api.primaryRetain, "cuDevicePrimaryCtxRetain"},
 		{&api.ctxSetCurrent, "cuCtxSetCurrent"}, {&api.ctxSynchronize, "cuCtxSynchronize"},
 		{&api.moduleLoadDataEx, "cuModuleLoadDataEx"}, {&api.moduleGetFunc, "cuModuleGetFunction"},
+		{&api.funcSetAttr, "cuFuncSetAttribute"},
 		{&api.memAlloc, "cuMemAlloc_v2"}, {&api.memFree, "cuMemFree_v2"},
 		{&api.memAllocHost, "cuMemAllocHost_v2"}, {&api.memFreeHost, "cuMemFreeHost"},
 		{&api.memcpyHtoD, "cuMemcpyHtoD_v2"}, {&api.memcpyDtoH, "cuMemcpyDtoH_v2"}, {&api.memcpyDtoD, "cuMemcpyDtoD_v2"},

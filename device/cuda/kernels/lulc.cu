@@ -1142,6 +1142,148 @@ extern "C" __global__ void __launch_bounds__(WALK_BLOCK) forest_walk(
     }
 }
 
+// forest_sweep is the walk turned around: a block takes SWEEP_ROWS rows
+// (two a thread) and sweeps every tree over them, each tree copied whole
+// into shared memory once for all of them, so the deep levels that
+// forest_walk reads from L2 (a 32-byte sector for every 8-byte node) are
+// read from shared memory too; a tree longer than cap nodes keeps its
+// last, deepest nodes in global memory. The nodes are 4-byte words
+// (classifier.sweepNodes): a split holds its feature (6 bits), bin (8)
+// and left child (17); a leaf holds, when its probabilities are one or
+// two counts over a total of at most 1023 whose float32 quotients are the
+// stored values bit for bit, the classes and counts themselves (no read
+// at all), else the index of its record in leaves: a mask of its
+// non-zero classes and their probabilities, in one 32-byte sector.
+// Adding the zero probabilities of the other classes leaves a sum as it
+// is (sums start at +0 and never turn negative), so every row sums the
+// same values per class in the same tree order as the CPU's walk: the
+// same bits. Dynamic shared memory: the tree's cap words, then the rows'
+// codes feature by feature, SWEEP_STRIDE bytes a feature.
+#define SWEEP_BLOCK 512
+#define SWEEP_ROWS (2 * SWEEP_BLOCK)
+// A feature's stride of 1028 bytes (257 words) puts the same row of
+// consecutive features in consecutive banks.
+#define SWEEP_STRIDE (SWEEP_ROWS + 4)
+#define SWEEP_LEAF 0x80000000u
+#define SWEEP_PAIR 0x40000000u
+
+// sweep_step moves one row down one level.
+__device__ __forceinline__ unsigned int sweep_step(unsigned int nd, const unsigned char* codes, const unsigned int* tree,
+                                                   const unsigned int* __restrict__ spill, int held) {
+    int feat = nd & 63, bin = (nd >> 6) & 0xff;
+    int next = (int)(nd >> 14) + (codes[feat * SWEEP_STRIDE] > bin ? 1 : 0);
+    return next < held ? tree[next] : __ldg(spill + next);
+}
+
+// sweep_leaf adds a leaf's probabilities to a row's sums: a pair's
+// quotients, else its record's non-zero probabilities (a mask, then the
+// values in class order).
+template <int NC>
+__device__ __forceinline__ void sweep_leaf(float* acc, unsigned int nd, const unsigned int* __restrict__ leaves, int nclasses) {
+    if (nd & SWEEP_PAIR) {
+        int a = nd & 31, b = (nd >> 5) & 31, na = (nd >> 10) & 1023, tot = (nd >> 20) & 1023;
+        float ft = (float)tot;
+        float pa = __fdiv_rn((float)na, ft), pb = __fdiv_rn((float)(tot - na), ft);
+#pragma unroll
+        for (int c = 0; c < NC; c++) {
+            if (c == a)
+                acc[c] = __fadd_rn(acc[c], pa);
+            else if (c == b)
+                acc[c] = __fadd_rn(acc[c], pb);
+        }
+        return;
+    }
+    const unsigned int* rec = leaves + (nd & 0x3fffffff);
+    unsigned int mask = __ldg(rec);
+    int j = 1;
+#pragma unroll
+    for (int c = 0; c < NC; c++)
+        if (c < nclasses && ((mask >> c) & 1)) acc[c] = __fadd_rn(acc[c], __uint_as_float(__ldg(rec + j++)));
+}
+
+// sweep_out writes a row's class and confidence from its sums.
+template <int NC>
+__device__ __forceinline__ void sweep_out(const float* acc, long long i, int nclasses, float inv,
+                                          unsigned char* __restrict__ cls, float* __restrict__ conf) {
+    int best = 0;
+    float top1 = 0.0f;
+#pragma unroll
+    for (int c = 0; c < NC; c++) {
+        if (c < nclasses) {
+            float v = __fmul_rn(acc[c], inv);
+            if (c == 0 || v > top1) {
+                best = c;
+                top1 = v;
+            }
+        }
+    }
+    cls[i] = (unsigned char)best;
+    conf[i] = top1;
+}
+
+template <int NC>
+__device__ __forceinline__ void forest_sweep_body(
+    const unsigned char* __restrict__ codes, int nfeat, long long n,
+    const unsigned int* __restrict__ nodes, const int* __restrict__ node_off, const int* __restrict__ node_len, int cap,
+    const unsigned int* __restrict__ leaves, int ntrees, int nclasses, float inv,
+    unsigned char* __restrict__ cls, float* __restrict__ conf) {
+    extern __shared__ __align__(16) unsigned char sweep_smem[];
+    unsigned int* tree = (unsigned int*)sweep_smem;
+    unsigned char* rows = sweep_smem + cap * 4;
+    long long base = (long long)blockIdx.x * SWEEP_ROWS;
+    int r0 = threadIdx.x, r1 = threadIdx.x + SWEEP_BLOCK;
+    long long i0 = base + r0, i1 = base + r1;
+    bool v0 = i0 < n, v1 = i1 < n;
+    for (int f = 0; f < nfeat; f++) {
+        const unsigned char* col = codes + (long long)f * n;
+        if (v0) rows[f * SWEEP_STRIDE + r0] = col[i0];
+        if (v1) rows[f * SWEEP_STRIDE + r1] = col[i1];
+    }
+    float acc0[NC], acc1[NC];
+#pragma unroll
+    for (int c = 0; c < NC; c++) acc0[c] = acc1[c] = 0.0f;
+    const unsigned char* c0 = rows + r0;
+    const unsigned char* c1 = rows + r1;
+    for (int t = 0; t < ntrees; t++) {
+        const unsigned int* tn = nodes + node_off[t];
+        int held = min(node_len[t], cap);
+        __syncthreads(); // the last tree's walks are done with tree
+        // Trees start on 16-byte boundaries and are padded to them.
+        const uint4* src = (const uint4*)tn;
+        uint4* dst = (uint4*)tree;
+        for (int k = threadIdx.x; k < (held + 3) / 4; k += SWEEP_BLOCK) dst[k] = __ldg(src + k);
+        __syncthreads();
+        // The two rows walk side by side: their loads are independent.
+        unsigned int n0 = v0 ? tree[0] : SWEEP_LEAF, n1 = v1 ? tree[0] : SWEEP_LEAF;
+        while (!((n0 & n1) & SWEEP_LEAF)) {
+            if (!(n0 & SWEEP_LEAF)) n0 = sweep_step(n0, c0, tree, tn, held);
+            if (!(n1 & SWEEP_LEAF)) n1 = sweep_step(n1, c1, tree, tn, held);
+        }
+        if (v0) sweep_leaf<NC>(acc0, n0, leaves, nclasses);
+        if (v1) sweep_leaf<NC>(acc1, n1, leaves, nclasses);
+    }
+    if (v0) sweep_out<NC>(acc0, i0, nclasses, inv, cls, conf);
+    if (v1) sweep_out<NC>(acc1, i1, nclasses, inv, cls, conf);
+}
+
+// forest_sweepN serves forests of up to N classes: the sums of a row's
+// classes are registers, as few as the classes need (a larger N spills
+// them to local memory under the 64 registers two blocks a
+// multiprocessor leave a thread).
+#define FOREST_SWEEP(NAME, NC, MINB)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(SWEEP_BLOCK, MINB) NAME(                                              \
+        const unsigned char* __restrict__ codes, int nfeat, long long n, const unsigned int* __restrict__ nodes,      \
+        const int* __restrict__ node_off, const int* __restrict__ node_len, int cap,                                  \
+        const unsigned int* __restrict__ leaves, int ntrees, int nclasses, float inv, unsigned char* __restrict__ cls, \
+        float* __restrict__ conf) {                                                                                    \
+        forest_sweep_body<NC>(codes, nfeat, n, nodes, node_off, node_len, cap, leaves, ntrees, nclasses, inv, cls,     \
+                              conf);                                                                                   \
+    }
+FOREST_SWEEP(forest_sweep8, 8, 2)
+FOREST_SWEEP(forest_sweep12, 12, 2)
+FOREST_SWEEP(forest_sweep16, 16, 2)
+FOREST_SWEEP(forest_sweep32, 32, 1)
+
 // ---- Random forest training: the GPU Engine of forest.Grow ----
 //
 // Rows of a batch of trees live in per-tree row lists (rows[t * n + p]);
