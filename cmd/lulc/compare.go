@@ -18,6 +18,7 @@ import (
 //	LULC_DEVICE_STAGING=off  copy rows to the device from pageable memory
 //	LULC_TRAIN_PROFILE=1     time the device's training kernels by group
 //	LULC_FOREST_SWEEP=off    walk the forest with only the trees' tops in shared memory
+//	LULC_AOA_SPLIT=off       measure a pixel's AOA distances in one block, unsplit
 //	LULC_COG_ENCODER=gdal    write COGs with GDAL's driver
 //	LULC_PTX=FILE            load these kernels instead of the embedded ones
 //
@@ -40,6 +41,7 @@ func compareFromEnv(getenv func(string) string) (stage.Compare, error) {
 	flag("LULC_DEVICE_STAGING", "off", &c.Device.Pageable)
 	flag("LULC_TRAIN_PROFILE", "1", &c.Device.TrainProfile)
 	flag("LULC_FOREST_SWEEP", "off", &c.Device.TopsOnly)
+	flag("LULC_AOA_SPLIT", "off", &c.Device.AOAUnsplit)
 	flag("LULC_COG_ENCODER", "gdal", &c.GDALCOG)
 	if p := getenv("LULC_PTX"); p != "" {
 		b, err := os.ReadFile(p)

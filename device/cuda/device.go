@@ -70,6 +70,9 @@ type Options struct {
 	// TopsOnly walks the forest with forest_walk, only the trees' top
 	// levels in shared memory, instead of forest_sweep's whole trees.
 	TopsOnly bool
+	// AOAUnsplit measures each pixel's distances to every training point
+	// in one block, instead of splitting the points across blocks.
+	AOAUnsplit bool
 }
 
 // Options returns the settings the device was opened with.
@@ -77,7 +80,7 @@ func (d *Device) Options() Options { return d.opt }
 
 // kernelNames are the kernels of lulc.cu that the Go side launches.
 var kernelNames = []string{"features", "features_wide", "reflectance", "context_rows", "context_cols", "features_context", "context_at", "crop", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear", "inflate", "tiff_unpack", "gather_tiles",
-	"draw_count", "draw_collect", "place_u16", "place_u8", "aoa_di", "aoa_pairs", "affine_plane", "forest_walk", "forest_sweep8", "forest_sweep12", "forest_sweep16", "forest_sweep32"}
+	"draw_count", "draw_collect", "place_u16", "place_u8", "aoa_near", "aoa_finish", "aoa_pairs", "affine_plane", "forest_walk", "forest_sweep8", "forest_sweep12", "forest_sweep16", "forest_sweep32"}
 
 // kernelBlocks are the threads a block of Launch for the kernels that
 // take other than 256: forest_predict's shared-memory row buffer is sized

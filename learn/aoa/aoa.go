@@ -17,7 +17,7 @@
 // most the threshold.
 //
 // The arithmetic is defined so that the CPU (here) and the GPU (package
-// cuda's aoa_di kernel) give the same bits: every step in float64, in the
+// cuda's aoa_near and aoa_finish kernels) give the same bits: every step in float64, in the
 // order of Transform and Reference.Nearest, each multiplication and
 // addition rounded on its own (no fused multiply-add), the DI rounded to
 // float32 once. Only the nearest distance is kept, never which sample

@@ -13,7 +13,8 @@ import (
 )
 
 // AOA computes the dissimilarity index of package aoa on the GPU (the
-// aoa_di kernel): every pixel compared with every training point, in
+// aoa_near and aoa_finish kernels): every pixel compared with every
+// training point, in
 // float64 with each operation rounded on its own, the same bits as
 // aoa.Index and aoa.Reference.DI.
 type AOA struct {
@@ -182,7 +183,7 @@ func (a *AOA) DIFromDN(fe *Features, b features.DN, pixels []int32, di []float32
 
 // fromBlock is DIFromDN for a set with context features: the window's
 // features from its whole block (Features.contextPass, the pass
-// PredictDNContext makes), then aoa_di at the pixels.
+// PredictDNContext makes), then aoa_near and aoa_finish at the pixels.
 func (a *AOA) fromBlock(fe *Features, b features.DN, pixels []int32, di []float32) error {
 	dn, rect := b.Planes, b.Rect
 	nb, nf := len(dn), a.ref.Features()
@@ -209,7 +210,7 @@ func (a *AOA) fromBlock(fe *Features, b features.DN, pixels []int32, di []float3
 		if err := driver.PutAt(idx.Ptr, pixels); err != nil {
 			return err
 		}
-		// The pass queues on the null stream; aoa_di's launch waits for
+		// The pass queues on the null stream; aoa_finish's launch waits for
 		// the device.
 		if err := fe.contextPass(0, ddn.Ptr, b, prog, feats.Ptr); err != nil {
 			return err
@@ -221,13 +222,37 @@ func (a *AOA) fromBlock(fe *Features, b features.DN, pixels []int32, di []float3
 	})
 }
 
-// run launches aoa_di over n pixels of feature planes of stride pixels
-// at in (owner goroutine); pixels 0 means the first n of each plane.
+// run measures n pixels of feature planes of stride pixels at in (owner
+// goroutine); pixels 0 means the first n of each plane. aoa_near splits
+// the training points into as many shares as keep about four blocks on
+// every multiprocessor (a window has some thousands of pixels to measure,
+// a few dozen blocks' worth), each share's nearest joining the pixel's
+// by atomicMin; aoa_finish turns the nearest into the DI.
 func (a *AOA) run(in uint64, stride int64, pixels uint64, n int64, out uint64) error {
 	r := a.ref
-	return a.Dev.Launch("aoa_di", n, in, int32(r.Features()), stride, pixels, n, a.points.Ptr, int32(r.N),
-		a.mean.Ptr, a.scale.Ptr, int64(math.Float64bits(r.MeanDistance)), out)
+	best, err := a.Dev.Pool().Get("aoa.best", uint64(n)*8)
+	if err != nil {
+		return err
+	}
+	if err := driver.Memset32(best.Ptr, ^uint32(0), uint64(n)*2); err != nil {
+		return err
+	}
+	blocks := min((n+aoaBlock-1)/aoaBlock, int64(a.Dev.SMs*32))
+	shares := max(1, min((int64(4*a.Dev.SMs)+blocks-1)/blocks, int64(r.N+aoaMinShare-1)/aoaMinShare))
+	if a.Dev.Options().AOAUnsplit {
+		shares = 1
+	}
+	if err := a.Dev.LaunchGrid(0, "aoa_near", [3]uint32{uint32(blocks), uint32(shares), 1}, aoaBlock, 0,
+		in, int32(r.Features()), stride, pixels, n, a.points.Ptr, int32(r.N), a.mean.Ptr, a.scale.Ptr, best.Ptr); err != nil {
+		return err
+	}
+	return a.Dev.Launch("aoa_finish", n, best.Ptr, n, int64(math.Float64bits(r.MeanDistance)), out)
 }
+
+const (
+	aoaBlock    = 256 // AOA_BLOCK
+	aoaMinShare = 256 // the fewest training points worth a share of their own
+)
 
 // Close frees the device copies.
 func (a *AOA) Close() {

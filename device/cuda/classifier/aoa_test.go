@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/learn/aoa"
 	"github.com/lulc/lulc/pixel/composite"
 	"github.com/lulc/lulc/pixel/features"
@@ -104,6 +105,24 @@ func TestAOABitExact(t *testing.T) {
 				t.Fatalf("%v, pixel %d: CPU %v, GPU %v", names, i, full.DI[i], di[i])
 			}
 		}
+		// The training points unsplit, one block measuring all of them.
+		func() {
+			du := gpuWith(t, cuda.Options{AOAUnsplit: true})
+			defer du.Close()
+			gu, err := NewAOA(du, ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gu.Close()
+			if err := gu.DI(feats, di); err != nil {
+				t.Fatal(err)
+			}
+			for i := range di {
+				if math.Float32bits(di[i]) != math.Float32bits(full.DI[i]) {
+					t.Fatalf("%v unsplit, pixel %d: CPU %v, GPU %v", names, i, full.DI[i], di[i])
+				}
+			}
+		}()
 		// From digital numbers: a window of the image (the whole image
 		// without context features; with them, a window inside it read
 		// with its halo), on the CPU's grids.

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/learn/aoa"
 	"github.com/lulc/lulc/learn/forest"
@@ -422,4 +423,50 @@ func BenchmarkAOAPairs(b *testing.B) {
 			aoa.CPUPairs(ctx, p, nf, fold)
 		}
 	})
+}
+
+// BenchmarkAOADI measures one window's area-of-applicability pass as a
+// full tile's job makes it: 10,000 pixels (a 1024² window's cells) of 56
+// features against aoa.DefaultMaxPoints training points, with the points
+// split across blocks (lulc's way) and unsplit (LULC_AOA_SPLIT=off).
+func BenchmarkAOADI(b *testing.B) {
+	const nf, n = 56, 10_000
+	r := rand.New(rand.NewPCG(5, 6))
+	np := aoa.DefaultMaxPoints
+	ref := &aoa.Reference{N: np, Points: make([]float64, np*nf), MeanDistance: 9.5,
+		Mean: make([]float64, nf), SD: make([]float64, nf), Weight: make([]float64, nf), Scale: make([]float64, nf)}
+	for f := range nf {
+		ref.Mean[f], ref.SD[f], ref.Weight[f], ref.Scale[f] = 0.5, 0.2, 1, 5
+	}
+	for i := range ref.Points {
+		ref.Points[i] = r.NormFloat64()
+	}
+	feats := make([][]float32, nf)
+	for f := range feats {
+		feats[f] = make([]float32, n)
+		for i := range feats[f] {
+			feats[f][i] = float32(0.5 + 0.2*r.NormFloat64())
+		}
+	}
+	for _, unsplit := range []bool{false, true} {
+		name := "split"
+		if unsplit {
+			name = "unsplit"
+		}
+		b.Run(name, func(b *testing.B) {
+			d := gpuWith(b, cuda.Options{AOAUnsplit: unsplit})
+			defer d.Close()
+			g, err := NewAOA(d, ref)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Close()
+			di := make([]float32, n)
+			for b.Loop() {
+				if err := g.DI(feats, di); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -2363,29 +2363,33 @@ extern "C" __global__ void place_u8(const unsigned char* __restrict__ src, int w
 // Area of applicability (package aoa): the dissimilarity index.
 // ---------------------------------------------------------------------
 
-// aoa_di is aoa.Reference.Transform, aoa's nearest search (brute force)
-// and aoa.Reference.DI for n pixels: pixel i's features are
-// feats[f * stride + p] with p = pixels[i] (p = i when pixels is null).
-// Each feature is standardised and weighted, z = (x − mean) × scale; the
-// squared distance to every training point (npoints × nf, row-major) is
-// summed in feature order from 0, each product and sum rounded on its
-// own; the smallest is kept, and out[i] is float(sqrt(best) / meanDist),
-// rounded once, or NaN when a feature is NaN. The same operations in the
-// same order as the Go code, so the same bits; only the minimum is kept,
-// so the order points are visited in does not matter. The block stages
-// tiles of points in shared memory, every thread helping, and each thread
-// compares its pixel with the whole tile.
+// aoa_near is aoa.Reference.Transform and aoa's nearest search (brute
+// force) for n pixels, over one share of the training points: pixel i's
+// features are feats[f * stride + p] with p = pixels[i] (p = i when
+// pixels is null). Each feature is standardised and weighted, z = (x −
+// mean) × scale; the squared distance to every training point of the
+// share (blockIdx.y's of gridDim.y, npoints × nf, row-major) is summed in
+// feature order from 0, each product and sum rounded on its own: the
+// same operations in the same order as the Go code, so the same bits.
+// The smallest joins best[i] by atomicMin on its bits (a distance is
+// never negative, and non-negative doubles order as their bits do), so
+// the shares may finish in any order; a pixel with a NaN feature leaves
+// best[i] at its initial all-ones. Splitting the points across blocks
+// keeps every multiprocessor busy when a window has few pixels to
+// measure. The block stages tiles of points in shared memory, every
+// thread helping, and each thread compares its pixel with the whole tile.
 #define AOA_BLOCK 256
 #define AOA_MAX_FEATURES 64
 #define AOA_TILE 4096
-extern "C" __global__ void __launch_bounds__(AOA_BLOCK) aoa_di(const float* __restrict__ feats, int nf, long long stride,
-                                                               const int* __restrict__ pixels, long long n,
-                                                               const double* __restrict__ points, int npoints,
-                                                               const double* __restrict__ mean, const double* __restrict__ scale,
-                                                               long long meanDistBits, float* __restrict__ out) {
+extern "C" __global__ void __launch_bounds__(AOA_BLOCK) aoa_near(const float* __restrict__ feats, int nf, long long stride,
+                                                                 const int* __restrict__ pixels, long long n,
+                                                                 const double* __restrict__ points, int npoints,
+                                                                 const double* __restrict__ mean, const double* __restrict__ scale,
+                                                                 unsigned long long* __restrict__ best) {
     __shared__ double tile[AOA_TILE];
-    double md = __longlong_as_double(meanDistBits);
     int per = AOA_TILE / nf;
+    int share = (npoints + gridDim.y - 1) / gridDim.y;
+    int p0 = min(npoints, (int)blockIdx.y * share), p1 = min(npoints, p0 + share);
     long long gstride = (long long)gridDim.x * blockDim.x;
     // Every thread of a block runs the same rounds (base is the block's),
     // so all of them reach the barriers around the tile loads.
@@ -2408,9 +2412,9 @@ extern "C" __global__ void __launch_bounds__(AOA_BLOCK) aoa_di(const float* __re
                 }
             }
         }
-        double best = __longlong_as_double(0x7ff0000000000000LL);
-        for (int t0 = 0; t0 < npoints; t0 += per) {
-            int m = min(per, npoints - t0);
+        double near = __longlong_as_double(0x7ff0000000000000LL);
+        for (int t0 = p0; t0 < p1; t0 += per) {
+            int m = min(per, p1 - t0);
             __syncthreads();
             for (int k = threadIdx.x; k < m * nf; k += blockDim.x) tile[k] = points[(long long)t0 * nf + k];
             __syncthreads();
@@ -2425,11 +2429,24 @@ extern "C" __global__ void __launch_bounds__(AOA_BLOCK) aoa_di(const float* __re
                             s = __dadd_rn(s, __dmul_rn(d, d));
                         }
                     }
-                    if (s < best) best = s;
+                    if (s < near) near = s;
                 }
             }
         }
-        if (live) out[i] = nan ? NAN_F : __double2float_rn(__ddiv_rn(__dsqrt_rn(best), md));
+        if (live && !nan) atomicMin(best + i, (unsigned long long)__double_as_longlong(near));
+    }
+}
+
+// aoa_finish is aoa.Reference.DI from the nearest squared distances:
+// out[i] = float(sqrt(best) / meanDist), rounded once, or NaN for a pixel
+// aoa_near left at all-ones.
+extern "C" __global__ void aoa_finish(const unsigned long long* __restrict__ best, long long n, long long meanDistBits,
+                                      float* __restrict__ out) {
+    double md = __longlong_as_double(meanDistBits);
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        unsigned long long b = best[i];
+        out[i] = b == ~0ULL ? NAN_F : __double2float_rn(__ddiv_rn(__dsqrt_rn(__longlong_as_double((long long)b)), md));
     }
 }
 
