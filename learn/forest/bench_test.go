@@ -97,3 +97,20 @@ func BenchmarkClassify(b *testing.B) {
 	}
 	b.ReportMetric(float64(xp.N)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mrows/s")
 }
+
+// BenchmarkBin codes 1,000,000 rows of 16 Gaussian features against 127
+// quantile edges each, on every core.
+func BenchmarkBin(b *testing.B) {
+	const nf, n = 16, 1_000_000
+	x, _ := gaussians(n, nf, 4, 1.0, 0.05, 3)
+	bins, err := QuantileBins(x, nf, 128, 200_000, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := bins.Bin(x, nf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n*nf)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mcodes/s")
+}

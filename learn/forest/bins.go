@@ -28,22 +28,54 @@ type Bins struct {
 	Edges [][]float32
 }
 
-// Code bins one value of feature f.
+// Code bins one value of feature f (Keys(f).Code, for one value).
 func (b *Bins) Code(f int, v float32) uint8 {
+	return b.Keys(f).Code(v)
+}
+
+// EdgeKeys are one feature's bin edges as ordered integers (orderKey):
+// Code compares integers, which the compiler turns into arithmetic
+// rather than a branch a random value mispredicts half the time.
+type EdgeKeys []int32
+
+// Keys returns feature f's edges as EdgeKeys, for binning many values.
+func (b *Bins) Keys(f int) EdgeKeys {
+	e := b.Edges[f]
+	k := make(EdgeKeys, len(e))
+	for i, x := range e {
+		k[i] = orderKey(x)
+	}
+	return k
+}
+
+// Code bins a value: 0 when NaN, else 1 + the number of edges below it,
+// the index of the first edge e with v <= e, found by a binary search
+// without branches (Khuong and Morin's: the same steps for every value).
+func (k EdgeKeys) Code(v float32) uint8 {
 	if v != v {
 		return 0
 	}
-	e := b.Edges[f]
-	lo, hi := 0, len(e)
-	for lo < hi { // first edge >= v
-		mid := (lo + hi) / 2
-		if e[mid] < v {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
+	if len(k) == 0 {
+		return 1
 	}
-	return uint8(lo + 1)
+	kv := int64(orderKey(v))
+	base, n := 0, len(k)
+	for n > 1 {
+		half := n / 2
+		// All ones when k[base+half] < kv, else zero.
+		base += half & int((int64(k[base+half])-kv)>>63)
+		n -= half
+	}
+	base -= int((int64(k[base]) - kv) >> 63)
+	return uint8(base + 1)
+}
+
+// orderKey maps a float32 other than NaN to an int32 that orders as the
+// floats do: a negative float's magnitude bits are reversed, and −0
+// becomes +0 first (−0 + 0 is +0), since the two compare equal.
+func orderKey(x float32) int32 {
+	b := int32(math.Float32bits(x + 0))
+	return b ^ (b >> 31 & 0x7fffffff)
 }
 
 // QuantileBins computes up to nbins bins per feature from the quantiles of
@@ -117,8 +149,9 @@ func (b *Bins) Bin(x []float32, nf int) (*Binned, error) {
 	out := &Binned{N: n, F: nf, Codes: make([]uint8, n*nf)}
 	parallel(nf, func(f int) {
 		col := out.Codes[f*n : (f+1)*n]
+		keys := b.Keys(f)
 		for i := range n {
-			col[i] = b.Code(f, x[i*nf+f])
+			col[i] = keys.Code(x[i*nf+f])
 		}
 	})
 	return out, nil

@@ -146,3 +146,60 @@ func TestNaNGoesLeft(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgeKeysCode: the branch-free search gives every value the code of
+// a plain binary search over the edges (the GPU's bin kernel's), signed
+// zeros, infinities, NaN and the edges themselves included, for edge
+// lists of every length up to 130.
+func TestEdgeKeysCode(t *testing.T) {
+	search := func(e []float32, v float32) uint8 {
+		if v != v {
+			return 0
+		}
+		lo, hi := 0, len(e)
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if e[mid] < v {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		return uint8(lo + 1)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	negZero := float32(math.Copysign(0, -1))
+	inf := float32(math.Inf(1))
+	for n := 0; n <= 130; n++ {
+		edges := make([]float32, 0, n)
+		for len(edges) < n {
+			v := float32(r.NormFloat64())
+			if len(edges) > 0 {
+				v = edges[len(edges)-1] + float32(r.ExpFloat64())*0.1 + 1e-6
+			}
+			edges = append(edges, v)
+		}
+		if n > 2 {
+			edges[0], edges[1] = -inf, negZero // −∞ and −0 as edges
+			for i := 2; i < n; i++ {
+				edges[i] = float32(i)
+			}
+		}
+		vals := []float32{0, negZero, inf, -inf, float32(math.NaN()), math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32}
+		vals = append(vals, edges...)
+		for range 2000 {
+			vals = append(vals, float32(r.NormFloat64()*float64(n)))
+		}
+		b := &Bins{Edges: [][]float32{edges}}
+		keys := b.Keys(0)
+		for _, v := range vals {
+			want := search(edges, v)
+			if got := keys.Code(v); got != want {
+				t.Fatalf("%d edges, value %v: code %d, want %d", n, v, got, want)
+			}
+			if got := b.Code(0, v); got != want {
+				t.Fatalf("%d edges, value %v: Bins.Code %d, want %d", n, v, got, want)
+			}
+		}
+	}
+}

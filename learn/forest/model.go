@@ -158,6 +158,12 @@ func Decode(data []byte) (*Model, error) {
 			return nil, fmt.Errorf("model: feature %d has %d bin edges", f, n)
 		}
 		m.Bins.Edges[f] = r.f32s(n)
+		// Binning searches the edges: they must be numbers, increasing.
+		for i, e := range m.Bins.Edges[f] {
+			if e != e || (i > 0 && e <= m.Bins.Edges[f][i-1]) {
+				return nil, fmt.Errorf("model: feature %d's bin edges are not increasing numbers (edge %d is %v)", f, i, e)
+			}
+		}
 	}
 	fo := &Forest{Classes: nc, Features: nf, Trees: make([]Tree, h.Trees), Importance: m.Importance}
 	for ti := range fo.Trees {

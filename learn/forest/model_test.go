@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -72,6 +73,23 @@ func TestModelCorruption(t *testing.T) {
 	} {
 		if _, err := Decode(c.data); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// Bin edges that are not increasing numbers (a model written by
+	// something else) are refused: binning searches them.
+	for name, bad := range map[string]func(e []float32){
+		"unsorted": func(e []float32) { e[0], e[1] = e[1], e[0] },
+		"repeated": func(e []float32) { e[1] = e[0] },
+		"NaN":      func(e []float32) { e[len(e)/2] = float32(math.NaN()) },
+	} {
+		m := smallModel(t)
+		bad(m.Bins.Edges[1])
+		data, err := m.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Decode(data); err == nil || !strings.Contains(err.Error(), "feature 1's bin edges are not increasing") {
+			t.Errorf("%s edges: %v", name, err)
 		}
 	}
 }

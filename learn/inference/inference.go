@@ -80,8 +80,9 @@ func (p *CPU) predict(feats [][]float32, cls []uint8, conf []float32) error {
 	xb := &forest.Binned{N: n, F: len(feats), Codes: make([]uint8, n*len(feats))}
 	for f, plane := range feats {
 		col := xb.Codes[f*n : (f+1)*n]
+		keys := m.Bins.Keys(f)
 		for i, v := range plane {
-			col[i] = m.Bins.Code(f, v)
+			col[i] = keys.Code(v)
 		}
 	}
 	c, pr, err := p.compiled.Classify(xb)
