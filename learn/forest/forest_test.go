@@ -203,3 +203,54 @@ func TestEdgeKeysCode(t *testing.T) {
 		}
 	}
 }
+
+// TestProbaMatchesTrees: the compiled walk (a tree's depth of lockstep
+// steps, leaves stepping onto themselves) gives every row the sums a
+// walk of the trees themselves gives, node by node from the root, in
+// tree order, bit for bit, for shallow and deep trees, every code from 0
+// (NaN) to 255 and a row count that leaves the last group short.
+func TestProbaMatchesTrees(t *testing.T) {
+	for _, depth := range []int{3, 9, 16} {
+		const nf, k = 6, 5
+		x, y := gaussians(4000, nf, k, 0.7, 0.1, uint64(depth))
+		p := Params{Trees: 9, MaxDepth: depth, MinSamplesLeaf: 1, Bins: 255, Bootstrap: true, Seed: 2}
+		bins, _ := QuantileBins(x, nf, p.Bins, 4000, p.Seed)
+		xb, _ := bins.Bin(x, nf)
+		f, err := Train(context.Background(), xb, y, k, p, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(uint64(depth), 3))
+		n := 1003
+		codes := &Binned{N: n, F: nf, Codes: make([]uint8, n*nf)}
+		for i := range codes.Codes {
+			codes.Codes[i] = uint8(r.IntN(256))
+		}
+		got := make([]float32, n*k)
+		if err := f.Compile().Proba(codes, got); err != nil {
+			t.Fatal(err)
+		}
+		inv := 1 / float32(len(f.Trees))
+		for i := range n {
+			want := make([]float32, k)
+			for _, tr := range f.Trees {
+				at := int32(0)
+				for tr.Feature[at] >= 0 {
+					if codes.Codes[int(tr.Feature[at])*n+i] > tr.Bin[at] {
+						at = tr.Right[at]
+					} else {
+						at = tr.Left[at]
+					}
+				}
+				for c := range k {
+					want[c] += tr.Probs[int(tr.Leaf[at])*k+c]
+				}
+			}
+			for c := range k {
+				if w := want[c] * inv; math.Float32bits(w) != math.Float32bits(got[i*k+c]) {
+					t.Fatalf("depth %d, row %d, class %d: %v, the trees give %v", depth, i, c, got[i*k+c], w)
+				}
+			}
+		}
+	}
+}

@@ -2,37 +2,49 @@ package forest
 
 import "fmt"
 
-// pnode is a tree node packed for prediction in 8 bytes: a split's feature,
-// bin and left child (the right child follows it), or a leaf's probability
-// row. One array per tree keeps a traversal to one cache line per level.
+// pnode is a tree node packed for the walk in 8 bytes: a split's feature,
+// bin and left child (the right child follows it). A leaf steps onto
+// itself (feature 0, bin 255, above every code), so that a walk takes
+// its tree's depth of steps without asking, row by row, whether a leaf
+// was reached: a branch each step that mispredicts where paths end.
 type pnode struct {
-	feature int16 // -1: leaf
+	feature uint16
 	bin     uint8
 	_       uint8
-	next    int32 // split: left child (right = left + 1); leaf: probability row
+	next    int32
 }
 
 // Compiled is a forest laid out for prediction.
 type Compiled struct {
 	classes, features int
 	trees             [][]pnode
+	leaf              [][]int32 // each node's probability row; -1 for a split
+	depth             []int     // each tree's deepest level
 	probs             [][]float32
 }
 
 // Compile packs the forest's trees for prediction. Trees must have been
-// grown by Train or checked by Decode (children adjacent).
+// grown by Train or checked by Decode (children adjacent, after their
+// parent).
 func (f *Forest) Compile() *Compiled {
-	c := &Compiled{classes: f.Classes, features: f.Features, trees: make([][]pnode, len(f.Trees)), probs: make([][]float32, len(f.Trees))}
+	c := &Compiled{classes: f.Classes, features: f.Features, trees: make([][]pnode, len(f.Trees)),
+		leaf: make([][]int32, len(f.Trees)), depth: make([]int, len(f.Trees)), probs: make([][]float32, len(f.Trees))}
 	for ti, t := range f.Trees {
 		nodes := make([]pnode, len(t.Feature))
+		leaf := make([]int32, len(t.Feature))
+		depth := make([]int, len(t.Feature))
 		for i := range nodes {
 			if t.Feature[i] >= 0 {
-				nodes[i] = pnode{feature: t.Feature[i], bin: t.Bin[i], next: t.Left[i]}
+				nodes[i] = pnode{feature: uint16(t.Feature[i]), bin: t.Bin[i], next: t.Left[i]}
+				leaf[i] = -1
+				depth[t.Left[i]], depth[t.Right[i]] = depth[i]+1, depth[i]+1
 			} else {
-				nodes[i] = pnode{feature: -1, next: t.Leaf[i]}
+				nodes[i] = pnode{bin: 255, next: int32(i)}
+				leaf[i] = t.Leaf[i]
 			}
+			c.depth[ti] = max(c.depth[ti], depth[i])
 		}
-		c.trees[ti], c.probs[ti] = nodes, t.Probs
+		c.trees[ti], c.leaf[ti], c.probs[ti] = nodes, leaf, t.Probs
 	}
 	return c
 }
@@ -51,9 +63,14 @@ func (f *Compiled) Packed() (nodes []byte, nodeOff []int32, probs []float32, pro
 	for ti, t := range f.trees {
 		nodeOff = append(nodeOff, int32(len(nodes)/8))
 		probOff = append(probOff, int32(len(probs)))
-		for _, nd := range t {
-			nodes = append(nodes, byte(uint16(nd.feature)), byte(uint16(nd.feature)>>8), nd.bin, 0,
-				byte(nd.next), byte(nd.next>>8), byte(nd.next>>16), byte(nd.next>>24))
+		for i, nd := range t {
+			// The GPU's format: a leaf is feature −1 with its probability row.
+			feat, bin, next := nd.feature, nd.bin, nd.next
+			if row := f.leaf[ti][i]; row >= 0 {
+				feat, bin, next = 0xffff, 0, row
+			}
+			nodes = append(nodes, byte(feat), byte(feat>>8), bin, 0,
+				byte(next), byte(next>>8), byte(next>>16), byte(next>>24))
 		}
 		probs = append(probs, f.probs[ti]...)
 	}
@@ -93,35 +110,30 @@ func (f *Compiled) Proba(x *Binned, out []float32) error {
 			}
 		}
 		for ti, nodes := range f.trees {
-			probs := f.probs[ti]
-			// Walk a group of rows in lockstep: their node loads and
-			// comparisons are independent, so the CPU overlaps them instead
-			// of waiting on one unpredictable branch after another.
+			probs, leaf := f.probs[ti], f.leaf[ti]
+			// Walk a group of rows in lockstep, each its tree's depth of
+			// steps (leaves step onto themselves): their node loads and
+			// comparisons are independent, so the CPU overlaps them, and
+			// no step asks whether a row is done.
 			const group = 8
 			for g := lo; g < hi; g += group {
 				m := min(group, hi-g)
 				var at [group]int32
-				for {
-					moving := false
+				var base [group]int
+				for r := range m {
+					base[r] = (g - lo + r) * nf
+				}
+				for range f.depth[ti] {
 					for r := range m {
 						nd := nodes[at[r]]
-						if nd.feature < 0 {
-							continue
-						}
-						right := int32(0)
-						if rows[(g-lo+r)*nf+int(nd.feature)] > nd.bin {
-							right = 1
-						}
-						at[r] = nd.next + right
-						moving = true
-					}
-					if !moving {
-						break
+						code := rows[base[r]+int(nd.feature)]
+						// 1 when code > bin: the right child.
+						at[r] = nd.next + int32((uint32(nd.bin)-uint32(code))>>31)
 					}
 				}
 				for r := range m {
-					leaf := int(nodes[at[r]].next)
-					p := probs[leaf*c : leaf*c+c]
+					row := int(leaf[at[r]])
+					p := probs[row*c : row*c+c]
 					sum := acc[(g-lo+r)*c : (g-lo+r)*c+c]
 					for j := range c {
 						sum[j] += p[j]
