@@ -20,9 +20,9 @@ const (
 	sweepPair     = 1 << 30
 	sweepMaxNodes = 1 << 17 // a left child's 17 bits
 	sweepMaxTotal = 1023    // a count's 10 bits
-	sweepRows     = 1024    // SWEEP_ROWS: the rows a block sweeps the trees over
-	sweepStride   = sweepRows + 4
-	sweepBlock    = 512
+	sweepRows     = 1024          // SWEEP_ROWS: the rows a block sweeps the trees over
+	sweepStride   = sweepRows + 4 // SWEEP_STRIDE: a feature's bytes of codes in shared memory
+	sweepBlock    = 512           // SWEEP_BLOCK: a block's threads, two rows each
 )
 
 // sweepForest is a forest in forest_sweep's layout: each tree's words
@@ -33,8 +33,8 @@ type sweepForest struct {
 	off, lens []int32
 	leafWords []uint32 // the records of the leaves not held as pairs
 	longest   int      // the most nodes of a tree
-	pairs     int      // leaves held as two counts, not a probability row
-	leaves    int
+	pairs     int      // leaves held as two counts, not a record
+	leaves    int      // every leaf, pairs and records
 }
 
 // sweepNodes packs a forest for forest_sweep from its packed arrays
