@@ -18,8 +18,8 @@ import (
 const (
 	sweepLeaf     = 1 << 31
 	sweepPair     = 1 << 30
-	sweepMaxNodes = 1 << 17 // a left child's 17 bits
-	sweepMaxTotal = 1023    // a count's 10 bits
+	sweepMaxNodes = 1 << 17       // a left child's 17 bits
+	sweepMaxTotal = 1023          // a count's 10 bits
 	sweepRows     = 1024          // SWEEP_ROWS: the rows a block sweeps the trees over
 	sweepStride   = sweepRows + 4 // SWEEP_STRIDE: a feature's bytes of codes in shared memory
 	sweepBlock    = 512           // SWEEP_BLOCK: a block's threads, two rows each
