@@ -279,7 +279,9 @@ func TestViewPage(t *testing.T) {
 
 	// Every layer shown draws: class, confidence, labels beside the map
 	// (and the AOA's, most of it transparent: inside).
-	drawn, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]int](`window.lulcView.measure()`, chromedp.EvalAwaitPromise))
+	drawn, err := measureUntil(ctx, func(d map[string]int) bool {
+		return d["class"] >= 100_000 && d["confidence"] >= 100_000 && d["besideLabels"] >= 100_000
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +333,10 @@ func TestViewPage(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#toggles input[data-layer="confidence"]`))); err != nil {
 		t.Fatal(err)
 	}
-	drawn, err = chromedp.Run(ctx, chromedp.Evaluate[map[string]int](`window.lulcView.measure()`, chromedp.EvalAwaitPromise))
+	drawn, err = measureUntil(ctx, func(d map[string]int) bool {
+		_, ok := d["confidence"]
+		return !ok && d["class"] >= 100_000
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +390,10 @@ func TestViewPage(t *testing.T) {
 	if state.Error != nil || fmt.Sprint(state.Shown) != "[31TEJ 31TEJ-kept]" || state.Options != "* 31TEJ 31TEJ-kept" {
 		t.Errorf("two tiles, all shown: %+v", state)
 	}
-	drawn, err = chromedp.Run(ctx, chromedp.Evaluate[map[string]int](`window.lulcView.measure()`, chromedp.EvalAwaitPromise))
+	drawn, err = measureUntil(ctx, func(d map[string]int) bool {
+		_, ok := d["class"]
+		return !ok && d["stack"] >= 100_000
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,4 +469,22 @@ func checkInspected(t *testing.T, what string, got inspected, want pixelValues) 
 		}
 		t.Errorf("%s pixel: the page reports %+v (DI %s), GDAL reads %+v", what, got, di, want)
 	}
+}
+
+// measureUntil asks the page to render and count each layer's pixels
+// until done accepts the counts, at most 20 times a quarter of a second
+// apart, and returns the last counts: a render can complete before a
+// layer's GeoTIFF tiles have arrived (seen once in CI on a busy 2-core
+// host), and the next one draws them. The caller checks the counts.
+func measureUntil(ctx context.Context, done func(map[string]int) bool) (map[string]int, error) {
+	var drawn map[string]int
+	for try := 0; try < 20; try++ {
+		var err error
+		drawn, err = chromedp.Run(ctx, chromedp.Evaluate[map[string]int](`window.lulcView.measure()`, chromedp.EvalAwaitPromise))
+		if err != nil || done(drawn) {
+			return drawn, err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return drawn, nil
 }
