@@ -10,6 +10,7 @@ import (
 
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/geo/raster"
+	"github.com/lulc/lulc/learn/forest"
 )
 
 // damage is a change to the case's scene copy: the file (a glob under the
@@ -177,6 +178,22 @@ func TestHostileModelsAndStacks(t *testing.T) {
 	add("model-flipped-header", model(flip(0.01), "model.lulcrf"))
 	add("model-missing", model(remove, "model.lulcrf"))
 	add("model-is-dir", model(func(c *hcase, p string) { os.Remove(p); os.Mkdir(p, 0o755) }, "model.lulcrf"))
+	add("model-edges-unsorted", model(func(c *hcase, p string) {
+		// A well-formed file (its checksum holds) whose bin edges are out
+		// of order: binning searches them, so reading refuses it.
+		b, _ := os.ReadFile(p)
+		m, err := forest.Decode(b)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		e := m.Bins.Edges[1]
+		e[0], e[1] = e[1], e[0]
+		out, err := m.Encode()
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		os.WriteFile(p, out, 0o644)
+	}, "bin edges are not increasing"))
 	add("model-is-stack", model(func(c *hcase, p string) {
 		b, _ := os.ReadFile(filepath.Join(c.w.stack, "31TEJ", "stack.tif"))
 		os.WriteFile(p, b, 0o644)
