@@ -468,12 +468,11 @@ func NewForest(dev *cuda.Device, c *forest.Compiled) (*Forest, error) {
 }
 
 // uploadSweep packs the trees (forest.Compiled.Packed's arrays) for
-// forest_sweep and sizes its share of
-// shared memory: the rows' codes, then as much of a tree as fits, at most
-// the longest tree, aiming at two blocks a multiprocessor so that one
-// block's copy of its next tree overlaps the other's walk; one block
-// with a larger share when two would hold fewer than sweepMinCap nodes
-// each (owner goroutine).
+// forest_sweep and sizes its share of shared memory: the rows' codes,
+// then as much of a tree as fits, at most the longest tree, aiming at two
+// blocks a multiprocessor so that one block's copy of its next tree
+// overlaps the other's walk; one block with a larger share when two
+// would hold fewer than sweepMinCap nodes each (owner goroutine).
 func (f *Forest) uploadSweep(nodes []byte, nodeOff []int32, probs []float32, probOff []int32) error {
 	if f.Dev.Options().TopsOnly {
 		return nil
