@@ -109,10 +109,26 @@ func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
 			// outside the source and nodata don't vote.
 			c0, c1 := max(floor(lo+1e-10), 0), min(ceil(hi-1e-10), sw)
 			r0, r1 := max(floor(top+1e-10), 0), min(ceil(bot-1e-10), sh)
-			touched = touched[:0]
 			if c0 >= c1 {
 				r1 = r0 // the box lies beside the source
 			}
+			// Most footprints lie in one class: when every pixel of the
+			// box holds the same value, that value wins without counting
+			// (nodata too, which is what a box of nothing but nodata
+			// gives).
+			if r0 < r1 {
+				first, same := src[r0*sw+c0], true
+				for r := r0; r < r1 && same; r++ {
+					for _, val := range src[r*sw+c0 : r*sw+c1] {
+						same = same && val == first
+					}
+				}
+				if same {
+					buf[y*w+x] = first
+					continue
+				}
+			}
+			touched = touched[:0]
 			for r := r0; r < r1; r++ {
 				for _, val := range src[r*sw+c0 : r*sw+c1] {
 					if hasNodata && val == nodata {

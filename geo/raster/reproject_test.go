@@ -12,15 +12,33 @@ import (
 // under the footprint without nodata (255), ties to the smaller value,
 // nodata where none votes or outside the source.
 func TestReprojectClassesExact(t *testing.T) {
+	// Classes that change from pixel to pixel, and patches of one class
+	// (most footprints in one value, as land cover has them) with patches
+	// of nodata.
+	t.Run("mixed", func(t *testing.T) {
+		testReprojectClasses(t, func(x, y int) uint8 {
+			if (x+2*y)%11 == 0 {
+				return 255
+			}
+			return uint8(1 + (x*7+y*3+x*y)%5)
+		})
+	})
+	t.Run("patches", func(t *testing.T) {
+		testReprojectClasses(t, func(x, y int) uint8 {
+			if (x/7+y/5)%6 == 0 {
+				return 255
+			}
+			return uint8(1 + (x/5*3+y/3)%4)
+		})
+	})
+}
+
+func testReprojectClasses(t *testing.T, class func(x, y int) uint8) {
 	const sw, sh = 90, 70
 	sg := geo.Grid{EPSG: 32631, Width: sw, Height: sh, Transform: [6]float64{500000, 5, 0, 4000000, 0, -5}}
 	src := make([]uint8, sw*sh)
 	for i := range src {
-		x, y := i%sw, i/sw
-		src[i] = uint8(1 + (x*7+y*3+x*y)%5)
-		if (x+2*y)%11 == 0 {
-			src[i] = 255
-		}
+		src[i] = class(i%sw, i/sw)
 	}
 	path := filepath.Join(t.TempDir(), "classes.tif")
 	nd := 255.0

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -199,6 +200,68 @@ func TestEdgeKeysCode(t *testing.T) {
 			}
 			if got := b.Code(0, v); got != want {
 				t.Fatalf("%d edges, value %v: Bins.Code %d, want %d", n, v, got, want)
+			}
+		}
+	}
+}
+
+// TestSortFloats: the radix sort gives the order slices.Sort gives, for
+// signed zeros, infinities and sizes around its digit counts, with −0
+// before +0.
+func TestSortFloats(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	negZero := float32(math.Copysign(0, -1))
+	for _, n := range []int{0, 1, 2, 3, 2047, 2049, 200_000} {
+		v := make([]float32, n)
+		for i := range v {
+			switch r.IntN(6) {
+			case 0:
+				v[i] = 0
+			case 1:
+				v[i] = negZero
+			case 2:
+				v[i] = float32(math.Inf(1 - 2*r.IntN(2)))
+			case 3:
+				v[i] = float32(r.NormFloat64() * 1e-40) // subnormal
+			default:
+				v[i] = float32(r.NormFloat64() * 1e3)
+			}
+		}
+		want := slices.Clone(v)
+		slices.Sort(want)
+		sortFloats(v)
+		for i := range v {
+			if v[i] != want[i] {
+				t.Fatalf("%d values: [%d] = %v, want %v", n, i, v[i], want[i])
+			}
+			if i > 0 && v[i] == 0 && v[i-1] == 0 && math.Signbit(float64(v[i-1])) == false && math.Signbit(float64(v[i])) {
+				t.Fatalf("%d values: −0 after +0 at %d", n, i)
+			}
+		}
+	}
+}
+
+// TestBinMatchesCode: Bin, which codes blocks of rows, gives every value
+// the code Bins.Code gives it, for a row count that leaves the last block
+// short, with NaNs.
+func TestBinMatchesCode(t *testing.T) {
+	const nf, n = 5, 5000
+	x, _ := gaussians(n, nf, 3, 1.0, 0, 9)
+	for i := 0; i < len(x); i += 17 {
+		x[i] = float32(math.NaN())
+	}
+	b, err := QuantileBins(x, nf, 64, 1000, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Bin(x, nf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		for f := range nf {
+			if c, want := got.Codes[f*n+i], b.Code(f, x[i*nf+f]); c != want {
+				t.Fatalf("row %d feature %d: code %d, want %d", i, f, c, want)
 			}
 		}
 	}
