@@ -21,6 +21,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/lulc/lulc/pixel/features"
 )
@@ -91,22 +94,42 @@ type Set struct {
 // N is the number of samples.
 func (s *Set) N() int { return len(s.Y) }
 
-// Subset returns the rows of one split as a new matrix and labels.
+// Subset returns the rows of one split as a new matrix and labels. The
+// rows are copied by every core, blocks of rows each: a full tile's split
+// is some hundreds of megabytes of fresh memory.
 func (s *Set) Subset(split uint8) ([]float32, []uint8) {
-	nf := len(s.Features)
-	n := 0
-	for _, sp := range s.Split {
-		if sp == split {
-			n++
+	nf, n := len(s.Features), len(s.Split)
+	const block = 1 << 14
+	nb := (n + block - 1) / block
+	// start[b] is where block b's rows of the split go.
+	start := make([]int, nb+1)
+	for b := range nb {
+		k := 0
+		for _, sp := range s.Split[b*block : min(n, (b+1)*block)] {
+			if sp == split {
+				k++
+			}
 		}
+		start[b+1] = start[b] + k
 	}
-	x, y := make([]float32, 0, n*nf), make([]uint8, 0, n)
-	for i, sp := range s.Split {
-		if sp == split {
-			x = append(x, s.X[i*nf:(i+1)*nf]...)
-			y = append(y, s.Y[i])
-		}
+	x, y := make([]float32, start[nb]*nf), make([]uint8, start[nb])
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(nb, runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for b := int(next.Add(1) - 1); b < nb; b = int(next.Add(1) - 1) {
+				k := start[b]
+				for i := b * block; i < min(n, (b+1)*block); i++ {
+					if s.Split[i] == split {
+						copy(x[k*nf:(k+1)*nf], s.X[i*nf:(i+1)*nf])
+						y[k] = s.Y[i]
+						k++
+					}
+				}
+			}
+		})
 	}
+	wg.Wait()
 	return x, y
 }
 
@@ -122,18 +145,19 @@ func (s *Set) Encode() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode samples: %w", err)
 	}
-	var b bytes.Buffer
-	b.Write(magic)
-	binary.Write(&b, binary.LittleEndian, uint32(len(h)))
-	b.Write(h)
-	binary.Write(&b, binary.LittleEndian, uint64(n))
-	binary.Write(&b, binary.LittleEndian, s.X)
-	b.Write(s.Y)
-	b.Write(s.Split)
-	binary.Write(&b, binary.LittleEndian, s.Pixel)
-	sum := sha256.Sum256(b.Bytes())
-	b.Write(sum[:])
-	return b.Bytes(), nil
+	// Made at its final size: a full tile's samples are half a gigabyte,
+	// which a growing buffer would copy over and over.
+	b := make([]byte, 0, len(magic)+4+len(h)+8+n*(4*nf+1+1+8)+sha256.Size)
+	b = append(b, magic...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(h)))
+	b = append(b, h...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(n))
+	b, _ = binary.Append(b, binary.LittleEndian, s.X)
+	b = append(b, s.Y...)
+	b = append(b, s.Split...)
+	b, _ = binary.Append(b, binary.LittleEndian, s.Pixel)
+	sum := sha256.Sum256(b)
+	return append(b, sum[:]...), nil
 }
 
 // Decode parses a samples file, failing clearly on truncation or damage.

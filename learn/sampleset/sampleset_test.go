@@ -54,3 +54,48 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestSubset: each split's rows, in their order, with their labels, for a
+// row count that leaves the last block of the parallel copy short.
+func TestSubset(t *testing.T) {
+	t.Parallel()
+	const nf, n = 3, 40_000
+	s := &Set{Header: Header{Features: []string{"a", "b", "c"}}, X: make([]float32, n*nf), Y: make([]uint8, n), Split: make([]uint8, n)}
+	for i := range n {
+		s.Split[i] = uint8(i*7%11) % 3 // splits 0, 1 and 2 interleaved
+		s.Y[i] = uint8(i % 5)
+		for f := range nf {
+			s.X[i*nf+f] = float32(i*nf + f)
+		}
+	}
+	for split := range uint8(3) {
+		var wantX []float32
+		var wantY []uint8
+		for i := range n {
+			if s.Split[i] == split {
+				wantX = append(wantX, s.X[i*nf:(i+1)*nf]...)
+				wantY = append(wantY, s.Y[i])
+			}
+		}
+		x, y := s.Subset(split)
+		if !reflect.DeepEqual(x, wantX) || !reflect.DeepEqual(y, wantY) {
+			t.Errorf("split %d: %d rows, want %d, or their values differ", split, len(y), len(wantY))
+		}
+	}
+	if x, y := s.Subset(9); len(x) != 0 || len(y) != 0 {
+		t.Errorf("a split no row has: %d values", len(x))
+	}
+}
+
+// BenchmarkSubset takes the training half of a full tile's samples:
+// 1,600,000 rows of 56 features.
+func BenchmarkSubset(b *testing.B) {
+	const nf, n = 56, 1_600_000
+	s := &Set{Header: Header{Features: make([]string, nf)}, X: make([]float32, n*nf), Y: make([]uint8, n), Split: make([]uint8, n)}
+	for i := range n {
+		s.Split[i] = uint8(i % 2)
+	}
+	for b.Loop() {
+		s.Subset(0)
+	}
+}

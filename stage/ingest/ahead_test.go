@@ -2,7 +2,9 @@ package ingest
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/raster"
 )
 
 // TestAheadBudgetWithinHeapLimit: the rows read ahead take at most a
@@ -85,5 +88,42 @@ func TestWindowWorkersWithinMemory(t *testing.T) {
 	}
 	if n := windowWorkers(16, gb, 0, log); n != 16 {
 		t.Errorf("an unknown budget: %d at once, want 16", n)
+	}
+}
+
+// TestOpenSourceSharesCRS: workers opening one source at once all get
+// its EPSG code (one reads it, the others wait for it), and a source that
+// cannot be opened fails for every one of them.
+func TestOpenSourceSharesCRS(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "b.tif")
+	g := geo.Grid{EPSG: 32631, Width: 8, Height: 8, Transform: [6]float64{500000, 10, 0, 4000000, 0, -10}}
+	if err := raster.WriteCOG(path, g, make([]uint16, 64), raster.COGOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var j windowJob
+	var wg sync.WaitGroup
+	epsg := make([]int, 16)
+	errs := make([]error, 16)
+	for i := range epsg {
+		wg.Go(func() {
+			s, err := j.openSource(path)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			epsg[i] = s.EPSG
+			s.Close()
+			if _, errs[i] = j.openSource(filepath.Join(filepath.Dir(path), "none.tif")); errs[i] == nil {
+				errs[i] = errors.New("a missing source opened")
+			} else {
+				errs[i] = nil
+			}
+		})
+	}
+	wg.Wait()
+	for i := range epsg {
+		if errs[i] != nil || epsg[i] != 32631 {
+			t.Errorf("worker %d: EPSG %d, %v", i, epsg[i], errs[i])
+		}
 	}
 }

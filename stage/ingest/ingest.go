@@ -1021,7 +1021,7 @@ type windowJob struct {
 	engine  stage.Engine
 	hooks   stage.Hooks
 	cache   *raster.BlockCache
-	crs     sync.Map // href → EPSG code, read by the first worker to open it
+	crs     sync.Map // href → *knownCRS, read by the first worker to open it
 	layouts sync.Map // href → *raster.TileLayout of bands the engine decodes (nil: it does not)
 	// layoutMu serialises reading layouts (see layout).
 	layoutMu sync.Mutex
@@ -1128,17 +1128,31 @@ func (j *windowJob) window(w geo.Grid, open func(string) (*raster.Source, error)
 	return nil
 }
 
-// openSource opens a new handle on href, reading its CRS only if no
-// handle of the job has read it yet.
+// openSource opens a new handle on href; the job's first handle on it
+// reads its CRS, and the others take it from there.
 func (j *windowJob) openSource(href string) (*raster.Source, error) {
-	epsg, _ := j.crs.Load(href)
-	e, _ := epsg.(int)
-	s, err := raster.OpenKnownCRS(href, e)
-	if err != nil {
-		return nil, err
+	v, opened := j.crs.LoadOrStore(href, &knownCRS{read: make(chan struct{})})
+	k := v.(*knownCRS)
+	if opened {
+		// Every worker opens every source at the start: they wait for the
+		// first to read its CRS rather than all reading it at once.
+		<-k.read
+		return raster.OpenKnownCRS(href, k.epsg)
 	}
-	j.crs.Store(href, s.EPSG)
+	defer close(k.read)
+	s, err := raster.OpenKnownCRS(href, 0)
+	if err != nil {
+		return nil, err // the others read the CRS themselves, and fail as this did
+	}
+	k.epsg = s.EPSG
 	return s, nil
+}
+
+// knownCRS is a source's EPSG code, set before read is closed (0 when the
+// first open failed).
+type knownCRS struct {
+	read chan struct{}
+	epsg int
 }
 
 // windowReader reads one window's sources with a worker's own handles,

@@ -8,23 +8,20 @@ import (
 	"time"
 
 	"github.com/lulc/lulc/internal/rng"
-	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/stage"
 	"github.com/lulc/lulc/stage/config"
 )
 
 // fitGolearn trains golearn's forest (train config engine: golearn, the
 // CPU baseline the workflow compares with) on at most golearn.max_samples
-// of set's training rows, and classifies its validation rows. golearn's
+// of the training rows, and classifies the validation rows. golearn's
 // forests are not lulc models: nothing is saved.
-func fitGolearn(ctx context.Context, cfg config.TrainConfig, classes int, set *sampleset.Set, fit stage.Golearn, res *Result) ([]uint8, error) {
+func fitGolearn(ctx context.Context, cfg config.TrainConfig, classes, nf int, sp split, fit stage.Golearn, res *Result) ([]uint8, error) {
 	if fit == nil {
 		return nil, fmt.Errorf("engine: golearn is not linked into this program (stage.Options.Golearn)")
 	}
 	t0 := time.Now()
-	xt, yt := set.Subset(0)
-	xv, _ := set.Subset(1)
-	nf := len(set.Features)
+	xt, yt, xv := sp.xt, sp.yt, sp.xv
 	g := cfg.Golearn
 	xs, ys := subsample(xt, yt, nf, g.MaxSamples, cfg.Sampling.Seed)
 	if len(ys) < len(yt) {

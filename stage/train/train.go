@@ -168,8 +168,10 @@ func FitAndMeasure(ctx context.Context, cfg config.TrainConfig, scheme landcover
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	xt, yt := set.Subset(0)
-	_, yv := set.Subset(1)
+	// The splits are copied out once: each is a few hundred megabytes on
+	// a full tile.
+	sp := splitOf(set)
+	xt, yt, yv := sp.xt, sp.yt, sp.yv
 	res.Samples, res.Validation, res.Buffered = len(yt), len(yv), set.Buffered
 	// Said first, before the samples are checked and the forest fitted: a
 	// scheme the labels do not fit explains what fails after it.
@@ -198,7 +200,7 @@ func FitAndMeasure(ctx context.Context, cfg config.TrainConfig, scheme landcover
 	if i := slices.IndexFunc(ins, func(in Input) bool { return len(in.Bands) > 0 }); i >= 0 {
 		in = ins[i]
 	}
-	model, pred, err := fit(ctx, cfg, scheme, set, in, opt, res)
+	model, pred, err := fit(ctx, cfg, scheme, set, sp, in, opt, res)
 	if err != nil {
 		return nil, err
 	}
@@ -227,16 +229,29 @@ func FitAndMeasure(ctx context.Context, cfg config.TrainConfig, scheme landcover
 	return model, err
 }
 
+// split is a sample set's training rows (xt, yt) and validation rows (xv,
+// yv), copied out of it.
+type split struct {
+	xt, xv []float32
+	yt, yv []uint8
+}
+
+func splitOf(set *sampleset.Set) split {
+	var s split
+	s.xt, s.yt = set.Subset(0)
+	s.xv, s.yv = set.Subset(1)
+	return s
+}
+
 // fit trains the configured engine and classifies the validation rows. The
 // model is nil for golearn, whose forests lulc cannot save. An interrupt
 // (ctx done) stops the fit promptly and returns ctx's error.
-func fit(ctx context.Context, cfg config.TrainConfig, scheme landcover.Scheme, set *sampleset.Set, in Input, opt stage.Options, res *Result) (*forest.Model, []uint8, error) {
+func fit(ctx context.Context, cfg config.TrainConfig, scheme landcover.Scheme, set *sampleset.Set, sp split, in Input, opt stage.Options, res *Result) (*forest.Model, []uint8, error) {
 	if cfg.Engine == "golearn" {
-		pred, err := fitGolearn(ctx, cfg, len(scheme.Classes), set, opt.Golearn, res)
+		pred, err := fitGolearn(ctx, cfg, len(scheme.Classes), len(set.Features), sp, opt.Golearn, res)
 		return nil, pred, err
 	}
-	xt, yt := set.Subset(0)
-	xv, _ := set.Subset(1)
+	xt, yt, xv := sp.xt, sp.yt, sp.xv
 	nf := len(set.Features)
 	t1 := time.Now()
 	bins, err := forest.QuantileBins(xt, nf, cfg.Forest.Bins, 200_000, cfg.Forest.Seed)
