@@ -1017,6 +1017,28 @@ extern "C" __global__ void bin(const float* __restrict__ x, int nfeat, long long
 #define FOREST_BLOCK 128
 #define MAX_FEATURES 64
 #define MAX_CLASSES 32
+// forest_out writes a row's class and confidence from its class sums:
+// the first class of the largest mean (sum × inv, rounded once), the
+// choice forest.Compiled makes.
+template <int NC>
+__device__ __forceinline__ void forest_out(const float* acc, long long i, int nclasses, float inv,
+                                           unsigned char* __restrict__ cls, float* __restrict__ conf) {
+    int best = 0;
+    float top = 0.0f;
+#pragma unroll
+    for (int c = 0; c < NC; c++) {
+        if (c < nclasses) {
+            float v = __fmul_rn(acc[c], inv);
+            if (c == 0 || v > top) {
+                best = c;
+                top = v;
+            }
+        }
+    }
+    cls[i] = (unsigned char)best;
+    conf[i] = top;
+}
+
 extern "C" __global__ void __launch_bounds__(FOREST_BLOCK) forest_predict(
     const unsigned char* __restrict__ codes, int nfeat, long long n,
     const int2* __restrict__ nodes, const int* __restrict__ node_off, int node_stride,
@@ -1050,20 +1072,7 @@ extern "C" __global__ void __launch_bounds__(FOREST_BLOCK) forest_predict(
             for (int c = 0; c < MAX_CLASSES; c++)
                 if (c < nclasses) acc[c] = __fadd_rn(acc[c], p[c]);
         }
-        int best = 0;
-        float top = 0.0f;
-#pragma unroll
-        for (int c = 0; c < MAX_CLASSES; c++) {
-            if (c < nclasses) {
-                float v = __fmul_rn(acc[c], inv);
-                if (c == 0 || v > top) {
-                    best = c;
-                    top = v;
-                }
-            }
-        }
-        cls[i] = (unsigned char)best;
-        conf[i] = top;
+        forest_out<MAX_CLASSES>(acc, i, nclasses, inv, cls, conf);
     }
 }
 
@@ -1124,21 +1133,7 @@ extern "C" __global__ void __launch_bounds__(WALK_BLOCK) forest_walk(
                     if (cc < nclasses) acc[cc] = __fadd_rn(acc[cc], p[cc]);
             }
         }
-        if (!valid) continue;
-        int best = 0;
-        float top1 = 0.0f;
-#pragma unroll
-        for (int c = 0; c < MAX_CLASSES; c++) {
-            if (c < nclasses) {
-                float v = __fmul_rn(acc[c], inv);
-                if (c == 0 || v > top1) {
-                    best = c;
-                    top1 = v;
-                }
-            }
-        }
-        cls[i] = (unsigned char)best;
-        conf[i] = top1;
+        if (valid) forest_out<MAX_CLASSES>(acc, i, nclasses, inv, cls, conf);
     }
 }
 
@@ -1201,26 +1196,6 @@ __device__ __forceinline__ void sweep_leaf(float* acc, unsigned int nd, const un
         if (c < nclasses && ((mask >> c) & 1)) acc[c] = __fadd_rn(acc[c], __uint_as_float(__ldg(rec + j++)));
 }
 
-// sweep_out writes a row's class and confidence from its sums.
-template <int NC>
-__device__ __forceinline__ void sweep_out(const float* acc, long long i, int nclasses, float inv,
-                                          unsigned char* __restrict__ cls, float* __restrict__ conf) {
-    int best = 0;
-    float top1 = 0.0f;
-#pragma unroll
-    for (int c = 0; c < NC; c++) {
-        if (c < nclasses) {
-            float v = __fmul_rn(acc[c], inv);
-            if (c == 0 || v > top1) {
-                best = c;
-                top1 = v;
-            }
-        }
-    }
-    cls[i] = (unsigned char)best;
-    conf[i] = top1;
-}
-
 template <int NC>
 __device__ __forceinline__ void forest_sweep_body(
     const unsigned char* __restrict__ codes, int nfeat, long long n,
@@ -1262,8 +1237,8 @@ __device__ __forceinline__ void forest_sweep_body(
         if (v0) sweep_leaf<NC>(acc0, n0, leaves, nclasses);
         if (v1) sweep_leaf<NC>(acc1, n1, leaves, nclasses);
     }
-    if (v0) sweep_out<NC>(acc0, i0, nclasses, inv, cls, conf);
-    if (v1) sweep_out<NC>(acc1, i1, nclasses, inv, cls, conf);
+    if (v0) forest_out<NC>(acc0, i0, nclasses, inv, cls, conf);
+    if (v1) forest_out<NC>(acc1, i1, nclasses, inv, cls, conf);
 }
 
 // forest_sweepN serves forests of up to N classes: the sums of a row's
