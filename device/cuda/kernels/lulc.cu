@@ -2444,7 +2444,30 @@ extern "C" __global__ void __launch_bounds__(AOA_BLOCK) aoa_pairs(const double* 
     unsigned long long fi = fold[i];
     double sum = 0.0;
     double best = __longlong_as_double(0x7ff0000000000000LL);
-    for (int j = 0; j < npoints; j++) {
+    // Four points at a time: their distances are four independent chains
+    // of adds, which keep the double-precision units busy where one chain
+    // would wait on each add; then they are taken one by one, in order.
+    int j = 0;
+    for (; j + 4 <= npoints; j += 4) {
+        const double* b = p + (long long)j * nf;
+        double e[4] = {0.0, 0.0, 0.0, 0.0};
+        for (int f = 0; f < nf; f++) {
+            double af = a[f];
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                double d = __dsub_rn(af, b[k * nf + f]);
+                e[k] = __dadd_rn(e[k], __dmul_rn(d, d));
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            int jk = j + k;
+            if (jk == i) continue;
+            if (jk > i) sum = __dadd_rn(sum, __dsqrt_rn(e[k]));
+            if (fold[jk] != fi && e[k] < best) best = e[k];
+        }
+    }
+    for (; j < npoints; j++) {
         if (j == i) continue;
         const double* b = p + (long long)j * nf;
         double d2 = 0.0;
