@@ -395,7 +395,7 @@ func (p *Predicted) Finish(opt stage.Options) error {
 	t0 := time.Now()
 	// The two COGs are encoded and the quicklook drawn at once.
 	var confErr, lookErr, aoaErr error
-	var lookTime, confTime time.Duration
+	var lookTime, confTime, aoaTime time.Duration
 	var wg sync.WaitGroup
 	if p.confW != nil {
 		wg.Go(func() {
@@ -404,7 +404,10 @@ func (p *Predicted) Finish(opt stage.Options) error {
 		})
 	}
 	if p.aoa != nil {
-		wg.Go(func() { aoaErr = p.aoa.Write(p.out.Dir, p.grid, p.compress, p.gdalCOG) })
+		wg.Go(func() {
+			aoaErr = p.aoa.Write(p.out.Dir, p.grid, p.compress, p.gdalCOG)
+			aoaTime = time.Since(t0)
+		})
 	}
 	if p.charts != nil {
 		wg.Go(func() {
@@ -454,7 +457,7 @@ func (p *Predicted) Finish(opt stage.Options) error {
 	if err := stage.WriteItem(p.Tile.Item, item); err != nil {
 		return err
 	}
-	opt.Log.Debug("predict: outputs finished", "tile", p.m.Tile, "encode_s", p.Tile.Encode.Seconds(), "quicklook_s", lookTime.Seconds(), "item_s", time.Since(t1).Seconds())
+	opt.Log.Debug("predict: outputs finished", "tile", p.m.Tile, "encode_s", p.Tile.Encode.Seconds(), "quicklook_s", lookTime.Seconds(), "aoa_s", aoaTime.Seconds(), "item_s", time.Since(t1).Seconds())
 	p.finished = true
 	tm := p.Tile.Timings
 	opt.Log.Info("tile predicted", "tile", p.m.Tile, "pixels", p.Tile.Pixels, "read_worker_s", tm.Read.Seconds(), "features_worker_s", tm.Features.Seconds(),
