@@ -69,46 +69,60 @@ func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
 	// Corner positions of one destination row of pixel edges, and of the
 	// next: W+1 values each.
 	nx := (w+latticeStep-1)/latticeStep + 1
+	// Each edge's lattice cell and place in it across a row, the same for
+	// every row. The last lattice cell may be narrower than latticeStep.
+	lxs, fxs := make([]int, w+1), make([]float64, w+1)
+	for i := range lxs {
+		lx := min(i/latticeStep, (w-1)/latticeStep)
+		lxs[i], fxs[i] = lx, float64(i-lx*latticeStep)/float64(min((lx+1)*latticeStep, w)-lx*latticeStep)
+	}
 	edge := func(j int, ue, ve []float64) {
-		// The last lattice cell may be narrower than latticeStep.
 		ly := min(j/latticeStep, (h-1)/latticeStep)
 		fy := float64(j-ly*latticeStep) / float64(min((ly+1)*latticeStep, h)-ly*latticeStep)
-		for i := 0; i <= w; i++ {
-			lx := min(i/latticeStep, (w-1)/latticeStep)
-			fx := float64(i-lx*latticeStep) / float64(min((lx+1)*latticeStep, w)-lx*latticeStep)
-			k := ly*nx + lx
+		for i, lx := range lxs {
+			k, fx := ly*nx+lx, fxs[i]
 			ue[i] = bilerp(u[k], u[k+1], u[k+nx], u[k+nx+1], fx, fy)
 			ve[i] = bilerp(v[k], v[k+1], v[k+nx], v[k+nx+1], fx, fy)
 		}
 	}
 	ua, va := make([]float64, w+1), make([]float64, w+1)
 	ub, vb := make([]float64, w+1), make([]float64, w+1)
+	// For mode, each vertical edge's span between the two rows of corners,
+	// as the source columns and rows it reaches: a footprint's box is the
+	// union of its two edges' spans, and floor and ceil, being monotonic,
+	// give the box's bounds from the edges' (the same integers as from the
+	// box's own extremes).
+	var c0s, c1s, r0s, r1s []int
+	if alg != "nearest" {
+		c0s, c1s, r0s, r1s = make([]int, w+1), make([]int, w+1), make([]int, w+1), make([]int, w+1)
+	}
 	edge(0, ua, va)
 	var counts [256]int32
 	touched := make([]uint8, 0, 64)
 	for y := range h {
 		edge(y+1, ub, vb)
-		for x := range w {
-			cu := (ua[x] + ua[x+1] + ub[x] + ub[x+1]) / 4
-			cv := (va[x] + va[x+1] + vb[x] + vb[x+1]) / 4
-			near := func() uint8 {
+		if alg == "nearest" {
+			for x := range w {
+				cu := (ua[x] + ua[x+1] + ub[x] + ub[x+1]) / 4
+				cv := (va[x] + va[x+1] + vb[x] + vb[x+1]) / 4
+				v := nodata
 				if c, r := floor(cu), floor(cv); c >= 0 && c < sw && r >= 0 && r < sh {
-					return src[r*sw+c]
+					v = src[r*sw+c]
 				}
-				return nodata
+				buf[y*w+x] = v
 			}
-			if alg == "nearest" {
-				buf[y*w+x] = near()
-				continue
-			}
-			lo := min(ua[x], ua[x+1], ub[x], ub[x+1])
-			hi := max(ua[x], ua[x+1], ub[x], ub[x+1])
-			top := min(va[x], va[x+1], vb[x], vb[x+1])
-			bot := max(va[x], va[x+1], vb[x], vb[x+1])
+			ua, va, ub, vb = ub, vb, ua, va
+			continue
+		}
+		for i := range w + 1 {
+			c0s[i], c1s[i] = floor(min(ua[i], ub[i])+1e-10), ceil(max(ua[i], ub[i])-1e-10)
+			r0s[i], r1s[i] = floor(min(va[i], vb[i])+1e-10), ceil(max(va[i], vb[i])-1e-10)
+		}
+		for x := range w {
 			// Every source pixel the box overlaps votes once; pixels
 			// outside the source and nodata don't vote.
-			c0, c1 := max(floor(lo+1e-10), 0), min(ceil(hi-1e-10), sw)
-			r0, r1 := max(floor(top+1e-10), 0), min(ceil(bot-1e-10), sh)
+			c0, c1 := max(min(c0s[x], c0s[x+1]), 0), min(max(c1s[x], c1s[x+1]), sw)
+			r0, r1 := max(min(r0s[x], r0s[x+1]), 0), min(max(r1s[x], r1s[x+1]), sh)
 			if c0 >= c1 {
 				r1 = r0 // the box lies beside the source
 			}
