@@ -14,8 +14,9 @@
 //	    each level in row-major order, each tile as a 4-byte little-endian
 //	    size, the data, and the data's last 4 bytes again
 //
-// Bands are interleaved by pixel (PlanarConfiguration 1), as GDAL's COG
-// driver writes them. Edge tiles are padded with zeros to whole blocks, as
+// Pixels are Byte, UInt16 or Float32 (NaN its nodata). Bands are
+// interleaved by pixel (PlanarConfiguration 1), as GDAL's COG driver
+// writes them. Edge tiles are padded with zeros to whole blocks, as
 // GDAL pads them. Overviews follow the rules of Options. Tiles are
 // compressed on several goroutines but written in a fixed order, so a file
 // does not depend on GOMAXPROCS.
@@ -119,8 +120,9 @@ const ghostMetadata = "LAYOUT=IFDS_BEFORE_DATA\n" +
 // GDAL's BIGTIFF=IF_SAFER (the option lulc passes) makes a BigTIFF.
 const bigTIFFThreshold = 2e9
 
-// Pixels is the element type of the rasters the encoder writes.
-type Pixels interface{ ~uint8 | ~uint16 }
+// Pixels is the element type of the rasters the encoder writes: Byte,
+// UInt16 or Float32.
+type Pixels interface{ ~uint8 | ~uint16 | ~float32 }
 
 // Options says how a COG is laid out.
 //
@@ -129,8 +131,11 @@ type Pixels interface{ ~uint8 | ~uint16 }
 // (2x, 2y) of the level above, leaving out nodata pixels (a window of
 // nodata only gives nodata). NEAREST takes the first pixel of the window in
 // the order top-left, top-right, bottom-left, bottom-right; AVERAGE the
-// mean rounded half up, (sum + n/2) / n; MODE the most frequent value, the
-// smallest one among equally frequent values. GDAL's driver makes the same
+// mean rounded half up, (sum + n/2) / n (Float32: the sum in float64, in
+// that order, divided by n and rounded once to float32); MODE the most
+// frequent value, the smallest one among equally frequent values. Float32
+// pixels that are NaN are nodata, and a Float32 raster's nodata, if any,
+// is NaN. GDAL's driver makes the same
 // files but for the compressed bytes (the encoder's compression levels are
 // lower) and the overview pixels.
 type Options struct {
@@ -171,7 +176,7 @@ type Band struct {
 type Plan struct {
 	grid        geo.Grid
 	bands       int
-	bytesPer    int // 1 (uint8) or 2 (uint16)
+	bytesPer    int // 1 (uint8), 2 (uint16) or 4 (float32)
 	block       int
 	compression uint16
 	predictor   bool
@@ -192,15 +197,16 @@ type levelSize struct{ width, height, tilesX, tilesY int }
 func (l levelSize) tiles() int { return l.tilesX * l.tilesY }
 
 // NewPlan lays out a COG of len(bands) bands of bytesPer-byte pixels (1
-// for uint8, 2 for uint16) on g, its CRS given by keys (g.EPSG is not
+// for uint8, 2 for uint16, 4 for float32) on g, its CRS given by keys (g.EPSG is not
 // read), with opt. When the encoder cannot write it, it returns an error
 // saying why, and the caller has GDAL write it: compressions other than
 // DEFLATE, ZSTD and NONE, resamplings other than NEAREST, AVERAGE and
 // MODE, rotated or south-up grids, block sizes GDAL refuses, three or four
 // Byte bands (GDAL makes them RGB), several uncompressed bands (GDAL
 // interleaves them by band), palettes on anything but one Byte band,
-// nodata that is not a pixel value, and metadata GDAL stores elsewhere
-// than in plain items.
+// nodata that is not a pixel value (for Float32, other than NaN), the
+// predictor on Float32 (GDAL's is another for floats), and metadata GDAL
+// stores elsewhere than in plain items.
 func NewPlan(g geo.Grid, keys GeoKeys, bytesPer int, bands []Band, opt Options) (*Plan, error) {
 	if why := refuse(g, keys, bytesPer, bands, opt); why != "" {
 		return nil, fmt.Errorf("cog: cannot encode: %s", why)
@@ -252,8 +258,10 @@ func refuse(g geo.Grid, keys GeoKeys, bytesPer int, bands []Band, opt Options) s
 	}
 	uncompressed := strings.ToUpper(opt.Compress) == "NONE"
 	switch {
-	case bytesPer != 1 && bytesPer != 2:
+	case bytesPer != 1 && bytesPer != 2 && bytesPer != 4:
 		return fmt.Sprintf("%d-byte pixels", bytesPer)
+	case bytesPer == 4 && opt.Predictor && !uncompressed:
+		return "predictor on float pixels"
 	case block%16 != 0 || block < 16 || block > 4096:
 		return fmt.Sprintf("block size %d", block)
 	case g.Width <= 0 || g.Height <= 0 || len(bands) == 0 || len(bands) > 65535:
@@ -278,7 +286,9 @@ func refuse(g geo.Grid, keys GeoKeys, bytesPer int, bands []Band, opt Options) s
 			return "not a finite geotransform"
 		}
 	}
-	if nd := opt.NoData; nd != nil && (*nd != math.Trunc(*nd) || *nd < 0 || *nd >= float64(int(1)<<(8*bytesPer))) {
+	if nd := opt.NoData; bytesPer == 4 && nd != nil && !math.IsNaN(*nd) {
+		return "float nodata other than NaN"
+	} else if bytesPer != 4 && nd != nil && (*nd != math.Trunc(*nd) || *nd < 0 || *nd >= float64(int(1)<<(8*bytesPer))) {
 		return "nodata is not a pixel value"
 	}
 	for k, v := range opt.Metadata {
@@ -349,8 +359,12 @@ func (p *Plan) ifd(level int, offsets, counts []uint64) []tiffEntry {
 	}
 	bits := make([]uint16, p.bands)
 	formats := make([]uint16, p.bands)
+	format := uint16(1) // unsigned integers
+	if p.bytesPer == 4 {
+		format = 3 // IEEE floating point
+	}
 	for i := range bits {
-		bits[i], formats[i] = uint16(8*p.bytesPer), 1 // unsigned integers
+		bits[i], formats[i] = uint16(8*p.bytesPer), format
 	}
 	photometric := uint16(1) // min-is-black
 	if p.colorMap != nil {
@@ -777,10 +791,14 @@ func (e *tileEncoder[T]) encode(levels [][][]T, job tileJob, dst []byte) ([]byte
 		raw = unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*p.bytesPer)
 	} else {
 		if e.raw == nil {
-			e.raw = make([]byte, len(s)*2)
+			e.raw = make([]byte, len(s)*p.bytesPer)
 		}
 		for i, v := range s {
-			binary.LittleEndian.PutUint16(e.raw[2*i:], uint16(v))
+			if p.bytesPer == 4 {
+				binary.LittleEndian.PutUint32(e.raw[4*i:], math.Float32bits(float32(v)))
+			} else {
+				binary.LittleEndian.PutUint16(e.raw[2*i:], uint16(v))
+			}
 		}
 		raw = e.raw
 	}

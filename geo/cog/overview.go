@@ -1,6 +1,7 @@
 package cog
 
 import (
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -97,6 +98,10 @@ type level[T Pixels] struct {
 
 // downsampleRows is downsample for the rows [y0, y1) of to.
 func downsampleRows[T Pixels](to, from level[T], y0, y1 int, rule resampling, nodata *T) {
+	if fto, ok := any(to).(level[float32]); ok {
+		downsampleFloatRows(fto, any(from).(level[float32]), y0, y1, rule)
+		return
+	}
 	dst, dw, src, sw, sh := to.px, to.w, from.px, from.w, from.h
 	var nd T
 	if nodata != nil {
@@ -168,6 +173,45 @@ func downsampleRows[T Pixels](to, from level[T], y0, y1 int, rule resampling, no
 				}
 			}
 			out[x] = reduceWindow(win[:n], rule, nd)
+		}
+	}
+}
+
+// downsampleFloatRows is downsampleRows for Float32 levels, whose nodata
+// is NaN: a window's pixels that are not NaN, in the order top-left,
+// top-right, bottom-left, bottom-right (those inside the level above),
+// give its NEAREST (the first), AVERAGE (their sum in float64, in that
+// order, divided by their number and rounded once) or MODE; a window of
+// NaN only gives NaN.
+func downsampleFloatRows(to, from level[float32], y0, y1 int, rule resampling) {
+	var win [4]float32
+	for y := y0; y < y1; y++ {
+		for x := range to.w {
+			n := 0
+			for _, d := range [4][2]int{{0, 0}, {1, 0}, {0, 1}, {1, 1}} {
+				sx, sy := 2*x+d[0], 2*y+d[1]
+				if sx < from.w && sy < from.h {
+					if v := from.px[sy*from.w+sx]; v == v {
+						win[n] = v
+						n++
+					}
+				}
+			}
+			out := float32(math.NaN())
+			switch {
+			case n == 0:
+			case rule == resampleNearest:
+				out = win[0]
+			case rule == resampleAverage:
+				var sum float64
+				for _, v := range win[:n] {
+					sum += float64(v)
+				}
+				out = float32(sum / float64(n))
+			default:
+				out = modeOf(win[:n])
+			}
+			to.px[y*to.w+x] = out
 		}
 	}
 }

@@ -70,6 +70,9 @@ func ParseGeoKeys(b []byte) (GeoKeys, error) {
 
 // gdalNoData formats a nodata value as GDAL writes the GDAL_NODATA tag.
 func gdalNoData(v float64) string {
+	if math.IsNaN(v) {
+		return "nan" // as GDAL writes it
+	}
 	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
 		return strconv.FormatInt(int64(v), 10)
 	}

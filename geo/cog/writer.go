@@ -40,10 +40,13 @@ type stage interface {
 func NewWriter(path string, p *Plan) (*Writer, error) {
 	w := &Writer{path: path}
 	var err error
-	if p.bytesPer == 1 {
+	switch p.bytesPer {
+	case 1:
 		w.stage, err = newStage[uint8](path, p)
-	} else {
+	case 2:
 		w.stage, err = newStage[uint16](path, p)
+	default:
+		w.stage, err = newStage[float32](path, p)
 	}
 	if err != nil {
 		return nil, err
@@ -52,8 +55,9 @@ func NewWriter(path string, p *Plan) (*Writer, error) {
 }
 
 // Write stores a window of band (0-based) at pixel offset (x, y). buf is a
-// []uint8 or []uint16 of width×height values, row by row; values the
-// raster's type cannot hold are clamped, as GDAL clamps them.
+// []uint8 or []uint16 of width×height values, row by row, for an integer
+// raster (values its type cannot hold are clamped, as GDAL clamps them),
+// or a []float32 for a Float32 raster.
 func (w *Writer) Write(band, x, y, width, height int, buf any) error {
 	// Windows do not overlap, so writers only share the lock with Close
 	// and Abort, which release the staging.
@@ -205,11 +209,11 @@ func (s *stageOf[T]) write(band, x, y, width, height int, buf any) error {
 			copy(plane[(y+r)*l0.width+x:][:width], v[r*width:][:width])
 		}
 	case []uint8:
-		if err := copyWindow(plane, l0.width, x, y, width, height, v); err != nil {
+		if err := copyInts(plane, l0.width, x, y, width, height, v); err != nil {
 			return err
 		}
 	case []uint16:
-		if err := copyWindow(plane, l0.width, x, y, width, height, v); err != nil {
+		if err := copyInts(plane, l0.width, x, y, width, height, v); err != nil {
 			return err
 		}
 	default:
@@ -221,9 +225,24 @@ func (s *stageOf[T]) write(band, x, y, width, height int, buf any) error {
 	return nil
 }
 
+// copyInts is copyWindow for an integer plane; a float plane takes only
+// float windows.
+func copyInts[T Pixels, S ints](dst []T, dstW, x, y, width, height int, src []S) error {
+	switch d := any(dst).(type) {
+	case []uint8:
+		return copyWindow(d, dstW, x, y, width, height, src)
+	case []uint16:
+		return copyWindow(d, dstW, x, y, width, height, src)
+	}
+	return fmt.Errorf("%T window for a %T raster", src, dst)
+}
+
+// ints are the integer pixel types.
+type ints interface{ ~uint8 | ~uint16 }
+
 // copyWindow copies a width×height window into a plane dstW pixels wide at
 // (x, y), clamping values the plane's type cannot hold, as GDAL does.
-func copyWindow[T, S Pixels](dst []T, dstW, x, y, width, height int, src []S) error {
+func copyWindow[T, S ints](dst []T, dstW, x, y, width, height int, src []S) error {
 	if len(src) < width*height {
 		return fmt.Errorf("%d values for a %d×%d window", len(src), width, height)
 	}

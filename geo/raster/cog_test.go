@@ -3,6 +3,8 @@ package raster
 import (
 	"bytes"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -322,4 +324,175 @@ func TestCOGFallsBackToGDAL(t *testing.T) {
 	if err != nil || info.Compression != "LZW" || info.Layout != "COG" {
 		t.Errorf("%+v %v", info, err)
 	}
+}
+
+// TestCOGFloat32 writes Float32 rasters with NaN as nodata (the area of
+// applicability's two bands) through Writer with the Go encoder and with
+// GDAL's COG driver: GDAL describes both alike, with the same levels, and
+// reads the written bits at full resolution; the overview pixels follow
+// the encoder's rule (cog.Options, stated again in floatOverview) for
+// AVERAGE (windows of four pixels and of fewer, where NaN are left out),
+// NEAREST and MODE, with DEFLATE and ZSTD, at odd sizes. (GDAL's own
+// overviews differ: its NEAREST keeps a NaN top-left pixel, its AVERAGE
+// sums in float32.)
+func TestCOGFloat32(t *testing.T) {
+	nan := math.NaN()
+	const w, h = 1100, 701
+	g := geo.Grid{EPSG: 32631, Width: w, Height: h, Transform: [6]float64{600000, 100, 0, 5100000, 0, -100}}
+	r := rand.New(rand.NewPCG(3, 4))
+	planes := [2][]float32{make([]float32, w*h), make([]float32, w*h)}
+	for b, p := range planes {
+		for i := range p {
+			x, y := i%w, i/w
+			p[i] = float32(r.ExpFloat64()*0.05) + float32(b)
+			switch {
+			case (x/40+y/30)%9 == 0, i%101 == 0:
+				p[i] = float32(nan)
+			case x%50 < 3:
+				p[i] = 0.25 // runs of one value, for MODE
+			}
+		}
+	}
+	for _, c := range []struct {
+		compress, resampling string
+		nodata               *float64
+	}{{"DEFLATE", "AVERAGE", &nan}, {"ZSTD", "NEAREST", &nan}, {"DEFLATE", "MODE", nil}} {
+		t.Run(c.compress+"-"+c.resampling, func(t *testing.T) {
+			dir := t.TempDir()
+			var files [2]string
+			for k, gdal := range []bool{false, true} {
+				files[k] = filepath.Join(dir, map[bool]string{false: "go", true: "gdal"}[gdal], "x.tif")
+				os.MkdirAll(filepath.Dir(files[k]), 0o755)
+				opt := COGOptions{BlockSize: 512, Compress: c.compress, NoData: c.nodata, OverviewResampling: c.resampling, GDALDriver: gdal,
+					Metadata: map[string]string{"LULC_AOA_THRESHOLD": "0.1"}}
+				wr, err := NewWriter(files[k], g, "float32", []BandInfo{{Description: "dissimilarity index"}, {Description: "mask"}}, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if gdal == (wr.enc != nil) {
+					t.Fatalf("GDALDriver %v, Go encoder %v", gdal, wr.enc != nil)
+				}
+				for b, p := range planes {
+					// Two windows a band, the second first.
+					if err := wr.Write(b, 0, 300, w, h-300, p[300*w:]); err != nil {
+						t.Fatal(err)
+					}
+					if err := wr.Write(b, 0, 0, w, 300, p[:300*w]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := wr.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cogtest.CheckLayout(t, files[0])
+			gi, err := Inspect(files[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			ri, err := Inspect(files[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gi.Layout != "COG" || infoString(gi) != infoString(ri) {
+				t.Errorf("Inspect differs:\n go   %s\n gdal %s", infoString(gi), infoString(ri))
+			}
+			if gv, rv := vrtOf(t, files[0]), vrtOf(t, files[1]); gv != rv {
+				t.Errorf("gdal describes the files differently:\n--- go\n%s\n--- gdal\n%s", gv, rv)
+			}
+			goSizes, goPx := readFloatLevels(t, files[0])
+			gdalSizes, gdalPx := readFloatLevels(t, files[1])
+			if !slices.Equal(goSizes, gdalSizes) || len(goSizes) < 2 {
+				t.Fatalf("levels %v, gdal makes %v", goSizes, gdalSizes)
+			}
+			for b := range planes {
+				want, ww, wh := planes[b], w, h
+				for l := range goSizes {
+					if l > 0 {
+						want, ww, wh = floatOverview(want, ww, wh, c.resampling)
+					}
+					if [2]int{ww, wh} != goSizes[l] {
+						t.Fatalf("level %d is %v, the rule gives %d×%d", l, goSizes[l], ww, wh)
+					}
+					for i, v := range goPx[l][b] {
+						if math.Float32bits(v) != math.Float32bits(want[i]) {
+							t.Fatalf("band %d level %d pixel (%d, %d): %v, the rule gives %v", b+1, l, i%ww, i/ww, v, want[i])
+						}
+					}
+				}
+				if !slices.EqualFunc(gdalPx[0][b], planes[b], func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+					t.Errorf("band %d: GDAL's file holds other pixels", b+1)
+				}
+			}
+		})
+	}
+}
+
+// readFloatLevels is readLevels for Float32 rasters.
+func readFloatLevels(t testing.TB, path string) (sizes [][2]int, px [][][]float32) {
+	t.Helper()
+	ds, err := godal.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	for bi, band := range ds.Bands() {
+		for l, lb := range append([]godal.Band{band}, band.Overviews()...) {
+			st := lb.Structure()
+			if bi == 0 {
+				sizes = append(sizes, [2]int{st.SizeX, st.SizeY})
+				px = append(px, nil)
+			}
+			buf := make([]float32, st.SizeX*st.SizeY)
+			if err := lb.Read(0, 0, buf, st.SizeX, st.SizeY); err != nil {
+				t.Fatal(err)
+			}
+			px[l] = append(px[l], buf)
+		}
+	}
+	return sizes, px
+}
+
+// floatOverview is the encoder's overview rule for Float32 stated pixel
+// by pixel: the level below src (sw×sh), from each 2×2 window's pixels
+// that are not NaN.
+func floatOverview(src []float32, sw, sh int, rule string) ([]float32, int, int) {
+	dw, dh := max(1, sw/2), max(1, sh/2)
+	out := make([]float32, dw*dh)
+	for y := range dh {
+		for x := range dw {
+			var vals []float32
+			for _, d := range [][2]int{{0, 0}, {1, 0}, {0, 1}, {1, 1}} {
+				if sx, sy := 2*x+d[0], 2*y+d[1]; sx < sw && sy < sh && !math.IsNaN(float64(src[sy*sw+sx])) {
+					vals = append(vals, src[sy*sw+sx])
+				}
+			}
+			v := float32(math.NaN())
+			if len(vals) > 0 {
+				switch rule {
+				case "NEAREST":
+					v = vals[0]
+				case "AVERAGE":
+					sum := 0.0
+					for _, p := range vals {
+						sum += float64(p)
+					}
+					v = float32(sum / float64(len(vals)))
+				default:
+					count := map[float32]int{}
+					for _, p := range vals {
+						count[p]++
+					}
+					v = vals[0]
+					for p, n := range count {
+						if n > count[v] || n == count[v] && p < v {
+							v = p
+						}
+					}
+				}
+			}
+			out[y*dw+x] = v
+		}
+	}
+	return out, dw, dh
 }

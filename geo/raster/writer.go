@@ -41,8 +41,7 @@ type BandInfo struct {
 }
 
 // NewWriter starts a raster of len(bands) bands of type dtype ("uint8",
-// "uint16" or "float32") on grid g, to become a COG at path. Float32
-// rasters are staged and encoded by GDAL (lulc's encoder writes integers).
+// "uint16" or "float32") on grid g, to become a COG at path.
 func NewWriter(path string, g geo.Grid, dtype string, bands []BandInfo, opt COGOptions) (*Writer, error) {
 	register()
 	dt, ok := map[string]godal.DataType{"uint8": godal.Byte, "uint16": godal.UInt16, "float32": godal.Float32}[dtype]
@@ -56,9 +55,8 @@ func NewWriter(path string, g geo.Grid, dtype string, bands []BandInfo, opt COGO
 	if len(infos) > 0 && infos[0].Description == "" {
 		infos[0].Description = opt.Description
 	}
-	bytesPer := map[string]int{"uint8": 1, "uint16": 2}[dtype]
-	// Float32 has no plan (bytesPer 0): GDAL stages and encodes it.
-	if p, err := goPlan(g, bytesPer, infos, opt); err == nil && bytesPer > 0 {
+	bytesPer := map[string]int{"uint8": 1, "uint16": 2, "float32": 4}[dtype]
+	if p, err := goPlan(g, bytesPer, infos, opt); err == nil {
 		// Where the staging file cannot be mapped, GDAL stages instead.
 		if w.enc, err = cog.NewWriter(path, p); err == nil {
 			return w, nil
