@@ -119,8 +119,8 @@ func vrtOf(t testing.TB, path string) string {
 }
 
 // readLevels reads every band of every level (0: full resolution) through
-// GDAL.
-func readLevels(t testing.TB, path string) (sizes [][2]int, px [][][]uint16) {
+// GDAL, as T.
+func readLevels[T uint16 | float32](t testing.TB, path string) (sizes [][2]int, px [][][]T) {
 	t.Helper()
 	ds, err := godal.Open(path)
 	if err != nil {
@@ -135,7 +135,7 @@ func readLevels(t testing.TB, path string) (sizes [][2]int, px [][][]uint16) {
 				sizes = append(sizes, [2]int{st.SizeX, st.SizeY})
 				px = append(px, nil)
 			}
-			buf := make([]uint16, st.SizeX*st.SizeY)
+			buf := make([]T, st.SizeX*st.SizeY)
 			if err := lb.Read(0, 0, buf, st.SizeX, st.SizeY); err != nil {
 				t.Fatal(err)
 			}
@@ -197,8 +197,8 @@ func TestCOGRoundTrip(t *testing.T) {
 				}
 			}
 
-			goSizes, goPx := readLevels(t, goPath)
-			gdalSizes, _ := readLevels(t, gdalPath)
+			goSizes, goPx := readLevels[uint16](t, goPath)
+			gdalSizes, _ := readLevels[uint16](t, gdalPath)
 			if !slices.Equal(goSizes, gdalSizes) {
 				t.Errorf("levels %v, gdal makes %v", goSizes, gdalSizes)
 			}
@@ -400,8 +400,8 @@ func TestCOGFloat32(t *testing.T) {
 			if gv, rv := vrtOf(t, files[0]), vrtOf(t, files[1]); gv != rv {
 				t.Errorf("gdal describes the files differently:\n--- go\n%s\n--- gdal\n%s", gv, rv)
 			}
-			goSizes, goPx := readFloatLevels(t, files[0])
-			gdalSizes, gdalPx := readFloatLevels(t, files[1])
+			goSizes, goPx := readLevels[float32](t, files[0])
+			gdalSizes, gdalPx := readLevels[float32](t, files[1])
 			if !slices.Equal(goSizes, gdalSizes) || len(goSizes) < 2 {
 				t.Fatalf("levels %v, gdal makes %v", goSizes, gdalSizes)
 			}
@@ -426,31 +426,6 @@ func TestCOGFloat32(t *testing.T) {
 			}
 		})
 	}
-}
-
-// readFloatLevels is readLevels for Float32 rasters.
-func readFloatLevels(t testing.TB, path string) (sizes [][2]int, px [][][]float32) {
-	t.Helper()
-	ds, err := godal.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ds.Close()
-	for bi, band := range ds.Bands() {
-		for l, lb := range append([]godal.Band{band}, band.Overviews()...) {
-			st := lb.Structure()
-			if bi == 0 {
-				sizes = append(sizes, [2]int{st.SizeX, st.SizeY})
-				px = append(px, nil)
-			}
-			buf := make([]float32, st.SizeX*st.SizeY)
-			if err := lb.Read(0, 0, buf, st.SizeX, st.SizeY); err != nil {
-				t.Fatal(err)
-			}
-			px[l] = append(px[l], buf)
-		}
-	}
-	return sizes, px
 }
 
 // floatOverview is the encoder's overview rule for Float32 stated pixel
