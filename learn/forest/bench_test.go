@@ -100,8 +100,11 @@ func BenchmarkClassify(b *testing.B) {
 
 // BenchmarkBin codes 1,000,000 rows of 16 Gaussian features against 127
 // quantile edges each, on every core.
-func BenchmarkBin(b *testing.B) {
-	const nf, n = 16, 1_000_000
+func BenchmarkBin(b *testing.B) { benchBin(b, 16, 1_000_000) }
+
+// benchBin codes n rows of nf Gaussian features against 127 quantile
+// edges each, on every core.
+func benchBin(b *testing.B, nf, n int) {
 	x, _ := gaussians(n, nf, 4, 1.0, 0.05, 3)
 	bins, err := QuantileBins(x, nf, 128, 200_000, 1)
 	if err != nil {
@@ -130,16 +133,4 @@ func BenchmarkQuantileBins(b *testing.B) {
 
 // BenchmarkBinTile codes the full tile's training set, 800,000 rows of 56
 // features, on every core.
-func BenchmarkBinTile(b *testing.B) {
-	const nf, n = 56, 800_000
-	x, _ := gaussians(n, nf, 4, 1.0, 0.05, 3)
-	bins, err := QuantileBins(x, nf, 128, 200_000, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		if _, err := bins.Bin(x, nf); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkBinTile(b *testing.B) { benchBin(b, 56, 800_000) }
