@@ -100,6 +100,9 @@ func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
 	var counts [256]int32
 	touched := make([]uint8, 0, 64)
 	for y := range h {
+		if y > 0 {
+			ua, va, ub, vb = ub, vb, ua, va // this row's top edge is the last row's bottom one
+		}
 		edge(y+1, ub, vb)
 		if alg == "nearest" {
 			for x := range w {
@@ -111,7 +114,6 @@ func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
 				}
 				buf[y*w+x] = v
 			}
-			ua, va, ub, vb = ub, vb, ua, va
 			continue
 		}
 		for i := range w + 1 {
@@ -165,7 +167,6 @@ func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
 			}
 			buf[y*w+x] = best
 		}
-		ua, va, ub, vb = ub, vb, ua, va
 	}
 	return nil
 }

@@ -32,18 +32,16 @@ func (f *Forest) Compile() *Compiled {
 	for ti, t := range f.Trees {
 		nodes := make([]pnode, len(t.Feature))
 		leaf := make([]int32, len(t.Feature))
-		depth := make([]int, len(t.Feature))
 		for i := range nodes {
 			if t.Feature[i] >= 0 {
 				nodes[i] = pnode{feature: uint16(t.Feature[i]), bin: t.Bin[i], next: t.Left[i]}
 				leaf[i] = -1
-				depth[t.Left[i]], depth[t.Right[i]] = depth[i]+1, depth[i]+1
 			} else {
 				nodes[i] = pnode{bin: 255, next: int32(i)}
 				leaf[i] = t.Leaf[i]
 			}
-			c.depth[ti] = max(c.depth[ti], depth[i])
 		}
+		c.depth[ti] = t.depth()
 		c.trees[ti], c.leaf[ti], c.probs[ti] = nodes, leaf, t.Probs
 	}
 	return c
@@ -181,13 +179,21 @@ func (f *Forest) Classify(x *Binned) ([]uint8, []float32, error) {
 func (f *Forest) Nodes() (nodes, depth int) {
 	for _, t := range f.Trees {
 		nodes += len(t.Feature)
-		d := make([]int, len(t.Feature))
-		for n := range t.Feature {
-			if t.Feature[n] >= 0 {
-				d[t.Left[n]], d[t.Right[n]] = d[n]+1, d[n]+1
-			}
-			depth = max(depth, d[n])
-		}
+		depth = max(depth, t.depth())
 	}
 	return nodes, depth
+}
+
+// depth is the tree's deepest level (0: the root alone). Children come
+// after their parent.
+func (t *Tree) depth() int {
+	d := make([]int, len(t.Feature))
+	deepest := 0
+	for n := range t.Feature {
+		if t.Feature[n] >= 0 {
+			d[t.Left[n]], d[t.Right[n]] = d[n]+1, d[n]+1
+		}
+		deepest = max(deepest, d[n])
+	}
+	return deepest
 }
