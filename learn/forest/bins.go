@@ -1,11 +1,12 @@
 // Package forest trains and runs random forests on binned pixel features:
 // quantile binning, a histogram forest grown level by level with integer
 // class counts (Grow decides, a Grower does the row work: the CPU's here,
-// the GPU's in package cuda), the model file and accuracy metrics. The
-// golearn baseline lives in package baseline.
+// the GPU's in package cuda), prediction (a scalar walk, and on amd64
+// CPUs with AVX-512 a vector walk in assembly that sums bit for bit the
+// same), the model file and accuracy metrics. The golearn baseline lives
+// in package baseline.
 //
-// It is pure Go with no cgo, so its test binaries run on GPU hosts without
-// GDAL.
+// It has no cgo, so its test binaries run on GPU hosts without GDAL.
 package forest
 
 import (

@@ -267,51 +267,70 @@ func TestBinMatchesCode(t *testing.T) {
 	}
 }
 
-// TestProbaMatchesTrees: the compiled walk (a tree's depth of lockstep
-// steps, leaves stepping onto themselves) gives every row the sums a
-// walk of the trees themselves gives, node by node from the root, in
-// tree order, bit for bit, for shallow and deep trees, every code from 0
-// (NaN) to 255 and a row count that leaves the last group short.
+// TestProbaMatchesTrees: both compiled walks (the scalar one, a tree's
+// depth of lockstep steps with leaves stepping onto themselves, and the
+// vector one where the CPU has AVX-512) give every row the sums a walk of
+// the trees themselves gives, node by node from the root, in tree order,
+// bit for bit: for shallow and deep trees, every code from 0 (NaN) to
+// 255, row counts that leave the last group or chunk short, tree counts
+// across the vector walk's batches, and forests the vector walk's words
+// cannot hold (17 classes, 300 features), which walk the scalar way.
 func TestProbaMatchesTrees(t *testing.T) {
-	for _, depth := range []int{3, 9, 16} {
-		const nf, k = 6, 5
-		x, y := gaussians(4000, nf, k, 0.7, 0.1, uint64(depth))
-		p := Params{Trees: 9, MaxDepth: depth, MinSamplesLeaf: 1, Bins: 255, Bootstrap: true, Seed: 2}
-		bins, _ := QuantileBins(x, nf, p.Bins, 4000, p.Seed)
-		xb, _ := bins.Bin(x, nf)
-		f, err := Train(context.Background(), xb, y, k, p, 1)
+	here := vectorWalk
+	t.Cleanup(func() { vectorWalk = here })
+	cases := []struct{ depth, nf, k, trees, n int }{
+		{3, 6, 5, 9, 1003}, {9, 6, 5, 9, 1003}, {16, 6, 5, 9, 1003},
+		{12, 6, 2, 17, 4096 + 70}, {16, 6, 16, 3, 63}, {8, 6, 17, 4, 200},
+		{10, 300, 4, 3, 130}, {1, 6, 3, 2, 65}, {5, 6, 3, 2, 1}, {5, 6, 3, 2, 0},
+	}
+	for _, tc := range cases {
+		x, y := gaussians(4000, tc.nf, tc.k, 0.7, 0.1, uint64(tc.depth+tc.k))
+		p := Params{Trees: tc.trees, MaxDepth: tc.depth, MinSamplesLeaf: 1, Bins: 255, Bootstrap: true, Seed: 2}
+		bins, _ := QuantileBins(x, tc.nf, p.Bins, 4000, p.Seed)
+		xb, _ := bins.Bin(x, tc.nf)
+		f, err := Train(context.Background(), xb, y, tc.k, p, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := rand.New(rand.NewPCG(uint64(depth), 3))
-		n := 1003
+		r := rand.New(rand.NewPCG(uint64(tc.depth), 3))
+		n, nf, k := tc.n, tc.nf, tc.k
 		codes := &Binned{N: n, F: nf, Codes: make([]uint8, n*nf)}
 		for i := range codes.Codes {
 			codes.Codes[i] = uint8(r.IntN(256))
 		}
-		got := make([]float32, n*k)
-		if err := f.Compile().Proba(codes, got); err != nil {
-			t.Fatal(err)
-		}
 		inv := 1 / float32(len(f.Trees))
-		for i := range n {
-			want := make([]float32, k)
-			for _, tr := range f.Trees {
-				at := int32(0)
-				for tr.Feature[at] >= 0 {
-					if codes.Codes[int(tr.Feature[at])*n+i] > tr.Bin[at] {
-						at = tr.Right[at]
-					} else {
-						at = tr.Left[at]
+		for _, vector := range []bool{false, true} {
+			if vector && !here {
+				continue
+			}
+			vectorWalk = vector
+			c := f.Compile()
+			if fits := nf <= 256 && k <= 16; vector && fits != (c.words != nil) {
+				t.Fatalf("%+v: words packed %v, want %v", tc, c.words != nil, fits)
+			}
+			got := make([]float32, n*k)
+			if err := c.Proba(codes, got); err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				want := make([]float32, k)
+				for _, tr := range f.Trees {
+					at := int32(0)
+					for tr.Feature[at] >= 0 {
+						if codes.Codes[int(tr.Feature[at])*n+i] > tr.Bin[at] {
+							at = tr.Right[at]
+						} else {
+							at = tr.Left[at]
+						}
+					}
+					for c := range k {
+						want[c] += tr.Probs[int(tr.Leaf[at])*k+c]
 					}
 				}
 				for c := range k {
-					want[c] += tr.Probs[int(tr.Leaf[at])*k+c]
-				}
-			}
-			for c := range k {
-				if w := want[c] * inv; math.Float32bits(w) != math.Float32bits(got[i*k+c]) {
-					t.Fatalf("depth %d, row %d, class %d: %v, the trees give %v", depth, i, c, got[i*k+c], w)
+					if w := want[c] * inv; math.Float32bits(w) != math.Float32bits(got[i*k+c]) {
+						t.Fatalf("%+v vector %v: row %d, class %d: %v, the trees give %v", tc, vector, i, c, got[i*k+c], w)
+					}
 				}
 			}
 		}

@@ -21,6 +21,11 @@ type Compiled struct {
 	leaf              [][]int32 // each node's probability row; -1 for a split
 	depth             []int     // each tree's deepest level
 	probs             [][]float32
+	// words holds each tree's nodes in 4 bytes (feature | bin<<8 |
+	// next<<16; a leaf steps onto itself as in trees) for the vector walk,
+	// when it runs here and the forest fits: at most 256 features, 16
+	// classes and 65,536 nodes a tree. Otherwise nil.
+	words [][]uint32
 }
 
 // Compile packs the forest's trees for prediction. Trees must have been
@@ -44,7 +49,28 @@ func (f *Forest) Compile() *Compiled {
 		c.depth[ti] = t.depth()
 		c.trees[ti], c.leaf[ti], c.probs[ti] = nodes, leaf, t.Probs
 	}
+	c.words = c.packWords()
 	return c
+}
+
+// packWords returns the trees' nodes as the vector walk's words, or nil
+// when it does not run here or the forest does not fit them.
+func (c *Compiled) packWords() [][]uint32 {
+	if !vectorWalk || c.features > 256 || c.classes > 16 {
+		return nil
+	}
+	words := make([][]uint32, len(c.trees))
+	for ti, nodes := range c.trees {
+		if len(nodes) > 1<<16 {
+			return nil
+		}
+		w := make([]uint32, len(nodes))
+		for i, nd := range nodes {
+			w[i] = uint32(nd.feature) | uint32(nd.bin)<<8 | uint32(nd.next)<<16
+		}
+		words[ti] = w
+	}
+	return words
 }
 
 // Packed returns the trees' nodes back to back as little-endian 8-byte
@@ -93,57 +119,72 @@ func (f *Compiled) Proba(x *Binned, out []float32) error {
 	}
 	const chunk = 4096
 	inv := 1 / float32(len(f.trees))
+	vector := f.words != nil && vectorWalk
 	parallel((x.N+chunk-1)/chunk, func(k int) {
 		lo, hi := k*chunk, min(x.N, (k+1)*chunk)
 		acc := out[lo*c : hi*c]
 		clear(acc)
 		// Row-major codes for the chunk: a traversal then reads one row's
 		// features from one cache line instead of one column per level.
-		nf := x.F
-		rows := make([]uint8, (hi-lo)*nf)
+		// The vector walk takes rows 64 at a time and reads 4 bytes where
+		// it wants one: the padding keeps both inside the buffer.
+		nf, n := x.F, hi-lo
+		rows := make([]uint8, ((n+63)&^63)*nf+4)
 		for ft := range nf {
 			col := x.Codes[ft*x.N+lo : ft*x.N+hi]
 			for i, v := range col {
 				rows[i*nf+ft] = v
 			}
 		}
-		for ti, nodes := range f.trees {
-			probs, leaf := f.probs[ti], f.leaf[ti]
-			// Walk a group of rows in lockstep, each its tree's depth of
-			// steps (leaves step onto themselves): their node loads and
-			// comparisons are independent, so the CPU overlaps them, and
-			// no step asks whether a row is done.
-			const group = 8
-			for g := lo; g < hi; g += group {
-				m := min(group, hi-g)
-				var at [group]int32
-				var base [group]int
-				for r := range m {
-					base[r] = (g - lo + r) * nf
-				}
-				for range f.depth[ti] {
-					for r := range m {
-						nd := nodes[at[r]]
-						code := rows[base[r]+int(nd.feature)]
-						// 1 when code > bin: the right child.
-						at[r] = nd.next + int32((uint32(nd.bin)-uint32(code))>>31)
-					}
-				}
-				for r := range m {
-					row := int(leaf[at[r]])
-					p := probs[row*c : row*c+c]
-					sum := acc[(g-lo+r)*c : (g-lo+r)*c+c]
-					for j := range c {
-						sum[j] += p[j]
-					}
-				}
-			}
+		if vector {
+			f.walkWords(rows, n, nf, acc)
+		} else {
+			f.walkScalar(rows, n, nf, acc)
 		}
 		for j := range acc {
 			acc[j] *= inv
 		}
 	})
 	return nil
+}
+
+// walkScalar adds the chunk's rows' leaf probabilities over every tree to
+// acc (n rows × classes), tree by tree in order. rows holds the codes
+// row-major, nf bytes a row.
+func (f *Compiled) walkScalar(rows []uint8, n, nf int, acc []float32) {
+	c := f.classes
+	for ti, nodes := range f.trees {
+		probs, leaf := f.probs[ti], f.leaf[ti]
+		// Walk a group of rows in lockstep, each its tree's depth of
+		// steps (leaves step onto themselves): their node loads and
+		// comparisons are independent, so the CPU overlaps them, and
+		// no step asks whether a row is done.
+		const group = 8
+		for g := 0; g < n; g += group {
+			m := min(group, n-g)
+			var at [group]int32
+			var base [group]int
+			for r := range m {
+				base[r] = (g + r) * nf
+			}
+			for range f.depth[ti] {
+				for r := range m {
+					nd := nodes[at[r]]
+					code := rows[base[r]+int(nd.feature)]
+					// 1 when code > bin: the right child.
+					at[r] = nd.next + int32((uint32(nd.bin)-uint32(code))>>31)
+				}
+			}
+			for r := range m {
+				row := int(leaf[at[r]])
+				p := probs[row*c : row*c+c]
+				sum := acc[(g+r)*c : (g+r)*c+c]
+				for j := range c {
+					sum[j] += p[j]
+				}
+			}
+		}
+	}
 }
 
 // Classify returns each row's most probable class index (ties to the lower
