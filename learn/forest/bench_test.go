@@ -149,3 +149,29 @@ func BenchmarkQuantileBins(b *testing.B) {
 // BenchmarkBinTile codes the full tile's training set, 800,000 rows of 56
 // features, on every core.
 func BenchmarkBinTile(b *testing.B) { benchBin(b, 56, 800_000) }
+
+// BenchmarkCodeAll codes a plane of 1,000,000 Gaussian values against 127
+// quantile edges, one value at a time (Code) and by CodeAll, side by
+// side.
+func BenchmarkCodeAll(b *testing.B) {
+	x, _ := gaussians(1_000_000, 1, 4, 1.0, 0.05, 3)
+	bins, err := QuantileBins(x, 1, 128, 200_000, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys, out := bins.Keys(0), make([]uint8, len(x))
+	b.Run("by=Code", func(b *testing.B) {
+		for b.Loop() {
+			for i, v := range x {
+				out[i] = keys.Code(v)
+			}
+		}
+		b.ReportMetric(float64(len(x))*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mvalues/s")
+	})
+	b.Run("by=CodeAll", func(b *testing.B) {
+		for b.Loop() {
+			keys.CodeAll(x, out)
+		}
+		b.ReportMetric(float64(len(x))*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mvalues/s")
+	})
+}

@@ -336,3 +336,39 @@ func TestProbaMatchesTrees(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeAllMatchesCode: CodeAll (with AVX-512, sixteen values a vector
+// by gathers) codes every value as Code does, for edge counts from 0 to
+// 254, at and beside every edge, NaN, ±0, ±Inf and random values, and
+// lengths that leave the last vector short.
+func TestCodeAllMatchesCode(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 9))
+	for _, ne := range []int{0, 1, 2, 3, 7, 16, 127, 254} {
+		edges := make([]float32, 0, ne)
+		for v := float32(-3); len(edges) < ne; v += 0.01 + r.Float32() {
+			edges = append(edges, v)
+		}
+		keys := (&Bins{Edges: [][]float32{edges}}).Keys(0)
+		vals := []float32{float32(math.NaN()), 0, float32(math.Copysign(0, -1)),
+			float32(math.Inf(1)), float32(math.Inf(-1)), math.MaxFloat32, -math.MaxFloat32}
+		for _, e := range edges {
+			vals = append(vals, e, math.Nextafter32(e, -1e30), math.Nextafter32(e, 1e30))
+		}
+		for len(vals) < 1000 {
+			vals = append(vals, float32(r.NormFloat64()*float64(ne+1)/4))
+		}
+		for _, n := range []int{0, 1, 15, 16, 17, len(vals)} {
+			out := make([]uint8, n+1)
+			out[n] = 77
+			keys.CodeAll(vals[:n], out)
+			for i, v := range vals[:n] {
+				if want := keys.Code(v); out[i] != want {
+					t.Fatalf("%d edges, %d values: value %d (%v) coded %d, Code gives %d", ne, n, i, v, out[i], want)
+				}
+			}
+			if out[n] != 77 {
+				t.Fatalf("%d edges, %d values: CodeAll wrote past the values", ne, n)
+			}
+		}
+	}
+}

@@ -49,3 +49,21 @@ func (f *Compiled) walkWords(rows []uint8, n, nf int, acc []float32) {
 		accumulate512(&leaves[0], np, n, nt, &leafRows[0], &probs[0], f.classes, &acc[0])
 	}
 }
+
+// code512 codes n values against nkeys ≥ 1 keys as EdgeKeys.Code does,
+// sixteen at a time with AVX-512.
+//
+//go:noescape
+func code512(keys *int32, nkeys int, vals *float32, n int, out *uint8)
+
+// codeVector codes vals into out with code512 where AVX-512 runs; ok is
+// false where it does not.
+func codeVector(k EdgeKeys, vals []float32, out []uint8) (ok bool) {
+	if !vectorWalk || len(k) == 0 {
+		return false
+	}
+	if len(vals) > 0 {
+		code512(&k[0], len(k), &vals[0], len(vals), &out[0])
+	}
+	return true
+}

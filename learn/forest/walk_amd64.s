@@ -243,3 +243,75 @@ added:
 summed:
 	VZEROUPPER
 	RET
+
+// func code512(keys *int32, nkeys int, vals *float32, n int, out *uint8)
+//
+// Codes n values as EdgeKeys.Code does, sixteen at a time: the same
+// branchless binary search over the keys (nkeys ≥ 1), its loads gathered.
+TEXT ·code512(SB), NOSPLIT, $0-40
+	MOVQ keys+0(FP), AX
+	MOVQ nkeys+8(FP), DX
+	MOVQ vals+16(FP), BX
+	MOVQ n+24(FP), SI
+	MOVQ out+32(FP), DI
+	MOVL $0x7fffffff, R8
+	VPBROADCASTD R8, Z31
+	MOVL $1, R8
+	VPBROADCASTD R8, Z30
+	VPXORD Z29, Z29, Z29
+
+block:
+	TESTQ SI, SI
+	JLE coded
+	// K1: the block's values (sixteen, or the rest).
+	MOVQ $-1, R8
+	CMPQ SI, $16
+	JGE full
+	MOVQ SI, CX
+	MOVL $1, R8
+	SHLL CX, R8
+	DECL R8
+
+full:
+	KMOVW R8, K1
+	VMOVUPS.Z (BX), K1, Z0
+	// K2: NaN, code 0. Otherwise each value's order key (orderKey).
+	VCMPPS $3, Z0, Z0, K2
+	VADDPS Z29, Z0, Z0
+	VPSRAD $31, Z0, Z1
+	VPANDD Z31, Z1, Z1
+	VPXORD Z0, Z1, Z1
+	VPXORD Z3, Z3, Z3
+	MOVQ DX, R9
+
+halve:
+	CMPQ R9, $1
+	JLE last
+	MOVQ R9, R10
+	SHRQ $1, R10
+	VPBROADCASTD R10, Z4
+	VPADDD Z3, Z4, Z5
+	KXNORW K3, K3, K3
+	VPGATHERDD (AX)(Z5*4), K3, Z6
+	// The upper half where its first key is below the value.
+	VPCMPGTD Z6, Z1, K4
+	VPADDD Z4, Z3, K4, Z3
+	SUBQ R10, R9
+	JMP halve
+
+last:
+	KXNORW K3, K3, K3
+	VPGATHERDD (AX)(Z3*4), K3, Z6
+	VPCMPGTD Z6, Z1, K4
+	VPADDD Z30, Z3, K4, Z3
+	VPADDD Z30, Z3, Z3
+	VPXORD Z3, Z3, K2, Z3
+	VPMOVDB Z3, K1, (DI)
+	ADDQ $64, BX
+	ADDQ $16, DI
+	SUBQ $16, SI
+	JMP block
+
+coded:
+	VZEROUPPER
+	RET

@@ -10,3 +10,6 @@ var vectorWalk = false
 func (f *Compiled) walkWords(rows []uint8, n, nf int, acc []float32) {
 	f.walkScalar(rows, n, nf, acc)
 }
+
+// codeVector is false: only amd64 codes values by vectors.
+func codeVector(k EdgeKeys, vals []float32, out []uint8) (ok bool) { return false }

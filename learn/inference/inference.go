@@ -80,10 +80,7 @@ func (p *CPU) predict(feats [][]float32, cls []uint8, conf []float32) error {
 	xb := &forest.Binned{N: n, F: len(feats), Codes: make([]uint8, n*len(feats))}
 	for f, plane := range feats {
 		col := xb.Codes[f*n : (f+1)*n]
-		keys := m.Bins.Keys(f)
-		for i, v := range plane {
-			col[i] = keys.Code(v)
-		}
+		m.Bins.Keys(f).CodeAll(plane, col)
 	}
 	c, pr, err := p.compiled.Classify(xb)
 	if err != nil {
