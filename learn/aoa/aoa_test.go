@@ -264,10 +264,11 @@ func TestGridCellsOnceAcrossWindows(t *testing.T) {
 }
 
 // BenchmarkNearest measures a query against 20,000 points by dimension,
-// brute force and k-d tree: where the tree stops paying sets
-// KDTreeMaxDims.
+// brute force and k-d tree (where the tree stops paying sets
+// KDTreeMaxDims), and above it the vector search where the CPU has
+// AVX-512.
 func BenchmarkNearest(b *testing.B) {
-	for _, nf := range []int{2, 4, 6, 8, 10, 12, 16} {
+	for _, nf := range []int{2, 4, 6, 8, 10, 12, 16, 56} {
 		s := randomSamples(20000, nf, 10, 7)
 		imp := make([]float64, nf)
 		for f := range imp {
@@ -286,7 +287,10 @@ func BenchmarkNearest(b *testing.B) {
 		for _, x := range []struct {
 			name string
 			idx  *Index
-		}{{"brute", BruteForce(r)}, {"kdtree", &Index{ref: r, tree: newTree(r, seq(nf)), dims: seq(nf)}}} {
+		}{{"brute", BruteForce(r)}, {"kdtree", &Index{ref: r, tree: newTree(r, seq(nf)), dims: seq(nf)}}, {"vector", NewIndex(r)}} {
+			if x.name == "vector" && x.idx.blocks == nil {
+				continue
+			}
 			b.Run(x.name+"/"+itoa(nf), func(b *testing.B) {
 				i := 0
 				for b.Loop() {
@@ -375,6 +379,44 @@ func TestSmallestKeys(t *testing.T) {
 		slices.Sort(want)
 		if got := smallestKeys(s, use, c.k); !slices.Equal(got, want) {
 			t.Errorf("n %d k %d: %v, want %v", c.n, c.k, got[:min(8, len(got))], want[:min(8, len(want))])
+		}
+	}
+}
+
+// TestVectorEqualsBruteForce: the vector search (eight points at a time
+// with AVX-512, where the CPU has it) gives brute force's bits for 9 to
+// 56 weighted features, point counts that leave the last block short,
+// and queries that hit a training point exactly.
+func TestVectorEqualsBruteForce(t *testing.T) {
+	if !vectorNearest {
+		t.Skip("no AVX-512 here")
+	}
+	for _, tc := range []struct{ n, nf int }{{2, 10}, {7, 10}, {2001, 12}, {999, 56}} {
+		s := randomSamples(tc.n, tc.nf, 7, uint64(tc.nf))
+		imp := make([]float64, tc.nf)
+		for f := range imp {
+			imp[f] = float64(f%5 + 1)
+		}
+		imp[2] = 0
+		r, err := Build(context.Background(), s, tc.nf, imp, 20000, "f", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vec, brute := NewIndex(r), BruteForce(r)
+		if vec.blocks == nil {
+			t.Fatalf("%+v: no blocks", tc)
+		}
+		q := randomSamples(2000, tc.nf, 1, 99+uint64(tc.nf))
+		z := make([]float64, tc.nf)
+		for i, p := range q {
+			if i%3 == 0 {
+				p.X = s[i%len(s)].X
+			}
+			r.Transform(p.X, z)
+			a, b := vec.Nearest(z), brute.Nearest(z)
+			if math.Float64bits(a) != math.Float64bits(b) {
+				t.Fatalf("%+v, query %d: vector %v, brute force %v", tc, i, a, b)
+			}
 		}
 	}
 }
