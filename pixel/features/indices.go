@@ -312,10 +312,15 @@ func Columns(x []float32, width int) [][]float32 {
 		planes[c] = make([]float32, n)
 	}
 	byRows(n, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			row := x[i*width : (i+1)*width]
-			for c, v := range row {
-				planes[c][i] = v
+		// Blocks of rows read plane by plane while they stay in cache
+		// (Rows' reason, the other way).
+		const block = 256
+		for b := lo; b < hi; b += block {
+			e := min(hi, b+block)
+			for c, p := range planes {
+				for i := b; i < e; i++ {
+					p[i] = x[i*width+c]
+				}
 			}
 		}
 	})
@@ -331,9 +336,16 @@ func Rows(planes [][]float32) []float32 {
 	width, n := len(planes), len(planes[0])
 	x := make([]float32, n*width)
 	byRows(n, func(lo, hi int) {
-		for c, p := range planes {
-			for i := lo; i < hi; i++ {
-				x[i*width+c] = p[i]
+		// Blocks of rows that stay in cache while every plane writes
+		// into them: a plane at a time over the whole range would bring
+		// each row's cache lines in once per plane.
+		const block = 256
+		for b := lo; b < hi; b += block {
+			e := min(hi, b+block)
+			for c, p := range planes {
+				for i, v := range p[b:e] {
+					x[(b+i)*width+c] = v
+				}
 			}
 		}
 	})

@@ -109,3 +109,30 @@ func TestColumnsRows(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRows transposes a full tile's samples (800,000 rows of 56
+// planes, as FitAndMeasure's training split holds) back into rows.
+func BenchmarkRows(b *testing.B) {
+	planes := make([][]float32, 56)
+	for c := range planes {
+		planes[c] = make([]float32, 800_000)
+		for i := range planes[c] {
+			planes[c][i] = float32(i + c)
+		}
+	}
+	for b.Loop() {
+		Rows(planes)
+	}
+}
+
+// BenchmarkColumns transposes a full tile's samples (800,000 rows of 56
+// values) into planes.
+func BenchmarkColumns(b *testing.B) {
+	x := make([]float32, 800_000*56)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	for b.Loop() {
+		Columns(x, 56)
+	}
+}
