@@ -208,11 +208,13 @@ func (b *Bins) Bin(x []float32, nf int) (*Binned, error) {
 	const block = 2048
 	parallel((n+block-1)/block, func(k int) {
 		i0, i1 := k*block, min(n, (k+1)*block)
+		// A feature's values of the block side by side, for CodeAll.
+		vals := make([]float32, i1-i0)
 		for f, kf := range keys {
-			col := out.Codes[f*n : (f+1)*n]
-			for i := i0; i < i1; i++ {
-				col[i] = kf.Code(x[i*nf+f])
+			for i := range vals {
+				vals[i] = x[(i0+i)*nf+f]
 			}
+			kf.CodeAll(vals, out.Codes[f*n+i0:f*n+i1])
 		}
 	})
 	return out, nil

@@ -1,6 +1,11 @@
 package sampling
 
-import "github.com/lulc/lulc/geo/landcover"
+import (
+	"runtime"
+	"sync"
+
+	"github.com/lulc/lulc/geo/landcover"
+)
 
 // Census counts the labelled pixels a draw saw, by label code (before any
 // remap), and what the split made of them: how many fell in validation
@@ -82,13 +87,24 @@ type pendingTile struct {
 // countCodes adds a tile's labels to the census's counts by code (callers
 // hold mu).
 func (sp *Sampler) countCodes(labels []uint8) {
-	var n [256]int64
-	for _, code := range labels {
-		n[code]++
+	// A tile's labels are a hundred million bytes: each core counts a
+	// range, and the counts add up.
+	parts := max(1, min(runtime.GOMAXPROCS(0), len(labels)>>20))
+	counts := make([][256]int64, parts)
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Go(func() {
+			n := &counts[k]
+			for _, code := range labels[k*len(labels)/parts : (k+1)*len(labels)/parts] {
+				n[code]++
+			}
+		})
 	}
-	n[0] = 0
-	for code, v := range n {
-		sp.census.Labelled[code] += v
+	wg.Wait()
+	for _, n := range counts {
+		for code, v := range n[1:] {
+			sp.census.Labelled[code+1] += v
+		}
 	}
 }
 

@@ -711,20 +711,7 @@ func (sp *Sampler) addTile(in Input, ii uint64, set *features.Set) error {
 		sp.outside[code+1] += n
 		sp.countOutside(in.Name, uint8(code+1), n)
 	}
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range min(len(sp.res), runtime.GOMAXPROCS(0)) {
-		wg.Go(func() {
-			for {
-				k := int(next.Add(1) - 1)
-				if k >= len(sp.res) {
-					return
-				}
-				sp.res[k].merge(out[k], bands[k], nv, s.MaxPerClass)
-			}
-		})
-	}
-	wg.Wait()
+	eachReservoir(len(sp.res), func(k int) { sp.res[k].merge(out[k], bands[k], nv, s.MaxPerClass) })
 	return nil
 }
 
@@ -739,16 +726,24 @@ func withContext(in Input, set *features.Set, refl *[65536]float32, out [][]entr
 	w, h := t.Grid.Width, t.Grid.Height
 	nb, nv := len(set.Bands), set.Planes()
 	nc := nv - nb
-	var xs, ys []int
-	values := make([][]float32, len(out))
+	// Each reservoir's candidates from start[k] on in xs, ys and ctx; the
+	// reservoirs are filled side by side, a few hundred megabytes on a
+	// full tile.
+	start := make([]int, len(out)+1)
 	for k, c := range out {
+		start[k+1] = start[k] + len(c)
+	}
+	xs, ys := make([]int, start[len(out)]), make([]int, start[len(out)])
+	values := make([][]float32, len(out))
+	eachReservoir(len(out), func(k int) {
+		c := out[k]
 		values[k] = make([]float32, len(c)*nv)
 		for j, e := range c {
-			xs, ys = append(xs, int(e.id&(1<<20-1))), append(ys, int(e.id>>20&(1<<20-1)))
+			xs[start[k]+j], ys[start[k]+j] = int(e.id&(1<<20-1)), int(e.id>>20&(1<<20-1))
 			copy(values[k][j*nv:j*nv+nb], bands[k][e.at:e.at+nb])
 			c[j].at = j * nv
 		}
-	}
+	})
 	ctx := make([]float32, len(xs)*nc)
 	var err error
 	if dp, ok := in.Passes.(ContextPasses); ok {
@@ -759,12 +754,25 @@ func withContext(in Input, set *features.Set, refl *[65536]float32, out [][]entr
 	if err != nil {
 		return nil, fmt.Errorf("context features: %w", err)
 	}
-	p := 0
-	for k, c := range out {
-		for j := range c {
+	eachReservoir(len(out), func(k int) {
+		for j := range out[k] {
+			p := start[k] + j
 			copy(values[k][j*nv+nb:(j+1)*nv], ctx[p*nc:(p+1)*nc])
-			p++
 		}
-	}
+	})
 	return values, nil
+}
+
+// eachReservoir runs f for reservoirs 0…n−1 on every core.
+func eachReservoir(n int, f func(k int)) {
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range min(n, runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for k := int(next.Add(1) - 1); k < n; k = int(next.Add(1) - 1) {
+				f(k)
+			}
+		})
+	}
+	wg.Wait()
 }

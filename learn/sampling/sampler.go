@@ -437,9 +437,7 @@ func (sp *Sampler) Finish() (*sampleset.Set, *features.Set, error) {
 	}
 	k := len(sp.scheme.Classes)
 	s := sp.cfg
-	for _, r := range sp.res {
-		r.keep(s.MaxPerClass)
-	}
+	eachReservoir(len(sp.res), func(k int) { sp.res[k].keep(s.MaxPerClass) })
 	// Optional balancing: every class at the rarest present class's count
 	// (the largest keys go).
 	if s.Balance {
@@ -466,18 +464,27 @@ func (sp *Sampler) Finish() (*sampleset.Set, *features.Set, error) {
 		n += len(r.entries)
 	}
 	out.Y, out.Split, out.Pixel = make([]uint8, 0, n), make([]uint8, 0, n), make([]uint64, 0, n)
-	bands := make([]float32, 0, n*sp.set.Planes())
+	// The rows in order: training then validation, class by class. Each
+	// reservoir's values are copied into their place on every core (a
+	// few hundred megabytes on a full tile).
+	var order []*reservoir
 	for split := range 2 {
 		for c := range k {
 			r := sp.res[c*2+split]
+			order = append(order, r)
 			for _, e := range r.entries {
 				out.Y = append(out.Y, uint8(c))
 				out.Split = append(out.Split, uint8(split))
 				out.Pixel = append(out.Pixel, e.id)
 			}
-			bands = append(bands, r.bands...)
 		}
 	}
+	at := make([]int, len(order)+1)
+	for i, r := range order {
+		at[i+1] = at[i] + len(r.bands)
+	}
+	bands := make([]float32, at[len(order)])
+	eachReservoir(len(order), func(i int) { copy(bands[at[i]:at[i+1]], order[i].bands) })
 	x, err := sp.features(bands, len(out.Y))
 	if err != nil {
 		return nil, nil, err
