@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lulc/lulc/geo/landcover"
@@ -209,19 +210,40 @@ func FitAndMeasure(ctx context.Context, cfg config.TrainConfig, scheme landcover
 	}
 	if model != nil { // golearn's forests are not lulc models
 		model.Dark, model.Remap = trainingDark(ins, model.Bands), cfg.Remap()
+		// The validation rows' classes and the area of applicability's
+		// reference need only the fitted forest: they are computed side by
+		// side, the one's device work beside the other's host work.
+		var ref *aoa.Reference
+		var aoaErr error
+		var wg sync.WaitGroup
+		if !cfg.AOA.Off {
+			wg.Go(func() {
+				t0 := time.Now()
+				opt.Log.Debug("area of applicability: measuring the training samples' distances")
+				ref, aoaErr = trainAOA(ctx, cfg, set, model.Forest.Importance, opt.Engine().AOAPairs)
+				if aoaErr == nil {
+					opt.Log.Info("area of applicability", "points", ref.N, "of", ref.Training, "threshold", ref.Threshold, "s", time.Since(t0).Seconds())
+				}
+			})
+		}
+		t2 := time.Now()
+		pred, err = stage.Classify(ctx, opt.Engine(), model, sp.xv, len(set.Features))
+		opt.Log.Debug("fit: validation rows classified", "rows", len(yv), "s", time.Since(t2).Seconds())
+		wg.Wait()
+		if err != nil {
+			return nil, err
+		}
 		if !cfg.AOA.Off {
 			// A model is useful without its area of applicability: where the
 			// samples cannot give one (all in one block), training says so
 			// and goes on.
-			t0 := time.Now()
-			opt.Log.Debug("area of applicability: measuring the training samples' distances")
-			if model.AOA, err = trainAOA(ctx, cfg, set, model.Forest.Importance, opt.Engine().AOAPairs); ctx.Err() != nil {
+			if ctx.Err() != nil {
 				return nil, ctx.Err()
-			} else if err != nil {
-				res.Warnings = append(res.Warnings, err.Error())
-				opt.Log.Warn(err.Error())
+			} else if aoaErr != nil {
+				res.Warnings = append(res.Warnings, aoaErr.Error())
+				opt.Log.Warn(aoaErr.Error())
 			} else {
-				opt.Log.Info("area of applicability", "points", model.AOA.N, "of", model.AOA.Training, "threshold", model.AOA.Threshold, "s", time.Since(t0).Seconds())
+				model.AOA = ref
 			}
 		}
 	}
@@ -243,15 +265,17 @@ func splitOf(set *sampleset.Set) split {
 	return s
 }
 
-// fit trains the configured engine and classifies the validation rows. The
-// model is nil for golearn, whose forests lulc cannot save. An interrupt
+// fit trains the configured engine: lulc's forest (the model, whose
+// validation rows its caller classifies), or golearn's, which classifies
+// the validation rows itself (their classes, and a nil model: lulc cannot
+// save golearn's forests). An interrupt
 // (ctx done) stops the fit promptly and returns ctx's error.
 func fit(ctx context.Context, cfg config.TrainConfig, scheme landcover.Scheme, set *sampleset.Set, sp split, in Input, opt stage.Options, res *Result) (*forest.Model, []uint8, error) {
 	if cfg.Engine == "golearn" {
 		pred, err := fitGolearn(ctx, cfg, len(scheme.Classes), len(set.Features), sp, opt.Golearn, res)
 		return nil, pred, err
 	}
-	xt, yt, xv := sp.xt, sp.yt, sp.xv
+	xt, yt := sp.xt, sp.yt
 	nf := len(set.Features)
 	t1 := time.Now()
 	bins, err := forest.QuantileBins(xt, nf, cfg.Forest.Bins, 200_000, cfg.Forest.Seed)
@@ -279,10 +303,7 @@ func fit(ctx context.Context, cfg config.TrainConfig, scheme landcover.Scheme, s
 	for _, c := range scheme.Classes {
 		model.Classes = append(model.Classes, forest.Class{Code: c.Code, Name: c.Name, Color: fmt.Sprintf("#%02x%02x%02x", c.Color.R, c.Color.G, c.Color.B)})
 	}
-	t2 := time.Now()
-	pred, err := stage.Classify(ctx, opt.Engine(), model, xv, nf)
-	opt.Log.Debug("fit: validation rows classified", "rows", len(xv)/max(1, nf), "s", time.Since(t2).Seconds())
-	return model, pred, err
+	return model, nil, nil
 }
 
 // WriteTrainOutputs writes a training run's files into dir.
