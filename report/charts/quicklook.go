@@ -7,6 +7,8 @@ import (
 	"image/draw"
 	"image/png"
 	"os"
+	"runtime"
+	"sync"
 
 	"golang.org/x/image/font"
 	"golang.org/x/image/math/fixed"
@@ -24,17 +26,13 @@ func Quicklook(path string, codes []uint8, width, height, maxSide int, scheme la
 	}
 	step := max(1, (max(width, height)+maxSide-1)/maxSide)
 	w, h := (width+step-1)/step, (height+step-1)/step
-	// An array, not a map: this loop visits every pixel of a full tile.
-	var present [256]bool
 	var palette [256]color.RGBA
 	for _, c := range scheme.Classes {
 		palette[c.Code] = c.Color
 	}
 	const legendW, row = 270, 18
 	var shown []landcover.Class
-	for _, v := range codes {
-		present[v] = true
-	}
+	present := codesPresent(codes)
 	for _, c := range scheme.Classes {
 		if present[c.Code] {
 			shown = append(shown, c)
@@ -74,4 +72,29 @@ func Quicklook(path string, codes []uint8, width, height, maxSide int, scheme la
 		return fmt.Errorf("quicklook %s: %w", path, err)
 	}
 	return os.Rename(atomicfs.TempName(path), path)
+}
+
+// codesPresent reports which codes occur in codes. A full tile is a
+// hundred million pixels: each core scans a range, into an array rather
+// than a map.
+func codesPresent(codes []uint8) [256]bool {
+	parts := max(1, min(runtime.GOMAXPROCS(0), len(codes)>>20))
+	seen := make([][256]bool, parts)
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Go(func() {
+			p := &seen[k]
+			for _, v := range codes[k*len(codes)/parts : (k+1)*len(codes)/parts] {
+				p[v] = true
+			}
+		})
+	}
+	wg.Wait()
+	var present [256]bool
+	for _, p := range seen {
+		for v, ok := range p {
+			present[v] = present[v] || ok
+		}
+	}
+	return present
 }
