@@ -1,11 +1,6 @@
 package sampling
 
-import (
-	"runtime"
-	"sync"
-
-	"github.com/lulc/lulc/geo/landcover"
-)
+import "github.com/lulc/lulc/geo/landcover"
 
 // Census counts the labelled pixels a draw saw, by label code (before any
 // remap), and what the split made of them: how many fell in validation
@@ -74,63 +69,46 @@ func (c Census) Covered(s landcover.Scheme, remap map[uint8]uint8) (pixels int64
 	return pixels, codes
 }
 
-// pendingTile is a tile in memory whose split the census has yet to
-// count: its labels (and group ids for a split by features), kept so that
-// the draw itself does no more work than it did.
+// pendingTile is a tile in memory whose census (its labels by code and
+// what the split makes of them, as screenStrip counts strips) is counted
+// in the background from the moment it is drawn: done closes once
+// counts holds it.
 type pendingTile struct {
-	labels        []uint8
-	groups        []uint32
-	width, height int
-	ii            uint64
+	done   chan struct{}
+	counts labelCounts
 }
 
-// countCodes adds a tile's labels to the census's counts by code (callers
-// hold mu).
-func (sp *Sampler) countCodes(labels []uint8) {
-	// A tile's labels are a hundred million bytes: each core counts a
-	// range, and the counts add up.
-	parts := max(1, min(runtime.GOMAXPROCS(0), len(labels)>>20))
-	counts := make([][256]int64, parts)
-	var wg sync.WaitGroup
-	for k := range parts {
-		wg.Go(func() {
-			n := &counts[k]
-			for _, code := range labels[k*len(labels)/parts : (k+1)*len(labels)/parts] {
-				n[code]++
-			}
-		})
+// countTile starts the census of a tile in memory (groups: its pixels'
+// group ids for a split by features; dn its bands, whose pixels bad finds
+// missing are no candidates, as in strips) and queues it for Census
+// (callers hold mu).
+func (sp *Sampler) countTile(labels []uint8, groups []uint32, dn [][]uint16, bad dnTest, width, height int, ii uint64) {
+	var class [256]int
+	for i := range class {
+		class[i] = -1
 	}
-	wg.Wait()
-	for _, n := range counts {
-		for code, v := range n[1:] {
-			sp.census.Labelled[code+1] += v
-		}
+	for code, c := range sp.classIndex {
+		class[code] = c
 	}
+	t := &pendingTile{done: make(chan struct{})}
+	sp.pending = append(sp.pending, t)
+	cfg := sp.cfg
+	go func() {
+		defer close(t.done)
+		_, t.counts = screenStrip(Strip{Labels: labels, Groups: groups}, stripPlace{ii: ii, w: width, height: height, dn: dn, bad: bad}, class, nil, cfg)
+	}()
 }
 
 // Census returns the labelled pixels by code and what the split made of
-// them. The split of tiles drawn in memory is counted here, on first
-// call, from their labels (as screenStrip counts strips).
+// them, once the censuses of the tiles drawn in memory are counted.
 func (sp *Sampler) Census() Census {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if len(sp.pending) > 0 {
-		var class [256]int
-		for i := range class {
-			class[i] = -1
-		}
-		for code, c := range sp.classIndex {
-			class[code] = c
-		}
-		for _, t := range sp.pending {
-			st := Strip{Labels: t.labels, Groups: t.groups}
-			_, counts := screenStrip(st, stripPlace{ii: t.ii, w: t.width, height: t.height}, class, nil, sp.cfg)
-			// The labels were counted by code when the tile was drawn.
-			counts.byCode = [256]int64{}
-			sp.census.add(counts)
-		}
-		sp.pending = nil
+	for _, t := range sp.pending {
+		<-t.done
+		sp.census.add(t.counts)
 	}
+	sp.pending = nil
 	c := sp.census
 	c.Partial = sp.partial
 	return c

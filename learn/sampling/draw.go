@@ -704,8 +704,7 @@ func (sp *Sampler) addTile(in Input, ii uint64, set *features.Set) error {
 	defer sp.mu.Unlock()
 	// Every pixel but the unlabelled (code 0) is labelled.
 	sp.labelled += int64(tile.width)*int64(tile.height) - off[0]
-	sp.countCodes(t.Labels)
-	sp.pending = append(sp.pending, pendingTile{labels: t.Labels, groups: tile.groups, width: tile.width, height: tile.height, ii: ii})
+	sp.countTile(t.Labels, tile.groups, t.DN, rule.bad, tile.width, tile.height, ii)
 	sp.buffered += buffered
 	for code, n := range off[1:] {
 		sp.outside[code+1] += n

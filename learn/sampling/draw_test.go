@@ -487,3 +487,53 @@ func TestWarnsWhenEveryPixelLacksAPlane(t *testing.T) {
 		t.Errorf("a tile with samples warns: %q", warn)
 	}
 }
+
+// TestCensusInMemoryMatchesStrips: the census of tiles drawn from memory
+// (counted in the background while the draw goes on) is the census of the
+// same tiles drawn strip by strip, and its labelled pixels by code are
+// the labels' own counts.
+func TestCensusInMemoryMatchesStrips(t *testing.T) {
+	for trial := range uint64(12) {
+		c := randomDrawCase(t, 100+trial, trial >= 10)
+		census := func(ins []Input) Census {
+			sp := New(c.cfg, c.names, c.scheme, cpu)
+			for _, in := range ins {
+				if err := sp.Add(in); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, _, err := sp.Finish(); err != nil {
+				t.Fatal(err)
+			}
+			return sp.Census()
+		}
+		mem, strips := census(c.ins), census(stripInputs(c.ins))
+		for code := range 256 {
+			if mem.Labelled[code] != strips.Labelled[code] || mem.Validation[code] != strips.Validation[code] || mem.Buffered[code] != strips.Buffered[code] {
+				t.Fatalf("trial %d, code %d: labelled, validation, buffered %d, %d, %d from memory, %d, %d, %d strip by strip", trial, code,
+					mem.Labelled[code], mem.Validation[code], mem.Buffered[code], strips.Labelled[code], strips.Validation[code], strips.Buffered[code])
+			}
+		}
+		if mem != strips {
+			t.Fatalf("trial %d: census from memory %+v, strip by strip %+v", trial, mem.Partial, strips.Partial)
+		}
+		var want [256]int64
+		for _, in := range c.ins {
+			for _, code := range in.Tile.Labels {
+				if code != 0 {
+					want[code]++
+				}
+			}
+		}
+		if mem.Labelled != want {
+			t.Fatalf("trial %d: labelled by code %v, the labels hold %v", trial, mem.Labelled, want)
+		}
+		var validation int64
+		for _, n := range mem.Validation {
+			validation += n
+		}
+		if trial == 0 && validation == 0 {
+			t.Fatalf("trial %d: no validation pixel counted: the split goes untested", trial)
+		}
+	}
+}

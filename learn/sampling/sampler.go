@@ -47,10 +47,10 @@ type Sampler struct {
 	// outsideBy is outside per input added here, by name.
 	outsideBy map[string]map[uint8]int64
 	// census counts the labelled pixels by code and what the split made
-	// of them (Census); tiles in memory are counted from their labels
-	// only when asked (pending), merged draws not at all (partial).
+	// of them (Census); tiles in memory are counted from their labels in
+	// the background (pending), merged draws not at all (partial).
 	census  Census
-	pending []pendingTile
+	pending []*pendingTile
 	partial bool
 	// mu guards the sampler's state when tiles in memory are added from
 	// several goroutines (AddAt): their draws run at once, their merges
@@ -277,6 +277,20 @@ type survivor struct {
 type stripPlace struct {
 	ii                uint64
 	w, height, r0, nb int
+	// dn, for the census of a tile in memory, holds its bands' digital
+	// numbers: a pixel with one that bad finds missing lacks a band.
+	dn  [][]uint16
+	bad dnTest
+}
+
+// missingDN reports whether pixel i lacks a band of at.dn.
+func (at stripPlace) missingDN(i int) bool {
+	for _, p := range at.dn {
+		if at.bad.missing(p[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // screenStrip returns, per part of the strip's rows (in order) and per
@@ -321,7 +335,7 @@ func screenStrip(st Strip, at stripPlace, class [256]int, limits []uint64, s Con
 							counts[p].outside[code]++
 						}
 					}
-					if c < 0 || missingBand(st.Planes[:nb], i) {
+					if c < 0 || missingBand(st.Planes[:nb], i) || at.dn != nil && at.missingDN(i) {
 						continue
 					}
 					var split int
