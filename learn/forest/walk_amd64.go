@@ -29,7 +29,7 @@ const walkBatch = 8
 // walkWords adds the chunk's rows' leaf probabilities over every tree to
 // acc (n rows × classes), with AVX-512: each tree walks the rows 64 at a
 // time (walk512), then a batch of trees' leaves is added row by row
-// (accumulate512). rows holds the codes row-major, x.F bytes a row,
+// (accumulate512). rows holds the codes row-major, nf bytes a row,
 // padded to a multiple of 64 rows and 4 bytes past them.
 func (f *Compiled) walkWords(rows []uint8, n, nf int, acc []float32) {
 	np := (n + 63) &^ 63

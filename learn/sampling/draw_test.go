@@ -515,7 +515,7 @@ func TestCensusInMemoryMatchesStrips(t *testing.T) {
 			}
 		}
 		if mem != strips {
-			t.Fatalf("trial %d: census from memory %+v, strip by strip %+v", trial, mem.Partial, strips.Partial)
+			t.Fatalf("trial %d: partial %v from memory, %v strip by strip", trial, mem.Partial, strips.Partial)
 		}
 		var want [256]int64
 		for _, in := range c.ins {
