@@ -290,10 +290,18 @@ func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.Til
 	if err != nil {
 		return p, err
 	}
-	if err := p.openWriters(pc, opt.Compare.GDALCOG); err != nil {
-		return p, err
-	}
+	// The writers (each a tile's staging in memory) are made while the
+	// engine prepares its predictor: neither needs the other.
+	opened := make(chan error, 1)
+	go func() { opened <- p.openWriters(pc, opt.Compare.GDALCOG) }()
 	comp, pred, closePred, err := opt.Engine().Predictor(set, model)
+	if werr := <-opened; werr != nil {
+		// openWriters leaves no writer open when it fails.
+		if err == nil {
+			closePred()
+		}
+		return p, werr
+	}
 	if err != nil {
 		p.abort()
 		return p, err
