@@ -479,8 +479,9 @@ func (sp *Sampler) Finish() (*sampleset.Set, *features.Set, error) {
 	}
 	out.Y, out.Split, out.Pixel = make([]uint8, 0, n), make([]uint8, 0, n), make([]uint64, 0, n)
 	// The rows in order: training then validation, class by class. Each
-	// reservoir's values are copied into their place on every core (a
-	// few hundred megabytes on a full tile).
+	// reservoir's values go straight into their rows of the value planes
+	// the features are computed from, on every core (a few hundred
+	// megabytes on a full tile).
 	var order []*reservoir
 	for split := range 2 {
 		for c := range k {
@@ -493,13 +494,17 @@ func (sp *Sampler) Finish() (*sampleset.Set, *features.Set, error) {
 			}
 		}
 	}
-	at := make([]int, len(order)+1)
-	for i, r := range order {
-		at[i+1] = at[i] + len(r.bands)
+	nv := sp.set.Planes()
+	planes := make([][]float32, nv)
+	for b := range planes {
+		planes[b] = make([]float32, n)
 	}
-	bands := make([]float32, at[len(order)])
-	eachReservoir(len(order), func(i int) { copy(bands[at[i]:at[i+1]], order[i].bands) })
-	x, err := sp.features(bands, len(out.Y))
+	row0 := make([]int, len(order)+1)
+	for i, r := range order {
+		row0[i+1] = row0[i] + len(r.entries)
+	}
+	eachReservoir(len(order), func(i int) { order[i].transpose(planes, row0[i]) })
+	x, err := sp.features(planes, n)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -507,14 +512,31 @@ func (sp *Sampler) Finish() (*sampleset.Set, *features.Set, error) {
 	return out, sp.set, nil
 }
 
+// transpose writes the reservoir's values (len(planes) per entry, the entries in
+// order) into planes (one per value) from row row0 on, blocks of entries
+// at a time so that their rows stay in cache while each plane takes its
+// values.
+func (r *reservoir) transpose(planes [][]float32, row0 int) {
+	nv := len(planes)
+	const block = 256
+	for j0 := 0; j0 < len(r.entries); j0 += block {
+		j1 := min(len(r.entries), j0+block)
+		for b, p := range planes {
+			p := p[row0:]
+			for j := j0; j < j1; j++ {
+				p[j] = r.bands[j*nv+b]
+			}
+		}
+	}
+}
+
 // features computes the kept pixels' features in one batch from their
-// values (band reflectances, then context features: set.Planes() per
-// pixel), rows in the order given. The features are per-pixel functions of
-// these values, so a batch of scattered pixels gives the bits a whole
-// strip would.
-func (sp *Sampler) features(bands []float32, n int) ([]float32, error) {
-	nb, nf := sp.set.Planes(), len(sp.set.Features)
-	planes := features.Columns(bands, nb)
+// value planes (band reflectances, then context features: set.Planes()
+// planes of n values), rows in the order given. The features are
+// per-pixel functions of these values, so a batch of scattered pixels
+// gives the bits a whole strip would.
+func (sp *Sampler) features(planes [][]float32, n int) ([]float32, error) {
+	nf := len(sp.set.Features)
 	feats := make([][]float32, nf)
 	for f := range feats {
 		feats[f] = make([]float32, n)
