@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/device/cuda/driver"
+	"github.com/lulc/lulc/learn/forest"
 )
 
 // addDeviceFlag registers --device on a command that computes.
@@ -114,6 +116,7 @@ func newDoctorCmd(a *app) *cobra.Command {
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			report, usable := cuda.Report()
+			report += fmt.Sprintf("CPU: %d cores; %s\n", runtime.NumCPU(), forest.CPUReport())
 			if a.json {
 				on := "cpu"
 				if usable {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/geo/raster"
+
+	"golang.org/x/sys/cpu"
 )
 
 // lulc runs a command line in-process, as main would.
@@ -279,6 +281,15 @@ func TestDeviceFlagAndDoctor(t *testing.T) {
 	code, stdout, _ := lulc(t, "doctor")
 	if code != 0 || !strings.Contains(stdout, "lulc will compute on the") {
 		t.Fatalf("doctor: exit %d\n%s", code, stdout)
+	}
+	// The CPU's line says whether the vector kernels run, as this CPU has
+	// them or not.
+	want := "; no AVX-512:"
+	if cpu.X86.HasAVX512F {
+		want = "; AVX-512:"
+	}
+	if !strings.Contains(stdout, "CPU: ") || !strings.Contains(stdout, want) {
+		t.Errorf("doctor: no CPU line saying %q\n%s", want, stdout)
 	}
 	if strings.Contains(stdout, "not usable") {
 		// No GPU here: gpu must fail clearly, auto must fall back.

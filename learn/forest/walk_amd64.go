@@ -67,3 +67,12 @@ func codeVector(k EdgeKeys, vals []float32, out []uint8) (ok bool) {
 	}
 	return true
 }
+
+// CPUReport says which of the CPU's ways the forest's walk and binning
+// take here, for lulc doctor.
+func CPUReport() string {
+	if vectorWalk {
+		return "AVX-512: the forest walks and bins in vectors"
+	}
+	return "no AVX-512: the forest walks and bins one value at a time"
+}
