@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -1090,13 +1089,6 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 		return nil
 	} else if atomicfs.Exists(filepath.Join(dir, TileRecordFile)) {
 		opt.Log.Warn("a tile an interrupted run mapped does not match its record: mapping it again", "tile", t.Name(), "why", err)
-	}
-	// Without its record the tile is mapped again whole. Its map's item,
-	// written just before the record by an interrupted run, would let the
-	// map stage skip it, and the record would then lose the tile's metrics
-	// and area of applicability.
-	if err := os.Remove(filepath.Join(dir, stage.ItemFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("tile %s: %w", t.Name(), err)
 	}
 	// A GPU's lanes take turns at each step, so that with two tiles per
 	// GPU one is read and composited while the other is predicted.

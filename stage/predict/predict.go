@@ -257,8 +257,9 @@ type Predicted struct {
 }
 
 // StreamTile runs a tile through read → features → predict → write into
-// the class (and confidence) writers. A tile an earlier run finished and
-// verified comes back marked Skipped, with nothing left to finish.
+// the class (and confidence) writers. With pc.Resume, a tile an earlier
+// run finished and verified comes back marked Skipped, with nothing left
+// to finish.
 func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.TileOut, mm MapModel, m stage.Manifest, in Input) (*Predicted, error) {
 	model, modelPath, scheme := mm.Model, mm.Path, mm.Scheme
 	dir := out.Dir
@@ -267,7 +268,10 @@ func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.Til
 	if opt.Charts != nil {
 		p.Tile.Quicklook = filepath.Join(dir, stage.QuicklookFile)
 	}
-	if Verified(dir) {
+	// Only a resumed prediction keeps a verified tile on its item alone:
+	// lulc run keeps tiles by their records, which hold what the item
+	// does not (the tile's metrics and area of applicability).
+	if pc.Resume && Verified(dir) {
 		p.Tile.Skipped, p.finished = true, true
 		opt.Log.Info("tile already predicted and verified", "tile", m.Tile)
 		return p, nil
