@@ -83,13 +83,7 @@ type pendingTile struct {
 // missing are no candidates, as in strips) and queues it for Census
 // (callers hold mu).
 func (sp *Sampler) countTile(labels []uint8, groups []uint32, dn [][]uint16, bad dnTest, width, height int, ii uint64) {
-	var class [256]int
-	for i := range class {
-		class[i] = -1
-	}
-	for code, c := range sp.classIndex {
-		class[code] = c
-	}
+	class := sp.classTable()
 	t := &pendingTile{done: make(chan struct{})}
 	sp.pending = append(sp.pending, t)
 	cfg := sp.cfg

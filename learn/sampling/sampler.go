@@ -138,13 +138,7 @@ func (sp *Sampler) AddAt(in Input, index int) error {
 	if err != nil {
 		return err
 	}
-	var class [256]int
-	for i := range class {
-		class[i] = -1
-	}
-	for code, c := range sp.classIndex {
-		class[code] = c
-	}
+	class := sp.classTable()
 	s := sp.cfg
 	strips := (src.Height + stripRows - 1) / stripRows
 	slots, wait := readStrips(src, fs, nil, strips)
@@ -433,6 +427,18 @@ func neighbourSplits(s Config, ii, blockRow uint64, w, height int, cur []uint16)
 	return b
 }
 
+// classTable is each code's class index, −1 for codes outside the scheme.
+func (sp *Sampler) classTable() [256]int {
+	var class [256]int
+	for i := range class {
+		class[i] = -1
+	}
+	for code, c := range sp.classIndex {
+		class[code] = c
+	}
+	return class
+}
+
 // missingBand reports whether any band is NaN (nodata) at pixel i.
 func missingBand(planes [][]float32, i int) bool {
 	for _, p := range planes {
@@ -512,10 +518,10 @@ func (sp *Sampler) Finish() (*sampleset.Set, *features.Set, error) {
 	return out, sp.set, nil
 }
 
-// transpose writes the reservoir's values (len(planes) per entry, the entries in
-// order) into planes (one per value) from row row0 on, blocks of entries
-// at a time so that their rows stay in cache while each plane takes its
-// values.
+// transpose writes the reservoir's values (len(planes) per entry, the
+// entries in order) into planes (one per value) from row row0 on, blocks
+// of entries at a time so that their rows stay in cache while each plane
+// takes its values.
 func (r *reservoir) transpose(planes [][]float32, row0 int) {
 	nv := len(planes)
 	const block = 256

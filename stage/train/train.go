@@ -268,8 +268,8 @@ func splitOf(set *sampleset.Set) split {
 // fit trains the configured engine: lulc's forest (the model, whose
 // validation rows its caller classifies), or golearn's, which classifies
 // the validation rows itself (their classes, and a nil model: lulc cannot
-// save golearn's forests). An interrupt
-// (ctx done) stops the fit promptly and returns ctx's error.
+// save golearn's forests). An interrupt (ctx done) stops the fit promptly
+// and returns ctx's error.
 func fit(ctx context.Context, cfg config.TrainConfig, scheme landcover.Scheme, set *sampleset.Set, sp split, in Input, opt stage.Options, res *Result) (*forest.Model, []uint8, error) {
 	if cfg.Engine == "golearn" {
 		pred, err := fitGolearn(ctx, cfg, len(scheme.Classes), len(set.Features), sp, opt.Golearn, res)
