@@ -64,6 +64,10 @@ func eightBlocks(p []float64, nf int) []float64 {
 	return out
 }
 
+// vectorNearest reports whether brute force compares eight points at a
+// time here (nearestVector is not nil).
+var vectorNearest = nearestVector != nil
+
 // BruteForce is an Index that always compares every point (for tests and
 // measurements).
 func BruteForce(r *Reference) *Index { return &Index{ref: r} }
