@@ -77,7 +77,7 @@ func (o Options) Engine() Engine {
 	if len(o.GPUs) == 0 {
 		return cpuEngine{workers: o.Workers, raw: o.Hooks.RawOnCPU}
 	}
-	return gpuEngine{gpu: o.GPUs[0], gpus: o.GPUs, hostDecode: o.Compare.HostDecode, hostDraw: o.Compare.HostDraw, hostAOA: o.Compare.HostAOA}
+	return gpuEngine{gpu: o.GPUs[0], gpus: o.GPUs, hostDecode: o.Compare.HostDecode, hostDraw: o.Compare.HostDraw, hostAOA: o.Compare.HostAOA, apartAOA: o.Compare.ApartAOA}
 }
 
 // Decodes says whether e decodes tiles of format f itself, and why not.

@@ -31,6 +31,9 @@ type gpuEngine struct {
 	// hostAOA measures the area of applicability's training points on
 	// the host (Compare.HostAOA).
 	hostAOA bool
+	// apartAOA keeps a window's area of applicability apart from its
+	// prediction (Compare.ApartAOA).
+	apartAOA bool
 }
 
 func (e gpuEngine) Name() string   { return fmt.Sprintf("gpu:%d", e.gpu.Index) }
@@ -89,6 +92,7 @@ func (e gpuEngine) Predictor(set *features.Set, model *forest.Model) (features.C
 		comp.Close()
 		return nil, nil, nil, err
 	}
+	gp.apartAOA = e.apartAOA
 	return comp, gp, func() { gp.Close(); comp.Close() }, nil
 }
 
@@ -190,6 +194,8 @@ func newGPUPredictor(dev *cuda.Device, m *forest.Model) (*gpuPredictor, error) {
 type gpuDNPredictor struct {
 	gpuPredictor
 	fe *classifier.Features
+	// apartAOA leaves the sink's DN to the sink (Compare.ApartAOA).
+	apartAOA bool
 }
 
 // newGPUDNPredictor uploads the model once; fe computes the model's
@@ -212,6 +218,37 @@ func (p *gpuDNPredictor) PredictDN(dn features.DN, cls []uint8, conf []float32) 
 		return fmt.Errorf("gpu predict: a halo around a window without context features")
 	}
 	return p.p.PredictDN(p.fe, dn, cls, conf)
+}
+
+// PredictDNSink implements inference.SinkDNPredictor: for an area of
+// applicability measured on the same device from the same feature set,
+// with context features, the window's DNs go up once and its features are computed once for both
+// (classifier.Predictor.PredictDNContextDI: the same bits as the sink's DN
+// and PredictDN); any other sink gets its DN call first.
+func (p *gpuDNPredictor) PredictDNSink(sink inference.WindowSink, x, y, w, h int, dn features.DN, cls []uint8, conf []float32) error {
+	if s, ok := sink.(*AOASink); ok && p.fe.Set.Radius() > 0 && !p.apartAOA {
+		// The same device and the same feature set: the predictor's
+		// features are the sink's.
+		if g, ok := s.di.(gpuDI); ok && g.a.Dev == p.p.Dev && g.fe.Set == p.fe.Set {
+			cells, pixels := s.Map.Grid.In(x, y, w, h)
+			px := make([]int32, len(pixels))
+			for k, q := range pixels {
+				px[k] = int32(q)
+			}
+			di := make([]float32, len(cells))
+			if err := p.p.PredictDNContextDI(p.fe, dn, cls, conf, g.a, px, di); err != nil {
+				return err
+			}
+			for k, c := range cells {
+				s.Map.DI[c] = di[k]
+			}
+			return nil
+		}
+	}
+	if err := sink.DN(x, y, w, h, dn); err != nil {
+		return err
+	}
+	return p.PredictDN(dn, cls, conf)
 }
 
 // Close frees the forest on the device.

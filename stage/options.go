@@ -54,7 +54,10 @@ type Compare struct {
 	HostDecode bool // decode tiles on the host with a device (LULC_DEVICE_DECODE=off)
 	HostDraw   bool // draw samples on the host with a device (LULC_DEVICE_DRAW=off)
 	HostAOA    bool // measure the AOA's training points on the host with a device (LULC_DEVICE_AOA=off)
-	GDALCOG    bool // write COGs with GDAL's driver (LULC_COG_ENCODER=gdal)
+	// ApartAOA measures a window's AOA from its own upload and features
+	// pass, apart from its prediction's (LULC_AOA_SHARED=off).
+	ApartAOA bool
+	GDALCOG  bool // write COGs with GDAL's driver (LULC_COG_ENCODER=gdal)
 	// Device is the settings of devices a stage opens itself (lulc
 	// bench's GPU engine).
 	Device cuda.Options

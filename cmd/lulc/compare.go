@@ -19,6 +19,7 @@ import (
 //	LULC_TRAIN_PROFILE=1     time the device's training kernels by group
 //	LULC_FOREST_SWEEP=off    walk the forest with only the trees' tops in shared memory
 //	LULC_AOA_SPLIT=off       measure a pixel's AOA distances in one block, unsplit
+//	LULC_AOA_SHARED=off      upload a window and compute its features again for its AOA
 //	LULC_COG_ENCODER=gdal    write COGs with GDAL's driver
 //	LULC_PTX=FILE            load these kernels instead of the embedded ones
 //
@@ -42,6 +43,7 @@ func compareFromEnv(getenv func(string) string) (stage.Compare, error) {
 	flag("LULC_TRAIN_PROFILE", "1", &c.Device.TrainProfile)
 	flag("LULC_FOREST_SWEEP", "off", &c.Device.TopsOnly)
 	flag("LULC_AOA_SPLIT", "off", &c.Device.AOAUnsplit)
+	flag("LULC_AOA_SHARED", "off", &c.ApartAOA)
 	flag("LULC_COG_ENCODER", "gdal", &c.GDALCOG)
 	if p := getenv("LULC_PTX"); p != "" {
 		b, err := os.ReadFile(p)

@@ -104,6 +104,17 @@ type DNPredictor interface {
 	PredictDN(dn features.DN, cls []uint8, conf []float32) error
 }
 
+// SinkDNPredictor is a DNPredictor that serves the tile's sink in the
+// pass that predicts a window: the GPU's, which computes a window's
+// features on the device once, for the forest and the area of
+// applicability alike. Run calls PredictDNSink in place of the sink's DN
+// and PredictDN; it gives sink what DN would have (x, y, w, h: the
+// window in the tile), or calls sink.DN itself.
+type SinkDNPredictor interface {
+	DNPredictor
+	PredictDNSink(sink WindowSink, x, y, w, h int, dn features.DN, cls []uint8, conf []float32) error
+}
+
 // WindowSink takes every window's inputs beside the prediction (the
 // area of applicability): the window's feature planes where features are
 // computed on the host, or, where a DNPredictor computes them, the
@@ -311,16 +322,25 @@ func (t Tile) classify(ctx context.Context, w *window, comp features.Computer, p
 		// prediction's.
 		// The stack's nodata DN is 0.
 		dn := features.DN{Planes: w.dn, Rect: w.rect, Scale: float32(t.Scale), Offset: float32(t.Offset)}
-		if t.Sink != nil {
-			if err := t.Sink.DN(w.x, w.y, w.g.Width, w.g.Height, dn); err != nil {
+		if sp, ok := dp.(SinkDNPredictor); ok && t.Sink != nil {
+			if err := ctx.Err(); err != nil {
 				return 0, 0, err
 			}
-		}
-		if err := ctx.Err(); err != nil {
-			return 0, 0, err
-		}
-		if err := dp.PredictDN(dn, cls, conf); err != nil {
-			return 0, 0, err
+			if err := sp.PredictDNSink(t.Sink, w.x, w.y, w.g.Width, w.g.Height, dn, cls, conf); err != nil {
+				return 0, 0, err
+			}
+		} else {
+			if t.Sink != nil {
+				if err := t.Sink.DN(w.x, w.y, w.g.Width, w.g.Height, dn); err != nil {
+					return 0, 0, err
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				return 0, 0, err
+			}
+			if err := dp.PredictDN(dn, cls, conf); err != nil {
+				return 0, 0, err
+			}
 		}
 		for _, p := range w.dn {
 			bufs.dn.Put(p)

@@ -100,9 +100,6 @@ func (a *AOA) DIFromDN(fe *Features, b features.DN, pixels []int32, di []float32
 	if nb != len(fe.Set.Bands) || len(fe.Set.Features) != nf {
 		return fmt.Errorf("cuda aoa: %d band planes for %d bands, %d features for %d", nb, len(fe.Set.Bands), len(fe.Set.Features), nf)
 	}
-	if len(di) != len(pixels) {
-		return fmt.Errorf("cuda aoa: %d pixels and %d DIs", len(pixels), len(di))
-	}
 	w, h, iw, ih := rect.Width, rect.Height, rect.InnerW, rect.InnerH
 	if rect.X < 0 || rect.Y < 0 || rect.X+iw > w || rect.Y+ih > h {
 		return fmt.Errorf("cuda aoa: inner block %+v outside its halo", rect)
@@ -117,10 +114,8 @@ func (a *AOA) DIFromDN(fe *Features, b features.DN, pixels []int32, di []float32
 		}
 	}
 	n := iw * ih
-	for k, p := range pixels {
-		if p < 0 || int(p) >= n || (k > 0 && p <= pixels[k-1]) {
-			return fmt.Errorf("cuda aoa: pixel %d (%d of a window of %d) out of order or range", k, p, n)
-		}
+	if err := checkPixels(pixels, n, len(di)); err != nil {
+		return err
 	}
 	if len(pixels) == 0 {
 		return nil
@@ -223,30 +218,62 @@ func (a *AOA) fromBlock(fe *Features, b features.DN, pixels []int32, di []float3
 }
 
 // run measures n pixels of feature planes of stride pixels at in (owner
-// goroutine); pixels 0 means the first n of each plane. aoa_near splits
-// the training points into as many shares as keep about four blocks on
-// every multiprocessor (a window has some thousands of pixels to measure,
-// a few dozen blocks' worth), each share's nearest joining the pixel's
-// by atomicMin; aoa_finish turns the nearest into the DI.
+// goroutine), on the null stream; pixels 0 means the first n of each
+// plane.
 func (a *AOA) run(in uint64, stride int64, pixels uint64, n int64, out uint64) error {
-	r := a.ref
-	best, err := a.Dev.Pool().Get("aoa.best", uint64(n)*8)
+	best, err := a.begin(n)
 	if err != nil {
 		return err
 	}
-	if err := driver.Memset32(best.Ptr, ^uint32(0), uint64(n)*2); err != nil {
+	if err := a.queue(0, in, stride, pixels, n, best, out); err != nil {
 		return err
 	}
+	return driver.Synchronize() // and report what the kernels met
+}
+
+// begin readies n nearest distances, all-ones (none measured yet), and
+// returns their address. The memset is the null stream's: work queued on
+// a non-blocking stream must follow a synchronization (owner goroutine).
+func (a *AOA) begin(n int64) (uint64, error) {
+	best, err := a.Dev.Pool().Get("aoa.best", uint64(n)*8)
+	if err != nil {
+		return 0, err
+	}
+	return best.Ptr, driver.Memset32(best.Ptr, ^uint32(0), uint64(n)*2)
+}
+
+// queue queues on stream s the measure of n pixels into best (begin's)
+// and their DIs into out. aoa_near splits the training points into as
+// many shares as keep about four blocks on every multiprocessor (a
+// window has some thousands of pixels to measure, a few dozen blocks'
+// worth), each share's nearest joining the pixel's by atomicMin;
+// aoa_finish turns the nearest into the DI.
+func (a *AOA) queue(s uintptr, in uint64, stride int64, pixels uint64, n int64, best, out uint64) error {
+	r := a.ref
 	blocks := min((n+aoaBlock-1)/aoaBlock, int64(a.Dev.SMs*32))
 	shares := max(1, min((int64(4*a.Dev.SMs)+blocks-1)/blocks, int64(r.N+aoaMinShare-1)/aoaMinShare))
 	if a.Dev.Options().AOAUnsplit {
 		shares = 1
 	}
-	if err := a.Dev.LaunchGrid(0, "aoa_near", [3]uint32{uint32(blocks), uint32(shares), 1}, aoaBlock, 0,
-		in, int32(r.Features()), stride, pixels, n, a.points.Ptr, int32(r.N), a.mean.Ptr, a.scale.Ptr, best.Ptr); err != nil {
+	if err := a.Dev.LaunchGrid(s, "aoa_near", [3]uint32{uint32(blocks), uint32(shares), 1}, aoaBlock, 0,
+		in, int32(r.Features()), stride, pixels, n, a.points.Ptr, int32(r.N), a.mean.Ptr, a.scale.Ptr, best); err != nil {
 		return err
 	}
-	return a.Dev.Launch("aoa_finish", n, best.Ptr, n, int64(math.Float64bits(r.MeanDistance)), out)
+	return a.Dev.LaunchAsync(s, "aoa_finish", n, best, n, int64(math.Float64bits(r.MeanDistance)), out)
+}
+
+// checkPixels verifies pixels index a window of n pixels in ascending
+// order, one DI each.
+func checkPixels(pixels []int32, n, dis int) error {
+	if dis != len(pixels) {
+		return fmt.Errorf("cuda aoa: %d pixels and %d DIs", len(pixels), dis)
+	}
+	for k, p := range pixels {
+		if p < 0 || int(p) >= n || (k > 0 && p <= pixels[k-1]) {
+			return fmt.Errorf("cuda aoa: pixel %d (%d of a window of %d) out of order or range", k, p, n)
+		}
+	}
+	return nil
 }
 
 const (

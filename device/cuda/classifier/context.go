@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -129,6 +130,29 @@ func (c *contextPlan) bases() int { return len(c.baseCodes) / 5 }
 // codes and the forest walk. The bits are the CPU's: features.Set's
 // ContextCompute and CPU.Compute, then Predict.
 func (p *Predictor) PredictDNContext(fe *Features, b features.DN, cls []uint8, conf []float32) error {
+	return p.predictDNContext(fe, b, cls, conf, nil, nil, nil)
+}
+
+// PredictDNContextDI is PredictDNContext that also measures the
+// dissimilarity index of some of the window's pixels from the same
+// features (AOA.DIFromDN's: pixels index the inner rectangle, ascending,
+// and di receives theirs): the block's DNs go up once and its features
+// are computed once, for the forest and the area of applicability alike.
+// a must live on the predictor's device.
+func (p *Predictor) PredictDNContextDI(fe *Features, b features.DN, cls []uint8, conf []float32, a *AOA, pixels []int32, di []float32) error {
+	if a.Dev != p.Dev {
+		return errors.New("cuda predict: the area of applicability on another device")
+	}
+	if nf := a.ref.Features(); nf != len(fe.Set.Features) {
+		return fmt.Errorf("cuda predict: an area of applicability of %d features for %d", nf, len(fe.Set.Features))
+	}
+	if err := checkPixels(pixels, b.Rect.InnerW*b.Rect.InnerH, len(di)); err != nil {
+		return err
+	}
+	return p.predictDNContext(fe, b, cls, conf, a, pixels, di)
+}
+
+func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, conf []float32, a *AOA, pixels []int32, di []float32) error {
 	rect := b.Rect
 	dn, err := p.dnPlanes(fe, b.Planes)
 	if err != nil {
@@ -155,6 +179,9 @@ func (p *Predictor) PredictDNContext(fe *Features, b features.DN, cls []uint8, c
 	if n == 0 {
 		return nil
 	}
+	if len(pixels) == 0 {
+		a = nil
+	}
 	return p.Dev.Do(func() error {
 		if err := p.reserve(n, false); err != nil {
 			return fmt.Errorf("cuda predict: %d pixels: %w", n, err)
@@ -163,18 +190,42 @@ func (p *Predictor) PredictDNContext(fe *Features, b features.DN, cls []uint8, c
 		if err != nil {
 			return err
 		}
-		dDN, err := p.Dev.Pool().Get("context.dn", uint64(ph*nb)*2)
+		m := p.Dev.Pool()
+		dDN, err := m.Get("context.dn", uint64(ph*nb)*2)
 		if err != nil {
 			return err
+		}
+		var idx, out driver.Buffer
+		var best uint64
+		if a != nil {
+			var st driver.Staging
+			idx = st.Buf(m.Get("aoa.pixels", uint64(len(pixels))*4))
+			out = st.Buf(m.Get("aoa.out", uint64(len(pixels))*4))
+			if st.Err != nil {
+				return st.Err
+			}
+			if err := driver.PutAt(idx.Ptr, pixels); err != nil {
+				return err
+			}
+			if best, err = a.begin(int64(len(pixels))); err != nil {
+				return err
+			}
 		}
 		for b, plane := range dn {
 			if err := driver.PutAt(dDN.Ptr+uint64(b*ph*2), plane); err != nil {
 				return err
 			}
 		}
+		// contextPass synchronizes before it queues on s: the copies and
+		// begin's memset above are done by then.
 		s := p.streams[0]
 		if err := fe.contextPass(s, dDN.Ptr, b, prog, p.dIn[0].Ptr); err != nil {
 			return err
+		}
+		if a != nil {
+			if err := a.queue(s, p.dIn[0].Ptr, int64(n), idx.Ptr, int64(len(pixels)), best, out.Ptr); err != nil {
+				return err
+			}
 		}
 		if err := p.walk(0, n); err != nil {
 			return err
@@ -184,6 +235,9 @@ func (p *Predictor) PredictDNContext(fe *Features, b features.DN, cls []uint8, c
 		}
 		copy(cls, unsafe.Slice((*uint8)(p.hostCls[0]), n))
 		copy(conf, unsafe.Slice((*float32)(p.hostConf[0]), n))
+		if a != nil {
+			return driver.Download(di, out)
+		}
 		return nil
 	})
 }

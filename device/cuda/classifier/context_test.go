@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/device/cuda/driver"
+	"github.com/lulc/lulc/learn/aoa"
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/pixel/composite"
 	"github.com/lulc/lulc/pixel/features"
@@ -19,7 +21,9 @@ import (
 // prediction from a block with its halo against the CPU's: reflectance,
 // Set.ContextCompute over the halo, CPU.Compute of the inner window, the
 // bins and the walk. Blocks inside a tile (a halo all round), at its
-// corner (none above or left) and with the window as wide as the block.
+// corner (none above or left) and with the window as wide as the block;
+// each again with the area of applicability measured in the same pass
+// (PredictDNContextDI), its DIs the CPU's.
 func TestPredictDNContextBitExact(t *testing.T) {
 	d := gpu(t)
 	defer d.Close()
@@ -81,6 +85,55 @@ func TestPredictDNContextBitExact(t *testing.T) {
 		if err := g.PredictDNContext(fe, features.DN{Planes: dn, Rect: bad, Scale: scale, Offset: offset}, cls, conf); err == nil {
 			t.Error("an inner block outside its halo was accepted")
 		}
+		// The same pass measuring the area of applicability at a grid's
+		// cells: the classes and confidences as above, the DIs the CPU's.
+		var samples []aoa.Sample
+		for i := 0; i < n; i += 29 {
+			samples = append(samples, aoa.Sample{X: rows[i*nf : (i+1)*nf], Fold: uint64(i % 3), Key: r.Uint64()})
+		}
+		imp := make([]float64, nf)
+		for f := range imp {
+			imp[f] = float64(1 + f%4)
+		}
+		ref, err := aoa.Build(context.Background(), samples, nf, imp, 1500, "test", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := NewAOA(d, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grid := aoa.Grid{Width: rect.InnerW, Height: rect.InnerH, Step: 7}
+		want := aoa.NewMap(grid)
+		want.Features(aoa.NewIndex(ref), ref, 0, 0, rect.InnerW, rect.InnerH, feats)
+		cells, pixels := grid.In(0, 0, rect.InnerW, rect.InnerH)
+		px := make([]int32, len(pixels))
+		for k, q := range pixels {
+			px[k] = int32(q)
+		}
+		di := make([]float32, len(px))
+		clear(cls)
+		clear(conf)
+		if err := g.PredictDNContextDI(fe, features.DN{Planes: dn, Rect: rect, Scale: scale, Offset: offset}, cls, conf, a, px, di); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if cls[i] != wantCls[i] || math.Float32bits(conf[i]) != math.Float32bits(wantConf[i]) {
+				t.Fatalf("block %+v with the DI, pixel %d: CPU %d/%v, GPU %d/%v", rect, i, wantCls[i], wantConf[i], cls[i], conf[i])
+			}
+		}
+		for k, c := range cells {
+			if math.Float32bits(di[k]) != math.Float32bits(want.DI[c]) {
+				t.Fatalf("block %+v, cell %d: CPU DI %v, GPU %v", rect, c, want.DI[c], di[k])
+			}
+		}
+		if len(px) > 1 {
+			px[0], px[1] = px[1], px[0]
+			if err := g.PredictDNContextDI(fe, features.DN{Planes: dn, Rect: rect, Scale: scale, Offset: offset}, cls, conf, a, px, di); err == nil {
+				t.Error("pixels out of order were accepted")
+			}
+		}
+		a.Close()
 		fe.Close()
 		g.Close()
 	}
