@@ -63,8 +63,8 @@ Environment:
     AWS_SESSION_TOKEN, AWS_REGION, AWS_S3_ENDPOINT, AWS_HTTPS, AWS_VIRTUAL_HOSTING
   Comparing lulc's way with another (docs/gpu.md): LULC_DEVICE_DECODE=off,
     LULC_DEVICE_DRAW=off, LULC_DEVICE_AOA=off, LULC_DEVICE_STAGING=off, LULC_TRAIN_PROFILE=1,
-    LULC_FOREST_SWEEP=off, LULC_AOA_SPLIT=off, LULC_AOA_SHARED=off, LULC_COG_ENCODER=gdal,
-    LULC_PTX=FILE (load PTX instead of the embedded kernels)
+    LULC_FOREST_SWEEP=off, LULC_AOA_SPLIT=off, LULC_AOA_SHARED=off, LULC_WINDOW_ASIDE=off,
+    LULC_COG_ENCODER=gdal, LULC_PTX=FILE (load PTX instead of the embedded kernels)
   Profiling: LULC_CPUPROFILE=FILE, LULC_TRACE=FILE, LULC_MEMPROFILE=FILE`
 
 // deviceValues complete --device.

@@ -73,6 +73,9 @@ type Options struct {
 	// AOAUnsplit measures each pixel's distances to every training point
 	// in one block, instead of splitting the points across blocks.
 	AOAUnsplit bool
+	// OwnerCopies copies a context window's DNs to the device on the
+	// owner goroutine, instead of beside it.
+	OwnerCopies bool
 }
 
 // Options returns the settings the device was opened with.

@@ -182,6 +182,31 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 	if len(pixels) == 0 {
 		a = nil
 	}
+	// The block's DNs go up into a buffer of their own beside the owner,
+	// which meanwhile runs other windows' passes (with OwnerCopies, on the
+	// owner, as before).
+	blk := <-p.blocks
+	defer func() { p.blocks <- blk }()
+	opt := p.Dev.Options()
+	if need := uint64(ph*nb) * 2; blk.Bytes < need {
+		if err := p.Dev.Do(func() (err error) {
+			if blk.Ptr != 0 {
+				blk.Free()
+				*blk = driver.Buffer{}
+			}
+			*blk, err = driver.Alloc(need)
+			return err
+		}); err != nil {
+			return fmt.Errorf("cuda predict: a block of %d DNs: %w", ph*nb, err)
+		}
+	}
+	if !opt.OwnerCopies {
+		for b, plane := range dn {
+			if err := p.Dev.CopyAside(blk.Ptr+uint64(b*ph*2), unsafe.Slice((*byte)(unsafe.Pointer(&plane[0])), 2*ph), opt.Pageable); err != nil {
+				return err
+			}
+		}
+	}
 	return p.Dev.Do(func() error {
 		if err := p.reserve(n, false); err != nil {
 			return fmt.Errorf("cuda predict: %d pixels: %w", n, err)
@@ -191,10 +216,6 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 			return err
 		}
 		m := p.Dev.Pool()
-		dDN, err := m.Get("context.dn", uint64(ph*nb)*2)
-		if err != nil {
-			return err
-		}
 		var idx, out driver.Buffer
 		var best uint64
 		if a != nil {
@@ -211,15 +232,17 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 				return err
 			}
 		}
-		for b, plane := range dn {
-			if err := driver.PutAt(dDN.Ptr+uint64(b*ph*2), plane); err != nil {
-				return err
+		if opt.OwnerCopies {
+			for b, plane := range dn {
+				if err := driver.PutAt(blk.Ptr+uint64(b*ph*2), plane); err != nil {
+					return err
+				}
 			}
 		}
-		// contextPass synchronizes before it queues on s: the copies and
-		// begin's memset above are done by then.
+		// contextPass waits for the null stream before it queues on s:
+		// the copies and begin's memset above are done by then.
 		s := p.streams[0]
-		if err := fe.contextPass(s, dDN.Ptr, b, prog, p.dIn[0].Ptr); err != nil {
+		if err := fe.contextPass(s, blk.Ptr, b, prog, p.dIn[0].Ptr); err != nil {
 			return err
 		}
 		if a != nil {
@@ -279,8 +302,10 @@ func (fe *Features) contextPass(s uintptr, dn uint64, b features.DN, prog, out u
 	w, h, iw, ih := rect.Width, rect.Height, rect.InnerW, rect.InnerH
 	// Copies from pageable memory (the caller's DNs, the programs) may
 	// still be on their way when the driver returns, and a non-blocking
-	// stream s does not wait for them: wait here.
-	if err := driver.Synchronize(); err != nil {
+	// stream s does not wait for them: wait here for the null stream
+	// they go by (not for the whole device: the copier's stream may be
+	// filling another window's block meanwhile).
+	if err := driver.SyncStream(0); err != nil {
 		return err
 	}
 	if plan.twoPass {

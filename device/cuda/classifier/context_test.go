@@ -8,8 +8,10 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/learn/aoa"
 	"github.com/lulc/lulc/learn/forest"
@@ -22,8 +24,10 @@ import (
 // Set.ContextCompute over the halo, CPU.Compute of the inner window, the
 // bins and the walk. Blocks inside a tile (a halo all round), at its
 // corner (none above or left) and with the window as wide as the block;
-// each again with the area of applicability measured in the same pass
-// (PredictDNContextDI), its DIs the CPU's.
+// each again from more goroutines at once than the predictor has DN
+// blocks, with the DNs copied on the owner goroutine, and with the area
+// of applicability measured in the same pass (PredictDNContextDI), its
+// DIs the CPU's.
 func TestPredictDNContextBitExact(t *testing.T) {
 	d := gpu(t)
 	defer d.Close()
@@ -85,6 +89,55 @@ func TestPredictDNContextBitExact(t *testing.T) {
 		if err := g.PredictDNContext(fe, features.DN{Planes: dn, Rect: bad, Scale: scale, Offset: offset}, cls, conf); err == nil {
 			t.Error("an inner block outside its halo was accepted")
 		}
+		// Windows from more goroutines than the predictor has blocks for
+		// their DNs, each block filled beside the owner while it runs
+		// another window's pass.
+		var wg sync.WaitGroup
+		errs := make([]error, 2*contextBlocks)
+		for k := range errs {
+			wg.Go(func() {
+				c, f := make([]uint8, n), make([]float32, n)
+				if errs[k] = g.PredictDNContext(fe, features.DN{Planes: dn, Rect: rect, Scale: scale, Offset: offset}, c, f); errs[k] != nil {
+					return
+				}
+				for i := range n {
+					if c[i] != wantCls[i] || math.Float32bits(f[i]) != math.Float32bits(wantConf[i]) {
+						errs[k] = fmt.Errorf("goroutine %d, pixel %d: CPU %d/%v, GPU %d/%v", k, i, wantCls[i], wantConf[i], c[i], f[i])
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("block %+v, windows at once: %v", rect, err)
+			}
+		}
+		// The DNs copied on the owner goroutine (LULC_WINDOW_ASIDE=off).
+		func() {
+			do := gpuWith(t, cuda.Options{OwnerCopies: true})
+			defer do.Close()
+			gp, err := NewPredictor(do, &forest.Model{Bins: bins, Forest: fo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gp.Close()
+			feo, err := NewFeatures(do, set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer feo.Close()
+			c, f := make([]uint8, n), make([]float32, n)
+			if err := gp.PredictDNContext(feo, features.DN{Planes: dn, Rect: rect, Scale: scale, Offset: offset}, c, f); err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				if c[i] != wantCls[i] || math.Float32bits(f[i]) != math.Float32bits(wantConf[i]) {
+					t.Fatalf("block %+v, copies on the owner, pixel %d: CPU %d/%v, GPU %d/%v", rect, i, wantCls[i], wantConf[i], c[i], f[i])
+				}
+			}
+		}()
 		// The same pass measuring the area of applicability at a grid's
 		// cells: the classes and confidences as above, the DIs the CPU's.
 		var samples []aoa.Sample

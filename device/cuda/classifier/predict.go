@@ -44,11 +44,22 @@ type Predictor struct {
 	hostDN      [2]unsafe.Pointer
 	dDN, dBands [2]driver.Buffer
 	bandPixels  uint64
+	// blocks are device buffers for context windows' DN planes: a
+	// window takes one, fills it beside the owner goroutine
+	// (Device.CopyAside) while the owner works on other windows, and
+	// gives it back after its pass.
+	blocks chan *driver.Buffer
 	// maxChunk, when set, is the pixels per chunk instead of
 	// predictChunk's: tests lower it to run the chunked paths on small
 	// inputs.
 	maxChunk int
 }
+
+// contextBlocks is how many context windows' DN blocks a predictor holds
+// on the device at once (about 21 MB each for a 1024² window of ten bands
+// with a 7-px halo): one in the owner's pass, the others filling beside
+// it.
+const contextBlocks = 3
 
 // NewPredictor uploads a model's forest and bin edges.
 func NewPredictor(dev *cuda.Device, m *forest.Model) (*Predictor, error) {
@@ -56,7 +67,10 @@ func NewPredictor(dev *cuda.Device, m *forest.Model) (*Predictor, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Predictor{Dev: dev, forest: f, nf: len(m.Bins.Edges)}
+	p := &Predictor{Dev: dev, forest: f, nf: len(m.Bins.Edges), blocks: make(chan *driver.Buffer, contextBlocks)}
+	for range contextBlocks {
+		p.blocks <- new(driver.Buffer)
+	}
 	var edges []float32
 	var offsets, lengths []int32
 	for _, e := range m.Bins.Edges {
@@ -380,6 +394,11 @@ func (p *Predictor) Close() {
 	p.forest.Close()
 	p.Dev.Do(func() error {
 		p.freeSlots()
+		for range contextBlocks {
+			if b := <-p.blocks; b.Ptr != 0 {
+				b.Free()
+			}
+		}
 		for s := range 2 {
 			if p.streams[s] != 0 {
 				driver.DestroyStream(p.streams[s])
