@@ -15,7 +15,7 @@ import (
 //	LULC_DEVICE_DECODE=off   decode tiles on the host with a device
 //	LULC_DEVICE_DRAW=off     draw samples on the host with a device
 //	LULC_DEVICE_AOA=off      measure the AOA's training points on the host
-//	LULC_DEVICE_STAGING=off  copy rows to the device from pageable memory
+//	LULC_DEVICE_STAGING=off  copy rows and windows to the device from pageable memory
 //	LULC_TRAIN_PROFILE=1     time the device's training kernels by group
 //	LULC_FOREST_SWEEP=off    walk the forest with only the trees' tops in shared memory
 //	LULC_AOA_SPLIT=off       measure a pixel's AOA distances in one block, unsplit

@@ -61,8 +61,9 @@ type Options struct {
 	// fatbin (freshly compiled kernels tried on a GPU host before they
 	// are committed; or the committed PTX, to measure the JIT).
 	PTX string
-	// Pageable copies the rows decoded ahead straight from the host's
-	// pageable memory instead of through the pinned staging.
+	// Pageable copies the rows decoded ahead, and context windows' DNs,
+	// straight from the host's pageable memory instead of through the
+	// pinned staging.
 	Pageable bool
 	// TrainProfile has forest training wait for its kernels group by
 	// group and log where the time went.
