@@ -140,8 +140,8 @@ func (p *Predictor) PredictDNContext(fe *Features, b features.DN, cls []uint8, c
 // are computed once, for the forest and the area of applicability alike.
 // a must live on the predictor's device.
 func (p *Predictor) PredictDNContextDI(fe *Features, b features.DN, cls []uint8, conf []float32, a *AOA, pixels []int32, di []float32) error {
-	if a.Dev != p.Dev {
-		return errors.New("cuda predict: the area of applicability on another device")
+	if a == nil || a.Dev != p.Dev {
+		return errors.New("cuda predict: no area of applicability on the predictor's device")
 	}
 	if nf := a.ref.Features(); nf != len(fe.Set.Features) {
 		return fmt.Errorf("cuda predict: an area of applicability of %d features for %d", nf, len(fe.Set.Features))
