@@ -70,7 +70,9 @@ type AOASink struct {
 
 // diComputer computes the DI of a window's cells into a map: from feature
 // planes on the CPU, from digital numbers on a device (which computes the
-// features there again, as its predictor does).
+// features there again, as its predictor does). A GPU predictor with
+// context features measures the cells in its own pass instead
+// (gpuDNPredictor.PredictDNSink), and dn is not called.
 type diComputer interface {
 	features(m *aoa.Map, ref *aoa.Reference, x, y, w, h int, feats [][]float32) error
 	dn(m *aoa.Map, x, y, w, h int, dn features.DN) error

@@ -205,7 +205,7 @@ func (a *AOA) fromBlock(fe *Features, b features.DN, pixels []int32, di []float3
 		if err := driver.PutAt(idx.Ptr, pixels); err != nil {
 			return err
 		}
-		// The pass queues on the null stream; aoa_finish's launch waits for
+		// The pass and the measure queue on the null stream; run waits for
 		// the device.
 		if err := fe.contextPass(0, ddn.Ptr, b, prog, feats.Ptr); err != nil {
 			return err

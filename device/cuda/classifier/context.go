@@ -203,11 +203,11 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 	if !opt.OwnerCopies {
 		for b, plane := range dn {
 			if err := p.Dev.CopyAside(blk.Ptr+uint64(b*ph*2), unsafe.Slice((*byte)(unsafe.Pointer(&plane[0])), 2*ph), opt.Pageable); err != nil {
-				return err
+				return fmt.Errorf("cuda predict: a block's DNs: %w", err)
 			}
 		}
 	}
-	return p.Dev.Do(func() error {
+	return p.Dev.Do(func() (err error) {
 		if err := p.reserve(n, false); err != nil {
 			return fmt.Errorf("cuda predict: %d pixels: %w", n, err)
 		}
@@ -215,6 +215,14 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 		if err != nil {
 			return err
 		}
+		s := p.streams[0]
+		defer func() {
+			if err != nil {
+				// Kernels queued on s may still read the block, which
+				// goes back to other windows once this returns.
+				driver.SyncStream(s)
+			}
+		}()
 		m := p.Dev.Pool()
 		var idx, out driver.Buffer
 		var best uint64
@@ -241,7 +249,6 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 		}
 		// contextPass waits for the null stream before it queues on s:
 		// the copies and begin's memset above are done by then.
-		s := p.streams[0]
 		if err := fe.contextPass(s, blk.Ptr, b, prog, p.dIn[0].Ptr); err != nil {
 			return err
 		}

@@ -46,8 +46,9 @@ type Predictor struct {
 	bandPixels  uint64
 	// blocks are device buffers for context windows' DN planes: a
 	// window takes one, fills it beside the owner goroutine
-	// (Device.CopyAside) while the owner works on other windows, and
-	// gives it back after its pass.
+	// (Device.CopyAside; on the owner with Options.OwnerCopies) while
+	// the owner works on other windows, and gives it back after its
+	// pass.
 	blocks chan *driver.Buffer
 	// maxChunk, when set, is the pixels per chunk instead of
 	// predictChunk's: tests lower it to run the chunked paths on small
@@ -394,7 +395,9 @@ func (p *Predictor) Close() {
 	p.forest.Close()
 	p.Dev.Do(func() error {
 		p.freeSlots()
-		for range contextBlocks {
+		// Only the blocks no window holds: the owner must not wait for
+		// one (a second Close finds none).
+		for len(p.blocks) > 0 {
 			if b := <-p.blocks; b.Ptr != 0 {
 				b.Free()
 			}
