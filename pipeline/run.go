@@ -249,10 +249,14 @@ type RunTile struct {
 	Device string            `json:"device,omitempty"`
 	Ingest ingest.StageTimes `json:"-"`
 	// Composite is the wall time of reading and compositing the tile.
-	Composite time.Duration   `json:"-"`
-	Predict   predict.Tile    `json:"-"`
-	Sample    time.Duration   `json:"-"`
-	Metrics   *forest.Metrics `json:"metrics,omitempty"` // the map against the tile's labels
+	Composite time.Duration `json:"-"`
+	// Composited and Predicted are when, since the run began, the tile's
+	// composite was complete and its map predicted (0 for a tile kept
+	// from an earlier run).
+	Composited, Predicted time.Duration   `json:"-"`
+	Predict               predict.Tile    `json:"-"`
+	Sample                time.Duration   `json:"-"`
+	Metrics               *forest.Metrics `json:"metrics,omitempty"` // the map against the tile's labels
 	// Radiometry warns when the tile's dark levels differ from the
 	// model's training data's (package radiometry).
 	Radiometry string `json:"radiometry_warning,omitempty"`
@@ -748,6 +752,7 @@ func (r *runner) compositeMirrored(ctx context.Context, opt stage.Options, t ing
 	t0 := time.Now()
 	stats, err := t.Composite(ctx, cfg, opt, sinks...)
 	rt.Ingest, rt.Pixels, rt.Composite = stats.Timings, int64(stats.Pixels), rt.Composite+time.Since(t0)
+	rt.Composited = time.Since(r.start)
 	r.mark("composited", t.Name())
 	if err != nil {
 		if tw != nil {
@@ -1124,6 +1129,7 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 		rt.AOAOutside = stage.Ptr(math.Round(*p.Tile.AOAOutside*100) / 100)
 	}
 	rt.AOAWarning = p.Tile.AOAWarning
+	rt.Predicted = time.Since(r.start)
 	r.mark("predicted", t.Name())
 	if rt.Pixels == 0 {
 		rt.Pixels = p.Tile.Pixels
@@ -1219,6 +1225,9 @@ func (r *runner) writeJob(res RunResult) error {
 	}
 	rep.Tiles = res.Tiles
 	rep.Fit, rep.Wait = res.Fit.Seconds(), res.Wait.Seconds()
+	if first, per, ok := res.Steady(); ok {
+		rep.FirstMap, rep.PerTile = first.Seconds(), per.Seconds()
+	}
 	body, _ := json.MarshalIndent(rep, "", "  ")
 	if err := atomicfs.WriteFile(r.stage.Path("report.json"), append(body, '\n')); err != nil {
 		return err
@@ -1240,8 +1249,12 @@ type runReport struct {
 	Devices    []deviceReport `json:"devices,omitempty"`
 	Fit        float64        `json:"fit_seconds,omitempty"` // binning, fit and validation, wall
 	Wait       float64        `json:"wait_seconds"`          // the end's wait for outputs still encoding
-	PeakRSS    int64          `json:"peak_rss_bytes"`
-	Tiles      []RunTile      `json:"tiles"`
+	// FirstMap and PerTile are RunResult.Steady's, with two tiles or
+	// more mapped.
+	FirstMap float64   `json:"first_map_seconds,omitempty"`
+	PerTile  float64   `json:"seconds_per_tile_after,omitempty"`
+	PeakRSS  int64     `json:"peak_rss_bytes"`
+	Tiles    []RunTile `json:"tiles"`
 }
 
 // deviceReport is one GPU's use in report.json: how long it computed and
@@ -1285,7 +1298,33 @@ func (t RunTile) stageSeconds() map[string]float64 {
 	if t.Ingest.Layers > 0 {
 		s["layers"] = t.Ingest.Layers.Seconds()
 	}
+	if t.Composited > 0 {
+		s["composited_at"] = t.Composited.Seconds()
+	}
+	if t.Predicted > 0 {
+		s["predicted_at"] = t.Predicted.Seconds()
+	}
 	return s
+}
+
+// Steady splits a run's time over the tiles it mapped into the first
+// map's (process start, the first composite, a training run's draw and
+// fit, the first stream) and the time a tile took after it: the span
+// from the first map to the last over the tiles after the first. ok is
+// false with fewer than two tiles mapped in this run (kept tiles do not
+// count).
+func (r RunResult) Steady() (first, perTile time.Duration, ok bool) {
+	var at []time.Duration
+	for _, t := range r.Tiles {
+		if t.Predicted > 0 {
+			at = append(at, t.Predicted)
+		}
+	}
+	if len(at) < 2 {
+		return 0, 0, false
+	}
+	first, last := slices.Min(at), slices.Max(at)
+	return first, (last - first) / time.Duration(len(at)-1), true
 }
 
 // markDraw records in a sample phase's draw what must be the same for

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -256,6 +257,38 @@ func TestRunLanes(t *testing.T) {
 		if rel != "report.json" && rel != TaskCommitFile && rel != filepath.Join("model", "run.json") {
 			t.Errorf("%s differs between one lane and two", rel)
 		}
+	}
+	// The report splits the run's time into the first map's and a tile's
+	// after it, from each tile's timeline.
+	var rep struct {
+		Seconds  float64 `json:"seconds"`
+		FirstMap float64 `json:"first_map_seconds"`
+		PerTile  float64 `json:"seconds_per_tile_after"`
+		Tiles    []struct {
+			Seconds map[string]float64 `json:"seconds"`
+		} `json:"tiles"`
+	}
+	body, err := os.ReadFile(filepath.Join(one, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(body, &rep); err != nil {
+		t.Fatal(err)
+	}
+	var at []float64
+	for i, rt := range rep.Tiles {
+		c, p := rt.Seconds["composited_at"], rt.Seconds["predicted_at"]
+		if !(c > 0 && c < p && p <= rep.Seconds) {
+			t.Errorf("tile %d: composited at %v s, predicted at %v s, of a %v s run", i, c, p, rep.Seconds)
+		}
+		at = append(at, p)
+	}
+	first, last := slices.Min(at), slices.Max(at)
+	if len(at) != 3 || rep.FirstMap != first || math.Abs(rep.PerTile-(last-first)/2) > 1e-9 {
+		t.Errorf("first map %v s and %v s a tile after it, from tiles mapped at %v", rep.FirstMap, rep.PerTile, at)
+	}
+	if f, per, ok := a.Steady(); !ok || math.Abs(f.Seconds()-rep.FirstMap) > 1e-9 || math.Abs(per.Seconds()-rep.PerTile) > 1e-9 {
+		t.Errorf("Steady %v, %v, %v against the report's %v, %v", f, per, ok, rep.FirstMap, rep.PerTile)
 	}
 
 	// With a model, two lanes map the tiles from scratch alike.
