@@ -229,6 +229,13 @@ type RunResult struct {
 	// Fit is the training's wall time (binning, fit, validation); Wait the
 	// time the job waited at its end for outputs still encoding.
 	Fit, Wait time.Duration
+	// FirstMap and PerTileAfter split the run's time over the tiles it
+	// mapped, when it mapped two or more (0 otherwise; kept tiles do not
+	// count): the time until the first map (the process's start, the
+	// first composite, a training run's draw and fit, the first stream),
+	// and the span from the first map to the last over the tiles after
+	// the first, the steady state of a long job.
+	FirstMap, PerTileAfter time.Duration
 }
 
 // DeviceUse is how long one GPU computed during a run.
@@ -366,6 +373,7 @@ func Run(ctx context.Context, job Job, opt stage.Options) (RunResult, error) {
 	for i := range res.Tiles {
 		res.Tiles[i].Seconds = res.Tiles[i].stageSeconds()
 	}
+	res.FirstMap, res.PerTileAfter = steady(res.Tiles)
 	res.PeakRSS, res.Fit = PeakRSS(), r.fitWall
 	for i, d := range opt.GPUs {
 		use := DeviceUse{Index: d.Index, Name: d.Name, Busy: d.Busy() - busy0[i]}
@@ -1225,9 +1233,7 @@ func (r *runner) writeJob(res RunResult) error {
 	}
 	rep.Tiles = res.Tiles
 	rep.Fit, rep.Wait = res.Fit.Seconds(), res.Wait.Seconds()
-	if first, per, ok := res.Steady(); ok {
-		rep.FirstMap, rep.PerTile = first.Seconds(), per.Seconds()
-	}
+	rep.FirstMap, rep.PerTile = res.FirstMap.Seconds(), res.PerTileAfter.Seconds()
 	body, _ := json.MarshalIndent(rep, "", "  ")
 	if err := atomicfs.WriteFile(r.stage.Path("report.json"), append(body, '\n')); err != nil {
 		return err
@@ -1249,10 +1255,10 @@ type runReport struct {
 	Devices    []deviceReport `json:"devices,omitempty"`
 	Fit        float64        `json:"fit_seconds,omitempty"` // binning, fit and validation, wall
 	Wait       float64        `json:"wait_seconds"`          // the end's wait for outputs still encoding
-	// FirstMap and PerTile are RunResult.Steady's, with two tiles or
-	// more mapped.
+	// FirstMap and PerTile are RunResult's FirstMap and PerTileAfter,
+	// with two tiles or more mapped.
 	FirstMap float64   `json:"first_map_seconds,omitempty"`
-	PerTile  float64   `json:"seconds_per_tile_after,omitempty"`
+	PerTile  float64   `json:"per_tile_after_seconds,omitempty"`
 	PeakRSS  int64     `json:"peak_rss_bytes"`
 	Tiles    []RunTile `json:"tiles"`
 }
@@ -1307,24 +1313,20 @@ func (t RunTile) stageSeconds() map[string]float64 {
 	return s
 }
 
-// Steady splits a run's time over the tiles it mapped into the first
-// map's (process start, the first composite, a training run's draw and
-// fit, the first stream) and the time a tile took after it: the span
-// from the first map to the last over the tiles after the first. ok is
-// false with fewer than two tiles mapped in this run (kept tiles do not
-// count).
-func (r RunResult) Steady() (first, perTile time.Duration, ok bool) {
+// steady is RunResult's FirstMap and PerTileAfter of tiles: from when
+// each was predicted.
+func steady(tiles []RunTile) (first, perTile time.Duration) {
 	var at []time.Duration
-	for _, t := range r.Tiles {
+	for _, t := range tiles {
 		if t.Predicted > 0 {
 			at = append(at, t.Predicted)
 		}
 	}
 	if len(at) < 2 {
-		return 0, 0, false
+		return 0, 0
 	}
 	first, last := slices.Min(at), slices.Max(at)
-	return first, (last - first) / time.Duration(len(at)-1), true
+	return first, (last - first) / time.Duration(len(at)-1)
 }
 
 // markDraw records in a sample phase's draw what must be the same for

@@ -172,8 +172,8 @@ func printRun(a *app, res pipeline.RunResult, phase string) {
 		return
 	}
 	fmt.Fprintf(a.stdout, "mapped %d tile(s) into %s in %s with %s\n", len(res.Tiles), res.Dir, res.Elapsed.Round(time.Millisecond), res.Model)
-	if first, per, ok := res.Steady(); ok {
-		fmt.Fprintf(a.stdout, "first map after %s, then %s a tile\n", first.Round(time.Millisecond), per.Round(time.Millisecond))
+	if res.FirstMap > 0 {
+		fmt.Fprintf(a.stdout, "first map after %s, then %s a tile\n", res.FirstMap.Round(time.Millisecond), res.PerTileAfter.Round(time.Millisecond))
 	}
 	if res.Train != nil {
 		fmt.Fprintf(a.stdout, "model: %d training / %d validation samples, OA %.3f, fitted in %s\n",
