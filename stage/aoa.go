@@ -143,13 +143,22 @@ func (g gpuDI) features(m *aoa.Map, _ *aoa.Reference, x, y, w, h int, feats [][]
 }
 
 func (g gpuDI) dn(m *aoa.Map, x, y, w, h int, dn features.DN) error {
+	return measureCells(m, x, y, w, h, func(px []int32, di []float32) error {
+		return g.a.DIFromDN(g.fe, dn, px, di)
+	})
+}
+
+// measureCells fills m's DIs of the cells of the window at (x, y), w × h,
+// by measure, which takes the cells' pixels as indices into the window
+// and gives their DIs.
+func measureCells(m *aoa.Map, x, y, w, h int, measure func(px []int32, di []float32) error) error {
 	cells, pixels := m.Grid.In(x, y, w, h)
 	px := make([]int32, len(pixels))
 	for k, p := range pixels {
 		px[k] = int32(p)
 	}
 	di := make([]float32, len(cells))
-	if err := g.a.DIFromDN(g.fe, dn, px, di); err != nil {
+	if err := measure(px, di); err != nil {
 		return err
 	}
 	for k, c := range cells {

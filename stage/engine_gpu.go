@@ -230,19 +230,9 @@ func (p *gpuDNPredictor) PredictDNSink(sink inference.WindowSink, x, y, w, h int
 		// The same device and the same feature set: the predictor's
 		// features are the sink's.
 		if g, ok := s.di.(gpuDI); ok && g.a.Dev == p.p.Dev && g.fe.Set == p.fe.Set {
-			cells, pixels := s.Map.Grid.In(x, y, w, h)
-			px := make([]int32, len(pixels))
-			for k, q := range pixels {
-				px[k] = int32(q)
-			}
-			di := make([]float32, len(cells))
-			if err := p.p.PredictDNContextDI(p.fe, dn, cls, conf, g.a, px, di); err != nil {
-				return err
-			}
-			for k, c := range cells {
-				s.Map.DI[c] = di[k]
-			}
-			return nil
+			return measureCells(s.Map, x, y, w, h, func(px []int32, di []float32) error {
+				return p.p.PredictDNContextDI(p.fe, dn, cls, conf, g.a, px, di)
+			})
 		}
 	}
 	if err := sink.DN(x, y, w, h, dn); err != nil {

@@ -322,25 +322,24 @@ func (t Tile) classify(ctx context.Context, w *window, comp features.Computer, p
 		// prediction's.
 		// The stack's nodata DN is 0.
 		dn := features.DN{Planes: w.dn, Rect: w.rect, Scale: float32(t.Scale), Offset: float32(t.Offset)}
-		if sp, ok := dp.(SinkDNPredictor); ok && t.Sink != nil {
-			if err := ctx.Err(); err != nil {
+		sp, shared := dp.(SinkDNPredictor)
+		shared = shared && t.Sink != nil
+		if t.Sink != nil && !shared {
+			if err := t.Sink.DN(w.x, w.y, w.g.Width, w.g.Height, dn); err != nil {
 				return 0, 0, err
 			}
-			if err := sp.PredictDNSink(t.Sink, w.x, w.y, w.g.Width, w.g.Height, dn, cls, conf); err != nil {
-				return 0, 0, err
-			}
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+		var err error
+		if shared {
+			err = sp.PredictDNSink(t.Sink, w.x, w.y, w.g.Width, w.g.Height, dn, cls, conf)
 		} else {
-			if t.Sink != nil {
-				if err := t.Sink.DN(w.x, w.y, w.g.Width, w.g.Height, dn); err != nil {
-					return 0, 0, err
-				}
-			}
-			if err := ctx.Err(); err != nil {
-				return 0, 0, err
-			}
-			if err := dp.PredictDN(dn, cls, conf); err != nil {
-				return 0, 0, err
-			}
+			err = dp.PredictDN(dn, cls, conf)
+		}
+		if err != nil {
+			return 0, 0, err
 		}
 		for _, p := range w.dn {
 			bufs.dn.Put(p)

@@ -71,8 +71,9 @@ func TestPredictDNContextBitExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		block := features.DN{Planes: dn, Rect: rect, Scale: scale, Offset: offset}
 		cls, conf := make([]uint8, n), make([]float32, n)
-		if err := g.PredictDNContext(fe, features.DN{Planes: dn, Rect: rect, Scale: scale, Offset: offset}, cls, conf); err != nil {
+		if err := g.PredictDNContext(fe, block, cls, conf); err != nil {
 			t.Fatal(err)
 		}
 		for i := range n {
@@ -83,6 +84,16 @@ func TestPredictDNContextBitExact(t *testing.T) {
 				}
 				t.Fatalf("block %+v, pixel %d: CPU %d/%v, GPU %d/%v; features %v", rect, i, wantCls[i], wantConf[i], cls[i], conf[i], in)
 			}
+		}
+		// differs names the first pixel whose class or confidence is not
+		// the CPU's.
+		differs := func(c []uint8, f []float32) error {
+			for i := range n {
+				if c[i] != wantCls[i] || math.Float32bits(f[i]) != math.Float32bits(wantConf[i]) {
+					return fmt.Errorf("pixel %d: CPU %d/%v, GPU %d/%v", i, wantCls[i], wantConf[i], c[i], f[i])
+				}
+			}
+			return nil
 		}
 		bad := rect
 		bad.X = rect.Width
@@ -97,14 +108,8 @@ func TestPredictDNContextBitExact(t *testing.T) {
 		for k := range errs {
 			wg.Go(func() {
 				c, f := make([]uint8, n), make([]float32, n)
-				if errs[k] = g.PredictDNContext(fe, features.DN{Planes: dn, Rect: rect, Scale: scale, Offset: offset}, c, f); errs[k] != nil {
-					return
-				}
-				for i := range n {
-					if c[i] != wantCls[i] || math.Float32bits(f[i]) != math.Float32bits(wantConf[i]) {
-						errs[k] = fmt.Errorf("goroutine %d, pixel %d: CPU %d/%v, GPU %d/%v", k, i, wantCls[i], wantConf[i], c[i], f[i])
-						return
-					}
+				if errs[k] = g.PredictDNContext(fe, block, c, f); errs[k] == nil {
+					errs[k] = differs(c, f)
 				}
 			})
 		}
@@ -129,13 +134,11 @@ func TestPredictDNContextBitExact(t *testing.T) {
 			}
 			defer feo.Close()
 			c, f := make([]uint8, n), make([]float32, n)
-			if err := gp.PredictDNContext(feo, features.DN{Planes: dn, Rect: rect, Scale: scale, Offset: offset}, c, f); err != nil {
+			if err := gp.PredictDNContext(feo, block, c, f); err != nil {
 				t.Fatal(err)
 			}
-			for i := range n {
-				if c[i] != wantCls[i] || math.Float32bits(f[i]) != math.Float32bits(wantConf[i]) {
-					t.Fatalf("block %+v, copies on the owner, pixel %d: CPU %d/%v, GPU %d/%v", rect, i, wantCls[i], wantConf[i], c[i], f[i])
-				}
+			if err := differs(c, f); err != nil {
+				t.Fatalf("block %+v, copies on the owner, %v", rect, err)
 			}
 		}()
 		// The same pass measuring the area of applicability at a grid's
@@ -167,13 +170,11 @@ func TestPredictDNContextBitExact(t *testing.T) {
 		di := make([]float32, len(px))
 		clear(cls)
 		clear(conf)
-		if err := g.PredictDNContextDI(fe, features.DN{Planes: dn, Rect: rect, Scale: scale, Offset: offset}, cls, conf, a, px, di); err != nil {
+		if err := g.PredictDNContextDI(fe, block, cls, conf, a, px, di); err != nil {
 			t.Fatal(err)
 		}
-		for i := range n {
-			if cls[i] != wantCls[i] || math.Float32bits(conf[i]) != math.Float32bits(wantConf[i]) {
-				t.Fatalf("block %+v with the DI, pixel %d: CPU %d/%v, GPU %d/%v", rect, i, wantCls[i], wantConf[i], cls[i], conf[i])
-			}
+		if err := differs(cls, conf); err != nil {
+			t.Fatalf("block %+v with the DI, %v", rect, err)
 		}
 		for k, c := range cells {
 			if math.Float32bits(di[k]) != math.Float32bits(want.DI[c]) {
@@ -182,7 +183,7 @@ func TestPredictDNContextBitExact(t *testing.T) {
 		}
 		if len(px) > 1 {
 			px[0], px[1] = px[1], px[0]
-			if err := g.PredictDNContextDI(fe, features.DN{Planes: dn, Rect: rect, Scale: scale, Offset: offset}, cls, conf, a, px, di); err == nil {
+			if err := g.PredictDNContextDI(fe, block, cls, conf, a, px, di); err == nil {
 				t.Error("pixels out of order were accepted")
 			}
 		}
