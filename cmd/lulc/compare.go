@@ -21,6 +21,7 @@ import (
 //	LULC_AOA_SPLIT=off       measure a pixel's AOA distances in one block, unsplit
 //	LULC_AOA_SHARED=off      upload a window and compute its features again for its AOA
 //	LULC_WINDOW_ASIDE=off    copy a window's DNs to the device on its owner goroutine
+//	LULC_STREAMS_APART=off   have windows and composites wait for each other's work, as before
 //	LULC_COG_ENCODER=gdal    write COGs with GDAL's driver
 //	LULC_PTX=FILE            load these kernels instead of the embedded ones
 //
@@ -46,6 +47,7 @@ func compareFromEnv(getenv func(string) string) (stage.Compare, error) {
 	flag("LULC_AOA_SPLIT", "off", &c.Device.AOAUnsplit)
 	flag("LULC_AOA_SHARED", "off", &c.ApartAOA)
 	flag("LULC_WINDOW_ASIDE", "off", &c.Device.OwnerCopies)
+	flag("LULC_STREAMS_APART", "off", &c.Device.WaitAll)
 	flag("LULC_COG_ENCODER", "gdal", &c.GDALCOG)
 	if p := getenv("LULC_PTX"); p != "" {
 		b, err := os.ReadFile(p)

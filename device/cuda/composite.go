@@ -295,30 +295,58 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 				rects[i].dst = pplanes + uint64(2*rb.at)
 			}
 		}
-		if err := dev.decodeRects(rects); err != nil {
-			return err
-		}
-		for _, cb := range in.coarse {
-			c := cb.c
-			hasND := int32(0)
-			if c.HasNoData {
-				hasND = 1
-			}
-			w, p := c.Window, c.Plane
-			if err := dev.LaunchAsync(0, "upsample_bilinear", int64(n), pplanes+uint64(2*cb.at), int32(p.X0), int32(p.Y0), int32(p.W), int32(p.H),
-				int32(w.X), int32(w.Y), int32(w.W), int32(w.H), int32(w.K), int32(w.RasterW), int32(w.RasterH), int32(c.NoData), hasND,
-				pdn+uint64(2*cb.slot)); err != nil {
+		// queue decodes what the window needs (or finds it in the tile
+		// cache) and queues the resampling and the composite.
+		queue := func() error {
+			if err := dev.decodeRects(rects); err != nil {
 				return err
 			}
+			for _, cb := range in.coarse {
+				c := cb.c
+				hasND := int32(0)
+				if c.HasNoData {
+					hasND = 1
+				}
+				w, p := c.Window, c.Plane
+				if err := dev.LaunchAsync(0, "upsample_bilinear", int64(n), pplanes+uint64(2*cb.at), int32(p.X0), int32(p.Y0), int32(p.W), int32(p.H),
+					int32(w.X), int32(w.Y), int32(w.W), int32(w.H), int32(w.K), int32(w.RasterW), int32(w.RasterH), int32(c.NoData), hasND,
+					pdn+uint64(2*cb.slot)); err != nil {
+					return err
+				}
+			}
+			grid, block, shared := dev.compositeLaunch(nd, n)
+			return dev.LaunchGrid(0, "composite", [3]uint32{grid, 1, 1}, block, shared, pdn, pscl, int32(nd), int32(nb), int64(n), pdrop, psc, pof, pnd,
+				math.Float64bits(qscale), math.Float64bits(qoffset), pout.Ptr, pcount.Ptr,
+				ptprog, int32(nsrc), ppcts, int32(npct), psmask, int32(nseason))
 		}
-		grid, block, shared := dev.compositeLaunch(nd, n)
-		if err := dev.LaunchGrid(0, "composite", [3]uint32{grid, 1, 1}, block, shared, pdn, pscl, int32(nd), int32(nb), int64(n), pdrop, psc, pof, pnd,
-			math.Float64bits(qscale), math.Float64bits(qoffset), pout.Ptr, pcount.Ptr,
-			ptprog, int32(nsrc), ppcts, int32(npct), psmask, int32(nseason)); err != nil {
+		// wait waits for the composite: for its own stream only, the
+		// null stream, which holds what it needs (another tile's
+		// context windows run meanwhile on streams of their own), or with
+		// WaitAll for the whole device, as before.
+		wait := func() error {
+			if dev.opt.WaitAll {
+				return driver.Synchronize()
+			}
+			return driver.SyncStream(0)
+		}
+		if err := queue(); err != nil {
 			return err
 		}
-		if err := driver.Synchronize(); err != nil {
+		if err := wait(); err != nil {
 			return fmt.Errorf("run composite: %w", err)
+		}
+		// The null stream done, the statuses of the batches decoded
+		// ahead before this window are on the host. Should a tile have
+		// failed, its batch's tiles are out of the cache, and the window
+		// runs again, decoding what it needs itself: a tile that is
+		// truly bad then fails this window with its own error.
+		if dev.checkAhead() {
+			if err := queue(); err != nil {
+				return err
+			}
+			if err := wait(); err != nil {
+				return fmt.Errorf("run composite: %w", err)
+			}
 		}
 		if into != nil {
 			if err := into.place(pout.Ptr, width, n, nplanes); err != nil {

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/geo/decode"
@@ -213,28 +214,36 @@ func (d *Device) runDecode(s stagedTiles, f decode.Format, warps int) error {
 		return nil
 	}
 	if f.Compression != "NONE" {
-		status, err := d.Pool().Get("decode.status", uint64(4*s.n))
+		status, err := d.launchInflate(s, f, warps, "decode.status", s.n)
 		if err != nil {
-			return err
-		}
-		if err := d.LaunchGrid(0, "inflate", [3]uint32{uint32((s.n + warps - 1) / warps), 1, 1}, uint32(32*warps), uint32(warps*inflateShared),
-			s.src, s.srcOff, s.srcSize, s.dst, int32(f.TileBytes()), int32(s.n), status.Ptr); err != nil {
 			return err
 		}
 		codes := make([]int32, s.n)
 		if err := driver.Download(codes, status); err != nil {
 			return err
 		}
-		for i, c := range codes {
-			if c != 0 {
-				what := fmt.Sprintf("status %d", c)
-				if int(c) < len(inflateStatus) {
-					what = inflateStatus[c]
-				}
-				return fmt.Errorf("cuda decode: tile %d: %s", i, what)
-			}
+		if i, what := firstBad(codes); i >= 0 {
+			return fmt.Errorf("cuda decode: tile %d: %s", i, what)
 		}
 	}
+	return d.launchUnpack(s, f)
+}
+
+// launchInflate queues the inflate kernel on the null stream over a staged
+// batch, each tile's status into the pool's buffer named status, which
+// holds at least room statuses.
+func (d *Device) launchInflate(s stagedTiles, f decode.Format, warps int, status string, room int) (driver.Buffer, error) {
+	b, err := d.Pool().Get(status, uint64(4*max(s.n, room)))
+	if err != nil {
+		return b, err
+	}
+	return b, d.LaunchGrid(0, "inflate", [3]uint32{uint32((s.n + warps - 1) / warps), 1, 1}, uint32(32*warps), uint32(warps*inflateShared),
+		s.src, s.srcOff, s.srcSize, s.dst, int32(f.TileBytes()), int32(s.n), b.Ptr)
+}
+
+// launchUnpack queues tiff_unpack where the format needs it: byte order
+// and predictor.
+func (d *Device) launchUnpack(s stagedTiles, f decode.Format) error {
 	if f.Predictor == 2 || f.BigEndian && f.SampleBytes == 2 {
 		big := int32(0)
 		if f.BigEndian {
@@ -244,4 +253,102 @@ func (d *Device) runDecode(s stagedTiles, f decode.Format, warps int) error {
 			int32(f.SampleBytes), big, int32(f.Predictor))
 	}
 	return nil
+}
+
+// firstBad returns the first tile whose status is not ok and what it
+// says, or -1.
+func firstBad(codes []int32) (int, string) {
+	for i, c := range codes {
+		if c != 0 {
+			what := fmt.Sprintf("status %d", c)
+			if int(c) < len(inflateStatus) {
+				what = inflateStatus[c]
+			}
+			return i, what
+		}
+	}
+	return -1, ""
+}
+
+// aheadCheck is a batch decoded ahead whose tiles' statuses are on their
+// way to the host: copied after the inflate kernel on the null stream
+// into pinned memory, not waited for. keys are the cache's keys of its
+// tiles, in the batch's order.
+type aheadCheck struct {
+	status pinnedStatus
+	keys   []string
+}
+
+// pinnedStatus is pinned host memory for n statuses.
+type pinnedStatus struct {
+	ptr unsafe.Pointer
+	n   int
+}
+
+// decodeLater inflates and unpacks a batch decoded ahead into the tile
+// cache (keys, claimed for it) without waiting for the kernels: their
+// statuses follow them to the host, and checkAhead reads them once the
+// null stream has been waited for, before any composite that could have
+// read the tiles returns. The owner goroutine is meanwhile free for
+// other work, context windows of another tile among it.
+func (d *Device) decodeLater(s stagedTiles, f decode.Format, keys []string) error {
+	if s.n == 0 {
+		return nil
+	}
+	if f.Compression == "NONE" {
+		return d.launchUnpack(s, f)
+	}
+	// Room for a row of many dates, so that the buffer is seldom
+	// replaced while a copy from it may be queued.
+	status, err := d.launchInflate(s, f, inflateWarps, "ahead.status", 1<<14)
+	if err != nil {
+		return err
+	}
+	if err := d.launchUnpack(s, f); err != nil {
+		return err
+	}
+	var p pinnedStatus
+	for i, sp := range d.spare {
+		if sp.n >= s.n {
+			p = sp
+			d.spare = append(d.spare[:i], d.spare[i+1:]...)
+			break
+		}
+	}
+	if p.ptr == nil {
+		p.n = max(s.n, 1024)
+		if err := driver.AllocHost(&p.ptr, uint64(4*p.n)); err != nil {
+			return err
+		}
+	}
+	if err := driver.CopyToHostAsync(p.ptr, status.Ptr, uint64(4*s.n), 0); err != nil {
+		d.spare = append(d.spare, p)
+		return err
+	}
+	d.checks = append(d.checks, aheadCheck{status: p, keys: keys})
+	return nil
+}
+
+// checkAhead reads the statuses of the batches decoded ahead (decodeLater)
+// and forgets the cache's tiles of any batch with a tile that failed, so
+// that a window needing them decodes them itself, meeting the error its
+// own way. It must follow a wait for the null stream, which the statuses
+// went by. It says whether any tile failed: a composite that ran over the
+// cache since must run again.
+func (d *Device) checkAhead() bool {
+	failed := false
+	for _, c := range d.checks {
+		codes := unsafe.Slice((*int32)(c.status.ptr), len(c.keys))
+		if i, _ := firstBad(codes); i >= 0 {
+			failed = true
+			if d.tiles != nil {
+				for _, key := range c.keys {
+					d.tiles.forget(key)
+				}
+			}
+		}
+		d.spare = append(d.spare, c.status)
+	}
+	d.checks = d.checks[:0]
+	return failed
 }

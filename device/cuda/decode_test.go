@@ -591,3 +591,88 @@ func packAhead(rects []*decode.Rect) (*AheadBatch, error) {
 	}
 	return b, nil
 }
+
+// TestDecodeAheadBadTile: a batch decoded ahead whose copy of a tile is
+// corrupt is not an error at once (its statuses are checked after the
+// next composite's wait), but no window is composited from it: the
+// composite that checks forgets the batch's tiles and runs again, decoding
+// what it needs itself, so a window whose own bytes are sound comes out
+// as the CPU's, and a window that has only the device's corrupt copy
+// (Held) fails naming the tile. With WaitAll the batch's error comes at
+// once, as before.
+func TestDecodeAheadBadTile(t *testing.T) {
+	for _, mode := range []string{"later", "held", "wait-all"} {
+		t.Run(mode, func(t *testing.T) {
+			d := gpuWith(t, Options{WaitAll: mode == "wait-all"})
+			defer d.Close()
+			r := rand.New(rand.NewPCG(41, 42))
+			f := decode.Format{Compression: "DEFLATE", Predictor: 2, SampleBytes: 2, W: 64, H: 64}
+			band := newTestBand(r, "bad.tif", 256, 192, f)
+			w := [4]int{0, 0, 256, 192}
+			b, err := packAhead([]*decode.Rect{band.rect(w[0], w[1], w[2], w[3])})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The batch's copy of its first tile gets a header no zlib
+			// stream has; the band's own bytes stay sound.
+			p := b.packed[f]
+			data := append([]byte(nil), p.data...)
+			data[p.off[0]] = 0xff
+			p.data = data
+			b.packed[f] = p
+			err = DecodeAhead(d, b)
+			if mode == "wait-all" {
+				if err == nil || !strings.Contains(err.Error(), "bad zlib header") {
+					t.Fatalf("decoded ahead with WaitAll: %v, want the tile's error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("decoded ahead: %v", err)
+			}
+			defer ReleaseAhead(d, b)
+			n := w[2] * w[3]
+			date := func(device bool) composite.Date {
+				rect := band.rect(w[0], w[1], w[2], w[3])
+				if device && mode == "held" {
+					for j := range rect.TH {
+						for i := range rect.TW {
+							if rect.Tiles[j*rect.TW+i] != nil {
+								rect.Tiles[j*rect.TW+i] = Held
+							}
+						}
+					}
+				}
+				return composite.Date{SCL: make([]uint8, n), NoData: []uint16{0}, Scale: []float64{1e-4}, Offset: []float64{-0.1},
+					Coarse: make([]*resample.Coarse, 1), Raw: []*decode.Rect{rect}, DN: make([][]uint16, 1)}
+			}
+			cpu := []composite.Date{date(false)}
+			want, wc := [][]uint16{make([]uint16, n)}, make([]uint8, n)
+			if err := composite.Resample(cpu); err != nil {
+				t.Fatal(err)
+			}
+			if err := composite.Window(cpu, composite.DefaultDropSCL, 1e-4, -0.1, want, wc); err != nil {
+				t.Fatal(err)
+			}
+			got, gc := [][]uint16{make([]uint16, n)}, make([]uint8, n)
+			err = Composite(d, []composite.Date{date(true)}, composite.DefaultDropSCL, 1e-4, -0.1, got, gc)
+			if mode == "held" {
+				if err == nil || !strings.Contains(err.Error(), "bad zlib header") {
+					t.Fatalf("a window from the corrupt copy alone: %v, want the tile's error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				if want[0][i] != got[0][i] || wc[i] != gc[i] {
+					t.Fatalf("pixel %d: CPU %d (%d dates), GPU %d (%d)", i, want[0][i], wc[i], got[0][i], gc[i])
+				}
+			}
+			if len(d.checks) != 0 {
+				t.Errorf("%d batches left unchecked after a composite", len(d.checks))
+			}
+		})
+	}
+}

@@ -33,6 +33,11 @@ type Device struct {
 	// ahead serialises DecodeAhead calls (one reader per lane, and lanes
 	// may share a device): they share the device buffers of a row.
 	ahead sync.Mutex
+	// checks are batches decoded ahead whose tiles' statuses are still
+	// on their way to the host (owner goroutine only): see checkAhead.
+	checks []aheadCheck
+	// spare are pinned status buffers that checked batches left.
+	spare []pinnedStatus
 	opt   Options
 }
 
@@ -77,6 +82,12 @@ type Options struct {
 	// OwnerCopies copies a context window's DNs to the device on the
 	// owner goroutine, instead of beside it.
 	OwnerCopies bool
+	// WaitAll has work wait as it did before the streams were kept
+	// apart: a context window's pass for all the null stream's work
+	// (another tile's composite), a composite for the whole device, and
+	// the owner for each batch decoded ahead before it checks its
+	// tiles' statuses.
+	WaitAll bool
 }
 
 // Options returns the settings the device was opened with.
@@ -116,6 +127,16 @@ func (d *Device) Close() {
 		for h := range d.heldBufs {
 			h.buf.Free()
 		}
+		// Whatever statuses are still on their way land before their
+		// buffers go.
+		driver.Synchronize()
+		for _, c := range d.checks {
+			driver.FreeHost(c.status.ptr)
+		}
+		for _, p := range d.spare {
+			driver.FreeHost(p.ptr)
+		}
+		d.checks, d.spare = nil, nil
 		return nil
 	})
 	d.Device.Close()

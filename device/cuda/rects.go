@@ -558,7 +558,11 @@ func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles, src 
 		s, err = d.stageTiles(sel, f, dst)
 	}
 	if err == nil {
-		err = d.runDecode(s, f, inflateWarps)
+		if d.opt.WaitAll {
+			err = d.runDecode(s, f, inflateWarps)
+		} else {
+			err = d.decodeLater(s, f, claimed)
+		}
 	}
 	if err != nil {
 		for _, key := range claimed {

@@ -207,7 +207,7 @@ func (a *AOA) fromBlock(fe *Features, b features.DN, pixels []int32, di []float3
 		}
 		// The pass and the measure queue on the null stream; run waits for
 		// the device.
-		if err := fe.contextPass(0, ddn.Ptr, b, prog, feats.Ptr); err != nil {
+		if err := fe.contextPass(0, ddn.Ptr, b, prog, feats.Ptr, true); err != nil {
 			return err
 		}
 		if err := a.run(feats.Ptr, int64(n), idx.Ptr, int64(len(pixels)), out.Ptr); err != nil {
@@ -221,7 +221,7 @@ func (a *AOA) fromBlock(fe *Features, b features.DN, pixels []int32, di []float3
 // goroutine), on the null stream; pixels 0 means the first n of each
 // plane.
 func (a *AOA) run(in uint64, stride int64, pixels uint64, n int64, out uint64) error {
-	best, err := a.begin(n)
+	best, err := a.begin(0, n)
 	if err != nil {
 		return err
 	}
@@ -232,14 +232,14 @@ func (a *AOA) run(in uint64, stride int64, pixels uint64, n int64, out uint64) e
 }
 
 // begin readies n nearest distances, all-ones (none measured yet), and
-// returns their address. The memset is the null stream's: work queued on
-// a non-blocking stream must follow a synchronization (owner goroutine).
-func (a *AOA) begin(n int64) (uint64, error) {
+// returns their address; the memset is queued on stream s, where the
+// measure will follow it (owner goroutine).
+func (a *AOA) begin(s uintptr, n int64) (uint64, error) {
 	best, err := a.Dev.Pool().Get("aoa.best", uint64(n)*8)
 	if err != nil {
 		return 0, err
 	}
-	return best.Ptr, driver.Memset32(best.Ptr, ^uint32(0), uint64(n)*2)
+	return best.Ptr, driver.Memset32On(best.Ptr, ^uint32(0), uint64(n)*2, s)
 }
 
 // queue queues on stream s the measure of n pixels into best (begin's)

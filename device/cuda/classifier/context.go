@@ -211,6 +211,12 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 		if err := p.reserve(n, false); err != nil {
 			return fmt.Errorf("cuda predict: %d pixels: %w", n, err)
 		}
+		// What went up by the null stream (the model's and the set's
+		// buffers, on first use; the DNs with OwnerCopies) must be on
+		// the device before s runs: only then does the pass wait for the
+		// null stream, which otherwise holds other work (the next tile's
+		// composite) that this window need not wait for.
+		wait := opt.OwnerCopies || fe.prog.Ptr == 0 || !p.settled[fe] || a != nil && !p.settled[a]
 		prog, err := fe.program()
 		if err != nil {
 			return err
@@ -233,10 +239,10 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 			if st.Err != nil {
 				return st.Err
 			}
-			if err := driver.PutAt(idx.Ptr, pixels); err != nil {
+			if err := driver.PutOn(idx.Ptr, pixels, s); err != nil {
 				return err
 			}
-			if best, err = a.begin(int64(len(pixels))); err != nil {
+			if best, err = a.begin(s, int64(len(pixels))); err != nil {
 				return err
 			}
 		}
@@ -247,10 +253,15 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 				}
 			}
 		}
-		// contextPass waits for the null stream before it queues on s:
-		// the copies and begin's memset above are done by then.
-		if err := fe.contextPass(s, blk.Ptr, b, prog, p.dIn[0].Ptr); err != nil {
+		if err := fe.contextPass(s, blk.Ptr, b, prog, p.dIn[0].Ptr, wait); err != nil {
 			return err
+		}
+		if p.settled == nil {
+			p.settled = map[any]bool{}
+		}
+		p.settled[fe] = true
+		if a != nil {
+			p.settled[a] = true
 		}
 		if a != nil {
 			if err := a.queue(s, p.dIn[0].Ptr, int64(n), idx.Ptr, int64(len(pixels)), best, out.Ptr); err != nil {
@@ -266,7 +277,7 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 		copy(cls, unsafe.Slice((*uint8)(p.hostCls[0]), n))
 		copy(conf, unsafe.Slice((*float32)(p.hostConf[0]), n))
 		if a != nil {
-			return driver.Download(di, out)
+			return driver.GetOn(di, out, s)
 		}
 		return nil
 	})
@@ -282,7 +293,7 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 // shared memory (a 31-px window with a range) takes two passes through
 // device memory instead: reflectance and the base values of the whole
 // block, then context_rows and context_cols (owner goroutine).
-func (fe *Features) contextPass(s uintptr, dn uint64, b features.DN, prog, out uint64) error {
+func (fe *Features) contextPass(s uintptr, dn uint64, b features.DN, prog, out uint64, wait bool) error {
 	rect, nodata, scale, offset := b.Rect, b.NoData, b.Scale, b.Offset
 	plan := &fe.ctx
 	nb, nf := len(fe.used), len(fe.Set.Features)
@@ -304,16 +315,20 @@ func (fe *Features) contextPass(s uintptr, dn uint64, b features.DN, prog, out u
 			if *u.b, err = driver.Upload(u.prog); err != nil {
 				return err
 			}
+			wait = true
 		}
 	}
 	w, h, iw, ih := rect.Width, rect.Height, rect.InnerW, rect.InnerH
-	// Copies from pageable memory (the caller's DNs, the programs) may
-	// still be on their way when the driver returns, and a non-blocking
-	// stream s does not wait for them: wait here for the null stream
-	// they go by (not for the whole device: the copier's stream may be
-	// filling another window's block meanwhile).
-	if err := driver.SyncStream(0); err != nil {
-		return err
+	// Copies from pageable memory by the null stream (the caller's DNs
+	// with wait, the programs on first use) may still be on their way
+	// when the driver returns, and a non-blocking stream s does not wait
+	// for them: then wait here for the null stream (not for the whole
+	// device: the copier's stream may be filling another window's block
+	// meanwhile).
+	if wait {
+		if err := driver.SyncStream(0); err != nil {
+			return err
+		}
 	}
 	if plan.twoPass {
 		if err := fe.contextTwoPass(s, dn, rect, nodata, scale, offset, out); err != nil {

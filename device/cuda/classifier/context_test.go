@@ -389,7 +389,7 @@ func TestContextPassBitExact(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if err := fe.contextPass(0, in.Ptr, features.DN{Rect: rect, Scale: scale, Offset: offset}, prog, out.Ptr); err != nil {
+				if err := fe.contextPass(0, in.Ptr, features.DN{Rect: rect, Scale: scale, Offset: offset}, prog, out.Ptr, true); err != nil {
 					return err
 				}
 				if err := driver.Synchronize(); err != nil {
@@ -513,7 +513,7 @@ func TestGPUContextReport(t *testing.T) {
 					}
 					return d.Launch("features", int64(n), refl.Ptr, int32(len(bands)), int64(n), prog, int32(nf), out.Ptr)
 				}
-				return fe.contextPass(0, in.Ptr, features.DN{Rect: rect, Scale: 1e-4}, prog, out.Ptr)
+				return fe.contextPass(0, in.Ptr, features.DN{Rect: rect, Scale: 1e-4}, prog, out.Ptr, true)
 			})
 			bytes := float64(ph*len(bands)*2 + n*nf*4)
 			gbs := bytes / (ms / 1e3) / 1e9

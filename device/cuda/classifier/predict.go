@@ -50,6 +50,11 @@ type Predictor struct {
 	// the owner works on other windows, and gives it back after its
 	// pass.
 	blocks chan *driver.Buffer
+	// settled are the Features and AOAs whose uploads a window's pass
+	// has waited for: their buffers went up by the null stream, which
+	// the pass's own stream does not wait for, so the first pass with
+	// each waits for the null stream once (owner goroutine).
+	settled map[any]bool
 	// maxChunk, when set, is the pixels per chunk instead of
 	// predictChunk's: tests lower it to run the chunked paths on small
 	// inputs.

@@ -101,6 +101,7 @@ var api struct {
 	memcpyHtoDAsync  func(dst uint64, src unsafe.Pointer, n uint64, s uintptr) int32
 	memcpyDtoHAsync  func(dst unsafe.Pointer, src uint64, n uint64, s uintptr) int32
 	memsetD32        func(dst uint64, v uint32, n uint64) int32
+	memsetD32Async   func(dst uint64, v uint32, n uint64, s uintptr) int32
 	memGetInfo       func(free, total *uint64) int32
 	getErrorName     func(r int32, s **byte) int32
 	getErrorString   func(r int32, s **byte) int32
@@ -154,7 +155,7 @@ func load() error {
 		{&api.streamCreate, "cuStreamCreate"}, {&api.streamSync, "cuStreamSynchronize"},
 		{&api.streamDestroy, "cuStreamDestroy_v2"},
 		{&api.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"}, {&api.memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
-		{&api.memsetD32, "cuMemsetD32_v2"}, {&api.memGetInfo, "cuMemGetInfo_v2"},
+		{&api.memsetD32, "cuMemsetD32_v2"}, {&api.memsetD32Async, "cuMemsetD32Async"}, {&api.memGetInfo, "cuMemGetInfo_v2"},
 	}
 	for _, s := range syms {
 		// RegisterLibFunc panics on a missing symbol: look it up first.

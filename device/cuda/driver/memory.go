@@ -2,6 +2,7 @@ package driver
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 )
@@ -68,6 +69,37 @@ func PutAt[T any](ptr uint64, s []T) error {
 		return nil
 	}
 	return check(api.memcpyHtoD(ptr, unsafe.Pointer(&s[0]), n), "cuMemcpyHtoD")
+}
+
+// PutOn queues a copy of a Go slice's bytes to device address ptr on
+// stream s. The driver stages pageable memory before it returns, so the
+// slice may change at once. Unlike PutAt, whose copy goes by the null
+// stream after all the work queued there (another tile's composite, say),
+// it waits for nothing but s.
+func PutOn[T any](ptr uint64, s []T, stream uintptr) error {
+	n := uint64(len(s)) * uint64(unsafe.Sizeof(*new(T)))
+	if n == 0 {
+		return nil
+	}
+	err := check(api.memcpyHtoDAsync(ptr, unsafe.Pointer(&s[0]), n, stream), "cuMemcpyHtoDAsync")
+	runtime.KeepAlive(s)
+	return err
+}
+
+// GetOn copies the first bytes of a device buffer into a Go slice after
+// the work queued on stream s, and waits for it: Download without the
+// null stream's wait.
+func GetOn[T any](s []T, b Buffer, stream uintptr) error {
+	n := uint64(len(s)) * uint64(unsafe.Sizeof(*new(T)))
+	if n == 0 {
+		return nil
+	}
+	if err := check(api.memcpyDtoHAsync(unsafe.Pointer(&s[0]), b.Ptr, n, stream), "cuMemcpyDtoHAsync"); err != nil {
+		return err
+	}
+	err := check(api.streamSync(stream), "cuStreamSynchronize")
+	runtime.KeepAlive(s)
+	return err
 }
 
 // Download copies a device buffer into a Go slice.
@@ -198,6 +230,12 @@ func CopyToDeviceAsync(dst uint64, src unsafe.Pointer, n uint64, s uintptr) erro
 // host memory dst (pinned) on stream s.
 func CopyToHostAsync(dst unsafe.Pointer, src uint64, n uint64, s uintptr) error {
 	return check(api.memcpyDtoHAsync(dst, src, n, s), "cuMemcpyDtoHAsync")
+}
+
+// Memset32On queues on stream s the setting of n 32-bit words from
+// device address dst to v.
+func Memset32On(dst uint64, v uint32, n uint64, s uintptr) error {
+	return check(api.memsetD32Async(dst, v, n, s), "cuMemsetD32Async")
 }
 
 // Memset32 sets n 32-bit words from device address dst to v.
