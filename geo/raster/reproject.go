@@ -76,13 +76,27 @@ func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
 		lx := min(i/latticeStep, (w-1)/latticeStep)
 		lxs[i], fxs[i] = lx, float64(i-lx*latticeStep)/float64(min((lx+1)*latticeStep, w)-lx*latticeStep)
 	}
+	// Each lattice row's top and bottom lines, interpolated across at
+	// every edge (the first two steps of a bilinear interpolation, the same for all the
+	// latticeStep rows of edges between them): a row of edges is then
+	// one step of interpolation down.
+	tu, bu := make([]float64, w+1), make([]float64, w+1)
+	tv, bv := make([]float64, w+1), make([]float64, w+1)
+	band := -1
 	edge := func(j int, ue, ve []float64) {
 		ly := min(j/latticeStep, (h-1)/latticeStep)
 		fy := float64(j-ly*latticeStep) / float64(min((ly+1)*latticeStep, h)-ly*latticeStep)
-		for i, lx := range lxs {
-			k, fx := ly*nx+lx, fxs[i]
-			ue[i] = bilerp(u[k], u[k+1], u[k+nx], u[k+nx+1], fx, fy)
-			ve[i] = bilerp(v[k], v[k+1], v[k+nx], v[k+nx+1], fx, fy)
+		if ly != band {
+			band = ly
+			for i, lx := range lxs {
+				k, fx := ly*nx+lx, fxs[i]
+				tu[i], bu[i] = u[k]+(u[k+1]-u[k])*fx, u[k+nx]+(u[k+nx+1]-u[k+nx])*fx
+				tv[i], bv[i] = v[k]+(v[k+1]-v[k])*fx, v[k+nx]+(v[k+nx+1]-v[k+nx])*fx
+			}
+		}
+		for i := range ue {
+			ue[i] = tu[i] + (bu[i]-tu[i])*fy
+			ve[i] = tv[i] + (bv[i]-tv[i])*fy
 		}
 	}
 	ua, va := make([]float64, w+1), make([]float64, w+1)
@@ -93,8 +107,26 @@ func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
 	// give the box's bounds from the edges' (the same integers as from the
 	// box's own extremes).
 	var c0s, c1s, r0s, r1s []int
+	// run[k] counts the pixels from k rightwards in its row that hold
+	// src[k]'s value (at most 255): a box's row is all one value when its
+	// first pixel's run reaches the box's far column.
+	var run []uint8
 	if alg != "nearest" {
 		c0s, c1s, r0s, r1s = make([]int, w+1), make([]int, w+1), make([]int, w+1), make([]int, w+1)
+		run = make([]uint8, sw*sh)
+		for r := range sh {
+			row, rr := src[r*sw:r*sw+sw], run[r*sw:r*sw+sw]
+			n := uint8(1)
+			rr[sw-1] = 1
+			for c := sw - 2; c >= 0; c-- {
+				if row[c] != row[c+1] {
+					n = 1
+				} else if n < 255 {
+					n++
+				}
+				rr[c] = n
+			}
+		}
 	}
 	edge(0, ua, va)
 	var counts [256]int32
@@ -117,8 +149,8 @@ func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
 			continue
 		}
 		for i := range w + 1 {
-			c0s[i], c1s[i] = floor(min(ua[i], ub[i])+1e-10), ceil(max(ua[i], ub[i])-1e-10)
-			r0s[i], r1s[i] = floor(min(va[i], vb[i])+1e-10), ceil(max(va[i], vb[i])-1e-10)
+			c0s[i], c1s[i] = floor(lower(ua[i], ub[i])+1e-10), ceil(upper(ua[i], ub[i])-1e-10)
+			r0s[i], r1s[i] = floor(lower(va[i], vb[i])+1e-10), ceil(upper(va[i], vb[i])-1e-10)
 		}
 		for x := range w {
 			// Every source pixel the box overlaps votes once; pixels
@@ -134,9 +166,18 @@ func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
 			// gives).
 			if r0 < r1 {
 				first, same := src[r0*sw+c0], true
-				for r := r0; r < r1 && same; r++ {
-					for _, val := range src[r*sw+c0 : r*sw+c1] {
-						same = same && val == first
+				if width := c1 - c0; width <= 255 {
+					for r := r0; r < r1; r++ {
+						if k := r*sw + c0; src[k] != first || int(run[k]) < width {
+							same = false
+							break
+						}
+					}
+				} else {
+					for r := r0; r < r1 && same; r++ {
+						for _, val := range src[r*sw+c0 : r*sw+c1] {
+							same = same && val == first
+						}
 					}
 				}
 				if same {
@@ -171,6 +212,23 @@ func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
 	return nil
 }
 
+// lower and upper are min and max of two floats as the builtins give
+// them where it matters here (NaN when either is), in a compare and a
+// branch rather than the builtins' handling of signed zeros.
+func lower(a, b float64) float64 {
+	if b < a || b != b {
+		return b
+	}
+	return a
+}
+
+func upper(a, b float64) float64 {
+	if b > a || b != b {
+		return b
+	}
+	return a
+}
+
 // floor and ceil as ints, inlined (math.Floor is a call without SSE4.1).
 func floor(x float64) int {
 	i := int(x)
@@ -186,12 +244,6 @@ func ceil(x float64) int {
 		i++
 	}
 	return i
-}
-
-func bilerp(a, b, c, d, fx, fy float64) float64 {
-	top := a + (b-a)*fx
-	bot := c + (d-c)*fx
-	return top + (bot-top)*fy
 }
 
 // cornerLattice maps the lattice of dst's pixel corners (every

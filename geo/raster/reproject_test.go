@@ -1,9 +1,13 @@
 package raster
 
 import (
-	"github.com/lulc/lulc/geo"
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
+
+	"github.com/lulc/lulc/geo"
 )
 
 // TestReprojectClassesExact reads a 5 m class raster onto a 10 m grid of
@@ -191,5 +195,231 @@ func BenchmarkReadClasses(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+}
+
+// reprojectClassesRef is the rule of reproject.go written plainly, as it
+// was before the run lengths and the lattice lines: every edge
+// interpolated from its four lattice nodes, every box's pixels compared
+// one by one. reprojectClasses must give its bytes.
+func (s *Source) reprojectClassesRef(dst geo.Grid, alg string, buf []uint8) error {
+	w, h := dst.Width, dst.Height
+	u, v, err := s.cornerLattice(dst)
+	if err != nil {
+		return err
+	}
+	nodata := uint8(0)
+	hasNodata := s.NoData != nil
+	if hasNodata {
+		nodata = uint8(*s.NoData)
+	}
+	// The source window every footprint lies in: the lattice's hull
+	// (bilinear interpolation stays inside it), one pixel wider, clamped.
+	umin, umax, vmin, vmax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for i := range u {
+		umin, umax = min(umin, u[i]), max(umax, u[i])
+		vmin, vmax = min(vmin, v[i]), max(vmax, v[i])
+	}
+	x0, y0 := max(0, int(math.Floor(umin))-1), max(0, int(math.Floor(vmin))-1)
+	x1, y1 := min(s.Width, int(math.Ceil(umax))+1), min(s.Height, int(math.Ceil(vmax))+1)
+	if x0 >= x1 || y0 >= y1 {
+		for i := range buf {
+			buf[i] = nodata
+		}
+		return nil
+	}
+	sw, sh := x1-x0, y1-y0
+	src := make([]uint8, sw*sh)
+	if err := s.ds.Bands()[0].Read(x0, y0, src, sw, sh); err != nil {
+		return fmt.Errorf("read %s: %w", s.Href, err)
+	}
+	// Columns and rows from here on are relative to the window.
+	for k := range u {
+		u[k] -= float64(x0)
+		v[k] -= float64(y0)
+	}
+	// Corner positions of one destination row of pixel edges, and of the
+	// next: W+1 values each.
+	nx := (w+latticeStep-1)/latticeStep + 1
+	// Each edge's lattice cell and place in it across a row, the same for
+	// every row. The last lattice cell may be narrower than latticeStep.
+	lxs, fxs := make([]int, w+1), make([]float64, w+1)
+	for i := range lxs {
+		lx := min(i/latticeStep, (w-1)/latticeStep)
+		lxs[i], fxs[i] = lx, float64(i-lx*latticeStep)/float64(min((lx+1)*latticeStep, w)-lx*latticeStep)
+	}
+	edge := func(j int, ue, ve []float64) {
+		ly := min(j/latticeStep, (h-1)/latticeStep)
+		fy := float64(j-ly*latticeStep) / float64(min((ly+1)*latticeStep, h)-ly*latticeStep)
+		for i, lx := range lxs {
+			k, fx := ly*nx+lx, fxs[i]
+			ue[i] = bilerp(u[k], u[k+1], u[k+nx], u[k+nx+1], fx, fy)
+			ve[i] = bilerp(v[k], v[k+1], v[k+nx], v[k+nx+1], fx, fy)
+		}
+	}
+	ua, va := make([]float64, w+1), make([]float64, w+1)
+	ub, vb := make([]float64, w+1), make([]float64, w+1)
+	// For mode, each vertical edge's span between the two rows of corners,
+	// as the source columns and rows it reaches: a footprint's box is the
+	// union of its two edges' spans, and floor and ceil, being monotonic,
+	// give the box's bounds from the edges' (the same integers as from the
+	// box's own extremes).
+	var c0s, c1s, r0s, r1s []int
+	if alg != "nearest" {
+		c0s, c1s, r0s, r1s = make([]int, w+1), make([]int, w+1), make([]int, w+1), make([]int, w+1)
+	}
+	edge(0, ua, va)
+	var counts [256]int32
+	touched := make([]uint8, 0, 64)
+	for y := range h {
+		if y > 0 {
+			ua, va, ub, vb = ub, vb, ua, va // this row's top edge is the last row's bottom one
+		}
+		edge(y+1, ub, vb)
+		if alg == "nearest" {
+			for x := range w {
+				cu := (ua[x] + ua[x+1] + ub[x] + ub[x+1]) / 4
+				cv := (va[x] + va[x+1] + vb[x] + vb[x+1]) / 4
+				v := nodata
+				if c, r := floor(cu), floor(cv); c >= 0 && c < sw && r >= 0 && r < sh {
+					v = src[r*sw+c]
+				}
+				buf[y*w+x] = v
+			}
+			continue
+		}
+		for i := range w + 1 {
+			c0s[i], c1s[i] = floor(min(ua[i], ub[i])+1e-10), ceil(max(ua[i], ub[i])-1e-10)
+			r0s[i], r1s[i] = floor(min(va[i], vb[i])+1e-10), ceil(max(va[i], vb[i])-1e-10)
+		}
+		for x := range w {
+			// Every source pixel the box overlaps votes once; pixels
+			// outside the source and nodata don't vote.
+			c0, c1 := max(min(c0s[x], c0s[x+1]), 0), min(max(c1s[x], c1s[x+1]), sw)
+			r0, r1 := max(min(r0s[x], r0s[x+1]), 0), min(max(r1s[x], r1s[x+1]), sh)
+			if c0 >= c1 {
+				r1 = r0 // the box lies beside the source
+			}
+			// Most footprints lie in one class: when every pixel of the
+			// box holds the same value, that value wins without counting
+			// (nodata too, which is what a box of nothing but nodata
+			// gives).
+			if r0 < r1 {
+				first, same := src[r0*sw+c0], true
+				for r := r0; r < r1 && same; r++ {
+					for _, val := range src[r*sw+c0 : r*sw+c1] {
+						same = same && val == first
+					}
+				}
+				if same {
+					buf[y*w+x] = first
+					continue
+				}
+			}
+			touched = touched[:0]
+			for r := r0; r < r1; r++ {
+				for _, val := range src[r*sw+c0 : r*sw+c1] {
+					if hasNodata && val == nodata {
+						continue
+					}
+					if counts[val] == 0 {
+						touched = append(touched, val)
+					}
+					counts[val]++
+				}
+			}
+			// The most votes win; a tie goes to the value met first,
+			// reading the footprint's pixels row by row.
+			best, bestN := nodata, int32(0)
+			for _, val := range touched {
+				if n := counts[val]; n > bestN {
+					best, bestN = val, n
+				}
+				counts[val] = 0
+			}
+			buf[y*w+x] = best
+		}
+	}
+	return nil
+}
+
+func bilerp(a, b, c, d, fx, fy float64) float64 {
+	top := a + (b-a)*fx
+	bot := c + (d-c)*fx
+	return top + (bot-top)*fy
+}
+
+// TestReprojectClassesPlain: reprojectClasses gives reprojectClassesRef's
+// bytes, in mode and nearest, for the real WorldCover crop onto UTM
+// grids (whole, windows inside it, windows over its edges) and for
+// random classes with nodata onto grids whose footprints cover one
+// pixel, a few, and more than 255 columns of the source.
+func TestReprojectClassesPlain(t *testing.T) {
+	compare := func(t *testing.T, s *Source, dst geo.Grid) {
+		t.Helper()
+		for _, alg := range []string{"mode", "nearest"} {
+			got, want := make([]uint8, dst.Width*dst.Height), make([]uint8, dst.Width*dst.Height)
+			if err := s.reprojectClasses(dst, alg, got); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.reprojectClassesRef(dst, alg, want); err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%s onto %+v: pixel (%d, %d) = %d, the plain rule gives %d", alg, dst, i%dst.Width, i/dst.Width, got[i], want[i])
+				}
+			}
+		}
+	}
+	t.Run("worldcover", func(t *testing.T) {
+		_, _, s := worldCoverCrop(t)
+		for _, g := range [][5]float64{{240000, 38000, 10, 600, 600}, {236000, 40000, 10, 1024, 1024}, {241230, 37010, 10, 333, 517},
+			{230000, 50000, 10, 700, 400}, {240000, 38000, 20, 300, 300}, {240005, 37995, 3, 257, 199}} {
+			compare(t, s, geo.Grid{EPSG: 32632, Width: int(g[3]), Height: int(g[4]), Transform: [6]float64{g[0], g[2], 0, g[1], 0, -g[2]}})
+		}
+	})
+	t.Run("random", func(t *testing.T) {
+		const sw, sh = 700, 500
+		sg := geo.Grid{EPSG: 32631, Width: sw, Height: sh, Transform: [6]float64{500000, 1, 0, 4000000, 0, -1}}
+		r := rand.New(rand.NewPCG(7, 8))
+		src := make([]uint8, sw*sh)
+		for i := range src {
+			// Patches of a class, some of nodata (255), speckled.
+			x, y := i%sw, i/sw
+			src[i] = uint8(1 + (x/9*5+y/7*3)%6)
+			if (x/13+y/11)%9 == 0 {
+				src[i] = 255
+			}
+			if r.IntN(10) == 0 {
+				src[i] = uint8(r.IntN(8))
+			}
+		}
+		path := filepath.Join(t.TempDir(), "classes.tif")
+		nd := 255.0
+		if err := WriteCOG(path, sg, src, COGOptions{NoData: &nd}); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for _, g := range [][5]float64{{500000.3, 3999999.6, 1, 600, 450}, {499990.5, 4000010.25, 2.5, 300, 220}, {500013.7, 3999987.1, 0.7, 400, 300},
+			{499950, 4000050, 300, 4, 3}, {500000.5, 3999999.5, 280.25, 3, 2}} {
+			compare(t, s, geo.Grid{EPSG: 32631, Width: int(g[3]), Height: int(g[4]), Transform: [6]float64{g[0], g[2], 0, g[1], 0, -g[2]}})
+		}
+		// Onto another CRS, as labels are read: the lattice interpolated,
+		// from a corner inside the source.
+		tr, err := NewTransformer(32631, 32630)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		x, y := []float64{500050}, []float64{3999950}
+		if err := tr.Transform(x, y); err != nil {
+			t.Fatal(err)
+		}
+		compare(t, s, geo.Grid{EPSG: 32630, Width: 700, Height: 500, Transform: [6]float64{x[0], 1, 0, y[0], 0, -1}})
 	})
 }

@@ -1207,10 +1207,22 @@ func (r *windowReader) labels() ([]uint8, error) {
 		}
 		return labels, nil
 	}
-	buf := make([]uint8, r.n)
-	for _, a := range r.job.labels {
-		if _, err := r.read(a.Href, r.job.cfg.Resampling.Labels, buf, 0); err != nil {
+	// The first raster is read straight into labels (most tiles have
+	// one); later ones fill only what is still unlabelled.
+	var buf []uint8
+	for k, a := range r.job.labels {
+		into := labels
+		if k > 0 {
+			if buf == nil {
+				buf = make([]uint8, r.n)
+			}
+			into = buf
+		}
+		if _, err := r.read(a.Href, r.job.cfg.Resampling.Labels, into, 0); err != nil {
 			return nil, err
+		}
+		if k == 0 {
+			continue
 		}
 		for i, v := range buf {
 			if labels[i] == 0 {
