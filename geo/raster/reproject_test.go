@@ -177,7 +177,8 @@ func TestReprojectClassesRealWorldCover(t *testing.T) {
 }
 
 // BenchmarkReadClasses reads a 1024² UTM window of the real WorldCover
-// crop in mode by lulc's rule and by GDAL's warper.
+// crop in mode by lulc's rule (through Read; then the rule alone, and as
+// the plain reference computes it) and by GDAL's warper.
 func BenchmarkReadClasses(b *testing.B) {
 	_, _, s := worldCoverCrop(b)
 	dst := geo.Grid{EPSG: 32632, Width: 1024, Height: 1024, Transform: [6]float64{236000, 10, 0, 40000, 0, -10}}
@@ -185,6 +186,22 @@ func BenchmarkReadClasses(b *testing.B) {
 	b.Run("lulc", func(b *testing.B) {
 		for b.Loop() {
 			if err := s.Read(dst, "mode", buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The rule as reprojectClasses computes it, and written plainly
+	// (reprojectClassesRef), side by side.
+	b.Run("rule", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.reprojectClasses(dst, "mode", buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("rule-plain", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.reprojectClassesRef(dst, "mode", buf); err != nil {
 				b.Fatal(err)
 			}
 		}
