@@ -432,7 +432,11 @@ func (b *AheadBatch) Add(f decode.Format, data []byte, off []uint64, size []uint
 // goes on with the windows' work; the owner then picks the tiles the cache lacks
 // and decodes them in one atomic step, so no window sees a slot claimed
 // but not yet decoded; both steps go before the windows' calls waiting
-// for the owner (driver.Device.DoFirst).
+// for the owner (driver.Device.DoFirst). The owner does not wait for
+// the decoding: a tile that fails is found by the next composite's wait
+// (checkAhead), which drops its batch's tiles from the cache and runs
+// again, decoding what it needs itself (for Held tiles, from the
+// device's copy: a tile whose copy is bad then fails its window).
 //
 // The device keeps its copy of the compressed tiles (those HoldsAhead
 // names) until ReleaseAhead: a tile the cache had no room for, or evicted
