@@ -21,7 +21,7 @@ import (
 //	LULC_AOA_SPLIT=off       measure a pixel's AOA distances in one block, unsplit
 //	LULC_AOA_SHARED=off      upload a window and compute its features again for its AOA
 //	LULC_WINDOW_ASIDE=off    copy a window's DNs to the device on its owner goroutine
-//	LULC_STREAMS_APART=off   have windows and composites wait for each other's work, as before
+//	LULC_STREAMS_APART=off   composites wait for the whole device, rows decoded ahead for their statuses
 //	LULC_COG_ENCODER=gdal    write COGs with GDAL's driver
 //	LULC_PTX=FILE            load these kernels instead of the embedded ones
 //

@@ -82,11 +82,10 @@ type Options struct {
 	// OwnerCopies copies a context window's DNs to the device on the
 	// owner goroutine, instead of beside it.
 	OwnerCopies bool
-	// WaitAll has work wait as it did before the streams were kept
-	// apart: a context window's pass for all the null stream's work
-	// (another tile's composite), a composite for the whole device, and
-	// the owner for each batch decoded ahead before it checks its
-	// tiles' statuses.
+	// WaitAll has a composite wait for the whole device and the owner
+	// for each batch decoded ahead, to check its tiles' statuses, as
+	// they did before the streams were kept apart (a context window's
+	// pass stays apart from the null stream either way).
 	WaitAll bool
 }
 
