@@ -28,18 +28,33 @@ import (
 //     value (the source's, else 0), as the warper gives.
 const latticeStep = 16
 
-// reprojectClasses fills buf with the source's band 1 on dst by the rule
-// above; alg is "nearest" or "mode".
-func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
-	w, h := dst.Width, dst.Height
+// classWindow is where both ways of applying the rule start (the rule
+// and, in its test, the rule written plainly): the source window every
+// footprint of a destination grid lies in, read, and the grid's corner
+// lattice in the window's pixel space.
+type classWindow struct {
+	src       []uint8
+	sw, sh    int
+	u, v      []float64 // the lattice, nx nodes a row, relative to the window
+	nx        int
+	lxs       []int     // each edge's lattice cell across a row
+	fxs       []float64 // and its place in it
+	nodata    uint8
+	hasNodata bool
+	beside    bool // the grid lies beside the source: nothing read
+}
+
+// readClassWindow reads the window and lays out the lattice for dst.
+func (s *Source) readClassWindow(dst geo.Grid) (classWindow, error) {
+	var cw classWindow
+	w := dst.Width
 	u, v, err := s.cornerLattice(dst)
 	if err != nil {
-		return err
+		return cw, err
 	}
-	nodata := uint8(0)
-	hasNodata := s.NoData != nil
-	if hasNodata {
-		nodata = uint8(*s.NoData)
+	cw.hasNodata = s.NoData != nil
+	if cw.hasNodata {
+		cw.nodata = uint8(*s.NoData)
 	}
 	// The source window every footprint lies in: the lattice's hull
 	// (bilinear interpolation stays inside it), one pixel wider, clamped.
@@ -51,35 +66,78 @@ func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
 	x0, y0 := max(0, int(math.Floor(umin))-1), max(0, int(math.Floor(vmin))-1)
 	x1, y1 := min(s.Width, int(math.Ceil(umax))+1), min(s.Height, int(math.Ceil(vmax))+1)
 	if x0 >= x1 || y0 >= y1 {
-		for i := range buf {
-			buf[i] = nodata
-		}
-		return nil
+		cw.beside = true
+		return cw, nil
 	}
-	sw, sh := x1-x0, y1-y0
-	src := make([]uint8, sw*sh)
-	if err := s.ds.Bands()[0].Read(x0, y0, src, sw, sh); err != nil {
-		return fmt.Errorf("read %s: %w", s.Href, err)
+	cw.sw, cw.sh = x1-x0, y1-y0
+	cw.src = make([]uint8, cw.sw*cw.sh)
+	if err := s.ds.Bands()[0].Read(x0, y0, cw.src, cw.sw, cw.sh); err != nil {
+		return cw, fmt.Errorf("read %s: %w", s.Href, err)
 	}
 	// Columns and rows from here on are relative to the window.
 	for k := range u {
 		u[k] -= float64(x0)
 		v[k] -= float64(y0)
 	}
-	// Corner positions of one destination row of pixel edges, and of the
-	// next: W+1 values each.
-	nx := (w+latticeStep-1)/latticeStep + 1
+	cw.u, cw.v = u, v
+	cw.nx = (w+latticeStep-1)/latticeStep + 1
 	// Each edge's lattice cell and place in it across a row, the same for
 	// every row. The last lattice cell may be narrower than latticeStep.
-	lxs, fxs := make([]int, w+1), make([]float64, w+1)
-	for i := range lxs {
+	cw.lxs, cw.fxs = make([]int, w+1), make([]float64, w+1)
+	for i := range cw.lxs {
 		lx := min(i/latticeStep, (w-1)/latticeStep)
-		lxs[i], fxs[i] = lx, float64(i-lx*latticeStep)/float64(min((lx+1)*latticeStep, w)-lx*latticeStep)
+		cw.lxs[i], cw.fxs[i] = lx, float64(i-lx*latticeStep)/float64(min((lx+1)*latticeStep, w)-lx*latticeStep)
 	}
+	return cw, nil
+}
+
+// vote is mode's count over the box of source columns c0..c1 and rows
+// r0..r1 of the window: every pixel votes once, nodata does not; the
+// most votes win, a tie the value met first reading the box row by row,
+// and nodata when none votes. counts is all zeros, and left so; touched
+// is scratch.
+func (cw *classWindow) vote(c0, c1, r0, r1 int, counts *[256]int32, touched []uint8) (uint8, []uint8) {
+	touched = touched[:0]
+	for r := r0; r < r1; r++ {
+		for _, val := range cw.src[r*cw.sw+c0 : r*cw.sw+c1] {
+			if cw.hasNodata && val == cw.nodata {
+				continue
+			}
+			if counts[val] == 0 {
+				touched = append(touched, val)
+			}
+			counts[val]++
+		}
+	}
+	best, bestN := cw.nodata, int32(0)
+	for _, val := range touched {
+		if n := counts[val]; n > bestN {
+			best, bestN = val, n
+		}
+		counts[val] = 0
+	}
+	return best, touched
+}
+
+// reprojectClasses fills buf with the source's band 1 on dst by the rule
+// above; alg is "nearest" or "mode".
+func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
+	w, h := dst.Width, dst.Height
+	cw, err := s.readClassWindow(dst)
+	if err != nil {
+		return err
+	}
+	if cw.beside {
+		for i := range buf {
+			buf[i] = cw.nodata
+		}
+		return nil
+	}
+	src, sw, sh, u, v, nx, lxs, fxs, nodata := cw.src, cw.sw, cw.sh, cw.u, cw.v, cw.nx, cw.lxs, cw.fxs, cw.nodata
 	// Each lattice row's top and bottom lines, interpolated across at
-	// every edge (the first two steps of a bilinear interpolation, the same for all the
-	// latticeStep rows of edges between them): a row of edges is then
-	// one step of interpolation down.
+	// every edge (the first two steps of a bilinear interpolation, the
+	// same for all the latticeStep rows of edges between them): a row of
+	// edges is then one step of interpolation down.
 	tu, bu := make([]float64, w+1), make([]float64, w+1)
 	tv, bv := make([]float64, w+1), make([]float64, w+1)
 	band := -1
@@ -99,6 +157,8 @@ func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
 			ve[i] = tv[i] + (bv[i]-tv[i])*fy
 		}
 	}
+	// Corner positions of one destination row of pixel edges, and of the
+	// next: W+1 values each.
 	ua, va := make([]float64, w+1), make([]float64, w+1)
 	ub, vb := make([]float64, w+1), make([]float64, w+1)
 	// For mode, each vertical edge's span between the two rows of corners,
@@ -185,28 +245,7 @@ func (s *Source) reprojectClasses(dst geo.Grid, alg string, buf []uint8) error {
 					continue
 				}
 			}
-			touched = touched[:0]
-			for r := r0; r < r1; r++ {
-				for _, val := range src[r*sw+c0 : r*sw+c1] {
-					if hasNodata && val == nodata {
-						continue
-					}
-					if counts[val] == 0 {
-						touched = append(touched, val)
-					}
-					counts[val]++
-				}
-			}
-			// The most votes win; a tie goes to the value met first,
-			// reading the footprint's pixels row by row.
-			best, bestN := nodata, int32(0)
-			for _, val := range touched {
-				if n := counts[val]; n > bestN {
-					best, bestN = val, n
-				}
-				counts[val] = 0
-			}
-			buf[y*w+x] = best
+			buf[y*w+x], touched = cw.vote(c0, c1, r0, r1, &counts, touched)
 		}
 	}
 	return nil

@@ -1,8 +1,6 @@
 package raster
 
 import (
-	"fmt"
-	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -37,13 +35,10 @@ func TestReprojectClassesExact(t *testing.T) {
 	})
 }
 
-func testReprojectClasses(t *testing.T, class func(x, y int) uint8) {
-	const sw, sh = 90, 70
-	sg := geo.Grid{EPSG: 32631, Width: sw, Height: sh, Transform: [6]float64{500000, 5, 0, 4000000, 0, -5}}
-	src := make([]uint8, sw*sh)
-	for i := range src {
-		src[i] = class(i%sw, i/sw)
-	}
+// openClasses writes classes src on grid sg as a COG with nodata 255 and
+// opens it, closed when the test ends.
+func openClasses(t *testing.T, sg geo.Grid, src []uint8) *Source {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "classes.tif")
 	nd := 255.0
 	if err := WriteCOG(path, sg, src, COGOptions{NoData: &nd}); err != nil {
@@ -53,7 +48,18 @@ func testReprojectClasses(t *testing.T, class func(x, y int) uint8) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func testReprojectClasses(t *testing.T, class func(x, y int) uint8) {
+	const sw, sh = 90, 70
+	sg := geo.Grid{EPSG: 32631, Width: sw, Height: sh, Transform: [6]float64{500000, 5, 0, 4000000, 0, -5}}
+	src := make([]uint8, sw*sh)
+	for i := range src {
+		src[i] = class(i%sw, i/sw)
+	}
+	s := openClasses(t, sg, src)
 	// 10 m pixels starting 5 m (one source pixel) east and south of the
 	// source's corner, running 10 m past its far edges.
 	dst := geo.Grid{EPSG: 32631, Width: 46, Height: 36, Transform: [6]float64{500005, 10, 0, 3999995, 0, -10}}
@@ -216,111 +222,60 @@ func BenchmarkReadClasses(b *testing.B) {
 }
 
 // reprojectClassesRef is the rule of reproject.go written plainly, as it
-// was before the run lengths and the lattice lines: every edge
-// interpolated from its four lattice nodes, every box's pixels compared
-// one by one. reprojectClasses must give its bytes.
+// was before the run lengths and the lattice lines: from the same window
+// (readClassWindow), every edge interpolated from its four lattice nodes,
+// every box's pixels compared one by one before they vote.
+// reprojectClasses must give its bytes.
 func (s *Source) reprojectClassesRef(dst geo.Grid, alg string, buf []uint8) error {
 	w, h := dst.Width, dst.Height
-	u, v, err := s.cornerLattice(dst)
+	cw, err := s.readClassWindow(dst)
 	if err != nil {
 		return err
 	}
-	nodata := uint8(0)
-	hasNodata := s.NoData != nil
-	if hasNodata {
-		nodata = uint8(*s.NoData)
-	}
-	// The source window every footprint lies in: the lattice's hull
-	// (bilinear interpolation stays inside it), one pixel wider, clamped.
-	umin, umax, vmin, vmax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
-	for i := range u {
-		umin, umax = min(umin, u[i]), max(umax, u[i])
-		vmin, vmax = min(vmin, v[i]), max(vmax, v[i])
-	}
-	x0, y0 := max(0, int(math.Floor(umin))-1), max(0, int(math.Floor(vmin))-1)
-	x1, y1 := min(s.Width, int(math.Ceil(umax))+1), min(s.Height, int(math.Ceil(vmax))+1)
-	if x0 >= x1 || y0 >= y1 {
+	if cw.beside {
 		for i := range buf {
-			buf[i] = nodata
+			buf[i] = cw.nodata
 		}
 		return nil
 	}
-	sw, sh := x1-x0, y1-y0
-	src := make([]uint8, sw*sh)
-	if err := s.ds.Bands()[0].Read(x0, y0, src, sw, sh); err != nil {
-		return fmt.Errorf("read %s: %w", s.Href, err)
-	}
-	// Columns and rows from here on are relative to the window.
-	for k := range u {
-		u[k] -= float64(x0)
-		v[k] -= float64(y0)
-	}
-	// Corner positions of one destination row of pixel edges, and of the
-	// next: W+1 values each.
-	nx := (w+latticeStep-1)/latticeStep + 1
-	// Each edge's lattice cell and place in it across a row, the same for
-	// every row. The last lattice cell may be narrower than latticeStep.
-	lxs, fxs := make([]int, w+1), make([]float64, w+1)
-	for i := range lxs {
-		lx := min(i/latticeStep, (w-1)/latticeStep)
-		lxs[i], fxs[i] = lx, float64(i-lx*latticeStep)/float64(min((lx+1)*latticeStep, w)-lx*latticeStep)
-	}
+	src, sw, sh, u, v, nx := cw.src, cw.sw, cw.sh, cw.u, cw.v, cw.nx
 	edge := func(j int, ue, ve []float64) {
 		ly := min(j/latticeStep, (h-1)/latticeStep)
 		fy := float64(j-ly*latticeStep) / float64(min((ly+1)*latticeStep, h)-ly*latticeStep)
-		for i, lx := range lxs {
-			k, fx := ly*nx+lx, fxs[i]
+		for i, lx := range cw.lxs {
+			k, fx := ly*nx+lx, cw.fxs[i]
 			ue[i] = bilerp(u[k], u[k+1], u[k+nx], u[k+nx+1], fx, fy)
 			ve[i] = bilerp(v[k], v[k+1], v[k+nx], v[k+nx+1], fx, fy)
 		}
 	}
 	ua, va := make([]float64, w+1), make([]float64, w+1)
 	ub, vb := make([]float64, w+1), make([]float64, w+1)
-	// For mode, each vertical edge's span between the two rows of corners,
-	// as the source columns and rows it reaches: a footprint's box is the
-	// union of its two edges' spans, and floor and ceil, being monotonic,
-	// give the box's bounds from the edges' (the same integers as from the
-	// box's own extremes).
-	var c0s, c1s, r0s, r1s []int
-	if alg != "nearest" {
-		c0s, c1s, r0s, r1s = make([]int, w+1), make([]int, w+1), make([]int, w+1), make([]int, w+1)
-	}
 	edge(0, ua, va)
 	var counts [256]int32
-	touched := make([]uint8, 0, 64)
+	var touched []uint8
 	for y := range h {
 		if y > 0 {
-			ua, va, ub, vb = ub, vb, ua, va // this row's top edge is the last row's bottom one
+			ua, va, ub, vb = ub, vb, ua, va
 		}
 		edge(y+1, ub, vb)
-		if alg == "nearest" {
-			for x := range w {
+		for x := range w {
+			if alg == "nearest" {
 				cu := (ua[x] + ua[x+1] + ub[x] + ub[x+1]) / 4
 				cv := (va[x] + va[x+1] + vb[x] + vb[x+1]) / 4
-				v := nodata
+				val := cw.nodata
 				if c, r := floor(cu), floor(cv); c >= 0 && c < sw && r >= 0 && r < sh {
-					v = src[r*sw+c]
+					val = src[r*sw+c]
 				}
-				buf[y*w+x] = v
+				buf[y*w+x] = val
+				continue
 			}
-			continue
-		}
-		for i := range w + 1 {
-			c0s[i], c1s[i] = floor(min(ua[i], ub[i])+1e-10), ceil(max(ua[i], ub[i])-1e-10)
-			r0s[i], r1s[i] = floor(min(va[i], vb[i])+1e-10), ceil(max(va[i], vb[i])-1e-10)
-		}
-		for x := range w {
-			// Every source pixel the box overlaps votes once; pixels
-			// outside the source and nodata don't vote.
-			c0, c1 := max(min(c0s[x], c0s[x+1]), 0), min(max(c1s[x], c1s[x+1]), sw)
-			r0, r1 := max(min(r0s[x], r0s[x+1]), 0), min(max(r1s[x], r1s[x+1]), sh)
+			c0 := max(min(floor(min(ua[x], ub[x])+1e-10), floor(min(ua[x+1], ub[x+1])+1e-10)), 0)
+			c1 := min(max(ceil(max(ua[x], ub[x])-1e-10), ceil(max(ua[x+1], ub[x+1])-1e-10)), sw)
+			r0 := max(min(floor(min(va[x], vb[x])+1e-10), floor(min(va[x+1], vb[x+1])+1e-10)), 0)
+			r1 := min(max(ceil(max(va[x], vb[x])-1e-10), ceil(max(va[x+1], vb[x+1])-1e-10)), sh)
 			if c0 >= c1 {
-				r1 = r0 // the box lies beside the source
+				r1 = r0
 			}
-			// Most footprints lie in one class: when every pixel of the
-			// box holds the same value, that value wins without counting
-			// (nodata too, which is what a box of nothing but nodata
-			// gives).
 			if r0 < r1 {
 				first, same := src[r0*sw+c0], true
 				for r := r0; r < r1 && same; r++ {
@@ -333,28 +288,7 @@ func (s *Source) reprojectClassesRef(dst geo.Grid, alg string, buf []uint8) erro
 					continue
 				}
 			}
-			touched = touched[:0]
-			for r := r0; r < r1; r++ {
-				for _, val := range src[r*sw+c0 : r*sw+c1] {
-					if hasNodata && val == nodata {
-						continue
-					}
-					if counts[val] == 0 {
-						touched = append(touched, val)
-					}
-					counts[val]++
-				}
-			}
-			// The most votes win; a tie goes to the value met first,
-			// reading the footprint's pixels row by row.
-			best, bestN := nodata, int32(0)
-			for _, val := range touched {
-				if n := counts[val]; n > bestN {
-					best, bestN = val, n
-				}
-				counts[val] = 0
-			}
-			buf[y*w+x] = best
+			buf[y*w+x], touched = cw.vote(c0, c1, r0, r1, &counts, touched)
 		}
 	}
 	return nil
@@ -412,16 +346,7 @@ func TestReprojectClassesPlain(t *testing.T) {
 				src[i] = uint8(r.IntN(8))
 			}
 		}
-		path := filepath.Join(t.TempDir(), "classes.tif")
-		nd := 255.0
-		if err := WriteCOG(path, sg, src, COGOptions{NoData: &nd}); err != nil {
-			t.Fatal(err)
-		}
-		s, err := Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := openClasses(t, sg, src)
 		for _, g := range [][5]float64{{500000.3, 3999999.6, 1, 600, 450}, {499990.5, 4000010.25, 2.5, 300, 220}, {500013.7, 3999987.1, 0.7, 400, 300},
 			{499950, 4000050, 300, 4, 3}, {500000.5, 3999999.5, 280.25, 3, 2}} {
 			compare(t, s, geo.Grid{EPSG: 32631, Width: int(g[3]), Height: int(g[4]), Transform: [6]float64{g[0], g[2], 0, g[1], 0, -g[2]}})

@@ -216,7 +216,7 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 		// the device before s runs: only then does the pass wait for the
 		// null stream, which otherwise holds other work (the next tile's
 		// composite) that this window need not wait for.
-		wait := opt.OwnerCopies || fe.prog.Ptr == 0 || !p.settled[fe] || a != nil && !p.settled[a]
+		wait := opt.OwnerCopies || !p.settled[fe] || a != nil && !p.settled[a]
 		prog, err := fe.program()
 		if err != nil {
 			return err
