@@ -272,11 +272,15 @@ func firstBad(codes []int32) (int, string) {
 
 // aheadCheck is a batch decoded ahead whose tiles' statuses are on their
 // way to the host: copied after the inflate kernel on the null stream
-// into pinned memory, not waited for. keys are the cache's keys of its
-// tiles, in the batch's order.
+// into pinned memory, with event recorded after the copy. keys are the
+// cache's keys of its tiles, in the batch's order. Once read (settle),
+// done is set and bad says the first tile that failed ("" when none).
 type aheadCheck struct {
 	status pinnedStatus
+	event  driver.Event
 	keys   []string
+	done   bool
+	bad    string
 }
 
 // pinnedStatus is pinned host memory for n statuses.
@@ -287,68 +291,96 @@ type pinnedStatus struct {
 
 // decodeLater inflates and unpacks a batch decoded ahead into the tile
 // cache (keys, claimed for it) without waiting for the kernels: their
-// statuses follow them to the host, and checkAhead reads them once the
-// null stream has been waited for, before any composite that could have
-// read the tiles returns. The owner goroutine is meanwhile free for
-// other work, context windows of another tile among it.
-func (d *Device) decodeLater(s stagedTiles, f decode.Format, keys []string) error {
+// statuses follow them to the host, read once their event has completed
+// (DecodeAhead awaits it beside the owner, then settles the batch) or
+// after the next wait for the null stream (checkAhead, by the next
+// composite), whichever comes first. The owner goroutine is meanwhile
+// free for other work, context windows of another tile among it.
+func (d *Device) decodeLater(s stagedTiles, f decode.Format, keys []string) (*aheadCheck, error) {
 	if s.n == 0 {
-		return nil
+		return nil, nil
 	}
 	if f.Compression == "NONE" {
-		return d.launchUnpack(s, f)
+		return nil, d.launchUnpack(s, f)
 	}
 	// Room for a row of many dates, so that the buffer is seldom
 	// replaced while a copy from it may be queued.
 	status, err := d.launchInflate(s, f, inflateWarps, "ahead.status", 1<<14)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := d.launchUnpack(s, f); err != nil {
-		return err
+		return nil, err
 	}
-	var p pinnedStatus
+	c := &aheadCheck{keys: keys}
 	for i, sp := range d.spare {
 		if sp.n >= s.n {
-			p = sp
+			c.status = sp
 			d.spare = append(d.spare[:i], d.spare[i+1:]...)
 			break
 		}
 	}
-	if p.ptr == nil {
-		p.n = max(s.n, 1024)
-		if err := driver.AllocHost(&p.ptr, uint64(4*p.n)); err != nil {
-			return err
+	if c.status.ptr == nil {
+		c.status.n = max(s.n, 1024)
+		if err := driver.AllocHost(&c.status.ptr, uint64(4*c.status.n)); err != nil {
+			return nil, err
 		}
 	}
-	if err := driver.CopyToHostAsync(p.ptr, status.Ptr, uint64(4*s.n), 0); err != nil {
-		d.spare = append(d.spare, p)
-		return err
+	if c.event, err = driver.NewEvent(); err != nil {
+		d.spare = append(d.spare, c.status)
+		return nil, err
 	}
-	d.checks = append(d.checks, aheadCheck{status: p, keys: keys})
-	return nil
+	if err := driver.CopyToHostAsync(c.status.ptr, status.Ptr, uint64(4*s.n), 0); err == nil {
+		err = c.event.Record(0)
+	}
+	if err != nil {
+		d.spare = append(d.spare, c.status)
+		c.event.Destroy()
+		return nil, err
+	}
+	d.checks = append(d.checks, c)
+	return c, nil
 }
 
-// checkAhead reads the statuses of the batches decoded ahead (decodeLater)
-// and forgets the cache's tiles of any batch with a tile that failed, so
-// that a window needing them decodes them itself, meeting the error its
-// own way. It must follow a wait for the null stream, which the statuses
-// went by. It says whether any tile failed: a composite that ran over the
-// cache since must run again.
-func (d *Device) checkAhead() bool {
-	failed := false
-	for _, c := range d.checks {
-		codes := unsafe.Slice((*int32)(c.status.ptr), len(c.keys))
-		if i, _ := firstBad(codes); i >= 0 {
-			failed = true
-			if d.tiles != nil {
-				for _, key := range c.keys {
-					d.tiles.forget(key)
-				}
+// settle reads a batch's statuses, once its event has completed, unless
+// done already (owner goroutine): a batch with a tile that failed has its
+// tiles forgotten by the cache, so that no window finds them. The
+// pinned buffer goes back to the spares; the event stays for DecodeAhead,
+// which waits for it and frees it.
+func (d *Device) settle(c *aheadCheck) {
+	if c.done {
+		return
+	}
+	c.done = true
+	codes := unsafe.Slice((*int32)(c.status.ptr), len(c.keys))
+	if i, what := firstBad(codes); i >= 0 {
+		c.bad = fmt.Sprintf("tile %s: %s", c.keys[i], what)
+		if d.tiles != nil {
+			for _, key := range c.keys {
+				d.tiles.forget(key)
 			}
 		}
-		d.spare = append(d.spare, c.status)
 	}
-	d.checks = d.checks[:0]
+	d.spare = append(d.spare, c.status)
+	for i, o := range d.checks {
+		if o == c {
+			d.checks = append(d.checks[:i], d.checks[i+1:]...)
+			break
+		}
+	}
+}
+
+// checkAhead settles every batch decoded ahead whose statuses have not
+// been read (decodeLater). It must follow a wait for the null stream,
+// which the statuses went by. It says whether any tile failed: a
+// composite that ran over the cache since must run again, decoding what
+// it needs itself.
+func (d *Device) checkAhead() bool {
+	failed := false
+	for len(d.checks) > 0 {
+		c := d.checks[0]
+		d.settle(c)
+		failed = failed || c.bad != ""
+	}
 	return failed
 }

@@ -13,6 +13,7 @@ import (
 
 	kzlib "github.com/klauspost/compress/zlib"
 
+	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/geo/decode"
 	"github.com/lulc/lulc/geo/resample"
 	"github.com/lulc/lulc/pixel/composite"
@@ -593,15 +594,15 @@ func packAhead(rects []*decode.Rect) (*AheadBatch, error) {
 }
 
 // TestDecodeAheadBadTile: a batch decoded ahead whose copy of a tile is
-// corrupt is not an error at once (its statuses are checked after the
-// next composite's wait), but no window is composited from it: the
-// composite that checks forgets the batch's tiles and runs again, decoding
-// what it needs itself, so a window whose own bytes are sound comes out
-// as the CPU's, and a window that has only the device's corrupt copy
-// (Held) fails naming the tile. With WaitAll the batch's error comes at
-// once, as before.
+// corrupt fails DecodeAhead with the tile's error, the owner having gone
+// on meanwhile (its statuses are awaited beside it), and the device then
+// holds nothing of the batch: the caller still has the row's bytes, and
+// its windows read their own. With WaitAll the owner waits, as before.
+// Should a composite run before the batch is settled, its wait for the
+// null stream settles it: the batch's tiles are forgotten and the window
+// is made again from its own sound bytes, the CPU's composite.
 func TestDecodeAheadBadTile(t *testing.T) {
-	for _, mode := range []string{"later", "held", "wait-all"} {
+	for _, mode := range []string{"ahead", "wait-all", "composite-first"} {
 		t.Run(mode, func(t *testing.T) {
 			d := gpuWith(t, Options{WaitAll: mode == "wait-all"})
 			defer d.Close()
@@ -620,33 +621,40 @@ func TestDecodeAheadBadTile(t *testing.T) {
 			data[p.off[0]] = 0xff
 			p.data = data
 			b.packed[f] = p
-			err = DecodeAhead(d, b)
-			if mode == "wait-all" {
-				if err == nil || !strings.Contains(err.Error(), "bad zlib header") {
-					t.Fatalf("decoded ahead with WaitAll: %v, want the tile's error", err)
+			keys := b.keys[f]
+			if mode != "composite-first" {
+				err := DecodeAhead(d, b)
+				if err == nil || !strings.Contains(err.Error(), "bad zlib header") || !strings.Contains(err.Error(), keys[0]) && mode == "ahead" {
+					t.Fatalf("decoded ahead: %v, want the tile's error naming %s", err, keys[0])
+				}
+				if len(d.held) != 0 || len(d.heldBufs) != 0 || len(d.checks) != 0 {
+					t.Fatalf("after the error: %d tiles and %d buffers held, %d batches unsettled", len(d.held), len(d.heldBufs), len(d.checks))
+				}
+				for _, k := range keys {
+					if _, ok := d.tiles.lookup(k); ok {
+						t.Fatalf("tile %s of the failed batch still in the cache", k)
+					}
 				}
 				return
 			}
-			if err != nil {
-				t.Fatalf("decoded ahead: %v", err)
+			// The owner's part of DecodeAhead alone: the batch queued,
+			// its statuses not yet read.
+			var c *aheadCheck
+			if err := d.DoFirst(func() (err error) {
+				c, err = d.decodeAhead(f, keys, p, driver.Buffer{})
+				return err
+			}); err != nil {
+				t.Fatal(err)
 			}
-			defer ReleaseAhead(d, b)
+			if c == nil || len(d.checks) != 1 {
+				t.Fatalf("queued: check %v, %d unsettled", c, len(d.checks))
+			}
 			n := w[2] * w[3]
-			date := func(device bool) composite.Date {
-				rect := band.rect(w[0], w[1], w[2], w[3])
-				if device && mode == "held" {
-					for j := range rect.TH {
-						for i := range rect.TW {
-							if rect.Tiles[j*rect.TW+i] != nil {
-								rect.Tiles[j*rect.TW+i] = Held
-							}
-						}
-					}
-				}
+			date := func() composite.Date {
 				return composite.Date{SCL: make([]uint8, n), NoData: []uint16{0}, Scale: []float64{1e-4}, Offset: []float64{-0.1},
-					Coarse: make([]*resample.Coarse, 1), Raw: []*decode.Rect{rect}, DN: make([][]uint16, 1)}
+					Coarse: make([]*resample.Coarse, 1), Raw: []*decode.Rect{band.rect(w[0], w[1], w[2], w[3])}, DN: make([][]uint16, 1)}
 			}
-			cpu := []composite.Date{date(false)}
+			cpu := []composite.Date{date()}
 			want, wc := [][]uint16{make([]uint16, n)}, make([]uint8, n)
 			if err := composite.Resample(cpu); err != nil {
 				t.Fatal(err)
@@ -655,14 +663,7 @@ func TestDecodeAheadBadTile(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, gc := [][]uint16{make([]uint16, n)}, make([]uint8, n)
-			err = Composite(d, []composite.Date{date(true)}, composite.DefaultDropSCL, 1e-4, -0.1, got, gc)
-			if mode == "held" {
-				if err == nil || !strings.Contains(err.Error(), "bad zlib header") {
-					t.Fatalf("a window from the corrupt copy alone: %v, want the tile's error", err)
-				}
-				return
-			}
-			if err != nil {
+			if err := Composite(d, []composite.Date{date()}, composite.DefaultDropSCL, 1e-4, -0.1, got, gc); err != nil {
 				t.Fatal(err)
 			}
 			for i := range n {
@@ -670,9 +671,10 @@ func TestDecodeAheadBadTile(t *testing.T) {
 					t.Fatalf("pixel %d: CPU %d (%d dates), GPU %d (%d)", i, want[0][i], wc[i], got[0][i], gc[i])
 				}
 			}
-			if len(d.checks) != 0 {
-				t.Errorf("%d batches left unchecked after a composite", len(d.checks))
+			if !c.done || !strings.Contains(c.bad, "bad zlib header") || len(d.checks) != 0 {
+				t.Errorf("after the composite: settled %v (%q), %d unsettled", c.done, c.bad, len(d.checks))
 			}
+			d.Do(func() error { c.event.Destroy(); return nil })
 		})
 	}
 }

@@ -35,7 +35,7 @@ type Device struct {
 	ahead sync.Mutex
 	// checks are batches decoded ahead whose tiles' statuses are still
 	// on their way to the host (owner goroutine only): see checkAhead.
-	checks []aheadCheck
+	checks []*aheadCheck
 	// spare are pinned status buffers that checked batches left.
 	spare []pinnedStatus
 	opt   Options
@@ -122,13 +122,13 @@ func (d *Device) Close() {
 		return
 	}
 	d.Do(func() error {
+		// Whatever is still queued (rows decoded ahead, their statuses)
+		// finishes before its buffers go.
+		driver.Synchronize()
 		d.tiles.release()
 		for h := range d.heldBufs {
 			h.buf.Free()
 		}
-		// Whatever statuses are still on their way land before their
-		// buffers go.
-		driver.Synchronize()
 		for _, c := range d.checks {
 			driver.FreeHost(c.status.ptr)
 		}

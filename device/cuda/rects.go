@@ -430,13 +430,12 @@ func (b *AheadBatch) Add(f decode.Format, data []byte, off []uint64, size []uint
 // to the device on the copier goroutine (driver.Device.CopyAside),
 // through pinned staging buffers filled on every core, while the owner
 // goes on with the windows' work; the owner then picks the tiles the cache lacks
-// and decodes them in one atomic step, so no window sees a slot claimed
-// but not yet decoded; both steps go before the windows' calls waiting
-// for the owner (driver.Device.DoFirst). The owner does not wait for
-// the decoding: a tile that fails is found by the next composite's wait
-// (checkAhead), which drops its batch's tiles from the cache and runs
-// again, decoding what it needs itself (for Held tiles, from the
-// device's copy: a tile whose copy is bad then fails its window).
+// and queues their decoding in one atomic step, so no window sees a slot
+// claimed but not yet decoded; both steps go before the windows' calls
+// waiting for the owner (driver.Device.DoFirst). The tiles' statuses are
+// then awaited beside the owner (driver.Device.Await), which meanwhile
+// runs other work: a tile that failed is an error, as the caller waits
+// for its row anyway.
 //
 // The device keeps its copy of the compressed tiles (those HoldsAhead
 // names) until ReleaseAhead: a tile the cache had no room for, or evicted
@@ -452,8 +451,20 @@ func DecodeAhead(dev *Device, b *AheadBatch) (err error) {
 	if len(b.held) > 0 {
 		return fmt.Errorf("cuda decode ahead: the batch was decoded already")
 	}
+	var checks []*aheadCheck
+	awaited := 0 // checks whose events were waited for and freed
 	defer func() {
 		if err != nil {
+			// Kernels queued for the batch may still read the device's
+			// copy of its tiles, which ReleaseAhead frees.
+			dev.Do(func() error {
+				err := driver.SyncStream(0)
+				for _, c := range checks[awaited:] {
+					dev.settle(c)
+					c.event.Destroy()
+				}
+				return err
+			})
 			ReleaseAhead(dev, b)
 		}
 	}()
@@ -478,15 +489,40 @@ func DecodeAhead(dev *Device, b *AheadBatch) (err error) {
 				return err
 			}
 		}
-		if err := dev.DoFirst(func() error {
+		var c *aheadCheck
+		if err := dev.DoFirst(func() (err error) {
 			if h != nil {
 				for k, key := range h.keys {
 					dev.held[key] = heldTile{h, p.off[k], p.size[k]}
 				}
 			}
-			return dev.decodeAhead(f, b.keys[f], p, src)
+			c, err = dev.decodeAhead(f, b.keys[f], p, src)
+			return err
 		}); err != nil {
 			return err
+		}
+		if c != nil {
+			checks = append(checks, c)
+		}
+	}
+	// The owner went on once the batch was queued; the statuses are
+	// waited for here, beside it, as the caller waits for its row: a
+	// failed tile is an error while the caller still has the row's
+	// bytes (its windows then read their own), as when the owner waited.
+	for _, c := range checks {
+		if err := dev.Await(c.event); err != nil {
+			return err
+		}
+		if err := dev.DoFirst(func() error {
+			dev.settle(c)
+			c.event.Destroy()
+			return nil
+		}); err != nil {
+			return err
+		}
+		awaited++
+		if c.bad != "" {
+			return fmt.Errorf("cuda decode ahead: %s", c.bad)
 		}
 	}
 	// The host's bytes are no longer needed here: the caller's may go.
@@ -529,10 +565,10 @@ func ReleaseAhead(dev *Device, b *AheadBatch) {
 // decodeAhead decodes the tiles of p the cache lacks into slots it claims
 // for them; src holds p's bytes on the device already (compressed tiles),
 // or is zero (uncompressed tiles, copied straight into their slots).
-func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles, src driver.Buffer) error {
+func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles, src driver.Buffer) (*aheadCheck, error) {
 	d.tileCall++
 	if !d.cacheFor(uint64(f.TileBytes())) {
-		return nil
+		return nil, nil
 	}
 	d.tiles.call = d.tileCall
 	// Only the tiles the cache has room for and does not hold yet.
@@ -551,7 +587,7 @@ func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles, src 
 		dst, claimed = append(dst, at), append(claimed, key)
 	}
 	if len(dst) == 0 {
-		return nil
+		return nil, nil
 	}
 	sel.data = p.data
 	var s stagedTiles
@@ -561,11 +597,12 @@ func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles, src 
 	} else {
 		s, err = d.stageTiles(sel, f, dst)
 	}
+	var c *aheadCheck
 	if err == nil {
 		if d.opt.WaitAll {
 			err = d.runDecode(s, f, inflateWarps)
 		} else {
-			err = d.decodeLater(s, f, claimed)
+			c, err = d.decodeLater(s, f, claimed)
 		}
 	}
 	if err != nil {
@@ -573,5 +610,5 @@ func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles, src 
 			d.tiles.forget(key)
 		}
 	}
-	return err
+	return c, err
 }

@@ -216,7 +216,7 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 		// the device before s runs: only then does the pass wait for the
 		// null stream, which otherwise holds other work (the next tile's
 		// composite) that this window need not wait for.
-		wait := opt.OwnerCopies || !p.settled[fe] || a != nil && !p.settled[a]
+		wait := opt.WaitAll || opt.OwnerCopies || !p.settled[fe] || a != nil && !p.settled[a]
 		prog, err := fe.program()
 		if err != nil {
 			return err
@@ -239,10 +239,16 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 			if st.Err != nil {
 				return st.Err
 			}
-			if err := driver.PutOn(idx.Ptr, pixels, s); err != nil {
+			// With WaitAll the pixels and the memset go by the null
+			// stream, as before, which the pass then waits for.
+			ps := s
+			if opt.WaitAll {
+				ps = 0
+			}
+			if err := driver.PutOn(idx.Ptr, pixels, ps); err != nil {
 				return err
 			}
-			if best, err = a.begin(s, int64(len(pixels))); err != nil {
+			if best, err = a.begin(ps, int64(len(pixels))); err != nil {
 				return err
 			}
 		}
@@ -277,6 +283,9 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 		copy(cls, unsafe.Slice((*uint8)(p.hostCls[0]), n))
 		copy(conf, unsafe.Slice((*float32)(p.hostConf[0]), n))
 		if a != nil {
+			if opt.WaitAll {
+				return driver.Download(di, out)
+			}
 			return driver.GetOn(di, out, s)
 		}
 		return nil

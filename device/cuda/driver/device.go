@@ -41,6 +41,12 @@ type Device struct {
 	copyOnce   sync.Once
 	copyErr    error
 	stage      *stager // the copier's pinned staging, made on first use
+	// waiter is a third such goroutine, started on first use (Await):
+	// it waits for events, so that a caller may wait for queued work
+	// without holding the owner or the copier.
+	waiter   chan func()
+	waitOnce sync.Once
+	waitErr  error
 }
 
 // Open retains device index's primary context on a new owner goroutine.
@@ -163,6 +169,37 @@ func (d *Device) aside(f func() error) error {
 	return <-done
 }
 
+// Await waits for event e on the waiter goroutine (see Device.waiter),
+// which it starts on first use: the owner and the copier go on
+// meanwhile.
+func (d *Device) Await(e Event) error {
+	if d.closed {
+		return errors.New("cuda: device closed")
+	}
+	d.waitOnce.Do(func() {
+		d.waiter = make(chan func())
+		ready := make(chan error)
+		go func() {
+			runtime.LockOSThread()
+			err := check(api.ctxSetCurrent(d.ctx), "cuCtxSetCurrent")
+			ready <- err
+			if err == nil {
+				for f := range d.waiter {
+					f()
+				}
+			}
+			select {} // parked, as the owner is (see own)
+		}()
+		d.waitErr = <-ready
+	})
+	if d.waitErr != nil {
+		return d.waitErr
+	}
+	done := make(chan error)
+	d.waiter <- func() { done <- check(api.eventSynchronize(uintptr(e)), "cuEventSynchronize") }
+	return <-done
+}
+
 // CopyAside copies src to device address dst on the copier goroutine,
 // while the owner goes on, and returns once the bytes are there: through
 // the copier's two pinned staging buffers (see stager), or, with
@@ -208,6 +245,9 @@ func (d *Device) Close() {
 		close(d.work)
 		if d.copier != nil {
 			close(d.copier)
+		}
+		if d.waiter != nil {
+			close(d.waiter)
 		}
 	}
 }

@@ -232,6 +232,25 @@ func CopyToHostAsync(dst unsafe.Pointer, src uint64, n uint64, s uintptr) error 
 	return check(api.memcpyDtoHAsync(dst, src, n, s), "cuMemcpyDtoHAsync")
 }
 
+// Event marks a point in a stream's work (CUDA events without timing).
+type Event uintptr
+
+// NewEvent creates an event (owner goroutine, or a thread with the
+// context current).
+func NewEvent() (Event, error) {
+	var e uintptr
+	// CU_EVENT_DISABLE_TIMING (2): the cheapest kind, for waiting only.
+	err := check(api.eventCreate(&e, 2), "cuEventCreate")
+	return Event(e), err
+}
+
+// Record marks the work queued on stream s so far: the event completes
+// once it has run.
+func (e Event) Record(s uintptr) error { return check(api.eventRecord(uintptr(e), s), "cuEventRecord") }
+
+// Destroy frees the event.
+func (e Event) Destroy() { api.eventDestroy(uintptr(e)) }
+
 // Memset32On queues on stream s the setting of n 32-bit words from
 // device address dst to v.
 func Memset32On(dst uint64, v uint32, n uint64, s uintptr) error {
