@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -629,10 +630,22 @@ func (r *runner) run(ctx context.Context, tiles []ingest.SourceTile, res *RunRes
 // other.
 func (r *runner) lanes() []stage.Options {
 	var out []stage.Options
+	workers := r.opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
 	for range max(1, r.job.Config.TilesPerGPU) {
 		for _, d := range r.opt.GPUs {
 			o := r.opt
 			o.GPUs = []*cuda.Device{d}
+			// Each GPU's lanes work their windows on its share of the
+			// cores: with every lane on all of them, the composites of
+			// two GPUs ran twice as many busy goroutines as cores, and
+			// the devices' owner goroutines, back from each driver call,
+			// waited for a core behind them.
+			if n := len(r.opt.GPUs); n > 1 && !r.opt.Compare.LaneAllCores {
+				o.Workers = max(1, workers/n)
+			}
 			out = append(out, o)
 		}
 	}

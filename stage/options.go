@@ -58,6 +58,9 @@ type Compare struct {
 	// pass, apart from its prediction's (LULC_AOA_SHARED=off).
 	ApartAOA bool
 	GDALCOG  bool // write COGs with GDAL's driver (LULC_COG_ENCODER=gdal)
+	// LaneAllCores has every lane of a run on several GPUs work its
+	// windows on all the cores, not its GPU's share (LULC_LANE_CORES=all).
+	LaneAllCores bool
 	// Device is the settings of devices a stage opens itself (lulc
 	// bench's GPU engine).
 	Device cuda.Options

@@ -22,6 +22,8 @@ import (
 //	LULC_AOA_SHARED=off      upload a window and compute its features again for its AOA
 //	LULC_WINDOW_ASIDE=off    copy a window's DNs to the device on its owner goroutine
 //	LULC_STREAMS_APART=off   composites wait for the whole device, rows decoded ahead for their statuses
+//	LULC_CUDA_SPIN=off       the device's waits sleep (blocking sync) instead of spinning
+//	LULC_LANE_CORES=all      every lane of a run on several GPUs works on all the cores
 //	LULC_COG_ENCODER=gdal    write COGs with GDAL's driver
 //	LULC_PTX=FILE            load these kernels instead of the embedded ones
 //
@@ -48,6 +50,8 @@ func compareFromEnv(getenv func(string) string) (stage.Compare, error) {
 	flag("LULC_AOA_SHARED", "off", &c.ApartAOA)
 	flag("LULC_WINDOW_ASIDE", "off", &c.Device.OwnerCopies)
 	flag("LULC_STREAMS_APART", "off", &c.Device.WaitAll)
+	flag("LULC_CUDA_SPIN", "off", &c.Device.BlockingSync)
+	flag("LULC_LANE_CORES", "all", &c.LaneAllCores)
 	flag("LULC_COG_ENCODER", "gdal", &c.GDALCOG)
 	if p := getenv("LULC_PTX"); p != "" {
 		b, err := os.ReadFile(p)

@@ -64,7 +64,8 @@ Environment:
   Comparing lulc's way with another (docs/gpu.md): LULC_DEVICE_DECODE=off,
     LULC_DEVICE_DRAW=off, LULC_DEVICE_AOA=off, LULC_DEVICE_STAGING=off, LULC_TRAIN_PROFILE=1,
     LULC_FOREST_SWEEP=off, LULC_AOA_SPLIT=off, LULC_AOA_SHARED=off, LULC_WINDOW_ASIDE=off,
-    LULC_STREAMS_APART=off, LULC_COG_ENCODER=gdal, LULC_PTX=FILE (load PTX instead of the embedded kernels)
+    LULC_STREAMS_APART=off, LULC_CUDA_SPIN=off, LULC_COG_ENCODER=gdal,
+    LULC_PTX=FILE (load PTX instead of the embedded kernels)
   Profiling: LULC_CPUPROFILE=FILE, LULC_TRACE=FILE, LULC_MEMPROFILE=FILE`
 
 // deviceValues complete --device.

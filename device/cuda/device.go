@@ -87,6 +87,9 @@ type Options struct {
 	// they did before the streams were kept apart (a context window's
 	// pass stays apart from the null stream either way).
 	WaitAll bool
+	// BlockingSync has the device's waits sleep instead of spinning a
+	// core (driver.OpenSched).
+	BlockingSync bool
 }
 
 // Options returns the settings the device was opened with.
@@ -104,7 +107,7 @@ var kernelBlocks = map[string]int64{"forest_predict": 128}
 // Open retains device index's primary context on a new owner goroutine
 // and loads lulc's kernels (opt.PTX's, when set).
 func Open(index int, opt Options) (*Device, error) {
-	g, err := driver.Open(index)
+	g, err := driver.OpenSched(index, opt.BlockingSync)
 	if err != nil {
 		return nil, err
 	}

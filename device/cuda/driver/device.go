@@ -51,7 +51,14 @@ type Device struct {
 
 // Open retains device index's primary context on a new owner goroutine.
 // The device has no kernels until LoadModule.
-func Open(index int) (*Device, error) {
+func Open(index int) (*Device, error) { return OpenSched(index, false) }
+
+// OpenSched is Open that, with blocking, has the context's waits (stream,
+// event and context synchronizes, synchronous copies) sleep on the
+// driver's interrupt instead of spinning a core: CU_CTX_SCHED_BLOCKING_SYNC,
+// set on the primary context before it is retained. Without it the driver
+// picks (it spins when the GPUs are fewer than the cores).
+func OpenSched(index int, blocking bool) (*Device, error) {
 	devs, err := Devices()
 	if err != nil {
 		return nil, err
@@ -61,7 +68,7 @@ func Open(index int) (*Device, error) {
 	}
 	d := &Device{Info: devs[index], work: make(chan func()), first: make(chan func()), funcs: map[string]uintptr{}, mem: Pool{}}
 	ready := make(chan error)
-	go d.own(ready)
+	go d.own(ready, blocking)
 	if err := <-ready; err != nil {
 		return nil, err
 	}
@@ -69,11 +76,15 @@ func Open(index int) (*Device, error) {
 }
 
 // own is the device-owning goroutine.
-func (d *Device) own(ready chan<- error) {
+func (d *Device) own(ready chan<- error, blocking bool) {
 	runtime.LockOSThread()
 	var cu int32
 	var ctx uintptr
 	err := check(api.deviceGet(&cu, int32(d.Index)), "cuDeviceGet")
+	if err == nil && blocking {
+		const schedBlockingSync = 0x04
+		err = check(api.primarySetFlags(cu, schedBlockingSync), "cuDevicePrimaryCtxSetFlags")
+	}
 	if err == nil {
 		err = check(api.primaryRetain(&ctx, cu), "cuDevicePrimaryCtxRetain")
 	}

@@ -77,6 +77,7 @@ var api struct {
 	deviceTotalMem   func(bytes *uint64, d int32) int32
 	deviceGetAttr    func(v *int32, attr int32, d int32) int32
 	primaryRetain    func(ctx *uintptr, d int32) int32
+	primarySetFlags  func(d int32, flags uint32) int32
 	ctxSetCurrent    func(ctx uintptr) int32
 	ctxSynchronize   func() int32
 	moduleLoadDataEx func(m *uintptr, image unsafe.Pointer, n uint32, opts *int32, vals *uintptr) int32
@@ -142,6 +143,7 @@ func load() error {
 		{&api.deviceGetCount, "cuDeviceGetCount"}, {&api.deviceGet, "cuDeviceGet"},
 		{&api.deviceGetName, "cuDeviceGetName"}, {&api.deviceTotalMem, "cuDeviceTotalMem_v2"},
 		{&api.deviceGetAttr, "cuDeviceGetAttribute"}, {&api.primaryRetain, "cuDevicePrimaryCtxRetain"},
+		{&api.primarySetFlags, "cuDevicePrimaryCtxSetFlags_v2"},
 		{&api.ctxSetCurrent, "cuCtxSetCurrent"}, {&api.ctxSynchronize, "cuCtxSynchronize"},
 		{&api.moduleLoadDataEx, "cuModuleLoadDataEx"}, {&api.moduleGetFunc, "cuModuleGetFunction"},
 		{&api.funcSetAttr, "cuFuncSetAttribute"},
