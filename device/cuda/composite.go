@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/lulc/lulc/device/cuda/driver"
 	"github.com/lulc/lulc/geo/decode"
@@ -261,22 +262,35 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 			smask[di] = tp.SeasonMask(d.Time)
 		}
 	}
-	return dev.Do(func() error {
+	// One window's composite at a time on a device: it holds the pool's
+	// composite buffers from its set-up to its outputs' copy.
+	var kernel func() error
+	dev.composite.Lock()
+	defer dev.composite.Unlock()
+	var pdn, pplanes uint64
+	var pout, pcount driver.Buffer
+	var rects []rectOut
+	// setUp sizes the buffers and sends the window's inputs up (owner
+	// goroutine).
+	setUp := func() error {
 		m := dev.Pool()
 		var st driver.Staging
 		bdn := st.Buf(m.Get("composite.dn", uint64(nd*nb*n)*2))
-		pdn := bdn.Ptr
-		pplanes := st.Buf(m.Get("composite.planes", uint64(len(in.planes)+in.rawAt)*2)).Ptr
+		pdn = bdn.Ptr
+		pplanes = st.Buf(m.Get("composite.planes", uint64(len(in.planes)+in.rawAt)*2)).Ptr
 		pscl := st.Ptr(driver.Put(m, "composite.scl", in.scl))
 		pdrop := st.Ptr(driver.Put(m, "composite.drop", dropped[:]))
 		psc := st.Ptr(driver.Put(m, "composite.scale", in.scale))
 		pof := st.Ptr(driver.Put(m, "composite.offset", in.offset))
 		pnd := st.Ptr(driver.Put(m, "composite.nodata", in.nodata))
-		pout := st.Buf(m.Get("composite.out", uint64(nplanes*n)*2))
-		pcount := st.Buf(m.Get("composite.count", uint64(n)))
+		pout = st.Buf(m.Get("composite.out", uint64(nplanes*n)*2))
+		pcount = st.Buf(m.Get("composite.count", uint64(n)))
 		ptprog := st.Ptr(driver.Put(m, "composite.tprog", tprog))
 		ppcts := st.Ptr(driver.Put(m, "composite.pcts", pcts))
 		psmask := st.Ptr(driver.Put(m, "composite.smask", smask))
+		if st.Err == nil && dev.compStream == 0 {
+			st.Err = driver.CreateStream(&dev.compStream)
+		}
 		if st.Err != nil {
 			return st.Err
 		}
@@ -288,77 +302,144 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 				return err
 			}
 		}
-		rects := make([]rectOut, len(in.raw))
+		rects = make([]rectOut, len(in.raw))
 		for i, rb := range in.raw {
 			rects[i] = rectOut{r: rb.r, dst: pdn + uint64(2*rb.slot), cache: rb.coarse}
 			if rb.coarse {
 				rects[i].dst = pplanes + uint64(2*rb.at)
 			}
 		}
-		// queue decodes what the window needs (or finds it in the tile
-		// cache) and queues the resampling and the composite.
-		queue := func() error {
-			if err := dev.decodeRects(rects); err != nil {
-				return err
-			}
-			for _, cb := range in.coarse {
-				c := cb.c
-				hasND := int32(0)
-				if c.HasNoData {
-					hasND = 1
-				}
-				w, p := c.Window, c.Plane
-				if err := dev.LaunchAsync(0, "upsample_bilinear", int64(n), pplanes+uint64(2*cb.at), int32(p.X0), int32(p.Y0), int32(p.W), int32(p.H),
-					int32(w.X), int32(w.Y), int32(w.W), int32(w.H), int32(w.K), int32(w.RasterW), int32(w.RasterH), int32(c.NoData), hasND,
-					pdn+uint64(2*cb.slot)); err != nil {
-					return err
-				}
-			}
+		kernel = func() error {
 			grid, block, shared := dev.compositeLaunch(nd, n)
 			return dev.LaunchGrid(0, "composite", [3]uint32{grid, 1, 1}, block, shared, pdn, pscl, int32(nd), int32(nb), int64(n), pdrop, psc, pof, pnd,
 				math.Float64bits(qscale), math.Float64bits(qoffset), pout.Ptr, pcount.Ptr,
 				ptprog, int32(nsrc), ppcts, int32(npct), psmask, int32(nseason))
 		}
-		// wait waits for the composite: for its own stream only, the
-		// null stream, which holds what it needs (another tile's
-		// context windows run meanwhile on streams of their own), or with
-		// WaitAll for the whole device, as before.
-		wait := func() error {
-			if dev.opt.WaitAll {
-				return driver.Synchronize()
-			}
-			return driver.SyncStream(0)
-		}
-		if err := queue(); err != nil {
+		return nil
+	}
+	// queue decodes what the window needs (or finds it in the tile
+	// cache) and queues the resampling and the composite, all by the
+	// null stream (owner goroutine).
+	queue := func() error {
+		if err := dev.decodeRects(rects); err != nil {
 			return err
 		}
-		if err := wait(); err != nil {
-			return fmt.Errorf("run composite: %w", err)
+		for _, cb := range in.coarse {
+			c := cb.c
+			hasND := int32(0)
+			if c.HasNoData {
+				hasND = 1
+			}
+			w, p := c.Window, c.Plane
+			if err := dev.LaunchAsync(0, "upsample_bilinear", int64(n), pplanes+uint64(2*cb.at), int32(p.X0), int32(p.Y0), int32(p.W), int32(p.H),
+				int32(w.X), int32(w.Y), int32(w.W), int32(w.H), int32(w.K), int32(w.RasterW), int32(w.RasterH), int32(c.NoData), hasND,
+				pdn+uint64(2*cb.slot)); err != nil {
+				return err
+			}
 		}
-		// The null stream done, the statuses of the batches decoded
-		// ahead before this window are on the host. Should a tile have
-		// failed, its batch's tiles are out of the cache, and the window
-		// runs again, decoding what it needs itself: a tile that is
-		// truly bad then fails this window with its own error.
-		if dev.checkAhead() {
+		return kernel()
+	}
+	if dev.opt.WaitAll {
+		return dev.Do(func() error {
+			if err := setUp(); err != nil {
+				return err
+			}
 			if err := queue(); err != nil {
 				return err
 			}
-			if err := wait(); err != nil {
+			// As before the streams were kept apart: the owner waits
+			// for the whole device, and settles every batch decoded
+			// ahead; should a tile have failed, the window runs again,
+			// decoding what it needs itself.
+			if err := driver.Synchronize(); err != nil {
 				return fmt.Errorf("run composite: %w", err)
 			}
-		}
-		if into != nil {
-			if err := into.place(pout.Ptr, width, n, nplanes); err != nil {
+			if dev.checkAhead() {
+				if err := queue(); err != nil {
+					return err
+				}
+				if err := driver.Synchronize(); err != nil {
+					return fmt.Errorf("run composite: %w", err)
+				}
+			}
+			if into != nil {
+				if err := into.place(pout.Ptr, width, n, nplanes); err != nil {
+					return err
+				}
+			}
+			for b := range out {
+				if err := driver.Download(out[b], driver.Buffer{Ptr: pout.Ptr + uint64(2*b*n), Bytes: uint64(2 * n)}); err != nil {
+					return err
+				}
+			}
+			return driver.Download(count, pcount)
+		})
+	}
+	// The owner queues the window and goes on with other work (another
+	// tile's context windows) while the window waits for its composite
+	// beside it.
+	for try := 0; ; try++ {
+		var ev driver.Event
+		var pending []*aheadCheck
+		if err := dev.Do(func() error {
+			if try == 0 {
+				if err := setUp(); err != nil {
+					return err
+				}
+			}
+			if err := queue(); err != nil {
 				return err
 			}
+			// The batches decoded ahead before the composite: their
+			// statuses reach the host by the null stream before it ends.
+			pending = slices.Clone(dev.checks)
+			var err error
+			if ev, err = driver.NewEvent(); err != nil {
+				return err
+			}
+			if err := ev.Record(0); err != nil {
+				ev.Destroy()
+				return err
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
-		// Each band comes straight into its output plane.
+		waited := dev.Beside(ev.Wait)
+		failed := false
+		dev.Do(func() error {
+			ev.Destroy()
+			// Should a tile the composite found in the cache have
+			// failed (this settles it, or DecodeAhead did), its batch's
+			// tiles are out of the cache, and the window runs again,
+			// decoding what it needs itself: a tile that is truly bad
+			// then fails this window with its own error.
+			for _, c := range pending {
+				dev.settle(c)
+				failed = failed || c.bad != ""
+			}
+			return nil
+		})
+		if waited != nil {
+			return fmt.Errorf("run composite: %w", waited)
+		}
+		if !failed || try > 0 {
+			break
+		}
+	}
+	if into != nil {
+		if err := dev.Do(func() error { return into.place(pout.Ptr, width, n, nplanes) }); err != nil {
+			return err
+		}
+	}
+	// Each band comes straight into its output plane, by the device's
+	// composite stream, which waits for nothing the owner queues.
+	return dev.Beside(func() error {
 		for b := range out {
-			if err := driver.Download(out[b], driver.Buffer{Ptr: pout.Ptr + uint64(2*b*n), Bytes: uint64(2 * n)}); err != nil {
+			if err := driver.GetOn(out[b], driver.Buffer{Ptr: pout.Ptr + uint64(2*b*n), Bytes: uint64(2 * n)}, dev.compStream); err != nil {
 				return err
 			}
 		}
-		return driver.Download(count, pcount)
+		return driver.GetOn(count, pcount, dev.compStream)
 	})
 }

@@ -39,6 +39,11 @@ type Device struct {
 	// spare are pinned status buffers that checked batches left.
 	spare []pinnedStatus
 	opt   Options
+	// composite serializes windows' composites (CompositeMirrored),
+	// whose buffers come from the pool; compStream is the stream their
+	// outputs come down by (owner goroutine creates it).
+	composite  sync.Mutex
+	compStream uintptr
 }
 
 // kernels returns the module the device loads: the embedded fatbin, or
@@ -128,6 +133,10 @@ func (d *Device) Close() {
 		// Whatever is still queued (rows decoded ahead, their statuses)
 		// finishes before its buffers go.
 		driver.Synchronize()
+		if d.compStream != 0 {
+			driver.DestroyStream(d.compStream)
+			d.compStream = 0
+		}
 		d.tiles.release()
 		for h := range d.heldBufs {
 			h.buf.Free()

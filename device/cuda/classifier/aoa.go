@@ -221,25 +221,24 @@ func (a *AOA) fromBlock(fe *Features, b features.DN, pixels []int32, di []float3
 // goroutine), on the null stream; pixels 0 means the first n of each
 // plane.
 func (a *AOA) run(in uint64, stride int64, pixels uint64, n int64, out uint64) error {
-	best, err := a.begin(0, n)
+	best, err := a.Dev.Pool().Get("aoa.best", uint64(n)*8)
 	if err != nil {
 		return err
 	}
-	if err := a.queue(0, in, stride, pixels, n, best, out); err != nil {
+	if err := a.begin(0, best.Ptr, n); err != nil {
+		return err
+	}
+	if err := a.queue(0, in, stride, pixels, n, best.Ptr, out); err != nil {
 		return err
 	}
 	return driver.Synchronize() // and report what the kernels met
 }
 
-// begin readies n nearest distances, all-ones (none measured yet), and
-// returns their address; the memset is queued on stream s, where the
-// measure will follow it (owner goroutine).
-func (a *AOA) begin(s uintptr, n int64) (uint64, error) {
-	best, err := a.Dev.Pool().Get("aoa.best", uint64(n)*8)
-	if err != nil {
-		return 0, err
-	}
-	return best.Ptr, driver.Memset32On(best.Ptr, ^uint32(0), uint64(n)*2, s)
+// begin readies n nearest distances at best, all-ones (none measured
+// yet); the memset is queued on stream s, where the measure will follow
+// it (owner goroutine).
+func (a *AOA) begin(s uintptr, best uint64, n int64) error {
+	return driver.Memset32On(best, ^uint32(0), uint64(n)*2, s)
 }
 
 // queue queues on stream s the measure of n pixels into best (begin's)

@@ -207,9 +207,21 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 			}
 		}
 	}
-	return p.Dev.Do(func() (err error) {
+	// One window at a time: its kernels use the predictor's first slot
+	// and AOA buffers, and it waits for them beside the owner, which
+	// meanwhile queues other work (the next tile's composite).
+	p.window.Lock()
+	defer p.window.Unlock()
+	var s uintptr
+	held := false // waited for on the owner
+	if err := p.Dev.Do(func() (err error) {
 		if err := p.reserve(n, false); err != nil {
 			return fmt.Errorf("cuda predict: %d pixels: %w", n, err)
+		}
+		if a != nil {
+			if err := p.reserveAOA(len(pixels)); err != nil {
+				return fmt.Errorf("cuda predict: %d AOA pixels: %w", len(pixels), err)
+			}
 		}
 		// What went up by the null stream (the model's and the set's
 		// buffers, on first use; the DNs with OwnerCopies) must be on
@@ -221,7 +233,7 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 		if err != nil {
 			return err
 		}
-		s := p.streams[0]
+		s = p.streams[0]
 		defer func() {
 			if err != nil {
 				// Kernels queued on s may still read the block, which
@@ -229,26 +241,19 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 				driver.SyncStream(s)
 			}
 		}()
-		m := p.Dev.Pool()
-		var idx, out driver.Buffer
 		var best uint64
 		if a != nil {
-			var st driver.Staging
-			idx = st.Buf(m.Get("aoa.pixels", uint64(len(pixels))*4))
-			out = st.Buf(m.Get("aoa.out", uint64(len(pixels))*4))
-			if st.Err != nil {
-				return st.Err
-			}
 			// With WaitAll the pixels and the memset go by the null
 			// stream, as before, which the pass then waits for.
 			ps := s
 			if opt.WaitAll {
 				ps = 0
 			}
-			if err := driver.PutOn(idx.Ptr, pixels, ps); err != nil {
+			if err := driver.PutOn(p.aoaIdx.Ptr, pixels, ps); err != nil {
 				return err
 			}
-			if best, err = a.begin(ps, int64(len(pixels))); err != nil {
+			best = p.aoaBest.Ptr
+			if err := a.begin(ps, best, int64(len(pixels))); err != nil {
 				return err
 			}
 		}
@@ -270,26 +275,40 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 			p.settled[a] = true
 		}
 		if a != nil {
-			if err := a.queue(s, p.dIn[0].Ptr, int64(n), idx.Ptr, int64(len(pixels)), best, out.Ptr); err != nil {
+			if err := a.queue(s, p.dIn[0].Ptr, int64(n), p.aoaIdx.Ptr, int64(len(pixels)), best, p.aoaOut.Ptr); err != nil {
 				return err
 			}
 		}
 		if err := p.walk(0, n); err != nil {
 			return err
 		}
-		if err := driver.SyncStream(s); err != nil {
-			return err
-		}
-		copy(cls, unsafe.Slice((*uint8)(p.hostCls[0]), n))
-		copy(conf, unsafe.Slice((*float32)(p.hostConf[0]), n))
 		if a != nil {
-			if opt.WaitAll {
-				return driver.Download(di, out)
+			if err := driver.CopyToHostAsync(p.hostDI, p.aoaOut.Ptr, uint64(len(pixels))*4, s); err != nil {
+				return err
 			}
-			return driver.GetOn(di, out, s)
+		}
+		// The two-pass bases use buffers of the device's pool, which
+		// other work may take once the owner is free: wait here then,
+		// as with WaitAll, which restores the old waits.
+		if opt.WaitAll || fe.ctx.twoPass {
+			held = true
+			return driver.SyncStream(s)
 		}
 		return nil
-	})
+	}); err != nil {
+		return err
+	}
+	if !held {
+		if err := p.Dev.Beside(func() error { return driver.SyncStream(s) }); err != nil {
+			return fmt.Errorf("cuda predict: a window's pass: %w", err)
+		}
+	}
+	copy(cls, unsafe.Slice((*uint8)(p.hostCls[0]), n))
+	copy(conf, unsafe.Slice((*float32)(p.hostConf[0]), n))
+	if a != nil {
+		copy(di, unsafe.Slice((*float32)(p.hostDI), len(pixels)))
+	}
+	return nil
 }
 
 // contextPass queues on stream s, from a block's DN planes on the device

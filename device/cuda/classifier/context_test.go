@@ -193,6 +193,118 @@ func TestPredictDNContextBitExact(t *testing.T) {
 	}
 }
 
+// TestPredictDNContextBeside checks windows whose passes are waited for
+// beside the owner goroutine (every base in features_context's shared
+// memory, no two-pass buffers from the device's pool): windows of two
+// predictors (two tiles) from several goroutines at once, with their
+// area of applicability, each window's classes, confidences and DIs the
+// CPU's.
+func TestPredictDNContextBeside(t *testing.T) {
+	d := gpu(t)
+	defer d.Close()
+	bands := []string{"B03", "B04", "B08", "B11"}
+	names := []string{"B04", "ndvi", "mean(B08,15)", "std(B08,15)", "range(ndvi,5)", "std(ndwi,9)", "mean(B11,21)", "B11"}
+	set, err := features.NewSet(names, bands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(43, 44))
+	const scale, offset = float32(1e-4), float32(-0.1)
+	rect := features.Rect{Width: 280, Height: 250, X: 10, Y: 10, InnerW: 260, InnerH: 230}
+	n, nf := rect.InnerW*rect.InnerH, len(names)
+	type tile struct {
+		block        features.DN
+		cls          []uint8
+		conf, di     []float32
+		pixels       []int32
+		g            *Predictor
+		a            *AOA
+		cellsOfPixel []int
+	}
+	fe, err := NewFeatures(d, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fe.Close()
+	if fe.ctx.twoPass {
+		t.Fatal("the set takes the two-pass kernels, whose windows are waited for on the owner")
+	}
+	var tiles []*tile
+	for k := range 2 {
+		dn := testDN(r, len(bands), rect.Width, rect.Height)
+		feats := cpuContextFeatures(t, set, dn, rect, scale, offset)
+		rows := features.Rows(feats)
+		y := make([]uint8, n)
+		for i := range y {
+			y[i] = uint8(r.IntN(4))
+		}
+		fo, bins := fitForest(t, rows, y, nf, 4, forest.Params{Trees: 8, MaxDepth: 12, MinSamplesLeaf: 1, Bins: 255, Bootstrap: true, Seed: uint64(7 + k)})
+		xb, _ := bins.Bin(rows, nf)
+		cls, conf, _ := fo.Compile().Classify(xb)
+		var samples []aoa.Sample
+		for i := 0; i < n; i += 31 {
+			samples = append(samples, aoa.Sample{X: rows[i*nf : (i+1)*nf], Fold: uint64(i % 3), Key: r.Uint64()})
+		}
+		imp := make([]float64, nf)
+		for f := range imp {
+			imp[f] = float64(1 + f%3)
+		}
+		ref, err := aoa.Build(context.Background(), samples, nf, imp, 1000, "test", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grid := aoa.Grid{Width: rect.InnerW, Height: rect.InnerH, Step: 5}
+		want := aoa.NewMap(grid)
+		want.Features(aoa.NewIndex(ref), ref, 0, 0, rect.InnerW, rect.InnerH, feats)
+		cells, pixels := grid.In(0, 0, rect.InnerW, rect.InnerH)
+		tl := &tile{block: features.DN{Planes: dn, Rect: rect, Scale: scale, Offset: offset}, cls: cls, conf: conf, cellsOfPixel: cells}
+		for _, q := range pixels {
+			tl.pixels = append(tl.pixels, int32(q))
+		}
+		for _, c := range cells {
+			tl.di = append(tl.di, want.DI[c])
+		}
+		if tl.g, err = NewPredictor(d, &forest.Model{Bins: bins, Forest: fo}); err != nil {
+			t.Fatal(err)
+		}
+		defer tl.g.Close()
+		if tl.a, err = NewAOA(d, ref); err != nil {
+			t.Fatal(err)
+		}
+		defer tl.a.Close()
+		tiles = append(tiles, tl)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 4*contextBlocks)
+	for k := range errs {
+		tl := tiles[k%2]
+		wg.Go(func() {
+			cls, conf, di := make([]uint8, n), make([]float32, n), make([]float32, len(tl.pixels))
+			if errs[k] = tl.g.PredictDNContextDI(fe, tl.block, cls, conf, tl.a, tl.pixels, di); errs[k] != nil {
+				return
+			}
+			for i := range n {
+				if cls[i] != tl.cls[i] || math.Float32bits(conf[i]) != math.Float32bits(tl.conf[i]) {
+					errs[k] = fmt.Errorf("tile %d, pixel %d: CPU %d/%v, GPU %d/%v", k%2, i, tl.cls[i], tl.conf[i], cls[i], conf[i])
+					return
+				}
+			}
+			for i := range di {
+				if math.Float32bits(di[i]) != math.Float32bits(tl.di[i]) {
+					errs[k] = fmt.Errorf("tile %d, cell %d: CPU DI %v, GPU %v", k%2, tl.cellsOfPixel[i], tl.di[i], di[i])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // cpuContextFeatures is the CPU's features of a block's inner window:
 // reflectance of the block, context over the halo, the inner window's
 // bands, features.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 
 	"github.com/lulc/lulc/device/cuda"
@@ -55,6 +56,16 @@ type Predictor struct {
 	// the pass's own stream does not wait for, so the first pass with
 	// each waits for the null stream once (owner goroutine).
 	settled map[any]bool
+	// window serializes context windows' passes, each from its queueing
+	// to its results' copy (see predictDNContext); aoaIdx, aoaOut and
+	// aoaBest are their AOA pixels, DIs and nearest distances on the
+	// device, hostDI the DIs' pinned staging, for aoaCap pixels: the
+	// predictor's own, not the device pool's, as the pass is waited for
+	// beside the owner, where other work may take the pool's.
+	window                  sync.Mutex
+	aoaIdx, aoaOut, aoaBest driver.Buffer
+	hostDI                  unsafe.Pointer
+	aoaCap                  int
 	// maxChunk, when set, is the pixels per chunk instead of
 	// predictChunk's: tests lower it to run the chunked paths on small
 	// inputs.
@@ -376,6 +387,43 @@ func (p *Predictor) reserve(chunk int, staging bool) error {
 	return nil
 }
 
+// reserveAOA makes the AOA buffers of context windows hold k pixels
+// (owner goroutine, with p.window held: no pass is in flight).
+func (p *Predictor) reserveAOA(k int) error {
+	if k <= p.aoaCap {
+		return nil
+	}
+	p.freeAOA()
+	k = max(k, 1<<16)
+	var st driver.Staging
+	p.aoaIdx = st.Buf(driver.Alloc(uint64(k) * 4))
+	p.aoaOut = st.Buf(driver.Alloc(uint64(k) * 4))
+	p.aoaBest = st.Buf(driver.Alloc(uint64(k) * 8))
+	if st.Err == nil {
+		st.Err = driver.AllocHost(&p.hostDI, uint64(k)*4)
+	}
+	if st.Err != nil {
+		p.freeAOA()
+		return st.Err
+	}
+	p.aoaCap = k
+	return nil
+}
+
+func (p *Predictor) freeAOA() {
+	for _, b := range []*driver.Buffer{&p.aoaIdx, &p.aoaOut, &p.aoaBest} {
+		if b.Ptr != 0 {
+			b.Free()
+			*b = driver.Buffer{}
+		}
+	}
+	if p.hostDI != nil {
+		driver.FreeHost(p.hostDI)
+		p.hostDI = nil
+	}
+	p.aoaCap = 0
+}
+
 func (p *Predictor) freeSlots() {
 	p.freeBands()
 	for s := range 2 {
@@ -400,6 +448,7 @@ func (p *Predictor) Close() {
 	p.forest.Close()
 	p.Dev.Do(func() error {
 		p.freeSlots()
+		p.freeAOA()
 		// Only the blocks no window holds: the owner must not wait for
 		// one (a second Close finds none).
 		for len(p.blocks) > 0 {

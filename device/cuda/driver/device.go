@@ -180,6 +180,24 @@ func (d *Device) aside(f func() error) error {
 	return <-done
 }
 
+// Beside runs f on the calling goroutine with the device's context
+// current on its thread, beside the owner, which goes on with other
+// work: for waits on a stream or an event, and copies on a stream of the
+// caller's own, that touch no state of the owner's. A window that waits
+// there for its kernels leaves the owner free to queue another tile's
+// meanwhile, so that the device runs both.
+func (d *Device) Beside(f func() error) error {
+	if d.closed {
+		return errors.New("cuda: device closed")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := check(api.ctxSetCurrent(d.ctx), "cuCtxSetCurrent"); err != nil {
+		return err
+	}
+	return f()
+}
+
 // Await waits for event e on the waiter goroutine (see Device.waiter),
 // which it starts on first use: the owner and the copier go on
 // meanwhile.

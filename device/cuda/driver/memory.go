@@ -248,6 +248,10 @@ func NewEvent() (Event, error) {
 // once it has run.
 func (e Event) Record(s uintptr) error { return check(api.eventRecord(uintptr(e), s), "cuEventRecord") }
 
+// Wait waits for the event to complete (owner goroutine, or a thread
+// with the context current: Device.Beside).
+func (e Event) Wait() error { return check(api.eventSynchronize(uintptr(e)), "cuEventSynchronize") }
+
 // Destroy frees the event.
 func (e Event) Destroy() { api.eventDestroy(uintptr(e)) }
 
