@@ -26,7 +26,15 @@ type Device struct {
 	blocks map[string]int64
 	params unsafe.Pointer // pinned host memory for kernel arguments
 	closed bool
-	busy   atomic.Int64 // ns spent running work on the owner goroutine
+	// active counts the owner's work and the waits beside it (Beside)
+	// in progress; busy sums the time at least one was, in ns.
+	activeMu sync.Mutex
+	active   int
+	since    time.Time
+	busy     atomic.Int64
+	// allowed is each kernel's dynamic shared memory allowed so far
+	// (AllowShared; owner goroutine).
+	allowed map[string]int
 	// mem is the device's memory pool for the per-call work (composite,
 	// median, binning, …): a window's buffers are reused by the next
 	// window instead of being allocated and freed each time.
@@ -135,9 +143,9 @@ func (d *Device) do(queue chan func(), f func() error) error {
 	}
 	done := make(chan error)
 	queue <- func() {
-		t0 := time.Now()
+		d.enter()
 		err := f()
-		d.busy.Add(int64(time.Since(t0)))
+		d.leave()
 		done <- err
 	}
 	return <-done
@@ -195,7 +203,29 @@ func (d *Device) Beside(f func() error) error {
 	if err := check(api.ctxSetCurrent(d.ctx), "cuCtxSetCurrent"); err != nil {
 		return err
 	}
+	d.enter()
+	defer d.leave()
 	return f()
+}
+
+// enter and leave bracket the owner's work and the waits beside it:
+// the device counts as busy while any is in progress (Busy).
+func (d *Device) enter() {
+	d.activeMu.Lock()
+	if d.active == 0 {
+		d.since = time.Now()
+	}
+	d.active++
+	d.activeMu.Unlock()
+}
+
+func (d *Device) leave() {
+	d.activeMu.Lock()
+	d.active--
+	if d.active == 0 {
+		d.busy.Add(int64(time.Since(d.since)))
+	}
+	d.activeMu.Unlock()
 }
 
 // Await waits for event e on the waiter goroutine (see Device.waiter),
@@ -247,8 +277,9 @@ func (d *Device) CopyAside(dst uint64, src []byte, pageable bool) error {
 	return err
 }
 
-// Busy returns the time the owner goroutine has spent running work: the
-// GPU's transfers and kernels and the host staging around them. Against a
+// Busy returns the time the device has had work in progress: the owner
+// goroutine running some, or a caller waiting beside it for kernels and
+// copies queued (Beside), counted once when they overlap. Against a
 // command's wall time it says how busy the device was kept.
 func (d *Device) Busy() time.Duration { return time.Duration(d.busy.Load()) }
 
@@ -340,8 +371,20 @@ func (d *Device) AllowShared(name string, bytes int) error {
 	if !ok {
 		return fmt.Errorf("no kernel %s", name)
 	}
+	// The attribute is the kernel's, not a launch's: never lower it
+	// below what another user (a second forest) was allowed.
+	if bytes <= d.allowed[name] {
+		return nil
+	}
 	// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (8).
-	return check(api.funcSetAttr(f, 8, int32(bytes)), "cuFuncSetAttribute "+name)
+	if err := check(api.funcSetAttr(f, 8, int32(bytes)), "cuFuncSetAttribute "+name); err != nil {
+		return err
+	}
+	if d.allowed == nil {
+		d.allowed = map[string]int{}
+	}
+	d.allowed[name] = bytes
+	return nil
 }
 
 // MemInfo returns the device's free and total memory in bytes.
