@@ -21,7 +21,7 @@ import (
 //	LULC_AOA_SPLIT=off       measure a pixel's AOA distances in one block, unsplit
 //	LULC_AOA_SHARED=off      upload a window and compute its features again for its AOA
 //	LULC_WINDOW_ASIDE=off    copy a window's DNs to the device on its owner goroutine
-//	LULC_STREAMS_APART=off   composites wait for the whole device, rows decoded ahead for their statuses
+//	LULC_STREAMS_APART=off   the owner waits for composites (the whole device), windows' passes and rows decoded ahead
 //	LULC_CUDA_SPIN=off       the device's waits sleep (blocking sync) instead of spinning
 //	LULC_LANE_CORES=all      every lane of a run on several GPUs works on all the cores
 //	LULC_COG_ENCODER=gdal    write COGs with GDAL's driver

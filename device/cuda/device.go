@@ -87,10 +87,12 @@ type Options struct {
 	// OwnerCopies copies a context window's DNs to the device on the
 	// owner goroutine, instead of beside it.
 	OwnerCopies bool
-	// WaitAll has a composite wait for the whole device and the owner
-	// for each batch decoded ahead, to check its tiles' statuses, as
-	// they did before the streams were kept apart (a context window's
-	// pass stays apart from the null stream either way).
+	// WaitAll restores the waits from before the streams were kept
+	// apart: the owner waits for each composite (for the whole device)
+	// and each context window's pass (whose pixel list, memset and DIs
+	// go by the null stream, which the pass waits for) instead of the
+	// callers waiting beside it, and for each batch decoded ahead, to
+	// check its tiles' statuses.
 	WaitAll bool
 	// BlockingSync has the device's waits sleep instead of spinning a
 	// core (driver.OpenSched).
