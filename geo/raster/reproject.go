@@ -48,13 +48,19 @@ type classWindow struct {
 func (s *Source) readClassWindow(dst geo.Grid) (classWindow, error) {
 	var cw classWindow
 	w := dst.Width
-	u, v, err := s.cornerLattice(dst)
-	if err != nil {
-		return cw, err
-	}
 	cw.hasNodata = s.NoData != nil
 	if cw.hasNodata {
 		cw.nodata = uint8(*s.NoData)
+	}
+	// A window far beside the source (one of a tile's other label
+	// rasters) needs only the lattice's rim to say so.
+	if far, err := s.farBeside(dst); err != nil || far {
+		cw.beside = far
+		return cw, err
+	}
+	u, v, err := s.cornerLattice(dst)
+	if err != nil {
+		return cw, err
 	}
 	// The source window every footprint lies in: the lattice's hull
 	// (bilinear interpolation stays inside it), one pixel wider, clamped.
@@ -283,6 +289,77 @@ func ceil(x float64) int {
 		i++
 	}
 	return i
+}
+
+// farBeside says whether dst lies beside the source by more than
+// farMargin source pixels beyond the reach readClassWindow gives the
+// lattice's hull, judged from the lattice's rim alone (its nodes on
+// dst's edges, the same positions and so the same values as the whole
+// lattice's): interior nodes of a smooth map stray from the rim's hull by
+// a small part of a pixel (the bow of a projected 10 km edge is a few
+// metres), so a window far beside by the rim is beside by the whole
+// lattice, and reads nothing.
+func (s *Source) farBeside(dst geo.Grid) (bool, error) {
+	nx := (dst.Width+latticeStep-1)/latticeStep + 1
+	ny := (dst.Height+latticeStep-1)/latticeStep + 1
+	var u, v []float64
+	node := func(i, j int) {
+		px := float64(min(i*latticeStep, dst.Width))
+		py := float64(min(j*latticeStep, dst.Height))
+		u = append(u, dst.Transform[0]+px*dst.Transform[1])
+		v = append(v, dst.Transform[3]+py*dst.Transform[5])
+	}
+	for i := range nx {
+		node(i, 0)
+		node(i, ny-1)
+	}
+	for j := 1; j < ny-1; j++ {
+		node(0, j)
+		node(nx-1, j)
+	}
+	if dst.EPSG != s.EPSG {
+		t, err := s.transformerTo(dst.EPSG)
+		if err != nil {
+			return false, err
+		}
+		if err := t.Transform(u, v); err != nil {
+			return false, fmt.Errorf("read %s onto EPSG:%d: %w", s.Href, dst.EPSG, err)
+		}
+	}
+	umin, umax, vmin, vmax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for k := range u {
+		uk := (u[k] - s.Transform[0]) / s.Transform[1]
+		vk := (v[k] - s.Transform[3]) / s.Transform[5]
+		// A node PROJ could not map (NaN) leaves the question to the
+		// whole lattice.
+		if uk != uk || vk != vk {
+			return false, nil
+		}
+		umin, umax = min(umin, uk), max(umax, uk)
+		vmin, vmax = min(vmin, vk), max(vmax, vk)
+	}
+	const farMargin = 2
+	x0, y0 := max(0, int(math.Floor(umin))-1-farMargin), max(0, int(math.Floor(vmin))-1-farMargin)
+	x1, y1 := min(s.Width, int(math.Ceil(umax))+1+farMargin), min(s.Height, int(math.Ceil(vmax))+1+farMargin)
+	return x0 >= x1 || y0 >= y1, nil
+}
+
+// ClassesBeside says whether reading dst by lulc's class rule (Read
+// with a []uint8 buffer and "nearest" or "mode", dst not nested in the
+// source) finds no source pixel, dst lying far beside the source; Read
+// would then fill the buffer with fill (the nodata value, else 0).
+func (s *Source) ClassesBeside(dst geo.Grid, alg string) (beside bool, fill uint8, err error) {
+	if alg != "nearest" && alg != "mode" {
+		return false, 0, nil
+	}
+	if _, _, _, _, nested := s.nested(dst); nested {
+		return false, 0, nil
+	}
+	if s.NoData != nil {
+		fill = uint8(*s.NoData)
+	}
+	beside, err = s.farBeside(dst)
+	return beside, fill, err
 }
 
 // cornerLattice maps the lattice of dst's pixel corners (every

@@ -1,6 +1,7 @@
 package raster
 
 import (
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -364,4 +365,86 @@ func TestReprojectClassesPlain(t *testing.T) {
 		}
 		compare(t, s, geo.Grid{EPSG: 32630, Width: 700, Height: 500, Transform: [6]float64{x[0], 1, 0, y[0], 0, -1}})
 	})
+}
+
+// TestClassesBeside: a window that farBeside finds far beside the source
+// by the lattice's rim is beside by the whole lattice too (nothing read,
+// all nodata), and one beside by the whole lattice with room to spare is
+// found by the rim; windows slide out of the source on every side, in its
+// CRS and in another (the lattice through PROJ).
+func TestClassesBeside(t *testing.T) {
+	const sw, sh = 700, 500
+	sg := geo.Grid{EPSG: 32631, Width: sw, Height: sh, Transform: [6]float64{500000, 1, 0, 4000000, 0, -1}}
+	src := make([]uint8, sw*sh)
+	for i := range src {
+		src[i] = uint8(1 + (i%sw/9+i/sw/7)%5)
+	}
+	s := openClasses(t, sg, src)
+	tr, err := NewTransformer(32631, 32630)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	const w, h, px = 64, 48, 1.3
+	var far, near int
+	for _, epsg := range []int{32631, 32630} {
+		for _, d := range []float64{-300, -40, -5, 0, 1, 2, 3, 4, 6, 9, 15, 40, 300} {
+			// Windows whose nearest edge lies d metres beyond each of the
+			// source's edges (negative: inside).
+			for _, o := range [][2]float64{
+				{500000 - d - w*px, 3999800}, {500700 + d, 3999800},
+				{500300, 4000000 + d + h*px}, {500300, 3999500 - d},
+			} {
+				x, y := []float64{o[0]}, []float64{o[1]}
+				if epsg != 32631 {
+					if err := tr.Transform(x, y); err != nil {
+						t.Fatal(err)
+					}
+				}
+				dst := geo.Grid{EPSG: epsg, Width: w, Height: h, Transform: [6]float64{x[0], px, 0, y[0], 0, -px}}
+				u, v, err := s.cornerLattice(dst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				umin, umax, vmin, vmax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+				for k := range u {
+					umin, umax = min(umin, u[k]), max(umax, u[k])
+					vmin, vmax = min(vmin, v[k]), max(vmax, v[k])
+				}
+				// How far the whole lattice's reach lies beyond the source,
+				// in pixels (≤ 0: it reaches in).
+				spare := max(-(int(math.Ceil(umax)) + 1), int(math.Floor(umin))-1-sw, -(int(math.Ceil(vmax)) + 1), int(math.Floor(vmin))-1-sh)
+				got, fill, err := s.ClassesBeside(dst, "mode")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got && spare < 0 {
+					t.Fatalf("EPSG:%d, %g m beyond %v: far beside by the rim, but the lattice reaches %d px into the source", epsg, d, o, -spare)
+				}
+				if !got && spare >= 5 {
+					t.Fatalf("EPSG:%d, %g m beyond %v: the lattice lies %d px beside, the rim found it not far", epsg, d, o, spare)
+				}
+				if got {
+					far++
+					if fill != 255 {
+						t.Fatalf("fill %d, want the nodata 255", fill)
+					}
+					buf := make([]uint8, w*h)
+					if err := s.Read(dst, "mode", buf); err != nil {
+						t.Fatal(err)
+					}
+					for i, c := range buf {
+						if c != 255 {
+							t.Fatalf("EPSG:%d, %g m beyond %v: far beside, yet pixel %d reads %d", epsg, d, o, i, c)
+						}
+					}
+				} else if spare < 0 {
+					near++
+				}
+			}
+		}
+	}
+	if far == 0 || near == 0 {
+		t.Fatalf("%d windows far beside, %d reaching in: the slide should give both", far, near)
+	}
 }

@@ -1213,6 +1213,22 @@ func (r *windowReader) labels() ([]uint8, error) {
 	for k, a := range r.job.labels {
 		into := labels
 		if k > 0 {
+			// A later raster far beside the window would fill it with
+			// zeros, which change nothing: skip it.
+			t := time.Now()
+			s, err := r.open(a.Href)
+			if err != nil {
+				return nil, err
+			}
+			beside, fill, err := s.ClassesBeside(r.w, r.job.cfg.Resampling.Labels)
+			r.readNs += int64(time.Since(t))
+			r.labelNs += int64(time.Since(t))
+			if err != nil {
+				return nil, err
+			}
+			if beside && fill == 0 {
+				continue
+			}
 			if buf == nil {
 				buf = make([]uint8, r.n)
 			}
