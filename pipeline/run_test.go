@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lulc/lulc/device/cuda"
 	"math"
 	"os"
 	"path/filepath"
@@ -225,6 +226,36 @@ func TestRunBadInput(t *testing.T) {
 	}
 	if atomicExists(into) {
 		t.Error("a refused run wrote its output")
+	}
+}
+
+// TestLanesCores: a run's lanes on several GPUs take turns over the
+// GPUs and work on their GPU's share of the cores (every core each with
+// LULC_LANE_CORES=all); on one GPU a lane keeps every core. No GPU is
+// touched: the lanes only name their devices.
+func TestLanesCores(t *testing.T) {
+	a, b := new(cuda.Device), new(cuda.Device)
+	for _, c := range []struct {
+		gpus    []*cuda.Device
+		all     bool
+		workers []int
+	}{
+		{[]*cuda.Device{a, b}, false, []int{16, 16, 16, 16}},
+		{[]*cuda.Device{a, b}, true, []int{32, 32, 32, 32}},
+		{[]*cuda.Device{a}, false, []int{32, 32}},
+	} {
+		r := &runner{opt: stage.Options{Workers: 32, GPUs: c.gpus}}
+		r.opt.Compare.LaneAllCores = c.all
+		r.job.Config.TilesPerGPU = 2
+		lanes := r.lanes()
+		if len(lanes) != len(c.workers) {
+			t.Fatalf("%d GPUs: %d lanes, want %d", len(c.gpus), len(lanes), len(c.workers))
+		}
+		for i, l := range lanes {
+			if l.Workers != c.workers[i] || len(l.GPUs) != 1 || l.GPUs[0] != c.gpus[i%len(c.gpus)] {
+				t.Errorf("%d GPUs, all cores %v: lane %d has %d workers on %p, want %d on %p", len(c.gpus), c.all, i, l.Workers, l.GPUs[0], c.workers[i], c.gpus[i%len(c.gpus)])
+			}
+		}
 	}
 }
 
