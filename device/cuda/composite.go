@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -378,53 +379,69 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 	// The owner queues the window and goes on with other work (another
 	// tile's context windows) while the window waits for its composite
 	// beside it.
-	for try := 0; ; try++ {
-		var ev driver.Event
-		var pending []*aheadCheck
+	var ev driver.Event
+	var pending []*aheadCheck
+	if err := dev.Do(func() error {
+		if err := setUp(); err != nil {
+			return err
+		}
+		if err := queue(); err != nil {
+			return err
+		}
+		// The batches decoded ahead before the composite: their
+		// statuses reach the host by the null stream before it ends.
+		pending = slices.Clone(dev.checks)
+		var err error
+		if ev, err = dev.NewEvent(); err != nil {
+			return err
+		}
+		if err := ev.Record(0); err != nil {
+			ev.Destroy()
+			return err
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	waited := dev.Beside(ev.Wait)
+	failed := false
+	settled := dev.Do(func() error {
+		ev.Destroy()
+		// This settles them, unless DecodeAhead did.
+		for _, c := range pending {
+			dev.settle(c)
+			failed = failed || c.bad != ""
+		}
+		return nil
+	})
+	if err := errors.Join(waited, settled); err != nil {
+		return fmt.Errorf("run composite: %w", err)
+	}
+	if failed {
+		// A tile the composite found in the cache failed: its batch's
+		// tiles are out of the cache, and the window runs again,
+		// decoding what it needs itself (a tile that is truly bad then
+		// fails this window with its own error). It runs on the owner,
+		// as before the waits moved beside it, so that no batch queued
+		// meanwhile lends it tiles whose statuses are still unknown.
 		if err := dev.Do(func() error {
-			if try == 0 {
-				if err := setUp(); err != nil {
-					return err
-				}
-			}
 			if err := queue(); err != nil {
 				return err
 			}
-			// The batches decoded ahead before the composite: their
-			// statuses reach the host by the null stream before it ends.
-			pending = slices.Clone(dev.checks)
-			var err error
-			if ev, err = driver.NewEvent(); err != nil {
-				return err
+			if err := driver.SyncStream(0); err != nil {
+				return fmt.Errorf("run composite: %w", err)
 			}
-			if err := ev.Record(0); err != nil {
-				ev.Destroy()
-				return err
+			if dev.checkAhead() {
+				if err := queue(); err != nil {
+					return err
+				}
+				if err := driver.SyncStream(0); err != nil {
+					return fmt.Errorf("run composite: %w", err)
+				}
 			}
 			return nil
 		}); err != nil {
 			return err
-		}
-		waited := dev.Beside(ev.Wait)
-		failed := false
-		dev.Do(func() error {
-			ev.Destroy()
-			// Should a tile the composite found in the cache have
-			// failed (this settles it, or DecodeAhead did), its batch's
-			// tiles are out of the cache, and the window runs again,
-			// decoding what it needs itself: a tile that is truly bad
-			// then fails this window with its own error.
-			for _, c := range pending {
-				dev.settle(c)
-				failed = failed || c.bad != ""
-			}
-			return nil
-		})
-		if waited != nil {
-			return fmt.Errorf("run composite: %w", waited)
-		}
-		if !failed || try > 0 {
-			break
 		}
 	}
 	if into != nil {

@@ -326,7 +326,7 @@ func (d *Device) decodeLater(s stagedTiles, f decode.Format, keys []string) (*ah
 			return nil, err
 		}
 	}
-	if c.event, err = driver.NewEvent(); err != nil {
+	if c.event, err = d.NewEvent(); err != nil {
 		d.spare = append(d.spare, c.status)
 		return nil, err
 	}

@@ -131,6 +131,9 @@ func (d *Device) Close() {
 	if d == nil {
 		return
 	}
+	// No composite is then waited for beside the owner.
+	d.composite.Lock()
+	defer d.composite.Unlock()
 	d.Do(func() error {
 		// Whatever is still queued (rows decoded ahead, their statuses)
 		// finishes before its buffers go.

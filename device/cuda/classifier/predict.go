@@ -57,7 +57,8 @@ type Predictor struct {
 	// each waits for the null stream once (owner goroutine).
 	settled map[any]bool
 	// window serializes context windows' passes, each from its queueing
-	// to its results' copy (see predictDNContext); aoaIdx, aoaOut and
+	// to its results' copy (see predictDNContext), with the slots' other
+	// users (Predict, PredictDN, Close); aoaIdx, aoaOut and
 	// aoaBest are their AOA pixels, DIs and nearest distances on the
 	// device, hostDI the DIs' pinned staging, for aoaCap pixels: the
 	// predictor's own, not the device pool's, as the pass is waited for
@@ -131,6 +132,10 @@ func (p *Predictor) Predict(feats [][]float32, cls []uint8, conf []float32) erro
 		return p.predictOnce(feats, cls, conf)
 	}
 	nf := p.nf
+	// The slots are a context window's too, which may still be waited
+	// for beside the owner.
+	p.window.Lock()
+	defer p.window.Unlock()
 	return p.Dev.Do(func() error {
 		reserve := func(chunk int) error { return p.reserve(chunk, true) }
 		return p.stream(n, chunk, reserve, func(s, lo, hi int) error {
@@ -243,6 +248,8 @@ func (p *Predictor) PredictDN(fe *Features, b features.DN, cls []uint8, conf []f
 	if err := samePixels(dn, cls, conf); err != nil || n == 0 {
 		return err
 	}
+	p.window.Lock()
+	defer p.window.Unlock()
 	return p.Dev.Do(func() error {
 		prog, err := fe.program()
 		if err != nil {
@@ -445,6 +452,9 @@ func (p *Predictor) freeSlots() {
 
 // Close frees the predictor's device and pinned memory and streams.
 func (p *Predictor) Close() {
+	// No window is then waited for beside the owner.
+	p.window.Lock()
+	defer p.window.Unlock()
 	p.forest.Close()
 	p.Dev.Do(func() error {
 		p.freeSlots()

@@ -32,6 +32,9 @@ type Device struct {
 	active   int
 	since    time.Time
 	busy     atomic.Int64
+	// blocking: the context's waits sleep (OpenSched), and so do its
+	// events' (NewEvent).
+	blocking bool
 	// allowed is each kernel's dynamic shared memory allowed so far
 	// (AllowShared; owner goroutine).
 	allowed map[string]int
@@ -49,12 +52,6 @@ type Device struct {
 	copyOnce   sync.Once
 	copyErr    error
 	stage      *stager // the copier's pinned staging, made on first use
-	// waiter is a third such goroutine, started on first use (Await):
-	// it waits for events, so that a caller may wait for queued work
-	// without holding the owner or the copier.
-	waiter   chan func()
-	waitOnce sync.Once
-	waitErr  error
 }
 
 // Open retains device index's primary context on a new owner goroutine.
@@ -74,7 +71,7 @@ func OpenSched(index int, blocking bool) (*Device, error) {
 	if index < 0 || index >= len(devs) {
 		return nil, fmt.Errorf("no GPU %d (the driver sees %d)", index, len(devs))
 	}
-	d := &Device{Info: devs[index], work: make(chan func()), first: make(chan func()), funcs: map[string]uintptr{}, mem: Pool{}}
+	d := &Device{Info: devs[index], work: make(chan func()), first: make(chan func()), funcs: map[string]uintptr{}, mem: Pool{}, blocking: blocking}
 	ready := make(chan error)
 	go d.own(ready, blocking)
 	if err := <-ready; err != nil {
@@ -188,6 +185,12 @@ func (d *Device) aside(f func() error) error {
 	return <-done
 }
 
+// NewEvent creates an event to wait on (owner goroutine, or a thread
+// with the context current): one whose waits sleep when the device's do
+// (OpenSched), since an event's wait spins by its own flags, not the
+// context's.
+func (d *Device) NewEvent() (Event, error) { return newEvent(d.blocking) }
+
 // Beside runs f on the calling goroutine with the device's context
 // current on its thread, beside the owner, which goes on with other
 // work: for waits on a stream or an event, and copies on a stream of the
@@ -228,36 +231,9 @@ func (d *Device) leave() {
 	d.activeMu.Unlock()
 }
 
-// Await waits for event e on the waiter goroutine (see Device.waiter),
-// which it starts on first use: the owner and the copier go on
+// Await waits for event e beside the owner (Beside), which goes on
 // meanwhile.
-func (d *Device) Await(e Event) error {
-	if d.closed {
-		return errors.New("cuda: device closed")
-	}
-	d.waitOnce.Do(func() {
-		d.waiter = make(chan func())
-		ready := make(chan error)
-		go func() {
-			runtime.LockOSThread()
-			err := check(api.ctxSetCurrent(d.ctx), "cuCtxSetCurrent")
-			ready <- err
-			if err == nil {
-				for f := range d.waiter {
-					f()
-				}
-			}
-			select {} // parked, as the owner is (see own)
-		}()
-		d.waitErr = <-ready
-	})
-	if d.waitErr != nil {
-		return d.waitErr
-	}
-	done := make(chan error)
-	d.waiter <- func() { done <- check(api.eventSynchronize(uintptr(e)), "cuEventSynchronize") }
-	return <-done
-}
+func (d *Device) Await(e Event) error { return d.Beside(e.Wait) }
 
 // CopyAside copies src to device address dst on the copier goroutine,
 // while the owner goes on, and returns once the bytes are there: through
@@ -305,9 +281,6 @@ func (d *Device) Close() {
 		close(d.work)
 		if d.copier != nil {
 			close(d.copier)
-		}
-		if d.waiter != nil {
-			close(d.waiter)
 		}
 	}
 }

@@ -237,10 +237,17 @@ type Event uintptr
 
 // NewEvent creates an event (owner goroutine, or a thread with the
 // context current).
-func NewEvent() (Event, error) {
+func NewEvent() (Event, error) { return newEvent(false) }
+
+func newEvent(blocking bool) (Event, error) {
 	var e uintptr
-	// CU_EVENT_DISABLE_TIMING (2): the cheapest kind, for waiting only.
-	err := check(api.eventCreate(&e, 2), "cuEventCreate")
+	// CU_EVENT_DISABLE_TIMING (2): the cheapest kind, for waiting only;
+	// CU_EVENT_BLOCKING_SYNC (1): its waits sleep.
+	flags := uint32(2)
+	if blocking {
+		flags |= 1
+	}
+	err := check(api.eventCreate(&e, flags), "cuEventCreate")
 	return Event(e), err
 }
 
