@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -630,10 +629,6 @@ func (r *runner) run(ctx context.Context, tiles []ingest.SourceTile, res *RunRes
 // other.
 func (r *runner) lanes() []stage.Options {
 	var out []stage.Options
-	workers := r.opt.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	for range max(1, r.job.Config.TilesPerGPU) {
 		for _, d := range r.opt.GPUs {
 			o := r.opt
@@ -644,7 +639,7 @@ func (r *runner) lanes() []stage.Options {
 			// the devices' owner goroutines, back from each driver call,
 			// waited for a core behind them.
 			if n := len(r.opt.GPUs); n > 1 && !r.opt.Compare.LaneAllCores {
-				o.Workers = max(1, workers/n)
+				o.Workers = max(1, r.opt.Workers/n)
 			}
 			out = append(out, o)
 		}

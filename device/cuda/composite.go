@@ -340,40 +340,51 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 		}
 		return kernel()
 	}
+	// onOwner queues the window and waits for it with wait, holding the
+	// owner; should a tile decoded ahead have failed (every batch is
+	// settled), its batch's tiles are out of the cache, and the window
+	// runs again, decoding what it needs itself: a tile that is truly
+	// bad then fails this window with its own error.
+	onOwner := func(wait func() error) error {
+		for try := 0; try < 2; try++ {
+			if err := queue(); err != nil {
+				return err
+			}
+			if err := wait(); err != nil {
+				return fmt.Errorf("run composite: %w", err)
+			}
+			if !dev.checkAhead() {
+				break
+			}
+		}
+		return nil
+	}
+	// down brings each band straight into its output plane, and the
+	// counts, by stream s.
+	down := func(s uintptr) error {
+		for b := range out {
+			if err := driver.GetOn(out[b], driver.Buffer{Ptr: pout.Ptr + uint64(2*b*n), Bytes: uint64(2 * n)}, s); err != nil {
+				return err
+			}
+		}
+		return driver.GetOn(count, pcount, s)
+	}
 	if dev.opt.WaitAll {
+		// As before the streams were kept apart: the owner waits for the
+		// whole device.
 		return dev.Do(func() error {
 			if err := setUp(); err != nil {
 				return err
 			}
-			if err := queue(); err != nil {
+			if err := onOwner(driver.Synchronize); err != nil {
 				return err
-			}
-			// As before the streams were kept apart: the owner waits
-			// for the whole device, and settles every batch decoded
-			// ahead; should a tile have failed, the window runs again,
-			// decoding what it needs itself.
-			if err := driver.Synchronize(); err != nil {
-				return fmt.Errorf("run composite: %w", err)
-			}
-			if dev.checkAhead() {
-				if err := queue(); err != nil {
-					return err
-				}
-				if err := driver.Synchronize(); err != nil {
-					return fmt.Errorf("run composite: %w", err)
-				}
 			}
 			if into != nil {
 				if err := into.place(pout.Ptr, width, n, nplanes); err != nil {
 					return err
 				}
 			}
-			for b := range out {
-				if err := driver.Download(out[b], driver.Buffer{Ptr: pout.Ptr + uint64(2*b*n), Bytes: uint64(2 * n)}); err != nil {
-					return err
-				}
-			}
-			return driver.Download(count, pcount)
+			return down(0)
 		})
 	}
 	// The owner queues the window and goes on with other work (another
@@ -418,29 +429,11 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 		return fmt.Errorf("run composite: %w", err)
 	}
 	if failed {
-		// A tile the composite found in the cache failed: its batch's
-		// tiles are out of the cache, and the window runs again,
-		// decoding what it needs itself (a tile that is truly bad then
-		// fails this window with its own error). It runs on the owner,
-		// as before the waits moved beside it, so that no batch queued
-		// meanwhile lends it tiles whose statuses are still unknown.
-		if err := dev.Do(func() error {
-			if err := queue(); err != nil {
-				return err
-			}
-			if err := driver.SyncStream(0); err != nil {
-				return fmt.Errorf("run composite: %w", err)
-			}
-			if dev.checkAhead() {
-				if err := queue(); err != nil {
-					return err
-				}
-				if err := driver.SyncStream(0); err != nil {
-					return fmt.Errorf("run composite: %w", err)
-				}
-			}
-			return nil
-		}); err != nil {
+		// A tile the composite found in the cache failed: the window
+		// runs again on the owner, as before the waits moved beside it,
+		// so that no batch queued meanwhile lends it tiles whose
+		// statuses are still unknown.
+		if err := dev.Do(func() error { return onOwner(func() error { return driver.SyncStream(0) }) }); err != nil {
 			return err
 		}
 	}
@@ -449,14 +442,7 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 			return err
 		}
 	}
-	// Each band comes straight into its output plane, by the device's
-	// composite stream, which waits for nothing the owner queues.
-	return dev.Beside(func() error {
-		for b := range out {
-			if err := driver.GetOn(out[b], driver.Buffer{Ptr: pout.Ptr + uint64(2*b*n), Bytes: uint64(2 * n)}, dev.compStream); err != nil {
-				return err
-			}
-		}
-		return driver.GetOn(count, pcount, dev.compStream)
-	})
+	// By the device's composite stream, which waits for nothing the
+	// owner queues.
+	return dev.Beside(func() error { return down(dev.compStream) })
 }

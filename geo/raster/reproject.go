@@ -64,13 +64,7 @@ func (s *Source) readClassWindow(dst geo.Grid) (classWindow, error) {
 	}
 	// The source window every footprint lies in: the lattice's hull
 	// (bilinear interpolation stays inside it), one pixel wider, clamped.
-	umin, umax, vmin, vmax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
-	for i := range u {
-		umin, umax = min(umin, u[i]), max(umax, u[i])
-		vmin, vmax = min(vmin, v[i]), max(vmax, v[i])
-	}
-	x0, y0 := max(0, int(math.Floor(umin))-1), max(0, int(math.Floor(vmin))-1)
-	x1, y1 := min(s.Width, int(math.Ceil(umax))+1), min(s.Height, int(math.Ceil(vmax))+1)
+	x0, y0, x1, y1 := s.reach(u, v, 1)
 	if x0 >= x1 || y0 >= y1 {
 		cw.beside = true
 		return cw, nil
@@ -300,14 +294,11 @@ func ceil(x float64) int {
 // metres), so a window far beside by the rim is beside by the whole
 // lattice, and reads nothing.
 func (s *Source) farBeside(dst geo.Grid) (bool, error) {
-	nx := (dst.Width+latticeStep-1)/latticeStep + 1
-	ny := (dst.Height+latticeStep-1)/latticeStep + 1
+	nx, ny := latticeSize(dst)
 	var u, v []float64
 	node := func(i, j int) {
-		px := float64(min(i*latticeStep, dst.Width))
-		py := float64(min(j*latticeStep, dst.Height))
-		u = append(u, dst.Transform[0]+px*dst.Transform[1])
-		v = append(v, dst.Transform[3]+py*dst.Transform[5])
+		x, y := latticeNode(dst, i, j)
+		u, v = append(u, x), append(v, y)
 	}
 	for i := range nx {
 		node(i, 0)
@@ -317,31 +308,32 @@ func (s *Source) farBeside(dst geo.Grid) (bool, error) {
 		node(0, j)
 		node(nx-1, j)
 	}
-	if dst.EPSG != s.EPSG {
-		t, err := s.transformerTo(dst.EPSG)
-		if err != nil {
-			return false, err
-		}
-		if err := t.Transform(u, v); err != nil {
-			return false, fmt.Errorf("read %s onto EPSG:%d: %w", s.Href, dst.EPSG, err)
-		}
+	if err := s.toPixels(dst.EPSG, u, v); err != nil {
+		return false, err
 	}
-	umin, umax, vmin, vmax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	// A node PROJ could not map (NaN) leaves the question to the whole
+	// lattice.
 	for k := range u {
-		uk := (u[k] - s.Transform[0]) / s.Transform[1]
-		vk := (v[k] - s.Transform[3]) / s.Transform[5]
-		// A node PROJ could not map (NaN) leaves the question to the
-		// whole lattice.
-		if uk != uk || vk != vk {
+		if u[k] != u[k] || v[k] != v[k] {
 			return false, nil
 		}
-		umin, umax = min(umin, uk), max(umax, uk)
-		vmin, vmax = min(vmin, vk), max(vmax, vk)
 	}
 	const farMargin = 2
-	x0, y0 := max(0, int(math.Floor(umin))-1-farMargin), max(0, int(math.Floor(vmin))-1-farMargin)
-	x1, y1 := min(s.Width, int(math.Ceil(umax))+1+farMargin), min(s.Height, int(math.Ceil(vmax))+1+farMargin)
+	x0, y0, x1, y1 := s.reach(u, v, 1+farMargin)
 	return x0 >= x1 || y0 >= y1, nil
+}
+
+// reach is the source window, clamped to the source, that the hull of
+// the points u, v (source pixels) reaches, margin pixels wider.
+func (s *Source) reach(u, v []float64, margin int) (x0, y0, x1, y1 int) {
+	umin, umax, vmin, vmax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for i := range u {
+		umin, umax = min(umin, u[i]), max(umax, u[i])
+		vmin, vmax = min(vmin, v[i]), max(vmax, v[i])
+	}
+	x0, y0 = max(0, int(math.Floor(umin))-margin), max(0, int(math.Floor(vmin))-margin)
+	x1, y1 = min(s.Width, int(math.Ceil(umax))+margin), min(s.Height, int(math.Ceil(vmax))+margin)
+	return x0, y0, x1, y1
 }
 
 // ClassesBeside says whether reading dst by lulc's class rule (Read
@@ -366,31 +358,48 @@ func (s *Source) ClassesBeside(dst geo.Grid, alg string) (beside bool, fill uint
 // latticeStep pixels, and the last edge) into the source's pixel space:
 // u (columns) and v (rows), row-major, ceil(W/step)+1 nodes a row.
 func (s *Source) cornerLattice(dst geo.Grid) (u, v []float64, err error) {
-	nx := (dst.Width+latticeStep-1)/latticeStep + 1
-	ny := (dst.Height+latticeStep-1)/latticeStep + 1
+	nx, ny := latticeSize(dst)
 	u, v = make([]float64, nx*ny), make([]float64, nx*ny)
 	for j := range ny {
-		py := float64(min(j*latticeStep, dst.Height))
 		for i := range nx {
-			px := float64(min(i*latticeStep, dst.Width))
-			u[j*nx+i] = dst.Transform[0] + px*dst.Transform[1]
-			v[j*nx+i] = dst.Transform[3] + py*dst.Transform[5]
+			u[j*nx+i], v[j*nx+i] = latticeNode(dst, i, j)
 		}
 	}
-	if dst.EPSG != s.EPSG {
-		t, err := s.transformerTo(dst.EPSG)
+	if err := s.toPixels(dst.EPSG, u, v); err != nil {
+		return nil, nil, err
+	}
+	return u, v, nil
+}
+
+// latticeSize is the lattice's nodes a row and a column for dst.
+func latticeSize(dst geo.Grid) (nx, ny int) {
+	return (dst.Width+latticeStep-1)/latticeStep + 1, (dst.Height+latticeStep-1)/latticeStep + 1
+}
+
+// latticeNode is node (i, j) of dst's lattice in dst's CRS.
+func latticeNode(dst geo.Grid, i, j int) (x, y float64) {
+	px := float64(min(i*latticeStep, dst.Width))
+	py := float64(min(j*latticeStep, dst.Height))
+	return dst.Transform[0] + px*dst.Transform[1], dst.Transform[3] + py*dst.Transform[5]
+}
+
+// toPixels maps points of EPSG:epsg, in place, into the source's pixel
+// space (columns u, rows v).
+func (s *Source) toPixels(epsg int, u, v []float64) error {
+	if epsg != s.EPSG {
+		t, err := s.transformerTo(epsg)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if err := t.Transform(u, v); err != nil {
-			return nil, nil, fmt.Errorf("read %s onto EPSG:%d: %w", s.Href, dst.EPSG, err)
+			return fmt.Errorf("read %s onto EPSG:%d: %w", s.Href, epsg, err)
 		}
 	}
 	for k := range u {
 		u[k] = (u[k] - s.Transform[0]) / s.Transform[1]
 		v[k] = (v[k] - s.Transform[3]) / s.Transform[5]
 	}
-	return u, v, nil
+	return nil
 }
 
 // transformerTo returns the source's transformer from EPSG:epsg into its

@@ -1221,8 +1221,9 @@ func (r *windowReader) labels() ([]uint8, error) {
 				return nil, err
 			}
 			beside, fill, err := s.ClassesBeside(r.w, r.job.cfg.Resampling.Labels)
-			r.readNs += int64(time.Since(t))
-			r.labelNs += int64(time.Since(t))
+			took := int64(time.Since(t))
+			r.readNs += took
+			r.labelNs += took
 			if err != nil {
 				return nil, err
 			}

@@ -273,8 +273,6 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 		p.settled[fe] = true
 		if a != nil {
 			p.settled[a] = true
-		}
-		if a != nil {
 			if err := a.queue(s, p.dIn[0].Ptr, int64(n), p.aoaIdx.Ptr, int64(len(pixels)), best, p.aoaOut.Ptr); err != nil {
 				return err
 			}
