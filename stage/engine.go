@@ -7,6 +7,7 @@ import (
 
 	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/classrule"
 	"github.com/lulc/lulc/geo/decode"
 	"github.com/lulc/lulc/learn/aoa"
 	"github.com/lulc/lulc/learn/forest"
@@ -42,6 +43,9 @@ type Engine interface {
 	// long the host spent resampling. into (when not nil) is where the
 	// window goes in its tile's mirror.
 	Composite(dates []composite.Date, s composite.Spec, out [][]uint16, count []uint8, into *cuda.MirrorWindow) (time.Duration, error)
+	// Classes maps a label raster's window onto its grid by lulc's class
+	// rule (classrule.Window.Apply is the specification).
+	Classes(w *classrule.Window, buf []uint8) error
 	// Mirror keeps a tile's composite where the engine draws its samples
 	// from (nil: the host's copy); mirrors says whether the composite
 	// writes its windows there itself.
@@ -77,7 +81,7 @@ func (o Options) Engine() Engine {
 	if len(o.GPUs) == 0 {
 		return cpuEngine{workers: o.Workers, raw: o.Hooks.RawOnCPU}
 	}
-	return gpuEngine{gpu: o.GPUs[0], gpus: o.GPUs, hostDecode: o.Compare.HostDecode, hostDraw: o.Compare.HostDraw, hostAOA: o.Compare.HostAOA, apartAOA: o.Compare.ApartAOA}
+	return gpuEngine{gpu: o.GPUs[0], gpus: o.GPUs, hostDecode: o.Compare.HostDecode, hostDraw: o.Compare.HostDraw, hostAOA: o.Compare.HostAOA, apartAOA: o.Compare.ApartAOA, hostLabels: o.Compare.HostLabels}
 }
 
 // Decodes says whether e decodes tiles of format f itself, and why not.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/classrule"
 	"github.com/lulc/lulc/geo/decode"
 	"github.com/lulc/lulc/learn/aoa"
 	"github.com/lulc/lulc/learn/forest"
@@ -63,6 +64,11 @@ func (cpuEngine) di(_ *features.Set, ref *aoa.Reference) (diComputer, func(), er
 
 func (cpuEngine) AOAPairs(ctx context.Context, p []float64, nf int, fold []uint64) (float64, []float64, error) {
 	return aoa.CPUPairs(ctx, p, nf, fold)
+}
+
+func (cpuEngine) Classes(w *classrule.Window, buf []uint8) error {
+	w.Apply(buf)
+	return nil
 }
 
 func (e cpuEngine) Fit(ctx context.Context, xb *forest.Binned, y []uint8, classes int, p forest.Params, _ func(string, ...any)) (*forest.Forest, error) {

@@ -8,6 +8,7 @@ import (
 	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/device/cuda/classifier"
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/classrule"
 	"github.com/lulc/lulc/geo/decode"
 	"github.com/lulc/lulc/learn/aoa"
 	"github.com/lulc/lulc/learn/forest"
@@ -34,6 +35,9 @@ type gpuEngine struct {
 	// apartAOA keeps a window's area of applicability apart from its
 	// prediction (Compare.ApartAOA).
 	apartAOA bool
+	// hostLabels maps label rasters onto the grid on the host
+	// (Compare.HostLabels).
+	hostLabels bool
 }
 
 func (e gpuEngine) Name() string   { return fmt.Sprintf("gpu:%d", e.gpu.Index) }
@@ -107,6 +111,14 @@ func (e gpuEngine) di(set *features.Set, ref *aoa.Reference) (diComputer, func()
 		return nil, nil, err
 	}
 	return g, g.close, nil
+}
+
+func (e gpuEngine) Classes(w *classrule.Window, buf []uint8) error {
+	if e.hostLabels {
+		w.Apply(buf)
+		return nil
+	}
+	return e.gpu.Classes(w, buf)
 }
 
 func (e gpuEngine) AOAPairs(ctx context.Context, p []float64, nf int, fold []uint64) (float64, []float64, error) {

@@ -54,6 +54,7 @@ type Compare struct {
 	HostDecode bool // decode tiles on the host with a device (LULC_DEVICE_DECODE=off)
 	HostDraw   bool // draw samples on the host with a device (LULC_DEVICE_DRAW=off)
 	HostAOA    bool // measure the AOA's training points on the host with a device (LULC_DEVICE_AOA=off)
+	HostLabels bool // map label rasters onto the grid on the host with a device (LULC_DEVICE_LABELS=off)
 	// ApartAOA measures a window's AOA from its own upload and features
 	// pass, apart from its prediction's (LULC_AOA_SHARED=off).
 	ApartAOA bool

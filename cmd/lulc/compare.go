@@ -15,6 +15,7 @@ import (
 //	LULC_DEVICE_DECODE=off   decode tiles on the host with a device
 //	LULC_DEVICE_DRAW=off     draw samples on the host with a device
 //	LULC_DEVICE_AOA=off      measure the AOA's training points on the host
+//	LULC_DEVICE_LABELS=off   map label rasters onto the grid on the host
 //	LULC_DEVICE_STAGING=off  copy rows and windows to the device from pageable memory
 //	LULC_TRAIN_PROFILE=1     time the device's training kernels by group
 //	LULC_FOREST_SWEEP=off    walk the forest with only the trees' tops in shared memory
@@ -43,6 +44,7 @@ func compareFromEnv(getenv func(string) string) (stage.Compare, error) {
 	flag("LULC_DEVICE_DECODE", "off", &c.HostDecode)
 	flag("LULC_DEVICE_DRAW", "off", &c.HostDraw)
 	flag("LULC_DEVICE_AOA", "off", &c.HostAOA)
+	flag("LULC_DEVICE_LABELS", "off", &c.HostLabels)
 	flag("LULC_DEVICE_STAGING", "off", &c.Device.Pageable)
 	flag("LULC_TRAIN_PROFILE", "1", &c.Device.TrainProfile)
 	flag("LULC_FOREST_SWEEP", "off", &c.Device.TopsOnly)

@@ -44,6 +44,10 @@ type Device struct {
 	// outputs come down by (owner goroutine creates it).
 	composite  sync.Mutex
 	compStream uintptr
+	// classes serializes Classes, whose buffers come from the pool;
+	// classStream is the stream they run on (owner goroutine creates it).
+	classes     sync.Mutex
+	classStream uintptr
 }
 
 // kernels returns the module the device loads: the embedded fatbin, or
@@ -104,7 +108,7 @@ func (d *Device) Options() Options { return d.opt }
 
 // kernelNames are the kernels of lulc.cu that the Go side launches.
 var kernelNames = []string{"features", "features_wide", "reflectance", "context_rows", "context_cols", "features_context", "context_at", "crop", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear", "inflate", "tiff_unpack", "gather_tiles",
-	"draw_count", "draw_collect", "place_u16", "place_u8", "aoa_near", "aoa_finish", "aoa_pairs", "affine_plane", "forest_walk", "forest_sweep8", "forest_sweep12", "forest_sweep16", "forest_sweep32"}
+	"draw_count", "draw_collect", "place_u16", "place_u8", "aoa_near", "aoa_finish", "aoa_pairs", "affine_plane", "forest_walk", "forest_sweep8", "forest_sweep12", "forest_sweep16", "forest_sweep32", "class_rule"}
 
 // kernelBlocks are the threads a block of Launch for the kernels that
 // take other than 256: forest_predict's shared-memory row buffer is sized
@@ -131,9 +135,11 @@ func (d *Device) Close() {
 	if d == nil {
 		return
 	}
-	// No composite is then waited for beside the owner.
+	// No composite, nor classes, is then waited for beside the owner.
 	d.composite.Lock()
 	defer d.composite.Unlock()
+	d.classes.Lock()
+	defer d.classes.Unlock()
 	d.Do(func() error {
 		// Whatever is still queued (rows decoded ahead, their statuses)
 		// finishes before its buffers go.
@@ -141,6 +147,10 @@ func (d *Device) Close() {
 		if d.compStream != 0 {
 			driver.DestroyStream(d.compStream)
 			d.compStream = 0
+		}
+		if d.classStream != 0 {
+			driver.DestroyStream(d.classStream)
+			d.classStream = 0
 		}
 		d.tiles.release()
 		for h := range d.heldBufs {

@@ -125,7 +125,7 @@ var resamplings = map[string]godal.ResamplingAlg{
 // of dst pixels at an integer offset (Sentinel-2's 10/20/60 m grids), this
 // is a single windowed RasterIO with GDAL's resampling: no warper. Other
 // grids take lulc's own rule for class rasters (uint8 with nearest or
-// mode: see reprojectClasses), and GDAL's warper into an in-memory
+// mode: package classrule), and GDAL's warper into an in-memory
 // dataset for the rest.
 func (s *Source) Read(dst geo.Grid, alg string, buf any) error {
 	ra, ok := resamplings[alg]

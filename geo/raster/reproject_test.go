@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/classrule"
 )
 
 // TestReprojectClassesExact reads a 5 m class raster onto a 10 m grid of
@@ -222,33 +223,36 @@ func BenchmarkReadClasses(b *testing.B) {
 	})
 }
 
-// reprojectClassesRef is the rule of reproject.go written plainly, as it
+// reprojectClassesRef is the rule of classrule.Window.Apply written plainly, as it
 // was before the run lengths and the lattice lines: from the same window
 // (readClassWindow), every edge interpolated from its four lattice nodes,
 // every box's pixels compared one by one before they vote.
 // reprojectClasses must give its bytes.
 func (s *Source) reprojectClassesRef(dst geo.Grid, alg string, buf []uint8) error {
 	w, h := dst.Width, dst.Height
-	cw, err := s.readClassWindow(dst)
+	cw, err := s.readClassWindow(dst, alg)
 	if err != nil {
 		return err
 	}
-	if cw.beside {
+	if cw.Beside {
 		for i := range buf {
-			buf[i] = cw.nodata
+			buf[i] = cw.NoData
 		}
 		return nil
 	}
-	src, sw, sh, u, v, nx := cw.src, cw.sw, cw.sh, cw.u, cw.v, cw.nx
+	src, sw, sh, u, v := cw.Src, cw.SW, cw.SH, cw.U, cw.V
+	nx, _ := classrule.LatticeSize(w, h)
+	lxs, fxs := classrule.Edges(w)
 	edge := func(j int, ue, ve []float64) {
-		ly := min(j/latticeStep, (h-1)/latticeStep)
-		fy := float64(j-ly*latticeStep) / float64(min((ly+1)*latticeStep, h)-ly*latticeStep)
-		for i, lx := range cw.lxs {
-			k, fx := ly*nx+lx, cw.fxs[i]
+		ly := min(j/classrule.Step, (h-1)/classrule.Step)
+		fy := float64(j-ly*classrule.Step) / float64(min((ly+1)*classrule.Step, h)-ly*classrule.Step)
+		for i, lx := range lxs {
+			k, fx := ly*nx+int(lx), fxs[i]
 			ue[i] = bilerp(u[k], u[k+1], u[k+nx], u[k+nx+1], fx, fy)
 			ve[i] = bilerp(v[k], v[k+1], v[k+nx], v[k+nx+1], fx, fy)
 		}
 	}
+	floor, ceil := classrule.Floor, classrule.Ceil
 	ua, va := make([]float64, w+1), make([]float64, w+1)
 	ub, vb := make([]float64, w+1), make([]float64, w+1)
 	edge(0, ua, va)
@@ -263,7 +267,7 @@ func (s *Source) reprojectClassesRef(dst geo.Grid, alg string, buf []uint8) erro
 			if alg == "nearest" {
 				cu := (ua[x] + ua[x+1] + ub[x] + ub[x+1]) / 4
 				cv := (va[x] + va[x+1] + vb[x] + vb[x+1]) / 4
-				val := cw.nodata
+				val := cw.NoData
 				if c, r := floor(cu), floor(cv); c >= 0 && c < sw && r >= 0 && r < sh {
 					val = src[r*sw+c]
 				}
@@ -289,7 +293,7 @@ func (s *Source) reprojectClassesRef(dst geo.Grid, alg string, buf []uint8) erro
 					continue
 				}
 			}
-			buf[y*w+x], touched = cw.vote(c0, c1, r0, r1, &counts, touched)
+			buf[y*w+x], touched = cw.Vote(c0, c1, r0, r1, &counts, touched)
 		}
 	}
 	return nil

@@ -1260,8 +1260,9 @@ func (r *windowReader) read(href, alg string, buf any, bytesPerPixel int) (*rast
 		return nil, err
 	}
 	if bytesPerPixel == 0 {
-		// Labels keep GDAL's resampling (mode, or nearest).
-		err = s.Read(r.w, alg, buf)
+		// Labels take lulc's class rule, on the engine (mode, or nearest,
+		// onto a grid not nested in the source's), else GDAL's resampling.
+		err = r.classes(s, alg, buf)
 		r.labelNs += int64(time.Since(t))
 	} else {
 		err = s.Upsample(r.w, alg, buf, nil)
@@ -1271,6 +1272,21 @@ func (r *windowReader) read(href, alg string, buf any, bytesPerPixel int) (*rast
 	}
 	r.job.decoded.Add(int64(bytesPerPixel * r.n / sourceZoom(s, r.w)))
 	return s, nil
+}
+
+// classes reads a label raster over the window: the class rule's window
+// from the source, mapped by the engine, where the rule applies.
+func (r *windowReader) classes(s *raster.Source, alg string, buf any) error {
+	if b, ok := buf.([]uint8); ok {
+		cw, ok, err := s.ClassWindow(r.w, alg)
+		if err != nil || ok {
+			if err == nil {
+				err = r.job.engine.Classes(cw, b)
+			}
+			return err
+		}
+	}
+	return s.Read(r.w, alg, buf)
 }
 
 // band reads one reflectance band: still compressed when the engine

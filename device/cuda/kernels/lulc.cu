@@ -2481,3 +2481,150 @@ extern "C" __global__ void __launch_bounds__(AOA_BLOCK) aoa_pairs(const double* 
     rows[i] = sum;
     cv[i] = best;
 }
+
+// ---------------------------------------------------------------------
+// Class rasters onto another grid (package classrule): lulc's rule for
+// labels, the same bytes as classrule.Window.Apply.
+// ---------------------------------------------------------------------
+
+// rule_corner is the lattice's bilinear interpolation at a pixel edge
+// (lattice cells lx, ly, places fx, fy), in Apply's order: across the
+// cell's top and bottom rows, then down between them.
+__device__ __forceinline__ double rule_corner(const double* __restrict__ u, int nx, int lx, double fx, int ly, double fy) {
+    int k = ly * nx + lx;
+    double t = __dadd_rn(u[k], __dmul_rn(__dsub_rn(u[k + 1], u[k]), fx));
+    double b = __dadd_rn(u[k + nx], __dmul_rn(__dsub_rn(u[k + nx + 1], u[k + nx]), fx));
+    return __dadd_rn(t, __dmul_rn(__dsub_rn(b, t), fy));
+}
+
+// rule_floor and rule_ceil are classrule.Floor and Ceil: a truncation
+// corrected by one (exact for the tame lattices the host sends).
+__device__ __forceinline__ long long rule_floor(double x) {
+    long long i = (long long)x;
+    return (double)i > x ? i - 1 : i;
+}
+
+__device__ __forceinline__ long long rule_ceil(double x) {
+    long long i = (long long)x;
+    return (double)i < x ? i + 1 : i;
+}
+
+// rule_lower and rule_upper are classrule.Lower and Upper (NaN wins).
+__device__ __forceinline__ double rule_lower(double a, double b) { return (b < a || b != b) ? b : a; }
+__device__ __forceinline__ double rule_upper(double a, double b) { return (b > a || b != b) ? b : a; }
+
+// rule_vote is classrule.Window.Vote over the box of columns c0..c1 and
+// rows r0..r1 (both non-empty): the most votes win, a tie the value met
+// first reading the box row by row; nodata (when the source has it) does
+// not vote, and wins when nothing does. A small box, which is nearly
+// every box, counts each value at its first pixel with no table; a
+// large one keeps Vote's table of counts in local memory.
+__device__ int rule_vote(const unsigned char* __restrict__ src, int sw, int c0, int c1, int r0, int r1, int nodata, int hasNodata) {
+    int best = nodata, bestN = 0;
+    int cols = c1 - c0;
+    if ((long long)cols * (r1 - r0) <= 64) {
+        for (int r = r0; r < r1; r++) {
+            for (int c = c0; c < c1; c++) {
+                int val = src[(long long)r * sw + c];
+                if (hasNodata && val == nodata) {
+                    continue;
+                }
+                // A value met before in the box was counted there.
+                bool seen = false;
+                for (int rr = r0; rr <= r && !seen; rr++) {
+                    int end = rr == r ? c : c1;
+                    for (int cc = c0; cc < end; cc++) {
+                        if (src[(long long)rr * sw + cc] == val) {
+                            seen = true;
+                            break;
+                        }
+                    }
+                }
+                if (seen) {
+                    continue;
+                }
+                int n = 0;
+                for (int rr = r; rr < r1; rr++) {
+                    for (int cc = rr == r ? c : c0; cc < c1; cc++) {
+                        n += src[(long long)rr * sw + cc] == val;
+                    }
+                }
+                if (n > bestN) {
+                    best = val;
+                    bestN = n;
+                }
+            }
+        }
+        return best;
+    }
+    unsigned int counts[256];
+    unsigned char order[256];
+    int touched = 0;
+    for (int k = 0; k < 256; k++) {
+        counts[k] = 0;
+    }
+    for (int r = r0; r < r1; r++) {
+        for (int c = c0; c < c1; c++) {
+            int val = src[(long long)r * sw + c];
+            if (hasNodata && val == nodata) {
+                continue;
+            }
+            if (counts[val]++ == 0) {
+                order[touched++] = (unsigned char)val;
+            }
+        }
+    }
+    for (int t = 0; t < touched; t++) {
+        int val = order[t];
+        if ((int)counts[val] > bestN) {
+            best = val;
+            bestN = counts[val];
+        }
+    }
+    return best;
+}
+
+// class_rule maps a source window (sw × sh classes) onto a w × h grid by
+// the rule, a thread a destination pixel: its four corners from the
+// lattice (u, v: nx nodes a row, in the window's pixel space; lxs, fxs
+// and lys, fys each edge's lattice cell and place, classrule.Edges), then
+// nearest (mode 0) or mode (1). Footprints outside the window get
+// nodata.
+extern "C" __global__ void class_rule(const unsigned char* __restrict__ src, int sw, int sh,
+                                      const double* __restrict__ u, const double* __restrict__ v, int nx,
+                                      const int* __restrict__ lxs, const double* __restrict__ fxs,
+                                      const int* __restrict__ lys, const double* __restrict__ fys,
+                                      int w, int h, int mode, int nodata, int hasNodata,
+                                      unsigned char* __restrict__ out) {
+    long long n = (long long)w * h;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        int y = (int)(i / w), x = (int)(i % w);
+        int la = lxs[x], lb = lxs[x + 1], ta = lys[y], tb = lys[y + 1];
+        double fa = fxs[x], fb = fxs[x + 1], ga = fys[y], gb = fys[y + 1];
+        // Corners: a is the pixel's top edge, b its bottom; 0 its left,
+        // 1 its right.
+        double ua0 = rule_corner(u, nx, la, fa, ta, ga), ua1 = rule_corner(u, nx, lb, fb, ta, ga);
+        double ub0 = rule_corner(u, nx, la, fa, tb, gb), ub1 = rule_corner(u, nx, lb, fb, tb, gb);
+        double va0 = rule_corner(v, nx, la, fa, ta, ga), va1 = rule_corner(v, nx, lb, fb, ta, ga);
+        double vb0 = rule_corner(v, nx, la, fa, tb, gb), vb1 = rule_corner(v, nx, lb, fb, tb, gb);
+        int val = nodata;
+        if (!mode) {
+            double cu = __ddiv_rn(__dadd_rn(__dadd_rn(__dadd_rn(ua0, ua1), ub0), ub1), 4.0);
+            double cv = __ddiv_rn(__dadd_rn(__dadd_rn(__dadd_rn(va0, va1), vb0), vb1), 4.0);
+            long long c = rule_floor(cu), r = rule_floor(cv);
+            if (c >= 0 && c < sw && r >= 0 && r < sh) {
+                val = src[r * sw + c];
+            }
+        } else {
+            long long c0 = max(min(rule_floor(__dadd_rn(rule_lower(ua0, ub0), 1e-10)), rule_floor(__dadd_rn(rule_lower(ua1, ub1), 1e-10))), 0LL);
+            long long c1 = min(max(rule_ceil(__dsub_rn(rule_upper(ua0, ub0), 1e-10)), rule_ceil(__dsub_rn(rule_upper(ua1, ub1), 1e-10))), (long long)sw);
+            long long r0 = max(min(rule_floor(__dadd_rn(rule_lower(va0, vb0), 1e-10)), rule_floor(__dadd_rn(rule_lower(va1, vb1), 1e-10))), 0LL);
+            long long r1 = min(max(rule_ceil(__dsub_rn(rule_upper(va0, vb0), 1e-10)), rule_ceil(__dsub_rn(rule_upper(va1, vb1), 1e-10))), (long long)sh);
+            if (c0 < c1 && r0 < r1) {
+                val = rule_vote(src, sw, (int)c0, (int)c1, (int)r0, (int)r1, nodata, hasNodata);
+            }
+        }
+        out[i] = (unsigned char)val;
+    }
+}
