@@ -326,3 +326,19 @@ func TestLabelClasses(t *testing.T) {
 		t.Errorf("an item with malformed classes: %+v, %v", it.Assets, err)
 	}
 }
+
+// TestSortItemsTies: items of one collection, datetime and id (two
+// synthetic tiles' WorldCover cells) come out in one order whatever order
+// the crawl found them in: by where they were read from.
+func TestSortItemsTies(t *testing.T) {
+	day := time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := Item{ID: "N44E003", Collection: "esa-worldcover", Datetime: day, Location: "/data/31TEB/wc.json"}
+	b := Item{ID: "N44E003", Collection: "esa-worldcover", Datetime: day, Location: "/data/31TEA/wc.json"}
+	c := Item{ID: "N41E003", Collection: "esa-worldcover", Datetime: day, Location: "/data/31TEZ/wc.json"}
+	for _, in := range [][]Item{{a, b, c}, {b, a, c}, {c, a, b}, {a, c, b}} {
+		sortItems(in)
+		if got := []string{in[0].Location, in[1].Location, in[2].Location}; got[0] != c.Location || got[1] != b.Location || got[2] != a.Location {
+			t.Errorf("order %v, want %s, %s, %s", got, c.Location, b.Location, a.Location)
+		}
+	}
+}

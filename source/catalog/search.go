@@ -266,6 +266,11 @@ func checkAssets(policy HrefPolicy, it Item) error {
 	return nil
 }
 
+// sortItems orders items by collection, datetime and id, and items equal
+// in all three (a static catalog may hold two items of one id, as a
+// synthetic WorldCover cell made for each of two tiles) by where they were
+// read from: the crawl finds them in no fixed order, and where their
+// rasters overlap the first wins, so the order must not depend on it.
 func sortItems(items []Item) {
 	slices.SortFunc(items, func(a, b Item) int {
 		if c := strings.Compare(a.Collection, b.Collection); c != 0 {
@@ -274,7 +279,10 @@ func sortItems(items []Item) {
 		if c := a.Datetime.Compare(b.Datetime); c != 0 {
 			return c
 		}
-		return strings.Compare(a.ID, b.ID)
+		if c := strings.Compare(a.ID, b.ID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Location, b.Location)
 	})
 }
 

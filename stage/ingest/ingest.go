@@ -1195,7 +1195,8 @@ func (r *windowReader) dates() ([]composite.Date, error) {
 }
 
 // labels reads the label rasters over the window; where several cover a
-// pixel the first (by item id) wins. Burned vector labels are copied.
+// pixel the first (by item id, then by where the item was read from)
+// wins. Burned vector labels are copied.
 func (r *windowReader) labels() ([]uint8, error) {
 	labels := make([]uint8, r.n)
 	if b := r.job.burned; b != nil {
