@@ -130,24 +130,6 @@ func (s *Source) reach(u, v []float64, margin int) (x0, y0, x1, y1 int) {
 	return x0, y0, x1, y1
 }
 
-// ClassesBeside says whether reading dst by lulc's class rule (Read
-// with a []uint8 buffer and "nearest" or "mode", dst not nested in the
-// source) finds no source pixel, dst lying far beside the source; Read
-// would then fill the buffer with fill (the nodata value, else 0).
-func (s *Source) ClassesBeside(dst geo.Grid, alg string) (beside bool, fill uint8, err error) {
-	if alg != "nearest" && alg != "mode" {
-		return false, 0, nil
-	}
-	if _, _, _, _, nested := s.nested(dst); nested {
-		return false, 0, nil
-	}
-	if s.NoData != nil {
-		fill = uint8(*s.NoData)
-	}
-	beside, err = s.farBeside(dst)
-	return beside, fill, err
-}
-
 // cornerLattice maps the lattice of dst's pixel corners (every
 // classrule.Step pixels, and the last edge) into the source's pixel space:
 // u (columns) and v (rows), row-major, ceil(W/step)+1 nodes a row.

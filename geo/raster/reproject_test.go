@@ -371,11 +371,12 @@ func TestReprojectClassesPlain(t *testing.T) {
 	})
 }
 
-// TestClassesBeside: a window that farBeside finds far beside the source
-// by the lattice's rim is beside by the whole lattice too (nothing read,
-// all nodata), and one beside by the whole lattice with room to spare is
-// found by the rim; windows slide out of the source on every side, in its
-// CRS and in another (the lattice through PROJ).
+// TestClassesBeside: a window that ClassWindow finds beside the source
+// (far beside by the lattice's rim, farBeside, or by the whole lattice's
+// reach) is beside by the whole lattice too (nothing read, all nodata),
+// and one beside by the whole lattice with room to spare is found by the
+// rim; windows slide out of the source on every side, in its CRS and in
+// another (the lattice through PROJ).
 func TestClassesBeside(t *testing.T) {
 	const sw, sh = 700, 500
 	sg := geo.Grid{EPSG: 32631, Width: sw, Height: sh, Transform: [6]float64{500000, 1, 0, 4000000, 0, -1}}
@@ -418,10 +419,11 @@ func TestClassesBeside(t *testing.T) {
 				// How far the whole lattice's reach lies beyond the source,
 				// in pixels (≤ 0: it reaches in).
 				spare := max(-(int(math.Ceil(umax)) + 1), int(math.Floor(umin))-1-sw, -(int(math.Ceil(vmax)) + 1), int(math.Floor(vmin))-1-sh)
-				got, fill, err := s.ClassesBeside(dst, "mode")
-				if err != nil {
-					t.Fatal(err)
+				cw, rule, err := s.ClassWindow(dst, "mode")
+				if err != nil || !rule {
+					t.Fatalf("EPSG:%d, %g m beyond %v: the rule %v, %v", epsg, d, o, rule, err)
 				}
+				got, fill := cw.Beside, cw.NoData
 				if got && spare < 0 {
 					t.Fatalf("EPSG:%d, %g m beyond %v: far beside by the rim, but the lattice reaches %d px into the source", epsg, d, o, -spare)
 				}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/geo"
+	"github.com/lulc/lulc/geo/classrule"
 	"github.com/lulc/lulc/geo/decode"
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/geo/raster"
@@ -1212,23 +1213,15 @@ func (r *windowReader) labels() ([]uint8, error) {
 	// one); later ones fill only what is still unlabelled.
 	var buf []uint8
 	for k, a := range r.job.labels {
+		s, cw, err := r.labelWindow(a.Href)
+		if err != nil {
+			return nil, err
+		}
 		into := labels
 		if k > 0 {
-			// A later raster far beside the window would fill it with
-			// zeros, which change nothing: skip it.
-			t := time.Now()
-			s, err := r.open(a.Href)
-			if err != nil {
-				return nil, err
-			}
-			beside, fill, err := s.ClassesBeside(r.w, r.job.cfg.Resampling.Labels)
-			took := int64(time.Since(t))
-			r.readNs += took
-			r.labelNs += took
-			if err != nil {
-				return nil, err
-			}
-			if beside && fill == 0 {
+			// A later raster beside the window would fill it with zeros,
+			// which change nothing: skip it.
+			if cw != nil && cw.Beside && cw.NoData == 0 {
 				continue
 			}
 			if buf == nil {
@@ -1236,7 +1229,7 @@ func (r *windowReader) labels() ([]uint8, error) {
 			}
 			into = buf
 		}
-		if _, err := r.read(a.Href, r.job.cfg.Resampling.Labels, into, 0); err != nil {
+		if err := r.mapLabels(s, cw, into); err != nil {
 			return nil, err
 		}
 		if k == 0 {
@@ -1251,8 +1244,39 @@ func (r *windowReader) labels() ([]uint8, error) {
 	return labels, nil
 }
 
-// read fills buf from href over the window: labels (bytesPerPixel 0)
-// with GDAL's resampling, anything else with Upsample.
+// labelWindow opens label raster href and reads what lulc's class rule
+// needs over the window; cw is nil where the rule does not apply (a grid
+// nested in the source's, or a resampling other than mode and nearest).
+func (r *windowReader) labelWindow(href string) (s *raster.Source, cw *classrule.Window, err error) {
+	defer r.labelTime(time.Now())
+	if s, err = r.open(href); err != nil {
+		return nil, nil, err
+	}
+	cw, rule, err := s.ClassWindow(r.w, r.job.cfg.Resampling.Labels)
+	if !rule {
+		cw = nil
+	}
+	return s, cw, err
+}
+
+// mapLabels fills buf with a label raster over the window: by the class
+// rule on the engine when cw is not nil, else by GDAL's resampling.
+func (r *windowReader) mapLabels(s *raster.Source, cw *classrule.Window, buf []uint8) error {
+	defer r.labelTime(time.Now())
+	if cw != nil {
+		return r.job.engine.Classes(cw, buf)
+	}
+	return s.Read(r.w, r.job.cfg.Resampling.Labels, buf)
+}
+
+// labelTime adds the time since t to the window's reads and labels.
+func (r *windowReader) labelTime(t time.Time) {
+	took := int64(time.Since(t))
+	r.readNs += took
+	r.labelNs += took
+}
+
+// read fills buf from href over the window with Upsample.
 func (r *windowReader) read(href, alg string, buf any, bytesPerPixel int) (*raster.Source, error) {
 	t := time.Now()
 	defer func() { r.readNs += int64(time.Since(t)) }()
@@ -1260,34 +1284,11 @@ func (r *windowReader) read(href, alg string, buf any, bytesPerPixel int) (*rast
 	if err != nil {
 		return nil, err
 	}
-	if bytesPerPixel == 0 {
-		// Labels take lulc's class rule, on the engine (mode, or nearest,
-		// onto a grid not nested in the source's), else GDAL's resampling.
-		err = r.classes(s, alg, buf)
-		r.labelNs += int64(time.Since(t))
-	} else {
-		err = s.Upsample(r.w, alg, buf, nil)
-	}
-	if err != nil {
+	if err := s.Upsample(r.w, alg, buf, nil); err != nil {
 		return nil, err
 	}
 	r.job.decoded.Add(int64(bytesPerPixel * r.n / sourceZoom(s, r.w)))
 	return s, nil
-}
-
-// classes reads a label raster over the window: the class rule's window
-// from the source, mapped by the engine, where the rule applies.
-func (r *windowReader) classes(s *raster.Source, alg string, buf any) error {
-	if b, ok := buf.([]uint8); ok {
-		cw, ok, err := s.ClassWindow(r.w, alg)
-		if err != nil || ok {
-			if err == nil {
-				err = r.job.engine.Classes(cw, b)
-			}
-			return err
-		}
-	}
-	return s.Read(r.w, alg, buf)
 }
 
 // band reads one reflectance band: still compressed when the engine
