@@ -27,9 +27,9 @@ func TestCompareFromEnv(t *testing.T) {
 	if c, err := compareFromEnv(func(string) string { return "" }); err != nil || c.HostDecode || c.GDALCOG || c.Device.PTX != "" {
 		t.Errorf("none set: %+v, %v", c, err)
 	}
-	bad := map[string]string{"LULC_DEVICE_DECODE": "no", "LULC_COG_ENCODER": "lulc", "LULC_PTX": filepath.Join(t.TempDir(), "none.ptx")}
+	bad := map[string]string{"LULC_DEVICE_DECODE": "no", "LULC_DEVICE_LABELS": "on", "LULC_COG_ENCODER": "lulc", "LULC_PTX": filepath.Join(t.TempDir(), "none.ptx")}
 	_, err = compareFromEnv(func(k string) string { return bad[k] })
-	for _, want := range []string{`LULC_DEVICE_DECODE="no"`, `"off"`, `LULC_COG_ENCODER="lulc"`, "LULC_PTX", "none.ptx"} {
+	for _, want := range []string{`LULC_DEVICE_DECODE="no"`, `LULC_DEVICE_LABELS="on"`, `"off"`, `LULC_COG_ENCODER="lulc"`, "LULC_PTX", "none.ptx"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("bad values: %v, want it to name %s", err, want)
 		}
