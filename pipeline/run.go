@@ -20,6 +20,7 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/device/cuda"
+	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/geo/landcover"
 	"github.com/lulc/lulc/internal/atomicfs"
 	"github.com/lulc/lulc/internal/progress"
@@ -736,11 +737,21 @@ func (r *runner) compositeMirrored(ctx context.Context, opt stage.Options, t ing
 		return nil, nil, err
 	}
 	mem = stack.New(t.Name(), grid, cfg.StackPlanes(), stage.StackScale, stage.StackOffset)
+	if dm, err = r.compositeInto(ctx, opt, t, rt, grid, mem, mirror); err != nil {
+		return nil, nil, err
+	}
+	return mem, dm, nil
+}
+
+// compositeInto composites a tile planned on grid into mem (and a device
+// mirror, with mirror), recording its manifest.
+func (r *runner) compositeInto(ctx context.Context, opt stage.Options, t ingest.SourceTile, rt *RunTile, grid geo.Grid, mem *stack.Tile, mirror bool) (dm *cuda.Mirror, err error) {
+	cfg := r.job.Ingest
 	hist := radiometry.NewHistogram(len(cfg.Bands), stage.StackScale, stage.StackOffset)
 	sinks := []ingest.TileSink{mem, hist}
 	if mirror {
 		if dm, err = opt.Engine().Mirror(grid, len(cfg.StackPlanes())); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if m := dm; m != nil {
 			sinks = append(sinks, stage.MirrorSink{Mirror: m})
@@ -753,15 +764,15 @@ func (r *runner) compositeMirrored(ctx context.Context, opt stage.Options, t ing
 	}
 	dir, err := stage.TileDir(r.stage, t.Name())
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var tw *ingest.StackWriters
 	if r.job.Config.Outputs.Stack.Any() && !atomicfs.Exists(filepath.Join(dir, "manifest.json")) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if tw, err = ingest.NewStackWriters(dir, grid, cfg, r.job.Config.Outputs.Stack, t.LabelScheme(cfg), false, opt.Compare.GDALCOG); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		sinks = append(sinks, tw.Sinks()...)
 	}
@@ -774,14 +785,14 @@ func (r *runner) compositeMirrored(ctx context.Context, opt stage.Options, t ing
 		if tw != nil {
 			tw.Abort()
 		}
-		return nil, nil, err
+		return nil, err
 	}
 	m, err := t.Manifest(ctx, cfg, opt, stats.NoValid)
 	if err != nil {
 		if tw != nil {
 			tw.Abort()
 		}
-		return nil, nil, err
+		return nil, err
 	}
 	m.SetDark(cfg.Bands, hist.Dark(), opt)
 	m.LabelScheme = stage.RecordScheme(t.LabelScheme(cfg))
@@ -800,7 +811,54 @@ func (r *runner) compositeMirrored(ctx context.Context, opt stage.Options, t ing
 			return ingest.WriteTileManifest(dir, m, known)
 		})
 	}
-	return mem, dm, nil
+	return dm, nil
+}
+
+// compositeBeside starts compositing a tile into memory and returns at
+// once: the tile (in.Mem) is being filled, and its prediction reads each
+// window as the window's rows become whole. m is what is known of the
+// tile before its composite: its grid, planes and encoding;
+// in.Composited waits for the composite's end and gives its whole
+// manifest. done (the lane's composite turn) is called when the
+// composite ends. stop stops the composite if it is still going and
+// waits for it: the caller calls it before it returns, whatever happened.
+func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t ingest.SourceTile, rt *RunTile, done func()) (in predict.Input, m stage.Manifest, stop func(), err error) {
+	cfg := r.job.Ingest
+	grid, err := t.Plan(cfg)
+	if err != nil {
+		done()
+		return in, m, nil, err
+	}
+	mem := stack.New(t.Name(), grid, cfg.StackPlanes(), stage.StackScale, stage.StackOffset)
+	mem.StartFilling(len(cfg.StackPlanes()) - len(cfg.Layers))
+	cctx, cancel := context.WithCancel(ctx)
+	end := make(chan error, 1)
+	go func() {
+		_, err := r.compositeInto(cctx, opt, t, rt, grid, mem, false)
+		mem.EndFilling(err)
+		done()
+		end <- err
+	}()
+	var once sync.Once
+	var cerr error
+	wait := func() error {
+		once.Do(func() { cerr = <-end; cancel() })
+		return cerr
+	}
+	in = predict.Input{Mem: mem, Composited: func(streamErr error) (stage.Manifest, error) {
+		if streamErr != nil {
+			cancel()
+		}
+		if err := wait(); err != nil {
+			return stage.Manifest{}, err
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.manifests[t.Name()], nil
+	}}
+	m = stage.Manifest{Tile: t.Name(), Grid: stage.ManifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
+		Bands: cfg.StackPlanes(), Scale: stage.StackScale, Offset: stage.StackOffset}
+	return in, m, func() { cancel(); wait() }, nil
 }
 
 // background runs an output's encoding beside the compute; wait collects
@@ -1115,31 +1173,56 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 	// GPU one is read and composited while the other is predicted.
 	unlock := r.step(opt, "composite")
 	mem, err := r.take(t.Name())
-	if err == nil && mem == nil {
-		mem, err = r.composite(ctx, opt, t, rt)
-	}
-	unlock()
-	if err != nil {
+	var in predict.Input
+	var m stage.Manifest
+	stop := func() {}
+	switch {
+	case err != nil:
+		unlock()
 		return err
+	case mem != nil: // held since training: whole
+		unlock()
+	case r.opt.Compare.MapAfterComposite || len(r.job.Ingest.Layers) > 0:
+		// A tile with layers is mapped after its composite: its
+		// layers' encoding, which its features need, is known once
+		// they are read.
+		mem, err = r.composite(ctx, opt, t, rt)
+		unlock()
+		if err != nil {
+			return err
+		}
+	default:
+		// The tile is predicted as its composite's rows become whole;
+		// the composite's turn passes to the next tile when it ends.
+		if in, m, stop, err = r.compositeBeside(ctx, opt, t, rt, unlock); err != nil {
+			return err
+		}
+		mem = in.Mem
 	}
-	// Every composite this process holds, in memory or spilled, was made
-	// by r.composite, which recorded its manifest.
-	r.mu.Lock()
-	m := r.manifests[t.Name()]
-	r.mu.Unlock()
+	defer stop()
+	if in.Mem == nil {
+		// Every composite this process holds, in memory or spilled, was
+		// made by r.composite, which recorded its manifest.
+		r.mu.Lock()
+		m = r.manifests[t.Name()]
+		r.mu.Unlock()
+		in.Mem = mem
+	}
 	rt.Device = laneName(opt)
 	pc := predict.Config{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress, AOA: r.job.Config.Predict.AOA}
 	r.mark("composite taken", t.Name())
 	unlock = r.step(opt, "predict")
 	out, err := r.tileOut(t.Name())
 	if err != nil {
+		unlock()
 		return err
 	}
-	p, err := predict.StreamTile(ctx, pc, opt, out, predict.MapModel{Model: model, Path: modelPath, Scheme: scheme}, m, predict.Input{Mem: mem})
+	p, err := predict.StreamTile(ctx, pc, opt, out, predict.MapModel{Model: model, Path: modelPath, Scheme: scheme}, m, in)
 	unlock()
 	if err != nil {
 		return err
 	}
+	stop()
 	rt.Predict, rt.Radiometry = p.Tile, p.Tile.Radiometry
 	if p.Tile.AOAOutside != nil {
 		rt.AOAOutside = stage.Ptr(math.Round(*p.Tile.AOAOutside*100) / 100)

@@ -342,6 +342,15 @@ func TestRunLanes(t *testing.T) {
 		sameFile(t, filepath.Join(mapped, tile, stage.ClassFile), filepath.Join(one, tile, stage.ClassFile))
 	}
 	sameFile(t, filepath.Join(mapped, "again", stage.ClassFile), filepath.Join(mapped, "282D_485L_3_3", stage.ClassFile))
+	// Those tiles were predicted beside their composites; predicted after
+	// them, with two lanes, every output is the same.
+	after := filepath.Join(t.TempDir(), "after")
+	runJob(t, job, after, stage.Options{Hooks: stage.Hooks{CpuLanes: 2}, Compare: stage.Compare{MapAfterComposite: true}})
+	for _, rel := range diffTrees(t, mapped, after) {
+		if rel != "report.json" && rel != TaskCommitFile {
+			t.Errorf("%s differs between a map beside its composite and one after it", rel)
+		}
+	}
 }
 
 func TestRunConfigTilesPerGPU(t *testing.T) {

@@ -59,6 +59,10 @@ type Compare struct {
 	// pass, apart from its prediction's (LULC_AOA_SHARED=off).
 	ApartAOA bool
 	GDALCOG  bool // write COGs with GDAL's driver (LULC_COG_ENCODER=gdal)
+	// MapAfterComposite has lulc run predict a tile it composites for
+	// the map only after the composite ends, not row by row beside it
+	// (LULC_MAP_BESIDE=off).
+	MapAfterComposite bool
 	// LaneAllCores has every lane of a run on several GPUs work its
 	// windows on all the cores, not its GPU's share (LULC_LANE_CORES=all).
 	LaneAllCores bool

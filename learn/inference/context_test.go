@@ -2,10 +2,13 @@ package inference
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/progress"
@@ -112,6 +115,57 @@ func TestContextWindowsAgree(t *testing.T) {
 		if !slices.Equal(got, want) || !slices.Equal(written.pix, want) {
 			t.Errorf("windows of %d: the map differs from the whole tile's", side)
 		}
+	}
+
+	// The same tile predicted while it is being filled (lulc run maps a
+	// tile beside its composite): windows of 20×13 arrive in a shuffled
+	// order, and each prediction window, halo included, waits for its
+	// rows. The map is the whole tile's.
+	fill := func(dst *stack.Tile, failAfter int) {
+		type win struct{ x, y, w, h int }
+		var wins []win
+		for y := 0; y < h; y += 13 {
+			for x := 0; x < w; x += 20 {
+				wins = append(wins, win{x, y, min(20, w-x), min(13, h-y)})
+			}
+		}
+		rand.New(rand.NewPCG(7, 7)).Shuffle(len(wins), func(i, j int) { wins[i], wins[j] = wins[j], wins[i] })
+		for k, v := range wins {
+			if k == failAfter {
+				dst.EndFilling(errors.New("a window's read failed"))
+				return
+			}
+			dn := make([][]uint16, len(bands))
+			for b := range dn {
+				dn[b] = make([]uint16, v.w*v.h)
+				tile.ReadBand(b, v.x, v.y, v.w, v.h, dn[b])
+			}
+			if err := dst.Write(v.x, v.y, v.w, v.h, dn, make([]uint8, v.w*v.h), make([]uint8, v.w*v.h)); err != nil {
+				dst.EndFilling(err)
+				return
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		dst.EndFilling(nil)
+	}
+	filling := stack.New("t", g, bands, 1e-4, 0)
+	filling.StartFilling(len(bands))
+	go fill(filling, -1)
+	got := make([]uint8, w*h)
+	tt := Tile{Grid: g, Scale: 1e-4, Window: 16, Class: &memWriter{w: w, pix: make([]uint8, w*h)}, Codes: codes, Memory: filling, Classes: got}
+	if _, err := Run(context.Background(), tt, set, NewCPU(m), progress.Nop{}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Error("a tile predicted while it was filled: the map differs from the whole tile's")
+	}
+	// A fill that fails fails the prediction with its reason.
+	failing := stack.New("t", g, bands, 1e-4, 0)
+	failing.StartFilling(len(bands))
+	go fill(failing, 9)
+	tt.Memory, tt.Class = failing, &memWriter{w: w, pix: make([]uint8, w*h)}
+	if _, err := Run(context.Background(), tt, set, NewCPU(m), progress.Nop{}); err == nil || !strings.Contains(err.Error(), "a window's read failed") {
+		t.Errorf("a tile whose fill failed: %v", err)
 	}
 }
 

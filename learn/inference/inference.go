@@ -144,7 +144,8 @@ type Tile struct {
 	// Features computes the feature planes; nil uses features.CPU.
 	Features features.Computer
 	// Memory, when set, is the stack in memory (lulc run): windows are
-	// copied from it rather than decoded from Stack.
+	// copied from it rather than decoded from Stack, each once its rows
+	// are whole when the tile is still being filled (stack.Tile.Await).
 	Memory *stack.Tile
 	// Reference, when set, holds reference labels on Grid (class codes, 0
 	// unlabelled): Run counts the predictions against them, window by
@@ -445,6 +446,11 @@ type readQueue struct {
 func readWindows(ctx context.Context, t Tile, set *features.Set, dnMode bool, q *readQueue) {
 	wins, bufs, next, read, readNs, fail := q.wins, q.bufs, &q.next, q.out, q.ns, q.fail
 	readBand := func(b, x, y, w, h int, dn []uint16) error {
+		// A tile still being composited is read as its rows become
+		// whole (at once for a whole one).
+		if err := t.Memory.Await(ctx, y+h); err != nil {
+			return err
+		}
 		t.Memory.ReadBand(b, x, y, w, h, dn)
 		return nil
 	}

@@ -6,7 +6,9 @@
 // tile's grid.
 //
 // Ingest fills a Tile window by window; sampling, prediction and
-// evaluation read windows of it. A one-pass job (lulc run) thereby never
+// evaluation read windows of it. A Tile may be read while it is filled
+// (StartFilling, Await, EndFilling): a tile's prediction then follows its
+// composite row by row. A one-pass job (lulc run) thereby never
 // encodes the stack to a COG and decodes it again between stages. When
 // tiles must wait for training, Spill writes a Tile in a raw format (a
 // JSON header and the planes as little-endian arrays) that Load reads back
@@ -15,6 +17,7 @@ package stack
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -22,6 +25,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/internal/atomicfs"
@@ -46,6 +50,119 @@ type Tile struct {
 	// drawn) when ingest burned them, else nil (every pixel's is 1). Like
 	// Groups, they serve the draw only: Spill does not keep them.
 	Weights []uint8
+
+	// fill follows the writes while the tile is being filled (nil: the
+	// tile is whole, or no reader waits for its rows).
+	fill *filling
+}
+
+// filling is what a tile being filled knows of its writes: how many
+// pixels of each row the windows have written, the first row not yet
+// whole, which planes WriteLayers has stored, and how the fill ended.
+type filling struct {
+	mu       sync.Mutex
+	changed  chan struct{} // closed, and replaced, whenever the tile gains rows or ends
+	rows     []int32       // pixels written per row
+	frontier int           // rows [0, frontier) are whole
+	windowed int           // planes [0, windowed) come in windows, the rest whole
+	layered  []bool        // planes [windowed, len(DN)) stored by WriteLayers
+	layers   int           // how many of them are
+	ended    bool
+	err      error
+}
+
+// StartFilling marks the tile as being filled, so that Await follows its
+// writes: the first windowed planes, the labels and the counts come in
+// windows (Write), the planes after them whole (WriteLayers). The filler
+// calls EndFilling when it is done, with or without an error.
+func (t *Tile) StartFilling(windowed int) {
+	t.fill = &filling{changed: make(chan struct{}), rows: make([]int32, t.Grid.Height),
+		windowed: min(windowed, len(t.DN)), layered: make([]bool, len(t.DN))}
+}
+
+// EndFilling ends the fill StartFilling began. With err (the filler
+// failed) every Await from then on returns it; without, the tile is whole.
+func (t *Tile) EndFilling(err error) {
+	f := t.fill
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended {
+		return
+	}
+	f.ended, f.err = true, err
+	close(f.changed)
+}
+
+// Await blocks until rows [0, rows) of every plane, the labels and the
+// counts are written, returning at once for a tile not being filled. It
+// returns the filler's error if the fill ended with one, the context's
+// if ctx ends first, and nil when the fill ended whole even if fewer
+// rows were written (a filler that skips windows leaves them nodata, as
+// it would have without a reader waiting).
+func (t *Tile) Await(ctx context.Context, rows int) error {
+	f := t.fill
+	if f == nil {
+		return nil
+	}
+	for {
+		f.mu.Lock()
+		ready := rows <= 0 || f.frontier >= rows && f.layers == len(f.layered)-f.windowed
+		ended, err, changed := f.ended, f.err, f.changed
+		f.mu.Unlock()
+		switch {
+		case err != nil:
+			return fmt.Errorf("tile %s: %w", t.Name, err)
+		case ready || ended:
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// wrote counts a window's pixels into its rows and wakes the waiters
+// when the whole rows reach further.
+func (f *filling) wrote(y, w, h, width int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for r := y; r < y+h; r++ {
+		f.rows[r] += int32(w)
+	}
+	moved := false
+	for f.frontier < len(f.rows) && int(f.rows[f.frontier]) >= width {
+		f.frontier++
+		moved = true
+	}
+	if moved {
+		f.wake()
+	}
+}
+
+// stored marks planes [first, first+n) as stored whole.
+func (f *filling) stored(first, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for p := max(first, f.windowed); p < first+n; p++ {
+		if !f.layered[p] {
+			f.layered[p] = true
+			f.layers++
+		}
+	}
+	f.wake()
+}
+
+// wake tells the waiters that something changed (under f.mu).
+func (f *filling) wake() {
+	if !f.ended {
+		close(f.changed)
+		f.changed = make(chan struct{})
+	}
 }
 
 // WriteGroups keeps the tile's group ids (a sink of vector labels' tiles).
@@ -100,6 +217,9 @@ func (t *Tile) Write(x, y, w, h int, dn [][]uint16, count, labels []uint8) error
 	}
 	putWindow(t.Count, t.Grid.Width, x, y, w, h, count)
 	putWindow(t.Labels, t.Grid.Width, x, y, w, h, labels)
+	if t.fill != nil {
+		t.fill.wrote(y, w, h, t.Grid.Width)
+	}
 	return nil
 }
 
@@ -115,6 +235,9 @@ func (t *Tile) WriteLayers(first int, planes [][]uint16) error {
 			return fmt.Errorf("tile %s: a plane of %d pixels for %d×%d", t.Name, len(p), t.Grid.Width, t.Grid.Height)
 		}
 		t.DN[first+k] = p
+	}
+	if t.fill != nil {
+		t.fill.stored(first, len(planes))
 	}
 	return nil
 }

@@ -2,10 +2,14 @@ package stack
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lulc/lulc/geo"
 )
@@ -101,4 +105,94 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decoded a %d×%d tile from %d bytes", tile.Grid.Width, tile.Grid.Height, len(body))
 		}
 	})
+}
+
+// TestAwaitFollowsTheFill writes a tile's windows out of order and checks
+// that Await lets a reader through exactly when the rows it asks for are
+// whole in every plane (the layer plane included), and that a failed fill
+// or an ended context releases it with the reason.
+func TestAwaitFollowsTheFill(t *testing.T) {
+	t.Parallel()
+	g := geo.Grid{EPSG: 32631, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}, Width: 6, Height: 6}
+	tile := New("31TEJ", g, []string{"B04", "elevation"}, 0.0001, -0.1)
+	tile.StartFilling(1)
+	write := func(x, y, w, h int) {
+		t.Helper()
+		n := w * h
+		if err := tile.Write(x, y, w, h, [][]uint16{make([]uint16, n)}, make([]uint8, n), make([]uint8, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ready says whether Await(rows) returns within a short wait.
+	ready := func(rows int) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		defer cancel()
+		err := tile.Await(ctx, rows)
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Await(%d): %v", rows, err)
+		}
+		return err == nil
+	}
+	if !ready(0) {
+		t.Fatal("Await(0) waits: no row was asked for")
+	}
+	write(3, 0, 3, 3) // the right half of the top rows
+	write(0, 3, 3, 3) // the left half of the bottom rows
+	if ready(1) {
+		t.Fatal("Await(1) returned with row 0 half written")
+	}
+	write(0, 0, 3, 3)
+	if ready(3) {
+		t.Fatal("Await(3) returned before the layer plane was stored")
+	}
+	if err := tile.WriteLayers(1, [][]uint16{make([]uint16, 36)}); err != nil {
+		t.Fatal(err)
+	}
+	if !ready(3) {
+		t.Fatal("Await(3) waits with rows 0–2 whole and the layer stored")
+	}
+	if ready(4) {
+		t.Fatal("Await(4) returned with row 3 half written")
+	}
+	// A reader waiting when the last window lands is woken by it.
+	done := make(chan error, 1)
+	go func() { done <- tile.Await(context.Background(), 6) }()
+	time.Sleep(10 * time.Millisecond)
+	write(3, 3, 3, 3)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// A fill that fails releases its waiters with its error, naming the
+	// tile, and every later Await returns it too.
+	bad := New("31TFJ", g, []string{"B04"}, 0.0001, -0.1)
+	bad.StartFilling(1)
+	go func() { done <- bad.Await(context.Background(), 6) }()
+	time.Sleep(10 * time.Millisecond)
+	boom := errors.New("window 3 unreadable")
+	bad.EndFilling(boom)
+	for _, err := range []error{<-done, bad.Await(context.Background(), 1)} {
+		if !errors.Is(err, boom) || !strings.Contains(err.Error(), "31TFJ") {
+			t.Fatalf("Await after a failed fill: %v, want %v naming the tile", err, boom)
+		}
+	}
+	// A fill that ends whole releases readers even of rows no window
+	// wrote; a tile never filled never waits.
+	short := New("31TFH", g, []string{"B04"}, 0.0001, -0.1)
+	short.StartFilling(1)
+	short.EndFilling(nil)
+	if err := short.Await(context.Background(), 6); err != nil {
+		t.Fatal(err)
+	}
+	if err := filled(t).Await(context.Background(), 5); err != nil {
+		t.Fatal(err)
+	}
+	// An ended context releases a waiter.
+	waiting := New("31TEH", g, []string{"B04"}, 0.0001, -0.1)
+	waiting.StartFilling(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := waiting.Await(ctx, 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Await with an ended context: %v", err)
+	}
 }

@@ -216,6 +216,14 @@ func Predict(ctx context.Context, pc Config, opt stage.Options) (Result, error) 
 type Input struct {
 	stackFile string
 	Mem       *stack.Tile
+	// Composited, when set, says that Mem is still being composited
+	// (stack.Tile.StartFilling), its windows read as their rows become
+	// whole. StreamTile's manifest then gives only the tile, its grid,
+	// planes and encoding; after the stream StreamTile calls Composited
+	// for the composite's error or the tile's whole manifest, which the
+	// radiometry check and the outputs' item take. It is given the
+	// stream's error, so that a failed stream stops the composite.
+	Composited func(streamErr error) (stage.Manifest, error)
 }
 
 // MapModel is what a tile is mapped with: the model, the path (or URL)
@@ -279,11 +287,8 @@ func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.Til
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return p, fmt.Errorf("output directory %s is not writable: %w", dir, err)
 	}
-	// A tile on another radiometric convention than the training data
-	// maps without error and wrongly: say so, with the numbers.
-	p.Tile.Radiometry = radiometry.Compare(model.Bands, m.Dark.Aligned(model.Bands), radiometry.Levels(model.Dark).Aligned(model.Bands))
-	if p.Tile.Radiometry != "" {
-		opt.Log.Warn("tile "+m.Tile+": "+p.Tile.Radiometry, "tile", m.Tile)
+	if in.Composited == nil {
+		p.compareRadiometry(model, opt)
 	}
 	setupStart := time.Now()
 	p.grid = geo.Grid{EPSG: m.Grid.EPSG, Transform: m.Grid.Transform, Width: m.Grid.Width, Height: m.Grid.Height}
@@ -348,6 +353,16 @@ func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.Til
 	bar := opt.NewBar(int64(windows), "predict "+m.Tile)
 	p.Tile.Timings, err = inference.Run(ctx, tile, set, pred, bar)
 	bar.Finish()
+	if in.Composited != nil {
+		// The composite's own error says more than the stream's
+		// (which is then only that its tile failed).
+		m, cerr := in.Composited(err)
+		if cerr != nil {
+			err = cerr
+		}
+		p.m = m
+		p.compareRadiometry(model, opt)
+	}
 	if err != nil {
 		p.abort()
 		return p, err
@@ -367,6 +382,16 @@ func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.Til
 	// How much of the streaming the device was kept busy.
 	p.Tile.DeviceBusy = opt.Engine().Busy() - busy0
 	return p, nil
+}
+
+// compareRadiometry warns of a tile on another radiometric convention
+// than the training data, which maps without error and wrongly, with the
+// numbers.
+func (p *Predicted) compareRadiometry(model *forest.Model, opt stage.Options) {
+	p.Tile.Radiometry = radiometry.Compare(model.Bands, p.m.Dark.Aligned(model.Bands), radiometry.Levels(model.Dark).Aligned(model.Bands))
+	if p.Tile.Radiometry != "" {
+		opt.Log.Warn("tile "+p.m.Tile+": "+p.Tile.Radiometry, "tile", p.m.Tile)
+	}
 }
 
 // openWriters starts the class and, if asked, the confidence COG.
