@@ -223,10 +223,30 @@ func (d *Device) runDecode(s stagedTiles, f decode.Format, warps int) error {
 			return err
 		}
 		if i, what := firstBad(codes); i >= 0 {
-			return fmt.Errorf("cuda decode: tile %d: %s", i, what)
+			return &badTile{i: i, what: what}
 		}
 	}
 	return d.launchUnpack(s, f)
+}
+
+// badTile is runDecode's error for a tile the inflate kernel refused: its
+// place in the batch and the kernel's status.
+type badTile struct {
+	i    int
+	what string
+}
+
+func (e *badTile) Error() string { return fmt.Sprintf("cuda decode: tile %d: %s", e.i, e.what) }
+
+// hostVerdict says, for a tile the device refused, whether the host's
+// decoder takes the same bytes (then they were whole, and the device's
+// copy or its reading of them was not) or refuses them too.
+func hostVerdict(raw []byte, f decode.Format) string {
+	dst := make([]uint16, f.W*f.H)
+	if err := decode.Tile(dst, raw, f.Compression, f.Predictor, f.BigEndian, f.W, f.H); err != nil {
+		return "the host's decoder refuses the same bytes too: " + err.Error()
+	}
+	return "the host's decoder takes the same bytes: the device's copy of them differed"
 }
 
 // launchInflate queues the inflate kernel on the null stream over a staged

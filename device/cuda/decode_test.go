@@ -678,3 +678,18 @@ func TestDecodeAheadBadTile(t *testing.T) {
 		})
 	}
 }
+
+// TestHostVerdict: the verdict on a tile the device refused says whether
+// the host's decoder takes the same bytes (whole tiles) or refuses them
+// too (a tile damaged before it reached the device). It needs no GPU.
+func TestHostVerdict(t *testing.T) {
+	f := decode.Format{Compression: "DEFLATE", Predictor: 2, SampleBytes: 2, W: 16, H: 8}
+	whole := encodeTile(tileContent(rand.New(rand.NewPCG(1, 2)), 0, f.W, f.H, 0xffff), f, 6, false)
+	if v := hostVerdict(whole, f); !strings.Contains(v, "takes the same bytes") {
+		t.Errorf("a whole tile: %q", v)
+	}
+	bad := append([]byte{0x12, 0x34}, whole[2:]...)
+	if v := hostVerdict(bad, f); !strings.Contains(v, "refuses the same bytes too") {
+		t.Errorf("a tile with a bad zlib header: %q", v)
+	}
+}

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -262,6 +263,11 @@ func (d *Device) decodeRects(rects []rectOut) error {
 		}
 		if err != nil {
 			forgetAll() // those decoded already too: simpler, and harmless
+			var bad *badTile
+			if errors.As(err, &bad) {
+				// Which tile, and whether its bytes were whole.
+				return fmt.Errorf("cuda decode %s (%d bytes from the host): %s; %s", b.keys[bad.i], len(b.raw[bad.i]), bad.what, hostVerdict(b.raw[bad.i], f))
+			}
 			return err
 		}
 	}
@@ -272,6 +278,17 @@ func (d *Device) decodeRects(rects []rectOut) error {
 		}
 		if err != nil {
 			forgetAll()
+			var bad *badTile
+			if errors.As(err, &bad) {
+				// The device's copy of the tile's bytes, read back for the
+				// host's decoder.
+				raw := make([]byte, b.size[bad.i])
+				verdict := "its bytes could not be read back"
+				if derr := driver.Download(raw, driver.Buffer{Ptr: b.held.buf.Ptr + b.off[bad.i], Bytes: uint64(len(raw))}); derr == nil {
+					verdict = hostVerdict(raw, b.heldFrom)
+				}
+				return fmt.Errorf("cuda decode %s (%d bytes the device held since it was read ahead): %s; %s", b.keys[bad.i], len(raw), bad.what, verdict)
+			}
 			return err
 		}
 	}
