@@ -564,9 +564,6 @@ type runner struct {
 	spilled   []string
 	manifests map[string]stage.Manifest
 	steps     map[string]*sync.Mutex // per engine and step of mapping a tile
-	// free are stacks whose tiles are mapped, kept for the next tiles
-	// of their size (stack.Tile.Reuse), at most one a lane.
-	free []*stack.Tile
 
 	bg     sync.WaitGroup
 	bgMu   sync.Mutex
@@ -832,17 +829,12 @@ func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t inges
 		done()
 		return in, m, nil, err
 	}
-	mem, reused := r.takeStack(t.Name(), grid, cfg.StackPlanes())
+	mem := stack.New(t.Name(), grid, cfg.StackPlanes(), stage.StackScale, stage.StackOffset)
 	mem.StartFilling(len(cfg.StackPlanes()) - len(cfg.Layers))
 	cctx, cancel := context.WithCancel(ctx)
 	end := make(chan error, 1)
 	go func() {
 		_, err := r.compositeInto(cctx, opt, t, rt, grid, mem, false)
-		if err == nil && reused && !mem.Whole() {
-			// A reused stack holds the last tile's pixels wherever the
-			// composite did not write.
-			err = fmt.Errorf("the composite left pixels of the tile's stack unwritten")
-		}
 		mem.EndFilling(err)
 		done()
 		end <- err
@@ -867,33 +859,6 @@ func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t inges
 	m = stage.Manifest{Tile: t.Name(), Grid: stage.ManifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
 		Bands: cfg.StackPlanes(), Scale: stage.StackScale, Offset: stage.StackOffset}
 	return in, m, func() { cancel(); wait() }, nil
-}
-
-// takeStack gives a stack for a tile: a free one of its size and planes
-// (reused), else a new one.
-func (r *runner) takeStack(name string, grid geo.Grid, planes []string) (mem *stack.Tile, reused bool) {
-	if !r.opt.Compare.FreshStacks {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for i, m := range r.free {
-			if m.Reuse(name, grid, planes) {
-				r.free = slices.Delete(r.free, i, i+1)
-				return m, true
-			}
-		}
-	}
-	return stack.New(name, grid, planes, stage.StackScale, stage.StackOffset), false
-}
-
-// freeStack keeps a mapped tile's stack for the next tile, up to one a
-// lane.
-func (r *runner) freeStack(mem *stack.Tile) {
-	lanes := max(1, len(r.opt.GPUs)*max(1, r.job.Config.TilesPerGPU), r.opt.Hooks.CpuLanes)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.opt.Compare.FreshStacks && len(r.free) < lanes {
-		r.free = append(r.free, mem)
-	}
 }
 
 // background runs an output's encoding beside the compute; wait collects
@@ -1258,11 +1223,6 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 		return err
 	}
 	stop()
-	if in.Composited != nil {
-		// The stream has read the whole stack, and nothing of what is
-		// left to do for the tile reads it again.
-		r.freeStack(mem)
-	}
 	rt.Predict, rt.Radiometry = p.Tile, p.Tile.Radiometry
 	if p.Tile.AOAOutside != nil {
 		rt.AOAOutside = stage.Ptr(math.Round(*p.Tile.AOAOutside*100) / 100)

@@ -63,9 +63,6 @@ type Compare struct {
 	// the map only after the composite ends, not row by row beside it
 	// (LULC_MAP_BESIDE=off).
 	MapAfterComposite bool
-	// FreshStacks has lulc run allocate each tile's stack in memory
-	// anew, not reuse a mapped tile's (LULC_STACK_REUSE=off).
-	FreshStacks bool
 	// LaneAllCores has every lane of a run on several GPUs work its
 	// windows on all the cores, not its GPU's share (LULC_LANE_CORES=all).
 	LaneAllCores bool

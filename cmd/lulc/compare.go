@@ -25,7 +25,6 @@ import (
 //	LULC_STREAMS_APART=off   the owner waits for composites (the whole device), windows' passes and rows decoded ahead
 //	LULC_CUDA_SPIN=off       the device's waits sleep (blocking sync) instead of spinning
 //	LULC_MAP_BESIDE=off      lulc run predicts a tile after its composite, not row by row beside it
-//	LULC_STACK_REUSE=off     lulc run allocates each tile's stack in memory anew
 //	LULC_LANE_CORES=all      every lane of a run on several GPUs works on all the cores
 //	LULC_COG_ENCODER=gdal    write COGs with GDAL's driver
 //	LULC_PTX=FILE            load these kernels instead of the embedded ones
@@ -56,7 +55,6 @@ func compareFromEnv(getenv func(string) string) (stage.Compare, error) {
 	flag("LULC_STREAMS_APART", "off", &c.Device.WaitAll)
 	flag("LULC_CUDA_SPIN", "off", &c.Device.BlockingSync)
 	flag("LULC_MAP_BESIDE", "off", &c.MapAfterComposite)
-	flag("LULC_STACK_REUSE", "off", &c.FreshStacks)
 	flag("LULC_LANE_CORES", "all", &c.LaneAllCores)
 	flag("LULC_COG_ENCODER", "gdal", &c.GDALCOG)
 	if p := getenv("LULC_PTX"); p != "" {

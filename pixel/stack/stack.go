@@ -195,34 +195,6 @@ func New(name string, g geo.Grid, bands []string, scale, offset float64) *Tile {
 	return t
 }
 
-// Reuse readies t's planes for another tile of the same size and planes,
-// as lulc run reuses a lane's stack from tile to tile: a fresh one costs
-// the kernel a page fault and a zeroed page every 4 KiB, gigabytes a
-// tile. t takes the name and grid, and drops the group ids and weights;
-// its pixels stay the last tile's until written, so its filler must
-// write them all (Whole says whether it did). Reuse reports false,
-// changing nothing, when the grid's size or the planes differ.
-func (t *Tile) Reuse(name string, g geo.Grid, bands []string) bool {
-	if g.Width != t.Grid.Width || g.Height != t.Grid.Height || !slices.Equal(bands, t.Bands) {
-		return false
-	}
-	t.Name, t.Grid, t.Groups, t.Weights, t.fill = name, g, nil, nil, nil
-	return true
-}
-
-// Whole reports whether a tile being filled has had every row of its
-// windowed planes written whole, and every plane after them stored; a
-// tile not being filled is taken as whole.
-func (t *Tile) Whole() bool {
-	f := t.fill
-	if f == nil {
-		return true
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.frontier == len(f.rows) && f.layers == len(f.layered)-f.windowed
-}
-
 // Bytes is the memory the tile's planes take.
 func (t *Tile) Bytes() int64 {
 	n := int64(t.Grid.Width) * int64(t.Grid.Height)

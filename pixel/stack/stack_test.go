@@ -196,38 +196,3 @@ func TestAwaitFollowsTheFill(t *testing.T) {
 		t.Fatalf("Await with an ended context: %v", err)
 	}
 }
-
-// TestReuse: a stack reused for a tile of the same size takes its name
-// and grid and drops the last tile's group ids and weights; one of
-// another size or planes is refused untouched; Whole tells a fill that
-// left a row short.
-func TestReuse(t *testing.T) {
-	t.Parallel()
-	tile := filled(t)
-	tile.Groups, tile.Weights = make([]uint32, 35), make([]uint8, 35)
-	g := tile.Grid
-	g.Transform[0] += 70
-	if tile.Reuse("31TFJ", geo.Grid{EPSG: g.EPSG, Transform: g.Transform, Width: 8, Height: 5}, tile.Bands) ||
-		tile.Reuse("31TFJ", g, []string{"B04"}) || tile.Name != "31TEJ" || tile.Groups == nil {
-		t.Fatalf("a stack reused for another size or other planes: %q, groups %v", tile.Name, tile.Groups != nil)
-	}
-	if !tile.Reuse("31TFJ", g, []string{"B04", "B08"}) || tile.Name != "31TFJ" || tile.Grid != g || tile.Groups != nil || tile.Weights != nil {
-		t.Fatalf("reused: %q on %v, groups %v, weights %v", tile.Name, tile.Grid, tile.Groups != nil, tile.Weights != nil)
-	}
-	if !tile.Whole() {
-		t.Error("a tile not being filled is not whole")
-	}
-	tile.StartFilling(2)
-	n := 4 * 5
-	dn := [][]uint16{make([]uint16, n), make([]uint16, n)}
-	if err := tile.Write(0, 0, 4, 5, dn, make([]uint8, n), make([]uint8, n)); err != nil {
-		t.Fatal(err)
-	}
-	if err := tile.Write(4, 0, 3, 4, dn, make([]uint8, 12), make([]uint8, 12)); err != nil {
-		t.Fatal(err)
-	}
-	tile.EndFilling(nil)
-	if tile.Whole() {
-		t.Error("a fill that left the last row short is whole")
-	}
-}
