@@ -23,6 +23,7 @@ import (
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/scale/exchange"
+	"github.com/lulc/lulc/stage"
 )
 
 // The promise these tests hold lulc to: SIGINT or SIGTERM in any long
@@ -39,6 +40,7 @@ const interruptLimit = 2 * time.Second
 // uninterrupted outputs the reruns are compared with, made once.
 type iworld struct {
 	dir, catalog, ingestCfg, trainCfg, runCfg, stack string
+	model                                            string // trained on the stack, for map-only runs
 }
 
 var (
@@ -56,7 +58,8 @@ func interruptWorld(t *testing.T) iworld {
 			return
 		}
 		w := iworld{dir: dir, catalog: filepath.Join(dir, "scene", "catalog.json"), ingestCfg: filepath.Join(dir, "ingest.yaml"),
-			trainCfg: filepath.Join(dir, "train.yaml"), runCfg: filepath.Join(dir, "run.yaml"), stack: filepath.Join(dir, "stack")}
+			trainCfg: filepath.Join(dir, "train.yaml"), runCfg: filepath.Join(dir, "run.yaml"), stack: filepath.Join(dir, "stack"),
+			model: filepath.Join(dir, "model", stage.ModelFile)}
 		write := func(name, embedded string, repl ...string) string {
 			raw, err := configs.Read(embedded)
 			if err != nil {
@@ -89,6 +92,7 @@ func interruptWorld(t *testing.T) iworld {
 		for _, args := range [][]string{
 			{"synth", "-q", "-c", synthCfg, "--out", filepath.Join(dir, "scene")},
 			{"ingest", "-q", "-c", w.ingestCfg, "--catalog", w.catalog, "--out", w.stack},
+			{"train", "-q", "-c", w.trainCfg, "--stack", w.stack, "--out", filepath.Join(dir, "model")},
 		} {
 			if code, _, stderr := lulc(t, args...); code != 0 {
 				iworldErr = fmt.Errorf("%v: %s", args, stderr)
@@ -130,6 +134,10 @@ func TestInterruptEachPhase(t *testing.T) {
 	run := func(w iworld, out string) []string {
 		return []string{"run", "-c", w.runCfg, "--catalog", w.catalog, "--out", out}
 	}
+	// A run given a model predicts the tile beside its composite.
+	mapOnly := func(w iworld, out string) []string {
+		return []string{"run", "-c", w.runCfg, "--catalog", w.catalog, "--model", w.model, "--out", out}
+	}
 	train := func(w iworld, out string) []string {
 		return []string{"train", "-c", w.trainCfg, "--stack", w.stack, "--out", out}
 	}
@@ -145,6 +153,7 @@ func TestInterruptEachPhase(t *testing.T) {
 		{name: "aoa", args: run, at: `area of applicability: measuring`, done: `msg="area of applicability"`, sig: syscall.SIGINT, timings: runTimings},
 		{name: "stream", args: run, at: `predict: writers and predictor ready`, done: `step=predicted`, strict: true, sig: syscall.SIGINT, timings: runTimings},
 		{name: "encode-map", args: run, at: `step=predicted`, done: `predict: outputs finished`, sig: syscall.SIGTERM, timings: runTimings},
+		{name: "map-beside", args: mapOnly, at: `predict: writers and predictor ready`, done: `step=predicted`, strict: true, sig: syscall.SIGINT, timings: runTimings},
 	}
 	wants := map[string]string{}
 	for _, p := range phases {
@@ -152,10 +161,11 @@ func TestInterruptEachPhase(t *testing.T) {
 			// The outputs sit at one depth under the scene's directory: items
 			// link the scene and the model by relative paths.
 			dir := filepath.Join(w.dir, "phase-"+p.name)
-			key := p.args(w, "")[0]
+			// Phases of one command line share its uninterrupted output.
+			key := strings.Join(p.args(w, ""), " ")
 			want, ok := wants[key]
 			if !ok {
-				want = filepath.Join(w.dir, "want-"+key, "out")
+				want = filepath.Join(w.dir, fmt.Sprintf("want-%d", len(wants)), "out")
 				if code, _, stderr := lulc(t, append([]string{"-q"}, p.args(w, want)...)...); code != 0 {
 					t.Fatalf("uninterrupted %s: %s", key, stderr)
 				}
