@@ -4,8 +4,9 @@
 // every core is busy. Predictors sit behind a small interface: the CPU one
 // is here; the GPU's (package cuda's predictor, which takes a window's
 // digital numbers and keeps a device busy while reads and writes overlap)
-// is the caller's engine's. The caller opens the stack (Tile.Open) and the
-// outputs (BandWriter): this package reads and writes no file itself,
+// is the caller's engine's. The caller opens the stack (Tile.Open), or
+// hands it in memory (Tile.Memory, read as its rows become whole while it
+// is still being filled), and the outputs (BandWriter): this package reads and writes no file itself,
 // needs no cgo or device, and knows nothing about STAC.
 package inference
 
