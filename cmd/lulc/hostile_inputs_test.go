@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -146,6 +147,18 @@ func TestHostileScenes(t *testing.T) {
 			cat := c.scene()
 			d.change(c, c.sceneFile(d.file))
 			return []string{"ingest", "--catalog", cat, "--out", c.out()}
+		}})
+	}
+	// A run given a model predicts a tile beside its composite: a file
+	// that fails while the tile is composited fails the windows waiting
+	// for its rows with its own error, and nothing is committed.
+	for _, name := range []string{"cog-truncated-half", "cog-20m-truncated", "scl-truncated", "labels-truncated"} {
+		i := slices.IndexFunc(damages, func(d damage) bool { return d.name == name })
+		d := damages[i]
+		cases = append(cases, hostile{name: "run-model-" + d.name, code: d.code, want: d.want, loud: d.loud, setup: func(c *hcase) []string {
+			cat := c.scene()
+			d.change(c, c.sceneFile(d.file))
+			return []string{"run", "--catalog", cat, "--model", c.w.model, "--out", c.out()}
 		}})
 	}
 	runHostile(t, cases)
