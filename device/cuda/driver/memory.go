@@ -123,6 +123,13 @@ func (p Pool) Get(name string, bytes uint64) (Buffer, error) {
 		return b, nil
 	}
 	if ok {
+		// Work queued on the null stream may still read the buffer (a
+		// batch decoded ahead is not waited for), and cuMemFree promises
+		// no synchronisation: the memory could go to another allocation
+		// while that work reads it.
+		if err := SyncStream(0); err != nil {
+			return Buffer{}, err
+		}
 		b.Free()
 		delete(p, name)
 	}
