@@ -833,8 +833,13 @@ func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t inges
 	mem.StartFilling(len(cfg.StackPlanes()) - len(cfg.Layers))
 	cctx, cancel := context.WithCancel(ctx)
 	end := make(chan error, 1)
+	// The prediction's bar shows the tile's progress: a second bar
+	// beside it would draw over it.
+	copt := opt
+	copt.NewBar = nil
+	copt.Fill()
 	go func() {
-		_, err := r.compositeInto(cctx, opt, t, rt, grid, mem, false)
+		_, err := r.compositeInto(cctx, copt, t, rt, grid, mem, false)
 		mem.EndFilling(err)
 		done()
 		end <- err

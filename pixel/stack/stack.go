@@ -217,7 +217,10 @@ func (t *Tile) Write(x, y, w, h int, dn [][]uint16, count, labels []uint8) error
 	}
 	putWindow(t.Count, t.Grid.Width, x, y, w, h, count)
 	putWindow(t.Labels, t.Grid.Width, x, y, w, h, labels)
-	if t.fill != nil {
+	// A window of fewer planes than the fill's windowed ones leaves the
+	// others unwritten: its rows are not counted, so that readers wait
+	// for the fill's end.
+	if t.fill != nil && len(dn) >= t.fill.windowed {
 		t.fill.wrote(y, w, h, t.Grid.Width)
 	}
 	return nil

@@ -187,6 +187,18 @@ func TestAwaitFollowsTheFill(t *testing.T) {
 	if err := filled(t).Await(context.Background(), 5); err != nil {
 		t.Fatal(err)
 	}
+	// A window of fewer planes than the fill's windowed ones does not
+	// make its rows whole: readers wait for the fill's end.
+	partial := New("31TGJ", g, []string{"B04", "B08"}, 0.0001, -0.1)
+	partial.StartFilling(2)
+	if err := partial.Write(0, 0, 6, 6, [][]uint16{make([]uint16, 36)}, make([]uint8, 36), make([]uint8, 36)); err != nil {
+		t.Fatal(err)
+	}
+	short2, cancel2 := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel2()
+	if err := partial.Await(short2, 6); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Await after a window of one plane of two: %v, want it to wait", err)
+	}
 	// An ended context releases a waiter.
 	waiting := New("31TEH", g, []string{"B04"}, 0.0001, -0.1)
 	waiting.StartFilling(1)

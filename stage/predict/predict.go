@@ -354,12 +354,8 @@ func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.Til
 	p.Tile.Timings, err = inference.Run(ctx, tile, set, pred, bar)
 	bar.Finish()
 	if in.Composited != nil {
-		// The composite's own error says more than the stream's
-		// (which is then only that its tile failed).
 		m, cerr := in.Composited(err)
-		if cerr != nil {
-			err = cerr
-		}
+		err = streamOrComposite(err, cerr)
 		p.m = m
 		p.compareRadiometry(model, opt)
 	}
@@ -382,6 +378,18 @@ func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.Til
 	// How much of the streaming the device was kept busy.
 	p.Tile.DeviceBusy = opt.Engine().Busy() - busy0
 	return p, nil
+}
+
+// streamOrComposite is the error of a tile predicted beside its
+// composite: the composite's own when the stream failed for it (its
+// windows were released with it) or did not fail at all, else the
+// stream's, whose failure stopped the composite (which then only says
+// that it was cancelled).
+func streamOrComposite(streamErr, compositeErr error) error {
+	if compositeErr != nil && (streamErr == nil || errors.Is(streamErr, compositeErr)) {
+		return compositeErr
+	}
+	return streamErr
 }
 
 // compareRadiometry warns of a tile on another radiometric convention
