@@ -184,8 +184,11 @@ type BandWriter interface {
 // Timings splits the pipeline's time by stage, summed over goroutines.
 type Timings struct {
 	Read, Features, Predict, Write time.Duration
-	Windows                        int
-	Pixels                         int64
+	// Wait is the readers' time waiting for the rows of a tile still
+	// being filled, left out of Read.
+	Wait    time.Duration
+	Windows int
+	Pixels  int64
 }
 
 type window struct {
@@ -228,7 +231,7 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	fail := func(err error) { cancel(err) }
-	var readNs, featNs, predNs, writeNs atomic.Int64
+	var readNs, waitNs, featNs, predNs, writeNs atomic.Int64
 
 	// Stage 1: readers, each with its own GDAL handle (GDAL decodes on the
 	// calling thread, so decoding scales with readers).
@@ -240,7 +243,7 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 	var rg sync.WaitGroup
 	var bufs buffers
 	_, dnMode := pred.(DNPredictor)
-	q := &readQueue{wins: wins, out: read, ns: &readNs, bufs: &bufs, fail: fail}
+	q := &readQueue{wins: wins, out: read, ns: &readNs, waitNs: &waitNs, bufs: &bufs, fail: fail}
 	for range readers {
 		rg.Go(func() { readWindows(ctx, t, set, dnMode, q) })
 	}
@@ -302,6 +305,7 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 	for range done { // drain after a failure so workers exit
 	}
 	tm.Read, tm.Features, tm.Predict, tm.Write = time.Duration(readNs.Load()), time.Duration(featNs.Load()), time.Duration(predNs.Load()), time.Duration(writeNs.Load())
+	tm.Wait = time.Duration(waitNs.Load())
 	if err := context.Cause(ctx); err != nil {
 		return tm, err
 	}
@@ -431,12 +435,13 @@ func (t Tile) keep(w window, index, refIndex [256]int) {
 // next one unread, where read windows go, the time spent reading, the
 // recycled slices, and how a reader fails the run.
 type readQueue struct {
-	wins []window
-	next atomic.Int64
-	out  chan<- window
-	ns   *atomic.Int64
-	bufs *buffers
-	fail func(error)
+	wins   []window
+	next   atomic.Int64
+	out    chan<- window
+	ns     *atomic.Int64
+	waitNs *atomic.Int64 // waiting for a filling tile's rows, out of ns
+	bufs   *buffers
+	fail   func(error)
 }
 
 // readWindows reads windows, taking the next unread one from q, until
@@ -448,8 +453,13 @@ func readWindows(ctx context.Context, t Tile, set *features.Set, dnMode bool, q 
 	wins, bufs, next, read, readNs, fail := q.wins, q.bufs, &q.next, q.out, q.ns, q.fail
 	readBand := func(b, x, y, w, h int, dn []uint16) error {
 		// A tile still being composited is read as its rows become
-		// whole (at once for a whole one).
-		if err := t.Memory.Await(ctx, y+h); err != nil {
+		// whole (at once for a whole one). The wait is not reading.
+		w0 := time.Now()
+		err := t.Memory.Await(ctx, y+h)
+		waited := int64(time.Since(w0))
+		q.waitNs.Add(waited)
+		readNs.Add(-waited)
+		if err != nil {
 			return err
 		}
 		t.Memory.ReadBand(b, x, y, w, h, dn)

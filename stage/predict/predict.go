@@ -505,7 +505,7 @@ func (p *Predicted) Finish(opt stage.Options) error {
 	opt.Log.Debug("predict: outputs finished", "tile", p.m.Tile, "encode_s", p.Tile.Encode.Seconds(), "quicklook_s", lookTime.Seconds(), "aoa_s", aoaTime.Seconds(), "item_s", time.Since(t1).Seconds())
 	p.finished = true
 	tm := p.Tile.Timings
-	opt.Log.Info("tile predicted", "tile", p.m.Tile, "pixels", p.Tile.Pixels, "read_worker_s", tm.Read.Seconds(), "features_worker_s", tm.Features.Seconds(),
+	opt.Log.Info("tile predicted", "tile", p.m.Tile, "pixels", p.Tile.Pixels, "read_worker_s", tm.Read.Seconds(), "rows_wait_worker_s", tm.Wait.Seconds(), "features_worker_s", tm.Features.Seconds(),
 		"predict_worker_s", tm.Predict.Seconds(), "write_s", tm.Write.Seconds(), "encode_s", p.Tile.Encode.Seconds())
 	if p.Tile.DeviceBusy > 0 { // only devices are busy
 		opt.Log.Info("device use", "tile", p.m.Tile, "streaming_s", p.Tile.Stream.Seconds(), "device_busy_s", p.Tile.DeviceBusy.Seconds(),
