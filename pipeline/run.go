@@ -1181,38 +1181,30 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 	var in predict.Input
 	var m stage.Manifest
 	stop := func() {}
-	switch {
-	case err != nil:
-		unlock()
-		return err
-	case mem != nil: // held since training: whole
-		unlock()
-	case r.opt.Compare.MapAfterComposite || len(r.job.Ingest.Layers) > 0:
-		// A tile with layers is mapped after its composite: its
-		// layers' encoding, which its features need, is known once
-		// they are read.
-		mem, err = r.composite(ctx, opt, t, rt)
-		unlock()
-		if err != nil {
-			return err
-		}
-	default:
+	// A tile with layers is mapped after its composite: its layers'
+	// encoding, which its features need, is known once they are read.
+	if err == nil && mem == nil && !r.opt.Compare.MapAfterComposite && len(r.job.Ingest.Layers) == 0 {
 		// The tile is predicted as its composite's rows become whole;
 		// the composite's turn passes to the next tile when it ends.
 		if in, m, stop, err = r.compositeBeside(ctx, opt, t, rt, unlock); err != nil {
 			return err
 		}
-		mem = in.Mem
-	}
-	defer stop()
-	if in.Mem == nil {
+	} else {
+		if err == nil && mem == nil {
+			mem, err = r.composite(ctx, opt, t, rt)
+		}
+		unlock()
+		if err != nil {
+			return err
+		}
 		// Every composite this process holds, in memory or spilled, was
 		// made by r.composite, which recorded its manifest.
 		r.mu.Lock()
 		m = r.manifests[t.Name()]
 		r.mu.Unlock()
-		in.Mem = mem
+		in = predict.Input{Mem: mem}
 	}
+	defer stop()
 	rt.Device = laneName(opt)
 	pc := predict.Config{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress, AOA: r.job.Config.Predict.AOA}
 	r.mark("composite taken", t.Name())
@@ -1222,12 +1214,13 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 		unlock()
 		return err
 	}
+	// With a composite beside it, StreamTile returns once the composite
+	// has ended (Input.Composited).
 	p, err := predict.StreamTile(ctx, pc, opt, out, predict.MapModel{Model: model, Path: modelPath, Scheme: scheme}, m, in)
 	unlock()
 	if err != nil {
 		return err
 	}
-	stop()
 	rt.Predict, rt.Radiometry = p.Tile, p.Tile.Radiometry
 	if p.Tile.AOAOutside != nil {
 		rt.AOAOutside = stage.Ptr(math.Round(*p.Tile.AOAOutside*100) / 100)
