@@ -63,6 +63,10 @@ type Compare struct {
 	// the map only after the composite ends, not row by row beside it
 	// (LULC_MAP_BESIDE=off).
 	MapAfterComposite bool
+	// LateMaps has a prediction compress its class and confidence COGs
+	// whole when its stream ends, not row by row as the stream completes
+	// them (LULC_EARLY_MAPS=off).
+	LateMaps bool
 	// LaneAllCores has every lane of a run on several GPUs work its
 	// windows on all the cores, not its GPU's share (LULC_LANE_CORES=all).
 	LaneAllCores bool

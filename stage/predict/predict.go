@@ -302,7 +302,7 @@ func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.Til
 	// The writers (each a tile's staging in memory) are made while the
 	// engine prepares its predictor: neither needs the other.
 	opened := make(chan error, 1)
-	go func() { opened <- p.openWriters(pc, opt.Compare.GDALCOG) }()
+	go func() { opened <- p.openWriters(pc, opt.Compare.GDALCOG, !opt.Compare.LateMaps) }()
 	comp, pred, closePred, err := opt.Engine().Predictor(set, model)
 	if werr := <-opened; werr != nil {
 		// openWriters leaves no writer open when it fails.
@@ -402,10 +402,14 @@ func (p *Predicted) compareRadiometry(model *forest.Model, opt stage.Options) {
 	}
 }
 
-// openWriters starts the class and, if asked, the confidence COG.
-func (p *Predicted) openWriters(pc Config, gdalCOG bool) error {
+// openWriters starts the class and, if asked, the confidence COG; with
+// early, their tiles are compressed as the stream completes their rows.
+func (p *Predicted) openWriters(pc Config, gdalCOG, early bool) error {
 	p.gdalCOG = gdalCOG
-	cog := lraster.COGOptions{BlockSize: 512, Compress: pc.Compress, NoData: stage.Ptr(0.0), OverviewResampling: "MODE", Classes: &p.scheme, GDALDriver: gdalCOG}
+	// The maps' tiles are compressed as the stream completes their rows,
+	// on the cores the device leaves idle, and the files hashed as they
+	// are written: Close is left with the last rows and one write.
+	cog := lraster.COGOptions{BlockSize: 512, Compress: pc.Compress, NoData: stage.Ptr(0.0), OverviewResampling: "MODE", Classes: &p.scheme, GDALDriver: gdalCOG, EncodeEarly: early}
 	var err error
 	if p.classW, err = lraster.NewWriter(p.Tile.Class, p.grid, "uint8", []lraster.BandInfo{{Description: "land cover class"}}, cog); err != nil {
 		return err
@@ -476,7 +480,7 @@ func (p *Predicted) Finish(opt stage.Options) error {
 	}
 	p.classes = nil
 	t1 := time.Now()
-	item, err := predictionItem(p.m, p.grid, p.scheme, p.out, p.modelPath, p.confidence, p.Tile.Quicklook != "")
+	item, err := predictionItem(p.m, p.grid, p.scheme, p.out, p.modelPath, p.confidence, p.Tile.Quicklook != "", p.sums())
 	if err != nil {
 		return err
 	}
@@ -550,16 +554,38 @@ func Verified(dir string) bool {
 	return true
 }
 
+// sums gives the checksums and sizes the map writers took as they wrote,
+// by file name, after Close.
+func (p *Predicted) sums() map[string]*stacext.File {
+	known := map[string]*stacext.File{}
+	for name, w := range map[string]*lraster.Writer{stage.ClassFile: p.classW, stage.ConfidenceFile: p.confW} {
+		if w == nil {
+			continue
+		}
+		if sum, size, ok := w.Sum(); ok {
+			known[name] = &stacext.File{Checksum: digest.Multihash(sum), Size: size}
+		}
+	}
+	return known
+}
+
 // predictionItem builds the STAC item of a tile's prediction, whose
 // files are in out.dir: the class map, the confidence and the quicklook
-// when written.
-func predictionItem(m stage.Manifest, grid geo.Grid, scheme landcover.Scheme, out stage.TileOut, modelPath string, confidence, quicklook bool) (*stac.Item, error) {
+// when written. known holds the checksums of the files already hashed
+// as they were written; the others are read to hash them.
+func predictionItem(m stage.Manifest, grid geo.Grid, scheme landcover.Scheme, out stage.TileOut, modelPath string, confidence, quicklook bool, known map[string]*stacext.File) (*stac.Item, error) {
 	geom, bbox, err := stage.Footprint(grid)
 	if err != nil {
 		return nil, err
 	}
+	fileOf := func(name string) (*stacext.File, error) {
+		if f, ok := known[name]; ok {
+			return f, nil
+		}
+		return stage.FileOf(out.Dir, name)
+	}
 	res := stage.Ptr(grid.Transform[1])
-	cf, err := stage.FileOf(out.Dir, stage.ClassFile)
+	cf, err := fileOf(stage.ClassFile)
 	if err != nil {
 		return nil, err
 	}
@@ -590,7 +616,7 @@ func predictionItem(m stage.Manifest, grid geo.Grid, scheme landcover.Scheme, ou
 			Extensions: []stac.Extension{qf}}
 	}
 	if confidence {
-		f, err := stage.FileOf(out.Dir, stage.ConfidenceFile)
+		f, err := fileOf(stage.ConfidenceFile)
 		if err != nil {
 			return nil, err
 		}
