@@ -920,6 +920,26 @@ func (r *runner) train(ctx context.Context, tiles []ingest.SourceTile, rts []Run
 	}
 	r.mark("samples drawn, features computed", "")
 	set.Config = cfg.SampleKey()
+	// The model's directory is staged beside it and appears whole. Its
+	// samples file, a third of a gigabyte for a full tile, is written while
+	// the forest grows: it needs nothing of the fit, which only reads the
+	// samples too.
+	tmp := r.stage.Path(".model.partial")
+	if err := os.RemoveAll(tmp); err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, nil, err
+	}
+	samplesWritten := make(chan bool, 1)
+	r.background(func() error {
+		body, err := set.Encode()
+		if err == nil {
+			err = atomicfs.WriteFile(filepath.Join(tmp, stage.SamplesFile), body)
+		}
+		samplesWritten <- err == nil
+		return err
+	})
 	census := sp.Census()
 	res := &train.Result{Dir: filepath.Join(r.stage.Final, "model"), Engine: cfg.Engine, Sample: time.Since(t0), Warnings: sp.Warnings(), Census: &census}
 	for _, c := range scheme.Classes {
@@ -937,22 +957,11 @@ func (r *runner) train(ctx context.Context, tiles []ingest.SourceTile, rts []Run
 	// written; the model directory appears whole, so a run interrupted
 	// before it fits again.
 	r.background(func() error {
-		tmp := r.stage.Path(".model.partial")
-		if err := os.RemoveAll(tmp); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(tmp, 0o755); err != nil {
-			return err
-		}
-		body, err := set.Encode()
-		if err != nil {
-			return err
-		}
-		if err := atomicfs.WriteFile(filepath.Join(tmp, stage.SamplesFile), body); err != nil {
-			return err
-		}
 		if err := train.WriteTrainOutputs(cfg, set, ins, model, r.opt, tmp, *res); err != nil {
 			return err
+		}
+		if !<-samplesWritten {
+			return nil // the samples' writer reports its own failure
 		}
 		return os.Rename(tmp, dir)
 	})
@@ -1234,17 +1243,23 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 	metrics, err := forest.FromConfusion(p.Confusion, scheme.Codes())
 	if err == nil {
 		rt.Metrics = &metrics
-		if err := writeRunMetrics(filepath.Join(dir, stage.RunMetricsFile), metrics, scheme); err != nil {
-			return err
-		}
 	} else {
 		opt.Log.Warn("tile has no labelled pixel with a prediction: no metrics", "tile", t.Name())
 	}
 	r.background(func() error {
+		// The metrics are written beside the maps' ending, not on the
+		// lane: their sync to disk waits for other files' data too. The
+		// tile's record, which a rerun keeps the tile by, comes after both.
+		var werr error
+		var wg sync.WaitGroup
+		if rt.Metrics != nil {
+			wg.Go(func() { werr = writeRunMetrics(filepath.Join(dir, stage.RunMetricsFile), metrics, scheme) })
+		}
 		err := p.Finish(opt)
+		wg.Wait()
 		rt.Predict.Encode = p.Tile.Encode
 		r.mark("outputs written", t.Name())
-		if err != nil {
+		if err = errors.Join(err, werr); err != nil {
 			return err
 		}
 		return writeTileRecord(dir, *rt)
