@@ -2039,7 +2039,17 @@ extern "C" __global__ void inflate(const unsigned char* __restrict__ src, const 
                     st = INFLATE_OVERRUN;
                     break;
                 }
-                for (unsigned int i = lane; i < len; i += 32) out[pos + i] = q[i];
+                // Eight bytes a lane in flight, not one: each load waits
+                // for memory, and stored blocks are whole tiles of noise.
+                unsigned int i = lane;
+                for (; i + 7 * 32 < len; i += 8 * 32) {
+                    unsigned char v[8];
+#pragma unroll
+                    for (int k = 0; k < 8; k++) v[k] = q[i + 32 * k];
+#pragma unroll
+                    for (int k = 0; k < 8; k++) out[pos + i + 32 * k] = v[k];
+                }
+                for (; i < len; i += 32) out[pos + i] = q[i];
                 pos += len;
                 q += len;
                 unsigned int a = (unsigned int)((unsigned long long)q & 3);
@@ -2079,6 +2089,26 @@ extern "C" __global__ void inflate(const unsigned char* __restrict__ src, const 
             break;
         }
         for (;;) {
+            // Runs of literals, most of a tile that compresses little, take
+            // a short loop: a lookup, a shift and a store each, the bit
+            // buffer refilled a word at a time while the stream has words
+            // left. Whatever else comes (a longer code, a length, the
+            // block's end, the stream's last word) leaves it for the
+            // general steps below, which take it from the same state.
+            while (pos < want) {
+                if (br.cnt < 32) {
+                    if (br.p >= br.end) break;
+                    br.buf |= (unsigned long long)(*br.p) << br.cnt;
+                    br.p++;
+                    br.cnt += 32;
+                }
+                unsigned int e = t.lit[(unsigned int)br.buf & ((1u << LIT_FAST) - 1)];
+                if ((e & 15) == 0 || e >= (256u << 4)) break;
+                bits_take(br, e & 15);
+                if (lane == 0) out[pos] = (unsigned char)(e >> 4);
+                pos++;
+            }
+            if (pos == want) break;
             bits_need32(br);
             int s = huff_decode(br, t.lit, LIT_FAST, t.lcount, t.lsorted);
             if (s < 256) {
