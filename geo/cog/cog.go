@@ -163,6 +163,11 @@ type Options struct {
 	// with every overview). The file's bytes are the same either way.
 	// Write ignores it.
 	EncodeEarly bool
+	// EarlyThreads is how many threads compress while the windows are
+	// written (EncodeEarly), fewer than Threads when the windows' own
+	// work needs the cores; 0 is Threads. Close compresses what is left
+	// on Threads.
+	EarlyThreads int
 }
 
 // Band describes one band of a COG.
@@ -174,21 +179,22 @@ type Band struct {
 
 // Plan is everything about a COG that does not depend on pixel values.
 type Plan struct {
-	grid        geo.Grid
-	bands       int
-	bytesPer    int // 1 (uint8), 2 (uint16) or 4 (float32)
-	block       int
-	compression uint16
-	predictor   bool
-	rule        resampling
-	nodata      *float64
-	threads     int
-	early       bool
-	big         bool
-	levels      []levelSize // [0] is full resolution, then overviews
-	geo         GeoKeys
-	metadata    string   // GDAL_METADATA, "" for none
-	colorMap    []uint16 // nil for no palette
+	grid         geo.Grid
+	bands        int
+	bytesPer     int // 1 (uint8), 2 (uint16) or 4 (float32)
+	block        int
+	compression  uint16
+	predictor    bool
+	rule         resampling
+	nodata       *float64
+	threads      int
+	early        bool
+	earlyThreads int // compressors while the windows are written
+	big          bool
+	levels       []levelSize // [0] is full resolution, then overviews
+	geo          GeoKeys
+	metadata     string   // GDAL_METADATA, "" for none
+	colorMap     []uint16 // nil for no palette
 }
 
 // levelSize is the size of one level and its tile grid.
@@ -215,6 +221,10 @@ func NewPlan(g geo.Grid, keys GeoKeys, bytesPer int, bands []Band, opt Options) 
 		threads: opt.Threads, early: opt.EncodeEarly, geo: keys}
 	if p.threads <= 0 {
 		p.threads = runtime.GOMAXPROCS(0)
+	}
+	p.earlyThreads = opt.EarlyThreads
+	if p.earlyThreads <= 0 {
+		p.earlyThreads = p.threads
 	}
 	switch strings.ToUpper(opt.Compress) {
 	case "", "DEFLATE":

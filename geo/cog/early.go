@@ -48,7 +48,7 @@ type earlyTiles[T Pixels] struct {
 // ty of an overview to downsample from the level above.
 type earlyJob struct{ level, tx, ty int }
 
-// newEarlyTiles starts p.threads compressors over the planes of every
+// newEarlyTiles starts p.earlyThreads compressors over the planes of every
 // level (levels[0] written by the windows, the overviews made here).
 func newEarlyTiles[T Pixels](p *Plan, levels [][][]T) *earlyTiles[T] {
 	l0 := p.levels[0]
@@ -67,7 +67,7 @@ func newEarlyTiles[T Pixels](p *Plan, levels [][][]T) *earlyTiles[T] {
 		e.tiles[l] = make([][]byte, lv.tiles())
 		e.ready[l] = make([]bool, lv.tilesY)
 	}
-	for range p.threads {
+	for range p.earlyThreads {
 		e.wg.Go(func() {
 			enc, err := newTileEncoder[T](p)
 			if err == nil {

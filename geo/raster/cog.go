@@ -48,6 +48,7 @@ func goPlan(g geo.Grid, bytesPer int, bands []BandInfo, opt COGOptions) (*cog.Pl
 		Metadata:           opt.Metadata,
 		Palette:            palette,
 		EncodeEarly:        opt.EncodeEarly,
+		EarlyThreads:       opt.EarlyThreads,
 	})
 }
 

@@ -68,6 +68,10 @@ type COGOptions struct {
 	// Close writes it (Writer.Sum): cog.Options.EncodeEarly. The file's
 	// bytes are the same either way.
 	EncodeEarly bool
+	// EarlyThreads is how many threads compress while the windows are
+	// written, when fewer than Threads (cog.Options.EarlyThreads); 0 is
+	// Threads.
+	EarlyThreads int
 }
 
 // WriteCOG writes a single-band raster as a COG at path, with lulc's Go

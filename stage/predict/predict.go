@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -406,10 +407,12 @@ func (p *Predicted) compareRadiometry(model *forest.Model, opt stage.Options) {
 // early, their tiles are compressed as the stream completes their rows.
 func (p *Predicted) openWriters(pc Config, gdalCOG, early bool) error {
 	p.gdalCOG = gdalCOG
-	// The maps' tiles are compressed as the stream completes their rows,
-	// on the cores the device leaves idle, and the files hashed as they
-	// are written: Close is left with the last rows and one write.
-	cog := lraster.COGOptions{BlockSize: 512, Compress: pc.Compress, NoData: stage.Ptr(0.0), OverviewResampling: "MODE", Classes: &p.scheme, GDALDriver: gdalCOG, EncodeEarly: early}
+	// The maps' tiles are compressed as the stream completes their rows
+	// and the files hashed as they are written: Close is left with the
+	// last rows and one write. A quarter of the cores keeps up with the
+	// stream's rows; more would take cores from the stream's own workers.
+	cog := lraster.COGOptions{BlockSize: 512, Compress: pc.Compress, NoData: stage.Ptr(0.0), OverviewResampling: "MODE", Classes: &p.scheme, GDALDriver: gdalCOG,
+		EncodeEarly: early, EarlyThreads: max(1, runtime.GOMAXPROCS(0)/4)}
 	var err error
 	if p.classW, err = lraster.NewWriter(p.Tile.Class, p.grid, "uint8", []lraster.BandInfo{{Description: "land cover class"}}, cog); err != nil {
 		return err
