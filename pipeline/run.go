@@ -933,7 +933,16 @@ func (r *runner) train(ctx context.Context, tiles []ingest.SourceTile, rts []Run
 	}
 	samplesWritten := make(chan bool, 1)
 	r.background(func() error {
-		body, err := set.Encode()
+		// An interrupted run stops before the file (a third of a gigabyte
+		// to encode and sync): its rerun draws the samples again.
+		var body []byte
+		err := ctx.Err()
+		if err == nil {
+			body, err = set.Encode()
+		}
+		if err == nil {
+			err = ctx.Err()
+		}
 		if err == nil {
 			err = atomicfs.WriteFile(filepath.Join(tmp, stage.SamplesFile), body)
 		}

@@ -165,8 +165,8 @@ type Options struct {
 	EncodeEarly bool
 	// EarlyThreads is how many threads compress while the windows are
 	// written (EncodeEarly), fewer than Threads when the windows' own
-	// work needs the cores; 0 is Threads. Close compresses what is left
-	// on Threads.
+	// work needs the cores; 0 is Threads. Close compresses what is still
+	// queued on Threads.
 	EarlyThreads int
 }
 

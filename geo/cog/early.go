@@ -68,25 +68,29 @@ func newEarlyTiles[T Pixels](p *Plan, levels [][][]T) *earlyTiles[T] {
 		e.ready[l] = make([]bool, lv.tilesY)
 	}
 	for range p.earlyThreads {
-		e.wg.Go(func() {
-			enc, err := newTileEncoder[T](p)
-			if err == nil {
-				defer enc.close()
-			}
-			for j := range e.jobs {
-				if err == nil {
-					err = e.run(enc, j)
-				}
-				if err != nil {
-					e.mu.Lock()
-					e.err = cmpErr(e.err, fmt.Errorf("compress tile %d,%d of level %d: %w", j.tx, j.ty, j.level, err))
-					e.mu.Unlock()
-				}
-				e.pending.Done()
-			}
-		})
+		e.wg.Go(e.compress)
 	}
 	return e
+}
+
+// compress is one compressor: it does the jobs queued until they are
+// closed.
+func (e *earlyTiles[T]) compress() {
+	enc, err := newTileEncoder[T](e.p)
+	if err == nil {
+		defer enc.close()
+	}
+	for j := range e.jobs {
+		if err == nil {
+			err = e.run(enc, j)
+		}
+		if err != nil {
+			e.mu.Lock()
+			e.err = cmpErr(e.err, fmt.Errorf("compress tile %d,%d of level %d: %w", j.tx, j.ty, j.level, err))
+			e.mu.Unlock()
+		}
+		e.pending.Done()
+	}
 }
 
 // run does job j: compresses its tile, or downsamples its overview row
@@ -162,10 +166,15 @@ func (e *earlyTiles[T]) wrote(y, width, height int) {
 }
 
 // stop waits for the jobs queued and those they lead to, then for the
-// compressors; the planes may then be released.
+// compressors; the planes may then be released. What is still queued
+// (the last rows, the overview rows they complete) is compressed on all
+// of the plan's threads, not only the early ones.
 func (e *earlyTiles[T]) stop() {
 	if !e.stopped {
 		e.stopped = true
+		for range e.p.threads - e.p.earlyThreads {
+			e.wg.Go(e.compress)
+		}
 		e.pending.Wait()
 		close(e.jobs)
 		e.wg.Wait()

@@ -303,7 +303,7 @@ func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.Til
 	// The writers (each a tile's staging in memory) are made while the
 	// engine prepares its predictor: neither needs the other.
 	opened := make(chan error, 1)
-	go func() { opened <- p.openWriters(pc, opt.Compare.GDALCOG, !opt.Compare.LateMaps) }()
+	go func() { opened <- p.openWriters(pc, opt.Compare.GDALCOG, !opt.Compare.LateMaps, opt.Workers) }()
 	comp, pred, closePred, err := opt.Engine().Predictor(set, model)
 	if werr := <-opened; werr != nil {
 		// openWriters leaves no writer open when it fails.
@@ -404,15 +404,20 @@ func (p *Predicted) compareRadiometry(model *forest.Model, opt stage.Options) {
 }
 
 // openWriters starts the class and, if asked, the confidence COG; with
-// early, their tiles are compressed as the stream completes their rows.
-func (p *Predicted) openWriters(pc Config, gdalCOG, early bool) error {
+// early, their tiles are compressed as the stream completes their rows,
+// beside the stream's workers.
+func (p *Predicted) openWriters(pc Config, gdalCOG, early bool, workers int) error {
 	p.gdalCOG = gdalCOG
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
 	// The maps' tiles are compressed as the stream completes their rows
 	// and the files hashed as they are written: Close is left with the
-	// last rows and one write. A quarter of the cores keeps up with the
-	// stream's rows; more would take cores from the stream's own workers.
+	// last rows and one write. A quarter of the lane's workers for each
+	// map keeps up with the stream's rows; more would take cores from the
+	// stream's own workers.
 	cog := lraster.COGOptions{BlockSize: 512, Compress: pc.Compress, NoData: stage.Ptr(0.0), OverviewResampling: "MODE", Classes: &p.scheme, GDALDriver: gdalCOG,
-		EncodeEarly: early, EarlyThreads: max(1, runtime.GOMAXPROCS(0)/4)}
+		EncodeEarly: early, EarlyThreads: max(1, workers/4)}
 	var err error
 	if p.classW, err = lraster.NewWriter(p.Tile.Class, p.grid, "uint8", []lraster.BandInfo{{Description: "land cover class"}}, cog); err != nil {
 		return err
