@@ -156,6 +156,12 @@ func TestHostileSurfaces(t *testing.T) {
 			c.t.Setenv("LULC_DEVICE_DECODE", "maybe")
 			return []string{"predict", "--model", c.w.model, "--input", c.w.stack, "--out", c.out()}
 		}},
+		// The maps' switch is read by the command line too, before
+		// anything is written.
+		{name: "env-early-maps-bogus", code: usage, want: []string{`LULC_EARLY_MAPS="on"`, `"off"`}, setup: func(c *hcase) []string {
+			c.t.Setenv("LULC_EARLY_MAPS", "on")
+			return []string{"predict", "--model", c.w.model, "--input", c.w.stack, "--out", c.out()}
+		}},
 		{name: "env-ptx-missing", code: usage, want: []string{"LULC_PTX", "no-such.ptx"}, setup: func(c *hcase) []string {
 			c.t.Setenv("LULC_PTX", c.path("no-such.ptx"))
 			return []string{"predict", "--model", c.w.model, "--input", c.w.stack, "--out", c.out()}
