@@ -399,9 +399,10 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 		if err := queue(); err != nil {
 			return err
 		}
-		// The batches decoded ahead before the composite: their
-		// statuses reach the host by the null stream before it ends.
-		pending = slices.Clone(dev.checks)
+		// The batches decoded ahead whose tiles the composite read: the
+		// null stream waited for them, so their statuses are on the
+		// host when it ends.
+		pending = slices.Clone(dev.waited)
 		var err error
 		if ev, err = dev.NewEvent(); err != nil {
 			return err

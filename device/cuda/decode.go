@@ -197,7 +197,8 @@ func (d *Device) stageTiles(p packedTiles, f decode.Format, dst []uint64) (stage
 
 // stageOnDevice stages compressed tiles whose bytes are on the device
 // already (src, laid out as p.data): only their offsets, sizes and
-// destinations are copied.
+// destinations are copied, into the pool's buffers (for work on the
+// null stream).
 func (d *Device) stageOnDevice(p packedTiles, src driver.Buffer, dst []uint64) (stagedTiles, error) {
 	var st driver.Staging
 	s := stagedTiles{n: len(p.off), src: src.Ptr}
@@ -205,6 +206,36 @@ func (d *Device) stageOnDevice(p packedTiles, src driver.Buffer, dst []uint64) (
 	s.srcOff = st.Ptr(driver.Put(d.Pool(), "ahead.srcoff", p.off))
 	s.srcSize = st.Ptr(driver.Put(d.Pool(), "ahead.srcsize", p.size))
 	return s, st.Err
+}
+
+// heldBytes is the size of a held buffer for compressed tiles of data
+// bytes, n of them: the bytes, then room for a batch's tables and
+// statuses (heldTables), so that a batch decoded on the rows' stream
+// shares no buffer with any other.
+func heldBytes(data, n int) uint64 { return heldTables(data) + uint64(n)*(8+8+4+4) }
+
+// heldTables is where a held buffer's tables begin: after the tiles'
+// bytes, 8-byte aligned.
+func heldTables(data int) uint64 { return (uint64(data) + 7) &^ 7 }
+
+// stageHeld stages the tiles p selects from the held buffer h: their
+// offsets, sizes and destinations go into h's room for tables, and
+// status is where the batch's statuses go.
+func (d *Device) stageHeld(p packedTiles, h *heldBuffer, dst []uint64) (s stagedTiles, status uint64, err error) {
+	n := uint64(len(p.off))
+	at := h.buf.Ptr + h.tables
+	s = stagedTiles{n: len(p.off), src: h.buf.Ptr, dst: at, srcOff: at + 8*n, srcSize: at + 16*n}
+	status = at + 20*n
+	if s.srcSize+4*n+4*n > h.buf.Ptr+h.buf.Bytes {
+		return s, 0, fmt.Errorf("cuda decode ahead: %d tiles in a held buffer with room for fewer", n)
+	}
+	if err := driver.PutAt(s.dst, dst); err != nil {
+		return s, 0, err
+	}
+	if err := driver.PutAt(s.srcOff, p.off); err != nil {
+		return s, 0, err
+	}
+	return s, status, driver.PutAt(s.srcSize, p.size)
 }
 
 // runDecode inflates a staged batch, warps tiles to a block, checks every
@@ -257,19 +288,30 @@ func (d *Device) launchInflate(s stagedTiles, f decode.Format, warps int, status
 	if err != nil {
 		return b, err
 	}
-	return b, d.LaunchGrid(0, "inflate", [3]uint32{uint32((s.n + warps - 1) / warps), 1, 1}, uint32(32*warps), uint32(warps*inflateShared),
-		s.src, s.srcOff, s.srcSize, s.dst, int32(f.TileBytes()), int32(s.n), b.Ptr)
+	return b, d.launchInflateOn(0, s, f, warps, b.Ptr)
 }
 
-// launchUnpack queues tiff_unpack where the format needs it: byte order
-// and predictor.
-func (d *Device) launchUnpack(s stagedTiles, f decode.Format) error {
+// launchInflateOn queues the inflate kernel on stream over a staged
+// batch, each tile's status to device address status.
+func (d *Device) launchInflateOn(stream uintptr, s stagedTiles, f decode.Format, warps int, status uint64) error {
+	return d.LaunchGrid(stream, "inflate", [3]uint32{uint32((s.n + warps - 1) / warps), 1, 1}, uint32(32*warps), uint32(warps*inflateShared),
+		s.src, s.srcOff, s.srcSize, s.dst, int32(f.TileBytes()), int32(s.n), status)
+}
+
+// launchUnpack queues tiff_unpack on the null stream where the format
+// needs it: byte order and predictor.
+func (d *Device) launchUnpack(s stagedTiles, f decode.Format) error { return d.launchUnpackOn(0, s, f) }
+
+// launchUnpackOn is launchUnpack on stream. It does not wait for the
+// kernel: whatever reads the tiles follows it on the stream, or waits
+// for an event recorded after it.
+func (d *Device) launchUnpackOn(stream uintptr, s stagedTiles, f decode.Format) error {
 	if f.Predictor == 2 || f.BigEndian && f.SampleBytes == 2 {
 		big := int32(0)
 		if f.BigEndian {
 			big = 1
 		}
-		return d.Launch("tiff_unpack", int64(s.n*f.H), s.dst, int32(s.n), int32(f.W), int32(f.H),
+		return d.LaunchAsync(stream, "tiff_unpack", int64(s.n*f.H), s.dst, int32(s.n), int32(f.W), int32(f.H),
 			int32(f.SampleBytes), big, int32(f.Predictor))
 	}
 	return nil
@@ -291,10 +333,11 @@ func firstBad(codes []int32) (int, string) {
 }
 
 // aheadCheck is a batch decoded ahead whose tiles' statuses are on their
-// way to the host: copied after the inflate kernel on the null stream
-// into pinned memory, with event recorded after the copy. keys are the
-// cache's keys of its tiles, in the batch's order. Once read (settle),
-// done is set and bad says the first tile that failed ("" when none).
+// way to the host: copied after the inflate kernel, on the stream the
+// batch was decoded on, into pinned memory, with event recorded after
+// the copy. keys are the cache's keys of its tiles, in the batch's order.
+// Once read (settle), done is set and bad says the first tile that
+// failed ("" when none).
 type aheadCheck struct {
 	status pinnedStatus
 	event  driver.Event
@@ -310,26 +353,55 @@ type pinnedStatus struct {
 }
 
 // decodeLater inflates and unpacks a batch decoded ahead into the tile
-// cache (keys, claimed for it) without waiting for the kernels: their
-// statuses follow them to the host, read once their event has completed
-// (DecodeAhead awaits it beside the owner, then settles the batch) or
-// after the next wait for the null stream (checkAhead, by the next
-// composite), whichever comes first. The owner goroutine is meanwhile
-// free for other work, context windows of another tile among it.
-func (d *Device) decodeLater(s stagedTiles, f decode.Format, keys []string) (*aheadCheck, error) {
+// cache (keys, claimed for it) on stream without waiting for the
+// kernels, each tile's status to device address status (on the null
+// stream, 0 puts them in the pool's buffer): their statuses follow them
+// to the host, read once their event has completed (DecodeAhead awaits
+// it beside the owner, then settles the batch), or once a composite that
+// read its tiles, and so waited for the event, has ended (checkAhead),
+// whichever comes first. The owner goroutine is meanwhile free for
+// other work, context windows of another tile among it.
+//
+// On a stream of its own (the rows' stream), a row's inflate runs beside
+// the composites of the row before it, which the null stream carries;
+// the inflate, one warp a tile, lasts as long as its slowest tile and
+// leaves most of the device idle. Its slots may have been evicted from
+// tiles that a composite queued before still reads, so the stream first
+// waits for the null stream's work so far.
+func (d *Device) decodeLater(s stagedTiles, f decode.Format, keys []string, status uint64, stream uintptr) (*aheadCheck, error) {
 	if s.n == 0 {
 		return nil, nil
 	}
 	if f.Compression == "NONE" {
-		return nil, d.launchUnpack(s, f)
+		return nil, d.launchUnpackOn(stream, s, f)
 	}
-	// Room for a row of many dates, so that the buffer is seldom
-	// replaced while a copy from it may be queued.
-	status, err := d.launchInflate(s, f, inflateWarps, "ahead.status", 1<<14)
-	if err != nil {
+	if stream != 0 {
+		after, err := d.NewEvent()
+		if err != nil {
+			return nil, err
+		}
+		err = after.Record(0)
+		if err == nil {
+			err = after.WaitOn(stream)
+		}
+		after.Destroy()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if status == 0 {
+		// Room for a row of many dates, so that the buffer is seldom
+		// replaced while a copy from it may be queued.
+		b, err := d.Pool().Get("ahead.status", uint64(4*max(s.n, 1<<14)))
+		if err != nil {
+			return nil, err
+		}
+		status = b.Ptr
+	}
+	if err := d.launchInflateOn(stream, s, f, inflateWarps, status); err != nil {
 		return nil, err
 	}
-	if err := d.launchUnpack(s, f); err != nil {
+	if err := d.launchUnpackOn(stream, s, f); err != nil {
 		return nil, err
 	}
 	c := &aheadCheck{keys: keys}
@@ -346,12 +418,13 @@ func (d *Device) decodeLater(s stagedTiles, f decode.Format, keys []string) (*ah
 			return nil, err
 		}
 	}
+	var err error
 	if c.event, err = d.NewEvent(); err != nil {
 		d.spare = append(d.spare, c.status)
 		return nil, err
 	}
-	if err := driver.CopyToHostAsync(c.status.ptr, status.Ptr, uint64(4*s.n), 0); err == nil {
-		err = c.event.Record(0)
+	if err := driver.CopyToHostAsync(c.status.ptr, status, uint64(4*s.n), stream); err == nil {
+		err = c.event.Record(stream)
 	}
 	if err != nil {
 		d.spare = append(d.spare, c.status)
@@ -390,17 +463,32 @@ func (d *Device) settle(c *aheadCheck) {
 	}
 }
 
-// checkAhead settles every batch decoded ahead whose statuses have not
-// been read (decodeLater). It must follow a wait for the null stream,
-// which the statuses went by. It says whether any tile failed: a
-// composite that ran over the cache since must run again, decoding what
-// it needs itself.
+// checkAhead settles the batches decoded ahead whose tiles the last
+// decodeRects took from the cache, for which it had the null stream
+// wait: it must follow a wait for the null stream. It says whether any
+// tile failed: the composite that read them must run again, decoding
+// what it needs itself.
 func (d *Device) checkAhead() bool {
 	failed := false
-	for len(d.checks) > 0 {
-		c := d.checks[0]
+	for _, c := range d.waited {
 		d.settle(c)
 		failed = failed || c.bad != ""
 	}
+	d.waited = nil
 	return failed
+}
+
+// rowStream returns the stream rows decoded ahead go by: a non-blocking
+// stream of the device's own, made on first use, or the null stream
+// with Options.RowsOnNull (owner goroutine).
+func (d *Device) rowStream() (uintptr, error) {
+	if d.opt.RowsOnNull {
+		return 0, nil
+	}
+	if d.rows == 0 {
+		if err := driver.CreateStream(&d.rows); err != nil {
+			return 0, err
+		}
+	}
+	return d.rows, nil
 }

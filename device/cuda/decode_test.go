@@ -600,9 +600,12 @@ func packAhead(rects []*decode.Rect) (*AheadBatch, error) {
 // its windows read their own. With WaitAll the owner waits, as before.
 // Should a composite run before the batch is settled, its wait for the
 // null stream settles it: the batch's tiles are forgotten and the window
-// is made again from its own sound bytes, the CPU's composite.
+// is made again from its own sound bytes, the CPU's composite. The batch
+// is decoded from the host's bytes on the null stream, or
+// (composite-first-held) from the device's copy on the rows' stream,
+// which the composite's gather waits for.
 func TestDecodeAheadBadTile(t *testing.T) {
-	for _, mode := range []string{"ahead", "wait-all", "composite-first"} {
+	for _, mode := range []string{"ahead", "wait-all", "composite-first", "composite-first-held"} {
 		t.Run(mode, func(t *testing.T) {
 			d := gpuWith(t, Options{WaitAll: mode == "wait-all"})
 			defer d.Close()
@@ -622,7 +625,7 @@ func TestDecodeAheadBadTile(t *testing.T) {
 			p.data = data
 			b.packed[f] = p
 			keys := b.keys[f]
-			if mode != "composite-first" {
+			if !strings.HasPrefix(mode, "composite-first") {
 				err := DecodeAhead(d, b)
 				if err == nil || !strings.Contains(err.Error(), "bad zlib header") || !strings.Contains(err.Error(), keys[0]) && mode == "ahead" {
 					t.Fatalf("decoded ahead: %v, want the tile's error naming %s", err, keys[0])
@@ -640,11 +643,27 @@ func TestDecodeAheadBadTile(t *testing.T) {
 			// The owner's part of DecodeAhead alone: the batch queued,
 			// its statuses not yet read.
 			var c *aheadCheck
+			var h *heldBuffer
 			if err := d.DoFirst(func() (err error) {
-				c, err = d.decodeAhead(f, keys, p, driver.Buffer{})
+				if mode == "composite-first-held" {
+					h = &heldBuffer{keys: keys, tables: heldTables(len(p.data))}
+					if h.buf, err = driver.Alloc(heldBytes(len(p.data), len(keys))); err != nil {
+						return err
+					}
+					if err = driver.PutAt(h.buf.Ptr, p.data); err != nil {
+						return err
+					}
+				}
+				c, err = d.decodeAhead(f, keys, p, h)
 				return err
 			}); err != nil {
 				t.Fatal(err)
+			}
+			if h != nil {
+				defer d.Do(func() error { h.buf.Free(); return nil })
+				if d.rows == 0 {
+					t.Fatal("a batch held on the device was not decoded on the rows' stream")
+				}
 			}
 			if c == nil || len(d.checks) != 1 {
 				t.Fatalf("queued: check %v, %d unsettled", c, len(d.checks))

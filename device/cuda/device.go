@@ -34,8 +34,13 @@ type Device struct {
 	// may share a device): they share the device buffers of a row.
 	ahead sync.Mutex
 	// checks are batches decoded ahead whose tiles' statuses are still
-	// on their way to the host (owner goroutine only): see checkAhead.
+	// on their way to the host (owner goroutine only); waited are those
+	// whose tiles the last decodeRects read, having the null stream wait
+	// for them (see checkAhead); rows is the stream that rows decoded
+	// ahead go by (rowStream).
 	checks []*aheadCheck
+	waited []*aheadCheck
+	rows   uintptr
 	// spare are pinned status buffers that checked batches left.
 	spare []pinnedStatus
 	opt   Options
@@ -101,6 +106,10 @@ type Options struct {
 	// BlockingSync has the device's waits sleep instead of spinning a
 	// core (driver.OpenSched).
 	BlockingSync bool
+	// RowsOnNull decodes rows ahead on the null stream, one after
+	// another with the composites, instead of on a stream of their own
+	// beside them.
+	RowsOnNull bool
 }
 
 // Options returns the settings the device was opened with.
@@ -152,6 +161,10 @@ func (d *Device) Close() {
 			driver.DestroyStream(d.classStream)
 			d.classStream = 0
 		}
+		if d.rows != 0 {
+			driver.DestroyStream(d.rows)
+			d.rows = 0
+		}
 		d.tiles.release()
 		for h := range d.heldBufs {
 			h.buf.Free()
@@ -162,7 +175,7 @@ func (d *Device) Close() {
 		for _, p := range d.spare {
 			driver.FreeHost(p.ptr)
 		}
-		d.checks, d.spare = nil, nil
+		d.checks, d.spare, d.waited = nil, nil, nil
 		return nil
 	})
 	d.Device.Close()

@@ -34,8 +34,13 @@ type tileCache struct {
 	slot      map[string]int // key → slot
 	key       []string       // slot → key, "" when free
 	used      []uint64       // slot → the call that last used it
-	free      []int
-	call      uint64
+	// batch is, by slot, the batch decoded ahead that fills it, until
+	// the batch is settled: a window that reads the slot has the null
+	// stream wait for the batch's event first (rows are decoded on a
+	// stream of their own), and no claim evicts it meanwhile.
+	batch []*aheadCheck
+	free  []int
+	call  uint64
 }
 
 func newTileCache(slotBytes uint64) (*tileCache, error) {
@@ -55,7 +60,7 @@ func newTileCacheSlots(slotBytes uint64, n int) (*tileCache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &tileCache{slab: b, slotBytes: slotBytes, slot: map[string]int{}, key: make([]string, n), used: make([]uint64, n), free: make([]int, n)}
+	c := &tileCache{slab: b, slotBytes: slotBytes, slot: map[string]int{}, key: make([]string, n), used: make([]uint64, n), batch: make([]*aheadCheck, n), free: make([]int, n)}
 	for i := range c.free {
 		c.free[i] = n - 1 - i
 	}
@@ -82,14 +87,37 @@ func (c *tileCache) find(key string, tb uint64) (uint64, bool) {
 	return c.lookup(key)
 }
 
+// pending returns the unsettled batch decoded ahead that fills the
+// cached tile key, or nil.
+func (c *tileCache) pending(key string) *aheadCheck {
+	if c == nil {
+		return nil
+	}
+	i, ok := c.slot[key]
+	if !ok || c.batch[i] == nil || c.batch[i].done {
+		return nil
+	}
+	return c.batch[i]
+}
+
+// filledBy records that batch b, decoded ahead, fills the slot of the
+// cached tile key.
+func (c *tileCache) filledBy(key string, b *aheadCheck) {
+	if i, ok := c.slot[key]; ok {
+		c.batch[i] = b
+	}
+}
+
 // claim returns a slot for tile key; false when every slot holds a tile
 // the current call uses. When none is free, the least recently used
-// quarter of the tiles is evicted at once (a sort, not a scan per claim).
+// quarter of the tiles is evicted at once (a sort, not a scan per claim);
+// a tile whose batch decoded ahead is unsettled stays, since its kernels
+// may still be writing it.
 func (c *tileCache) claim(key string) (uint64, bool) {
 	if len(c.free) == 0 {
 		var old []int
 		for i, u := range c.used {
-			if u < c.call {
+			if u < c.call && (c.batch[i] == nil || c.batch[i].done) {
 				old = append(old, i)
 			}
 		}
@@ -97,7 +125,7 @@ func (c *tileCache) claim(key string) (uint64, bool) {
 		old = old[:min(len(old), max(1, len(c.key)/4))]
 		for _, i := range old {
 			delete(c.slot, c.key[i])
-			c.key[i], c.used[i] = "", 0
+			c.key[i], c.used[i], c.batch[i] = "", 0, nil
 		}
 		slices.Reverse(old)
 		c.free = old
@@ -115,7 +143,7 @@ func (c *tileCache) claim(key string) (uint64, bool) {
 func (c *tileCache) forget(key string) {
 	if i, ok := c.slot[key]; ok {
 		delete(c.slot, key)
-		c.key[i], c.used[i] = "", 0
+		c.key[i], c.used[i], c.batch[i] = "", 0, nil
 		c.free = append(c.free, i)
 	}
 }
@@ -147,6 +175,7 @@ func (d *Device) decodeRects(rects []rectOut) error {
 	if d.tiles != nil {
 		d.tiles.call = d.tileCall
 	}
+	d.waited = d.waited[:0]
 	formats, scratch, err := d.decodeScratch(rects)
 	if err != nil {
 		return err
@@ -201,7 +230,11 @@ func (d *Device) decodeRects(rects []rectOut) error {
 				key := TileKey(r, i, j)
 				at, ok := where[key]
 				if !ok {
-					at, ok = d.tiles.find(key, tb)
+					if at, ok = d.tiles.find(key, tb); ok {
+						if c := d.tiles.pending(key); c != nil && !slices.Contains(d.waited, c) {
+							d.waited = append(d.waited, c)
+						}
+					}
 				}
 				if !ok {
 					cached := false
@@ -292,6 +325,13 @@ func (d *Device) decodeRects(rects []rectOut) error {
 			return err
 		}
 	}
+	// The tiles found in the cache that batches decoded ahead on the
+	// rows' stream fill: the null stream's gather waits for them.
+	for _, c := range d.waited {
+		if err := c.event.WaitOn(0); err != nil {
+			return err
+		}
+	}
 	return d.gatherRects(rects, tables)
 }
 
@@ -378,10 +418,13 @@ type AheadBatch struct {
 	bytes int64
 }
 
-// heldBuffer is one format's compressed tiles of a batch on the device.
+// heldBuffer is one format's compressed tiles of a batch on the device,
+// then, from offset tables, room for the batch's tables and statuses
+// (heldBytes).
 type heldBuffer struct {
-	buf  driver.Buffer
-	keys []string
+	buf    driver.Buffer
+	tables uint64
+	keys   []string
 }
 
 // heldTile is where a tile handed to the device lies in its batch's
@@ -476,6 +519,9 @@ func DecodeAhead(dev *Device, b *AheadBatch) (err error) {
 			// copy of its tiles, which ReleaseAhead frees.
 			dev.Do(func() error {
 				err := driver.SyncStream(0)
+				if dev.rows != 0 {
+					err = errors.Join(err, driver.SyncStream(dev.rows))
+				}
 				for _, c := range checks[awaited:] {
 					dev.settle(c)
 					c.event.Destroy()
@@ -488,12 +534,11 @@ func DecodeAhead(dev *Device, b *AheadBatch) (err error) {
 	staged := !dev.opt.Pageable
 	for _, f := range b.formats {
 		p := b.packed[f]
-		var src driver.Buffer
 		var h *heldBuffer // the device's copy of the format's tiles, if it keeps one
 		if HoldsAhead(f) && len(p.data) > 0 {
-			h = &heldBuffer{keys: b.keys[f]}
+			h = &heldBuffer{keys: b.keys[f], tables: heldTables(len(p.data))}
 			if err := dev.DoFirst(func() (err error) {
-				if h.buf, err = driver.Alloc(uint64(len(p.data))); err == nil {
+				if h.buf, err = driver.Alloc(heldBytes(len(p.data), len(h.keys))); err == nil {
 					dev.heldBufs[h] = true
 				}
 				return err
@@ -501,8 +546,7 @@ func DecodeAhead(dev *Device, b *AheadBatch) (err error) {
 				return err
 			}
 			b.held = append(b.held, h)
-			src = h.buf
-			if err := dev.CopyAside(src.Ptr, p.data, !staged); err != nil {
+			if err := dev.CopyAside(h.buf.Ptr, p.data, !staged); err != nil {
 				return err
 			}
 		}
@@ -513,7 +557,7 @@ func DecodeAhead(dev *Device, b *AheadBatch) (err error) {
 					dev.held[key] = heldTile{h, p.off[k], p.size[k]}
 				}
 			}
-			c, err = dev.decodeAhead(f, b.keys[f], p, src)
+			c, err = dev.decodeAhead(f, b.keys[f], p, h)
 			return err
 		}); err != nil {
 			return err
@@ -580,9 +624,10 @@ func ReleaseAhead(dev *Device, b *AheadBatch) {
 }
 
 // decodeAhead decodes the tiles of p the cache lacks into slots it claims
-// for them; src holds p's bytes on the device already (compressed tiles),
-// or is zero (uncompressed tiles, copied straight into their slots).
-func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles, src driver.Buffer) (*aheadCheck, error) {
+// for them: from h, the device's copy of p's bytes (compressed tiles), on
+// the rows' stream; or, with h nil, from the host's bytes (uncompressed
+// tiles, copied straight into their slots) on the null stream.
+func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles, h *heldBuffer) (*aheadCheck, error) {
 	d.tileCall++
 	if !d.cacheFor(uint64(f.TileBytes())) {
 		return nil, nil
@@ -607,25 +652,44 @@ func (d *Device) decodeAhead(f decode.Format, keys []string, p packedTiles, src 
 		return nil, nil
 	}
 	sel.data = p.data
-	var s stagedTiles
-	var err error
-	if src.Ptr != 0 {
-		s, err = d.stageOnDevice(sel, src, dst)
-	} else {
-		s, err = d.stageTiles(sel, f, dst)
-	}
 	var c *aheadCheck
-	if err == nil {
-		if d.opt.WaitAll {
-			err = d.runDecode(s, f, inflateWarps)
+	var err error
+	switch {
+	case d.opt.WaitAll:
+		var s stagedTiles
+		if h != nil {
+			s, err = d.stageOnDevice(sel, h.buf, dst)
 		} else {
-			c, err = d.decodeLater(s, f, claimed)
+			s, err = d.stageTiles(sel, f, dst)
+		}
+		if err == nil {
+			err = d.runDecode(s, f, inflateWarps)
+		}
+	case h != nil:
+		var s stagedTiles
+		var status uint64
+		var stream uintptr
+		if s, status, err = d.stageHeld(sel, h, dst); err == nil {
+			if stream, err = d.rowStream(); err == nil {
+				c, err = d.decodeLater(s, f, claimed, status, stream)
+			}
+		}
+	default:
+		var s stagedTiles
+		if s, err = d.stageTiles(sel, f, dst); err == nil {
+			c, err = d.decodeLater(s, f, claimed, 0, 0)
 		}
 	}
 	if err != nil {
 		for _, key := range claimed {
 			d.tiles.forget(key)
 		}
+		return nil, err
 	}
-	return c, err
+	if c != nil {
+		for _, key := range claimed {
+			d.tiles.filledBy(key, c)
+		}
+	}
+	return c, nil
 }

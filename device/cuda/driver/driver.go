@@ -99,6 +99,7 @@ var api struct {
 	streamCreate     func(s *uintptr, flags uint32) int32
 	streamSync       func(s uintptr) int32
 	streamDestroy    func(s uintptr) int32
+	streamWaitEvent  func(s uintptr, e uintptr, flags uint32) int32
 	memcpyHtoDAsync  func(dst uint64, src unsafe.Pointer, n uint64, s uintptr) int32
 	memcpyDtoHAsync  func(dst unsafe.Pointer, src uint64, n uint64, s uintptr) int32
 	memsetD32        func(dst uint64, v uint32, n uint64) int32
@@ -155,7 +156,7 @@ func load() error {
 		{&api.eventSynchronize, "cuEventSynchronize"}, {&api.eventElapsed, "cuEventElapsedTime"},
 		{&api.eventDestroy, "cuEventDestroy_v2"},
 		{&api.streamCreate, "cuStreamCreate"}, {&api.streamSync, "cuStreamSynchronize"},
-		{&api.streamDestroy, "cuStreamDestroy_v2"},
+		{&api.streamDestroy, "cuStreamDestroy_v2"}, {&api.streamWaitEvent, "cuStreamWaitEvent"},
 		{&api.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"}, {&api.memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
 		{&api.memsetD32, "cuMemsetD32_v2"}, {&api.memsetD32Async, "cuMemsetD32Async"}, {&api.memGetInfo, "cuMemGetInfo_v2"},
 	}

@@ -266,6 +266,13 @@ func (e Event) Record(s uintptr) error { return check(api.eventRecord(uintptr(e)
 // with the context current: Device.Beside).
 func (e Event) Wait() error { return check(api.eventSynchronize(uintptr(e)), "cuEventSynchronize") }
 
+// WaitOn has stream s's later work wait until the event completes,
+// without holding the host: the way work on one stream waits for
+// another's. The event may be destroyed once this returns.
+func (e Event) WaitOn(s uintptr) error {
+	return check(api.streamWaitEvent(s, uintptr(e), 0), "cuStreamWaitEvent")
+}
+
 // Destroy frees the event.
 func (e Event) Destroy() { api.eventDestroy(uintptr(e)) }
 
