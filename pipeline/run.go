@@ -737,15 +737,17 @@ func (r *runner) compositeMirrored(ctx context.Context, opt stage.Options, t ing
 		return nil, nil, err
 	}
 	mem = stack.New(t.Name(), grid, cfg.StackPlanes(), stage.StackScale, stage.StackOffset)
-	if dm, err = r.compositeInto(ctx, opt, t, rt, grid, mem, mirror); err != nil {
+	if dm, err = r.compositeInto(ctx, opt, t, rt, grid, mem, mirror, nil); err != nil {
 		return nil, nil, err
 	}
 	return mem, dm, nil
 }
 
 // compositeInto composites a tile planned on grid into mem (and a device
-// mirror, with mirror), recording its manifest.
-func (r *runner) compositeInto(ctx context.Context, opt stage.Options, t ingest.SourceTile, rt *RunTile, grid geo.Grid, mem *stack.Tile, mirror bool) (dm *cuda.Mirror, err error) {
+// mirror, with mirror), recording its manifest. composited, when not nil,
+// is called once the windows are made, before the manifest (whose
+// sources' sizes a remote catalog answers one request at a time).
+func (r *runner) compositeInto(ctx context.Context, opt stage.Options, t ingest.SourceTile, rt *RunTile, grid geo.Grid, mem *stack.Tile, mirror bool, composited func()) (dm *cuda.Mirror, err error) {
 	cfg := r.job.Ingest
 	hist := radiometry.NewHistogram(len(cfg.Bands), stage.StackScale, stage.StackOffset)
 	sinks := []ingest.TileSink{mem, hist}
@@ -781,6 +783,9 @@ func (r *runner) compositeInto(ctx context.Context, opt stage.Options, t ingest.
 	rt.Ingest, rt.Pixels, rt.Composite = stats.Timings, int64(stats.Pixels), rt.Composite+time.Since(t0)
 	rt.Composited = time.Since(r.start)
 	r.mark("composited", t.Name())
+	if composited != nil {
+		composited()
+	}
 	if err != nil {
 		if tw != nil {
 			tw.Abort()
@@ -814,22 +819,16 @@ func (r *runner) compositeInto(ctx context.Context, opt stage.Options, t ingest.
 	return dm, nil
 }
 
-// compositeBeside starts compositing a tile into memory and returns at
-// once: the tile (in.Mem) is being filled, and its prediction reads each
-// window as the window's rows become whole. m is what is known of the
-// tile before its composite: its grid, planes and encoding;
+// compositeBeside starts compositing a tile planned on grid into mem and
+// returns at once: the tile (in.Mem) is being filled, and its prediction
+// reads each window as the window's rows become whole. m is what is known
+// of the tile before its composite: its grid, planes and encoding;
 // in.Composited waits for the composite's end and gives its whole
-// manifest. done (the lane's composite turn) is called when the
-// composite ends. stop stops the composite if it is still going and
+// manifest. done (the lane's composite turn) is called once the windows
+// are made, before the manifest, or when the composite fails. stop stops the composite if it is still going and
 // waits for it: the caller calls it before it returns, whatever happened.
-func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t ingest.SourceTile, rt *RunTile, done func()) (in predict.Input, m stage.Manifest, stop func(), err error) {
+func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t ingest.SourceTile, rt *RunTile, grid geo.Grid, mem *stack.Tile, done func()) (in predict.Input, m stage.Manifest, stop func(), err error) {
 	cfg := r.job.Ingest
-	grid, err := t.Plan(cfg)
-	if err != nil {
-		done()
-		return in, m, nil, err
-	}
-	mem := stack.New(t.Name(), grid, cfg.StackPlanes(), stage.StackScale, stage.StackOffset)
 	mem.StartFilling(len(cfg.StackPlanes()) - len(cfg.Layers))
 	cctx, cancel := context.WithCancel(ctx)
 	end := make(chan error, 1)
@@ -838,10 +837,12 @@ func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t inges
 	copt := opt
 	copt.NewBar = nil
 	copt.Fill()
+	var turn sync.Once
+	release := func() { turn.Do(done) }
 	go func() {
-		_, err := r.compositeInto(cctx, copt, t, rt, grid, mem, false)
+		_, err := r.compositeInto(cctx, copt, t, rt, grid, mem, false, release)
 		mem.EndFilling(err)
-		done()
+		release()
 		end <- err
 	}()
 	var once sync.Once
@@ -1192,19 +1193,33 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 	} else if atomicfs.Exists(filepath.Join(dir, TileRecordFile)) {
 		opt.Log.Warn("a tile an interrupted run mapped does not match its record: mapping it again", "tile", t.Name(), "why", err)
 	}
+	mem, err := r.take(t.Name())
+	// A tile with layers is mapped after its composite: its layers'
+	// encoding, which its features need, is known once they are read.
+	beside := err == nil && mem == nil && !r.opt.Compare.MapAfterComposite && len(r.job.Ingest.Layers) == 0
+	var grid geo.Grid
+	var fresh *stack.Tile
+	if beside {
+		// Planned (the sources' headers read), and its stack made (a
+		// reused heap span is zeroed, about 3 GB for a full tile),
+		// before the composite's turn, which another lane's tile may
+		// hold meanwhile.
+		if grid, err = t.Plan(r.job.Ingest); err != nil {
+			return err
+		}
+		fresh = stack.New(t.Name(), grid, r.job.Ingest.StackPlanes(), stage.StackScale, stage.StackOffset)
+	}
 	// A GPU's lanes take turns at each step, so that with two tiles per
 	// GPU one is read and composited while the other is predicted.
 	unlock := r.step(opt, "composite")
-	mem, err := r.take(t.Name())
 	var in predict.Input
 	var m stage.Manifest
 	stop := func() {}
-	// A tile with layers is mapped after its composite: its layers'
-	// encoding, which its features need, is known once they are read.
-	if err == nil && mem == nil && !r.opt.Compare.MapAfterComposite && len(r.job.Ingest.Layers) == 0 {
+	if beside {
 		// The tile is predicted as its composite's rows become whole;
-		// the composite's turn passes to the next tile when it ends.
-		if in, m, stop, err = r.compositeBeside(ctx, opt, t, rt, unlock); err != nil {
+		// the composite's turn passes to the next tile when its windows
+		// are made.
+		if in, m, stop, err = r.compositeBeside(ctx, opt, t, rt, grid, fresh, unlock); err != nil {
 			return err
 		}
 	} else {
