@@ -1241,16 +1241,20 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 	rt.Device = laneName(opt)
 	pc := predict.Config{Window: r.job.Config.Predict.Window, Confidence: r.job.Config.Predict.Confidence, Compress: r.job.Config.Predict.Compress, AOA: r.job.Config.Predict.AOA}
 	r.mark("composite taken", t.Name())
-	unlock = r.step(opt, "predict")
 	out, err := r.tileOut(t.Name())
 	if err != nil {
-		unlock()
 		return err
 	}
+	// The lane takes the predict turn once its tile's writers and
+	// predictor are ready (Input.Ready), while another tile may stream.
 	// With a composite beside it, StreamTile returns once the composite
 	// has ended (Input.Composited).
+	var predictTurn func()
+	in.Ready = func() { predictTurn = r.step(opt, "predict") }
 	p, err := predict.StreamTile(ctx, pc, opt, out, predict.MapModel{Model: model, Path: modelPath, Scheme: scheme}, m, in)
-	unlock()
+	if predictTurn != nil {
+		predictTurn()
+	}
 	if err != nil {
 		return err
 	}

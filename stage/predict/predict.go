@@ -225,6 +225,11 @@ type Input struct {
 	// radiometry check and the outputs' item take. It is given the
 	// stream's error, so that a failed stream stops the composite.
 	Composited func(streamErr error) (stage.Manifest, error)
+	// Ready, when set, is called once the tile's writers and predictor
+	// are made, just before its windows stream: lulc run takes a lane's
+	// turn at the device's prediction there, so that one tile is made
+	// ready while another streams.
+	Ready func()
 }
 
 // MapModel is what a tile is mapped with: the model, the path (or URL)
@@ -347,9 +352,12 @@ func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.Til
 		defer closeSink()
 		tile.Sink, p.aoa = sink, sink
 	}
+	opt.Log.Debug("predict: writers and predictor ready", "tile", m.Tile, "s", time.Since(setupStart).Seconds())
+	if in.Ready != nil {
+		in.Ready()
+	}
 	busy0 := opt.Engine().Busy()
 	runStart := time.Now()
-	opt.Log.Debug("predict: writers and predictor ready", "tile", m.Tile, "s", runStart.Sub(setupStart).Seconds())
 	windows := (p.grid.Width + pc.Window - 1) / pc.Window * ((p.grid.Height + pc.Window - 1) / pc.Window)
 	bar := opt.NewBar(int64(windows), "predict "+m.Tile)
 	p.Tile.Timings, err = inference.Run(ctx, tile, set, pred, bar)
