@@ -712,3 +712,65 @@ func TestHostVerdict(t *testing.T) {
 		t.Errorf("a tile with a bad zlib header: %q", v)
 	}
 }
+
+// TestTileCacheKeepsUnsettledBatches: a slot that a batch decoded ahead
+// fills, on the rows' stream, is found pending until the batch is
+// settled, and no claim evicts it meanwhile (its kernels may still be
+// writing it), however old; once settled it is evicted like any other,
+// and a slot claimed again or forgotten is no longer pending. It needs
+// no GPU: the cache's bookkeeping never touches the device.
+func TestTileCacheKeepsUnsettledBatches(t *testing.T) {
+	const n = 4
+	c := &tileCache{slab: driver.Buffer{Ptr: 1 << 40}, slotBytes: 64, slot: map[string]int{},
+		key: make([]string, n), used: make([]uint64, n), batch: make([]*aheadCheck, n), free: []int{3, 2, 1, 0}}
+	b := &aheadCheck{}
+	c.call = 1
+	for i := range n {
+		key := fmt.Sprint("t", i)
+		if _, ok := c.claim(key); !ok {
+			t.Fatalf("claim %s in an empty cache failed", key)
+		}
+		if i < 2 {
+			c.filledBy(key, b)
+		}
+	}
+	if c.pending("t0") != b || c.pending("t1") != b || c.pending("t2") != nil || c.pending("none") != nil {
+		t.Fatalf("pending: t0 %p, t1 %p, t2 %p, want %p, %p, nil", c.pending("t0"), c.pending("t1"), c.pending("t2"), b, b)
+	}
+	// A later call makes room from the settled tiles only.
+	c.call = 2
+	for _, key := range []string{"u0", "u1"} {
+		if _, ok := c.claim(key); !ok {
+			t.Fatalf("claim %s with two settled tiles to evict failed", key)
+		}
+	}
+	for _, key := range []string{"t0", "t1", "u0", "u1"} {
+		if _, ok := c.slot[key]; !ok {
+			t.Fatalf("tile %s evicted: the cache holds %v", key, c.key)
+		}
+	}
+	if at, ok := c.claim("u2"); ok {
+		t.Fatalf("claim u2 took slot %#x while every slot is in use or unsettled", at)
+	}
+	b.done = true
+	if c.pending("t0") != nil {
+		t.Fatal("t0 still pending after its batch was settled")
+	}
+	c.call = 3
+	if _, ok := c.claim("v0"); !ok {
+		t.Fatal("claim v0 failed once the batch was settled")
+	}
+	if _, ok := c.slot["t0"]; ok {
+		t.Fatalf("the oldest settled tile t0 stayed: the cache holds %v", c.key)
+	}
+	if c.pending("v0") != nil {
+		t.Fatal("v0 took t0's slot with t0's batch")
+	}
+	b2 := &aheadCheck{}
+	c.filledBy("t1", b2)
+	c.forget("t1")
+	c.call = 4
+	if at, ok := c.claim("t1"); !ok || c.pending("t1") != nil {
+		t.Fatalf("t1 claimed again (%#x, %v): pending %p, want nil", at, ok, c.pending("t1"))
+	}
+}
