@@ -707,6 +707,26 @@ func (p *tilePlan) manifest(ctx context.Context, cfg config.IngestConfig, opt st
 		Resampling: cfg.Resampling.Reflectance, LabelResampling: cfg.Resampling.Labels,
 		NoValidFraction: noValid,
 	}
+	// Every asset described at once (remote ones by HEAD requests in
+	// flight together), then put in its place.
+	var refs []stage.AssetRef
+	for _, d := range p.dates {
+		for bi, a := range d.bands {
+			refs = append(refs, stage.AssetRef{Asset: a, Scale: d.scale[bi], Offset: d.offset[bi]})
+		}
+		if d.scl.Href != "" {
+			refs = append(refs, stage.AssetRef{Asset: d.scl})
+		}
+	}
+	for i := range labelItems {
+		refs = append(refs, stage.AssetRef{Asset: p.labels[i]})
+	}
+	described := stage.DescribeAssets(ctx, opt.HTTP, refs)
+	next := func() stage.ManifestAsset {
+		a := described[0]
+		described = described[1:]
+		return a
+	}
 	for _, d := range p.dates {
 		src := stage.ManifestItem{ID: d.item.ID, Collection: d.item.Collection, Datetime: d.item.Datetime.Format(time.RFC3339Nano), Assets: map[string]stage.ManifestAsset{}}
 		// Items from static catalogs have their own document; API results
@@ -714,21 +734,21 @@ func (p *tilePlan) manifest(ctx context.Context, cfg config.IngestConfig, opt st
 		if strings.HasSuffix(d.item.Location, ".json") {
 			src.Href = redact.URL(d.item.Location)
 		}
-		for bi, a := range d.bands {
-			src.Assets[cfg.Bands[bi]] = stage.DescribeAsset(ctx, opt.HTTP, a, d.scale[bi], d.offset[bi])
+		for bi := range d.bands {
+			src.Assets[cfg.Bands[bi]] = next()
 		}
 		if d.scl.Href != "" {
 			name := "SCL"
 			if cfg.Mask.Band != "" {
 				name = cfg.Mask.Band
 			}
-			src.Assets[name] = stage.DescribeAsset(ctx, opt.HTTP, d.scl, 0, 0)
+			src.Assets[name] = next()
 		}
 		m.Sources = append(m.Sources, src)
 	}
-	for i, li := range labelItems {
+	for _, li := range labelItems {
 		m.Labels = append(m.Labels, stage.ManifestItem{ID: li.ID, Collection: li.Collection,
-			Assets: map[string]stage.ManifestAsset{"labels": stage.DescribeAsset(ctx, opt.HTTP, p.labels[i], 0, 0)}})
+			Assets: map[string]stage.ManifestAsset{"labels": next()}})
 	}
 	return m
 }
