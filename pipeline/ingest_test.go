@@ -306,22 +306,42 @@ func newStacServer(t *testing.T, scene string) *stacServer {
 
 func TestIngestFromSTACAPI(t *testing.T) {
 	scene := makeScene(t, "tiny", synthConfig(t))
-	_, local := mustIngest(t, ingestConfig(t, filepath.Join(scene, "catalog.json")))
+	lres, local := mustIngest(t, ingestConfig(t, filepath.Join(scene, "catalog.json")))
+	if n := lres.Tiles[0].Timings.RawRects; n != 0 {
+		t.Errorf("local bands: %d rectangles went compressed, want GDAL's reads", n)
+	}
 
 	srv := newStacServer(t, scene)
 	cfg := ingestConfig(t, "")
 	cfg.Source.Catalog, cfg.Source.API = "", srv.URL
-	_, remote := mustIngest(t, cfg)
+	res, remote := mustIngest(t, cfg)
 	if srv.searches.Load() < 3 || srv.ranges.Load() == 0 {
 		t.Errorf("%d searches (want paging), %d range requests", srv.searches.Load(), srv.ranges.Load())
 	}
+	// The CPU takes remote bands compressed, read rows of windows
+	// ahead; with LULC_REMOTE_AHEAD=off (Compare.RemoteGDAL), GDAL reads
+	// them window by window. Both give the local files' bytes.
+	if n := res.Tiles[0].Timings.RawRects; n == 0 {
+		t.Error("remote bands were not read ahead compressed")
+	}
+	gdalOut := filepath.Join(t.TempDir(), "gdal")
+	gres, err := ingest.Ingest(context.Background(), cfg, stage.Options{Out: gdalOut, Version: "test", Compare: stage.Compare{RemoteGDAL: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := gres.Tiles[0].Timings.RawRects; n != 0 {
+		t.Errorf("with RemoteGDAL, %d band rectangles went compressed", n)
+	}
 	for _, f := range []string{"stack.tif", "labels.tif", "valid_count.tif"} {
 		a, _ := os.ReadFile(filepath.Join(local, "31TEJ", f))
-		b, _ := os.ReadFile(filepath.Join(remote, "31TEJ", f))
-		if !bytes.Equal(a, b) {
-			t.Errorf("%s differs between the static catalog and the API over HTTP", f)
+		for _, dir := range []string{remote, gdalOut} {
+			b, _ := os.ReadFile(filepath.Join(dir, "31TEJ", f))
+			if !bytes.Equal(a, b) {
+				t.Errorf("%s differs between the static catalog and the API over HTTP (%s)", f, filepath.Base(dir))
+			}
 		}
 	}
+
 	var m stage.Manifest
 	body, _ := os.ReadFile(filepath.Join(remote, "31TEJ", "manifest.json"))
 	json.Unmarshal(body, &m)

@@ -26,8 +26,9 @@ type Engine interface {
 	Name() string
 
 	// RawBands says whether bands go to the composite still compressed
-	// (the engine decodes them itself).
-	RawBands() bool
+	// (the engine decodes them itself); remote says the tile's bands are
+	// read over a network.
+	RawBands(remote bool) bool
 	// DecodeAhead decodes a batch of tiles read ahead and keeps them for
 	// the windows; releaseAhead frees them once no window needs them.
 	DecodeAhead(b *cuda.AheadBatch) error
@@ -79,18 +80,19 @@ type Engine interface {
 // else the CPU's.
 func (o Options) Engine() Engine {
 	if len(o.GPUs) == 0 {
-		return cpuEngine{workers: o.Workers, raw: o.Hooks.RawOnCPU}
+		return cpuEngine{workers: o.Workers, raw: o.Hooks.RawOnCPU, remoteGDAL: o.Compare.RemoteGDAL}
 	}
 	return gpuEngine{gpu: o.GPUs[0], gpus: o.GPUs, hostDecode: o.Compare.HostDecode, hostDraw: o.Compare.HostDraw, hostAOA: o.Compare.HostAOA, apartAOA: o.Compare.ApartAOA, hostLabels: o.Compare.HostLabels}
 }
 
-// Decodes says whether e decodes tiles of format f itself, and why not.
-func Decodes(e Engine, f decode.Format) (bool, string) {
+// Decodes says whether an engine that takes bands compressed (raw, its
+// RawBands) decodes tiles of format f itself, and why not.
+func Decodes(raw bool, f decode.Format) (bool, string) {
 	switch {
-	case !e.RawBands():
+	case !raw:
 		return false, "decoded on the host"
 	case !cuda.Decodable(f):
-		return false, fmt.Sprintf("%s tiles with predictor %d are not decoded on the device", f.Compression, f.Predictor)
+		return false, fmt.Sprintf("%s tiles with predictor %d are not decoded by lulc (GDAL decodes them)", f.Compression, f.Predictor)
 	}
 	return true, ""
 }

@@ -17,19 +17,23 @@ import (
 	"github.com/lulc/lulc/pixel/features"
 )
 
-// cpuEngine computes on the host's cores: GDAL decodes bands as they are
-// read, windows composite and sample from the host's copy, the forest
-// grows on workers goroutines.
+// cpuEngine computes on the host's cores: GDAL decodes local bands as
+// they are read, windows composite and sample from the host's copy, the
+// forest grows on workers goroutines. Remote bands are taken compressed,
+// read rows of windows ahead with many ranges in flight, and decoded by
+// package decode in composite.Resample (the path of a device that
+// decodes): a window that reads its own through GDAL waits for each
+// block's round trip, one a worker at a time.
 type cpuEngine struct {
 	workers int
-	// raw makes the CPU take bands compressed too, decoded by package
-	// decode in composite.Resample: the path of a device that decodes
-	// (reading ahead included), without one (hooks.rawOnCPU).
-	raw bool
+	// raw makes the CPU take local bands compressed too (hooks.RawOnCPU);
+	// remoteGDAL has GDAL read remote bands window by window, as local
+	// ones (Compare.RemoteGDAL).
+	raw, remoteGDAL bool
 }
 
 func (cpuEngine) Name() string                               { return "cpu" }
-func (e cpuEngine) RawBands() bool                           { return e.raw }
+func (e cpuEngine) RawBands(remote bool) bool                { return e.raw || remote && !e.remoteGDAL }
 func (cpuEngine) DecodeAhead(*cuda.AheadBatch) error         { return nil } // each window decodes its own
 func (cpuEngine) ReleaseAhead(*cuda.AheadBatch)              {}
 func (cpuEngine) HoldsAheadFormat(decode.Format) bool        { return false }

@@ -40,9 +40,9 @@ type gpuEngine struct {
 	hostLabels bool
 }
 
-func (e gpuEngine) Name() string   { return fmt.Sprintf("gpu:%d", e.gpu.Index) }
-func (e gpuEngine) RawBands() bool { return !e.hostDecode }
-func (gpuEngine) Mirrors() bool    { return true }
+func (e gpuEngine) Name() string       { return fmt.Sprintf("gpu:%d", e.gpu.Index) }
+func (e gpuEngine) RawBands(bool) bool { return !e.hostDecode }
+func (gpuEngine) Mirrors() bool        { return true }
 
 func (e gpuEngine) DecodeAhead(b *cuda.AheadBatch) error { return cuda.DecodeAhead(e.gpu, b) }
 func (e gpuEngine) ReleaseAhead(b *cuda.AheadBatch)      { cuda.ReleaseAhead(e.gpu, b) }

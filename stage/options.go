@@ -70,6 +70,9 @@ type Compare struct {
 	// LaneAllCores has every lane of a run on several GPUs work its
 	// windows on all the cores, not its GPU's share (LULC_LANE_CORES=all).
 	LaneAllCores bool
+	// RemoteGDAL has the CPU read remote bands through GDAL window by
+	// window, not compressed rows of windows ahead (LULC_REMOTE_AHEAD=off).
+	RemoteGDAL bool
 	// Device is the settings of devices a stage opens itself (lulc
 	// bench's GPU engine).
 	Device cuda.Options

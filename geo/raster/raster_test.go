@@ -131,3 +131,17 @@ func TestGDALPath(t *testing.T) {
 		}
 	}
 }
+
+// TestRemote: hrefs read over a network, by URL or GDAL network path,
+// and local ones (files, GDAL's memory).
+func TestRemote(t *testing.T) {
+	for in, want := range map[string]bool{
+		"https://h/x.tif": true, "http://127.0.0.1:8765/B04.tif": true, "s3://bucket/k.tif": true, "gs://b/k.tif": true,
+		"/vsicurl/https://h/x.tif": true, "/vsis3/bucket/k.tif": true, "/vsiaz/c/k.tif": true,
+		"/data/x.tif": false, "x.tif": false, "/vsimem/x.tif": false, "": false, "/data/https/x.tif": false,
+	} {
+		if got := Remote(in); got != want {
+			t.Errorf("Remote(%q) = %v, want %v", in, got, want)
+		}
+	}
+}

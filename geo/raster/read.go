@@ -26,6 +26,18 @@ func GDALPath(href string) string {
 	return href
 }
 
+// Remote says whether href is read over a network (HTTP, S3, Google
+// Cloud Storage, or a GDAL network path): each of its reads is a round
+// trip.
+func Remote(href string) bool {
+	for _, p := range []string{"http://", "https://", "s3://", "gs://", "/vsicurl/", "/vsis3/", "/vsigs/", "/vsiaz/", "/vsiadls/"} {
+		if strings.HasPrefix(href, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // Source is band 1 of an opened raster, read in windows. A Source is not
 // safe for concurrent use: open one per goroutine.
 type Source struct {

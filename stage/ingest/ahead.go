@@ -63,8 +63,11 @@ func aheadBudget(set int64) int64 {
 // windows: one warp decodes one tile at a few MB/s, so the device is fast
 // only with thousands of tiles in flight, far more than one window has.
 // The windows take their rectangles from it (take) and find the decoded
-// tiles on the device. It runs at most aheadRows rows ahead of the oldest
-// row with windows still in progress, bounding the compressed bytes held.
+// tiles on the device. On the CPU (bands read over a network) the device's
+// steps do nothing and each window decodes its rectangles from the row's
+// bytes: reading ahead is what hides the ranges' round trips. It runs at
+// most aheadRows rows ahead of the oldest row with windows still in
+// progress, bounding the compressed bytes held.
 type DecodeAhead struct {
 	job    *windowJob
 	rows   [][]geo.Grid

@@ -256,6 +256,16 @@ type tilePlan struct {
 	windows []geo.Grid
 }
 
+// remote says whether any of the plan's bands is read over a network.
+func (p *tilePlan) remote() bool {
+	for _, d := range p.dates {
+		if raster.Remote(d.scl.Href) || slices.ContainsFunc(d.bands, func(a catalog.Asset) bool { return raster.Remote(a.Href) }) {
+			return true
+		}
+	}
+	return false
+}
+
 type planDate struct {
 	item   catalog.Item
 	bands  []catalog.Asset
@@ -591,14 +601,15 @@ func compositeTile(ctx context.Context, cfg config.IngestConfig, opt stage.Optio
 	warnEmptySeasons(opt.Log, plan.tile, tp, job.dates)
 	bar := opt.NewBar(int64(len(plan.windows)), "ingest "+plan.tile+" windows")
 	defer bar.Finish()
-	if job.engine.RawBands() {
+	job.raw = job.engine.RawBands(plan.remote())
+	if job.raw {
 		job.ahead = newDecodeAhead(job, plan.windows)
 		defer func() { job.readNs.Add(int64(job.ahead.close())) }()
 	}
 	tileStart := time.Now()
 	var done atomic.Int64
 	workers := opt.Workers
-	if !job.engine.RawBands() && len(plan.windows) > 0 {
+	if !job.raw && len(plan.windows) > 0 {
 		w := plan.windows[0]
 		workers = windowWorkers(opt.Workers, int64(w.Width)*int64(w.Height)*int64(len(plan.dates))*int64(2*len(cfg.Bands)+1), heapBudget(), opt.Log)
 	}
@@ -1040,6 +1051,9 @@ type windowJob struct {
 	sinks   []TileSink
 	windows int
 	engine  stage.Engine
+	// raw says the engine takes the tile's bands compressed
+	// (Engine.RawBands): read ahead by rows of windows.
+	raw     bool
 	hooks   stage.Hooks
 	cache   *raster.BlockCache
 	crs     sync.Map // href → *knownCRS, read by the first worker to open it
@@ -1050,7 +1064,7 @@ type windowJob struct {
 	// temporal describes the stack's temporal planes, after the bands'
 	// medians (nil: none).
 	temporal *composite.Temporal
-	ahead    *DecodeAhead // with a device that decodes: the compressed tiles, read and decoded ahead
+	ahead    *DecodeAhead // with raw: the compressed tiles, read (and on a device decoded) ahead
 	// mirror is the tile's composite in device memory, which the device
 	// composite fills (nil: none, or filled through its sink).
 	mirror *cuda.Mirror
@@ -1346,7 +1360,7 @@ func (r *windowReader) band(href string) (*raster.Source, []uint16, *resample.Co
 // tiles the engine decodes (with the plane's geometry for a coarse band);
 // nil for any other band.
 func (r *windowReader) rawBand(href string) (*raster.Source, *resample.Coarse, *decode.Rect, error) {
-	if !r.job.engine.RawBands() {
+	if !r.job.raw {
 		return nil, nil, nil, nil
 	}
 	if a := r.job.ahead; a != nil {
@@ -1395,7 +1409,7 @@ func (j *windowJob) layout(s *raster.Source) *raster.TileLayout {
 	why := ""
 	if got, err := s.Layout(); err != nil {
 		why = err.Error()
-	} else if ok, w := stage.Decodes(j.engine, got.Format()); !ok {
+	} else if ok, w := stage.Decodes(j.raw, got.Format()); !ok {
 		why = w
 	} else {
 		l = &got
