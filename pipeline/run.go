@@ -827,7 +827,7 @@ func (r *runner) compositeInto(ctx context.Context, opt stage.Options, t ingest.
 // manifest. done (the lane's composite turn) is called once the windows
 // are made, before the manifest, or when the composite fails. stop stops the composite if it is still going and
 // waits for it: the caller calls it before it returns, whatever happened.
-func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t ingest.SourceTile, rt *RunTile, grid geo.Grid, mem *stack.Tile, done func()) (in predict.Input, m stage.Manifest, stop func(), err error) {
+func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t ingest.SourceTile, rt *RunTile, grid geo.Grid, mem *stack.Tile, done func()) (in predict.Input, m stage.Manifest, stop func()) {
 	cfg := r.job.Ingest
 	mem.StartFilling(len(cfg.StackPlanes()) - len(cfg.Layers))
 	cctx, cancel := context.WithCancel(ctx)
@@ -864,7 +864,7 @@ func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t inges
 	}}
 	m = stage.Manifest{Tile: t.Name(), Grid: stage.ManifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
 		Bands: cfg.StackPlanes(), Scale: stage.StackScale, Offset: stage.StackOffset}
-	return in, m, func() { cancel(); wait() }, nil
+	return in, m, func() { cancel(); wait() }
 }
 
 // background runs an output's encoding beside the compute; wait collects
@@ -1219,9 +1219,7 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 		// The tile is predicted as its composite's rows become whole;
 		// the composite's turn passes to the next tile when its windows
 		// are made.
-		if in, m, stop, err = r.compositeBeside(ctx, opt, t, rt, grid, fresh, unlock); err != nil {
-			return err
-		}
+		in, m, stop = r.compositeBeside(ctx, opt, t, rt, grid, fresh, unlock)
 	} else {
 		if err == nil && mem == nil {
 			mem, err = r.composite(ctx, opt, t, rt)

@@ -346,7 +346,7 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 	// runs again, decoding what it needs itself: a tile that is truly
 	// bad then fails this window with its own error.
 	onOwner := func(wait func() error) error {
-		for try := 0; try < 2; try++ {
+		for try := 0; ; try++ {
 			if err := queue(); err != nil {
 				return err
 			}
@@ -354,10 +354,13 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 				return fmt.Errorf("run composite: %w", err)
 			}
 			if !dev.checkAhead() {
-				break
+				return nil
+			}
+			if try == 1 {
+				// The second try read tiles of another batch that failed.
+				return errors.New("run composite: tiles decoded ahead failed twice over the window")
 			}
 		}
-		return nil
 	}
 	// down brings each band straight into its output plane, and the
 	// counts, by stream s.
@@ -403,6 +406,7 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 		// null stream waited for them, so their statuses are on the
 		// host when it ends.
 		pending = slices.Clone(dev.waited)
+		dev.waited = dev.waited[:0]
 		var err error
 		if ev, err = dev.NewEvent(); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"time"
 	"unsafe"
@@ -398,11 +399,20 @@ func (d *Device) decodeLater(s stagedTiles, f decode.Format, keys []string, stat
 		}
 		status = b.Ptr
 	}
-	if err := d.launchInflateOn(stream, s, f, inflateWarps, status); err != nil {
+	// Once kernels are queued on the rows' stream, a failure waits for
+	// them: the caller frees the batch's slots, which windows on the
+	// null stream may then claim.
+	fail := func(err error) (*aheadCheck, error) {
+		if stream != 0 {
+			err = errors.Join(err, driver.SyncStream(stream))
+		}
 		return nil, err
 	}
+	if err := d.launchInflateOn(stream, s, f, inflateWarps, status); err != nil {
+		return fail(err)
+	}
 	if err := d.launchUnpackOn(stream, s, f); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	c := &aheadCheck{keys: keys}
 	for i, sp := range d.spare {
@@ -415,18 +425,21 @@ func (d *Device) decodeLater(s stagedTiles, f decode.Format, keys []string, stat
 	if c.status.ptr == nil {
 		c.status.n = max(s.n, 1024)
 		if err := driver.AllocHost(&c.status.ptr, uint64(4*c.status.n)); err != nil {
-			return nil, err
+			return fail(err)
 		}
 	}
 	var err error
 	if c.event, err = d.NewEvent(); err != nil {
 		d.spare = append(d.spare, c.status)
-		return nil, err
+		return fail(err)
 	}
 	if err := driver.CopyToHostAsync(c.status.ptr, status, uint64(4*s.n), stream); err == nil {
 		err = c.event.Record(stream)
 	}
 	if err != nil {
+		// The copy may be queued: the pinned buffer goes back to the
+		// spares only once the stream is done with it.
+		_, err = fail(err)
 		d.spare = append(d.spare, c.status)
 		c.event.Destroy()
 		return nil, err

@@ -144,7 +144,11 @@ func (d *Device) Close() {
 	if d == nil {
 		return
 	}
-	// No composite, nor classes, is then waited for beside the owner.
+	// No batch decoded ahead, composite, nor classes, is then waited
+	// for beside the owner (DecodeAhead settles its batches' pinned
+	// statuses, which Close frees).
+	d.ahead.Lock()
+	defer d.ahead.Unlock()
 	d.composite.Lock()
 	defer d.composite.Unlock()
 	d.classes.Lock()
@@ -170,6 +174,7 @@ func (d *Device) Close() {
 			h.buf.Free()
 		}
 		for _, c := range d.checks {
+			c.event.Destroy()
 			driver.FreeHost(c.status.ptr)
 		}
 		for _, p := range d.spare {

@@ -167,7 +167,16 @@ type rectOut struct {
 // owner goroutine): the tiles not in the cache are decoded in one batch
 // per format, into cache slots or scratch, then gather_tiles copies each
 // rectangle out of its tiles.
-func (d *Device) decodeRects(rects []rectOut) error {
+func (d *Device) decodeRects(rects []rectOut) (err error) {
+	// d.waited is this call's alone: a batch left there by a call that
+	// failed before the null stream waited for it must not be settled
+	// by a later composite.
+	d.waited = d.waited[:0]
+	defer func() {
+		if err != nil {
+			d.waited = d.waited[:0]
+		}
+	}()
 	if len(rects) == 0 {
 		return nil
 	}
@@ -175,7 +184,6 @@ func (d *Device) decodeRects(rects []rectOut) error {
 	if d.tiles != nil {
 		d.tiles.call = d.tileCall
 	}
-	d.waited = d.waited[:0]
 	formats, scratch, err := d.decodeScratch(rects)
 	if err != nil {
 		return err

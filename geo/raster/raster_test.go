@@ -137,7 +137,7 @@ func TestGDALPath(t *testing.T) {
 func TestRemote(t *testing.T) {
 	for in, want := range map[string]bool{
 		"https://h/x.tif": true, "http://127.0.0.1:8765/B04.tif": true, "s3://bucket/k.tif": true, "gs://b/k.tif": true,
-		"/vsicurl/https://h/x.tif": true, "/vsis3/bucket/k.tif": true, "/vsiaz/c/k.tif": true,
+		"/vsicurl/https://h/x.tif": true, "/vsis3/bucket/k.tif": true, "/vsiaz/c/k.tif": true, "/vsiswift/c/k.tif": true,
 		"/data/x.tif": false, "x.tif": false, "/vsimem/x.tif": false, "": false, "/data/https/x.tif": false,
 	} {
 		if got := Remote(in); got != want {

@@ -30,7 +30,7 @@ func GDALPath(href string) string {
 // Cloud Storage, or a GDAL network path): each of its reads is a round
 // trip.
 func Remote(href string) bool {
-	for _, p := range []string{"http://", "https://", "s3://", "gs://", "/vsicurl/", "/vsis3/", "/vsigs/", "/vsiaz/", "/vsiadls/"} {
+	for _, p := range []string{"http://", "https://", "s3://", "gs://", "/vsicurl/", "/vsis3/", "/vsigs/", "/vsiaz/", "/vsiadls/", "/vsioss/", "/vsiswift/", "/vsiwebhdfs/"} {
 		if strings.HasPrefix(href, p) {
 			return true
 		}

@@ -609,7 +609,10 @@ func compositeTile(ctx context.Context, cfg config.IngestConfig, opt stage.Optio
 	tileStart := time.Now()
 	var done atomic.Int64
 	workers := opt.Workers
-	if !job.raw && len(plan.windows) > 0 {
+	// Decoded planes live on the host unless a device decodes the bands
+	// (it mirrors its composites): the CPU decodes remote bands taken
+	// compressed into host planes too.
+	if (!job.raw || !job.engine.Mirrors()) && len(plan.windows) > 0 {
 		w := plan.windows[0]
 		workers = windowWorkers(opt.Workers, int64(w.Width)*int64(w.Height)*int64(len(plan.dates))*int64(2*len(cfg.Bands)+1), heapBudget(), opt.Log)
 	}
