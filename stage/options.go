@@ -79,7 +79,7 @@ type Compare struct {
 }
 
 // Fill sets the options left unset to their defaults: a logger that
-// discards, no progress bars, one worker per CPU and a plain HTTP client.
+// discards, no progress bars, one worker per CPU and a shared HTTP client.
 // Every stage calls it; code that composes stages calls it to use the
 // options itself.
 func (o *Options) Fill() {
@@ -91,9 +91,19 @@ func (o *Options) Fill() {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
 	if o.HTTP == nil {
-		o.HTTP = &http.Client{}
+		o.HTTP = defaultHTTP
 	}
 }
+
+// defaultHTTP is the client of options that name none, shared so that
+// its connections are: it keeps as many idle connections to a host as
+// requests go to it at once (a manifest's HEADs, DescribeAssets), where
+// Go's default keeps two and closes the rest after each burst.
+var defaultHTTP = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = describeAtOnce
+	return &http.Client{Transport: t}
+}()
 
 // Stack encoding of the reflectance COG: UInt16 digital numbers with
 // reflectance = DN × StackScale + StackOffset (baseline-04 convention),
