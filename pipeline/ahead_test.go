@@ -3,11 +3,16 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lulc/lulc/configs"
 	"github.com/lulc/lulc/source/synth"
@@ -96,5 +101,61 @@ func TestIngestRawBandsSameBytes(t *testing.T) {
 		if err != nil || !bytes.Equal(a, b) {
 			t.Errorf("%s differs with a tight read-ahead budget", f)
 		}
+	}
+}
+
+// BenchmarkIngestRemote ingests the small scene (four dates) on the CPU
+// from a static catalog served over HTTP with 20 ms before each answer, as
+// a remote catalog's round trips would: lulc's way (remote bands taken
+// compressed, rows of windows read ahead) and GDAL reading them window by
+// window (Compare.RemoteGDAL, LULC_REMOTE_AHEAD=off). Each iteration
+// serves the scene under a path of its own, so that GDAL's cache of what
+// it read before does not answer for the server. It reports the requests
+// an ingest made.
+func BenchmarkIngestRemote(b *testing.B) {
+	raw, err := configs.Read("synth-small.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	scfg, err := synth.ParseConfig(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	scene := makeScene(b, "small", scfg)
+	files := http.FileServer(http.Dir(scene))
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		time.Sleep(20 * time.Millisecond)
+		// /run-N/rest serves the scene's rest.
+		if i := strings.Index(r.URL.Path[1:], "/"); i >= 0 {
+			r.URL.Path = r.URL.Path[1+i:]
+		}
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	raw, err = configs.Read("ingest-full.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := config.ParseIngestConfig(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.Window = 512
+	run := 0
+	for _, mode := range []string{"ahead", "gdal"} {
+		b.Run(mode, func(b *testing.B) {
+			requests.Store(0)
+			for b.Loop() {
+				run++
+				cfg.Source.Catalog = fmt.Sprintf("%s/run-%d/catalog.json", srv.URL, run)
+				opt := stage.Options{Out: filepath.Join(b.TempDir(), "stack"), Version: "test", Compare: stage.Compare{RemoteGDAL: mode == "gdal"}}
+				if _, err := ingest.Ingest(context.Background(), cfg, opt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(requests.Load())/float64(b.N), "requests/op")
+		})
 	}
 }

@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func synthConfig(t *testing.T) synth.Config {
+func synthConfig(t testing.TB) synth.Config {
 	t.Helper()
 	raw, err := configs.Read("synth-tiny.yaml")
 	if err != nil {
@@ -57,7 +57,7 @@ func synthConfig(t *testing.T) synth.Config {
 	return cfg
 }
 
-func makeScene(t *testing.T, name string, cfg synth.Config) string {
+func makeScene(t testing.TB, name string, cfg synth.Config) string {
 	t.Helper()
 	if dir, ok := demoScenes[name]; ok {
 		return dir
@@ -74,7 +74,7 @@ func makeScene(t *testing.T, name string, cfg synth.Config) string {
 	return dir
 }
 
-func ingestConfig(t *testing.T, catalogPath string) config.IngestConfig {
+func ingestConfig(t testing.TB, catalogPath string) config.IngestConfig {
 	t.Helper()
 	raw, err := configs.Read("ingest-tiny.yaml")
 	if err != nil {
