@@ -29,25 +29,8 @@ import (
 // compressed path must have been taken; and again with a read-ahead
 // budget that lets one row be in progress at a time.
 func TestIngestRawBandsSameBytes(t *testing.T) {
-	raw, err := configs.Read("synth-small.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	scfg, err := synth.ParseConfig(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scene := makeScene(t, "small", scfg)
-	raw, err = configs.Read("ingest-full.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.ParseIngestConfig(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	scene, cfg := smallScene(t)
 	cfg.Source.Catalog = filepath.Join(scene, "catalog.json")
-	cfg.Window = 512
 	run := func(name string, h stage.Hooks) (string, string) {
 		var logs bytes.Buffer
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -113,15 +96,7 @@ func TestIngestRawBandsSameBytes(t *testing.T) {
 // it read before does not answer for the server. It reports the requests
 // an ingest made.
 func BenchmarkIngestRemote(b *testing.B) {
-	raw, err := configs.Read("synth-small.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	scfg, err := synth.ParseConfig(raw)
-	if err != nil {
-		b.Fatal(err)
-	}
-	scene := makeScene(b, "small", scfg)
+	scene, cfg := smallScene(b)
 	files := http.FileServer(http.Dir(scene))
 	var requests atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -134,15 +109,6 @@ func BenchmarkIngestRemote(b *testing.B) {
 		files.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	raw, err = configs.Read("ingest-full.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := config.ParseIngestConfig(raw)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.Window = 512
 	run := 0
 	for _, mode := range []string{"ahead", "gdal"} {
 		b.Run(mode, func(b *testing.B) {
@@ -158,4 +124,29 @@ func BenchmarkIngestRemote(b *testing.B) {
 			b.ReportMetric(float64(requests.Load())/float64(b.N), "requests/op")
 		})
 	}
+}
+
+// smallScene makes the small scene (4×4 tiles of 512 px a band, four
+// dates) and returns it with the full ingest config in 512-pixel windows,
+// its catalog left for the caller to point at the scene.
+func smallScene(tb testing.TB) (string, config.IngestConfig) {
+	tb.Helper()
+	raw, err := configs.Read("synth-small.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	scfg, err := synth.ParseConfig(raw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	scene := makeScene(tb, "small", scfg)
+	if raw, err = configs.Read("ingest-full.yaml"); err != nil {
+		tb.Fatal(err)
+	}
+	cfg, err := config.ParseIngestConfig(raw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.Window = 512
+	return scene, cfg
 }

@@ -162,6 +162,11 @@ func TestHostileSurfaces(t *testing.T) {
 			c.t.Setenv("LULC_EARLY_MAPS", "on")
 			return []string{"predict", "--model", c.w.model, "--input", c.w.stack, "--out", c.out()}
 		}},
+		// The CPU's remote read-ahead switch, on the command that ingests.
+		{name: "env-remote-ahead-bogus", code: usage, want: []string{`LULC_REMOTE_AHEAD="no"`, `"off"`}, setup: func(c *hcase) []string {
+			c.t.Setenv("LULC_REMOTE_AHEAD", "no")
+			return []string{"ingest", "-c", "ingest-tiny.yaml", "--catalog", c.w.catalog, "--out", c.out()}
+		}},
 		{name: "env-ptx-missing", code: usage, want: []string{"LULC_PTX", "no-such.ptx"}, setup: func(c *hcase) []string {
 			c.t.Setenv("LULC_PTX", c.path("no-such.ptx"))
 			return []string{"predict", "--model", c.w.model, "--input", c.w.stack, "--out", c.out()}

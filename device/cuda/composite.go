@@ -406,7 +406,6 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 		// null stream waited for them, so their statuses are on the
 		// host when it ends.
 		pending = slices.Clone(dev.waited)
-		dev.waited = dev.waited[:0]
 		var err error
 		if ev, err = dev.NewEvent(); err != nil {
 			return err

@@ -167,16 +167,11 @@ type rectOut struct {
 // owner goroutine): the tiles not in the cache are decoded in one batch
 // per format, into cache slots or scratch, then gather_tiles copies each
 // rectangle out of its tiles.
-func (d *Device) decodeRects(rects []rectOut) (err error) {
-	// d.waited is this call's alone: a batch left there by a call that
-	// failed before the null stream waited for it must not be settled
-	// by a later composite.
+func (d *Device) decodeRects(rects []rectOut) error {
+	// d.waited is this call's alone, reset before any return: a batch
+	// left there by a call that failed before the null stream waited for
+	// it must not be settled by a later composite.
 	d.waited = d.waited[:0]
-	defer func() {
-		if err != nil {
-			d.waited = d.waited[:0]
-		}
-	}()
 	if len(rects) == 0 {
 		return nil
 	}
