@@ -354,7 +354,7 @@ func Run(ctx context.Context, job Job, opt stage.Options) (RunResult, error) {
 		return RunResult{}, err
 	}
 	defer staging.Release()
-	r := &runner{start: start, job: job, hash: hash, collectionID: job.collectionID(modelBody), opt: opt, stage: staging, model: model, held: map[string]*stack.Tile{}, manifests: map[string]stage.Manifest{}, steps: map[string]*sync.Mutex{}}
+	r := &runner{start: start, job: job, hash: hash, collectionID: job.collectionID(modelBody), opt: opt, stage: staging, model: model, held: map[string]*stack.Tile{}, heldMirrors: map[string]*cuda.Mirror{}, manifests: map[string]stage.Manifest{}, steps: map[string]*sync.Mutex{}}
 	res := RunResult{Dir: staging.Final, Model: job.modelHref(), GPU: len(opt.GPUs) > 0}
 	busy0 := make([]time.Duration, len(opt.GPUs))
 	for i, d := range opt.GPUs {
@@ -382,6 +382,7 @@ func Run(ctx context.Context, job Job, opt stage.Options) (RunResult, error) {
 		res.DeviceBusy += use.Busy
 	}
 	r.dropSpills()
+	r.dropMirrors()
 	if err != nil {
 		return res, err
 	}
@@ -558,12 +559,15 @@ type runner struct {
 	model        *forest.Model // the given model; nil until trained otherwise
 
 	// mu guards what lanes computing tiles at once share.
-	mu        sync.Mutex
-	held      map[string]*stack.Tile // composites kept for the map phase
-	heldBytes int64
-	spilled   []string
-	manifests map[string]stage.Manifest
-	steps     map[string]*sync.Mutex // per engine and step of mapping a tile
+	mu   sync.Mutex
+	held map[string]*stack.Tile // composites kept for the map phase
+	// heldMirrors are held composites' device copies (their draws'
+	// mirrors), which their maps read the windows from (keepMirror).
+	heldMirrors map[string]*cuda.Mirror
+	heldBytes   int64
+	spilled     []string
+	manifests   map[string]stage.Manifest
+	steps       map[string]*sync.Mutex // per engine and step of mapping a tile
 
 	bg     sync.WaitGroup
 	bgMu   sync.Mutex
@@ -737,20 +741,25 @@ func (r *runner) compositeMirrored(ctx context.Context, opt stage.Options, t ing
 		return nil, nil, err
 	}
 	mem = stack.New(t.Name(), grid, cfg.StackPlanes(), stage.StackScale, stage.StackOffset)
-	if dm, err = r.compositeInto(ctx, opt, t, rt, grid, mem, mirror, nil); err != nil {
+	if dm, err = r.compositeInto(ctx, opt, t, rt, grid, mem, mirror, nil, nil); err != nil {
 		return nil, nil, err
 	}
 	return mem, dm, nil
 }
 
 // compositeInto composites a tile planned on grid into mem (and a device
-// mirror, with mirror), recording its manifest. composited, when not nil,
-// is called once the windows are made, before the manifest (whose
-// sources' sizes a remote catalog answers one request at a time).
-func (r *runner) compositeInto(ctx context.Context, opt stage.Options, t ingest.SourceTile, rt *RunTile, grid geo.Grid, mem *stack.Tile, mirror bool, composited func()) (dm *cuda.Mirror, err error) {
+// mirror, with mirror), recording its manifest. into, when not nil, is a
+// mirror the caller made and closes, which the composite fills too.
+// composited, when not nil, is called once the windows are made, before
+// the manifest (whose sources' sizes a remote catalog answers one request
+// at a time).
+func (r *runner) compositeInto(ctx context.Context, opt stage.Options, t ingest.SourceTile, rt *RunTile, grid geo.Grid, mem *stack.Tile, mirror bool, into *cuda.Mirror, composited func()) (dm *cuda.Mirror, err error) {
 	cfg := r.job.Ingest
 	hist := radiometry.NewHistogram(len(cfg.Bands), stage.StackScale, stage.StackOffset)
 	sinks := []ingest.TileSink{mem, hist}
+	if into != nil {
+		sinks = append(sinks, stage.MirrorSink{Mirror: into})
+	}
 	if mirror {
 		if dm, err = opt.Engine().Mirror(grid, len(cfg.StackPlanes())); err != nil {
 			return nil, err
@@ -837,10 +846,18 @@ func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t inges
 	copt := opt
 	copt.NewBar = nil
 	copt.Fill()
+	// The device's copy of the composite, filled beside the host's, from
+	// which a GPU's prediction reads the windows: their DNs then cross
+	// the bus once, downwards, and never go back up.
+	dm, err := opt.Engine().MapMirror(grid, len(cfg.StackPlanes()))
+	if err != nil {
+		opt.Log.Warn("no device copy of the composite: the prediction reads the host's", "tile", t.Name(), "why", err)
+		dm = nil
+	}
 	var turn sync.Once
 	release := func() { turn.Do(done) }
 	go func() {
-		_, err := r.compositeInto(cctx, copt, t, rt, grid, mem, false, release)
+		_, err := r.compositeInto(cctx, copt, t, rt, grid, mem, false, dm, release)
 		mem.EndFilling(err)
 		release()
 		end <- err
@@ -851,7 +868,7 @@ func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t inges
 		once.Do(func() { cerr = <-end; cancel() })
 		return cerr
 	}
-	in = predict.Input{Mem: mem, Composited: func(streamErr error) (stage.Manifest, error) {
+	in = predict.Input{Mem: mem, Mirror: dm, Composited: func(streamErr error) (stage.Manifest, error) {
 		if streamErr != nil {
 			cancel()
 		}
@@ -864,7 +881,15 @@ func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t inges
 	}}
 	m = stage.Manifest{Tile: t.Name(), Grid: stage.ManifestGrid{EPSG: grid.EPSG, Transform: grid.Transform, Width: grid.Width, Height: grid.Height},
 		Bands: cfg.StackPlanes(), Scale: stage.StackScale, Offset: stage.StackOffset}
-	return in, m, func() { cancel(); wait() }
+	return in, m, func() {
+		cancel()
+		wait()
+		if dm != nil {
+			// Every window's pass and composite has ended: the next
+			// tile of the lanes takes the mirror.
+			dm.Recycle()
+		}
+	}
 }
 
 // background runs an output's encoding beside the compute; wait collects
@@ -1015,7 +1040,7 @@ func (r *runner) sampleTiles(ctx context.Context, tiles []ingest.SourceTile, rts
 		for k, mem := range mems {
 			wg.Go(func() {
 				drawn[k], errs[k] = r.sampleTile(sp, mem, mirrors[k], index[g0+k], &rts[g0+k])
-				if mirrors[k] != nil {
+				if mirrors[k] != nil && !hold {
 					// The samples are drawn: the device needs the tile no more.
 					mirrors[k].Close()
 					mirrors[k] = nil
@@ -1032,8 +1057,12 @@ func (r *runner) sampleTiles(ctx context.Context, tiles []ingest.SourceTile, rts
 				release()
 				return nil, fmt.Errorf("tile %s: %w", group[k].Name(), err)
 			}
+			if mirrors[k] != nil && r.keepMirror(mem.Name, mirrors[k]) {
+				mirrors[k] = nil // the tile's map takes it
+			}
 			ins = append(ins, drawn[k])
 		}
+		release() // the mirrors not kept
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -1169,6 +1198,49 @@ func (r *runner) take(tile string) (*stack.Tile, error) {
 	return stack.Load(r.spillPath(tile))
 }
 
+// keepMirror keeps a held tile's device copy (its draw's mirror) for its
+// map, which then reads its windows from the device rather than sending
+// them up from the held composite: only for a tile held in memory (not
+// spilled), and while its device has an eighth of its memory free
+// besides another tile of the same size (the next tile's draw).
+func (r *runner) keepMirror(tile string, m *cuda.Mirror) bool {
+	if r.opt.Compare.HostWindows {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.held[tile]; !ok {
+		return false
+	}
+	free, total, err := m.Device().MemInfo()
+	if err != nil || free < m.Bytes()+total/8 {
+		return false
+	}
+	r.heldMirrors[tile] = m
+	return true
+}
+
+// takeMirror returns a held tile's device copy, or nil; the caller closes
+// it.
+func (r *runner) takeMirror(tile string) *cuda.Mirror {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.heldMirrors[tile]
+	delete(r.heldMirrors, tile)
+	return m
+}
+
+// dropMirrors frees the device copies of held tiles that no map took (a
+// run that failed or was interrupted).
+func (r *runner) dropMirrors() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for tile, m := range r.heldMirrors {
+		m.Close()
+		delete(r.heldMirrors, tile)
+	}
+}
+
 // dropSpills removes the spill files: they never outlive a run.
 func (r *runner) dropSpills() {
 	os.RemoveAll(r.stage.Path(".spill"))
@@ -1193,7 +1265,13 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 	} else if atomicfs.Exists(filepath.Join(dir, TileRecordFile)) {
 		opt.Log.Warn("a tile an interrupted run mapped does not match its record: mapping it again", "tile", t.Name(), "why", err)
 	}
+	var heldMirror *cuda.Mirror
 	mem, err := r.take(t.Name())
+	if dm := r.takeMirror(t.Name()); dm != nil {
+		// After the tile's prediction, which may read its windows from it.
+		defer dm.Close()
+		heldMirror = dm
+	}
 	// A tile with layers is mapped after its composite: its layers'
 	// encoding, which its features need, is known once they are read.
 	beside := err == nil && mem == nil && !r.opt.Compare.MapAfterComposite && len(r.job.Ingest.Layers) == 0
@@ -1233,7 +1311,7 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 		r.mu.Lock()
 		m = r.manifests[t.Name()]
 		r.mu.Unlock()
-		in = predict.Input{Mem: mem}
+		in = predict.Input{Mem: mem, Mirror: heldMirror}
 	}
 	defer stop()
 	rt.Device = laneName(opt)

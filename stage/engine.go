@@ -52,6 +52,11 @@ type Engine interface {
 	// writes its windows there itself.
 	Mirror(grid geo.Grid, bands int) (*cuda.Mirror, error)
 	Mirrors() bool
+	// MapMirror keeps a tile's composite where the engine's predictor
+	// reads its windows from (ReadsMirror), planes only: nil, with no
+	// error, where the windows go up from the host (the CPU, the
+	// comparison's switch, or a device without the memory to spare).
+	MapMirror(grid geo.Grid, bands int) (*cuda.Mirror, error)
 
 	// Features returns the features computer and its close.
 	Features(set *features.Set) (features.Computer, func(), error)
@@ -82,7 +87,7 @@ func (o Options) Engine() Engine {
 	if len(o.GPUs) == 0 {
 		return cpuEngine{workers: o.Workers, raw: o.Hooks.RawOnCPU, remoteGDAL: o.Compare.RemoteGDAL}
 	}
-	return gpuEngine{gpu: o.GPUs[0], gpus: o.GPUs, hostDecode: o.Compare.HostDecode, hostDraw: o.Compare.HostDraw, hostAOA: o.Compare.HostAOA, apartAOA: o.Compare.ApartAOA, hostLabels: o.Compare.HostLabels}
+	return gpuEngine{gpu: o.GPUs[0], gpus: o.GPUs, hostDecode: o.Compare.HostDecode, hostDraw: o.Compare.HostDraw, hostAOA: o.Compare.HostAOA, apartAOA: o.Compare.ApartAOA, hostLabels: o.Compare.HostLabels, hostWindows: o.Compare.HostWindows}
 }
 
 // Decodes says whether an engine that takes bands compressed (raw, its

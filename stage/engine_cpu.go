@@ -32,15 +32,16 @@ type cpuEngine struct {
 	raw, remoteGDAL bool
 }
 
-func (cpuEngine) Name() string                               { return "cpu" }
-func (e cpuEngine) RawBands(remote bool) bool                { return e.raw || remote && !e.remoteGDAL }
-func (cpuEngine) DecodeAhead(*cuda.AheadBatch) error         { return nil } // each window decodes its own
-func (cpuEngine) ReleaseAhead(*cuda.AheadBatch)              {}
-func (cpuEngine) HoldsAheadFormat(decode.Format) bool        { return false }
-func (cpuEngine) AheadDeviceBudget() int64                   { return 0 }
-func (cpuEngine) Mirror(geo.Grid, int) (*cuda.Mirror, error) { return nil, nil }
-func (cpuEngine) Mirrors() bool                              { return false }
-func (cpuEngine) Busy() time.Duration                        { return 0 }
+func (cpuEngine) Name() string                                  { return "cpu" }
+func (e cpuEngine) RawBands(remote bool) bool                   { return e.raw || remote && !e.remoteGDAL }
+func (cpuEngine) DecodeAhead(*cuda.AheadBatch) error            { return nil } // each window decodes its own
+func (cpuEngine) ReleaseAhead(*cuda.AheadBatch)                 {}
+func (cpuEngine) HoldsAheadFormat(decode.Format) bool           { return false }
+func (cpuEngine) AheadDeviceBudget() int64                      { return 0 }
+func (cpuEngine) Mirror(geo.Grid, int) (*cuda.Mirror, error)    { return nil, nil }
+func (cpuEngine) Mirrors() bool                                 { return false }
+func (cpuEngine) MapMirror(geo.Grid, int) (*cuda.Mirror, error) { return nil, nil }
+func (cpuEngine) Busy() time.Duration                           { return 0 }
 
 func (cpuEngine) Composite(dates []composite.Date, s composite.Spec, out [][]uint16, count []uint8, into *cuda.MirrorWindow) (time.Duration, error) {
 	if into != nil {

@@ -2,6 +2,7 @@ package stage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -38,6 +39,9 @@ type gpuEngine struct {
 	// hostLabels maps label rasters onto the grid on the host
 	// (Compare.HostLabels).
 	hostLabels bool
+	// hostWindows has predictions send windows up from the host
+	// (Compare.HostWindows).
+	hostWindows bool
 }
 
 func (e gpuEngine) Name() string       { return fmt.Sprintf("gpu:%d", e.gpu.Index) }
@@ -74,6 +78,43 @@ func (e gpuEngine) Mirror(grid geo.Grid, bands int) (*cuda.Mirror, error) {
 		return nil, nil
 	}
 	return cuda.NewMirror(e.gpu, grid.Width, grid.Height, bands)
+}
+
+// MapMirror is a planes mirror of the tile: one that a tile mapped
+// before gave back, or a new one when the device has its size free and an
+// eighth of its memory besides (for the rows read ahead, the predictor's
+// buffers, another lane's tile). Otherwise, or with hostWindows, it is
+// nil: the windows then go up from the host's stack, the same bits more
+// slowly.
+func (e gpuEngine) MapMirror(grid geo.Grid, bands int) (*cuda.Mirror, error) {
+	if e.hostWindows {
+		return nil, nil
+	}
+	if m := cuda.SpareMirror(e.gpu, grid.Width, grid.Height, bands); m != nil {
+		return m, nil
+	}
+	free, total, err := e.gpu.MemInfo()
+	if err != nil {
+		return nil, err
+	}
+	if need := cuda.MirrorBytes(grid.Width, grid.Height, bands); free < need+total/8 {
+		return nil, nil
+	}
+	return cuda.NewPlanesMirror(e.gpu, grid.Width, grid.Height, bands)
+}
+
+// ReadsMirror has pred, a tile's predictor from a GPU engine's Predictor,
+// read the tile's windows from m, the device's copy of its composite,
+// and says whether it will (inference.MirrorPredictor): not for another
+// engine's predictor, another device's mirror or a feature set without
+// context features.
+func ReadsMirror(pred inference.Predictor, m *cuda.Mirror) bool {
+	p, ok := pred.(*gpuDNPredictor)
+	if !ok || m == nil || m.Device() != p.p.Dev || p.fe.Set.Radius() == 0 {
+		return false
+	}
+	p.mirror = m
+	return true
 }
 
 func (e gpuEngine) Features(set *features.Set) (features.Computer, func(), error) {
@@ -208,6 +249,8 @@ type gpuDNPredictor struct {
 	fe *classifier.Features
 	// apartAOA leaves the sink's DN to the sink (Compare.ApartAOA).
 	apartAOA bool
+	// mirror, when set, is the device's copy of the tile (ReadsMirror).
+	mirror *cuda.Mirror
 }
 
 // newGPUDNPredictor uploads the model once; fe computes the model's
@@ -238,19 +281,57 @@ func (p *gpuDNPredictor) PredictDN(dn features.DN, cls []uint8, conf []float32) 
 // (classifier.Predictor.PredictDNContextDI: the same bits as the sink's DN
 // and PredictDN); any other sink gets its DN call first.
 func (p *gpuDNPredictor) PredictDNSink(sink inference.WindowSink, x, y, w, h int, dn features.DN, cls []uint8, conf []float32) error {
-	if s, ok := sink.(*AOASink); ok && p.fe.Set.Radius() > 0 && !p.apartAOA {
-		// The same device and the same feature set: the predictor's
-		// features are the sink's.
-		if g, ok := s.di.(gpuDI); ok && g.a.Dev == p.p.Dev && g.fe.Set == p.fe.Set {
-			return measureCells(s.Map, x, y, w, h, func(px []int32, di []float32) error {
-				return p.p.PredictDNContextDI(p.fe, dn, cls, conf, g.a, px, di)
-			})
-		}
+	if s, g, ok := p.sharedAOA(sink); ok {
+		return measureCells(s.Map, x, y, w, h, func(px []int32, di []float32) error {
+			return p.p.PredictDNContextDI(p.fe, dn, cls, conf, g.a, px, di)
+		})
 	}
 	if err := sink.DN(x, y, w, h, dn); err != nil {
 		return err
 	}
 	return p.PredictDN(dn, cls, conf)
+}
+
+// sharedAOA is sink as an area of applicability measured on the
+// predictor's device from its feature set, with context features: the
+// predictor's features are then the sink's too.
+func (p *gpuDNPredictor) sharedAOA(sink inference.WindowSink) (*AOASink, gpuDI, bool) {
+	s, ok := sink.(*AOASink)
+	if !ok || p.fe.Set.Radius() == 0 || p.apartAOA {
+		return nil, gpuDI{}, false
+	}
+	g, ok := s.di.(gpuDI)
+	return s, g, ok && g.a.Dev == p.p.Dev && g.fe.Set == p.fe.Set
+}
+
+// Mirrored implements inference.MirrorPredictor: with the tile's mirror,
+// windows are predicted from it when nothing but the predictor's own
+// area of applicability needs their DNs.
+func (p *gpuDNPredictor) Mirrored(sink inference.WindowSink) bool {
+	if p.mirror == nil || p.fe.Set.Radius() == 0 {
+		return false
+	}
+	if sink == nil {
+		return true
+	}
+	_, _, ok := p.sharedAOA(sink)
+	return ok
+}
+
+// PredictMirrored implements inference.MirrorPredictor
+// (classifier.Predictor.PredictMirrorContextDI).
+func (p *gpuDNPredictor) PredictMirrored(sink inference.WindowSink, x, y, w, h, ox, oy int, dn features.DN, valid []bool, cls []uint8, conf []float32) error {
+	mb := classifier.MirrorBlock{Mirror: p.mirror, X: ox, Y: oy, Valid: valid}
+	if sink == nil {
+		return p.p.PredictMirrorContextDI(p.fe, mb, dn, cls, conf, nil, nil, nil)
+	}
+	s, g, ok := p.sharedAOA(sink)
+	if !ok {
+		return errors.New("gpu predict: a window from the device's copy of its tile with a sink that needs its DNs")
+	}
+	return measureCells(s.Map, x, y, w, h, func(px []int32, di []float32) error {
+		return p.p.PredictMirrorContextDI(p.fe, mb, dn, cls, conf, g.a, px, di)
+	})
 }
 
 // Close frees the forest on the device.

@@ -73,6 +73,10 @@ type Compare struct {
 	// RemoteGDAL has the CPU read remote bands through GDAL window by
 	// window, not compressed rows of windows ahead (LULC_REMOTE_AHEAD=off).
 	RemoteGDAL bool
+	// HostWindows has lulc run's GPU prediction send each window's DNs up
+	// from the host's stack, not read them from the device's copy of the
+	// composite (LULC_MAP_MIRROR=off).
+	HostWindows bool
 	// Device is the settings of devices a stage opens itself (lulc
 	// bench's GPU engine).
 	Device cuda.Options

@@ -29,6 +29,7 @@ import (
 //	LULC_EARLY_MAPS=off      the class and confidence COGs are compressed whole at a tile's end, not as the stream completes their rows
 //	LULC_LANE_CORES=all      every lane of a run on several GPUs works on all the cores
 //	LULC_REMOTE_AHEAD=off    the CPU reads remote bands through GDAL window by window, not compressed rows ahead
+//	LULC_MAP_MIRROR=off      lulc run's GPU prediction sends each window's DNs up from the host, not from the device's copy of the composite
 //	LULC_COG_ENCODER=gdal    write COGs with GDAL's driver
 //	LULC_PTX=FILE            load these kernels instead of the embedded ones
 //
@@ -62,6 +63,7 @@ func compareFromEnv(getenv func(string) string) (stage.Compare, error) {
 	flag("LULC_EARLY_MAPS", "off", &c.LateMaps)
 	flag("LULC_LANE_CORES", "all", &c.LaneAllCores)
 	flag("LULC_REMOTE_AHEAD", "off", &c.RemoteGDAL)
+	flag("LULC_MAP_MIRROR", "off", &c.HostWindows)
 	flag("LULC_COG_ENCODER", "gdal", &c.GDALCOG)
 	if p := getenv("LULC_PTX"); p != "" {
 		b, err := os.ReadFile(p)

@@ -167,6 +167,10 @@ func TestHostileSurfaces(t *testing.T) {
 			c.t.Setenv("LULC_REMOTE_AHEAD", "no")
 			return []string{"ingest", "-c", "ingest-tiny.yaml", "--catalog", c.w.catalog, "--out", c.out()}
 		}},
+		{name: "env-map-mirror-bogus", code: usage, want: []string{`LULC_MAP_MIRROR="host"`, `"off"`}, setup: func(c *hcase) []string {
+			c.t.Setenv("LULC_MAP_MIRROR", "host")
+			return []string{"run", "-c", "run-demo.yaml", "--catalog", c.w.catalog, "--out", c.out()}
+		}},
 		{name: "env-ptx-missing", code: usage, want: []string{"LULC_PTX", "no-such.ptx"}, setup: func(c *hcase) []string {
 			c.t.Setenv("LULC_PTX", c.path("no-such.ptx"))
 			return []string{"predict", "--model", c.w.model, "--input", c.w.stack, "--out", c.out()}

@@ -383,7 +383,7 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 				return err
 			}
 			if into != nil {
-				if err := into.place(pout.Ptr, width, n, nplanes); err != nil {
+				if err := into.place(0, pout.Ptr, width, n, nplanes); err != nil {
 					return err
 				}
 			}
@@ -442,7 +442,11 @@ func CompositeMirrored(dev *Device, dates []composite.Date, s composite.Spec, ou
 		}
 	}
 	if into != nil {
-		if err := dev.Do(func() error { return into.place(pout.Ptr, width, n, nplanes) }); err != nil {
+		// The planes go into the mirror by the composite stream, ahead of
+		// the copy down: once the window is on the host, it is in the
+		// mirror too, so a prediction that reads the mirror's windows as
+		// the host's rows become whole reads placed pixels.
+		if err := dev.Do(func() error { return into.place(dev.compStream, pout.Ptr, width, n, nplanes) }); err != nil {
 			return err
 		}
 	}

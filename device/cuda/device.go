@@ -53,6 +53,12 @@ type Device struct {
 	// classStream is the stream they run on (owner goroutine creates it).
 	classes     sync.Mutex
 	classStream uintptr
+	// spareMirrors are planes mirrors that mapped tiles gave back
+	// (Mirror.Recycle), for the next tiles of their shape: a tile's 3 GB
+	// are then neither freed (cuMemFree waits for the device) nor
+	// allocated again.
+	mirrorsMu    sync.Mutex
+	spareMirrors []*Mirror
 }
 
 // kernels returns the module the device loads: the embedded fatbin, or
@@ -117,7 +123,7 @@ func (d *Device) Options() Options { return d.opt }
 
 // kernelNames are the kernels of lulc.cu that the Go side launches.
 var kernelNames = []string{"features", "features_wide", "reflectance", "context_rows", "context_cols", "features_context", "context_at", "crop", "median", "bin", "forest_predict", "rf_boot", "rf_root", "rf_hist", "rf_split", "rf_split_tiny", "rf_partition", "composite", "upsample_bilinear", "inflate", "tiff_unpack", "gather_tiles",
-	"draw_count", "draw_collect", "place_u16", "place_u8", "aoa_near", "aoa_finish", "aoa_pairs", "affine_plane", "forest_walk", "forest_sweep8", "forest_sweep12", "forest_sweep16", "forest_sweep32", "class_rule"}
+	"draw_count", "draw_collect", "place_u16", "place_u8", "mirror_block", "mirror_valid", "aoa_near", "aoa_finish", "aoa_pairs", "affine_plane", "forest_walk", "forest_sweep8", "forest_sweep12", "forest_sweep16", "forest_sweep32", "class_rule"}
 
 // kernelBlocks are the threads a block of Launch for the kernels that
 // take other than 256: forest_predict's shared-memory row buffer is sized
@@ -157,6 +163,12 @@ func (d *Device) Close() {
 		// Whatever is still queued (rows decoded ahead, their statuses)
 		// finishes before its buffers go.
 		driver.Synchronize()
+		d.mirrorsMu.Lock()
+		for _, m := range d.spareMirrors {
+			m.dn.Free()
+		}
+		d.spareMirrors = nil
+		d.mirrorsMu.Unlock()
 		if d.compStream != 0 {
 			driver.DestroyStream(d.compStream)
 			d.compStream = 0

@@ -43,11 +43,121 @@ func NewMirror(dev *Device, width, height, bands int) (*Mirror, error) {
 	return m, nil
 }
 
+// NewPlanesMirror allocates a mirror of a width × height tile's bands
+// planes without labels: the predictor's (classifier's MirrorBlock),
+// which reads windows of the composite from it; MirrorWindow.Labels is
+// then not placed.
+func NewPlanesMirror(dev *Device, width, height, bands int) (*Mirror, error) {
+	if width <= 0 || height <= 0 || bands <= 0 || width >= 1<<20 || height >= 1<<20 {
+		return nil, fmt.Errorf("cuda mirror: a %d × %d tile of %d bands", width, height, bands)
+	}
+	m := &Mirror{dev: dev, width: width, height: height, bands: bands}
+	err := dev.Do(func() error {
+		var err error
+		m.dn, err = driver.Alloc(uint64(width) * uint64(height) * uint64(bands) * 2)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cuda mirror of %d × %d × %d: %w", width, height, bands, err)
+	}
+	return m, nil
+}
+
+// SpareMirror is a planes mirror of a width × height tile of bands planes
+// that a tile mapped before gave back (Recycle), or nil. Its pixels are
+// that tile's until a composite places its own.
+func SpareMirror(dev *Device, width, height, bands int) *Mirror {
+	dev.mirrorsMu.Lock()
+	defer dev.mirrorsMu.Unlock()
+	for i, m := range dev.spareMirrors {
+		if m.width == width && m.height == height && m.bands == bands {
+			dev.spareMirrors = append(dev.spareMirrors[:i], dev.spareMirrors[i+1:]...)
+			return m
+		}
+	}
+	return nil
+}
+
+// Recycle gives a planes mirror back to its device for the next tile of
+// its shape (SpareMirror), once no work on the device reads or writes it;
+// the device frees it when it closes. A mirror with labels is closed.
+func (m *Mirror) Recycle() {
+	if m.labels.Ptr != 0 {
+		m.Close()
+		return
+	}
+	m.dev.mirrorsMu.Lock()
+	defer m.dev.mirrorsMu.Unlock()
+	m.dev.spareMirrors = append(m.dev.spareMirrors, m)
+}
+
+// MirrorBytes is the device memory a planes mirror of a width × height
+// tile of bands planes takes.
+func MirrorBytes(width, height, bands int) uint64 {
+	return uint64(width) * uint64(height) * uint64(bands) * 2
+}
+
+// Device is the device the mirror lives on.
+func (m *Mirror) Device() *Device { return m.dev }
+
+// Bytes is the device memory the mirror's planes take.
+func (m *Mirror) Bytes() uint64 { return MirrorBytes(m.width, m.height, m.bands) }
+
+// Bands is how many planes the mirror holds.
+func (m *Mirror) Bands() int { return m.bands }
+
+// Block queues on stream s (owner goroutine) the copy of the w × h block
+// at column x and row y of the planes used names (ascending stack plane
+// indices, at most 32) into dst, one plane after the other (mirror_block).
+func (m *Mirror) Block(s uintptr, dst uint64, used []int, x, y, w, h int) error {
+	var mask uint32
+	last := -1
+	for _, p := range used {
+		if p <= last || p >= m.bands || p >= 32 {
+			return fmt.Errorf("cuda mirror: planes %v of a mirror of %d", used, m.bands)
+		}
+		mask |= 1 << p
+		last = p
+	}
+	if err := m.inside(x, y, w, h); err != nil {
+		return err
+	}
+	plane := int64(m.width) * int64(m.height)
+	return m.dev.LaunchAsync(s, "mirror_block", int64(w)*int64(h)*int64(len(used)), m.dn.Ptr, int32(m.width), plane,
+		int32(mask), int32(x), int32(y), int32(w), int32(h), dst)
+}
+
+// Valid queues on stream s (owner goroutine) the validity of the w × h
+// window at column x and row y into dst (a byte a pixel): 1 where each of
+// the first planes planes holds data (DN 0 is nodata), else 0
+// (mirror_valid).
+func (m *Mirror) Valid(s uintptr, dst uint64, planes, x, y, w, h int) error {
+	if planes <= 0 || planes > m.bands {
+		return fmt.Errorf("cuda mirror: the validity of %d planes of a mirror of %d", planes, m.bands)
+	}
+	if err := m.inside(x, y, w, h); err != nil {
+		return err
+	}
+	plane := int64(m.width) * int64(m.height)
+	return m.dev.LaunchAsync(s, "mirror_valid", int64(w)*int64(h), m.dn.Ptr, int32(m.width), plane,
+		int32(planes), int32(x), int32(y), int32(w), int32(h), dst)
+}
+
+// inside checks that a w × h block at (x, y) lies in the tile.
+func (m *Mirror) inside(x, y, w, h int) error {
+	if w <= 0 || h <= 0 || x < 0 || y < 0 || x+w > m.width || y+h > m.height {
+		return fmt.Errorf("cuda mirror: a %d × %d block at (%d, %d) of a %d × %d tile", w, h, x, y, m.width, m.height)
+	}
+	return nil
+}
+
 // Close frees the mirror's device memory.
 func (m *Mirror) Close() {
 	m.dev.Do(func() error {
 		m.dn.Free()
-		m.labels.Free()
+		if m.labels.Ptr != 0 {
+			m.labels.Free()
+		}
 		return nil
 	})
 }
@@ -63,18 +173,26 @@ type MirrorWindow struct {
 }
 
 // place copies a window's composite, at device address out (nplanes
-// planes of n pixels one after the other: the mirror's first), and its
-// labels into the mirror (owner goroutine).
-func (w *MirrorWindow) place(out uint64, width, n, nplanes int) error {
+// planes of n pixels one after the other: the mirror's first), by stream
+// s, and its labels into the mirror, if it keeps labels (owner
+// goroutine).
+func (w *MirrorWindow) place(s uintptr, out uint64, width, n, nplanes int) error {
 	m := w.Mirror
-	h := n / width
-	if width <= 0 || n != width*h || w.X < 0 || w.Y < 0 || w.X+width > m.width || w.Y+h > m.height || len(w.Labels) != n {
+	h := 0
+	if width > 0 {
+		h = n / width
+	}
+	labeled := m.labels.Ptr != 0
+	if width <= 0 || n != width*h || w.X < 0 || w.Y < 0 || w.X+width > m.width || w.Y+h > m.height || labeled && len(w.Labels) != n {
 		return fmt.Errorf("cuda mirror: a %d × %d window at (%d, %d) with %d labels in a %d × %d tile", width, h, w.X, w.Y, len(w.Labels), m.width, m.height)
 	}
 	plane := int64(m.width) * int64(m.height)
-	if err := m.dev.LaunchAsync(0, "place_u16", int64(n*nplanes), out, int32(width), int32(h), int32(nplanes),
+	if err := m.dev.LaunchAsync(s, "place_u16", int64(n*nplanes), out, int32(width), int32(h), int32(nplanes),
 		m.dn.Ptr, int32(m.width), plane, int32(w.X), int32(w.Y)); err != nil {
 		return err
+	}
+	if !labeled {
+		return nil
 	}
 	lab, err := driver.Put(m.dev.Pool(), "mirror.labels", w.Labels)
 	if err != nil {
@@ -221,7 +339,12 @@ func (m *Mirror) Write(x, y, w, h int, planes [][]uint16, labels []uint8) error 
 			}
 		}
 		win := MirrorWindow{Mirror: m, X: x, Y: y, Labels: labels}
-		return win.place(buf.Ptr, w, n, len(planes))
+		if err := win.place(0, buf.Ptr, w, n, len(planes)); err != nil {
+			return err
+		}
+		// A mirror without labels placed its planes asynchronously: the
+		// window is in it when this returns, as with labels.
+		return driver.SyncStream(0)
 	})
 }
 

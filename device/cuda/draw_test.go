@@ -204,76 +204,151 @@ func TestDrawPassesBitExact(t *testing.T) {
 
 // TestCompositeMirrored checks that the device composite places each
 // window's output and labels into the tile's mirror: the mirror holds the
-// bytes the windows came back with.
+// bytes the windows came back with. A planes mirror (the predictor's)
+// holds the planes alone, and blocks of it (Mirror.Block) and windows'
+// validity (Mirror.Valid) come back as the host would cut and mark them.
 func TestCompositeMirrored(t *testing.T) {
 	d := gpu(t)
 	defer d.Close()
-	r := rand.New(rand.NewPCG(31, 32))
-	const w, h, nb, nd = 300, 200, 3, 2
-	m, err := NewMirror(d, w, h, nb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	wantDN := make([]uint16, nb*w*h)
-	wantLab := make([]uint8, w*h)
-	for _, win := range [][4]int{{0, 0, 128, 200}, {128, 0, 172, 120}, {128, 120, 172, 80}} {
-		x, y, ww, wh := win[0], win[1], win[2], win[3]
-		n := ww * wh
-		dates := make([]composite.Date, nd)
-		for di := range dates {
-			cd := composite.Date{SCL: make([]uint8, n)}
-			for range nb {
-				dn := make([]uint16, n)
-				for i := range dn {
-					dn[i] = uint16(r.IntN(12000))
-				}
-				cd.DN, cd.NoData = append(cd.DN, dn), append(cd.NoData, 0)
-				cd.Scale, cd.Offset = append(cd.Scale, 0.0001), append(cd.Offset, -0.1)
-			}
-			for i := range cd.SCL {
-				cd.SCL[i] = uint8(r.IntN(12))
-			}
-			dates[di] = cd
+	for _, labeled := range []bool{true, false} {
+		r := rand.New(rand.NewPCG(31, 32))
+		const w, h, nb, nd = 300, 200, 3, 2
+		newMirror := NewPlanesMirror
+		if labeled {
+			newMirror = NewMirror
 		}
-		labels := make([]uint8, n)
-		for i := range labels {
-			labels[i] = uint8(r.IntN(256))
-		}
-		out := make([][]uint16, nb)
-		for b := range out {
-			out[b] = make([]uint16, n)
-		}
-		count := make([]uint8, n)
-		if err := CompositeMirrored(d, dates, composite.Spec{Drop: composite.DefaultDropSCL, Scale: 0.0001, Offset: -0.1}, out, count, &MirrorWindow{Mirror: m, X: x, Y: y, Width: ww, Labels: labels}); err != nil {
+		m, err := newMirror(d, w, h, nb)
+		if err != nil {
 			t.Fatal(err)
 		}
-		for row := range wh {
-			for col := range ww {
-				at := (y+row)*w + x + col
-				wantLab[at] = labels[row*ww+col]
-				for b := range nb {
-					wantDN[b*w*h+at] = out[b][row*ww+col]
+		defer m.Close()
+		wantDN := make([]uint16, nb*w*h)
+		wantLab := make([]uint8, w*h)
+		for _, win := range [][4]int{{0, 0, 128, 200}, {128, 0, 172, 120}, {128, 120, 172, 80}} {
+			x, y, ww, wh := win[0], win[1], win[2], win[3]
+			n := ww * wh
+			dates := make([]composite.Date, nd)
+			for di := range dates {
+				cd := composite.Date{SCL: make([]uint8, n)}
+				for range nb {
+					dn := make([]uint16, n)
+					for i := range dn {
+						dn[i] = uint16(r.IntN(12000))
+					}
+					cd.DN, cd.NoData = append(cd.DN, dn), append(cd.NoData, 0)
+					cd.Scale, cd.Offset = append(cd.Scale, 0.0001), append(cd.Offset, -0.1)
+				}
+				for i := range cd.SCL {
+					cd.SCL[i] = uint8(r.IntN(12))
+				}
+				dates[di] = cd
+			}
+			var labels []uint8
+			if labeled {
+				labels = make([]uint8, n)
+				for i := range labels {
+					labels[i] = uint8(r.IntN(256))
+				}
+			}
+			out := make([][]uint16, nb)
+			for b := range out {
+				out[b] = make([]uint16, n)
+			}
+			count := make([]uint8, n)
+			if err := CompositeMirrored(d, dates, composite.Spec{Drop: composite.DefaultDropSCL, Scale: 0.0001, Offset: -0.1}, out, count, &MirrorWindow{Mirror: m, X: x, Y: y, Width: ww, Labels: labels}); err != nil {
+				t.Fatal(err)
+			}
+			for row := range wh {
+				for col := range ww {
+					at := (y+row)*w + x + col
+					if labeled {
+						wantLab[at] = labels[row*ww+col]
+					}
+					for b := range nb {
+						wantDN[b*w*h+at] = out[b][row*ww+col]
+					}
 				}
 			}
 		}
-	}
-	gotDN, gotLab := make([]uint16, nb*w*h), make([]uint8, w*h)
-	if err := d.Do(func() error {
-		if err := driver.Download(gotDN, m.dn); err != nil {
-			return err
+		gotDN, gotLab := make([]uint16, nb*w*h), make([]uint8, w*h)
+		if err := d.Do(func() error {
+			if err := driver.Download(gotDN, m.dn); err != nil {
+				return err
+			}
+			if !labeled {
+				return nil
+			}
+			return driver.Download(gotLab, m.labels)
+		}); err != nil {
+			t.Fatal(err)
 		}
-		return driver.Download(gotLab, m.labels)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(gotDN, wantDN) || !slices.Equal(gotLab, wantLab) {
-		t.Error("the mirror does not hold the windows' composite and labels")
-	}
-	// A window outside the tile is refused.
-	err = m.Write(w-10, 0, 20, 1, [][]uint16{make([]uint16, 20), make([]uint16, 20), make([]uint16, 20)}, make([]uint8, 20))
-	if err == nil {
-		t.Error("a window past the tile's edge was accepted")
+		if !slices.Equal(gotDN, wantDN) || !slices.Equal(gotLab, wantLab) {
+			t.Errorf("labeled %v: the mirror does not hold the windows' composite and labels", labeled)
+		}
+		// A window outside the tile is refused.
+		err = m.Write(w-10, 0, 20, 1, [][]uint16{make([]uint16, 20), make([]uint16, 20), make([]uint16, 20)}, make([]uint8, 20))
+		if err == nil {
+			t.Error("a window past the tile's edge was accepted")
+		}
+		if labeled {
+			continue
+		}
+		// A block of planes 0 and 2 across the windows' seams, and the
+		// validity of a window with DNs of 0 in one plane.
+		const bx, by, bw, bh = 100, 90, 70, 60
+		for i := range 300 {
+			wantDN[w*h+(by+i/bw)*w+bx+i%bw] = 0 // plane 1
+		}
+		if err := m.Write(0, 0, w, h, [][]uint16{wantDN[:w*h], wantDN[w*h : 2*w*h], wantDN[2*w*h:]}, nil); err != nil {
+			t.Fatal(err)
+		}
+		gotBlock, gotValid := make([]uint16, 2*bw*bh), make([]uint8, bw*bh)
+		if err := d.Do(func() error {
+			var st driver.Staging
+			blk := st.Buf(driver.Alloc(uint64(len(gotBlock)) * 2))
+			val := st.Buf(driver.Alloc(uint64(len(gotValid))))
+			if st.Err != nil {
+				return st.Err
+			}
+			defer blk.Free()
+			defer val.Free()
+			if err := m.Block(0, blk.Ptr, []int{0, 2}, bx, by, bw, bh); err != nil {
+				return err
+			}
+			if err := m.Valid(0, val.Ptr, nb, bx, by, bw, bh); err != nil {
+				return err
+			}
+			if err := driver.Download(gotBlock, blk); err != nil {
+				return err
+			}
+			return driver.Download(gotValid, val)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		zeros := 0
+		for i := range bw * bh {
+			at := (by+i/bw)*w + bx + i%bw
+			if gotBlock[i] != wantDN[at] || gotBlock[bw*bh+i] != wantDN[2*w*h+at] {
+				t.Fatalf("block pixel %d: %d, %d, want %d, %d", i, gotBlock[i], gotBlock[bw*bh+i], wantDN[at], wantDN[2*w*h+at])
+			}
+			want := uint8(1)
+			if wantDN[at] == 0 || wantDN[w*h+at] == 0 || wantDN[2*w*h+at] == 0 {
+				want = 0
+				zeros++
+			}
+			if gotValid[i] != want {
+				t.Fatalf("validity of pixel %d: %d, want %d", i, gotValid[i], want)
+			}
+		}
+		if zeros < 300 {
+			t.Fatalf("%d invalid pixels, fewer than the 300 made", zeros)
+		}
+		if err := d.Do(func() error { return m.Block(0, 0, []int{2, 0}, bx, by, bw, bh) }); err == nil {
+			t.Error("planes out of order were accepted")
+		}
+		if err := d.Do(func() error { return m.Valid(0, 0, nb, w-bw+1, by, bw, bh) }); err == nil {
+			t.Error("a window past the tile's edge was marked")
+		}
 	}
 }
 

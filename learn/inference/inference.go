@@ -116,6 +116,25 @@ type SinkDNPredictor interface {
 	PredictDNSink(sink WindowSink, x, y, w, h int, dn features.DN, cls []uint8, conf []float32) error
 }
 
+// MirrorPredictor is a DNPredictor whose device holds the tile it
+// predicts (lulc run's composite, copied on the GPU as it is made): a
+// context window is predicted from its place in the tile, so that its
+// digital numbers never cross to the host, and its validity comes back
+// with its classes. Run uses it for a tile in memory (Tile.Memory) with
+// context features when Mirrored says so for the tile's sink.
+type MirrorPredictor interface {
+	DNPredictor
+	// Mirrored says whether windows are predicted from the device's copy
+	// with sink (nil: none) beside them.
+	Mirrored(sink WindowSink) bool
+	// PredictMirrored predicts the w × h window at (x, y), whose block
+	// with its halo lies at (ox, oy) of the tile, dn.Rect's size (dn has
+	// no planes): valid receives the window's validity (every band's DN
+	// not 0), cls and conf its classes and confidences, and sink what
+	// PredictDNSink gives it. The block's rows are whole in the tile.
+	PredictMirrored(sink WindowSink, x, y, w, h, ox, oy int, dn features.DN, valid []bool, cls []uint8, conf []float32) error
+}
+
 // WindowSink takes every window's inputs beside the prediction (the
 // area of applicability): the window's feature planes where features are
 // computed on the host, or, where a DNPredictor computes them, the
@@ -197,9 +216,13 @@ type window struct {
 	planes [][]float32 // reflectance, for a Predictor
 	dn     [][]uint16  // digital numbers, for a DNPredictor, over rect
 	rect   features.Rect
-	valid  []bool
-	cls    []uint8
-	conf   []uint8
+	// mirrored: the predictor reads the window's block, at (ox, oy), from
+	// its device's copy of the tile (MirrorPredictor), and gives valid.
+	mirrored bool
+	ox, oy   int
+	valid    []bool
+	cls      []uint8
+	conf     []uint8
 }
 
 // buffers recycles a tile's per-window slices between windows.
@@ -243,7 +266,9 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 	var rg sync.WaitGroup
 	var bufs buffers
 	_, dnMode := pred.(DNPredictor)
-	q := &readQueue{wins: wins, out: read, ns: &readNs, waitNs: &waitNs, bufs: &bufs, fail: fail}
+	mp, mirrored := pred.(MirrorPredictor)
+	mirrored = mirrored && t.Memory != nil && set.Radius() > 0 && mp.Mirrored(t.Sink)
+	q := &readQueue{wins: wins, out: read, ns: &readNs, waitNs: &waitNs, bufs: &bufs, fail: fail, mirrored: mirrored}
 	for range readers {
 		rg.Go(func() { readWindows(ctx, t, set, dnMode, q) })
 	}
@@ -323,7 +348,17 @@ func (t Tile) classify(ctx context.Context, w *window, comp features.Computer, p
 	defer bufs.bytes.Put(cls)
 	defer bufs.f32.Put(conf)
 	t1 := t0
-	if dp, ok := pred.(DNPredictor); ok && w.dn != nil {
+	if w.mirrored {
+		// Read, reflectance, features and prediction on the device: the
+		// time is prediction's.
+		dn := features.DN{Rect: w.rect, Scale: float32(t.Scale), Offset: float32(t.Offset)}
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+		if err := pred.(MirrorPredictor).PredictMirrored(t.Sink, w.x, w.y, w.g.Width, w.g.Height, w.ox, w.oy, dn, w.valid, cls, conf); err != nil {
+			return 0, 0, err
+		}
+	} else if dp, ok := pred.(DNPredictor); ok && w.dn != nil {
 		// Reflectance, features and prediction in one pass: the time is
 		// prediction's.
 		// The stack's nodata DN is 0.
@@ -442,6 +477,9 @@ type readQueue struct {
 	waitNs *atomic.Int64 // waiting for a filling tile's rows, out of ns
 	bufs   *buffers
 	fail   func(error)
+	// mirrored: the predictor reads the windows' DNs itself
+	// (MirrorPredictor); the readers only wait for their rows.
+	mirrored bool
 }
 
 // readWindows reads windows, taking the next unread one from q, until
@@ -487,6 +525,25 @@ func readWindows(ctx context.Context, t Tile, set *features.Set, dnMode bool, q 
 		w := wins[k]
 		t0 := time.Now()
 		n := w.g.Width * w.g.Height
+		if q.mirrored {
+			// The block with its halo, as readContext reads it, whose
+			// rows must be whole in the tile (in every plane) before the
+			// device reads them; the predictor gives the validity.
+			w.ox, w.oy, w.rect = features.Halo(w.x, w.y, w.g.Width, w.g.Height, t.Grid.Width, t.Grid.Height, set.Radius())
+			w.mirrored, w.valid = true, bufs.valid.Get(n)
+			err := t.Memory.Await(ctx, w.oy+w.rect.Height)
+			q.waitNs.Add(int64(time.Since(t0)))
+			if err != nil {
+				fail(err)
+				return
+			}
+			select {
+			case read <- w:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
 		w.valid = bufs.valid.Get(n)
 		for i := range w.valid {
 			w.valid[i] = true

@@ -17,6 +17,7 @@ import (
 	"github.com/planetlabs/go-stac"
 	"github.com/planetlabs/go-stac/extensions/raster/v1"
 
+	"github.com/lulc/lulc/device/cuda"
 	"github.com/lulc/lulc/geo"
 	"github.com/lulc/lulc/geo/landcover"
 	lraster "github.com/lulc/lulc/geo/raster"
@@ -230,6 +231,10 @@ type Input struct {
 	// turn at the device's prediction there, so that one tile is made
 	// ready while another streams.
 	Ready func()
+	// Mirror, when set, is the device's copy of Mem, filled with it (lulc
+	// run's composite on a GPU): a predictor of the same device reads the
+	// windows from it (stage.ReadsMirror) rather than from Mem.
+	Mirror *cuda.Mirror
 }
 
 // MapModel is what a tile is mapped with: the model, the path (or URL)
@@ -322,6 +327,9 @@ func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.Til
 		return p, err
 	}
 	defer closePred()
+	if in.Mirror != nil && stage.ReadsMirror(pred, in.Mirror) {
+		opt.Log.Debug("predict: windows read from the device's copy of the composite", "tile", m.Tile)
+	}
 	tile := inference.Tile{Memory: in.Mem, Grid: p.grid, Scale: m.Scale, Offset: m.Offset,
 		Window: pc.Window, Workers: opt.Workers, Class: p.classW, Codes: scheme.Codes(), Features: comp,
 		Remap: model.Remap}

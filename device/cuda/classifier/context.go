@@ -130,7 +130,7 @@ func (c *contextPlan) bases() int { return len(c.baseCodes) / 5 }
 // codes and the forest walk. The bits are the CPU's: features.Set's
 // ContextCompute and CPU.Compute, then Predict.
 func (p *Predictor) PredictDNContext(fe *Features, b features.DN, cls []uint8, conf []float32) error {
-	return p.predictDNContext(fe, b, cls, conf, nil, nil, nil)
+	return p.predictDNContext(fe, b, cls, conf, nil, nil, nil, nil)
 }
 
 // PredictDNContextDI is PredictDNContext that also measures the
@@ -149,16 +149,66 @@ func (p *Predictor) PredictDNContextDI(fe *Features, b features.DN, cls []uint8,
 	if err := checkPixels(pixels, b.Rect.InnerW*b.Rect.InnerH, len(di)); err != nil {
 		return err
 	}
-	return p.predictDNContext(fe, b, cls, conf, a, pixels, di)
+	return p.predictDNContext(fe, b, cls, conf, a, pixels, di, nil)
 }
 
-func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, conf []float32, a *AOA, pixels []int32, di []float32) error {
-	rect := b.Rect
-	dn, err := p.dnPlanes(fe, b.Planes)
-	if err != nil {
-		return err
+// MirrorBlock is a context window read from the device's own copy of its
+// tile (a cuda.Mirror, which the composite fills as it goes): the block
+// with its halo lies at column X and row Y of the tile, and Valid
+// receives the inner window's validity (true where every band of the set
+// holds data), which the host, holding none of the block's DNs, cannot
+// work out itself.
+type MirrorBlock struct {
+	Mirror *cuda.Mirror
+	X, Y   int
+	Valid  []bool
+}
+
+// PredictMirrorContextDI is PredictDNContext (with an area of
+// applicability, as PredictDNContextDI, when a is not nil) for a block
+// that the device holds already: mb's place in its mirror and b's Rect
+// say where (b's planes are not read), and nothing of it crosses the
+// bus. The bits are those of PredictDNContextDI given the same block's
+// DNs. The rows the block reads must be placed in the mirror (the
+// composite's copy of them to the host has ended).
+func (p *Predictor) PredictMirrorContextDI(fe *Features, mb MirrorBlock, b features.DN, cls []uint8, conf []float32, a *AOA, pixels []int32, di []float32) error {
+	m := mb.Mirror
+	if m == nil || m.Device() != p.Dev {
+		return errors.New("cuda predict: no mirror of the tile on the predictor's device")
 	}
-	nb := len(dn)
+	if nb := len(fe.Set.Bands); nb > m.Bands() || len(fe.Set.Features) != p.nf {
+		return fmt.Errorf("cuda predict: a set of %d bands from a mirror of %d, %d features for a model of %d", nb, m.Bands(), len(fe.Set.Features), p.nf)
+	}
+	if len(mb.Valid) != b.Rect.InnerW*b.Rect.InnerH {
+		return fmt.Errorf("cuda predict: %d validities for a %d × %d window", len(mb.Valid), b.Rect.InnerW, b.Rect.InnerH)
+	}
+	if a != nil {
+		if a.Dev != p.Dev {
+			return errors.New("cuda predict: no area of applicability on the predictor's device")
+		}
+		if nf := a.ref.Features(); nf != len(fe.Set.Features) {
+			return fmt.Errorf("cuda predict: an area of applicability of %d features for %d", nf, len(fe.Set.Features))
+		}
+		if err := checkPixels(pixels, b.Rect.InnerW*b.Rect.InnerH, len(di)); err != nil {
+			return err
+		}
+	}
+	return p.predictDNContext(fe, b, cls, conf, a, pixels, di, &mb)
+}
+
+// predictDNContext predicts a context window from b's planes, or, with
+// mb, from the block the device's mirror holds.
+func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, conf []float32, a *AOA, pixels []int32, di []float32, mb *MirrorBlock) error {
+	rect := b.Rect
+	var dn [][]uint16
+	nb := len(fe.used)
+	if mb == nil {
+		var err error
+		if dn, err = p.dnPlanes(fe, b.Planes); err != nil {
+			return err
+		}
+		nb = len(dn)
+	}
 	plan := &fe.ctx
 	if plan.bases() == 0 {
 		return fmt.Errorf("cuda predict: a feature set without context features")
@@ -200,7 +250,7 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 			return fmt.Errorf("cuda predict: a block of %d DNs: %w", ph*nb, err)
 		}
 	}
-	if !opt.OwnerCopies {
+	if !opt.OwnerCopies && mb == nil {
 		for b, plane := range dn {
 			if err := p.Dev.CopyAside(blk.Ptr+uint64(b*ph*2), unsafe.Slice((*byte)(unsafe.Pointer(&plane[0])), 2*ph), opt.Pageable); err != nil {
 				return fmt.Errorf("cuda predict: a block's DNs: %w", err)
@@ -217,6 +267,11 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 	if err := p.Dev.Do(func() (err error) {
 		if err := p.reserve(n, false); err != nil {
 			return fmt.Errorf("cuda predict: %d pixels: %w", n, err)
+		}
+		if mb != nil {
+			if err := p.reserveValid(n); err != nil {
+				return fmt.Errorf("cuda predict: %d pixels' validity: %w", n, err)
+			}
 		}
 		if a != nil {
 			if err := p.reserveAOA(len(pixels)); err != nil {
@@ -257,7 +312,20 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 				return err
 			}
 		}
-		if opt.OwnerCopies {
+		if mb != nil {
+			// The block and the window's validity from the mirror, by
+			// s: the composite placed these rows before the host had
+			// them, so s need wait for nothing.
+			if err := mb.Mirror.Block(s, blk.Ptr, fe.used, mb.X, mb.Y, w, h); err != nil {
+				return err
+			}
+			if err := mb.Mirror.Valid(s, p.dValid.Ptr, len(fe.Set.Bands), mb.X+rect.X, mb.Y+rect.Y, iw, ih); err != nil {
+				return err
+			}
+			if err := driver.CopyToHostAsync(p.hostValid, p.dValid.Ptr, uint64(n), s); err != nil {
+				return err
+			}
+		} else if opt.OwnerCopies {
 			for b, plane := range dn {
 				if err := driver.PutAt(blk.Ptr+uint64(b*ph*2), plane); err != nil {
 					return err
@@ -303,6 +371,11 @@ func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, c
 	}
 	copy(cls, unsafe.Slice((*uint8)(p.hostCls[0]), n))
 	copy(conf, unsafe.Slice((*float32)(p.hostConf[0]), n))
+	if mb != nil {
+		// mirror_valid writes bytes of 0 and 1, a Go bool's two values: a
+		// plain copy, since the next window's pass waits on this lock.
+		copy(unsafe.Slice((*uint8)(unsafe.Pointer(&mb.Valid[0])), n), unsafe.Slice((*uint8)(p.hostValid), n))
+	}
 	if a != nil {
 		copy(di, unsafe.Slice((*float32)(p.hostDI), len(pixels)))
 	}

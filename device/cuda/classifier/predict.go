@@ -67,6 +67,12 @@ type Predictor struct {
 	aoaIdx, aoaOut, aoaBest driver.Buffer
 	hostDI                  unsafe.Pointer
 	aoaCap                  int
+	// dValid and hostValid are a mirrored window's validity on the
+	// device and its pinned staging, for validCap pixels (as the AOA's
+	// buffers: the predictor's own).
+	dValid    driver.Buffer
+	hostValid unsafe.Pointer
+	validCap  int
 	// maxChunk, when set, is the pixels per chunk instead of
 	// predictChunk's: tests lower it to run the chunked paths on small
 	// inputs.
@@ -431,6 +437,39 @@ func (p *Predictor) freeAOA() {
 	p.aoaCap = 0
 }
 
+// reserveValid makes a mirrored window's validity buffers hold n pixels
+// (owner goroutine, with p.window held).
+func (p *Predictor) reserveValid(n int) error {
+	if n <= p.validCap {
+		return nil
+	}
+	p.freeValid()
+	n = max(n, 1<<20)
+	var err error
+	if p.dValid, err = driver.Alloc(uint64(n)); err != nil {
+		p.dValid = driver.Buffer{}
+		return err
+	}
+	if err := driver.AllocHost(&p.hostValid, uint64(n)); err != nil {
+		p.freeValid()
+		return err
+	}
+	p.validCap = n
+	return nil
+}
+
+func (p *Predictor) freeValid() {
+	if p.dValid.Ptr != 0 {
+		p.dValid.Free()
+		p.dValid = driver.Buffer{}
+	}
+	if p.hostValid != nil {
+		driver.FreeHost(p.hostValid)
+		p.hostValid = nil
+	}
+	p.validCap = 0
+}
+
 func (p *Predictor) freeSlots() {
 	p.freeBands()
 	for s := range 2 {
@@ -459,6 +498,7 @@ func (p *Predictor) Close() {
 	p.Dev.Do(func() error {
 		p.freeSlots()
 		p.freeAOA()
+		p.freeValid()
 		// Only the blocks no window holds: the owner must not wait for
 		// one (a second Close finds none).
 		for len(p.blocks) > 0 {

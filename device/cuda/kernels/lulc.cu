@@ -2364,6 +2364,53 @@ extern "C" __global__ void place_u8(const unsigned char* __restrict__ src, int w
     }
 }
 
+// mirror_block copies a w × h block at column x and row y of a mirrored
+// tile (planes of plane pixels, tileW wide) into dst, contiguous: the
+// planes whose bits are set in used (up to 32), in ascending order, one
+// after the other. It is place_u16 the other way, for the predictor,
+// which reads a window with its halo from the device's own copy of the
+// tile.
+extern "C" __global__ void mirror_block(const unsigned short* __restrict__ src, int tileW, long long plane,
+                                        unsigned int used, int x, int y, int w, int h,
+                                        unsigned short* __restrict__ dst) {
+    long long wh = (long long)w * h;
+    long long n = wh * __popc(used);
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        int k = (int)(i / wh);
+        long long j = i % wh;
+        // The k-th set bit of used is the plane.
+        unsigned int m = used;
+        for (int s = 0; s < k; s++) m &= m - 1;
+        int p = __ffs(m) - 1;
+        long long r = j / w, c = j % w;
+        dst[i] = src[p * plane + (y + r) * tileW + x + c];
+    }
+}
+
+// mirror_valid marks the pixels of a w × h window at column x and row y of
+// a mirrored tile (tileW wide, plane pixels a plane) that hold data in
+// each of its first nplanes planes (DN 0 is nodata): out is 1 there and 0
+// elsewhere, as package inference's readers mark a window's validity.
+extern "C" __global__ void mirror_valid(const unsigned short* __restrict__ src, int tileW, long long plane,
+                                        int nplanes, int x, int y, int w, int h,
+                                        unsigned char* __restrict__ out) {
+    long long n = (long long)w * h;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        long long r = i / w, c = i % w;
+        const unsigned short* at = src + (y + r) * tileW + x + c;
+        unsigned char v = 1;
+        for (int p = 0; p < nplanes; p++) {
+            if (at[p * plane] == 0) {
+                v = 0;
+                break;
+            }
+        }
+        out[i] = v;
+    }
+}
+
 // ---------------------------------------------------------------------
 // Area of applicability (package aoa): the dissimilarity index.
 // ---------------------------------------------------------------------
