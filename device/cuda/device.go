@@ -6,7 +6,8 @@
 // decoding of compressed GeoTIFF tiles (package decode's twin), ahead of
 // the windows into a tile cache in device memory; the window composite
 // (package composite's); and a tile's composite kept in device memory
-// (Mirror) with the two passes of package sampling's draw over it. The
+// (Mirror) with the two passes of package sampling's draw over it, and
+// the blocks a prediction reads from it (Mirror.Block, Mirror.Valid). The
 // twins of the model's stages (features, forest, area of applicability)
 // are in package classifier, on the same Device.
 package cuda

@@ -4,10 +4,13 @@
 // every core is busy. Predictors sit behind a small interface: the CPU one
 // is here; the GPU's (package cuda's predictor, which takes a window's
 // digital numbers and keeps a device busy while reads and writes overlap)
-// is the caller's engine's. The caller opens the stack (Tile.Open), or
-// hands it in memory (Tile.Memory, read as its rows become whole while it
-// is still being filled), and the outputs (BandWriter): this package reads and writes no file itself,
-// needs no cgo or device, and knows nothing about STAC.
+// is the caller's engine's; a MirrorPredictor reads the windows' digital
+// numbers from its device's own copy of the tile, so the readers only wait
+// for their rows. The caller opens the stack (Tile.Open), or hands it in
+// memory (Tile.Memory, read as its rows become whole while it is still
+// being filled), and the outputs (BandWriter): this package reads and
+// writes no file itself, needs no cgo or device, and knows nothing about
+// STAC.
 package inference
 
 import (
@@ -208,6 +211,9 @@ type Timings struct {
 	Wait    time.Duration
 	Windows int
 	Pixels  int64
+	// Mirrored says that the windows were read from the predictor's
+	// device (MirrorPredictor), not by the readers.
+	Mirrored bool
 }
 
 type window struct {
@@ -268,6 +274,7 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 	_, dnMode := pred.(DNPredictor)
 	mp, mirrored := pred.(MirrorPredictor)
 	mirrored = mirrored && t.Memory != nil && set.Radius() > 0 && mp.Mirrored(t.Sink)
+	tm.Mirrored = mirrored
 	q := &readQueue{wins: wins, out: read, ns: &readNs, waitNs: &waitNs, bufs: &bufs, fail: fail, mirrored: mirrored}
 	for range readers {
 		rg.Go(func() { readWindows(ctx, t, set, dnMode, q) })

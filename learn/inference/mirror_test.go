@@ -214,8 +214,12 @@ func TestMirroredWindowsAgree(t *testing.T) {
 		pred := &mirrorCPU{cpu: full.cpu, set: set, tile: filling, mirrored: mirrored}
 		got := make([]uint8, w*h)
 		tt := Tile{Grid: g, Scale: 1e-4, Window: side, Class: &memWriter{w: w, pix: make([]uint8, w*h)}, Codes: codes, Memory: filling, Classes: got}
-		if _, err := Run(context.Background(), tt, set, pred, progress.Nop{}); err != nil {
+		tm, err := Run(context.Background(), tt, set, pred, progress.Nop{})
+		if err != nil {
 			t.Fatal(err)
+		}
+		if tm.Mirrored != mirrored {
+			t.Errorf("mirrored %v: Timings.Mirrored %v", mirrored, tm.Mirrored)
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("mirrored %v: the map differs from the whole tile's", mirrored)
@@ -241,8 +245,8 @@ func TestMirroredWindowsAgree(t *testing.T) {
 	// The flat set's windows reach PredictDN (which this fake computes
 	// as a context block): only that no window came from the mirror
 	// matters here.
-	Run(context.Background(), tt, flat, pred, progress.Nop{})
-	if pred.calls.Load() != 0 {
+	tm, _ := Run(context.Background(), tt, flat, pred, progress.Nop{})
+	if pred.calls.Load() != 0 || tm.Mirrored {
 		t.Errorf("a set without context features: %d windows from the mirror", pred.calls.Load())
 	}
 }

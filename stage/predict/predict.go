@@ -327,8 +327,10 @@ func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.Til
 		return p, err
 	}
 	defer closePred()
-	if in.Mirror != nil && stage.ReadsMirror(pred, in.Mirror) {
-		opt.Log.Debug("predict: windows read from the device's copy of the composite", "tile", m.Tile)
+	if in.Mirror != nil {
+		// Whether the windows are read there is Run's to say
+		// (Timings.Mirrored): the tile's sink counts too.
+		stage.ReadsMirror(pred, in.Mirror)
 	}
 	tile := inference.Tile{Memory: in.Mem, Grid: p.grid, Scale: m.Scale, Offset: m.Offset,
 		Window: pc.Window, Workers: opt.Workers, Class: p.classW, Codes: scheme.Codes(), Features: comp,
@@ -534,7 +536,7 @@ func (p *Predicted) Finish(opt stage.Options) error {
 	p.finished = true
 	tm := p.Tile.Timings
 	opt.Log.Info("tile predicted", "tile", p.m.Tile, "pixels", p.Tile.Pixels, "read_worker_s", tm.Read.Seconds(), "rows_wait_worker_s", tm.Wait.Seconds(), "features_worker_s", tm.Features.Seconds(),
-		"predict_worker_s", tm.Predict.Seconds(), "write_s", tm.Write.Seconds(), "encode_s", p.Tile.Encode.Seconds())
+		"predict_worker_s", tm.Predict.Seconds(), "write_s", tm.Write.Seconds(), "encode_s", p.Tile.Encode.Seconds(), "windows_from_device_copy", tm.Mirrored)
 	if p.Tile.DeviceBusy > 0 { // only devices are busy
 		opt.Log.Info("device use", "tile", p.m.Tile, "streaming_s", p.Tile.Stream.Seconds(), "device_busy_s", p.Tile.DeviceBusy.Seconds(),
 			"busy_percent", math.Round(100*p.Tile.DeviceBusy.Seconds()/p.Tile.Stream.Seconds()))
