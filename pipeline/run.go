@@ -27,6 +27,7 @@ import (
 	"github.com/lulc/lulc/learn/forest"
 	"github.com/lulc/lulc/learn/sampleset"
 	"github.com/lulc/lulc/learn/sampling"
+	"github.com/lulc/lulc/pixel/features"
 	"github.com/lulc/lulc/pixel/radiometry"
 	"github.com/lulc/lulc/pixel/stack"
 	"github.com/lulc/lulc/scale/shard"
@@ -836,7 +837,7 @@ func (r *runner) compositeInto(ctx context.Context, opt stage.Options, t ingest.
 // manifest. done (the lane's composite turn) is called once the windows
 // are made, before the manifest, or when the composite fails. stop stops the composite if it is still going and
 // waits for it: the caller calls it before it returns, whatever happened.
-func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t ingest.SourceTile, rt *RunTile, grid geo.Grid, mem *stack.Tile, done func()) (in predict.Input, m stage.Manifest, stop func()) {
+func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t ingest.SourceTile, rt *RunTile, grid geo.Grid, mem *stack.Tile, dm *cuda.Mirror, done func()) (in predict.Input, m stage.Manifest, stop func()) {
 	cfg := r.job.Ingest
 	mem.StartFilling(len(cfg.StackPlanes()) - len(cfg.Layers))
 	cctx, cancel := context.WithCancel(ctx)
@@ -846,14 +847,6 @@ func (r *runner) compositeBeside(ctx context.Context, opt stage.Options, t inges
 	copt := opt
 	copt.NewBar = nil
 	copt.Fill()
-	// The device's copy of the composite, filled beside the host's, from
-	// which a GPU's prediction reads the windows: their DNs then cross
-	// the bus once, downwards, and never go back up.
-	dm, err := opt.Engine().MapMirror(grid, len(cfg.StackPlanes()))
-	if err != nil {
-		opt.Log.Warn("no device copy of the composite: the prediction reads the host's", "tile", t.Name(), "why", err)
-		dm = nil
-	}
 	var turn sync.Once
 	release := func() { turn.Do(done) }
 	go func() {
@@ -1198,6 +1191,19 @@ func (r *runner) take(tile string) (*stack.Tile, error) {
 	return stack.Load(r.spillPath(tile))
 }
 
+// mirrorReads says whether a map with model reads its windows from its
+// tile's mirror (stage.ReadsMirror, inference.MirrorPredictor): its
+// features have context, and its area of applicability, if any, is
+// measured in the predictor's own pass.
+func (r *runner) mirrorReads(model *forest.Model) bool {
+	set, err := features.NewSet(model.Features, r.job.Ingest.StackPlanes())
+	if err != nil || set.Radius() == 0 {
+		return false
+	}
+	aoa := model.AOA != nil && !r.job.Config.Predict.AOA.Off
+	return !aoa || !r.opt.Compare.ApartAOA
+}
+
 // keepMirror keeps a held tile's device copy (its draw's mirror) for its
 // map, which then reads its windows from the device rather than sending
 // them up from the held composite: only for a tile held in memory (not
@@ -1277,6 +1283,7 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 	beside := err == nil && mem == nil && !r.opt.Compare.MapAfterComposite && len(r.job.Ingest.Layers) == 0
 	var grid geo.Grid
 	var fresh *stack.Tile
+	var dm *cuda.Mirror
 	if beside {
 		// Planned (the sources' headers read), and its stack made (a
 		// reused heap span is zeroed, about 3 GB for a full tile),
@@ -1285,7 +1292,21 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 		if grid, err = t.Plan(r.job.Ingest); err != nil {
 			return err
 		}
-		fresh = stack.New(t.Name(), grid, r.job.Ingest.StackPlanes(), stage.StackScale, stage.StackOffset)
+		planes := r.job.Ingest.StackPlanes()
+		// The device's copy of the composite, filled beside the host's,
+		// from which a GPU's prediction reads the windows: their DNs
+		// then cross the bus once, downwards, and never go back up. The
+		// host's stack then keeps only the counts, labels and the fill.
+		var merr error
+		if dm, merr = opt.Engine().MapMirror(grid, len(planes)); merr != nil {
+			opt.Log.Warn("no device copy of the composite: the prediction reads the host's", "tile", t.Name(), "why", merr)
+			dm = nil
+		}
+		if dm != nil && r.mirrorReads(model) {
+			fresh = stack.NewElsewhere(t.Name(), grid, planes, stage.StackScale, stage.StackOffset)
+		} else {
+			fresh = stack.New(t.Name(), grid, planes, stage.StackScale, stage.StackOffset)
+		}
 	}
 	// A GPU's lanes take turns at each step, so that with two tiles per
 	// GPU one is read and composited while the other is predicted.
@@ -1297,7 +1318,7 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 		// The tile is predicted as its composite's rows become whole;
 		// the composite's turn passes to the next tile when its windows
 		// are made.
-		in, m, stop = r.compositeBeside(ctx, opt, t, rt, grid, fresh, unlock)
+		in, m, stop = r.compositeBeside(ctx, opt, t, rt, grid, fresh, dm, unlock)
 	} else {
 		if err == nil && mem == nil {
 			mem, err = r.composite(ctx, opt, t, rt)

@@ -275,6 +275,9 @@ func Run(ctx context.Context, t Tile, set *features.Set, pred Predictor, bar pro
 	mp, mirrored := pred.(MirrorPredictor)
 	mirrored = mirrored && t.Memory != nil && set.Radius() > 0 && mp.Mirrored(t.Sink)
 	tm.Mirrored = mirrored
+	if t.Memory != nil && !mirrored && !t.Memory.HasPlanes() {
+		return tm, errors.New("predict: the tile's planes are on a device whose predictor does not read them")
+	}
 	q := &readQueue{wins: wins, out: read, ns: &readNs, waitNs: &waitNs, bufs: &bufs, fail: fail, mirrored: mirrored}
 	for range readers {
 		rg.Go(func() { readWindows(ctx, t, set, dnMode, q) })

@@ -17,10 +17,10 @@ import (
 	"github.com/lulc/lulc/pixel/stack"
 )
 
-// mirrorCPU is a MirrorPredictor on the CPU: the tile being filled stands
-// for the device's copy of it, read at the moment a window is predicted,
-// so a window predicted before its rows are whole reads what is not yet
-// there.
+// mirrorCPU is a MirrorPredictor on the CPU: tile stands for the device's
+// copy of the tile being filled, which the fill writes before the host's,
+// read at the moment a window is predicted, so a window predicted before
+// its rows are whole reads what is not yet there.
 type mirrorCPU struct {
 	cpu      *CPU
 	set      *features.Set
@@ -181,8 +181,9 @@ func TestMirroredWindowsAgree(t *testing.T) {
 		}
 	}
 
-	// fill writes the tile into dst in shuffled 24×11 windows.
-	fill := func(dst *stack.Tile) {
+	// fill writes the tile into dst in shuffled 24×11 windows, each into
+	// dev first (the device's copy, which the composite places first).
+	fill := func(dst, dev *stack.Tile) {
 		type win struct{ x, y, w, h int }
 		var wins []win
 		for y := 0; y < h; y += 11 {
@@ -197,6 +198,10 @@ func TestMirroredWindowsAgree(t *testing.T) {
 				dn[b] = make([]uint16, v.w*v.h)
 				whole.ReadBand(b, v.x, v.y, v.w, v.h, dn[b])
 			}
+			if err := dev.Write(v.x, v.y, v.w, v.h, dn, make([]uint8, v.w*v.h), make([]uint8, v.w*v.h)); err != nil {
+				dst.EndFilling(err)
+				return
+			}
 			if err := dst.Write(v.x, v.y, v.w, v.h, dn, make([]uint8, v.w*v.h), make([]uint8, v.w*v.h)); err != nil {
 				dst.EndFilling(err)
 				return
@@ -208,10 +213,14 @@ func TestMirroredWindowsAgree(t *testing.T) {
 	const side = 20
 	windows := int64(((w + side - 1) / side) * ((h + side - 1) / side))
 	for _, mirrored := range []bool{true, false} {
-		filling := stack.New("t", g, bands, 1e-4, 0)
+		// Read from the device, the host's tile holds no planes.
+		filling, dev := stack.New("t", g, bands, 1e-4, 0), stack.New("t", g, bands, 1e-4, 0)
+		if mirrored {
+			filling = stack.NewElsewhere("t", g, bands, 1e-4, 0)
+		}
 		filling.StartFilling(len(bands))
-		go fill(filling)
-		pred := &mirrorCPU{cpu: full.cpu, set: set, tile: filling, mirrored: mirrored}
+		go fill(filling, dev)
+		pred := &mirrorCPU{cpu: full.cpu, set: set, tile: dev, mirrored: mirrored}
 		got := make([]uint8, w*h)
 		tt := Tile{Grid: g, Scale: 1e-4, Window: side, Class: &memWriter{w: w, pix: make([]uint8, w*h)}, Codes: codes, Memory: filling, Classes: got}
 		tm, err := Run(context.Background(), tt, set, pred, progress.Nop{})
@@ -232,6 +241,17 @@ func TestMirroredWindowsAgree(t *testing.T) {
 		}
 	}
 
+	// A tile whose planes are elsewhere, with a predictor that does not
+	// read them there, fails rather than reads nothing.
+	elsewhere := stack.NewElsewhere("t", g, bands, 1e-4, 0)
+	tt := Tile{Grid: g, Scale: 1e-4, Window: side, Class: &memWriter{w: w, pix: make([]uint8, w*h)}, Codes: codes, Memory: elsewhere}
+	if _, err := Run(context.Background(), tt, set, &mirrorCPU{cpu: full.cpu, set: set, tile: whole}, progress.Nop{}); err == nil {
+		t.Error("a tile without its planes was predicted from the host")
+	}
+	if _, err := Run(context.Background(), tt, set, full.cpu, progress.Nop{}); err == nil {
+		t.Error("a tile without its planes was predicted on the CPU")
+	}
+
 	// A set without context features is predicted from the host.
 	flat, err := features.NewSet([]string{"B04", "ndvi"}, bands)
 	if err != nil {
@@ -241,7 +261,7 @@ func TestMirroredWindowsAgree(t *testing.T) {
 		t.Fatal("the flat set has context")
 	}
 	pred := &mirrorCPU{cpu: full.cpu, set: flat, tile: whole, mirrored: true}
-	tt := Tile{Grid: g, Scale: 1e-4, Window: side, Class: &memWriter{w: w, pix: make([]uint8, w*h)}, Codes: codes, Memory: whole}
+	tt = Tile{Grid: g, Scale: 1e-4, Window: side, Class: &memWriter{w: w, pix: make([]uint8, w*h)}, Codes: codes, Memory: whole}
 	// The flat set's windows reach PredictDN (which this fake computes
 	// as a context block): only that no window came from the mirror
 	// matters here.

@@ -38,7 +38,7 @@ type Tile struct {
 	Grid          geo.Grid
 	Bands         []string
 	Scale, Offset float64
-	DN            [][]uint16 // per band, Grid.Width × Grid.Height, row-major
+	DN            [][]uint16 // per band, Grid.Width × Grid.Height, row-major; nil planes when held elsewhere (NewElsewhere)
 	Labels        []uint8    // class codes, 0 where unlabelled
 	Count         []uint8    // valid observations per pixel
 	// Groups are the pixels' group ids (the features of vector labels,
@@ -195,10 +195,37 @@ func New(name string, g geo.Grid, bands []string, scale, offset float64) *Tile {
 	return t
 }
 
+// NewElsewhere is New for a tile whose planes a device holds (lulc run's
+// map on a GPU reads its windows from the device's copy of the composite):
+// the tile keeps the counts, the labels and the fill's progress, and
+// Write skips the planes, which HasPlanes says it lacks.
+func NewElsewhere(name string, g geo.Grid, bands []string, scale, offset float64) *Tile {
+	n := g.Width * g.Height
+	return &Tile{Name: name, Grid: g, Bands: slices.Clone(bands), Scale: scale, Offset: offset,
+		DN: make([][]uint16, len(bands)), Labels: make([]uint8, n), Count: make([]uint8, n)}
+}
+
+// HasPlanes says whether the tile holds its planes' DNs (not so for
+// NewElsewhere's, whose ReadBand must not be called).
+func (t *Tile) HasPlanes() bool {
+	for _, p := range t.DN {
+		if p == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // Bytes is the memory the tile's planes take.
 func (t *Tile) Bytes() int64 {
 	n := int64(t.Grid.Width) * int64(t.Grid.Height)
-	return n*2*int64(len(t.DN)) + 2*n
+	planes := int64(0)
+	for _, p := range t.DN {
+		if p != nil {
+			planes++
+		}
+	}
+	return n*2*planes + 2*n
 }
 
 // Write stores a window: the DNs of the tile's first len(dn) planes, the
@@ -213,7 +240,9 @@ func (t *Tile) Write(x, y, w, h int, dn [][]uint16, count, labels []uint8) error
 		return fmt.Errorf("tile %s: window %d×%d at (%d, %d) is outside the %d×%d grid", t.Name, w, h, x, y, t.Grid.Width, t.Grid.Height)
 	}
 	for b := range dn {
-		putWindow(t.DN[b], t.Grid.Width, x, y, w, h, dn[b])
+		if t.DN[b] != nil { // nil: the plane is held elsewhere
+			putWindow(t.DN[b], t.Grid.Width, x, y, w, h, dn[b])
+		}
 	}
 	putWindow(t.Count, t.Grid.Width, x, y, w, h, count)
 	putWindow(t.Labels, t.Grid.Width, x, y, w, h, labels)

@@ -208,3 +208,34 @@ func TestAwaitFollowsTheFill(t *testing.T) {
 		t.Fatalf("Await with an ended context: %v", err)
 	}
 }
+
+// TestElsewhere writes windows into a tile whose planes a device holds:
+// the counts and labels are kept, the planes are not, the fill is followed
+// as for a whole tile, and the memory counted is the counts' and labels'.
+func TestElsewhere(t *testing.T) {
+	g := geo.Grid{EPSG: 32631, Transform: [6]float64{500000, 10, 0, 5000000, 0, -10}, Width: 6, Height: 4}
+	tile := NewElsewhere("31TEJ", g, []string{"B04", "B08"}, 0.0001, -0.1)
+	if tile.HasPlanes() || !New("31TEJ", g, []string{"B04"}, 1, 0).HasPlanes() {
+		t.Fatal("HasPlanes is wrong")
+	}
+	if got, want := tile.Bytes(), int64(2*6*4); got != want {
+		t.Errorf("Bytes %d, want %d", got, want)
+	}
+	tile.StartFilling(2)
+	dn := [][]uint16{{1, 2, 3, 4, 5, 6}, {7, 8, 9, 10, 11, 12}}
+	if err := tile.Write(0, 0, 6, 1, dn, []uint8{1, 1, 2, 2, 0, 1}, []uint8{10, 20, 30, 40, 50, 60}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := tile.Await(ctx, 1); err != nil {
+		t.Fatalf("the first row written: %v", err)
+	}
+	if tile.Count[3] != 2 || tile.Labels[5] != 60 || tile.DN[0] != nil || tile.DN[1] != nil {
+		t.Errorf("after a window: counts %v, labels %v, planes %d and %d long", tile.Count[:6], tile.Labels[:6], len(tile.DN[0]), len(tile.DN[1]))
+	}
+	tile.EndFilling(nil)
+	if err := tile.Await(ctx, 4); err != nil {
+		t.Fatalf("an ended fill: %v", err)
+	}
+}
