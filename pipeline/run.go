@@ -1297,12 +1297,14 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 		// from which a GPU's prediction reads the windows: their DNs
 		// then cross the bus once, downwards, and never go back up. The
 		// host's stack then keeps only the counts, labels and the fill.
-		var merr error
-		if dm, merr = opt.Engine().MapMirror(grid, len(planes)); merr != nil {
-			opt.Log.Warn("no device copy of the composite: the prediction reads the host's", "tile", t.Name(), "why", merr)
-			dm = nil
+		if r.mirrorReads(model) {
+			var merr error
+			if dm, merr = opt.Engine().MapMirror(grid, len(planes)); merr != nil {
+				opt.Log.Warn("no device copy of the composite: the prediction reads the host's", "tile", t.Name(), "why", merr)
+				dm = nil
+			}
 		}
-		if dm != nil && r.mirrorReads(model) {
+		if dm != nil {
 			fresh = stack.NewElsewhere(t.Name(), grid, planes, stage.StackScale, stage.StackOffset)
 		} else {
 			fresh = stack.New(t.Name(), grid, planes, stage.StackScale, stage.StackOffset)
