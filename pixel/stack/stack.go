@@ -9,7 +9,9 @@
 // evaluation read windows of it. A Tile may be read while it is filled
 // (StartFilling, Await, EndFilling): a tile's prediction then follows its
 // composite row by row. A one-pass job (lulc run) thereby never
-// encodes the stack to a COG and decodes it again between stages. When
+// encodes the stack to a COG and decodes it again between stages. A Tile
+// whose planes a device holds (NewElsewhere) keeps only its counts,
+// labels and fill, for a prediction that reads its windows there. When
 // tiles must wait for training, Spill writes a Tile in a raw format (a
 // JSON header and the planes as little-endian arrays) that Load reads back
 // at disk speed, with no codec on either side.
