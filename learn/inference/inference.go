@@ -212,8 +212,9 @@ type Timings struct {
 	Windows int
 	Pixels  int64
 	// Mirrored says that the windows were read from the predictor's
-	// device (MirrorPredictor), not by the readers.
-	Mirrored bool
+	// device (MirrorPredictor), not by the readers: a log's, not a
+	// report's (lulc predict never reads a device's copy).
+	Mirrored bool `json:"-"`
 }
 
 type window struct {
