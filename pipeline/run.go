@@ -1207,8 +1207,8 @@ func (r *runner) mirrorReads(model *forest.Model) bool {
 // keepMirror keeps a held tile's device copy (its draw's mirror) for its
 // map, which then reads its windows from the device rather than sending
 // them up from the held composite: only for a tile held in memory (not
-// spilled), and while its device has an eighth of its memory free
-// besides another tile of the same size (the next tile's draw).
+// spilled), and while its device can spare another of its size (the next
+// tile's draw; cuda.SparesMirror).
 func (r *runner) keepMirror(tile string, m *cuda.Mirror) bool {
 	if r.opt.Compare.HostWindows {
 		return false
@@ -1218,8 +1218,7 @@ func (r *runner) keepMirror(tile string, m *cuda.Mirror) bool {
 	if _, ok := r.held[tile]; !ok {
 		return false
 	}
-	free, total, err := m.Device().MemInfo()
-	if err != nil || free < m.Bytes()+total/8 {
+	if ok, err := cuda.SparesMirror(m.Device(), m.Bytes()); !ok || err != nil {
 		return false
 	}
 	r.heldMirrors[tile] = m
@@ -1271,12 +1270,11 @@ func (r *runner) mapTile(ctx context.Context, opt stage.Options, t ingest.Source
 	} else if atomicfs.Exists(filepath.Join(dir, TileRecordFile)) {
 		opt.Log.Warn("a tile an interrupted run mapped does not match its record: mapping it again", "tile", t.Name(), "why", err)
 	}
-	var heldMirror *cuda.Mirror
 	mem, err := r.take(t.Name())
-	if dm := r.takeMirror(t.Name()); dm != nil {
+	heldMirror := r.takeMirror(t.Name())
+	if heldMirror != nil {
 		// After the tile's prediction, which may read its windows from it.
-		defer dm.Close()
-		heldMirror = dm
+		defer heldMirror.Close()
 	}
 	// A tile with layers is mapped after its composite: its layers'
 	// encoding, which its features need, is known once they are read.

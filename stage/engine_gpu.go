@@ -81,11 +81,9 @@ func (e gpuEngine) Mirror(grid geo.Grid, bands int) (*cuda.Mirror, error) {
 }
 
 // MapMirror is a planes mirror of the tile: one that a tile mapped
-// before gave back, or a new one when the device has its size free and an
-// eighth of its memory besides (for the rows read ahead, the predictor's
-// buffers, another lane's tile). Otherwise, or with hostWindows, it is
-// nil: the windows then go up from the host's stack, the same bits more
-// slowly.
+// before gave back, or a new one when the device can spare it
+// (cuda.SparesMirror). Otherwise, or with hostWindows, it is nil: the
+// windows then go up from the host's stack, the same bits more slowly.
 func (e gpuEngine) MapMirror(grid geo.Grid, bands int) (*cuda.Mirror, error) {
 	if e.hostWindows {
 		return nil, nil
@@ -93,28 +91,20 @@ func (e gpuEngine) MapMirror(grid geo.Grid, bands int) (*cuda.Mirror, error) {
 	if m := cuda.SpareMirror(e.gpu, grid.Width, grid.Height, bands); m != nil {
 		return m, nil
 	}
-	free, total, err := e.gpu.MemInfo()
-	if err != nil {
+	if ok, err := cuda.SparesMirror(e.gpu, cuda.MirrorBytes(grid.Width, grid.Height, bands)); !ok {
 		return nil, err
-	}
-	if need := cuda.MirrorBytes(grid.Width, grid.Height, bands); free < need+total/8 {
-		return nil, nil
 	}
 	return cuda.NewPlanesMirror(e.gpu, grid.Width, grid.Height, bands)
 }
 
-// ReadsMirror has pred, a tile's predictor from a GPU engine's Predictor,
-// read the tile's windows from m, the device's copy of its composite,
-// and says whether it will (inference.MirrorPredictor): not for another
-// engine's predictor, another device's mirror or a feature set without
-// context features.
-func ReadsMirror(pred inference.Predictor, m *cuda.Mirror) bool {
-	p, ok := pred.(*gpuDNPredictor)
-	if !ok || m == nil || m.Device() != p.p.Dev || p.fe.Set.Radius() == 0 {
-		return false
+// ReadsMirror gives pred, a tile's predictor from a GPU engine's
+// Predictor, m, the device's copy of the tile's composite, to read the
+// windows from where it can (inference.MirrorPredictor's Mirrored); a
+// mirror of another device is not given.
+func ReadsMirror(pred inference.Predictor, m *cuda.Mirror) {
+	if p, ok := pred.(*gpuDNPredictor); ok && m != nil && m.Device() == p.p.Dev {
+		p.mirror = m
 	}
-	p.mirror = m
-	return true
 }
 
 func (e gpuEngine) Features(set *features.Set) (features.Computer, func(), error) {

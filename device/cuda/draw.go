@@ -22,25 +22,7 @@ type Mirror struct {
 
 // NewMirror allocates a mirror of a width × height tile of bands bands.
 func NewMirror(dev *Device, width, height, bands int) (*Mirror, error) {
-	if width <= 0 || height <= 0 || bands <= 0 || width >= 1<<20 || height >= 1<<20 {
-		return nil, fmt.Errorf("cuda mirror: a %d × %d tile of %d bands", width, height, bands)
-	}
-	m := &Mirror{dev: dev, width: width, height: height, bands: bands}
-	n := uint64(width) * uint64(height)
-	err := dev.Do(func() error {
-		var err error
-		if m.dn, err = driver.Alloc(n * uint64(bands) * 2); err != nil {
-			return err
-		}
-		if m.labels, err = driver.Alloc(n); err != nil {
-			m.dn.Free()
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cuda mirror of %d × %d × %d: %w", width, height, bands, err)
-	}
-	return m, nil
+	return newMirror(dev, width, height, bands, true)
 }
 
 // NewPlanesMirror allocates a mirror of a width × height tile's bands
@@ -48,13 +30,22 @@ func NewMirror(dev *Device, width, height, bands int) (*Mirror, error) {
 // which reads windows of the composite from it; MirrorWindow.Labels is
 // then not placed.
 func NewPlanesMirror(dev *Device, width, height, bands int) (*Mirror, error) {
+	return newMirror(dev, width, height, bands, false)
+}
+
+func newMirror(dev *Device, width, height, bands int, labeled bool) (*Mirror, error) {
 	if width <= 0 || height <= 0 || bands <= 0 || width >= 1<<20 || height >= 1<<20 {
 		return nil, fmt.Errorf("cuda mirror: a %d × %d tile of %d bands", width, height, bands)
 	}
 	m := &Mirror{dev: dev, width: width, height: height, bands: bands}
 	err := dev.Do(func() error {
 		var err error
-		m.dn, err = driver.Alloc(uint64(width) * uint64(height) * uint64(bands) * 2)
+		if m.dn, err = driver.Alloc(m.Bytes()); err != nil || !labeled {
+			return err
+		}
+		if m.labels, err = driver.Alloc(uint64(width) * uint64(height)); err != nil {
+			m.dn.Free()
+		}
 		return err
 	})
 	if err != nil {
@@ -89,6 +80,18 @@ func (m *Mirror) Recycle() {
 	m.dev.mirrorsMu.Lock()
 	defer m.dev.mirrorsMu.Unlock()
 	m.dev.spareMirrors = append(m.dev.spareMirrors, m)
+}
+
+// SparesMirror says whether dev has a mirror of bytes free and an eighth
+// of its memory besides (for the rows read ahead, the predictor's
+// buffers, another lane's tile): lulc run keeps a tile's copy on the
+// device only then.
+func SparesMirror(dev *Device, bytes uint64) (bool, error) {
+	free, total, err := dev.MemInfo()
+	if err != nil {
+		return false, err
+	}
+	return free >= bytes+total/8, nil
 }
 
 // MirrorBytes is the device memory a planes mirror of a width × height

@@ -43,10 +43,20 @@ func (p *mirrorCPU) PredictDN(dn features.DN, cls []uint8, conf []float32) error
 }
 
 func (p *mirrorCPU) predictBlock(dn features.DN, cls []uint8, conf []float32) error {
-	rect, nb := dn.Rect, len(p.set.Bands)
+	feats, err := blockFeatures(p.set, dn)
+	if err != nil {
+		return err
+	}
+	return p.cpu.Predict(context.Background(), feats, make([]bool, len(cls)), cls, conf)
+}
+
+// blockFeatures is the set's features of a block's inner window on the
+// CPU: reflectance, context over the halo, then the features.
+func blockFeatures(set *features.Set, dn features.DN) ([][]float32, error) {
+	rect, nb := dn.Rect, len(set.Bands)
 	n := rect.InnerW * rect.InnerH
 	refl := make([][]float32, nb)
-	src := make([][]float32, p.set.Planes())
+	src := make([][]float32, set.Planes())
 	for b := range nb {
 		refl[b] = composite.Reflectance(dn.Planes[b], 0, dn.Scale, dn.Offset)
 		src[b] = make([]float32, n)
@@ -57,17 +67,14 @@ func (p *mirrorCPU) predictBlock(dn features.DN, cls []uint8, conf []float32) er
 	for c := nb; c < len(src); c++ {
 		src[c] = make([]float32, n)
 	}
-	if err := p.set.ContextCompute(src[nb:], refl, rect); err != nil {
-		return err
+	if err := set.ContextCompute(src[nb:], refl, rect); err != nil {
+		return nil, err
 	}
-	feats := make([][]float32, len(p.set.Features))
+	feats := make([][]float32, len(set.Features))
 	for f := range feats {
 		feats[f] = make([]float32, n)
 	}
-	if err := (features.CPU{Set: p.set}).Compute(feats, src); err != nil {
-		return err
-	}
-	return p.cpu.Predict(context.Background(), feats, make([]bool, n), cls, conf)
+	return feats, (features.CPU{Set: set}).Compute(feats, src)
 }
 
 // PredictMirrored reads the block from the tile as it is now, marks the
@@ -126,27 +133,10 @@ func TestMirroredWindowsAgree(t *testing.T) {
 	// The model: fitted to the whole tile's features (one block, no halo
 	// to cut) against random labels.
 	full := &mirrorCPU{set: set}
-	rect := features.Rect{Width: w, Height: h, InnerW: w, InnerH: h}
 	nf := len(set.Features)
-	planes := make([][]uint16, len(bands))
-	copy(planes, whole.DN)
-	refl := make([][]float32, len(bands))
-	src := make([][]float32, set.Planes())
-	for b := range bands {
-		refl[b] = composite.Reflectance(planes[b], 0, 1e-4, 0)
-		src[b] = refl[b]
-	}
-	for c := len(bands); c < len(src); c++ {
-		src[c] = make([]float32, w*h)
-	}
-	if err := set.ContextCompute(src[len(bands):], refl, rect); err != nil {
-		t.Fatal(err)
-	}
-	feats := make([][]float32, nf)
-	for f := range feats {
-		feats[f] = make([]float32, w*h)
-	}
-	if err := (features.CPU{Set: set}).Compute(feats, src); err != nil {
+	block := features.DN{Planes: whole.DN, Rect: features.Rect{Width: w, Height: h, InnerW: w, InnerH: h}, Scale: 1e-4}
+	feats, err := blockFeatures(set, block)
+	if err != nil {
 		t.Fatal(err)
 	}
 	rows := features.Rows(feats)
@@ -171,7 +161,7 @@ func TestMirroredWindowsAgree(t *testing.T) {
 	full.cpu = NewCPU(m)
 	codes := []uint8{10, 20, 30}
 	cls, conf := make([]uint8, w*h), make([]float32, w*h)
-	if err := full.predictBlock(features.DN{Planes: planes, Rect: rect, Scale: 1e-4}, cls, conf); err != nil {
+	if err := full.predictBlock(block, cls, conf); err != nil {
 		t.Fatal(err)
 	}
 	want := make([]uint8, w*h)

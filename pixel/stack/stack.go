@@ -188,11 +188,9 @@ func (t *Tile) WriteWeights(w []uint8) error {
 
 // New allocates a tile of the given bands on grid g.
 func New(name string, g geo.Grid, bands []string, scale, offset float64) *Tile {
-	n := g.Width * g.Height
-	t := &Tile{Name: name, Grid: g, Bands: slices.Clone(bands), Scale: scale, Offset: offset,
-		DN: make([][]uint16, len(bands)), Labels: make([]uint8, n), Count: make([]uint8, n)}
+	t := NewElsewhere(name, g, bands, scale, offset)
 	for b := range t.DN {
-		t.DN[b] = make([]uint16, n)
+		t.DN[b] = make([]uint16, g.Width*g.Height)
 	}
 	return t
 }

@@ -327,11 +327,9 @@ func StreamTile(ctx context.Context, pc Config, opt stage.Options, out stage.Til
 		return p, err
 	}
 	defer closePred()
-	if in.Mirror != nil {
-		// Whether the windows are read there is Run's to say
-		// (Timings.Mirrored): the tile's sink counts too.
-		stage.ReadsMirror(pred, in.Mirror)
-	}
+	// Whether the windows are read there is Run's to say
+	// (Timings.Mirrored): the tile's sink counts too.
+	stage.ReadsMirror(pred, in.Mirror)
 	tile := inference.Tile{Memory: in.Mem, Grid: p.grid, Scale: m.Scale, Offset: m.Offset,
 		Window: pc.Window, Workers: opt.Workers, Class: p.classW, Codes: scheme.Codes(), Features: comp,
 		Remap: model.Remap}

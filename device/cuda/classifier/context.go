@@ -140,16 +140,22 @@ func (p *Predictor) PredictDNContext(fe *Features, b features.DN, cls []uint8, c
 // are computed once, for the forest and the area of applicability alike.
 // a must live on the predictor's device.
 func (p *Predictor) PredictDNContextDI(fe *Features, b features.DN, cls []uint8, conf []float32, a *AOA, pixels []int32, di []float32) error {
+	if err := p.checkAOA(fe, b.Rect, a, pixels, di); err != nil {
+		return err
+	}
+	return p.predictDNContext(fe, b, cls, conf, a, pixels, di, nil)
+}
+
+// checkAOA checks that a measures fe's features on the predictor's
+// device, and pixels (di's) index rect's inner window in order.
+func (p *Predictor) checkAOA(fe *Features, rect features.Rect, a *AOA, pixels []int32, di []float32) error {
 	if a == nil || a.Dev != p.Dev {
 		return errors.New("cuda predict: no area of applicability on the predictor's device")
 	}
 	if nf := a.ref.Features(); nf != len(fe.Set.Features) {
 		return fmt.Errorf("cuda predict: an area of applicability of %d features for %d", nf, len(fe.Set.Features))
 	}
-	if err := checkPixels(pixels, b.Rect.InnerW*b.Rect.InnerH, len(di)); err != nil {
-		return err
-	}
-	return p.predictDNContext(fe, b, cls, conf, a, pixels, di, nil)
+	return checkPixels(pixels, rect.InnerW*rect.InnerH, len(di))
 }
 
 // MirrorBlock is a context window read from the device's own copy of its
@@ -183,13 +189,7 @@ func (p *Predictor) PredictMirrorContextDI(fe *Features, mb MirrorBlock, b featu
 		return fmt.Errorf("cuda predict: %d validities for a %d × %d window", len(mb.Valid), b.Rect.InnerW, b.Rect.InnerH)
 	}
 	if a != nil {
-		if a.Dev != p.Dev {
-			return errors.New("cuda predict: no area of applicability on the predictor's device")
-		}
-		if nf := a.ref.Features(); nf != len(fe.Set.Features) {
-			return fmt.Errorf("cuda predict: an area of applicability of %d features for %d", nf, len(fe.Set.Features))
-		}
-		if err := checkPixels(pixels, b.Rect.InnerW*b.Rect.InnerH, len(di)); err != nil {
+		if err := p.checkAOA(fe, b.Rect, a, pixels, di); err != nil {
 			return err
 		}
 	}
@@ -200,14 +200,14 @@ func (p *Predictor) PredictMirrorContextDI(fe *Features, mb MirrorBlock, b featu
 // mb, from the block the device's mirror holds.
 func (p *Predictor) predictDNContext(fe *Features, b features.DN, cls []uint8, conf []float32, a *AOA, pixels []int32, di []float32, mb *MirrorBlock) error {
 	rect := b.Rect
-	var dn [][]uint16
+	// The planes the features read: b's, or the mirror's.
 	nb := len(fe.used)
+	var dn [][]uint16
 	if mb == nil {
 		var err error
 		if dn, err = p.dnPlanes(fe, b.Planes); err != nil {
 			return err
 		}
-		nb = len(dn)
 	}
 	plan := &fe.ctx
 	if plan.bases() == 0 {
