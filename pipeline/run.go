@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -898,9 +899,18 @@ func (r *runner) background(f func() error) {
 }
 
 // mark logs, at debug level, a step of the run's timeline: seconds since
-// the run began, to find where a tile's wall time goes.
+// the run began, the process's minor page faults so far and the memory Go
+// holds, to find where a tile's wall time goes.
 func (r *runner) mark(step, tile string) {
-	r.opt.Log.Debug("run timeline", "step", step, "tile", tile, "at_s", time.Since(r.start).Seconds())
+	// Faults say what a step waited on the host for: a first tile's
+	// composite faults in most of the heap.
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	var heap [1]metrics.Sample
+	heap[0].Name = "/memory/classes/total:bytes"
+	metrics.Read(heap[:])
+	r.opt.Log.Debug("run timeline", "step", step, "tile", tile, "at_s", time.Since(r.start).Seconds(),
+		"page_faults", ru.Minflt, "go_memory_mb", heap[0].Value.Uint64()>>20)
 }
 
 func (r *runner) wait() error {
