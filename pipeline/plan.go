@@ -67,7 +67,7 @@ func MakePlan(ctx context.Context, cfg config.IngestConfig, opt stage.Options) (
 	if err != nil {
 		return JobPlan{}, err
 	}
-	items, labels, err := scenes.SearchItems(ctx, cfg, opt, area, intersects)
+	items, labels, err := scenes.NewSearcher(cfg, opt).Items(ctx, area, intersects)
 	if err != nil {
 		return JobPlan{}, err
 	}
@@ -147,7 +147,7 @@ func (p JobPlan) checkTiles() error {
 }
 
 // checkHrefs applies the href policy of the config's source (as a search
-// of it would, see sourceClient and find) to every asset of the plan's
+// of it would, see scenes.Searcher) to every asset of the plan's
 // scenes and label items: a plan is an input an attacker may forge and
 // digest again, and GDAL opens whatever it names.
 func (p JobPlan) checkHrefs(cfg config.IngestConfig) error {

@@ -1,5 +1,6 @@
 // Package catalog finds Sentinel-2 and label scenes: it crawls static STAC
-// catalogs with go-stac, searches STAC APIs with the item-search protocol
+// catalogs with go-stac (every item read once, CrawlAll, then picked by
+// query, Crawled.Find), searches STAC APIs with the item-search protocol
 // (POST /search, following next links), signs Planetary Computer hrefs, and
 // turns each STAC item into a plain Item whose assets are keyed by lulc's
 // band names.

@@ -77,6 +77,44 @@ func Crawl(ctx context.Context, root string, q Query, policy HrefPolicy) ([]Item
 // does not arrive or ctx ends: the command fails and exits regardless.
 // Waits show in the network log (netwait).
 func CrawlTimeout(ctx context.Context, root string, q Query, policy HrefPolicy, timeout time.Duration) ([]Item, error) {
+	c, err := CrawlAll(ctx, root, policy, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return c.Find(q)
+}
+
+// Crawled is every item of a static catalog, read in one crawl, for the
+// queries of one ingest (the scenes, their labels, each layer) to pick
+// from: the catalog's documents are read once, not once a query.
+type Crawled struct {
+	root   string
+	policy HrefPolicy // with its Root
+	items  []Item
+}
+
+// Find returns the crawled items q matches, sorted by collection,
+// datetime and id; an asset href of one of them that the crawl's policy
+// refuses fails it.
+func (c *Crawled) Find(q Query) ([]Item, error) {
+	var items []Item
+	for _, it := range c.items {
+		if q.Match(it) {
+			items = append(items, it)
+		}
+	}
+	sortItems(items)
+	for _, it := range items {
+		if err := checkAssets(c.policy, it); err != nil {
+			return nil, fmt.Errorf("crawl %s: %w", c.root, err)
+		}
+	}
+	return items, nil
+}
+
+// CrawlAll walks a static catalog as CrawlTimeout does and keeps every
+// item it reads, for Find.
+func CrawlAll(ctx context.Context, root string, policy HrefPolicy, timeout time.Duration) (*Crawled, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -148,11 +186,9 @@ func CrawlTimeout(ctx context.Context, root string, q Query, policy HrefPolicy, 
 		if err != nil {
 			return err
 		}
-		if q.Match(it) {
-			mu.Lock()
-			items = append(items, it)
-			mu.Unlock()
-		}
+		mu.Lock()
+		items = append(items, it)
+		mu.Unlock()
 		return nil
 	}
 	opts := &crawler.Options{Filter: filter, Queue: newCrawlQueue(ctx, runtime.GOMAXPROCS(0))}
@@ -208,13 +244,7 @@ wait:
 		}
 		return nil, fmt.Errorf("crawl %s: %s: %w", root, what, refused)
 	}
-	sortItems(items)
-	for _, it := range items {
-		if err := checkAssets(policy, it); err != nil {
-			return nil, fmt.Errorf("crawl %s: %w", root, err)
-		}
-	}
-	return items, nil
+	return &Crawled{root: root, policy: policy, items: items}, nil
 }
 
 // crawlLocation names root the way the crawler passes it to its filter: an

@@ -212,14 +212,15 @@ func Locate(ctx context.Context, cfg config.IngestConfig, opt stage.Options) ([]
 	if err != nil {
 		return nil, err
 	}
-	items, labelItems, err := scenes.SearchItems(ctx, cfg, opt, area, intersects)
+	search := scenes.NewSearcher(cfg, opt)
+	items, labelItems, err := search.Items(ctx, area, intersects)
 	if err != nil {
 		return nil, err
 	}
 	if err := scenes.SignItems(ctx, cfg, opt, items, labelItems); err != nil {
 		return nil, err
 	}
-	layerItems, err := scenes.SearchLayers(ctx, cfg, opt, area, intersects)
+	layerItems, err := search.Layers(ctx, area, intersects)
 	if err != nil {
 		return nil, err
 	}

@@ -19,11 +19,26 @@ import (
 // observations is a byte (valid_count.tif) on the CPU and the GPU alike.
 const MaxDates = 255
 
-// SearchItems finds the scene and label items over the area, unsigned;
-// with source.labels there is no label collection to search.
-func SearchItems(ctx context.Context, cfg config.IngestConfig, opt stage.Options, area [4]float64, intersects json.RawMessage) (items, labelItems []catalog.Item, err error) {
+// Searcher finds an ingest config's items (its scenes, their labels,
+// each layer's) in its source. A static catalog is crawled once, in the
+// first search, and every later search picks from the items read then:
+// its documents are not read again for each collection.
+type Searcher struct {
+	cfg     config.IngestConfig
+	client  *catalog.Client
+	crawled *catalog.Crawled
+}
+
+// NewSearcher returns the searcher of cfg's source.
+func NewSearcher(cfg config.IngestConfig, opt stage.Options) *Searcher {
+	return &Searcher{cfg: cfg, client: sourceClient(cfg, opt)}
+}
+
+// Items finds the scene and label items over the area, unsigned; with
+// source.labels there is no label collection to search.
+func (s *Searcher) Items(ctx context.Context, area [4]float64, intersects json.RawMessage) (items, labelItems []catalog.Item, err error) {
+	cfg := s.cfg
 	startT, endT, _ := cfg.DateRange()
-	client := sourceClient(cfg, opt)
 	q := catalog.Query{
 		Collections: []string{cfg.Source.Collection}, BBox: area, Intersects: intersects,
 		Start: startT, End: endT, Limit: cfg.Source.Limit, CloudFilter: cfg.Source.CloudFilter,
@@ -32,7 +47,7 @@ func SearchItems(ctx context.Context, cfg config.IngestConfig, opt stage.Options
 	if cfg.MaxCloudCover < 100 {
 		q.MaxCloud = &cfg.MaxCloudCover
 	}
-	if items, err = find(ctx, client, cfg, q); err != nil {
+	if items, err = s.find(ctx, q); err != nil {
 		return nil, nil, err
 	}
 	if len(items) == 0 {
@@ -44,7 +59,7 @@ func SearchItems(ctx context.Context, cfg config.IngestConfig, opt stage.Options
 	}
 	lq := catalog.Query{Collections: []string{cfg.Source.LabelCollection}, BBox: area, Intersects: intersects,
 		Limit: cfg.Source.Limit, CloudFilter: "none"}
-	if labelItems, err = find(ctx, client, cfg, lq); err != nil {
+	if labelItems, err = s.find(ctx, lq); err != nil {
 		return nil, nil, err
 	}
 	if len(labelItems) == 0 {
@@ -77,12 +92,20 @@ func SignItems(ctx context.Context, cfg config.IngestConfig, opt stage.Options, 
 	return signer.Sign(ctx, labelItems)
 }
 
-// find runs the query against the configured static catalog or API.
-func find(ctx context.Context, client *catalog.Client, cfg config.IngestConfig, q catalog.Query) ([]catalog.Item, error) {
-	if cfg.Source.Catalog != "" {
-		return catalog.CrawlTimeout(ctx, cfg.Source.Catalog, q, catalog.HrefPolicy{Allow: cfg.Source.AllowHrefs}, client.Timeout)
+// find runs a query on the source: an API's search, or the static
+// catalog's items, crawled on the first call.
+func (s *Searcher) find(ctx context.Context, q catalog.Query) ([]catalog.Item, error) {
+	if s.cfg.Source.Catalog == "" {
+		return s.client.Search(ctx, s.cfg.Source.API, q)
 	}
-	return client.Search(ctx, cfg.Source.API, q)
+	if s.crawled == nil {
+		c, err := catalog.CrawlAll(ctx, s.cfg.Source.Catalog, catalog.HrefPolicy{Allow: s.cfg.Source.AllowHrefs}, s.client.Timeout)
+		if err != nil {
+			return nil, err
+		}
+		s.crawled = c
+	}
+	return s.crawled.Find(q)
 }
 
 // TileItems are a tile's scene items, in date order.
@@ -278,15 +301,15 @@ func checkGridSize(g geo.Grid, res float64) error {
 	return nil
 }
 
-// SearchLayers finds, for each layer of the config from a STAC collection,
+// Layers finds, for each layer of the config from a STAC collection,
 // its items over the area: a layer over time (temporal: median) those in
 // the ingest's dates, a static layer (a DEM) all, whatever their dates;
 // signed as the source's items are. A layer without items over the area
 // is an error that names it.
-func SearchLayers(ctx context.Context, cfg config.IngestConfig, opt stage.Options, area [4]float64, intersects json.RawMessage) (map[string][]catalog.Item, error) {
+func (s *Searcher) Layers(ctx context.Context, area [4]float64, intersects json.RawMessage) (map[string][]catalog.Item, error) {
+	cfg := s.cfg
 	out := map[string][]catalog.Item{}
-	client := sourceClient(cfg, opt)
-	signer := &catalog.Signer{Token: cfg.Source.SASToken, TokenURL: cfg.Source.SASTokenURL, Client: client}
+	signer := &catalog.Signer{Token: cfg.Source.SASToken, TokenURL: cfg.Source.SASTokenURL, Client: s.client}
 	for i, l := range cfg.Layers {
 		if l.Collection == "" {
 			continue
@@ -295,7 +318,7 @@ func SearchLayers(ctx context.Context, cfg config.IngestConfig, opt stage.Option
 		if l.Temporal != "" {
 			q.Start, q.End, _ = cfg.DateRange()
 		}
-		items, err := find(ctx, client, cfg, q)
+		items, err := s.find(ctx, q)
 		if err != nil {
 			return nil, fmt.Errorf("layers[%d] (%s): %w", i, l.Name, err)
 		}
