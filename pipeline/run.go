@@ -899,8 +899,8 @@ func (r *runner) background(f func() error) {
 }
 
 // mark logs, at debug level, a step of the run's timeline: seconds since
-// the run began, the process's minor page faults so far and the memory Go
-// holds, to find where a tile's wall time goes.
+// the run began, the process's minor page faults so far and the memory
+// Go's runtime has mapped, to find where a tile's wall time goes.
 func (r *runner) mark(step, tile string) {
 	// Faults say what a step waited on the host for: a first tile's
 	// composite faults in most of the heap.
