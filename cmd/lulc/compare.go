@@ -25,6 +25,7 @@ import (
 //	LULC_STREAMS_APART=off   the owner waits for composites (the whole device), windows' passes and rows decoded ahead
 //	LULC_CUDA_SPIN=off       the device's waits sleep (blocking sync) instead of spinning
 //	LULC_ROWS_APART=off      rows decoded ahead go by the null stream, after the composites, not on a stream of their own
+//	LULC_TOUCH_OUTPUTS=off   the device's copies down fault in a window's fresh output pages under their locks
 //	LULC_MAP_BESIDE=off      lulc run predicts a tile after its composite, not row by row beside it
 //	LULC_EARLY_MAPS=off      the class and confidence COGs are compressed whole at a tile's end, not as the stream completes their rows
 //	LULC_LANE_CORES=all      every lane of a run on several GPUs works on all the cores
@@ -59,6 +60,7 @@ func compareFromEnv(getenv func(string) string) (stage.Compare, error) {
 	flag("LULC_STREAMS_APART", "off", &c.Device.WaitAll)
 	flag("LULC_CUDA_SPIN", "off", &c.Device.BlockingSync)
 	flag("LULC_ROWS_APART", "off", &c.Device.RowsOnNull)
+	flag("LULC_TOUCH_OUTPUTS", "off", &c.Device.UntouchedOutputs)
 	flag("LULC_MAP_BESIDE", "off", &c.MapAfterComposite)
 	flag("LULC_EARLY_MAPS", "off", &c.LateMaps)
 	flag("LULC_LANE_CORES", "all", &c.LaneAllCores)

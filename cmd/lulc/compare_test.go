@@ -16,12 +16,12 @@ func TestCompareFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"LULC_DEVICE_DECODE": "off", "LULC_DEVICE_DRAW": "off", "LULC_DEVICE_STAGING": "off",
-		"LULC_DEVICE_AOA": "off", "LULC_DEVICE_LABELS": "off", "LULC_TRAIN_PROFILE": "1", "LULC_FOREST_SWEEP": "off", "LULC_AOA_SPLIT": "off", "LULC_AOA_SHARED": "off", "LULC_WINDOW_ASIDE": "off", "LULC_STREAMS_APART": "off", "LULC_CUDA_SPIN": "off", "LULC_ROWS_APART": "off", "LULC_MAP_BESIDE": "off", "LULC_EARLY_MAPS": "off", "LULC_LANE_CORES": "all", "LULC_REMOTE_AHEAD": "off", "LULC_MAP_MIRROR": "off", "LULC_COG_ENCODER": "gdal", "LULC_PTX": ptx}
+		"LULC_DEVICE_AOA": "off", "LULC_DEVICE_LABELS": "off", "LULC_TRAIN_PROFILE": "1", "LULC_FOREST_SWEEP": "off", "LULC_AOA_SPLIT": "off", "LULC_AOA_SHARED": "off", "LULC_WINDOW_ASIDE": "off", "LULC_STREAMS_APART": "off", "LULC_CUDA_SPIN": "off", "LULC_ROWS_APART": "off", "LULC_TOUCH_OUTPUTS": "off", "LULC_MAP_BESIDE": "off", "LULC_EARLY_MAPS": "off", "LULC_LANE_CORES": "all", "LULC_REMOTE_AHEAD": "off", "LULC_MAP_MIRROR": "off", "LULC_COG_ENCODER": "gdal", "LULC_PTX": ptx}
 	c, err := compareFromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.HostDecode || !c.HostDraw || !c.HostAOA || !c.HostLabels || !c.GDALCOG || !c.Device.Pageable || !c.Device.TrainProfile || !c.Device.TopsOnly || !c.Device.AOAUnsplit || !c.ApartAOA || !c.Device.OwnerCopies || !c.Device.WaitAll || !c.Device.BlockingSync || !c.Device.RowsOnNull || !c.MapAfterComposite || !c.LateMaps || !c.LaneAllCores || !c.RemoteGDAL || !c.HostWindows || c.Device.PTX != ".version 9.0\n" {
+	if !c.HostDecode || !c.HostDraw || !c.HostAOA || !c.HostLabels || !c.GDALCOG || !c.Device.Pageable || !c.Device.TrainProfile || !c.Device.TopsOnly || !c.Device.AOAUnsplit || !c.ApartAOA || !c.Device.OwnerCopies || !c.Device.WaitAll || !c.Device.BlockingSync || !c.Device.RowsOnNull || !c.Device.UntouchedOutputs || !c.MapAfterComposite || !c.LateMaps || !c.LaneAllCores || !c.RemoteGDAL || !c.HostWindows || c.Device.PTX != ".version 9.0\n" {
 		t.Errorf("every switch set: %+v", c)
 	}
 	if c, err := compareFromEnv(func(string) string { return "" }); err != nil || c.HostDecode || c.GDALCOG || c.Device.PTX != "" {

@@ -36,6 +36,11 @@ func (d *Device) Classes(w *classrule.Window, buf []uint8) error {
 	if w.HasNoData {
 		hasNoData = 1
 	}
+	if !d.opt.UntouchedOutputs {
+		// Faulted in here, not by the copy down under the lock (as
+		// CompositeMirrored's outputs).
+		touchPages(buf)
+	}
 	// The class buffers are the pool's, in use until the classes are
 	// down: one window at a time.
 	d.classes.Lock()

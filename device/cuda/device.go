@@ -117,6 +117,10 @@ type Options struct {
 	// another with the composites, instead of on a stream of their own
 	// beside them.
 	RowsOnNull bool
+	// UntouchedOutputs leaves a window's composite and classes outputs to
+	// be faulted in by their copies down, under the device's composite
+	// and classes locks, instead of touching their pages before.
+	UntouchedOutputs bool
 }
 
 // Options returns the settings the device was opened with.
