@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -902,6 +903,9 @@ func (r *runner) background(f func() error) {
 // the run began, the process's minor page faults so far and the memory
 // Go's runtime has mapped, to find where a tile's wall time goes.
 func (r *runner) mark(step, tile string) {
+	if !r.opt.Log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
 	// Faults say what a step waited on the host for: a first tile's
 	// composite faults in most of the heap.
 	var ru syscall.Rusage
