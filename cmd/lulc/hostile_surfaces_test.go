@@ -171,6 +171,12 @@ func TestHostileSurfaces(t *testing.T) {
 			c.t.Setenv("LULC_MAP_MIRROR", "host")
 			return []string{"run", "-c", "run-demo.yaml", "--catalog", c.w.catalog, "--out", c.out()}
 		}},
+		// The device's switch for where a window's output pages are faulted in,
+		// on a run that composites.
+		{name: "env-touch-outputs-bogus", code: usage, want: []string{`LULC_TOUCH_OUTPUTS="on"`, `"off"`}, setup: func(c *hcase) []string {
+			c.t.Setenv("LULC_TOUCH_OUTPUTS", "on")
+			return []string{"run", "-c", "run-demo.yaml", "--catalog", c.w.catalog, "--out", c.out()}
+		}},
 		{name: "env-ptx-missing", code: usage, want: []string{"LULC_PTX", "no-such.ptx"}, setup: func(c *hcase) []string {
 			c.t.Setenv("LULC_PTX", c.path("no-such.ptx"))
 			return []string{"predict", "--model", c.w.model, "--input", c.w.stack, "--out", c.out()}
